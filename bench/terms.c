@@ -1,0 +1,239 @@
+/* terms.c - benchmark of the hash-cons core, one JSON object per line.
+ *
+ * Every figure is the median of several runs and comes with a reference
+ * measured in the same run, because the machines are noisy:
+ *   intern_new     distinct (f i -i) nodes kept alive, vs malloc+memcpy
+ *                  of the same 32 bytes per node;
+ *   intern_churn   nodes built and dropped at once (the collector reclaims
+ *                  them), vs the same reference;
+ *   intern_lookup  re-interning nodes that exist, at several working-set
+ *                  sizes, vs a hand-written open-addressing set of the
+ *                  same 3-word keys;
+ *   bytes_per_node heap and table bytes per live 2-argument node.
+ * Usage: terms [scale]  (scale 1 = full size; smaller for a quick look)
+ */
+#define GC_THREADS 1
+#include <gc/gc.h>
+
+#include "tgrel.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#define RUNS 5
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return v[n / 2];
+}
+
+static volatile uintptr_t sink;
+
+/* ---- references --------------------------------------------------- */
+
+/* malloc + memcpy of a 32-byte node image, all kept, then freed. */
+static double ref_alloc(long n)
+{
+    void **keep = malloc((size_t)n * sizeof *keep);
+    uint64_t img[4] = {0x0300000700000000ull, 0, 0, 0};
+    double t0 = now();
+    for (long i = 0; i < n; i++) {
+        img[2] = (uint64_t)i;
+        img[3] = (uint64_t)-i;
+        keep[i] = malloc(32);
+        memcpy(keep[i], img, 32);
+    }
+    double dt = now() - t0;
+    for (long i = 0; i < n; i++)
+        free(keep[i]);
+    free(keep);
+    return (double)n / dt / 1e6;
+}
+
+/* A minimal open-addressing set of (head, a, b) keys: what a lookup of
+ * an existing key costs on this machine with a plain C loop. */
+typedef struct { uint64_t h, a, b; } key3;
+static uint64_t mix3(uint64_t h, uint64_t a, uint64_t b)
+{
+    uint64_t x = (h ^ a * 0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ b ^ (x >> 31)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 29);
+}
+static double ref_lookup(long k, long total)
+{
+    size_t cap = 1;
+    while (cap < (size_t)k * 2)
+        cap <<= 1;
+    key3 **slots = calloc(cap, sizeof *slots);
+    key3 *keys = malloc((size_t)k * sizeof *keys);
+    for (long i = 0; i < k; i++) {
+        keys[i] = (key3){7, (uint64_t)i, (uint64_t)-i};
+        size_t j = mix3(7, (uint64_t)i, (uint64_t)-i) & (cap - 1);
+        while (slots[j])
+            j = (j + 1) & (cap - 1);
+        slots[j] = &keys[i];
+    }
+    double t0 = now();
+    uintptr_t acc = 0;
+    for (long r = 0; r < total / k; r++)
+        for (long i = 0; i < k; i++) {
+            uint64_t a = (uint64_t)i, b = (uint64_t)-i;
+            size_t j = mix3(7, a, b) & (cap - 1);
+            key3 *c;
+            while ((c = slots[j]) && !(c->h == 7 && c->a == a && c->b == b))
+                j = (j + 1) & (cap - 1);
+            acc += (uintptr_t)c;
+        }
+    double dt = now() - t0;
+    sink = acc;
+    free(slots);
+    free(keys);
+    return (double)(total / k * k) / dt / 1e6;
+}
+
+/* ---- tgrel -------------------------------------------------------- */
+
+static double tg_new(long n, tg_term ***keep_out, tg_ctx **ctx_out)
+{
+    tg_ctx *c = tg_ctx_new(NULL);
+    tg_term *f = tg_symbol_cstr(c, "f");
+    tg_term **keep = GC_MALLOC((size_t)n * sizeof *keep);
+    double t0 = now();
+    for (long i = 0; i < n; i++) {
+        tg_term *a[2] = {tg_int(c, i), tg_int(c, -i)};
+        keep[i] = tg_app(c, f, 2, a);
+    }
+    double dt = now() - t0;
+    if (keep_out) {
+        *keep_out = keep;
+        *ctx_out = c;
+    } else
+        tg_ctx_free(c);
+    return (double)n / dt / 1e6;
+}
+
+static double tg_churn(long n)
+{
+    tg_ctx *c = tg_ctx_new(NULL);
+    tg_term *f = tg_symbol_cstr(c, "f");
+    double t0 = now();
+    for (long i = 0; i < n; i++) {
+        tg_term *a[2] = {tg_int(c, i), tg_int(c, i + 1)};
+        sink += (uintptr_t)tg_app(c, f, 2, a);
+    }
+    double dt = now() - t0;
+    tg_ctx_free(c);
+    return (double)n / dt / 1e6;
+}
+
+static double tg_lookup(long k, long total)
+{
+    tg_term **keep;
+    tg_ctx *c;
+    tg_new(k, &keep, &c);
+    tg_term *f = tg_symbol_cstr(c, "f");
+    long bad = 0;
+    double t0 = now();
+    for (long r = 0; r < total / k; r++)
+        for (long i = 0; i < k; i++) {
+            tg_term *a[2] = {tg_int(c, i), tg_int(c, -i)};
+            bad += tg_app(c, f, 2, a) != keep[i];
+        }
+    double dt = now() - t0;
+    if (bad)
+        fprintf(stderr, "terms: %ld lookups returned a new pointer\n", bad);
+    tg_ctx_free(c);
+    return (double)(total / k * k) / dt / 1e6;
+}
+
+static void bytes_per_node(long n)
+{
+    GC_gcollect();
+    GC_word heap0, free0, unm, since, total;
+    GC_get_heap_usage_safe(&heap0, &free0, &unm, &since, &total);
+    tg_term **keep;
+    tg_ctx *c;
+    tg_new(n, &keep, &c);
+    GC_gcollect();
+    GC_word heap1, free1;
+    GC_get_heap_usage_safe(&heap1, &free1, &unm, &since, &total);
+    tg_stats st;
+    tg_ctx_stats(c, &st);
+    double heap = (double)((heap1 - free1) - (heap0 - free0)) - (double)n * sizeof *keep;
+    double table = (double)st.capacity * sizeof(uintptr_t);
+    printf("{\"bench\":\"bytes_per_node\",\"nodes\":%ld,\"heap_bytes_per_node\":%.1f,"
+           "\"table_bytes_per_node\":%.1f,\"bytes_per_node\":%.1f,\"table_load\":%.2f,"
+           "\"target_max\":48}\n",
+           n, heap / (double)n, table / (double)n, (heap + table) / (double)n,
+           (double)st.live / (double)st.capacity);
+    sink += (uintptr_t)keep[n - 1];
+    tg_ctx_free(c);
+}
+
+int main(int argc, char **argv)
+{
+    GC_INIT();
+    double scale = argc > 1 ? atof(argv[1]) : 1.0;
+    long n = (long)(1e6 * scale), churn = (long)(2e7 * scale), total = (long)(2e7 * scale);
+    if (n < 1000)
+        n = 1000;
+    double a[RUNS], b[RUNS];
+
+    for (int r = 0; r < RUNS; r++) {
+        a[r] = tg_new(n, NULL, NULL);
+        b[r] = ref_alloc(n);
+    }
+    double ta = median(a, RUNS), tb = median(b, RUNS);
+    printf("{\"bench\":\"intern_new\",\"nodes\":%ld,\"mnodes_per_s\":%.2f,"
+           "\"ref\":\"malloc+memcpy 32B\",\"ref_mnodes_per_s\":%.2f,\"ratio_to_ref\":%.2f,"
+           "\"target_min\":20}\n", n, ta, tb, ta / tb);
+
+    for (int r = 0; r < RUNS; r++) {
+        a[r] = tg_churn(churn);
+        b[r] = ref_alloc(n);
+    }
+    ta = median(a, RUNS);
+    tb = median(b, RUNS);
+    printf("{\"bench\":\"intern_churn\",\"nodes\":%ld,\"mnodes_per_s\":%.2f,"
+           "\"ref\":\"malloc+memcpy 32B\",\"ref_mnodes_per_s\":%.2f,\"ratio_to_ref\":%.2f,"
+           "\"target_min\":20}\n", churn, ta, tb, ta / tb);
+
+    long sets[] = {1000, 10000, 100000, 1000000};
+    for (size_t s = 0; s < sizeof sets / sizeof *sets; s++) {
+        long k = sets[s];
+        if (k > n)
+            break;
+        for (int r = 0; r < RUNS; r++) {
+            a[r] = tg_lookup(k, total);
+            b[r] = ref_lookup(k, total);
+        }
+        ta = median(a, RUNS);
+        tb = median(b, RUNS);
+        printf("{\"bench\":\"intern_lookup\",\"working_set\":%ld,\"mlookups_per_s\":%.2f,"
+               "\"ref\":\"C open-addressing set\",\"ref_mlookups_per_s\":%.2f,"
+               "\"ratio_to_ref\":%.2f,\"target_min\":40}\n", k, ta, tb, ta / tb);
+    }
+    bytes_per_node(n);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("{\"bench\":\"peak_rss\",\"kib\":%ld}\n", ru.ru_maxrss);
+    return 0;
+}

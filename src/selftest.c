@@ -1,0 +1,274 @@
+/* selftest.c - `tgrel --run-tests FILE.test...`, jq-style golden tests.
+ *
+ * A test file is a list of cases separated by blank lines.  The first line
+ * of a case is the input text, read as the file "<test>" (so positions are
+ * relative to that line); each following line is one expected output line:
+ * the printed form of a term, or "!error MESSAGE" for a read error whose
+ * formatted message (tg_error_format) is MESSAGE ("!error" alone accepts
+ * any error).  A case with no expected lines expects no output.  A line
+ * that is just "#" or starts with "# " (or "#" and a tab) is a comment;
+ * other lines starting with "#" are data, so inputs like "#| c |# x" and
+ * "#;a b" can be tested.  Results are TAP: "ok N - line L".
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "selftest.h"
+
+typedef struct tcase {
+    const char *file;       /* as given on the command line */
+    int line;               /* line of the input in that file */
+    const char *input;
+    const char **expect;
+    size_t nexpect;
+} tcase;
+
+typedef struct cases {
+    tcase *v;
+    size_t n, cap;
+} cases;
+
+typedef struct lines {
+    char **v;
+    size_t n, cap;
+} lines;
+
+static void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q) {
+        fputs("tgrel: out of memory\n", stderr);
+        exit(2);
+    }
+    return q;
+}
+
+static char *xstrdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    return memcpy(xrealloc(NULL, n), s, n);
+}
+
+char *tgM_print_term(const tg_term *t, int shared, size_t *len)
+{
+    return shared ? tg_print_shared(t, len) : tg_print(t, len);
+}
+
+static int is_comment(const char *s)
+{
+    return s[0] == '#' && (s[1] == '\0' || s[1] == ' ' || s[1] == '\t');
+}
+
+static int is_blank(const char *s)
+{
+    for (; *s; s++)
+        if (*s != ' ' && *s != '\t')
+            return 0;
+    return 1;
+}
+
+/* Split text (NUL-terminated, modified in place) into cases. */
+static void parse_cases(cases *cs, const char *file, char *text)
+{
+    tcase *cur = NULL;
+    int lineno = 0;
+    char *p = text;
+    while (*p) {
+        char *line = p;
+        char *nl = strchr(p, '\n');
+        if (nl) {
+            *nl = '\0';
+            p = nl + 1;
+        } else {
+            p += strlen(p);
+        }
+        lineno++;
+        size_t n = strlen(line);
+        if (n && line[n - 1] == '\r')
+            line[n - 1] = '\0';
+        if (is_comment(line))
+            continue;
+        if (is_blank(line)) {
+            cur = NULL;
+            continue;
+        }
+        if (!cur) {
+            if (cs->n == cs->cap) {
+                cs->cap = cs->cap ? 2 * cs->cap : 64;
+                cs->v = xrealloc(cs->v, cs->cap * sizeof *cs->v);
+            }
+            cur = &cs->v[cs->n++];
+            cur->file = file;
+            cur->line = lineno;
+            cur->input = line;
+            cur->expect = NULL;
+            cur->nexpect = 0;
+        } else {
+            cur->expect = xrealloc(cur->expect,
+                                   (cur->nexpect + 1) * sizeof *cur->expect);
+            cur->expect[cur->nexpect++] = line;
+        }
+    }
+}
+
+static void push_line(lines *ls, char *s)
+{
+    if (ls->n == ls->cap) {
+        ls->cap = ls->cap ? 2 * ls->cap : 8;
+        ls->v = xrealloc(ls->v, ls->cap * sizeof *ls->v);
+    }
+    ls->v[ls->n++] = s;
+}
+
+static char *error_line(const tg_error *err)
+{
+    char msg[1024];
+    char *s = xrealloc(NULL, sizeof msg + 8);
+    tg_error_format(err, msg, sizeof msg);
+    snprintf(s, sizeof msg + 8, "!error %s", msg);
+    return s;
+}
+
+/* What the program prints for the case's input, line by line. */
+static void run_input(tg_ctx *ctx, const tcase *c, int shared, lines *out)
+{
+    tg_error err;
+    tg_error_clear(&err);
+    tg_reader *r = tg_reader_new(ctx, c->input, strlen(c->input), "<test>", &err);
+    if (!r) {
+        push_line(out, error_line(&err));
+        return;
+    }
+    /* A reader that stops advancing must not hang the test run. */
+    size_t limit = c->nexpect + 16;
+    for (;;) {
+        tg_term *t = NULL;
+        int rc = tg_reader_next(r, &t, &err);
+        if (rc == 0)
+            break;
+        if (rc > 0) {
+            char *s = tgM_print_term(t, shared, NULL);
+            push_line(out, s ? s : xstrdup("!print failed (out of memory)"));
+        } else {
+            push_line(out, error_line(&err));
+            tg_error_clear(&err);
+        }
+        if (out->n > limit) {
+            push_line(out, xstrdup("!stopped: too many results"));
+            break;
+        }
+    }
+    tg_reader_free(r);
+}
+
+static int line_matches(const char *expect, const char *got)
+{
+    if (strcmp(expect, "!error") == 0)
+        return strncmp(got, "!error ", 7) == 0;
+    return strcmp(expect, got) == 0;
+}
+
+/* A diagnostic line; newlines in data would end the TAP comment. */
+static void diag(const char *prefix, const char *s)
+{
+    fputs(prefix, stdout);
+    for (; *s; s++) {
+        if (*s == '\n')
+            fputs("\\n", stdout);
+        else if (*s == '\r')
+            fputs("\\r", stdout);
+        else
+            putchar(*s);
+    }
+    putchar('\n');
+}
+
+static int case_passed(const tcase *c, const lines *got)
+{
+    if (got->n != c->nexpect)
+        return 0;
+    for (size_t i = 0; i < got->n; i++)
+        if (!line_matches(c->expect[i], got->v[i]))
+            return 0;
+    return 1;
+}
+
+static void print_diff(const tcase *c, const lines *got)
+{
+    diag("#   input: ", c->input);
+    diag("#   ", "(-expected +got)");
+    size_t n = got->n > c->nexpect ? got->n : c->nexpect;
+    for (size_t i = 0; i < n; i++) {
+        const char *e = i < c->nexpect ? c->expect[i] : NULL;
+        const char *g = i < got->n ? got->v[i] : NULL;
+        if (e && g && line_matches(e, g)) {
+            diag("#     ", g);
+            continue;
+        }
+        if (e)
+            diag("#   - ", e);
+        if (g)
+            diag("#   + ", g);
+    }
+}
+
+int tgM_run_tests(tg_ctx *ctx, char *const *files, int nfiles, int shared)
+{
+    cases cs = { 0 };
+    char **texts = xrealloc(NULL, (size_t)(nfiles > 0 ? nfiles : 1) * sizeof *texts);
+    for (int i = 0; i < nfiles; i++) {
+        tg_error err;
+        char msg[1024];
+        size_t len;
+        tg_error_clear(&err);
+        texts[i] = tg_slurp_file(files[i], &len, &err);
+        if (!texts[i]) {
+            /* The message names the file. */
+            printf("Bail out! %s\n", tg_error_format(&err, msg, sizeof msg));
+            return 1;
+        }
+        /* The text ends at the first NUL; a test file holds no NULs. */
+        char *copy = xrealloc(NULL, len + 1);
+        memcpy(copy, texts[i], len);
+        copy[len] = '\0';
+        free(texts[i]);
+        texts[i] = copy;
+        parse_cases(&cs, files[i], texts[i]);
+    }
+
+    printf("1..%zu\n", cs.n);
+    fflush(stdout);
+    int failed = 0;
+    for (size_t i = 0; i < cs.n; i++) {
+        const tcase *c = &cs.v[i];
+        lines got = { 0 };
+        run_input(ctx, c, shared, &got);
+        int ok = case_passed(c, &got);
+        if (nfiles > 1)
+            printf("%sok %zu - %s line %d\n", ok ? "" : "not ", i + 1,
+                   c->file, c->line);
+        else
+            printf("%sok %zu - line %d\n", ok ? "" : "not ", i + 1, c->line);
+        if (!ok) {
+            print_diff(c, &got);
+            failed++;
+        }
+        fflush(stdout);
+        for (size_t k = 0; k < got.n; k++)
+            free(got.v[k]);
+        free(got.v);
+    }
+    if (failed)
+        printf("# %d of %zu cases failed\n", failed, cs.n);
+
+    for (size_t i = 0; i < cs.n; i++)
+        free(cs.v[i].expect);
+    free(cs.v);
+    for (int i = 0; i < nfiles; i++)
+        free(texts[i]);
+    free(texts);
+    return failed ? 1 : 0;
+}

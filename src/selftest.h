@@ -1,0 +1,17 @@
+/* selftest.h - `tgrel --run-tests`: runs .test files (input line, expected
+ * output lines) and reports in TAP.  Part of the tgrel program, not of the
+ * library; program-only functions use the tgM_ prefix. */
+#ifndef TG_SELFTEST_H
+#define TG_SELFTEST_H
+
+#include "tgrel.h"
+
+/* Print t in the form the program prints (tg_print or tg_print_shared);
+ * malloc'd, NULL when out of memory. */
+char *tgM_print_term(const tg_term *t, int shared, size_t *len);
+
+/* Run the cases of the nfiles test files; prints TAP on stdout.  Returns
+ * the exit status: 0 when every case passed, 1 otherwise. */
+int tgM_run_tests(tg_ctx *ctx, char *const *files, int nfiles, int shared);
+
+#endif

@@ -1,0 +1,1056 @@
+/* term.c - hash-consed terms: the interning table, its weak hold on terms
+ * through the Boehm collector, constructors, list views, and the total
+ * order.
+ *
+ * The table is an open-addressing array of node pointers in malloc'd
+ * memory, which the collector does not scan: the table alone keeps no term
+ * alive.  After each collection's mark phase (world still stopped) the
+ * entries whose node went unmarked are removed, which makes the table weak
+ * at no per-node cost.  A context whose owning thread was stopped in the
+ * middle of a table operation ("busy") cannot be pruned safely, so its
+ * table is pushed as a root for that one collection instead.
+ *
+ * Slots hold the node pointer with four hash bits in its low bits (nodes
+ * are 16-byte aligned); with interior pointers recognised, such a value
+ * still marks the node when the table is pushed as a root, and the tag
+ * spares most dereferences of non-matching slots.
+ */
+#include "term.h"
+#include "error.h"
+
+#define GC_THREADS 1   /* thread registration API; no pthread redirects needed here */
+#include <gc/gc.h>
+#include <gc/gc_inline.h>
+#include <gc/gc_mark.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Free lists refilled with GC_malloc_many, by size in 16-byte granules. */
+#define TGT_NFREE 6
+
+struct tg_ctx {
+    uintptr_t *slots;       /* malloc'd, not scanned */
+    size_t cap;
+    uintptr_t *old_slots;   /* during a grow: the previous array */
+    size_t old_cap;
+    size_t count;
+    size_t limit;           /* grow past this many entries */
+    uintptr_t tagmask;
+    atomic_int busy;
+    unsigned long prunes;   /* bumped by each prune, to validate a remembered slot */
+    size_t created, reclaimed;
+    void *freelist[TGT_NFREE + 1];
+    tg_ctx *next;           /* registry of live contexts */
+};
+
+tg_term tgT_nilobj __attribute__((aligned(16))) = {{TG_NIL, TGT_GROUND, 0, 0, 0x6e696c21u}};
+
+/* ---- the collector hooks (process-wide, as the collector is) ------- */
+
+static tg_ctx *registry;
+static int term_kind;       /* objects scanned whole, last word included */
+static GC_on_collection_event_proc prev_event;
+static GC_push_other_roots_proc prev_push;
+static pthread_once_t gc_once = PTHREAD_ONCE_INIT;
+
+static void prune(tg_ctx *ctx);
+
+static void GC_CALLBACK on_event(GC_EventType ev)
+{
+    if (ev == GC_EVENT_MARK_END)
+        for (tg_ctx *c = registry; c; c = c->next)
+            if (!atomic_load_explicit(&c->busy, memory_order_relaxed))
+                prune(c);
+    if (prev_event)
+        prev_event(ev);
+}
+
+static void GC_CALLBACK push_roots(void)
+{
+    for (tg_ctx *c = registry; c; c = c->next)
+        if (atomic_load_explicit(&c->busy, memory_order_relaxed)) {
+            GC_push_all(c->slots, c->slots + c->cap);
+            if (c->old_slots)
+                GC_push_all(c->old_slots, c->old_slots + c->old_cap);
+        }
+    if (prev_push)
+        prev_push();
+}
+
+static void gc_setup(void)
+{
+    GC_init();
+    GC_allow_register_threads();
+    /* With interior pointers on, NORMAL objects get one extra byte and
+     * their last word is not scanned; our own kind scans the whole
+     * object, so a node can use every byte of its granules.  New objects
+     * are not cleared: every node writes all its fields, and stale words
+     * in the padding can only retain garbage for a while. */
+    term_kind = (int)GC_new_kind(GC_new_free_list(), 0 | GC_DS_LENGTH, 1, 0);
+    prev_event = GC_get_on_collection_event();
+    GC_set_on_collection_event(on_event);
+    prev_push = GC_get_push_other_roots();
+    GC_set_push_other_roots(push_roots);
+}
+
+static void *GC_CALLBACK link_ctx(void *p)
+{
+    tg_ctx *ctx = p;
+    ctx->next = registry;
+    registry = ctx;
+    return NULL;
+}
+
+static void *GC_CALLBACK unlink_ctx(void *p)
+{
+    for (tg_ctx **pp = &registry; *pp; pp = &(*pp)->next)
+        if (*pp == p) {
+            *pp = ((tg_ctx *)p)->next;
+            break;
+        }
+    return NULL;
+}
+
+/* Entering and leaving a table operation.  The signal fence keeps the
+ * compiler from moving table accesses across the flag; the collector
+ * reads the flag only after the thread has been stopped. */
+static inline void enter(tg_ctx *ctx)
+{
+    atomic_store_explicit(&ctx->busy, 1, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+}
+static inline void leave(tg_ctx *ctx)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    atomic_store_explicit(&ctx->busy, 0, memory_order_relaxed);
+}
+
+/* ---- the table ---------------------------------------------------- */
+
+#define MAXLOAD_NUM 85      /* entries / slots at most 0.85 ... */
+#define MAXLOAD_DEN 100
+#define MINCAP 1024
+
+static inline size_t home_in(uint32_t h, size_t cap)
+{
+    /* Multiply-shift range reduction: any capacity, not only powers of 2,
+     * so the table can grow by 1.5x and stay dense. */
+    return (size_t)(((uint64_t)h * cap) >> 32);
+}
+static inline size_t home(const tg_ctx *ctx, uint32_t h)
+{
+    return home_in(h, ctx->cap);
+}
+static inline tg_term *slot_term(const tg_ctx *ctx, uintptr_t s)
+{
+    return (tg_term *)(s & ~ctx->tagmask);
+}
+static inline uintptr_t slot_make(const tg_ctx *ctx, const tg_term *t)
+{
+    return (uintptr_t)t | (t->h.hash & ctx->tagmask);
+}
+
+static void place(uintptr_t *slots, size_t cap, size_t i, uintptr_t v)
+{
+    while (slots[i])
+        if (++i == cap)
+            i = 0;
+    slots[i] = v;
+}
+
+/* Grow by half (the caller is inside enter/leave).  Fails only when
+ * memory is exhausted; the table then stays as it is, over-full but
+ * correct as long as one slot is free. */
+static int grow(tg_ctx *ctx)
+{
+    size_t ncap = ctx->cap + ctx->cap / 2;
+    uintptr_t *ns = calloc(ncap, sizeof *ns);
+    if (!ns)
+        return -1;
+    uintptr_t *old = ctx->slots;
+    size_t ocap = ctx->cap;
+    /* The collector may look at a busy context at any instruction: the
+     * old array stays pushed whole until the new one is published, and
+     * (slots, cap) never overruns (the larger array comes first). */
+    ctx->old_slots = old;
+    ctx->old_cap = ocap;
+    atomic_signal_fence(memory_order_seq_cst);
+    for (size_t i = 0; i < ocap; i++)
+        if (old[i])
+            place(ns, ncap, home_in(slot_term(ctx, old[i])->h.hash, ncap), old[i]);
+    ctx->slots = ns;
+    atomic_signal_fence(memory_order_seq_cst);
+    ctx->cap = ncap;
+    atomic_signal_fence(memory_order_seq_cst);
+    ctx->old_slots = NULL;
+    atomic_signal_fence(memory_order_seq_cst);
+    ctx->limit = (size_t)((double)ncap * MAXLOAD_NUM / MAXLOAD_DEN);
+    free(old);
+    return 0;
+}
+
+/* Remove the entries of nodes the last mark phase did not reach.  Runs
+ * with the world stopped and the allocation lock held: no allocation.
+ * Dead slots are cleared first; then, walking once around the table from
+ * an empty slot, each live entry moves to the first free slot of its
+ * probe sequence, which restores the linear-probing invariant. */
+static void prune(tg_ctx *ctx)
+{
+    uintptr_t *s = ctx->slots;
+    size_t cap = ctx->cap, dead = 0;
+    if (!s)
+        return;
+    /* Start from a slot that was empty before any clearing: no probe
+     * sequence crosses it, so entries only ever move backwards inside
+     * their own cluster, whose earlier slots are already final. */
+    size_t start = 0;
+    while (s[start])
+        start++;
+    for (size_t i = 0; i < cap; i++)
+        if (s[i] && !GC_is_marked(slot_term(ctx, s[i]))) {
+            s[i] = 0;
+            dead++;
+        }
+    if (!dead)
+        return;
+    for (size_t k = 1, i = start; k <= cap; k++) {
+        if (++i == cap)
+            i = 0;
+        if (!s[i])
+            continue;
+        uintptr_t v = s[i];
+        s[i] = 0;
+        place(s, cap, home(ctx, slot_term(ctx, v)->h.hash), v);
+    }
+    ctx->count -= dead;
+    ctx->reclaimed += dead;
+    ctx->prunes++;
+}
+
+/* ---- allocation --------------------------------------------------- */
+
+/* A node of `bytes` bytes that may hold pointers.  Small ones come from
+ * per-context free lists (one lock round-trip per batch).  GC_malloc
+ * would add a byte to each request when interior pointers are on (a
+ * 32-byte node would take 48); GC_generic_malloc_many takes the exact
+ * granule size, and term_kind scans all of it. */
+static void *alloc_node(tg_ctx *ctx, size_t bytes)
+{
+    size_t g = (bytes + 15) / 16;
+    if (g > TGT_NFREE)
+        return GC_generic_malloc(bytes, term_kind);
+    void *p = ctx->freelist[g];
+    if (!p) {
+        GC_generic_malloc_many(g * 16, term_kind, &p);
+        if (!p)
+            return NULL;
+    }
+    ctx->freelist[g] = GC_NEXT(p);
+    GC_NEXT(p) = NULL;
+    return p;
+}
+
+static void *alloc_atomic(size_t bytes)
+{
+    return GC_MALLOC_ATOMIC(bytes);
+}
+
+/* ---- interning ---------------------------------------------------- */
+
+/* The probe loop shared by every kind: `same` decides equality with a
+ * candidate of equal hash.  Returns the existing node, or NULL with
+ * *where set to the free slot the new node should take. */
+#define PROBE(ctx, HASH, KIND, same, where)                                  \
+    do {                                                                     \
+        uintptr_t *s_ = (ctx)->slots, tag_ = (HASH) & (ctx)->tagmask;         \
+        size_t i_ = home((ctx), (HASH)), cap_ = (ctx)->cap;                   \
+        for (;;) {                                                           \
+            uintptr_t v_ = s_[i_];                                           \
+            if (!v_)                                                         \
+                break;                                                       \
+            if ((v_ & (ctx)->tagmask) == tag_) {                             \
+                tg_term *c = slot_term((ctx), v_);                           \
+                if (c->h.hash == (HASH) && c->h.kind == (KIND) && (same)) {  \
+                    leave(ctx);                                              \
+                    return c;                                                \
+                }                                                            \
+            }                                                                \
+            if (++i_ == cap_)                                                \
+                i_ = 0;                                                      \
+        }                                                                    \
+        (where) = i_;                                                        \
+    } while (0)
+
+/* Insert a freshly built node.  If a collection pruned the table while
+ * the node was being allocated, the remembered slot may be stale, so the
+ * free slot is searched again. */
+static tg_term *insert(tg_ctx *ctx, tg_term *t, size_t where, unsigned long prunes)
+{
+    enter(ctx);
+    if (prunes != ctx->prunes)
+        place(ctx->slots, ctx->cap, home(ctx, t->h.hash), slot_make(ctx, t));
+    else
+        ctx->slots[where] = slot_make(ctx, t);
+    ctx->created++;
+    if (++ctx->count > ctx->limit)
+        grow(ctx);
+    leave(ctx);
+    return t;
+}
+
+/* The miss path, kept out of line so the lookup stays lean. */
+static __attribute__((noinline)) tg_term *new_chunk(tg_ctx *ctx, tgT_hdr hd, tg_term *head,
+                                                    tg_term *const *args, tg_term *rest,
+                                                    size_t where, unsigned long prunes)
+{
+    unsigned na = hd.n - 1u, hastail = (hd.flags & TGT_HASTAIL) != 0;
+    tg_term *t = alloc_node(ctx, sizeof(tgT_hdr) + (na + 1 + hastail) * sizeof(tg_term *));
+    if (!t)
+        return NULL;
+    t->h = hd;
+    t->e[0] = head;
+    for (unsigned k = 0; k < na; k++)
+        t->e[k + 1] = args[k];
+    if (hastail)
+        t->e[na + 1] = rest;
+    return insert(ctx, t, where, prunes);
+}
+
+static inline uint64_t hdr_word(tgT_hdr h)
+{
+    uint64_t w;
+    memcpy(&w, &h, sizeof w);
+    return w;
+}
+
+/* Intern the chunk (head args[0] .. args[na-1] . rest).  The head is
+ * apart from the arguments so that an application is interned straight
+ * from its argument array.  The whole 8-byte header (hash, kind, count,
+ * flags) is compared in one go. */
+static tg_term *intern_chunk(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args,
+                             tg_term *rest)
+{
+    uint32_t d = tgT_depth(rest), hd0 = tgT_depth(head);
+    unsigned ground = tgT_ground(rest) & tgT_ground(head);
+    for (unsigned i = 0; i < na; i++) {
+        uint32_t di = tgT_depth(args[i]);
+        d = di > d ? di : d;
+        ground &= tgT_ground(args[i]);
+    }
+    d = ((hd0 > d ? hd0 : d) + 1) & ((1u << TGT_DEPTH_BITS) - 1);
+    uint32_t h = tgT_hash(rest) ^ (d * 0x9E3779B1u);
+    for (unsigned i = na; i-- > 0;)
+        h = tgT_mix(tgT_hash(args[i]), h);
+    h = tgT_mix(tgT_hash(head), h);
+    unsigned hastail = rest != TGT_NIL;
+    tgT_hdr hd = {TG_PAIR, (ground ? TGT_GROUND : 0) | (hastail ? TGT_HASTAIL : 0), na + 1, d, h};
+    uint64_t want = hdr_word(hd);
+
+    enter(ctx);
+    uintptr_t *s = ctx->slots, mask = ctx->tagmask, tag = h & mask;
+    size_t i = home(ctx, h), cap = ctx->cap;
+    for (uintptr_t v; (v = s[i]) != 0; i = i + 1 == cap ? 0 : i + 1) {
+        if ((v & mask) != tag)
+            continue;
+        tg_term *c = (tg_term *)(v & ~mask);
+        if (hdr_word(c->h) != want || c->e[0] != head)
+            continue;
+        unsigned k = 0;
+        while (k < na && c->e[k + 1] == args[k])
+            k++;
+        if (k == na && (!hastail || c->e[na + 1] == rest)) {
+            leave(ctx);
+            return c;
+        }
+    }
+    unsigned long prunes = ctx->prunes;    /* read while still busy */
+    leave(ctx);
+    return new_chunk(ctx, hd, head, args, rest, i, prunes);
+}
+
+tg_term *tgT_chunk(tg_ctx *ctx, unsigned m, tg_term *const *e, tg_term *rest)
+{
+    return intern_chunk(ctx, e[0], m - 1, e + 1, rest);
+}
+
+static uint32_t bytes_hash(const char *p, size_t n, uint32_t seed)
+{
+    uint64_t h = seed ^ (n * 0x9E3779B97F4A7C15ull);
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
+        h ^= h >> 31;
+        p += 8;
+        n -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, n);
+    h = (h ^ w) * 0x94D049BB133111EBull;
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ull;
+    return (uint32_t)(h >> 32);
+}
+
+static tg_term *intern_bytes(tg_ctx *ctx, tg_kind kind, const char *p, size_t n)
+{
+    uint32_t h = bytes_hash(p, n, kind == TG_SYMBOL ? 0x53594d42u : 0x53545247u);
+    size_t where;
+    enter(ctx);
+    PROBE(ctx, h, kind,
+          ((tgT_bytes *)c)->len == n && memcmp(((tgT_bytes *)c)->s, p, n) == 0, where);
+    unsigned long prunes = ctx->prunes;
+    leave(ctx);
+    tgT_bytes *b = alloc_atomic(sizeof *b + n + 1);
+    if (!b)
+        return NULL;
+    b->h = (tgT_hdr){kind, TGT_GROUND, 0, 0, h};
+    b->len = n;
+    memcpy(b->s, p, n);
+    b->s[n] = 0;
+    return insert(ctx, (tg_term *)b, where, prunes);
+}
+
+tg_term *tg_symbol(tg_ctx *ctx, const char *name, size_t len)
+{
+    return intern_bytes(ctx, TG_SYMBOL, name, len);
+}
+tg_term *tg_symbol_cstr(tg_ctx *ctx, const char *name)
+{
+    return intern_bytes(ctx, TG_SYMBOL, name, strlen(name));
+}
+tg_term *tg_string(tg_ctx *ctx, const char *bytes, size_t len)
+{
+    return intern_bytes(ctx, TG_STRING, bytes, len);
+}
+
+tg_term *tg_var(tg_ctx *ctx, const char *name, size_t len, uint64_t id)
+{
+    tg_term *sym = tg_symbol(ctx, name, len);
+    if (!sym)
+        return NULL;
+    uint32_t h = tgT_mix(sym->h.hash ^ 0x56415221u, tgT_fixhash((int64_t)id));
+    size_t where;
+    enter(ctx);
+    PROBE(ctx, h, TG_VAR, ((tgT_var *)c)->name == sym && ((tgT_var *)c)->id == id, where);
+    unsigned long prunes = ctx->prunes;
+    leave(ctx);
+    tgT_var *v = alloc_node(ctx, sizeof *v);
+    if (!v)
+        return NULL;
+    v->h = (tgT_hdr){TG_VAR, 0, 0, 0, h};
+    v->name = sym;
+    v->id = id;
+    return insert(ctx, (tg_term *)v, where, prunes);
+}
+
+tg_term *tg_double(tg_ctx *ctx, double x)
+{
+    if (isnan(x))
+        x = NAN;    /* one NaN: payloads are not observable in the language */
+    uint64_t bits;
+    memcpy(&bits, &x, 8);
+    uint32_t h = tgT_fixhash((int64_t)(bits ^ 0x444f55424c45ull));
+    size_t where;
+    enter(ctx);
+    PROBE(ctx, h, TG_DOUBLE, memcmp(&((tgT_dbl *)c)->v, &x, 8) == 0, where);
+    unsigned long prunes = ctx->prunes;
+    leave(ctx);
+    tgT_dbl *d = alloc_atomic(sizeof *d);
+    if (!d)
+        return NULL;
+    d->h = (tgT_hdr){TG_DOUBLE, TGT_GROUND, 0, 0, h};
+    d->v = x;
+    return insert(ctx, (tg_term *)d, where, prunes);
+}
+
+/* ---- numbers ------------------------------------------------------ */
+
+tg_term *tg_int(tg_ctx *ctx, int64_t v)
+{
+    if (v >= TGT_FIXMIN && v <= TGT_FIXMAX)
+        return tgT_mkfix(v);
+    mpz_t z;
+    mpz_init(z);
+    /* mpz has no int64 setter on every platform; go through the parts */
+    uint64_t mag = v < 0 ? -(uint64_t)v : (uint64_t)v;
+    mpz_import(z, 1, 1, sizeof mag, 0, 0, &mag);
+    if (v < 0)
+        mpz_neg(z, z);
+    tg_term *t = tg_int_mpz(ctx, z);
+    mpz_clear(z);
+    return t;
+}
+
+static uint32_t limbs_hash(const mp_limb_t *d, size_t n, uint32_t seed)
+{
+    return bytes_hash((const char *)d, n * sizeof *d, seed);
+}
+
+tg_term *tg_int_mpz(tg_ctx *ctx, const mpz_t v)
+{
+    if (mpz_fits_slong_p(v)) {
+        long x = mpz_get_si(v);
+        if (x >= TGT_FIXMIN && x <= TGT_FIXMAX)
+            return tgT_mkfix(x);
+    }
+    int64_t size = v->_mp_size;
+    size_t n = (size_t)(size < 0 ? -size : size);
+    const mp_limb_t *d = v->_mp_d;
+    uint32_t h = limbs_hash(d, n, size < 0 ? 0x4e454749u : 0x504f5349u);
+    size_t where;
+    enter(ctx);
+    PROBE(ctx, h, TG_INT,
+          ((tgT_big *)c)->size == size && memcmp(((tgT_big *)c)->d, d, n * sizeof *d) == 0,
+          where);
+    unsigned long prunes = ctx->prunes;
+    leave(ctx);
+    tgT_big *b = alloc_atomic(sizeof *b + n * sizeof *d);
+    if (!b)
+        return NULL;
+    b->h = (tgT_hdr){TG_INT, TGT_GROUND, 0, 0, h};
+    b->size = size;
+    memcpy(b->d, d, n * sizeof *d);
+    return insert(ctx, (tg_term *)b, where, prunes);
+}
+
+tg_term *tg_int_parse(tg_ctx *ctx, const char *s, tg_error *err)
+{
+    const char *p = s;
+    if (*p == '+' || *p == '-')
+        p++;
+    if (!*p || strspn(p, "0123456789") != strlen(p)) {
+        tgE_set(err, TG_ERR_SYNTAX, NULL, 0, 0, "not an integer: %.60s", s);
+        return NULL;
+    }
+    mpz_t z;
+    mpz_init_set_str(z, *s == '+' ? s + 1 : s, 10);
+    tg_term *t = tg_int_mpz(ctx, z);
+    mpz_clear(z);
+    if (!t)
+        tgE_set(err, TG_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    return t;
+}
+
+tg_term *tg_rat_mpq(tg_ctx *ctx, const mpq_t v, tg_error *err)
+{
+    if (mpz_sgn(mpq_denref(v)) == 0) {
+        tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "zero denominator in rational");
+        return NULL;
+    }
+    mpq_t q;
+    mpq_init(q);
+    /* mpq_set assumes a positive denominator; copy the parts instead */
+    mpz_set(mpq_numref(q), mpq_numref(v));
+    mpz_set(mpq_denref(q), mpq_denref(v));
+    mpq_canonicalize(q);
+    tg_term *t = NULL;
+    if (mpz_cmp_ui(mpq_denref(q), 1) == 0) {
+        t = tg_int_mpz(ctx, mpq_numref(q));
+        goto done;
+    }
+    int32_t ns = mpq_numref(q)->_mp_size, ds = mpq_denref(q)->_mp_size;
+    size_t nn = (size_t)(ns < 0 ? -ns : ns), dn = (size_t)ds;
+    const mp_limb_t *nd = mpq_numref(q)->_mp_d, *dd = mpq_denref(q)->_mp_d;
+    uint32_t h = tgT_mix(limbs_hash(nd, nn, ns < 0 ? 0x4e514e51u : 0x50515051u),
+                         limbs_hash(dd, dn, 0x44454e4fu));
+    size_t where;
+    enter(ctx);
+    {
+        /* PROBE returns from this function on a hit: release q first. */
+        uintptr_t *s = ctx->slots, tag = h & ctx->tagmask;
+        size_t i = home(ctx, h);
+        for (;;) {
+            uintptr_t v2 = s[i];
+            if (!v2)
+                break;
+            if ((v2 & ctx->tagmask) == tag) {
+                tgT_rat *c = (tgT_rat *)slot_term(ctx, v2);
+                if (c->h.hash == h && c->h.kind == TG_RAT && c->nsize == ns && c->dsize == ds &&
+                    memcmp(c->d, nd, nn * sizeof *nd) == 0 &&
+                    memcmp(c->d + nn, dd, dn * sizeof *dd) == 0) {
+                    leave(ctx);
+                    t = (tg_term *)c;
+                    goto done;
+                }
+            }
+            if (++i == ctx->cap)
+                i = 0;
+        }
+        where = i;
+    }
+    unsigned long prunes = ctx->prunes;
+    leave(ctx);
+    tgT_rat *r = alloc_atomic(sizeof *r + (nn + dn) * sizeof *nd);
+    if (r) {
+        r->h = (tgT_hdr){TG_RAT, TGT_GROUND, 0, 0, h};
+        r->nsize = ns;
+        r->dsize = ds;
+        memcpy(r->d, nd, nn * sizeof *nd);
+        memcpy(r->d + nn, dd, dn * sizeof *dd);
+        t = insert(ctx, (tg_term *)r, where, prunes);
+    }
+done:
+    mpq_clear(q);
+    if (!t)
+        tgE_set(err, TG_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    return t;
+}
+
+tg_term *tg_rat(tg_ctx *ctx, int64_t num, int64_t den, tg_error *err)
+{
+    mpq_t q;
+    mpq_init(q);
+    mpz_t a;
+    mpz_init(a);
+    uint64_t mag = num < 0 ? -(uint64_t)num : (uint64_t)num;
+    mpz_import(a, 1, 1, sizeof mag, 0, 0, &mag);
+    if (num < 0)
+        mpz_neg(a, a);
+    mpq_set_num(q, a);
+    mag = den < 0 ? -(uint64_t)den : (uint64_t)den;
+    mpz_import(a, 1, 1, sizeof mag, 0, 0, &mag);
+    if (den < 0)
+        mpz_neg(a, a);
+    mpq_set_den(q, a);
+    mpz_clear(a);
+    tg_term *t = tg_rat_mpq(ctx, q, err);
+    mpq_clear(q);
+    return t;
+}
+
+/* Read-only GMP views of stored numbers (no allocation). */
+static void big_view(const tg_term *t, mpz_t out)
+{
+    const tgT_big *b = (const tgT_big *)t;
+    mpz_roinit_n(out, b->d, b->size);
+}
+static void rat_view(const tg_term *t, mpq_t out)
+{
+    const tgT_rat *r = (const tgT_rat *)t;
+    size_t nn = (size_t)(r->nsize < 0 ? -r->nsize : r->nsize);
+    mpz_roinit_n(mpq_numref(out), r->d, r->nsize);
+    mpz_roinit_n(mpq_denref(out), r->d + nn, r->dsize);
+}
+
+/* ---- lists -------------------------------------------------------- */
+
+/* Build (e[0] .. e[n-1] . rest) where rest is not a pair or is a full
+ * chunk: chunks of TGT_CHUNK from the end, the remainder first. */
+static tg_term *build_chunks(tg_ctx *ctx, size_t n, tg_term *const *e, tg_term *rest)
+{
+    size_t first = (n - 1) % TGT_CHUNK + 1;
+    tg_term *t = rest;
+    for (size_t end = n; t && end > first; end -= TGT_CHUNK)
+        t = tgT_chunk(ctx, TGT_CHUNK, e + end - TGT_CHUNK, t);
+    return t ? tgT_chunk(ctx, (unsigned)first, e, t) : NULL;
+}
+
+tg_term *tg_list(tg_ctx *ctx, size_t n, tg_term *const *e, tg_term *tail)
+{
+    if (!tail)
+        tail = TGT_NIL;
+    if (n == 0)
+        return tail;
+    if (!tgT_ispair(tail) || tail->h.n == TGT_CHUNK)
+        return build_chunks(ctx, n, e, tail);
+    /* The tail's first chunk is short: its elements join ours. */
+    unsigned m = tail->h.n, take = TGT_CHUNK - m;
+    tg_term *buf[TGT_CHUNK];
+    if (n <= take) {
+        memcpy(buf, e, n * sizeof *e);
+        memcpy(buf + n, tail->e, m * sizeof *e);
+        return tgT_chunk(ctx, (unsigned)(n + m), buf, tgT_rest(tail));
+    }
+    memcpy(buf, e + n - take, take * sizeof *e);
+    memcpy(buf + take, tail->e, m * sizeof *e);
+    tg_term *last = tgT_chunk(ctx, TGT_CHUNK, buf, tgT_rest(tail));
+    return last ? build_chunks(ctx, n - take, e, last) : NULL;
+}
+
+tg_term *tg_cons(tg_ctx *ctx, tg_term *car, tg_term *cdr)
+{
+    return tg_list(ctx, 1, &car, cdr);
+}
+
+tg_term *tg_app(tg_ctx *ctx, tg_term *head, size_t n, tg_term *const *args)
+{
+    if (n < TGT_CHUNK)
+        return intern_chunk(ctx, head, (unsigned)n, args, TGT_NIL);
+    /* The array holds copies of the caller's pointers, which keep the
+     * terms alive, so malloc'd memory is fine here. */
+    tg_term **buf = malloc((n + 1) * sizeof *buf);
+    if (!buf)
+        return NULL;
+    buf[0] = head;
+    memcpy(buf + 1, args, n * sizeof *args);
+    tg_term *t = build_chunks(ctx, n + 1, buf, TGT_NIL);
+    free(buf);
+    return t;
+}
+
+tg_term *tg_nil(void)
+{
+    return TGT_NIL;
+}
+
+tg_term *tg_car(const tg_term *t)
+{
+    return tgT_ispair(t) ? t->e[0] : NULL;
+}
+
+tg_term *tg_cdr(tg_ctx *ctx, const tg_term *t)
+{
+    if (!tgT_ispair(t))
+        return NULL;
+    if (t->h.n == 1)
+        return tgT_rest(t);
+    return tgT_chunk(ctx, t->h.n - 1u, t->e + 1, tgT_rest(t));
+}
+
+size_t tg_length(const tg_term *t)
+{
+    size_t n = 0;
+    for (; tgT_ispair(t); t = tgT_rest(t))
+        n += t->h.n;
+    return n;
+}
+
+tg_term *tg_nth(const tg_term *t, size_t i)
+{
+    for (; tgT_ispair(t); t = tgT_rest(t)) {
+        if (i < t->h.n)
+            return t->e[i];
+        i -= t->h.n;
+    }
+    return NULL;
+}
+
+tg_term *tg_tail(const tg_term *t)
+{
+    while (tgT_ispair(t))
+        t = tgT_rest(t);
+    return (tg_term *)t;
+}
+
+size_t tg_elements(const tg_term *t, tg_term **out, size_t max)
+{
+    size_t n = 0;
+    for (; tgT_ispair(t); t = tgT_rest(t))
+        for (unsigned i = 0; i < t->h.n; i++, n++)
+            if (n < max)
+                out[n] = t->e[i];
+    return n;
+}
+
+void tg_iter_init(tg_iter *it, const tg_term *list)
+{
+    it->node = list;
+    it->i = 0;
+}
+
+tg_term *tg_iter_next(tg_iter *it)
+{
+    while (tgT_ispair(it->node)) {
+        if (it->i < it->node->h.n)
+            return it->node->e[it->i++];
+        it->node = tgT_rest(it->node);
+        it->i = 0;
+    }
+    return NULL;
+}
+
+tg_term *tg_iter_rest(tg_ctx *ctx, tg_iter *it)
+{
+    const tg_term *p = it->node;
+    if (!tgT_ispair(p) || it->i == 0)
+        return (tg_term *)p;
+    if (it->i >= p->h.n)
+        return tgT_rest(p);
+    return tgT_chunk(ctx, (unsigned)(p->h.n - it->i), p->e + it->i, tgT_rest(p));
+}
+
+/* ---- accessors ---------------------------------------------------- */
+
+tg_kind tg_kind_of(const tg_term *t)
+{
+    return tgT_kind(t);
+}
+
+const char *tg_kind_name(tg_kind k)
+{
+    static const char *const names[] = {"nil", "integer", "rational", "double",
+                                        "symbol", "string", "variable", "pair"};
+    return (unsigned)k < sizeof names / sizeof *names ? names[k] : "unknown";
+}
+
+int tg_int_get(const tg_term *t, int64_t *out)
+{
+    if (tgT_isfix(t)) {
+        *out = tgT_fixval(t);
+        return 0;
+    }
+    if (t->h.kind != TG_INT)
+        return -1;
+    const tgT_big *b = (const tgT_big *)t;
+    if (b->size != 1 && b->size != -1)
+        return -1;
+    uint64_t mag = b->d[0];
+    if (b->size > 0 && mag <= (uint64_t)INT64_MAX) {
+        *out = (int64_t)mag;
+        return 0;
+    }
+    if (b->size < 0 && mag <= (uint64_t)INT64_MAX + 1) {
+        *out = (int64_t)(0 - mag);
+        return 0;
+    }
+    return -1;
+}
+
+int tg_int_get_mpz(const tg_term *t, mpz_t out)
+{
+    if (tgT_isfix(t)) {
+        int64_t v = tgT_fixval(t);
+        uint64_t mag = v < 0 ? -(uint64_t)v : (uint64_t)v;
+        mpz_import(out, 1, 1, sizeof mag, 0, 0, &mag);
+        if (v < 0)
+            mpz_neg(out, out);
+        return 0;
+    }
+    if (t->h.kind != TG_INT)
+        return -1;
+    mpz_t view;
+    big_view(t, view);
+    mpz_set(out, view);
+    return 0;
+}
+
+int tg_rat_get_mpq(const tg_term *t, mpq_t out)
+{
+    if (tgT_kind(t) == TG_INT) {
+        tg_int_get_mpz(t, mpq_numref(out));
+        mpz_set_ui(mpq_denref(out), 1);
+        return 0;
+    }
+    if (t->h.kind != TG_RAT)
+        return -1;
+    mpq_t view;
+    rat_view(t, view);
+    mpq_set(out, view);
+    return 0;
+}
+
+int tg_double_get(const tg_term *t, double *out)
+{
+    if (tgT_kind(t) != TG_DOUBLE)
+        return -1;
+    *out = ((const tgT_dbl *)t)->v;
+    return 0;
+}
+
+static const char *bytes_of(const tg_term *t, tg_kind kind, size_t *len)
+{
+    if (tgT_kind(t) != kind)
+        return NULL;
+    if (len)
+        *len = ((const tgT_bytes *)t)->len;
+    return ((const tgT_bytes *)t)->s;
+}
+
+const char *tg_symbol_name(const tg_term *t, size_t *len)
+{
+    return bytes_of(t, TG_SYMBOL, len);
+}
+const char *tg_string_bytes(const tg_term *t, size_t *len)
+{
+    return bytes_of(t, TG_STRING, len);
+}
+const char *tg_var_name(const tg_term *t, size_t *len)
+{
+    if (tgT_kind(t) != TG_VAR)
+        return NULL;
+    return bytes_of(((const tgT_var *)t)->name, TG_SYMBOL, len);
+}
+uint64_t tg_var_id(const tg_term *t)
+{
+    return tgT_kind(t) == TG_VAR ? ((const tgT_var *)t)->id : 0;
+}
+
+int tg_is_ground(const tg_term *t)
+{
+    return tgT_ground(t);
+}
+
+uint32_t tg_hash(const tg_term *t)
+{
+    return tgT_hash(t);
+}
+
+/* ---- the total order ---------------------------------------------- */
+
+static int rank(tg_kind k)
+{
+    switch (k) {
+    case TG_INT: case TG_RAT: case TG_DOUBLE: return 0;
+    case TG_SYMBOL: return 1;
+    case TG_STRING: return 2;
+    case TG_VAR: return 3;
+    case TG_NIL: return 4;
+    default: return 5;
+    }
+}
+
+static int sign(int c)
+{
+    return (c > 0) - (c < 0);
+}
+
+static int cmp_bytes(const char *a, size_t an, const char *b, size_t bn)
+{
+    int c = memcmp(a, b, an < bn ? an : bn);
+    return c ? sign(c) : (an > bn) - (an < bn);
+}
+
+/* Exact numeric comparison of distinct number terms; NaN after +inf;
+ * equal values of different kinds order int < rat < double, and -0.0
+ * before 0.0. */
+static int cmp_num(const tg_term *a, const tg_term *b)
+{
+    tg_kind ka = tgT_kind(a), kb = tgT_kind(b);
+    if (ka == TG_INT && kb == TG_INT && tgT_isfix(a) && tgT_isfix(b))
+        return tgT_fixval(a) < tgT_fixval(b) ? -1 : 1;
+    if (ka == TG_DOUBLE && kb == TG_DOUBLE) {
+        double x = ((const tgT_dbl *)a)->v, y = ((const tgT_dbl *)b)->v;
+        if (isnan(x) || isnan(y))
+            return isnan(x) ? 1 : -1;
+        if (x != y)
+            return x < y ? -1 : 1;
+        return signbit(x) ? -1 : 1;
+    }
+    double d;
+    if ((ka == TG_DOUBLE && isnan(((const tgT_dbl *)a)->v)))
+        return 1;
+    if ((kb == TG_DOUBLE && isnan(((const tgT_dbl *)b)->v)))
+        return -1;
+    if (ka == TG_DOUBLE && isinf(d = ((const tgT_dbl *)a)->v))
+        return d > 0 ? 1 : -1;
+    if (kb == TG_DOUBLE && isinf(d = ((const tgT_dbl *)b)->v))
+        return d > 0 ? -1 : 1;
+    mpq_t x, y;
+    mpq_init(x);
+    mpq_init(y);
+    if (ka == TG_DOUBLE)
+        mpq_set_d(x, ((const tgT_dbl *)a)->v);
+    else
+        tg_rat_get_mpq(a, x);
+    if (kb == TG_DOUBLE)
+        mpq_set_d(y, ((const tgT_dbl *)b)->v);
+    else
+        tg_rat_get_mpq(b, y);
+    int c = sign(mpq_cmp(x, y));
+    mpq_clear(x);
+    mpq_clear(y);
+    if (c)
+        return c;
+    if (ka != kb)
+        return ka < kb ? -1 : 1;
+    return signbit(((const tgT_dbl *)a)->v) ? -1 : 1;  /* 0.0 vs -0.0 */
+}
+
+/* Lists compare element by element.  Two distinct terms differ, so the
+ * first pointer-different pair of elements decides, and the comparison
+ * descends into it: a loop, never recursion. */
+int tg_compare(const tg_term *a, const tg_term *b)
+{
+    for (;;) {
+        if (a == b)
+            return 0;
+        tg_kind ka = tgT_kind(a), kb = tgT_kind(b);
+        int ra = rank(ka), rb = rank(kb);
+        if (ra != rb)
+            return ra < rb ? -1 : 1;
+        switch (ka) {
+        case TG_INT: case TG_RAT: case TG_DOUBLE:
+            return cmp_num(a, b);
+        case TG_SYMBOL: case TG_STRING: {
+            const tgT_bytes *x = (const tgT_bytes *)a, *y = (const tgT_bytes *)b;
+            return cmp_bytes(x->s, x->len, y->s, y->len);
+        }
+        case TG_VAR: {
+            const tgT_var *x = (const tgT_var *)a, *y = (const tgT_var *)b;
+            if (x->name != y->name)
+                return tg_compare(x->name, y->name);    /* symbols: no descent */
+            return x->id < y->id ? -1 : 1;
+        }
+        case TG_NIL:
+            return 0;
+        default:
+            break;
+        }
+        tg_iter ia, ib;
+        tg_iter_init(&ia, a);
+        tg_iter_init(&ib, b);
+        for (;;) {
+            tg_term *x = tg_iter_next(&ia), *y = tg_iter_next(&ib);
+            if (!x || !y) {
+                if (x)      /* b ended: its tail (not a pair) < a's rest */
+                    return 1;
+                if (y)
+                    return -1;
+                a = ia.node;    /* both ended: compare the final tails */
+                b = ib.node;
+                break;
+            }
+            if (x != y) {
+                a = x;
+                b = y;
+                break;
+            }
+        }
+    }
+}
+
+/* ---- contexts ----------------------------------------------------- */
+
+tg_ctx *tg_ctx_new(tg_error *err)
+{
+    pthread_once(&gc_once, gc_setup);
+    tg_ctx *ctx = GC_MALLOC_UNCOLLECTABLE(sizeof *ctx);
+    if (!ctx) {
+        tgE_set(err, TG_ERR_NOMEM, NULL, 0, 0, "out of memory creating a context");
+        return NULL;
+    }
+    memset(ctx, 0, sizeof *ctx);
+    ctx->cap = MINCAP;
+    ctx->slots = calloc(ctx->cap, sizeof *ctx->slots);
+    if (!ctx->slots) {
+        GC_FREE(ctx);
+        tgE_set(err, TG_ERR_NOMEM, NULL, 0, 0, "out of memory creating a context");
+        return NULL;
+    }
+    ctx->limit = MINCAP * MAXLOAD_NUM / MAXLOAD_DEN;
+    ctx->tagmask = GC_get_all_interior_pointers() ? 15 : 0;
+    atomic_init(&ctx->busy, 0);
+    GC_call_with_alloc_lock(link_ctx, ctx);
+    return ctx;
+}
+
+void tg_ctx_free(tg_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    GC_call_with_alloc_lock(unlink_ctx, ctx);
+    free(ctx->slots);
+    GC_FREE(ctx);
+}
+
+void tg_ctx_stats(const tg_ctx *ctx, tg_stats *out)
+{
+    out->live = ctx->count;
+    out->capacity = ctx->cap;
+    out->created = ctx->created;
+    out->reclaimed = ctx->reclaimed;
+}

@@ -1,0 +1,130 @@
+/* term.h - internal layout of terms and fast inline accessors.
+ *
+ * Every term but a small integer is a collector-allocated node that starts
+ * with an 8-byte header (kind, flags, element count, 32-bit hash).  Small
+ * integers are immediate: (v << 1) | 1.
+ *
+ * Lists are "chunked cons cells": a pair node holds 1..TGT_CHUNK elements
+ * followed by the rest of the list.  Chunk boundaries are counted from the
+ * end of the list (every chunk but the first holds exactly TGT_CHUNK
+ * elements), which makes the representation of a list value unique, so
+ * hash-consing stays canonical whichever way the list was built, while an
+ * application of a few arguments is one node with its arguments in an
+ * array (O(1) access).  The rest of the list is stored after the elements
+ * only when it is not () (flag TGT_HASTAIL); so (f a b) takes 32 bytes.
+ */
+#ifndef TG_TERM_H
+#define TG_TERM_H
+
+#include "tgrel.h"
+#include <stdbool.h>
+
+#ifndef TGT_CHUNK
+#define TGT_CHUNK 8         /* at most 15: the header has 4 bits for it */
+#endif
+
+enum {
+    TGT_GROUND = 1,     /* no variable inside */
+    TGT_HASTAIL = 2     /* pair: e[n] holds the rest of the list */
+};
+
+/* The depth (modulo 2^20) takes part in the hash: a node's hash is
+ * otherwise a fixed function of its children's 32-bit hashes, and along a
+ * chain (s (s (s ...))) iterating one function on 32 bits falls into a
+ * cycle after about 2^16 steps, which would turn lookups quadratic. */
+#define TGT_DEPTH_BITS 20
+typedef struct tgT_hdr {
+    uint32_t kind : 4;      /* tg_kind; TG_INT here means a GMP integer */
+    uint32_t flags : 4;
+    uint32_t n : 4;         /* pairs: elements in this chunk */
+    uint32_t depth : TGT_DEPTH_BITS;   /* pairs: 1 + max depth below, wrapping */
+    uint32_t hash;
+} tgT_hdr;
+
+struct tg_term {        /* pairs */
+    tgT_hdr h;
+    tg_term *e[];
+};
+
+typedef struct tgT_bytes {  /* symbols and strings */
+    tgT_hdr h;
+    size_t len;
+    char s[];               /* len bytes and a NUL */
+} tgT_bytes;
+
+typedef struct tgT_var {
+    tgT_hdr h;
+    tg_term *name;          /* a symbol */
+    uint64_t id;
+} tgT_var;
+
+typedef struct tgT_dbl {
+    tgT_hdr h;
+    double v;
+} tgT_dbl;
+
+typedef struct tgT_big {    /* integers beyond the immediate range */
+    tgT_hdr h;
+    int64_t size;           /* GMP convention: sign is the sign of the value */
+    mp_limb_t d[];
+} tgT_big;
+
+typedef struct tgT_rat {    /* numerator limbs, then denominator limbs */
+    tgT_hdr h;
+    int32_t nsize;          /* signed */
+    int32_t dsize;          /* > 0 */
+    mp_limb_t d[];
+} tgT_rat;
+
+#define TGT_FIXMAX (((int64_t)1 << 61) - 1)
+#define TGT_FIXMIN (-((int64_t)1 << 61))
+
+static inline bool tgT_isfix(const tg_term *t) { return ((uintptr_t)t & 1) != 0; }
+static inline int64_t tgT_fixval(const tg_term *t) { return (int64_t)(intptr_t)t >> 1; }
+static inline tg_term *tgT_mkfix(int64_t v) {
+    return (tg_term *)(intptr_t)(int64_t)((uint64_t)v << 1 | 1);
+}
+
+static inline tg_kind tgT_kind(const tg_term *t) {
+    return tgT_isfix(t) ? TG_INT : (tg_kind)t->h.kind;
+}
+static inline bool tgT_ispair(const tg_term *t) {
+    return !tgT_isfix(t) && t->h.kind == TG_PAIR;
+}
+
+extern tg_term tgT_nilobj;
+#define TGT_NIL (&tgT_nilobj)
+
+/* The rest of the list after the elements of this chunk. */
+static inline tg_term *tgT_rest(const tg_term *p) {
+    return (p->h.flags & TGT_HASTAIL) ? p->e[p->h.n] : TGT_NIL;
+}
+
+/* Cheap on purpose: element hashes only feed tgT_mix, which diffuses. */
+static inline uint32_t tgT_fixhash(int64_t v) {
+    return ((uint32_t)v ^ (uint32_t)((uint64_t)v >> 32)) * 0x9E3779B1u + 0x7f4a7c15u;
+}
+static inline uint32_t tgT_hash(const tg_term *t) {
+    return tgT_isfix(t) ? tgT_fixhash(tgT_fixval(t)) : t->h.hash;
+}
+static inline uint32_t tgT_depth(const tg_term *t) {
+    return tgT_isfix(t) ? 0 : t->h.depth;
+}
+static inline bool tgT_ground(const tg_term *t) {
+    return tgT_isfix(t) || (t->h.flags & TGT_GROUND);
+}
+
+/* The hash of a list cell from its element's hash and the rest's hash;
+ * list hashes are a right fold, so they do not depend on chunking. */
+static inline uint32_t tgT_mix(uint32_t a, uint32_t b) {
+    uint64_t x = ((uint64_t)a << 32 | b) * 0x9E3779B97F4A7C15ull;
+    x ^= x >> 29;
+    x *= 0xBF58476D1CE4E5B9ull;
+    return (uint32_t)(x >> 32);
+}
+
+/* One canonical chunk: m elements (1..TGT_CHUNK) and the rest, which must
+ * not be a pair unless it is a full chunk. */
+tg_term *tgT_chunk(tg_ctx *ctx, unsigned m, tg_term *const *e, tg_term *rest);
+
+#endif

@@ -1,0 +1,203 @@
+/* tgrel.h - the one public header of libtgrel.
+ *
+ * Terms are immutable and hash-consed inside a context: two equal terms
+ * built in the same context are the same pointer, so equality is `==`.
+ * Memory is managed by the Boehm collector; a term stays alive while a
+ * pointer to it is held on the stack, in registers, in memory allocated by
+ * the collector, or in a registered root.  Memory from malloc() is not
+ * scanned: do not keep the only pointer to a term there.
+ *
+ * Every call that can fail takes a tg_error * (may be NULL), fills it, and
+ * returns NULL or -1.  The library never exits or aborts on bad input.
+ *
+ * Threads: a context and its terms belong to one thread at a time.  Two
+ * contexts may be used from two threads at once; such threads must be
+ * known to the collector (GC_register_my_thread or GC_pthread_create).
+ */
+#ifndef TGREL_H
+#define TGREL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <gmp.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TG_VERSION "0.1.0"
+
+/* ---- errors ------------------------------------------------------- */
+
+typedef enum tg_errcode {
+    TG_OK = 0,
+    TG_ERR_SYNTAX,      /* malformed input text */
+    TG_ERR_TYPE,        /* a term of the wrong kind was passed */
+    TG_ERR_RANGE,       /* a value out of range (index, size, number) */
+    TG_ERR_NOMEM,       /* out of memory */
+    TG_ERR_IO,          /* a file could not be read or written */
+    TG_ERR_ARG          /* a bad argument (NULL where not allowed, ...) */
+} tg_errcode;
+
+/* A filled error: message is one line, without position; file is
+ * "<stdin>", "<string>" or a path; line and column count from 1 and are 0
+ * when there is no position. */
+typedef struct tg_error {
+    tg_errcode code;
+    int line;
+    int column;
+    char file[256];
+    char message[512];
+} tg_error;
+
+/* Clear an error to TG_OK. */
+void tg_error_clear(tg_error *err);
+/* Format "file:line:column: message" (or just the message when there is no
+ * position) into buf; returns buf. */
+const char *tg_error_format(const tg_error *err, char *buf, size_t size);
+
+/* ---- contexts ----------------------------------------------------- */
+
+typedef struct tg_ctx tg_ctx;
+typedef struct tg_term tg_term;
+
+/* A new context, or NULL with err set. */
+tg_ctx *tg_ctx_new(tg_error *err);
+/* Release a context.  Its terms must not be used afterwards. */
+void tg_ctx_free(tg_ctx *ctx);
+
+/* Statistics of the hash-cons table. */
+typedef struct tg_stats {
+    size_t live;        /* entries in the table (may include garbage not yet collected) */
+    size_t capacity;    /* slots */
+    size_t created;     /* nodes ever created */
+    size_t reclaimed;   /* nodes removed after the collector found them dead */
+} tg_stats;
+void tg_ctx_stats(const tg_ctx *ctx, tg_stats *out);
+
+/* ---- terms -------------------------------------------------------- */
+
+typedef enum tg_kind {
+    TG_NIL = 0,     /* the empty list () */
+    TG_INT,         /* integer of any size */
+    TG_RAT,         /* rational p/q, q > 1, in lowest terms */
+    TG_DOUBLE,      /* IEEE double; all NaNs are one term */
+    TG_SYMBOL,
+    TG_STRING,
+    TG_VAR,         /* logic variable ?name or ?name.N */
+    TG_PAIR         /* non-empty list: car . cdr */
+} tg_kind;
+
+tg_kind tg_kind_of(const tg_term *t);
+const char *tg_kind_name(tg_kind k);
+
+/* The empty list (shared by all contexts). */
+tg_term *tg_nil(void);
+
+/* Integers: immediate when small, GMP beyond; never overflow. */
+tg_term *tg_int(tg_ctx *ctx, int64_t v);
+tg_term *tg_int_mpz(tg_ctx *ctx, const mpz_t v);
+/* Parse a decimal integer (optional sign). */
+tg_term *tg_int_parse(tg_ctx *ctx, const char *s, tg_error *err);
+/* Rationals: normalized; an integral value gives a TG_INT term.  Fails
+ * (NULL) on a zero denominator. */
+tg_term *tg_rat_mpq(tg_ctx *ctx, const mpq_t v, tg_error *err);
+tg_term *tg_rat(tg_ctx *ctx, int64_t num, int64_t den, tg_error *err);
+tg_term *tg_double(tg_ctx *ctx, double v);
+
+/* Symbols and strings hold any bytes, NUL included. */
+tg_term *tg_symbol(tg_ctx *ctx, const char *name, size_t len);
+tg_term *tg_symbol_cstr(tg_ctx *ctx, const char *name);
+tg_term *tg_string(tg_ctx *ctx, const char *bytes, size_t len);
+
+/* Logic variables: identified by a name and a number (0 for ?name). */
+tg_term *tg_var(tg_ctx *ctx, const char *name, size_t len, uint64_t id);
+
+/* Lists.  tg_cons(ctx, a, d) is (a . d); tg_list builds
+ * (e[0] ... e[n-1] . tail) in one step (tail NULL means ()).  Whichever
+ * way a list is built, equal lists are one pointer. */
+tg_term *tg_cons(tg_ctx *ctx, tg_term *car, tg_term *cdr);
+tg_term *tg_list(tg_ctx *ctx, size_t n, tg_term *const *elems, tg_term *tail);
+/* An application (head a[0] ... a[n-1]) is the list of head and args. */
+tg_term *tg_app(tg_ctx *ctx, tg_term *head, size_t n, tg_term *const *args);
+
+/* car of a pair (NULL for anything else). */
+tg_term *tg_car(const tg_term *t);
+/* cdr of a pair (NULL for anything else); may create a node. */
+tg_term *tg_cdr(tg_ctx *ctx, const tg_term *t);
+/* Number of elements before the final tail ((a b . c) has 2). */
+size_t tg_length(const tg_term *t);
+/* Element i (0-based) of a list, NULL when out of range. */
+tg_term *tg_nth(const tg_term *t, size_t i);
+/* The final tail: () for a proper list, c for (a b . c), t itself for a
+ * non-list. */
+tg_term *tg_tail(const tg_term *t);
+/* Copy up to max elements into out; returns the element count
+ * (tg_length). */
+size_t tg_elements(const tg_term *t, tg_term **out, size_t max);
+
+/* Iterate over the elements of a list without creating nodes. */
+typedef struct tg_iter { const tg_term *node; size_t i; } tg_iter;
+void tg_iter_init(tg_iter *it, const tg_term *list);
+/* Next element, or NULL at the end (the tail is then tg_iter_rest). */
+tg_term *tg_iter_next(tg_iter *it);
+tg_term *tg_iter_rest(tg_ctx *ctx, tg_iter *it);
+
+/* Accessors; they return -1 / NULL and fill err when t is of another
+ * kind. */
+int tg_int_get(const tg_term *t, int64_t *out);          /* -1 when it does not fit */
+int tg_int_get_mpz(const tg_term *t, mpz_t out);          /* out must be initialized */
+int tg_rat_get_mpq(const tg_term *t, mpq_t out);          /* ints too; out initialized */
+int tg_double_get(const tg_term *t, double *out);
+const char *tg_symbol_name(const tg_term *t, size_t *len);
+const char *tg_string_bytes(const tg_term *t, size_t *len);
+const char *tg_var_name(const tg_term *t, size_t *len);
+uint64_t tg_var_id(const tg_term *t);
+
+/* True when t contains no logic variable (computed at construction). */
+int tg_is_ground(const tg_term *t);
+/* 32-bit structural hash, equal for equal terms (free: stored). */
+uint32_t tg_hash(const tg_term *t);
+/* Total order: numbers (by value) < symbols < strings < variables <
+ * () < pairs; returns <0, 0, >0.  Deterministic across contexts. */
+int tg_compare(const tg_term *a, const tg_term *b);
+
+/* ---- reading ------------------------------------------------------ */
+
+typedef struct tg_reader tg_reader;
+
+/* A reader over len bytes of text (copied); file names the source in
+ * errors (NULL means "<string>"). */
+tg_reader *tg_reader_new(tg_ctx *ctx, const char *text, size_t len,
+                         const char *file, tg_error *err);
+/* Read the next term: 1 and *out set, 0 at the end, -1 on an error (err
+ * filled).  After an error the reader skips the rest of the bad top-level
+ * form, so the next call goes on with the following one. */
+int tg_reader_next(tg_reader *r, tg_term **out, tg_error *err);
+/* Position (1-based) where the last term returned began. */
+void tg_reader_last_pos(const tg_reader *r, int *line, int *column);
+void tg_reader_free(tg_reader *r);
+
+/* Read exactly one term from a string (error if there is none or more). */
+tg_term *tg_read(tg_ctx *ctx, const char *text, size_t len, tg_error *err);
+tg_term *tg_read_cstr(tg_ctx *ctx, const char *text, tg_error *err);
+/* Read a whole file into memory (malloc'd, *len set); NULL on error. */
+char *tg_slurp_file(const char *path, size_t *len, tg_error *err);
+
+/* ---- printing ----------------------------------------------------- */
+
+/* Print t in canonical form; the result reads back to the same pointer.
+ * Returns a malloc'd NUL-terminated string (free it with free()), *len
+ * set when len is not NULL; NULL on out-of-memory. */
+char *tg_print(const tg_term *t, size_t *len);
+/* Print with repeated compound subterms named:
+ * "(true_div (mul *1 x) *1) where *1 = (add y z)". */
+char *tg_print_shared(const tg_term *t, size_t *len);
+/* Write the canonical form to a stream; 0 or -1. */
+int tg_fprint(FILE *f, const tg_term *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

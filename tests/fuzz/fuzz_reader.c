@@ -1,0 +1,111 @@
+/* fuzz_reader.c - libFuzzer target for the reader and the printer.
+ *
+ * Reads every term of the input with tg_reader_next, prints each one and
+ * reads the text back: hash-consing makes "the same term" a pointer
+ * comparison, so any disagreement between printer and reader shows up as
+ * an abort() here (the only place in the project allowed to abort: it is
+ * how a fuzz target reports a failure).  Errors must carry a position and
+ * every call must consume input.
+ *
+ *   clang -fsanitize=fuzzer,address,undefined -Isrc tests/fuzz/fuzz_reader.c \
+ *         src/(library sources).c -lgc -lgmp -lm
+ *   ./a.out -max_total_time=60 tests/fuzz/corpus
+ */
+#include "tgrel.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static tg_ctx *ctx;
+
+static void fail(const char *what, const char *detail)
+{
+    fprintf(stderr, "fuzz_reader: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
+    abort();
+}
+
+static void check_error(const tg_error *err, const char *file)
+{
+    /* out of memory is not a bug; anything else must be a located
+     * syntax error with a message */
+    if (err->code == TG_ERR_NOMEM)
+        return;
+    if (err->code != TG_ERR_SYNTAX || err->line < 1 || err->column < 1 || !err->message[0] ||
+        strcmp(err->file, file) != 0)
+        fail("malformed error", err->message);
+}
+
+static void free_ctx(void)
+{
+    tg_ctx_free(ctx);
+}
+
+/* One context for the whole run, made before libFuzzer starts counting
+ * allocations per input and freed at exit: its table lives in malloc'd
+ * memory that only the collector's heap points to, which the leak
+ * checker would not see. */
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    tg_error err;
+    ctx = tg_ctx_new(&err);
+    if (!ctx)
+        fail("no context", err.message);
+    atexit(free_ctx);
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    tg_error err;
+    tg_reader *r = tg_reader_new(ctx, (const char *)data, size, "fuzz", &err);
+    if (!r)
+        return 0;
+    size_t calls = 0;
+    for (;;) {
+        tg_term *t = NULL;
+        int st = tg_reader_next(r, &t, &err);
+        if (st == 0)
+            break;
+        /* every term and every error consumes at least one byte */
+        if (++calls > size + 1)
+            fail("the reader does not advance", NULL);
+        if (st < 0) {
+            if (st != -1)
+                fail("bad status", NULL);
+            check_error(&err, "fuzz");
+            continue;
+        }
+        if (st != 1 || !t)
+            fail("bad status or NULL term", NULL);
+        int line, col;
+        tg_reader_last_pos(r, &line, &col);
+        if (line < 1 || col < 1)
+            fail("no position for a term", NULL);
+
+        size_t len;
+        char *text = tg_print(t, &len);
+        if (!text)
+            continue;   /* out of memory */
+        tg_error err2;
+        tg_term *back = tg_read(ctx, text, len, &err2);
+        if (back != t) {
+            fprintf(stderr, "printed: %.*s\n", (int)(len > 2000 ? 2000 : len), text);
+            fail("printed term reads back differently", back ? "other term" : err2.message);
+        }
+        free(text);
+    }
+    tg_reader_free(r);
+
+    /* the one-term entry point on the same bytes */
+    tg_term *one = tg_read(ctx, (const char *)data, size, &err);
+    if (!one)
+        check_error(&err, "<string>");
+    return 0;
+}

@@ -1,0 +1,240 @@
+/* test_gc.c - the hash-cons table holds terms weakly: garbage is
+ * reclaimed and the heap stays bounded, live terms keep their identity
+ * across collections, two contexts work from two threads at once, and
+ * deep or long terms are handled without recursion.
+ *
+ * TG_TEST_CHURN sets the number of nodes built and dropped (default
+ * 10^7; the benchmark runs 10^8). */
+#define GC_THREADS 1
+#include <gc/gc.h>
+
+#include "harness.h"
+#include "tgrel.h"
+
+#include <pthread.h>
+
+static long churn_count(void)
+{
+    const char *s = getenv("TG_TEST_CHURN");
+    return s ? atol(s) : 10000000L;
+}
+
+/* Build and drop n distinct (f i i+1) nodes; returns 0 if the heap ever
+ * exceeded max_heap bytes. */
+static int churn(tg_ctx *c, long n, size_t max_heap, size_t *peak)
+{
+    tg_term *f = tg_symbol_cstr(c, "f");
+    *peak = 0;
+    for (long i = 0; i < n; i++) {
+        tg_term *a[2] = {tg_int(c, i), tg_int(c, i + 1)};
+        if (!tg_app(c, f, 2, a))
+            return 0;
+        if ((i & 0xfffff) == 0) {
+            size_t h = GC_get_heap_size();
+            if (h > *peak)
+                *peak = h;
+            if (h > max_heap)
+                return 0;
+        }
+    }
+    return 1;
+}
+
+static void test_churn(void)
+{
+    tg_ctx *c = tg_ctx_new(NULL);
+    long n = churn_count();
+    size_t peak;
+    int bounded = churn(c, n, (size_t)256 << 20, &peak);
+    tg_stats st;
+    tg_ctx_stats(c, &st);
+    TAP_CHECK(bounded, "building and dropping %ld nodes keeps the heap under 256 MiB (peak %zu MiB)",
+              n, peak >> 20);
+    TAP_CHECK(st.reclaimed > (size_t)n / 2, "dead nodes are removed from the table (%zu of %zu)",
+              st.reclaimed, st.created);
+    TAP_CHECK(st.capacity < (size_t)n / 4, "the table stays small (%zu slots)", st.capacity);
+    tg_ctx_free(c);
+}
+
+/* Terms that are still referenced keep their identity through many
+ * collections, while garbage around them is reclaimed. */
+static void test_identity(void)
+{
+    tg_ctx *c = tg_ctx_new(NULL);
+    enum { K = 20000 };
+    tg_term **keep = GC_MALLOC(K * sizeof *keep);
+    tg_term *g = tg_symbol_cstr(c, "g");
+    for (long i = 0; i < K; i++) {
+        tg_term *a[3] = {tg_int(c, i), tg_symbol_cstr(c, "k"), tg_int(c, -i)};
+        keep[i] = tg_app(c, g, 3, a);
+    }
+    tg_term *e[100];
+    for (int i = 0; i < 100; i++)
+        e[i] = tg_int(c, i * 7);
+    tg_term *volatile long_list = tg_list(c, 100, e, NULL);
+    size_t peak;
+    churn(c, 2000000, (size_t)1 << 40, &peak);
+    GC_gcollect();
+    int same = 1;
+    for (long i = 0; i < K; i++) {
+        tg_term *a[3] = {tg_int(c, i), tg_symbol_cstr(c, "k"), tg_int(c, -i)};
+        same &= tg_app(c, g, 3, a) == keep[i];
+    }
+    TAP_CHECK(same, "%d live terms keep their pointers across collections", K);
+    TAP_CHECK(tg_list(c, 100, e, NULL) == long_list, "a live 100-element list keeps its pointer");
+
+    /* dropping them lets the table shrink to what is live */
+    tg_stats before, after;
+    tg_ctx_stats(c, &before);
+    for (long i = 0; i < K; i++)
+        keep[i] = NULL;
+    for (int i = 0; i < 3; i++)
+        GC_gcollect();
+    tg_ctx_stats(c, &after);
+    TAP_CHECK(after.live + K / 2 < before.live, "dropped terms leave the table (%zu -> %zu entries)",
+              before.live, after.live);
+    tg_ctx_free(c);
+}
+
+struct worker { int id; int ok; };
+
+static void *work(void *p)
+{
+    struct worker *w = p;
+    tg_ctx *c = tg_ctx_new(NULL);
+    w->ok = c != NULL;
+    if (!c)
+        return NULL;
+    char name[16];
+    snprintf(name, sizeof name, "w%d", w->id);
+    tg_term *h = tg_symbol_cstr(c, name);
+    enum { K = 5000 };
+    tg_term **keep = GC_MALLOC(K * sizeof *keep);
+    for (int round = 0; round < 40; round++) {
+        for (long i = 0; i < K; i++) {
+            tg_term *a[2] = {tg_int(c, i), tg_int(c, round)};
+            tg_term *t = tg_app(c, h, 2, a);
+            if (round == 0)
+                keep[i] = tg_app(c, h, 1, &t);
+            else {
+                tg_term *again = tg_app(c, h, 1, &t);
+                tg_term *a0[2] = {tg_int(c, i), tg_int(c, 0)};
+                tg_term *t0 = tg_app(c, h, 2, a0);
+                w->ok &= tg_app(c, h, 1, &t0) == keep[i];
+                (void)again;
+            }
+        }
+    }
+    tg_ctx_free(c);
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    pthread_t th[2];
+    struct worker w[2] = {{1, 0}, {2, 0}};
+    int started = 1;
+    for (int i = 0; i < 2; i++)
+        started &= GC_pthread_create(&th[i], NULL, work, &w[i]) == 0;
+    for (int i = 0; i < 2; i++)
+        GC_pthread_join(th[i], NULL);
+    TAP_CHECK(started && w[0].ok && w[1].ok,
+              "two contexts used from two threads at once keep their terms canonical");
+}
+
+/* (f (f (f ... leaf))) n deep, built bottom-up. */
+static tg_term *deep(tg_ctx *c, long n, tg_term *leaf)
+{
+    tg_term *f = tg_symbol_cstr(c, "f"), *t = leaf;
+    for (long i = 0; i < n; i++)
+        t = tg_app(c, f, 1, &t);
+    return t;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Distinct values among n hashes. */
+static size_t distinct(uint32_t *h, size_t n)
+{
+    qsort(h, n, sizeof *h, cmp_u32);
+    size_t d = n > 0;
+    for (size_t i = 1; i < n; i++)
+        d += h[i] != h[i - 1];
+    return d;
+}
+
+/* Hashes along a chain must not fall into a cycle (a node's hash is a
+ * function of its children's, so a plain fold would repeat after about
+ * 2^16 levels and make interning quadratic). */
+static void test_chain_hashes(void)
+{
+    tg_ctx *c = tg_ctx_new(NULL);
+    size_t n = 1000000;
+    uint32_t *h = malloc(n * sizeof *h);
+    tg_term *s = tg_symbol_cstr(c, "s"), *t = tg_int(c, 0);
+    for (size_t i = 0; i < n; i++) {
+        t = tg_app(c, s, 1, &t);
+        h[i] = tg_hash(t);
+    }
+    size_t d = distinct(h, n);
+    TAP_CHECK(d > n - n / 100, "a 10^6-deep (s (s ... 0)) chain has distinct hashes (%zu of %zu)", d, n);
+    /* the chunk chain of a long list of identical elements */
+    size_t m = 4000000;
+    tg_term **e = GC_MALLOC_ATOMIC(m * sizeof *e);
+    for (size_t i = 0; i < m; i++)
+        e[i] = tg_int(c, 0);
+    tg_term *l = tg_list(c, m, e, NULL);
+    size_t k = 0;
+    tg_iter it;
+    tg_iter_init(&it, l);
+    for (size_t i = 0; i < m && k < n; i += 8) {
+        h[k++] = tg_hash(tg_iter_rest(c, &it));
+        for (int j = 0; j < 8 && tg_iter_next(&it); j++)
+            ;
+    }
+    d = distinct(h, k);
+    TAP_CHECK(d > k - k / 100, "suffixes of a list of 4*10^6 zeros have distinct hashes (%zu of %zu)",
+              d, k);
+    free(h);
+    tg_ctx_free(c);
+}
+
+static void test_deep(void)
+{
+    tg_ctx *c = tg_ctx_new(NULL);
+    long n = 1000000;
+    tg_term *a = deep(c, n, tg_symbol_cstr(c, "x"));
+    tg_term *b = deep(c, n, tg_symbol_cstr(c, "y"));
+    TAP_CHECK(a == deep(c, n, tg_symbol_cstr(c, "x")), "a 10^6-deep term is interned");
+    TAP_CHECK(tg_compare(a, b) < 0 && tg_compare(b, a) > 0, "comparing 10^6-deep terms");
+    TAP_CHECK(tg_hash(a) != tg_hash(b), "hashes of deep terms differ");
+    tg_term *v = deep(c, n, tg_var(c, "q", 1, 0));
+    TAP_CHECK(!tg_is_ground(v) && tg_is_ground(a), "groundness of deep terms");
+
+    long m = 10000000;
+    tg_term **e = GC_MALLOC_ATOMIC(m * sizeof *e);   /* immediate integers only */
+    for (long i = 0; i < m; i++)
+        e[i] = tg_int(c, i);
+    tg_term *l1 = tg_list(c, (size_t)m, e, NULL);
+    e[m - 1] = tg_int(c, -1);
+    tg_term *l2 = tg_list(c, (size_t)m, e, NULL);
+    TAP_CHECK(tg_length(l1) == (size_t)m, "a 10^7-element list");
+    TAP_CHECK(tg_compare(l2, l1) < 0, "10^7-element lists differing at the end compare");
+    TAP_CHECK(tg_nth(l1, (size_t)m - 1) == tg_int(c, m - 1), "last element of a 10^7 list");
+    tg_ctx_free(c);
+}
+
+int main(void)
+{
+    GC_INIT();
+    test_churn();
+    test_identity();
+    test_threads();
+    test_chain_hashes();
+    test_deep();
+    return TAP_DONE();
+}
