@@ -67,18 +67,7 @@ static int is_digit(unsigned char c)
 
 /* The printer touches every node, and a function call per element was a
  * large share of its time, so it reads terms through the inline layout of
- * term.h.  iter_next behaves as tg_iter_next; once it returns NULL,
- * it->node is the final tail of the list. */
-static inline tg_term *iter_next(tg_iter *it)
-{
-    while (tgT_ispair(it->node)) {
-        if (it->i < it->node->h.n)
-            return it->node->e[it->i++];
-        it->node = tgT_rest(it->node);
-        it->i = 0;
-    }
-    return NULL;
-}
+ * term.h (tgT_iter_next). */
 
 static inline const char *bytes_of(const tg_term *t, size_t *len)
 {
@@ -703,9 +692,9 @@ static const char *quote_prefix(const tg_term *t, const tg_term **arg)
         return NULL;
     }
     tg_iter_init(&it, t);
-    iter_next(&it);
-    x = iter_next(&it);
-    if (!x || iter_next(&it) || tgT_kind(it.node) != TG_NIL)
+    tgT_iter_next(&it);
+    x = tgT_iter_next(&it);
+    if (!x || tgT_iter_next(&it) || tgT_kind(it.node) != TG_NIL)
         return NULL;
     if (pre[0] == ',' && !pre[1] && tgT_kind(x) == TG_SYMBOL) {
         /* ,@foo would read as unquote-splicing */
@@ -785,7 +774,7 @@ static void put_term(printer *p, const tg_term *t, int body)
             }
             tgB_putc(b, '(');
             p_maybe_flush(p);
-            t = iter_next(&p->stk[p->sp - 1].it);
+            t = tgT_iter_next(&p->stk[p->sp - 1].it);
             if (!t) {
                 /* a pair always has a first element */
                 p_fail(p);
@@ -801,7 +790,7 @@ static void put_term(printer *p, const tg_term *t, int body)
             if (p->sp == base)
                 return;
             fr = &p->stk[p->sp - 1];
-            x = iter_next(&fr->it);
+            x = tgT_iter_next(&fr->it);
             if (x) {
                 tgB_putc(b, ' ');
                 t = x;
@@ -918,7 +907,7 @@ static long long count_refs(printer *p, const tg_term *root)
         tg_iter it;
 
         tg_iter_init(&it, t);
-        while ((x = iter_next(&it)) != NULL) {
+        while ((x = tgT_iter_next(&it)) != NULL) {
             nslot *s;
 
             if (!tgT_ispair(x))

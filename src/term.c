@@ -334,7 +334,7 @@ static tg_term *intern_chunk(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *c
                              tg_term *rest)
 {
     uint32_t d = tgT_depth(rest), hd0 = tgT_depth(head);
-    unsigned ground = tgT_ground(rest) & tgT_ground(head);
+    unsigned ground = (unsigned)tgT_ground(rest) & (unsigned)tgT_ground(head);
     for (unsigned i = 0; i < na; i++) {
         uint32_t di = tgT_depth(args[i]);
         d = di > d ? di : d;
@@ -754,13 +754,7 @@ void tg_iter_init(tg_iter *it, const tg_term *list)
 
 tg_term *tg_iter_next(tg_iter *it)
 {
-    while (tgT_ispair(it->node)) {
-        if (it->i < it->node->h.n)
-            return it->node->e[it->i++];
-        it->node = tgT_rest(it->node);
-        it->i = 0;
-    }
-    return NULL;
+    return tgT_iter_next(it);
 }
 
 tg_term *tg_iter_rest(tg_ctx *ctx, tg_iter *it)

@@ -123,6 +123,18 @@ static inline uint32_t tgT_mix(uint32_t a, uint32_t b) {
     return (uint32_t)(x >> 32);
 }
 
+/* The next element, or NULL at the end (it->node is then the final
+ * tail).  Inline because printers and walkers touch every element. */
+static inline tg_term *tgT_iter_next(tg_iter *it) {
+    while (tgT_ispair(it->node)) {
+        if (it->i < it->node->h.n)
+            return it->node->e[it->i++];
+        it->node = tgT_rest(it->node);
+        it->i = 0;
+    }
+    return NULL;
+}
+
 /* One canonical chunk: m elements (1..TGT_CHUNK) and the rest, which must
  * not be a pair unless it is a full chunk. */
 tg_term *tgT_chunk(tg_ctx *ctx, unsigned m, tg_term *const *e, tg_term *rest);
