@@ -261,25 +261,22 @@ static void *alloc_atomic(size_t bytes)
 /* ---- interning ---------------------------------------------------- */
 
 /* The probe loop shared by every kind: `same` decides equality with a
- * candidate of equal hash.  Returns the existing node, or NULL with
- * *where set to the free slot the new node should take. */
-#define PROBE(ctx, HASH, KIND, same, where)                                  \
+ * candidate `c` of equal hash.  Sets `found` to the existing node, or to
+ * NULL with `where` set to the free slot the new node should take.  Run
+ * between enter() and leave(). */
+#define PROBE(ctx, HASH, KIND, same, found, where)                           \
     do {                                                                     \
         uintptr_t *s_ = (ctx)->slots, tag_ = (HASH) & (ctx)->tagmask;         \
         size_t i_ = home((ctx), (HASH)), cap_ = (ctx)->cap;                   \
-        for (;;) {                                                           \
-            uintptr_t v_ = s_[i_];                                           \
-            if (!v_)                                                         \
+        (found) = NULL;                                                      \
+        for (uintptr_t v_; (v_ = s_[i_]) != 0; i_ = i_ + 1 == cap_ ? 0 : i_ + 1) { \
+            if ((v_ & (ctx)->tagmask) != tag_)                               \
+                continue;                                                    \
+            tg_term *c = slot_term((ctx), v_);                               \
+            if (c->h.hash == (HASH) && c->h.kind == (KIND) && (same)) {      \
+                (found) = c;                                                 \
                 break;                                                       \
-            if ((v_ & (ctx)->tagmask) == tag_) {                             \
-                tg_term *c = slot_term((ctx), v_);                           \
-                if (c->h.hash == (HASH) && c->h.kind == (KIND) && (same)) {  \
-                    leave(ctx);                                              \
-                    return c;                                                \
-                }                                                            \
             }                                                                \
-            if (++i_ == cap_)                                                \
-                i_ = 0;                                                      \
         }                                                                    \
         (where) = i_;                                                        \
     } while (0)
@@ -399,11 +396,14 @@ static tg_term *intern_bytes(tg_ctx *ctx, tg_kind kind, const char *p, size_t n)
 {
     uint32_t h = bytes_hash(p, n, kind == TG_SYMBOL ? 0x53594d42u : 0x53545247u);
     size_t where;
+    tg_term *found;
     enter(ctx);
     PROBE(ctx, h, kind,
-          ((tgT_bytes *)c)->len == n && memcmp(((tgT_bytes *)c)->s, p, n) == 0, where);
+          ((tgT_bytes *)c)->len == n && memcmp(((tgT_bytes *)c)->s, p, n) == 0, found, where);
     unsigned long prunes = ctx->prunes;
     leave(ctx);
+    if (found)
+        return found;
     tgT_bytes *b = alloc_atomic(sizeof *b + n + 1);
     if (!b)
         return NULL;
@@ -434,10 +434,13 @@ tg_term *tg_var(tg_ctx *ctx, const char *name, size_t len, uint64_t id)
         return NULL;
     uint32_t h = tgT_mix(sym->h.hash ^ 0x56415221u, tgT_fixhash((int64_t)id));
     size_t where;
+    tg_term *found;
     enter(ctx);
-    PROBE(ctx, h, TG_VAR, ((tgT_var *)c)->name == sym && ((tgT_var *)c)->id == id, where);
+    PROBE(ctx, h, TG_VAR, ((tgT_var *)c)->name == sym && ((tgT_var *)c)->id == id, found, where);
     unsigned long prunes = ctx->prunes;
     leave(ctx);
+    if (found)
+        return found;
     tgT_var *v = alloc_node(ctx, sizeof *v);
     if (!v)
         return NULL;
@@ -455,10 +458,13 @@ tg_term *tg_double(tg_ctx *ctx, double x)
     memcpy(&bits, &x, 8);
     uint32_t h = tgT_fixhash((int64_t)(bits ^ 0x444f55424c45ull));
     size_t where;
+    tg_term *found;
     enter(ctx);
-    PROBE(ctx, h, TG_DOUBLE, memcmp(&((tgT_dbl *)c)->v, &x, 8) == 0, where);
+    PROBE(ctx, h, TG_DOUBLE, memcmp(&((tgT_dbl *)c)->v, &x, 8) == 0, found, where);
     unsigned long prunes = ctx->prunes;
     leave(ctx);
+    if (found)
+        return found;
     tgT_dbl *d = alloc_atomic(sizeof *d);
     if (!d)
         return NULL;
@@ -469,17 +475,22 @@ tg_term *tg_double(tg_ctx *ctx, double x)
 
 /* ---- numbers ------------------------------------------------------ */
 
+/* mpz has no int64 setter on every platform: go through the magnitude. */
+static void mpz_set_i64(mpz_t z, int64_t v)
+{
+    uint64_t mag = v < 0 ? -(uint64_t)v : (uint64_t)v;
+    mpz_import(z, 1, 1, sizeof mag, 0, 0, &mag);
+    if (v < 0)
+        mpz_neg(z, z);
+}
+
 tg_term *tg_int(tg_ctx *ctx, int64_t v)
 {
     if (v >= TGT_FIXMIN && v <= TGT_FIXMAX)
         return tgT_mkfix(v);
     mpz_t z;
     mpz_init(z);
-    /* mpz has no int64 setter on every platform; go through the parts */
-    uint64_t mag = v < 0 ? -(uint64_t)v : (uint64_t)v;
-    mpz_import(z, 1, 1, sizeof mag, 0, 0, &mag);
-    if (v < 0)
-        mpz_neg(z, z);
+    mpz_set_i64(z, v);
     tg_term *t = tg_int_mpz(ctx, z);
     mpz_clear(z);
     return t;
@@ -502,12 +513,15 @@ tg_term *tg_int_mpz(tg_ctx *ctx, const mpz_t v)
     const mp_limb_t *d = v->_mp_d;
     uint32_t h = limbs_hash(d, n, size < 0 ? 0x4e454749u : 0x504f5349u);
     size_t where;
+    tg_term *found;
     enter(ctx);
     PROBE(ctx, h, TG_INT,
           ((tgT_big *)c)->size == size && memcmp(((tgT_big *)c)->d, d, n * sizeof *d) == 0,
-          where);
+          found, where);
     unsigned long prunes = ctx->prunes;
     leave(ctx);
+    if (found)
+        return found;
     tgT_big *b = alloc_atomic(sizeof *b + n * sizeof *d);
     if (!b)
         return NULL;
@@ -558,32 +572,19 @@ tg_term *tg_rat_mpq(tg_ctx *ctx, const mpq_t v, tg_error *err)
     uint32_t h = tgT_mix(limbs_hash(nd, nn, ns < 0 ? 0x4e514e51u : 0x50515051u),
                          limbs_hash(dd, dn, 0x44454e4fu));
     size_t where;
+    tg_term *found;
     enter(ctx);
-    {
-        /* PROBE returns from this function on a hit: release q first. */
-        uintptr_t *s = ctx->slots, tag = h & ctx->tagmask;
-        size_t i = home(ctx, h);
-        for (;;) {
-            uintptr_t v2 = s[i];
-            if (!v2)
-                break;
-            if ((v2 & ctx->tagmask) == tag) {
-                tgT_rat *c = (tgT_rat *)slot_term(ctx, v2);
-                if (c->h.hash == h && c->h.kind == TG_RAT && c->nsize == ns && c->dsize == ds &&
-                    memcmp(c->d, nd, nn * sizeof *nd) == 0 &&
-                    memcmp(c->d + nn, dd, dn * sizeof *dd) == 0) {
-                    leave(ctx);
-                    t = (tg_term *)c;
-                    goto done;
-                }
-            }
-            if (++i == ctx->cap)
-                i = 0;
-        }
-        where = i;
-    }
+    PROBE(ctx, h, TG_RAT,
+          ((tgT_rat *)c)->nsize == ns && ((tgT_rat *)c)->dsize == ds &&
+              memcmp(((tgT_rat *)c)->d, nd, nn * sizeof *nd) == 0 &&
+              memcmp(((tgT_rat *)c)->d + nn, dd, dn * sizeof *dd) == 0,
+          found, where);
     unsigned long prunes = ctx->prunes;
     leave(ctx);
+    if (found) {
+        t = found;
+        goto done;
+    }
     tgT_rat *r = alloc_atomic(sizeof *r + (nn + dn) * sizeof *nd);
     if (r) {
         r->h = (tgT_hdr){TG_RAT, TGT_GROUND, 0, 0, h};
@@ -604,19 +605,8 @@ tg_term *tg_rat(tg_ctx *ctx, int64_t num, int64_t den, tg_error *err)
 {
     mpq_t q;
     mpq_init(q);
-    mpz_t a;
-    mpz_init(a);
-    uint64_t mag = num < 0 ? -(uint64_t)num : (uint64_t)num;
-    mpz_import(a, 1, 1, sizeof mag, 0, 0, &mag);
-    if (num < 0)
-        mpz_neg(a, a);
-    mpq_set_num(q, a);
-    mag = den < 0 ? -(uint64_t)den : (uint64_t)den;
-    mpz_import(a, 1, 1, sizeof mag, 0, 0, &mag);
-    if (den < 0)
-        mpz_neg(a, a);
-    mpq_set_den(q, a);
-    mpz_clear(a);
+    mpz_set_i64(mpq_numref(q), num);
+    mpz_set_i64(mpq_denref(q), den);
     tg_term *t = tg_rat_mpq(ctx, q, err);
     mpq_clear(q);
     return t;
@@ -807,11 +797,7 @@ int tg_int_get(const tg_term *t, int64_t *out)
 int tg_int_get_mpz(const tg_term *t, mpz_t out)
 {
     if (tgT_isfix(t)) {
-        int64_t v = tgT_fixval(t);
-        uint64_t mag = v < 0 ? -(uint64_t)v : (uint64_t)v;
-        mpz_import(out, 1, 1, sizeof mag, 0, 0, &mag);
-        if (v < 0)
-            mpz_neg(out, out);
+        mpz_set_i64(out, tgT_fixval(t));
         return 0;
     }
     if (t->h.kind != TG_INT)
@@ -988,7 +974,7 @@ int tg_compare(const tg_term *a, const tg_term *b)
         tg_iter_init(&ia, a);
         tg_iter_init(&ib, b);
         for (;;) {
-            tg_term *x = tg_iter_next(&ia), *y = tg_iter_next(&ib);
+            tg_term *x = tgT_iter_next(&ia), *y = tgT_iter_next(&ib);
             if (!x || !y) {
                 if (x)      /* b ended: its tail (not a pair) < a's rest */
                     return 1;
