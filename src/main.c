@@ -1,5 +1,7 @@
-/* main.c - the tgrel program: reads terms (from -e arguments, files or
- * standard input) and prints each back in canonical form, one per line;
+/* main.c - the tgrel program: reads top-level forms (from -e arguments,
+ * files or standard input) and evaluates them in one logic environment:
+ * definitions print nothing, a run prints its answer list (each answer as
+ * soon as it is found), any other term is printed back in canonical form;
  * `--run-tests` runs golden test files (selftest.c).  The REPL comes
  * here later. */
 #include "config.h"
@@ -33,9 +35,11 @@ static const char usage_text[] =
     "usage: tgrel [--shared] [-e EXPR]... [FILE]...\n"
     "       tgrel [--shared] --run-tests FILE.test...\n"
     "\n"
-    "Read terms and print each back in canonical form, one per line.\n"
-    "Terms come from -e arguments and files, in order, or from standard\n"
-    "input when there are none (or from the FILE '-').\n"
+    "Evaluate top-level forms: (defrel ...) defines a relation, (run ...)\n"
+    "and (run* ...) print their answer list, any other term is printed\n"
+    "back in canonical form, one per line.  Forms come from -e arguments\n"
+    "and files, in order, or from standard input when there are none (or\n"
+    "from the FILE '-').\n"
     "\n"
     "  -e, --expr EXPR   read terms from the text EXPR\n"
     "      --shared      name repeated subterms: X where *1 = ...\n"
@@ -144,8 +148,72 @@ static void report(const tg_error *err)
     fprintf(stderr, "%s\n", tg_error_format(err, msg, sizeof msg));
 }
 
-/* Read every term of text and print it; returns the number of errors. */
-static int echo_terms(tg_ctx *ctx, const char *text, size_t len,
+typedef struct printer {
+    size_t count;
+    int failed;
+} printer;
+
+/* Each answer goes out as soon as it is found. */
+static int print_answer(void *ud, tg_term *t)
+{
+    printer *p = ud;
+    size_t n;
+    char *s = tg_print(t, &n);
+    if (!s) {
+        p->failed = 1;
+        return 1;
+    }
+    putchar(p->count++ ? ' ' : '(');
+    fwrite(s, 1, n, stdout);
+    free(s);
+    return 0;
+}
+
+/* Evaluate t; returns 0, or 1 after reporting an error. */
+static int eval_print(tg_env *env, tg_reader *r, const char *name, tg_term *t, const options *o)
+{
+    tg_error err;
+    printer p = { 0, 0 };
+    tg_term *value = NULL;
+    tg_error_clear(&err);
+    int rc = tg_eval(env, t, print_answer, &p, &value, &err);
+    if (rc == TG_EVAL_RUN && !p.failed) {
+        fputs(p.count ? ")\n" : "()\n", stdout);
+        return 0;
+    }
+    if (p.count)
+        putchar('\n');
+    if (rc < 0 || p.failed) {
+        if (p.failed) {
+            err.code = TG_ERR_NOMEM;
+            snprintf(err.message, sizeof err.message, "out of memory printing an answer");
+        }
+        if (err.line == 0) {
+            int line, col;
+            tg_reader_last_pos(r, &line, &col);
+            err.line = line, err.column = col;
+            snprintf(err.file, sizeof err.file, "%s", name ? name : "<string>");
+        }
+        fflush(stdout);
+        report(&err);
+        return 1;
+    }
+    if (rc == TG_EVAL_VALUE) {
+        size_t n;
+        char *s = tgM_print_term(value, o->shared, &n);
+        if (!s) {
+            fputs("tgrel: out of memory while printing\n", stderr);
+            return 1;
+        }
+        fwrite(s, 1, n, stdout);
+        putchar('\n');
+        free(s);
+    }
+    return 0;
+}
+
+/* Read and evaluate every form of text; returns the number of errors. */
+static int echo_terms(tg_env *env, tg_ctx *ctx, const char *text, size_t len,
                       const char *name, const options *o)
 {
     tg_error err;
@@ -167,22 +235,13 @@ static int echo_terms(tg_ctx *ctx, const char *text, size_t len,
             errors++;
             continue;
         }
-        size_t n;
-        char *s = tgM_print_term(t, o->shared, &n);
-        if (!s) {
-            fputs("tgrel: out of memory while printing\n", stderr);
-            errors++;
-            continue;
-        }
-        fwrite(s, 1, n, stdout);
-        putchar('\n');
-        free(s);
+        errors += eval_print(env, r, name, t, o);
     }
     tg_reader_free(r);
     return errors;
 }
 
-static int echo_input(tg_ctx *ctx, const input *in, const options *o)
+static int echo_input(tg_env *env, tg_ctx *ctx, const input *in, const options *o)
 {
     tg_error err;
     size_t len = 0;
@@ -191,14 +250,14 @@ static int echo_input(tg_ctx *ctx, const input *in, const options *o)
     tg_error_clear(&err);
     switch (in->kind) {
     case IN_EXPR:
-        return echo_terms(ctx, in->arg, strlen(in->arg), NULL, o);
+        return echo_terms(env, ctx, in->arg, strlen(in->arg), NULL, o);
     case IN_STDIN:
         text = read_stream(stdin, &len);
         if (!text) {
             fputs("tgrel: cannot read standard input\n", stderr);
             return 1;
         }
-        errors = echo_terms(ctx, text, len, "<stdin>", o);
+        errors = echo_terms(env, ctx, text, len, "<stdin>", o);
         free(text);
         return errors;
     case IN_FILE:
@@ -207,7 +266,7 @@ static int echo_input(tg_ctx *ctx, const input *in, const options *o)
             report(&err);
             return 1;
         }
-        errors = echo_terms(ctx, text, len, in->arg, o);
+        errors = echo_terms(env, ctx, text, len, in->arg, o);
         free(text);
         return errors;
     }
@@ -228,8 +287,15 @@ static int run(const options *o)
         status = tgM_run_tests(ctx, o->files, o->nfiles, o->shared);
     } else {
         int errors = 0;
+        tg_env *env = tg_env_new(ctx, &err);
+        if (!env) {
+            report(&err);
+            tg_ctx_free(ctx);
+            return EXIT_INPUT;
+        }
         for (int i = 0; i < o->ninputs; i++)
-            errors += echo_input(ctx, &o->inputs[i], o);
+            errors += echo_input(env, ctx, &o->inputs[i], o);
+        tg_env_free(env);
         status = errors ? EXIT_INPUT : 0;
     }
     tg_ctx_free(ctx);

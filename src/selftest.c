@@ -2,10 +2,13 @@
  *
  * A test file is a list of cases separated by blank lines.  The first line
  * of a case is the input text, read as the file "<test>" (so positions are
- * relative to that line); each following line is one expected output line:
- * the printed form of a term, or "!error MESSAGE" for a read error whose
- * formatted message (tg_error_format) is MESSAGE ("!error" alone accepts
- * any error).  A case with no expected lines expects no output.  A line
+ * relative to that line); lines after it that start with a space or a tab
+ * continue the input (a multi-line definition).  Each following line is
+ * one expected output line: what evaluating the input prints (a term
+ * echoed, or the answer list of a run), or "!error MESSAGE" for an error
+ * whose formatted message (tg_error_format) is MESSAGE ("!error" alone
+ * accepts any error).  Inputs are evaluated in one logic environment per
+ * file, so relations defined by a case serve the cases after it.  A case with no expected lines expects no output.  A line
  * that is just "#" or starts with "# " (or "#" and a tab) is a comment;
  * other lines starting with "#" are data, so inputs like "#| c |# x" and
  * "#;a b" can be tested.  Results are TAP: "ok N - line L".
@@ -20,8 +23,9 @@
 
 typedef struct tcase {
     const char *file;       /* as given on the command line */
+    int fileno;             /* index of the file */
     int line;               /* line of the input in that file */
-    const char *input;
+    char *input;            /* malloc'd */
     const char **expect;
     size_t nexpect;
 } tcase;
@@ -71,7 +75,7 @@ static int is_blank(const char *s)
 }
 
 /* Split text (NUL-terminated, modified in place) into cases. */
-static void parse_cases(cases *cs, const char *file, char *text)
+static void parse_cases(cases *cs, const char *file, int fileno, char *text)
 {
     tcase *cur = NULL;
     int lineno = 0;
@@ -95,6 +99,13 @@ static void parse_cases(cases *cs, const char *file, char *text)
             cur = NULL;
             continue;
         }
+        if (cur && cur->nexpect == 0 && (line[0] == ' ' || line[0] == '\t')) {
+            size_t a = strlen(cur->input), b = strlen(line);
+            cur->input = xrealloc(cur->input, a + b + 2);
+            cur->input[a] = '\n';
+            memcpy(cur->input + a + 1, line, b + 1);
+            continue;
+        }
         if (!cur) {
             if (cs->n == cs->cap) {
                 cs->cap = cs->cap ? 2 * cs->cap : 64;
@@ -102,8 +113,9 @@ static void parse_cases(cases *cs, const char *file, char *text)
             }
             cur = &cs->v[cs->n++];
             cur->file = file;
+            cur->fileno = fileno;
             cur->line = lineno;
-            cur->input = line;
+            cur->input = xstrdup(line);
             cur->expect = NULL;
             cur->nexpect = 0;
         } else {
@@ -132,8 +144,67 @@ static char *error_line(const tg_error *err)
     return s;
 }
 
+/* A growing line of text. */
+typedef struct sbuf {
+    char *s;
+    size_t n, cap;
+} sbuf;
+
+static void sb_add(sbuf *b, const char *s, size_t n)
+{
+    if (b->n + n + 1 > b->cap) {
+        b->cap = (b->n + n + 1) * 2;
+        b->s = xrealloc(b->s, b->cap);
+    }
+    memcpy(b->s + b->n, s, n);
+    b->n += n;
+    b->s[b->n] = '\0';
+}
+
+typedef struct answers {
+    sbuf line;
+    size_t count;
+    int oom;
+} answers;
+
+static int add_answer(void *ud, tg_term *t)
+{
+    answers *a = ud;
+    size_t n;
+    char *s = tg_print(t, &n);
+    if (!s)
+        return a->oom = 1;
+    if (a->count++)
+        sb_add(&a->line, " ", 1);
+    sb_add(&a->line, s, n);
+    free(s);
+    return 0;
+}
+
+char *tgM_eval_term(tg_env *env, tg_term *t, int shared, tg_error *err, int *failed)
+{
+    answers a = { { 0 }, 0, 0 };
+    tg_term *value = NULL;
+    *failed = 0;
+    sb_add(&a.line, "(", 1);
+    int rc = tg_eval(env, t, add_answer, &a, &value, err);
+    if (rc < 0 || a.oom) {
+        free(a.line.s);
+        *failed = 1;
+        return NULL;
+    }
+    if (rc == TG_EVAL_RUN) {
+        sb_add(&a.line, ")", 1);
+        return a.line.s;
+    }
+    free(a.line.s);
+    if (rc == TG_EVAL_VALUE)
+        return tgM_print_term(value, shared, NULL);
+    return NULL;
+}
+
 /* What the program prints for the case's input, line by line. */
-static void run_input(tg_ctx *ctx, const tcase *c, int shared, lines *out)
+static void run_input(tg_ctx *ctx, tg_env *env, const tcase *c, int shared, lines *out)
 {
     tg_error err;
     tg_error_clear(&err);
@@ -150,8 +221,20 @@ static void run_input(tg_ctx *ctx, const tcase *c, int shared, lines *out)
         if (rc == 0)
             break;
         if (rc > 0) {
-            char *s = tgM_print_term(t, shared, NULL);
-            push_line(out, s ? s : xstrdup("!print failed (out of memory)"));
+            int failed;
+            char *s = tgM_eval_term(env, t, shared, &err, &failed);
+            if (failed) {
+                int line, col;
+                tg_reader_last_pos(r, &line, &col);
+                if (err.line == 0) {
+                    err.line = line, err.column = col;
+                    snprintf(err.file, sizeof err.file, "<test>");
+                }
+                push_line(out, error_line(&err));
+                tg_error_clear(&err);
+            } else if (s) {
+                push_line(out, s);
+            }
         } else {
             push_line(out, error_line(&err));
             tg_error_clear(&err);
@@ -236,7 +319,16 @@ int tgM_run_tests(tg_ctx *ctx, char *const *files, int nfiles, int shared)
         copy[len] = '\0';
         free(texts[i]);
         texts[i] = copy;
-        parse_cases(&cs, files[i], texts[i]);
+        parse_cases(&cs, files[i], i, texts[i]);
+    }
+    tg_env **envs = xrealloc(NULL, (size_t)(nfiles > 0 ? nfiles : 1) * sizeof *envs);
+    for (int i = 0; i < nfiles; i++) {
+        tg_error err;
+        char msg[1024];
+        if (!(envs[i] = tg_env_new(ctx, &err))) {
+            printf("Bail out! %s\n", tg_error_format(&err, msg, sizeof msg));
+            return 1;
+        }
     }
 
     printf("1..%zu\n", cs.n);
@@ -245,7 +337,7 @@ int tgM_run_tests(tg_ctx *ctx, char *const *files, int nfiles, int shared)
     for (size_t i = 0; i < cs.n; i++) {
         const tcase *c = &cs.v[i];
         lines got = { 0 };
-        run_input(ctx, c, shared, &got);
+        run_input(ctx, envs[c->fileno], c, shared, &got);
         int ok = case_passed(c, &got);
         if (nfiles > 1)
             printf("%sok %zu - %s line %d\n", ok ? "" : "not ", i + 1,
@@ -264,8 +356,13 @@ int tgM_run_tests(tg_ctx *ctx, char *const *files, int nfiles, int shared)
     if (failed)
         printf("# %d of %zu cases failed\n", failed, cs.n);
 
-    for (size_t i = 0; i < cs.n; i++)
+    for (size_t i = 0; i < cs.n; i++) {
         free(cs.v[i].expect);
+        free(cs.v[i].input);
+    }
+    for (int i = 0; i < nfiles; i++)
+        tg_env_free(envs[i]);
+    free(envs);
     free(cs.v);
     for (int i = 0; i < nfiles; i++)
         free(texts[i]);

@@ -10,6 +10,11 @@
  * malloc'd, NULL when out of memory. */
 char *tgM_print_term(const tg_term *t, int shared, size_t *len);
 
+/* Evaluate t in env and return what the program prints for it (one
+ * line, malloc'd): the answer list of a run, or t itself; NULL for a
+ * definition, and NULL with *failed set (err filled) on an error. */
+char *tgM_eval_term(tg_env *env, tg_term *t, int shared, tg_error *err, int *failed);
+
 /* Run the cases of the nfiles test files; prints TAP on stdout.  Returns
  * the exit status: 0 when every case passed, 1 otherwise. */
 int tgM_run_tests(tg_ctx *ctx, char *const *files, int nfiles, int shared);

@@ -42,6 +42,7 @@ struct tg_ctx {
     atomic_int busy;
     unsigned long prunes;   /* bumped by each prune, to validate a remembered slot */
     size_t created, reclaimed;
+    uint64_t next_lvar;     /* ids of runtime logic variables */
     void *freelist[TGT_NFREE + 1];
     tg_ctx *next;           /* registry of live contexts */
 };
@@ -448,6 +449,20 @@ tg_term *tg_var(tg_ctx *ctx, const char *name, size_t len, uint64_t id)
     v->name = sym;
     v->id = id;
     return insert(ctx, (tg_term *)v, where, prunes);
+}
+
+tg_term *tgT_lvar_new(tg_ctx *ctx, tg_term *name, uint64_t scope)
+{
+    tgT_lvar *v = alloc_node(ctx, sizeof *v);
+    if (!v)
+        return NULL;
+    uint64_t id = ++ctx->next_lvar;
+    v->h = (tgT_hdr){TG_VAR, TGT_LVAR, 0, 0, tgT_mix(0x4c564152u, tgT_fixhash((int64_t)id))};
+    v->name = name;
+    v->id = id;
+    v->val = NULL;
+    v->scope = scope;
+    return (tg_term *)v;
 }
 
 tg_term *tg_double(tg_ctx *ctx, double x)
@@ -963,6 +978,8 @@ int tg_compare(const tg_term *a, const tg_term *b)
             const tgT_var *x = (const tgT_var *)a, *y = (const tgT_var *)b;
             if (x->name != y->name)
                 return tg_compare(x->name, y->name);    /* symbols: no descent */
+            if ((a->h.flags ^ b->h.flags) & TGT_LVAR)  /* ?x.5 and a runtime x #5 */
+                return (a->h.flags & TGT_LVAR) ? 1 : -1;
             return x->id < y->id ? -1 : 1;
         }
         case TG_NIL:

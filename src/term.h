@@ -25,7 +25,8 @@
 
 enum {
     TGT_GROUND = 1,     /* no variable inside */
-    TGT_HASTAIL = 2     /* pair: e[n] holds the rest of the list */
+    TGT_HASTAIL = 2,    /* pair: e[n] holds the rest of the list */
+    TGT_LVAR = 4        /* var: a runtime logic variable (tgT_lvar) */
 };
 
 /* The depth (modulo 2^20) takes part in the hash: a node's hash is
@@ -57,6 +58,20 @@ typedef struct tgT_var {
     tg_term *name;          /* a symbol */
     uint64_t id;
 } tgT_var;
+
+/* A logic variable made by the search (fresh, run): unique by
+ * construction, so it is never looked up in the table.  `val` and `scope`
+ * are the one mutable part of the term world: the logic core binds a
+ * variable in place when no search branch can have seen it (see
+ * logic/subst.c).  Its id comes from a per-context counter, so it never
+ * equals another runtime variable's. */
+typedef struct tgT_lvar {
+    tgT_hdr h;
+    tg_term *name;          /* the identifier it was made for (a symbol) */
+    uint64_t id;
+    tg_term *val;           /* NULL: unbound (or bound in a substitution) */
+    uint64_t scope;
+} tgT_lvar;
 
 typedef struct tgT_dbl {
     tgT_hdr h;
@@ -113,6 +128,13 @@ static inline uint32_t tgT_depth(const tg_term *t) {
 static inline bool tgT_ground(const tg_term *t) {
     return tgT_isfix(t) || (t->h.flags & TGT_GROUND);
 }
+
+static inline bool tgT_islvar(const tg_term *t) {
+    return !tgT_isfix(t) && t->h.kind == TG_VAR && (t->h.flags & TGT_LVAR);
+}
+
+/* A new runtime logic variable named after the symbol `name`. */
+tg_term *tgT_lvar_new(tg_ctx *ctx, tg_term *name, uint64_t scope);
 
 /* The hash of a list cell from its element's hash and the rest's hash;
  * list hashes are a right fold, so they do not depend on chunking. */

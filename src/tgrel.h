@@ -197,6 +197,34 @@ char *tg_print_shared(const tg_term *t, size_t *len);
 /* Write the canonical form to a stream; 0 or -1. */
 int tg_fprint(FILE *f, const tg_term *t);
 
+/* ---- logic programs ---------------------------------------------- */
+
+/* An environment of relations and the search engine that runs queries
+ * in the faster-miniKanren dialect: (defrel (name arg ...) goal ...),
+ * (run n (q ...) goal ...), (run* (q ...) goal ...).  See doc/logic.md. */
+typedef struct tg_env tg_env;
+
+tg_env *tg_env_new(tg_ctx *ctx, tg_error *err);
+void tg_env_free(tg_env *env);
+/* Unification checks that a variable is not bound to a term containing
+ * it (on by default; off is faster and unsound on cyclic goals). */
+void tg_env_set_occurs_check(tg_env *env, int on);
+
+/* Called with each answer of a run as it is found; return nonzero to
+ * stop the run there. */
+typedef int (*tg_answer_fn)(void *ud, tg_term *answer);
+
+enum { TG_EVAL_DEFINE = 0, TG_EVAL_RUN = 1, TG_EVAL_VALUE = 2 };
+/* Evaluate one top-level form.  (defrel ...) defines or redefines a
+ * relation: TG_EVAL_DEFINE.  (run ...) and (run* ...) pass each answer
+ * to fn (which may be NULL): TG_EVAL_RUN.  Any other term is its own
+ * value, stored in *value (when value is not NULL): TG_EVAL_VALUE.
+ * Returns -1 with err filled on an error. */
+int tg_eval(tg_env *env, tg_term *form, tg_answer_fn fn, void *ud,
+            tg_term **value, tg_error *err);
+/* Run a (run ...) or (run* ...) form; its answers as a list. */
+tg_term *tg_run(tg_env *env, tg_term *form, tg_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,203 @@
+/* constraint.c - =/=, symbolo / numbero / stringo and absento, with the
+ * same store layout and the same order of operations as faster-miniKanren
+ * (which decides how constraints are later reified).
+ *
+ * A disequality is stored as the list of bindings that unifying its two
+ * sides would add, e.g. ((x . 5) (y . z)); it is violated when all of them
+ * hold at once, so it is attached to the first variable only (and to the
+ * value too when that is a variable).  When a variable with constraints
+ * gets bound, its record is removed and every constraint in it is posted
+ * again against the value.
+ */
+#include "constraint.h"
+
+#include <gc/gc.h>
+
+static const tgC_rec empty_rec = {TGC_NONE, NULL, NULL};
+
+static inline tg_term *nil_if_null(tg_term *l) { return l ? l : tg_nil(); }
+
+const tgC_rec *tgC_lookup(const tgS_state *st, const tg_term *x)
+{
+    const tgC_rec *c = tgS_map_get(st->C, tgS_var_id(x));
+    return c ? c : &empty_rec;
+}
+
+static tgS_state *set_c(tg_env *env, tgS_state *st, const tg_term *x, int T, tg_term *D, tg_term *A)
+{
+    tgC_rec *c = GC_MALLOC(sizeof *c);
+    tgS_map *C;
+    tgS_state *ns;
+    if (!c)
+        goto oom;
+    c->T = T, c->D = D, c->A = A;
+    if (!(C = tgS_map_set(st->C, tgS_var_id(x), c)) || !(ns = tgS_state_new(st->scope, st->S, C)))
+        goto oom;
+    return ns;
+oom:
+    env->oom = 1;
+    return NULL;
+}
+
+int tgC_has_type(const tg_env *env, const tg_term *t, int T)
+{
+    switch (tg_kind_of(t)) {
+    case TG_INT: case TG_RAT: case TG_DOUBLE:
+        return T == TGC_NUM;
+    case TG_STRING:
+        return T == TGC_STR;
+    case TG_SYMBOL:     /* #t and #f are the booleans, not symbols */
+        return T == TGC_SYM && t != env->sym_t && t != env->sym_f;
+    default:
+        return 0;
+    }
+}
+
+tgS_state *tgC_type(tg_env *env, tgS_state *st, tg_term *u, int T)
+{
+    tg_term *t = tgS_walk(u, st->S);
+    if (tgC_has_type(env, t, T))
+        return st;
+    if (!tgT_islvar(t))
+        return NULL;
+    const tgC_rec *c = tgC_lookup(st, t);
+    if (c->T == T)
+        return st;
+    if (c->T != TGC_NONE)
+        return NULL;
+    return set_c(env, st, t, T, c->D, c->A);
+}
+
+/* After unifying the two sides of a disequality (with no binding in
+ * place) from mark on env->added: record it, or decide it. */
+static tgS_state *diseq_after(tg_env *env, tgS_state *st, tgS_state *unified, size_t mark)
+{
+    tgK_vec *ad = &env->added;
+    if (!unified) {
+        ad->n = mark;
+        return env->oom ? NULL : st;    /* can never be equal: satisfied */
+    }
+    if (ad->n == mark)
+        return NULL;                     /* already equal: violated */
+    /* the added bindings as the list ((x . v) ...) */
+    size_t k = (ad->n - mark) / 2;
+    tg_term *d = tg_nil();
+    for (size_t i = k; i-- > 0;) {
+        tg_term *pr = tg_cons(env->ctx, (tg_term *)ad->v[mark + 2 * i], (tg_term *)ad->v[mark + 2 * i + 1]);
+        if (!pr || !(d = tg_cons(env->ctx, pr, d))) {
+            ad->n = mark;
+            env->oom = 1;
+            return NULL;
+        }
+    }
+    tg_term *x = (tg_term *)ad->v[mark], *v = (tg_term *)ad->v[mark + 1];
+    ad->n = mark;
+    const tgC_rec *c = tgC_lookup(st, x);
+    tg_term *D = tg_cons(env->ctx, d, nil_if_null(c->D));
+    if (!D || !(st = set_c(env, st, x, c->T, D, c->A)))
+        return env->oom = 1, NULL;
+    if (tgT_islvar(v)) {
+        c = tgC_lookup(st, v);
+        if (!(D = tg_cons(env->ctx, d, nil_if_null(c->D))))
+            return env->oom = 1, NULL;
+        st = set_c(env, st, v, c->T, D, c->A);
+    }
+    return st;
+}
+
+tgS_state *tgC_diseq(tg_env *env, tgS_state *st, tg_term *u, tg_term *v)
+{
+    tgS_state tmp = *st;
+    tmp.scope = 0;
+    size_t mark = env->added.n;
+    return diseq_after(env, st, tgU_unify(env, &tmp, u, v, 1), mark);
+}
+
+static tgS_state *diseq_assoc(tg_env *env, tgS_state *st, tg_term *d)
+{
+    tgS_state tmp = *st;
+    tmp.scope = 0;
+    size_t mark = env->added.n;
+    return diseq_after(env, st, tgU_unify_assoc(env, &tmp, d, 1), mark);
+}
+
+static int memv(const tg_term *x, const tg_term *l)
+{
+    tg_iter it;
+    tg_iter_init(&it, l);
+    for (tg_term *e; (e = tgT_iter_next(&it));)
+        if (e == x)
+            return 1;
+    return 0;
+}
+
+/* absento: pushed down to the leaves of t2, the car before the cdr, with
+ * a disequality against t1 at every node on the way. */
+tgS_state *tgC_absento(tg_env *env, tgS_state *st, tg_term *t1, tg_term *t2)
+{
+    tgK_vec todo = {0};
+    if (tgK_vec_reserve(&todo, 1) < 0)
+        return env->oom = 1, NULL;
+    todo.v[todo.n++] = (uintptr_t)t2;
+    while (todo.n && st) {
+        tg_term *a = tgS_walk(t1, st->S);
+        tg_term *b = tgS_walk((tg_term *)todo.v[--todo.n], st->S);
+        if (!(st = tgC_diseq(env, st, a, b)))
+            break;
+        if (tgT_ispair(b)) {
+            tg_term *cdr = b->h.n == 1 ? tgT_rest(b) : tgU_suffix(env, b, 1);
+            if (!cdr || tgK_vec_reserve(&todo, 2) < 0)
+                return env->oom = 1, NULL;
+            todo.v[todo.n++] = (uintptr_t)cdr;
+            todo.v[todo.n++] = (uintptr_t)b->e[0];
+        } else if (tgT_islvar(b)) {
+            const tgC_rec *c = tgC_lookup(st, b);
+            if (!memv(a, nil_if_null(c->A))) {
+                tg_term *A = tg_cons(env->ctx, a, nil_if_null(c->A));
+                st = A ? set_c(env, st, b, c->T, c->D, A) : (env->oom = 1, NULL);
+            }
+        }
+    }
+    return st;
+}
+
+/* A binding x := v was made: post x's constraints again against v. */
+static tgS_state *update(tg_env *env, tgS_state *st, tg_term *x, tg_term *v)
+{
+    const tgC_rec *c = tgC_lookup(st, x);
+    if (c == &empty_rec || (c->T == TGC_NONE && !c->D && !c->A))
+        return st;
+    int T = c->T;
+    tg_term *A = nil_if_null(c->A), *D = nil_if_null(c->D);
+    tgC_rec *e = (tgC_rec *)&empty_rec;
+    tgS_map *C = tgS_map_set(st->C, tgS_var_id(x), e);
+    if (!C || !(st = tgS_state_new(st->scope, st->S, C)))
+        return env->oom = 1, NULL;
+    if (T != TGC_NONE && !(st = tgC_type(env, st, v, T)))
+        return NULL;
+    tg_iter it;
+    tg_iter_init(&it, A);
+    for (tg_term *a; (a = tgT_iter_next(&it));)
+        if (!(st = tgC_absento(env, st, a, v)))
+            return NULL;
+    tg_iter_init(&it, D);
+    for (tg_term *d; (d = tgT_iter_next(&it));)
+        if (!(st = diseq_assoc(env, st, d)))
+            return NULL;
+    return st;
+}
+
+tgS_state *tgC_unify(tg_env *env, tgS_state *st, tg_term *u, tg_term *v)
+{
+    if (!st->C)     /* no constraints anywhere: nothing to re-check */
+        return tgU_unify(env, st, u, v, 0);
+    size_t mark = env->added.n;
+    tgS_state *ns = tgU_unify(env, st, u, v, 1);
+    /* update() may unify again (disequalities), stacking above this
+     * unification's bindings; read ours by index, they stay put */
+    size_t end = env->added.n;
+    for (size_t i = mark; ns && i < end; i += 2)
+        ns = update(env, ns, (tg_term *)env->added.v[i], (tg_term *)env->added.v[i + 1]);
+    env->added.n = mark;
+    return ns;
+}

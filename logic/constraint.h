@@ -1,0 +1,30 @@
+/* constraint.h - the constraint store: disequality (=/=), type
+ * constraints (symbolo, numbero, stringo) and absento, kept per variable
+ * and re-checked when the variable gets bound, as faster-miniKanren does.
+ */
+#ifndef TG_CONSTRAINT_H
+#define TG_CONSTRAINT_H
+
+#include "unify.h"
+
+enum { TGC_NONE, TGC_NUM, TGC_STR, TGC_SYM, TGC_NTYPES };
+
+/* The constraints on one variable (its representative). */
+typedef struct tgC_rec {
+    int T;          /* TGC_NONE or a type */
+    tg_term *D;     /* list of disequalities, newest first; each a list of (x . v) */
+    tg_term *A;     /* list of terms that must not occur, newest first */
+} tgC_rec;
+
+const tgC_rec *tgC_lookup(const tgS_state *st, const tg_term *x);
+
+/* Does term t (walked, not a variable) have type T? */
+int tgC_has_type(const tg_env *env, const tg_term *t, int T);
+
+/* The goals; each returns the new state or NULL (failure, or env->oom). */
+tgS_state *tgC_unify(tg_env *env, tgS_state *st, tg_term *u, tg_term *v);     /* == */
+tgS_state *tgC_diseq(tg_env *env, tgS_state *st, tg_term *u, tg_term *v);     /* =/= */
+tgS_state *tgC_type(tg_env *env, tgS_state *st, tg_term *u, int T);
+tgS_state *tgC_absento(tg_env *env, tgS_state *st, tg_term *t1, tg_term *t2);
+
+#endif

@@ -1,0 +1,774 @@
+/* lang.c - compiling the faster-miniKanren dialect into goal trees, and
+ * evaluating top-level forms (the public tg_env API).
+ *
+ * Identifiers are lexical, as in Scheme: each relation call gets a frame
+ * holding its arguments and every variable its body introduces with
+ * fresh, each at a slot fixed when compiling.  A fresh that can run more
+ * than once for the same frame (after a goal with several answers in a
+ * conjunction) copies the frame first, so earlier answers keep their
+ * variables; the usual fresh at the head of a body or of a conde clause
+ * writes in place.
+ */
+#include "lang.h"
+
+#include <gc/gc.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_NEST 10000      /* template / goal nesting compiled recursively */
+
+enum {
+    S_UNIFY, S_DISEQ, S_SYMBOLO, S_NUMBERO, S_STRINGO, S_ABSENTO, S_FRESH,
+    S_CONDE, S_CONJ, S_DISJ, S_SUCCEED, S_FAIL, S_SUCC2, S_FAIL2, S_QUOTE,
+    S_QUASI, S_UNQUOTE, S_SPLICE, S_LIST, S_CONS, S_DEFREL, S_RUN, S_RUNSTAR,
+    S_T, S_F, NSYMS
+};
+static const char *const sym_names[NSYMS] = {
+    "==", "=/=", "symbolo", "numbero", "stringo", "absento", "fresh",
+    "conde", "conj", "disj", "succeed", "fail", "#s", "#u", "quote",
+    "quasiquote", "unquote", "unquote-splicing", "list", "cons", "defrel",
+    "run", "run*", "#t", "#f"
+};
+
+typedef struct tg_env_syms {
+    tg_term *s[NSYMS];
+} tg_env_syms;
+
+/* The environment proper: the shared part (logic.h) first. */
+typedef struct envx {
+    struct tg_env e;
+    tg_env_syms syms;
+} envx;
+
+#define SYM(c, k) (((envx *)(c)->env)->syms.s[k])
+
+void tgK_error(tg_env *env, int code, const char *fmt, ...)
+{
+    if (env->failed)
+        return;
+    env->failed = 1;
+    va_list ap;
+    va_start(ap, fmt);
+    tgE_setv(env->err, (tg_errcode)code, NULL, 0, 0, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- compiling ---------------------------------------------------- */
+
+typedef struct comp {
+    tg_env *env;
+    tgK_vec lex;            /* (symbol, slot) pairs, innermost last */
+    unsigned nslots;
+    tgK_vec copies;         /* fresh goals that copy the frame: their size is known at the end */
+    int failed;
+} comp;
+
+static void cerr(comp *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void cerr(comp *c, const char *fmt, ...)
+{
+    if (c->failed)
+        return;
+    c->failed = 1;
+    va_list ap;
+    va_start(ap, fmt);
+    tgE_setv(c->env->err, TG_ERR_SYNTAX, NULL, 0, 0, fmt, ap);
+    va_end(ap);
+}
+
+/* The form as text for messages (cut short). */
+static const char *show(const tg_term *t, char *buf, size_t size)
+{
+    char *s = tg_print(t, NULL);
+    snprintf(buf, size, "%s", s ? s : "?");
+    if (s && strlen(s) >= size && size > 4)
+        memcpy(buf + size - 4, "...", 4);
+    free(s);
+    return buf;
+}
+
+static void *cnew(comp *c, size_t n)
+{
+    void *p = GC_MALLOC(n);
+    if (!p)
+        cerr(c, "out of memory compiling");
+    return p;
+}
+
+static int lookup(comp *c, tg_term *sym, unsigned *slot)
+{
+    for (size_t i = c->lex.n; i >= 2; i -= 2)
+        if ((tg_term *)c->lex.v[i - 2] == sym) {
+            *slot = (unsigned)c->lex.v[i - 1];
+            return 1;
+        }
+    return 0;
+}
+
+static int bind_name(comp *c, tg_term *sym)
+{
+    if (tg_kind_of(sym) != TG_SYMBOL) {
+        char b[80];
+        cerr(c, "not a variable name: %s", show(sym, b, sizeof b));
+        return -1;
+    }
+    if (tgK_push2(&c->lex, (uintptr_t)sym, c->nslots++) < 0) {
+        cerr(c, "out of memory compiling");
+        return -1;
+    }
+    return 0;
+}
+
+static tgG_expr *const_expr(comp *c, tg_term *t)
+{
+    tgG_expr *e = cnew(c, sizeof *e);
+    if (e) {
+        e->op = TGG_CONST;
+        e->t = t;
+    }
+    return e;
+}
+
+/* The elements of list t in a fresh array (*n set), *tail its tail. */
+static tg_term **elements(comp *c, tg_term *t, size_t *n, tg_term **tail)
+{
+    *n = tg_length(t);
+    tg_term **v = cnew(c, (*n + 1) * sizeof *v);
+    if (v) {
+        tg_elements(t, v, *n);
+        *tail = tg_tail(t);
+    }
+    return v;
+}
+
+static tgG_expr *compile_expr(comp *c, tg_term *t, int depth);
+
+static int is_form(comp *c, tg_term *t, int sym, size_t nargs)
+{
+    return tgT_ispair(t) && tg_car(t) == SYM(c, sym) && tg_length(t) == nargs + 1 &&
+           tg_tail(t) == tg_nil();
+}
+
+static tgG_expr *list_expr(comp *c, size_t n, tgG_expr **e, tgG_expr *tail)
+{
+    tgG_expr *x = cnew(c, sizeof *x);
+    if (x) {
+        x->op = TGG_LIST;
+        x->n = (unsigned)n;
+        x->e = e;
+        x->tail = tail;
+    }
+    return x;
+}
+
+/* A quasiquoted template at quasiquote nesting `level`. */
+static tgG_expr *template(comp *c, tg_term *t, int level, int depth)
+{
+    if (depth > MAX_NEST) {
+        cerr(c, "quasiquote template nested more than %d levels", MAX_NEST);
+        return NULL;
+    }
+    if (!tgT_ispair(t))
+        return const_expr(c, t);
+    if (is_form(c, t, S_UNQUOTE, 1) && level == 1)
+        return compile_expr(c, tg_nth(t, 1), depth + 1);
+    if (tg_car(t) == SYM(c, S_SPLICE) && level == 1) {
+        cerr(c, "unquote-splicing (,@) is not supported in templates");
+        return NULL;
+    }
+    int sub = is_form(c, t, S_QUASI, 1) ? 1 : is_form(c, t, S_UNQUOTE, 1) ? -1 : 0;
+    size_t n;
+    tg_term *tail, **v = elements(c, t, &n, &tail);
+    if (!v)
+        return NULL;
+    tgG_expr *te = NULL;
+    /* (a . ,d) reads as (a unquote d) */
+    if (level == 1 && n >= 3 && v[n - 2] == SYM(c, S_UNQUOTE) && tail == tg_nil()) {
+        if (!(te = compile_expr(c, v[n - 1], depth + 1)))
+            return NULL;
+        n -= 2;
+    }
+    tgG_expr **e = cnew(c, (n + 1) * sizeof *e);
+    if (!e)
+        return NULL;
+    int all_const = te == NULL;
+    for (size_t i = 0; i < n; i++) {
+        int lv = (i == 1) ? level + sub : level;
+        if (!(e[i] = template(c, v[i], lv, depth + 1)))
+            return NULL;
+        all_const &= e[i]->op == TGG_CONST;
+    }
+    if (!te && tail != tg_nil()) {
+        if (!(te = template(c, tail, level, depth + 1)))
+            return NULL;
+        all_const &= te->op == TGG_CONST;
+    }
+    return all_const ? const_expr(c, t) : list_expr(c, n, e, te);
+}
+
+static tgG_expr *compile_expr(comp *c, tg_term *t, int depth)
+{
+    char b[120];
+    if (depth > MAX_NEST) {
+        cerr(c, "term expression nested more than %d levels", MAX_NEST);
+        return NULL;
+    }
+    switch (tg_kind_of(t)) {
+    case TG_SYMBOL: {
+        unsigned slot;
+        if (lookup(c, t, &slot)) {
+            tgG_expr *e = cnew(c, sizeof *e);
+            if (e) {
+                e->op = TGG_SLOT;
+                e->slot = slot;
+            }
+            return e;
+        }
+        if (t == SYM(c, S_T) || t == SYM(c, S_F))
+            return const_expr(c, t);
+        cerr(c, "unbound variable %s", show(t, b, sizeof b));
+        return NULL;
+    }
+    case TG_PAIR:
+        break;
+    default:
+        return const_expr(c, t);
+    }
+    tg_term *h = tg_car(t);
+    if (is_form(c, t, S_QUOTE, 1))
+        return const_expr(c, tg_nth(t, 1));
+    if (is_form(c, t, S_QUASI, 1))
+        return template(c, tg_nth(t, 1), 1, depth + 1);
+    if (h == SYM(c, S_LIST) || is_form(c, t, S_CONS, 2)) {
+        size_t n;
+        tg_term *tail, **v = elements(c, t, &n, &tail);
+        if (!v)
+            return NULL;
+        if (tail != tg_nil()) {
+            cerr(c, "improper argument list in %s", show(t, b, sizeof b));
+            return NULL;
+        }
+        tgG_expr **e = cnew(c, n * sizeof *e);
+        if (!e)
+            return NULL;
+        for (size_t i = 1; i < n; i++)
+            if (!(e[i - 1] = compile_expr(c, v[i], depth + 1)))
+                return NULL;
+        if (h == SYM(c, S_LIST))
+            return list_expr(c, n - 1, e, NULL);
+        return list_expr(c, 1, e, e[1]);
+    }
+    cerr(c, "not a term expression: %s (quote data with ' or build it with list, cons or `)",
+         show(t, b, sizeof b));
+    return NULL;
+}
+
+static tgG_goal *new_goal(comp *c, int op)
+{
+    tgG_goal *g = cnew(c, sizeof *g);
+    if (g)
+        g->op = op;
+    return g;
+}
+
+/* Does g give at most one answer, and without any fresh that could
+ * run more than once?  Then what follows it runs once per frame. */
+static int det(const tgG_goal *g)
+{
+    switch (g->op) {
+    case TGG_CONJ: case TGG_FRESH:
+        for (unsigned i = 0; i < (g->op == TGG_FRESH ? 1u : g->n); i++)
+            if (!det(g->g[i]))
+                return 0;
+        return 1;
+    case TGG_CONDE:
+        return g->n == 1 && det(g->g[0]);
+    case TGG_CALL:
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+static tgG_goal *compile_goal(comp *c, tg_term *t, int once, int depth);
+
+/* A conjunction of the goals of list gs (at least one). */
+static tgG_goal *compile_body(comp *c, tg_term *gs, int once, int depth, const char *what)
+{
+    size_t n;
+    tg_term *tail, **v = elements(c, gs, &n, &tail);
+    if (!v)
+        return NULL;
+    if (n == 0 || tail != tg_nil()) {
+        cerr(c, "%s needs a proper list of at least one goal", what);
+        return NULL;
+    }
+    if (n == 1)
+        return compile_goal(c, v[0], once, depth + 1);
+    tgG_goal *g = new_goal(c, TGG_CONJ);
+    tgG_goal **gv = cnew(c, n * sizeof *gv);
+    if (!g || !gv)
+        return NULL;
+    g->n = (unsigned)n;
+    g->g = gv;
+    for (size_t i = 0; i < n; i++) {
+        if (!(gv[i] = compile_goal(c, v[i], once, depth + 1)))
+            return NULL;
+        once = once && det(gv[i]);
+    }
+    return g;
+}
+
+static tgG_goal *fresh_goal(comp *c, tg_term *vars, tg_term *body, int once, int depth)
+{
+    size_t n, mark = c->lex.n;
+    tg_term *tail, **v = elements(c, vars, &n, &tail);
+    tgG_goal *g = new_goal(c, TGG_FRESH);
+    if (!v || !g)
+        return NULL;
+    if (tail != tg_nil()) {
+        cerr(c, "fresh needs a list of variable names");
+        return NULL;
+    }
+    g->n = (unsigned)n;
+    g->slots = cnew(c, (n + 1) * sizeof *g->slots);
+    g->names = cnew(c, (n + 1) * sizeof *g->names);
+    g->g = cnew(c, sizeof *g->g);
+    if (!g->slots || !g->names || !g->g)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        g->slots[i] = c->nslots;
+        g->names[i] = v[i];
+        if (bind_name(c, v[i]) < 0)
+            return NULL;
+    }
+    g->copy = !once;
+    if (g->copy && tgK_vec_reserve(&c->copies, 1) == 0)
+        c->copies.v[c->copies.n++] = (uintptr_t)g;
+    if (!(g->g[0] = compile_body(c, body, 1, depth, "fresh")))
+        return NULL;
+    c->lex.n = mark;
+    return g;
+}
+
+static tgG_rel *get_rel(tg_env *env, tg_term *name);
+
+static tgG_goal *two_args(comp *c, int op, tg_term *t, size_t want, int depth)
+{
+    char b[120];
+    size_t n = tg_length(t) - 1;
+    if (n != want || tg_tail(t) != tg_nil()) {
+        cerr(c, "%s takes %zu argument%s: %s", tg_symbol_name(tg_car(t), NULL), want,
+             want == 1 ? "" : "s", show(t, b, sizeof b));
+        return NULL;
+    }
+    tgG_goal *g = new_goal(c, op);
+    if (!g || !(g->a = compile_expr(c, tg_nth(t, 1), depth + 1)))
+        return NULL;
+    if (want == 2 && !(g->b = compile_expr(c, tg_nth(t, 2), depth + 1)))
+        return NULL;
+    return g;
+}
+
+static tgG_goal *compile_goal(comp *c, tg_term *t, int once, int depth)
+{
+    char b[120];
+    if (c->failed)
+        return NULL;
+    if (depth > MAX_NEST) {
+        cerr(c, "goal nested more than %d levels", MAX_NEST);
+        return NULL;
+    }
+    if (t == SYM(c, S_SUCCEED) || t == SYM(c, S_SUCC2))
+        return new_goal(c, TGG_SUCCEED);
+    if (t == SYM(c, S_FAIL) || t == SYM(c, S_FAIL2))
+        return new_goal(c, TGG_FAIL);
+    tg_term *h = tgT_ispair(t) ? tg_car(t) : NULL;
+    if (!h || tg_kind_of(h) != TG_SYMBOL) {
+        cerr(c, "not a goal: %s", show(t, b, sizeof b));
+        return NULL;
+    }
+    tg_term *args = tg_cdr(c->env->ctx, t);
+    if (h == SYM(c, S_UNIFY))
+        return two_args(c, TGG_UNIFY, t, 2, depth);
+    if (h == SYM(c, S_DISEQ))
+        return two_args(c, TGG_DISEQ, t, 2, depth);
+    if (h == SYM(c, S_ABSENTO))
+        return two_args(c, TGG_ABSENTO, t, 2, depth);
+    if (h == SYM(c, S_SYMBOLO) || h == SYM(c, S_NUMBERO) || h == SYM(c, S_STRINGO)) {
+        tgG_goal *g = two_args(c, TGG_TYPE, t, 1, depth);
+        if (g)
+            g->type = h == SYM(c, S_SYMBOLO) ? TGC_SYM : h == SYM(c, S_NUMBERO) ? TGC_NUM : TGC_STR;
+        return g;
+    }
+    if (h == SYM(c, S_FRESH)) {
+        if (!tgT_ispair(args)) {
+            cerr(c, "fresh needs variables and goals: %s", show(t, b, sizeof b));
+            return NULL;
+        }
+        return fresh_goal(c, tg_car(args), tg_cdr(c->env->ctx, args), once, depth);
+    }
+    if (h == SYM(c, S_CONJ)) {
+        if (args == tg_nil())
+            return new_goal(c, TGG_SUCCEED);
+        return fresh_goal(c, tg_nil(), args, once, depth);     /* (fresh () g ...) */
+    }
+    if (h == SYM(c, S_CONDE) || h == SYM(c, S_DISJ)) {
+        int disj = h == SYM(c, S_DISJ);
+        size_t n;
+        tg_term *tail, **v = elements(c, args, &n, &tail);
+        if (!v)
+            return NULL;
+        if (tail != tg_nil()) {
+            cerr(c, "improper %s: %s", disj ? "disj" : "conde", show(t, b, sizeof b));
+            return NULL;
+        }
+        if (n == 0) {
+            if (disj)
+                return new_goal(c, TGG_FAIL);
+            cerr(c, "conde needs at least one clause");
+            return NULL;
+        }
+        tgG_goal *g = new_goal(c, TGG_CONDE);
+        if (!g || !(g->g = cnew(c, n * sizeof *g->g)))
+            return NULL;
+        g->n = (unsigned)n;
+        for (size_t i = 0; i < n; i++) {
+            g->g[i] = disj ? compile_goal(c, v[i], once, depth + 1)
+                           : compile_body(c, v[i], once, depth + 1, "a conde clause");
+            if (!g->g[i])
+                return NULL;
+        }
+        return g;
+    }
+    unsigned slot;
+    if (lookup(c, h, &slot)) {
+        cerr(c, "cannot call the variable %s as a relation", show(h, b, sizeof b));
+        return NULL;
+    }
+    /* a relation call */
+    size_t n;
+    tg_term *tail, **v = elements(c, args, &n, &tail);
+    tgG_goal *g = new_goal(c, TGG_CALL);
+    if (!v || !g)
+        return NULL;
+    if (tail != tg_nil()) {
+        cerr(c, "improper call: %s", show(t, b, sizeof b));
+        return NULL;
+    }
+    if (!(g->rel = get_rel(c->env, h)) || !(g->args = cnew(c, (n + 1) * sizeof *g->args))) {
+        cerr(c, "out of memory compiling");
+        return NULL;
+    }
+    g->n = (unsigned)n;
+    for (size_t i = 0; i < n; i++)
+        if (!(g->args[i] = compile_expr(c, v[i], depth + 1)))
+            return NULL;
+    return g;
+}
+
+static void comp_finish(comp *c)
+{
+    for (size_t i = 0; i < c->copies.n; i++)
+        ((tgG_goal *)c->copies.v[i])->nslots = c->nslots;
+}
+
+/* ---- relations ---------------------------------------------------- */
+
+static size_t rel_home(const tg_term *name, size_t cap)
+{
+    return (tg_hash(name) * 0x9E3779B1u) & (cap - 1);
+}
+
+static tgG_rel *get_rel(tg_env *env, tg_term *name)
+{
+    if (env->relcap) {
+        for (size_t i = rel_home(name, env->relcap); env->rels[i]; i = (i + 1) & (env->relcap - 1))
+            if (env->rels[i]->name == name)
+                return env->rels[i];
+    }
+    if (2 * (env->nrels + 1) > env->relcap) {
+        size_t cap = env->relcap ? env->relcap * 2 : 64;
+        tgG_rel **t = GC_MALLOC(cap * sizeof *t);
+        if (!t)
+            return NULL;
+        for (size_t i = 0; i < env->relcap; i++) {
+            tgG_rel *r = env->rels[i];
+            if (!r)
+                continue;
+            size_t j = rel_home(r->name, cap);
+            while (t[j])
+                j = (j + 1) & (cap - 1);
+            t[j] = r;
+        }
+        env->rels = t;
+        env->relcap = cap;
+    }
+    tgG_rel *r = GC_MALLOC(sizeof *r);
+    if (!r)
+        return NULL;
+    r->name = name;
+    size_t i = rel_home(name, env->relcap);
+    while (env->rels[i])
+        i = (i + 1) & (env->relcap - 1);
+    env->rels[i] = r;
+    env->nrels++;
+    return r;
+}
+
+static int eval_defrel(comp *c, tg_term *form)
+{
+    char b[120];
+    tg_term *args = tg_cdr(c->env->ctx, form);
+    if (!tgT_ispair(args) || !tgT_ispair(tg_car(args)) || tg_tail(tg_car(args)) != tg_nil() ||
+        !tgT_ispair(tg_cdr(c->env->ctx, args))) {
+        cerr(c, "defrel needs (defrel (name arg ...) goal ...): %s", show(form, b, sizeof b));
+        return -1;
+    }
+    tg_term *head = tg_car(args), *name = tg_car(head);
+    if (tg_kind_of(name) != TG_SYMBOL) {
+        cerr(c, "a relation name must be a symbol: %s", show(name, b, sizeof b));
+        return -1;
+    }
+    size_t n;
+    tg_term *tail, **v = elements(c, tg_cdr(c->env->ctx, head), &n, &tail);
+    if (!v)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (bind_name(c, v[i]) < 0)
+            return -1;
+    tg_term *goals = tg_cdr(c->env->ctx, args);
+    tgG_goal *body;
+    if (tg_length(goals) == 1 && tg_tail(goals) == tg_nil())
+        body = compile_goal(c, tg_car(goals), 1, 0);
+    else    /* several goals: (fresh () goal ...) */
+        body = fresh_goal(c, tg_nil(), goals, 1, 0);
+    if (!body)
+        return -1;
+    comp_finish(c);
+    tgG_rel *r = get_rel(c->env, name);
+    if (!r) {
+        cerr(c, "out of memory");
+        return -1;
+    }
+    r->arity = (unsigned)n;
+    r->nslots = c->nslots;
+    r->body = body;
+    return 0;
+}
+
+typedef struct run_form {
+    long n;
+    tgG_goal *g;
+    unsigned nslots;
+} run_form;
+
+static int compile_run(comp *c, tg_term *form, run_form *rf)
+{
+    char b[120];
+    tg_ctx *ctx = c->env->ctx;
+    int star = tg_car(form) == SYM(c, S_RUNSTAR);
+    tg_term *rest = tg_cdr(ctx, form);
+    rf->n = -1;
+    if (!star) {
+        if (!tgT_ispair(rest)) {
+            cerr(c, "run needs a count, query variables and goals");
+            return -1;
+        }
+        tg_term *k = tg_car(rest);
+        int64_t v;
+        if (k == SYM(c, S_F)) {
+            rf->n = -1;
+        } else if (tg_kind_of(k) == TG_INT && tg_int_get(k, &v) == 0 && v >= 0) {
+            rf->n = v > (int64_t)(LONG_MAX / 2) ? LONG_MAX / 2 : (long)v;
+        } else {
+            cerr(c, "run needs a non-negative integer count, not %s", show(k, b, sizeof b));
+            return -1;
+        }
+        rest = tg_cdr(ctx, rest);
+    }
+    if (!tgT_ispair(rest) || !tgT_ispair(tg_cdr(ctx, rest))) {
+        cerr(c, "%s needs query variables and at least one goal: %s", star ? "run*" : "run",
+             show(form, b, sizeof b));
+        return -1;
+    }
+    tg_term *qs = tg_car(rest), *goals = tg_cdr(ctx, rest);
+    size_t nq = tg_length(qs);
+    if (nq == 0 || tg_tail(qs) != tg_nil()) {
+        cerr(c, "the query variables of run must be a non-empty list: %s", show(qs, b, sizeof b));
+        return -1;
+    }
+    tgG_goal *top = new_goal(c, TGG_FRESH), *conj = new_goal(c, TGG_CONJ),
+             *reify = new_goal(c, TGG_REIFY);
+    tgG_goal **two = cnew(c, 2 * sizeof *two);
+    if (!top || !conj || !reify || !two)
+        return -1;
+    /* (fresh (x) ... reify): x is slot 0 */
+    top->n = 1;
+    top->slots = cnew(c, sizeof *top->slots);
+    top->names = cnew(c, sizeof *top->names);
+    top->g = cnew(c, sizeof *top->g);
+    if (!top->slots || !top->names || !top->g)
+        return -1;
+    top->slots[0] = c->nslots++;
+    top->g[0] = conj;
+    conj->n = 2;
+    conj->g = two;
+    two[1] = reify;
+    if (nq == 1) {
+        top->names[0] = tg_car(qs);
+        if (tgK_push2(&c->lex, (uintptr_t)tg_car(qs), 0) < 0 || tg_kind_of(tg_car(qs)) != TG_SYMBOL) {
+            cerr(c, "not a variable name: %s", show(tg_car(qs), b, sizeof b));
+            return -1;
+        }
+        /* (fresh (q) g0 g ... reify) */
+        tgG_goal *body = compile_body(c, goals, 1, 1, "run");
+        if (!body)
+            return -1;
+        if (body->op == TGG_CONJ) {
+            tgG_goal **gv = cnew(c, (body->n + 1) * sizeof *gv);
+            if (!gv)
+                return -1;
+            memcpy(gv, body->g, body->n * sizeof *gv);
+            gv[body->n] = reify;
+            conj->g = gv;
+            conj->n = body->n + 1;
+        } else {
+            two[0] = body;
+        }
+    } else {
+        /* (run n (x) (fresh (q ...) g ... (== (list q ...) x))) */
+        top->names[0] = tg_symbol_cstr(ctx, "q");
+        tg_term *eq[3], *lst;
+        eq[0] = SYM(c, S_UNIFY);
+        if (!(lst = tg_cons(ctx, SYM(c, S_LIST), qs)))
+            return -1;
+        eq[1] = lst;
+        eq[2] = tg_symbol_cstr(ctx, " q");     /* not a name a program can write */
+        if (tgK_push2(&c->lex, (uintptr_t)eq[2], 0) < 0)
+            return -1;
+        tg_term *eqt = tg_list(ctx, 3, eq, NULL);
+        tg_term *body = eqt ? tg_list(ctx, 1, &eqt, NULL) : NULL;
+        size_t ng;
+        tg_term *gtail, **gv = elements(c, goals, &ng, &gtail);
+        if (!body || !gv)
+            return -1;
+        body = tg_list(ctx, ng, gv, body);
+        if (!body || !(two[0] = fresh_goal(c, qs, body, 1, 1)))
+            return -1;
+    }
+    comp_finish(c);
+    rf->g = top;
+    rf->nslots = c->nslots;
+    return 0;
+}
+
+/* ---- the public API ----------------------------------------------- */
+
+tg_env *tg_env_new(tg_ctx *ctx, tg_error *err)
+{
+    envx *x = GC_MALLOC_UNCOLLECTABLE(sizeof *x);
+    if (!x) {
+        tgE_nomem(err);
+        return NULL;
+    }
+    memset(x, 0, sizeof *x);
+    x->e.ctx = ctx;
+    x->e.occurs_check = 1;
+    for (int i = 0; i < NSYMS; i++)
+        if (!(x->syms.s[i] = tg_symbol_cstr(ctx, sym_names[i]))) {
+            GC_FREE(x);
+            tgE_nomem(err);
+            return NULL;
+        }
+    x->e.sym_t = x->syms.s[S_T];
+    x->e.sym_f = x->syms.s[S_F];
+    return &x->e;
+}
+
+void tg_env_free(tg_env *env)
+{
+    if (env)
+        GC_FREE(env);
+}
+
+void tg_env_set_occurs_check(tg_env *env, int on)
+{
+    env->occurs_check = on != 0;
+}
+
+typedef struct emit_ctx {
+    tg_answer_fn fn;
+    void *ud;
+} emit_ctx;
+
+static int emit_answer(void *ud, tg_term *ans)
+{
+    emit_ctx *e = ud;
+    return e->fn ? e->fn(e->ud, ans) : 0;
+}
+
+int tg_eval(tg_env *env, tg_term *form, tg_answer_fn fn, void *ud, tg_term **value, tg_error *err)
+{
+    comp c = {env, {0}, 0, {0}, 0};
+    env->err = err;
+    env->failed = 0;
+    env->oom = 0;
+    if (value)
+        *value = NULL;
+    tg_term *h = tgT_ispair(form) ? tg_car(form) : NULL;
+    envx *x = (envx *)env;
+    if (h && h == x->syms.s[S_DEFREL])
+        return eval_defrel(&c, form) < 0 ? -1 : TG_EVAL_DEFINE;
+    if (h && (h == x->syms.s[S_RUN] || h == x->syms.s[S_RUNSTAR])) {
+        run_form rf;
+        if (compile_run(&c, form, &rf) < 0) {
+            if (!c.failed)
+                tgE_nomem(err);
+            return -1;
+        }
+        emit_ctx e = {fn, ud};
+        env->err = err;
+        long r = tgG_run(env, rf.g, rf.nslots, rf.n, emit_answer, &e);
+        return r < 0 ? -1 : TG_EVAL_RUN;
+    }
+    if (value)
+        *value = form;
+    return TG_EVAL_VALUE;
+}
+
+typedef struct collect {
+    tgK_vec v;
+    int oom;
+} collect;
+
+static int collect_answer(void *ud, tg_term *ans)
+{
+    collect *c = ud;
+    if (tgK_vec_reserve(&c->v, 1) < 0)
+        return c->oom = 1;
+    c->v.v[c->v.n++] = (uintptr_t)ans;
+    return 0;
+}
+
+tg_term *tg_run(tg_env *env, tg_term *form, tg_error *err)
+{
+    collect c = {{0}, 0};
+    int r = tg_eval(env, form, collect_answer, &c, NULL, err);
+    if (r < 0)
+        return NULL;
+    if (r != TG_EVAL_RUN) {
+        tgE_arg(err, "tg_run needs a (run ...) or (run* ...) form");
+        return NULL;
+    }
+    if (c.oom) {
+        tgE_nomem(err);
+        return NULL;
+    }
+    tg_term *l = tg_list(env->ctx, c.v.n, (tg_term *const *)c.v.v, NULL);
+    if (!l)
+        tgE_nomem(err);
+    return l;
+}

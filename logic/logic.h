@@ -1,0 +1,57 @@
+/* logic.h - the logic environment shared by the logic-core modules: the
+ * relation table, the variable-scope counter, scratch stacks reused by
+ * unify and the search, and the error of the running query.
+ *
+ * Scratch arrays hold term pointers that may be the only references to
+ * new terms, so they come from the collector (GC_MALLOC) and hang off
+ * the environment, which is an uncollectable root.
+ */
+#ifndef TG_LOGIC_H
+#define TG_LOGIC_H
+
+#include "subst.h"
+#include "error.h"
+
+/* A growable array of words in collector memory. */
+typedef struct tgK_vec {
+    uintptr_t *v;
+    size_t n, cap;
+} tgK_vec;
+
+/* Make room for k more words; -1 when out of memory. */
+int tgK_vec_reserve(tgK_vec *s, size_t k);
+static inline int tgK_push2(tgK_vec *s, uintptr_t a, uintptr_t b)
+{
+    if (s->n + 2 > s->cap && tgK_vec_reserve(s, 2) < 0)
+        return -1;
+    s->v[s->n++] = a;
+    s->v[s->n++] = b;
+    return 0;
+}
+
+typedef struct tgG_rel tgG_rel;
+
+struct tg_env {
+    tg_ctx *ctx;
+    uint64_t next_scope;    /* scopes are numbers; 0 is the "nonlocal" scope */
+    tgK_vec work;           /* unify / occurs / walk* stacks */
+    tgK_vec added;          /* (var, value) pairs bound by unify, stacked */
+    tgK_vec kont;           /* the search machine's continuation stack */
+    tgG_rel **rels;         /* relation table, open addressing on symbol */
+    size_t nrels, relcap;
+    int oom;                /* an allocation failed during the query */
+    int occurs_check;       /* 1 (default): unify checks for cycles */
+    unsigned depth;         /* nesting of direct goal application */
+    long steps;             /* goal applications in the current query */
+    tg_error *err;          /* where the current query reports */
+    int failed;             /* an error was reported */
+    tg_term *sym_t, *sym_f; /* #t and #f */
+};
+
+static inline uint64_t tgK_new_scope(tg_env *env) { return ++env->next_scope; }
+
+/* Report an error of the running query (the first one wins). */
+void tgK_error(tg_env *env, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,353 @@
+/* search.c - the search machine: faster-miniKanren's stream monad run on
+ * an explicit continuation stack.
+ *
+ * A stream is NULL (no answer), a state, a pair (state . suspension) or a
+ * suspension; suspensions are small records saying what forcing them
+ * does.  The machine has three registers modes: APPLY a goal to a state,
+ * FORCE a suspension, RETURN a stream to the continuation on top of the
+ * stack (bind it with a goal, mplus it with a suspension, or go on with
+ * the remaining clauses of a conde).  Each mode and each continuation is
+ * one case of faster-miniKanren's mplus, bind, fresh, conde or take.
+ */
+#include "search.h"
+
+#include <gc/gc.h>
+#include <string.h>
+
+enum {
+    C_ANSWER = 2,   /* a reified answer in a stream */
+    C_PAIR,         /* (car . susp) */
+    SU_APPLY,       /* apply goal a to state c in frame b */
+    SU_FRESH,       /* make the variables of fresh a, then apply its body */
+    SU_CONDE,       /* branch: new scope, then the clauses */
+    SU_CLAUSES,     /* clauses i.. of conde a */
+    SU_MPLUS,       /* (mplus (force a) b) */
+    SU_BIND,        /* (bind (force a) goal c in frame b) */
+    SU_FAIL         /* i > 1: SU_FAIL i-1; else no answer */
+};
+
+typedef struct cell {
+    uint32_t tag;
+    uint32_t i;
+    void *a, *b, *c;
+} cell;
+
+static inline uint32_t tag_of(const void *s) { return *(const uint32_t *)s; }
+static inline int is_susp(const void *s) { return tag_of(s) >= SU_APPLY; }
+
+enum { K_BIND = 1, K_MPLUS, K_CLAUSES };
+
+static cell *mk(tg_env *env, uint32_t tag, uint32_t i, void *a, void *b, void *c)
+{
+    cell *x = GC_MALLOC(sizeof *x);
+    if (!x) {
+        env->oom = 1;
+        return NULL;
+    }
+    x->tag = tag, x->i = i, x->a = a, x->b = b, x->c = c;
+    return x;
+}
+
+static int kpush(tg_env *env, uintptr_t k, void *a, void *b, void *c)
+{
+    tgK_vec *s = &env->kont;
+    if (s->n + 4 > s->cap && tgK_vec_reserve(s, 4) < 0)
+        return env->oom = 1, -1;
+    uintptr_t *w = s->v + s->n;
+    w[0] = k, w[1] = (uintptr_t)a, w[2] = (uintptr_t)b, w[3] = (uintptr_t)c;
+    s->n += 4;
+    return 0;
+}
+
+/* ---- templates ---------------------------------------------------- */
+
+/* Template nesting is bounded when compiling, so this recursion is. */
+static tg_term *inst(tg_env *env, const tgG_expr *e, tg_term **fr)
+{
+    switch (e->op) {
+    case TGG_CONST:
+        return e->t;
+    case TGG_SLOT:
+        return fr[e->slot];
+    default: {
+        tg_term *buf[16], **v = e->n <= 16 ? buf : GC_MALLOC(e->n * sizeof *v);
+        if (!v)
+            return env->oom = 1, NULL;
+        for (unsigned i = 0; i < e->n; i++)
+            if (!(v[i] = inst(env, e->e[i], fr)))
+                return NULL;
+        tg_term *tail = e->tail ? inst(env, e->tail, fr) : NULL;
+        if (e->tail && !tail)
+            return NULL;
+        tg_term *r = tg_list(env->ctx, e->n, v, tail);
+        if (!r)
+            env->oom = 1;
+        return r;
+    }
+    }
+}
+
+/* ---- the machine -------------------------------------------------- */
+
+#define ERR ((void *)1)
+
+enum { APPLY, FORCE, RETURN };
+
+static void *machine(tg_env *env, cell *f0)
+{
+    tgK_vec *K = &env->kont;
+    size_t base = K->n;
+    int mode = FORCE;
+    cell *f = f0;
+    void *s = NULL;
+    tgG_goal *g = NULL;
+    tg_term **fr = NULL;
+    tgS_state *st = NULL;
+    uint32_t ci = 0;
+
+    for (;;) {
+        if (env->oom || env->failed)
+            goto fail;
+        switch (mode) {
+        case APPLY:
+            switch (g->op) {
+            case TGG_SUCCEED:
+                s = st;
+                break;
+            case TGG_FAIL:
+                s = NULL;
+                break;
+            case TGG_UNIFY: {
+                tg_term *u = inst(env, g->a, fr), *v = u ? inst(env, g->b, fr) : NULL;
+                s = v ? tgC_unify(env, st, u, v) : NULL;
+                break;
+            }
+            case TGG_DISEQ: {
+                tg_term *u = inst(env, g->a, fr), *v = u ? inst(env, g->b, fr) : NULL;
+                s = v ? tgC_diseq(env, st, u, v) : NULL;
+                break;
+            }
+            case TGG_ABSENTO: {
+                tg_term *u = inst(env, g->a, fr), *v = u ? inst(env, g->b, fr) : NULL;
+                s = v ? tgC_absento(env, st, u, v) : NULL;
+                break;
+            }
+            case TGG_TYPE: {
+                tg_term *u = inst(env, g->a, fr);
+                s = u ? tgC_type(env, st, u, g->type) : NULL;
+                break;
+            }
+            case TGG_CONJ:
+                for (unsigned i = g->n; i-- > 1;)
+                    if (kpush(env, K_BIND, g->g[i], fr, NULL) < 0)
+                        goto fail;
+                g = g->g[0];
+                continue;
+            case TGG_FRESH:
+                s = mk(env, SU_FRESH, 0, g, fr, st);
+                break;
+            case TGG_CONDE:
+                s = mk(env, SU_CONDE, 0, g, fr, st);
+                break;
+            case TGG_CALL: {
+                tgG_rel *rel = g->rel;
+                if (!rel->body) {
+                    size_t len;
+                    const char *nm = tg_symbol_name(rel->name, &len);
+                    tgK_error(env, TG_ERR_ARG, "undefined relation %.*s", (int)len, nm);
+                    goto fail;
+                }
+                if (rel->arity != g->n) {
+                    size_t len;
+                    const char *nm = tg_symbol_name(rel->name, &len);
+                    tgK_error(env, TG_ERR_ARG, "%.*s takes %u arguments, called with %u",
+                              (int)len, nm, rel->arity, g->n);
+                    goto fail;
+                }
+                tg_term **nf = GC_MALLOC((rel->nslots ? rel->nslots : 1) * sizeof *nf);
+                if (!nf)
+                    goto oom;
+                for (unsigned i = 0; i < g->n; i++)
+                    if (!(nf[i] = inst(env, g->args[i], fr)))
+                        goto fail;
+                fr = nf;
+                g = rel->body;
+                continue;
+            }
+            case TGG_REIFY: {
+                tgS_state nl = *st;
+                nl.scope = 0;
+                tg_term *ans = tgY_reify(env, &nl, fr[0]);
+                cell *a = ans ? mk(env, C_ANSWER, 0, ans, NULL, NULL) : NULL;
+                cell *tl = a ? mk(env, SU_FAIL, 2, NULL, NULL, NULL) : NULL;
+                s = tl ? mk(env, C_PAIR, 0, a, tl, NULL) : NULL;
+                if (!s)
+                    goto fail;
+                break;
+            }
+            }
+            mode = RETURN;
+            continue;
+
+        case FORCE:
+            switch (f->tag) {
+            case SU_APPLY:
+                g = f->a, fr = f->b, st = f->c;
+                mode = APPLY;
+                continue;
+            case SU_FRESH: {
+                g = f->a, fr = f->b, st = f->c;
+                if (g->copy) {
+                    tg_term **nf = GC_MALLOC(g->nslots * sizeof *nf);
+                    if (!nf)
+                        goto oom;
+                    memcpy(nf, fr, g->nslots * sizeof *nf);
+                    fr = nf;
+                }
+                for (unsigned i = 0; i < g->n; i++)
+                    if (!(fr[g->slots[i]] = tgT_lvar_new(env->ctx, g->names[i], st->scope)))
+                        goto oom;
+                g = g->g[0];
+                mode = APPLY;
+                continue;
+            }
+            case SU_CONDE:
+                g = f->a, fr = f->b, st = f->c;
+                if (!(st = tgS_state_new(tgK_new_scope(env), st->S, st->C)))
+                    goto oom;
+                ci = 0;
+                goto clauses;
+            case SU_CLAUSES:
+                g = f->a, fr = f->b, st = f->c, ci = f->i;
+                goto clauses;
+            case SU_MPLUS:
+                if (kpush(env, K_MPLUS, f->b, NULL, NULL) < 0)
+                    goto fail;
+                f = f->a;
+                continue;
+            case SU_BIND:
+                if (kpush(env, K_BIND, f->c, f->b, NULL) < 0)
+                    goto fail;
+                f = f->a;
+                continue;
+            case SU_FAIL:
+                s = f->i > 1 ? mk(env, SU_FAIL, f->i - 1, NULL, NULL, NULL) : NULL;
+                mode = RETURN;
+                continue;
+            }
+            goto fail;
+        clauses:
+            /* (mplus* clause_ci ...): the rest waits in a continuation */
+            if (ci + 1 < g->n && kpush(env, K_CLAUSES | (uintptr_t)(ci + 1) << 8, g, fr, st) < 0)
+                goto fail;
+            g = g->g[ci];
+            mode = APPLY;
+            continue;
+
+        case RETURN: {
+            if (K->n == base)
+                return s;
+            K->n -= 4;
+            uintptr_t *w = K->v + K->n;
+            uintptr_t k = w[0];
+            switch (k & 0xff) {
+            case K_BIND:
+                g = (tgG_goal *)w[1], fr = (tg_term **)w[2];
+                if (!s)
+                    continue;
+                if (is_susp(s)) {
+                    if (!(s = mk(env, SU_BIND, 0, s, fr, g)))
+                        goto fail;
+                    continue;
+                }
+                if (tag_of(s) == C_PAIR) {
+                    cell *p = s;
+                    cell *b = mk(env, SU_BIND, 0, p->b, fr, g);
+                    if (!b || kpush(env, K_MPLUS, b, NULL, NULL) < 0)
+                        goto fail;
+                    st = p->a;
+                } else {
+                    st = s;
+                }
+                mode = APPLY;
+                continue;
+            case K_CLAUSES:
+                if (!s) {
+                    g = (tgG_goal *)w[1], fr = (tg_term **)w[2], st = (tgS_state *)w[3];
+                    ci = (uint32_t)(k >> 8);
+                    mode = FORCE;
+                    goto clauses;
+                }
+                if (!(f = mk(env, SU_CLAUSES, (uint32_t)(k >> 8), (void *)w[1], (void *)w[2], (void *)w[3])))
+                    goto fail;
+                goto mplus;
+            case K_MPLUS:
+                f = (cell *)w[1];
+                goto mplus;
+            }
+            goto fail;
+        mplus:
+            if (!s) {
+                mode = FORCE;
+                continue;
+            }
+            if (is_susp(s)) {
+                s = mk(env, SU_MPLUS, 0, f, s, NULL);
+            } else if (tag_of(s) == C_PAIR) {
+                cell *p = s;
+                cell *m = mk(env, SU_MPLUS, 0, f, p->b, NULL);
+                s = m ? mk(env, C_PAIR, 0, p->a, m, NULL) : NULL;
+            } else {
+                s = mk(env, C_PAIR, 0, s, f, NULL);
+            }
+            if (!s)
+                goto fail;
+            continue;
+        }
+        }
+    }
+oom:
+    env->oom = 1;
+fail:
+    K->n = base;
+    return ERR;
+}
+
+long tgG_run(tg_env *env, tgG_goal *g, unsigned nslots, long n, tgG_emit *emit, void *ud)
+{
+    tg_term **fr = GC_MALLOC((nslots ? nslots : 1) * sizeof *fr);
+    tgS_state *st = tgS_state_new(tgK_new_scope(env), NULL, NULL);
+    cell *f = fr && st ? mk(env, SU_APPLY, 0, g, fr, st) : NULL;
+    long count = 0;
+    env->oom = 0;
+    env->failed = 0;
+    if (!f)
+        goto oom;
+    while (n != 0) {
+        void *s = machine(env, f);
+        if (s == ERR)
+            goto err;
+        if (!s)
+            break;
+        if (is_susp(s)) {
+            f = s;
+            continue;
+        }
+        cell *ans = tag_of(s) == C_PAIR ? ((cell *)s)->a : s;
+        count++;
+        if (emit(ud, ans->a))
+            break;
+        if (tag_of(s) != C_PAIR)
+            break;
+        f = ((cell *)s)->b;
+        if (n > 0)
+            n--;
+    }
+    return count;
+err:
+    if (!env->oom)
+        return -1;
+oom:
+    tgK_error(env, TG_ERR_NOMEM, "out of memory during the search");
+    return -1;
+}
