@@ -12,7 +12,7 @@ cd "$(dirname "$0")"
 
 usage() {
     echo "usage: $0 run|test" >&2
-    echo "  run   build, then print the terms of examples/terms.tg" >&2
+    echo "  run   build, then evaluate examples/terms.tg and examples/logic.tg" >&2
     echo "  test  build, then run the test suite (make check)" >&2
     exit 2
 }
@@ -40,8 +40,8 @@ make -C "$build" -j"$jobs"
 
 case $1 in
 run)
-    echo "+ $build/tgrel examples/terms.tg"
-    "$build/tgrel" examples/terms.tg
+    echo "+ $build/tgrel examples/terms.tg examples/logic.tg"
+    "$build/tgrel" examples/terms.tg examples/logic.tg
     ;;
 test)
     make -C "$build" -j"$jobs" check

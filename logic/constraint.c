@@ -31,7 +31,7 @@ static tgS_state *set_c(tg_env *env, tgS_state *st, const tg_term *x, int T, tg_
     if (!c)
         goto oom;
     c->T = T, c->D = D, c->A = A;
-    if (!(C = tgS_map_set(st->C, tgS_var_id(x), c)) || !(ns = tgS_state_new(st->scope, st->S, C)))
+    if (!(C = tgS_map_set(env->ctx, st->C, tgS_var_id(x), c)) || !(ns = tgS_state_new(env->ctx, st->scope, st->S, C)))
         goto oom;
     return ns;
 oom:
@@ -170,8 +170,8 @@ static tgS_state *update(tg_env *env, tgS_state *st, tg_term *x, tg_term *v)
     int T = c->T;
     tg_term *A = nil_if_null(c->A), *D = nil_if_null(c->D);
     tgC_rec *e = (tgC_rec *)&empty_rec;
-    tgS_map *C = tgS_map_set(st->C, tgS_var_id(x), e);
-    if (!C || !(st = tgS_state_new(st->scope, st->S, C)))
+    tgS_map *C = tgS_map_set(env->ctx, st->C, tgS_var_id(x), e);
+    if (!C || !(st = tgS_state_new(env->ctx, st->scope, st->S, C)))
         return env->oom = 1, NULL;
     if (T != TGC_NONE && !(st = tgC_type(env, st, v, T)))
         return NULL;

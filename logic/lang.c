@@ -61,6 +61,9 @@ void tgK_error(tg_env *env, int code, const char *fmt, ...)
 typedef struct comp {
     tg_env *env;
     tgK_vec lex;            /* (symbol, slot) pairs, innermost last */
+    size_t *idx;            /* hash of symbol -> 1 + index of its innermost pair, or 0 */
+    size_t *prev;           /* per pair: the index entry it shadows */
+    size_t idxcap, prevcap;
     unsigned nslots;
     tgK_vec copies;         /* fresh goals that copy the frame: their size is known at the end */
     int failed;
@@ -97,14 +100,86 @@ static void *cnew(comp *c, size_t n)
     return p;
 }
 
+/* The lexical scope is a stack of (symbol, slot) pairs with an index
+ * from symbol to its innermost pair, so that a fresh of thousands of
+ * variables compiles in linear time.  The index is open addressing keyed
+ * by symbol; an entry holds 1 + the pair's position. */
+static size_t *idx_slot(comp *c, tg_term *sym)
+{
+    size_t i = (tg_hash(sym) * 0x9E3779B1u) & (c->idxcap - 1);
+    for (;; i = (i + 1) & (c->idxcap - 1)) {
+        size_t e = c->idx[i];
+        if (!e || (tg_term *)c->lex.v[2 * (e - 1)] == sym)
+            return &c->idx[i];
+    }
+}
+
 static int lookup(comp *c, tg_term *sym, unsigned *slot)
 {
-    for (size_t i = c->lex.n; i >= 2; i -= 2)
-        if ((tg_term *)c->lex.v[i - 2] == sym) {
-            *slot = (unsigned)c->lex.v[i - 1];
-            return 1;
-        }
+    if (!c->idxcap)
+        return 0;
+    size_t e = *idx_slot(c, sym);
+    if (!e)
+        return 0;
+    *slot = (unsigned)c->lex.v[2 * (e - 1) + 1];
+    return 1;
+}
+
+static int idx_rebuild(comp *c, size_t cap)
+{
+    size_t *idx = calloc(cap, sizeof *idx);
+    if (!idx)
+        return -1;
+    free(c->idx);
+    c->idx = idx;
+    c->idxcap = cap;
+    for (size_t k = 0; k < c->lex.n / 2; k++)
+        *idx_slot(c, (tg_term *)c->lex.v[2 * k]) = k + 1;
     return 0;
+}
+
+/* Push a binding of sym to the next slot. */
+static int lex_push(comp *c, tg_term *sym, unsigned slot)
+{
+    size_t k = c->lex.n / 2;
+    if (tgK_push2(&c->lex, (uintptr_t)sym, slot) < 0)
+        return -1;
+    if (k + 1 > c->prevcap) {
+        size_t cap = c->prevcap ? 2 * c->prevcap : 64;
+        size_t *p = realloc(c->prev, cap * sizeof *p);
+        if (!p)
+            return -1;
+        c->prev = p;
+        c->prevcap = cap;
+    }
+    if (2 * (k + 1) > c->idxcap && idx_rebuild(c, c->idxcap ? 4 * c->idxcap : 64) < 0)
+        return -1;
+    size_t *e = idx_slot(c, sym);
+    c->prev[k] = *e;
+    *e = k + 1;
+    return 0;
+}
+
+/* Drop the bindings above mark (a position in c->lex). */
+static void lex_pop(comp *c, size_t mark)
+{
+    int holes = 0;
+    while (c->lex.n > mark) {
+        size_t k = c->lex.n / 2 - 1;
+        size_t *e = idx_slot(c, (tg_term *)c->lex.v[2 * k]);
+        *e = c->prev[k];
+        holes |= !*e;
+        c->lex.n -= 2;
+    }
+    /* an emptied entry may cut a probe run: index the rest again, once */
+    if (holes && idx_rebuild(c, c->idxcap) < 0)
+        cerr(c, "out of memory compiling");
+}
+
+static void comp_free(comp *c)
+{
+    free(c->idx);
+    free(c->prev);
 }
 
 static int bind_name(comp *c, tg_term *sym)
@@ -114,7 +189,7 @@ static int bind_name(comp *c, tg_term *sym)
         cerr(c, "not a variable name: %s", show(sym, b, sizeof b));
         return -1;
     }
-    if (tgK_push2(&c->lex, (uintptr_t)sym, c->nslots++) < 0) {
+    if (lex_push(c, sym, c->nslots++) < 0) {
         cerr(c, "out of memory compiling");
         return -1;
     }
@@ -349,7 +424,7 @@ static tgG_goal *fresh_goal(comp *c, tg_term *vars, tg_term *body, int once, int
         c->copies.v[c->copies.n++] = (uintptr_t)g;
     if (!(g->g[0] = compile_body(c, body, 1, depth, "fresh")))
         return NULL;
-    c->lex.n = mark;
+    lex_pop(c, mark);
     return g;
 }
 
@@ -619,7 +694,7 @@ static int compile_run(comp *c, tg_term *form, run_form *rf)
     two[1] = reify;
     if (nq == 1) {
         top->names[0] = tg_car(qs);
-        if (tgK_push2(&c->lex, (uintptr_t)tg_car(qs), 0) < 0 || tg_kind_of(tg_car(qs)) != TG_SYMBOL) {
+        if (tg_kind_of(tg_car(qs)) != TG_SYMBOL || lex_push(c, tg_car(qs), 0) < 0) {
             cerr(c, "not a variable name: %s", show(tg_car(qs), b, sizeof b));
             return -1;
         }
@@ -647,7 +722,7 @@ static int compile_run(comp *c, tg_term *form, run_form *rf)
             return -1;
         eq[1] = lst;
         eq[2] = tg_symbol_cstr(ctx, " q");     /* not a name a program can write */
-        if (tgK_push2(&c->lex, (uintptr_t)eq[2], 0) < 0)
+        if (lex_push(c, eq[2], 0) < 0)
             return -1;
         tg_term *eqt = tg_list(ctx, 3, eq, NULL);
         tg_term *body = eqt ? tg_list(ctx, 1, &eqt, NULL) : NULL;
@@ -667,6 +742,22 @@ static int compile_run(comp *c, tg_term *form, run_form *rf)
 
 /* ---- the public API ----------------------------------------------- */
 
+int tg_eval(tg_env *env, tg_term *form, tg_answer_fn fn, void *ud, tg_term **value, tg_error *err);
+
+static int load_prelude(tg_env *env, tg_error *err)
+{
+    tg_reader *r = tg_reader_new(env->ctx, tgL_prelude, strlen(tgL_prelude), "<prelude>", err);
+    if (!r)
+        return -1;
+    int rc;
+    tg_term *t;
+    while ((rc = tg_reader_next(r, &t, err)) > 0)
+        if ((rc = tg_eval(env, t, NULL, NULL, NULL, err)) < 0)
+            break;
+    tg_reader_free(r);
+    return rc < 0 ? -1 : 0;
+}
+
 tg_env *tg_env_new(tg_ctx *ctx, tg_error *err)
 {
     envx *x = GC_MALLOC_UNCOLLECTABLE(sizeof *x);
@@ -685,6 +776,10 @@ tg_env *tg_env_new(tg_ctx *ctx, tg_error *err)
         }
     x->e.sym_t = x->syms.s[S_T];
     x->e.sym_f = x->syms.s[S_F];
+    if (load_prelude(&x->e, err) < 0) {
+        GC_FREE(x);
+        return NULL;
+    }
     return &x->e;
 }
 
@@ -712,7 +807,9 @@ static int emit_answer(void *ud, tg_term *ans)
 
 int tg_eval(tg_env *env, tg_term *form, tg_answer_fn fn, void *ud, tg_term **value, tg_error *err)
 {
-    comp c = {env, {0}, 0, {0}, 0};
+    comp c;
+    memset(&c, 0, sizeof c);
+    c.env = env;
     env->err = err;
     env->failed = 0;
     env->oom = 0;
@@ -720,11 +817,16 @@ int tg_eval(tg_env *env, tg_term *form, tg_answer_fn fn, void *ud, tg_term **val
         *value = NULL;
     tg_term *h = tgT_ispair(form) ? tg_car(form) : NULL;
     envx *x = (envx *)env;
-    if (h && h == x->syms.s[S_DEFREL])
-        return eval_defrel(&c, form) < 0 ? -1 : TG_EVAL_DEFINE;
+    if (h && h == x->syms.s[S_DEFREL]) {
+        int rc = eval_defrel(&c, form);
+        comp_free(&c);
+        return rc < 0 ? -1 : TG_EVAL_DEFINE;
+    }
     if (h && (h == x->syms.s[S_RUN] || h == x->syms.s[S_RUNSTAR])) {
         run_form rf;
-        if (compile_run(&c, form, &rf) < 0) {
+        int rc = compile_run(&c, form, &rf);
+        comp_free(&c);
+        if (rc < 0) {
             if (!c.failed)
                 tgE_nomem(err);
             return -1;
@@ -737,6 +839,53 @@ int tg_eval(tg_env *env, tg_term *form, tg_answer_fn fn, void *ud, tg_term **val
     if (value)
         *value = form;
     return TG_EVAL_VALUE;
+}
+
+struct tg_query {
+    tg_env *env;
+    run_form rf;
+};
+
+tg_query *tg_query_new(tg_env *env, tg_term *form, tg_error *err)
+{
+    envx *x = (envx *)env;
+    tg_term *h = tgT_ispair(form) ? tg_car(form) : NULL;
+    if (!h || (h != x->syms.s[S_RUN] && h != x->syms.s[S_RUNSTAR])) {
+        tgE_arg(err, "a query must be a (run ...) or (run* ...) form");
+        return NULL;
+    }
+    comp c;
+    memset(&c, 0, sizeof c);
+    c.env = env;
+    env->err = err;
+    tg_query *q = GC_MALLOC_UNCOLLECTABLE(sizeof *q);
+    if (!q) {
+        tgE_nomem(err);
+        return NULL;
+    }
+    int rc = compile_run(&c, form, &q->rf);
+    comp_free(&c);
+    if (rc < 0) {
+        if (!c.failed)
+            tgE_nomem(err);
+        GC_FREE(q);
+        return NULL;
+    }
+    q->env = env;
+    return q;
+}
+
+long tg_query_run(tg_query *q, tg_answer_fn fn, void *ud, tg_error *err)
+{
+    emit_ctx e = {fn, ud};
+    q->env->err = err;
+    return tgG_run(q->env, q->rf.g, q->rf.nslots, q->rf.n, emit_answer, &e);
+}
+
+void tg_query_free(tg_query *q)
+{
+    if (q)
+        GC_FREE(q);
 }
 
 typedef struct collect {

@@ -6,4 +6,7 @@
 
 #include "search.h"
 
+/* The text of logic/lib/ (generated: logic/prelude.c). */
+extern const char tgL_prelude[];
+
 #endif

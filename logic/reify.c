@@ -132,7 +132,7 @@ static int var_type(const tgS_state *st, tg_term *x)
 /* d1 is subsumed by d2 (d1's constraint is implied by d2's). */
 static int d_subsumed_by(tg_env *env, tg_term *d1, tg_term *d2)
 {
-    tgS_state empty = {TGS_STATE, 0, NULL, NULL};
+    tgS_state empty = {.tag = TGS_STATE, .scope = 0, .S = NULL, .C = NULL};
     tgS_state *s = tgU_unify_assoc(env, &empty, d1, 0);
     if (!s)
         return 0;

@@ -39,7 +39,7 @@ enum { K_BIND = 1, K_MPLUS, K_CLAUSES };
 
 static cell *mk(tg_env *env, uint32_t tag, uint32_t i, void *a, void *b, void *c)
 {
-    cell *x = GC_MALLOC(sizeof *x);
+    cell *x = tgT_alloc(env->ctx, sizeof *x);
     if (!x) {
         env->oom = 1;
         return NULL;
@@ -164,9 +164,10 @@ static void *machine(tg_env *env, cell *f0)
                               (int)len, nm, rel->arity, g->n);
                     goto fail;
                 }
-                tg_term **nf = GC_MALLOC((rel->nslots ? rel->nslots : 1) * sizeof *nf);
+                tg_term **nf = tgT_alloc(env->ctx, (rel->nslots ? rel->nslots : 1) * sizeof *nf);
                 if (!nf)
                     goto oom;
+                memset(nf, 0, rel->nslots * sizeof *nf);
                 for (unsigned i = 0; i < g->n; i++)
                     if (!(nf[i] = inst(env, g->args[i], fr)))
                         goto fail;
@@ -198,7 +199,7 @@ static void *machine(tg_env *env, cell *f0)
             case SU_FRESH: {
                 g = f->a, fr = f->b, st = f->c;
                 if (g->copy) {
-                    tg_term **nf = GC_MALLOC(g->nslots * sizeof *nf);
+                    tg_term **nf = tgT_alloc(env->ctx, g->nslots * sizeof *nf);
                     if (!nf)
                         goto oom;
                     memcpy(nf, fr, g->nslots * sizeof *nf);
@@ -213,7 +214,7 @@ static void *machine(tg_env *env, cell *f0)
             }
             case SU_CONDE:
                 g = f->a, fr = f->b, st = f->c;
-                if (!(st = tgS_state_new(tgK_new_scope(env), st->S, st->C)))
+                if (!(st = tgS_state_new(env->ctx, tgK_new_scope(env), st->S, st->C)))
                     goto oom;
                 ci = 0;
                 goto clauses;
@@ -316,7 +317,7 @@ fail:
 long tgG_run(tg_env *env, tgG_goal *g, unsigned nslots, long n, tgG_emit *emit, void *ud)
 {
     tg_term **fr = GC_MALLOC((nslots ? nslots : 1) * sizeof *fr);
-    tgS_state *st = tgS_state_new(tgK_new_scope(env), NULL, NULL);
+    tgS_state *st = tgS_state_new(env->ctx, tgK_new_scope(env), NULL, NULL);
     cell *f = fr && st ? mk(env, SU_APPLY, 0, g, fr, st) : NULL;
     long count = 0;
     env->oom = 0;

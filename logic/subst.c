@@ -20,10 +20,19 @@ struct tgS_map {
 
 #define BITS 5
 
+/* Portable and branch-free: the baseline x86-64 has no popcnt. */
+static inline unsigned popcount32(uint32_t x)
+{
+    x = x - ((x >> 1) & 0x55555555u);
+    x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+    return (((x + (x >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24;
+}
+
 static inline unsigned slot_of(uint32_t bitmap, uint32_t bit)
 {
-    return 2u * (unsigned)__builtin_popcount(bitmap & (bit - 1));
+    return 2u * popcount32(bitmap & (bit - 1));
 }
+
 
 void *tgS_map_get(const tgS_map *m, uint64_t key)
 {
@@ -40,20 +49,23 @@ void *tgS_map_get(const tgS_map *m, uint64_t key)
     return NULL;
 }
 
-static tgS_map *node_new(unsigned entries)
+static tgS_map *node_new(tg_ctx *ctx, unsigned entries)
 {
-    return GC_MALLOC(sizeof(tgS_map) + 2 * entries * sizeof(uintptr_t));
+    return tgT_alloc(ctx, sizeof(tgS_map) + 2 * entries * sizeof(uintptr_t));
 }
 
+
+
 /* A copy of m with room for one more entry, inserted at word index i. */
-static tgS_map *copy_insert(const tgS_map *m, uint32_t bit, unsigned i,
+static tgS_map *copy_insert(tg_ctx *ctx, const tgS_map *m, uint32_t bit, unsigned i,
                             uintptr_t a, uintptr_t b)
 {
-    unsigned n = m ? 2u * (unsigned)__builtin_popcount(m->bitmap) : 0;
-    tgS_map *c = node_new(n / 2 + 1);
+    unsigned n = m ? 2u * (unsigned)popcount32(m->bitmap) : 0;
+    tgS_map *c = node_new(ctx, n / 2 + 1);
     if (!c)
         return NULL;
     c->bitmap = (m ? m->bitmap : 0) | bit;
+    c->pad = 0;
     if (n)
         memcpy(c->e, m->e, i * sizeof(uintptr_t));
     c->e[i] = a;
@@ -63,13 +75,14 @@ static tgS_map *copy_insert(const tgS_map *m, uint32_t bit, unsigned i,
     return c;
 }
 
-static tgS_map *copy_replace(const tgS_map *m, unsigned i, uintptr_t a, uintptr_t b)
+static tgS_map *copy_replace(tg_ctx *ctx, const tgS_map *m, unsigned i, uintptr_t a, uintptr_t b)
 {
-    unsigned n = 2u * (unsigned)__builtin_popcount(m->bitmap);
-    tgS_map *c = node_new(n / 2);
+    unsigned n = 2u * (unsigned)popcount32(m->bitmap);
+    tgS_map *c = node_new(ctx, n / 2);
     if (!c)
         return NULL;
     c->bitmap = m->bitmap;
+    c->pad = 0;
     memcpy(c->e, m->e, n * sizeof(uintptr_t));
     c->e[i] = a;
     c->e[i + 1] = b;
@@ -77,19 +90,20 @@ static tgS_map *copy_replace(const tgS_map *m, unsigned i, uintptr_t a, uintptr_
 }
 
 /* A node at shift sh holding two leaves whose keys differ. */
-static tgS_map *two_leaves(uint64_t k1, uintptr_t v1, uint64_t k2, uintptr_t v2, unsigned sh)
+static tgS_map *two_leaves(tg_ctx *ctx, uint64_t k1, uintptr_t v1, uint64_t k2, uintptr_t v2, unsigned sh)
 {
     unsigned c1 = (k1 >> sh) & 31, c2 = (k2 >> sh) & 31;
     if (c1 == c2) {
-        tgS_map *sub = two_leaves(k1, v1, k2, v2, sh + BITS);
+        tgS_map *sub = two_leaves(ctx, k1, v1, k2, v2, sh + BITS);
         if (!sub)
             return NULL;
-        return copy_insert(NULL, 1u << c1, 0, (uintptr_t)sub, 0);
+        return copy_insert(ctx, NULL, 1u << c1, 0, (uintptr_t)sub, 0);
     }
-    tgS_map *c = node_new(2);
+    tgS_map *c = node_new(ctx, 2);
     if (!c)
         return NULL;
     c->bitmap = (1u << c1) | (1u << c2);
+    c->pad = 0;
     unsigned i1 = c1 < c2 ? 0 : 2;
     c->e[i1] = (uintptr_t)(k1 << 1 | 1);
     c->e[i1 + 1] = v1;
@@ -99,35 +113,36 @@ static tgS_map *two_leaves(uint64_t k1, uintptr_t v1, uint64_t k2, uintptr_t v2,
 }
 
 /* Recursion depth is bounded by the key width (13 levels). */
-static tgS_map *set_at(const tgS_map *m, uint64_t key, uintptr_t val, unsigned sh)
+static tgS_map *set_at(tg_ctx *ctx, const tgS_map *m, uint64_t key, uintptr_t val, unsigned sh)
 {
     uint32_t bit = 1u << ((key >> sh) & 31);
     uintptr_t leaf = (uintptr_t)(key << 1 | 1);
     if (!m || !(m->bitmap & bit))
-        return copy_insert(m, bit, m ? slot_of(m->bitmap, bit) : 0, leaf, val);
+        return copy_insert(ctx, m, bit, m ? slot_of(m->bitmap, bit) : 0, leaf, val);
     unsigned i = slot_of(m->bitmap, bit);
     uintptr_t k = m->e[i];
     tgS_map *sub;
     if (k & 1) {
         if (k == leaf)
-            return copy_replace(m, i, leaf, val);
-        sub = two_leaves(k >> 1, m->e[i + 1], key, val, sh + BITS);
+            return copy_replace(ctx, m, i, leaf, val);
+        sub = two_leaves(ctx, k >> 1, m->e[i + 1], key, val, sh + BITS);
     } else {
-        sub = set_at((const tgS_map *)k, key, val, sh + BITS);
+        sub = set_at(ctx, (const tgS_map *)k, key, val, sh + BITS);
     }
-    return sub ? copy_replace(m, i, (uintptr_t)sub, 0) : NULL;
+    return sub ? copy_replace(ctx, m, i, (uintptr_t)sub, 0) : NULL;
 }
 
-tgS_map *tgS_map_set(const tgS_map *m, uint64_t key, void *val)
+tgS_map *tgS_map_set(tg_ctx *ctx, const tgS_map *m, uint64_t key, void *val)
 {
-    return set_at(m, key, (uintptr_t)val, 0);
+    return set_at(ctx, m, key, (uintptr_t)val, 0);
 }
 
-tgS_state *tgS_state_new(uint64_t scope, tgS_map *S, tgS_map *C)
+tgS_state *tgS_state_new(tg_ctx *ctx, uint64_t scope, tgS_map *S, tgS_map *C)
 {
-    tgS_state *st = GC_MALLOC(sizeof *st);
+    tgS_state *st = tgT_alloc(ctx, sizeof *st);
     if (st) {
         st->tag = TGS_STATE;
+        st->pad = 0;
         st->scope = scope;
         st->S = S;
         st->C = C;

@@ -19,20 +19,21 @@ typedef struct tgS_map tgS_map;     /* NULL is the empty map */
 void *tgS_map_get(const tgS_map *m, uint64_t key);
 /* A map like m with key set to val (val not NULL); NULL when out of
  * memory. */
-tgS_map *tgS_map_set(const tgS_map *m, uint64_t key, void *val);
+tgS_map *tgS_map_set(tg_ctx *ctx, const tgS_map *m, uint64_t key, void *val);
 
 /* Stream cells start with a tag, so a state can stand in a stream. */
 enum { TGS_STATE = 1 };
 
 typedef struct tgS_state {
     uint32_t tag;           /* TGS_STATE */
+    uint32_t pad;
     uint64_t scope;         /* 0: bind nothing in place */
     tgS_map *S;             /* substitution */
     tgS_map *C;             /* constraint store */
 } tgS_state;
 
 /* A new state (NULL when out of memory). */
-tgS_state *tgS_state_new(uint64_t scope, tgS_map *S, tgS_map *C);
+tgS_state *tgS_state_new(tg_ctx *ctx, uint64_t scope, tgS_map *S, tgS_map *C);
 
 /* The value of u in st: follows variable bindings to a non-variable or an
  * unbound variable. */

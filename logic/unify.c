@@ -107,7 +107,7 @@ static int bind(ustate *u, tg_term *x, tg_term *v)
         xv->val = v;
         return 0;
     }
-    tgS_map *S = tgS_map_set(u->S, xv->id, v);
+    tgS_map *S = tgS_map_set(env->ctx, u->S, xv->id, v);
     if (!S)
         return env->oom = 1, -1;
     u->S = S;
@@ -170,7 +170,7 @@ static tgS_state *finish(ustate *u, tgS_state *st, size_t base, int rc)
         return NULL;
     if (u->S == st->S)
         return st;
-    tgS_state *ns = tgS_state_new(st->scope, u->S, st->C);
+    tgS_state *ns = tgS_state_new(u->env->ctx, st->scope, u->S, st->C);
     if (!ns)
         u->env->oom = 1;
     return ns;

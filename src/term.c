@@ -451,6 +451,11 @@ tg_term *tg_var(tg_ctx *ctx, const char *name, size_t len, uint64_t id)
     return insert(ctx, (tg_term *)v, where, prunes);
 }
 
+void *tgT_alloc(tg_ctx *ctx, size_t bytes)
+{
+    return alloc_node(ctx, bytes);
+}
+
 tg_term *tgT_lvar_new(tg_ctx *ctx, tg_term *name, uint64_t scope)
 {
     tgT_lvar *v = alloc_node(ctx, sizeof *v);

@@ -133,6 +133,13 @@ static inline bool tgT_islvar(const tg_term *t) {
     return !tgT_isfix(t) && t->h.kind == TG_VAR && (t->h.flags & TGT_LVAR);
 }
 
+/* Collector memory of the given size, scanned for pointers, from the
+ * context's free lists: exact-size (GC_malloc would pad it past the next
+ * 16-byte step) and without a thread-local lookup.  Not cleared: the
+ * caller sets every word.  The logic core allocates its states and
+ * streams here. */
+void *tgT_alloc(tg_ctx *ctx, size_t bytes);
+
 /* A new runtime logic variable named after the symbol `name`. */
 tg_term *tgT_lvar_new(tg_ctx *ctx, tg_term *name, uint64_t scope);
 

@@ -225,6 +225,15 @@ int tg_eval(tg_env *env, tg_term *form, tg_answer_fn fn, void *ud,
 /* Run a (run ...) or (run* ...) form; its answers as a list. */
 tg_term *tg_run(tg_env *env, tg_term *form, tg_error *err);
 
+/* A compiled (run ...) form, to run many times without compiling again.
+ * tg_query_run passes each answer to fn and returns how many it found,
+ * or -1 with err filled.  The relations it calls are looked up when it
+ * runs, so redefining one changes the query. */
+typedef struct tg_query tg_query;
+tg_query *tg_query_new(tg_env *env, tg_term *form, tg_error *err);
+long tg_query_run(tg_query *q, tg_answer_fn fn, void *ud, tg_error *err);
+void tg_query_free(tg_query *q);
+
 #ifdef __cplusplus
 }
 #endif
