@@ -117,19 +117,16 @@ static void *machine(tg_env *env, cell *f0)
             case TGG_FAIL:
                 s = NULL;
                 break;
-            case TGG_UNIFY: {
+            case TGG_UNIFY: case TGG_DISEQ: case TGG_ABSENTO: {
                 tg_term *u = inst(env, g->a, fr), *v = u ? inst(env, g->b, fr) : NULL;
-                s = v ? tgC_unify(env, st, u, v) : NULL;
-                break;
-            }
-            case TGG_DISEQ: {
-                tg_term *u = inst(env, g->a, fr), *v = u ? inst(env, g->b, fr) : NULL;
-                s = v ? tgC_diseq(env, st, u, v) : NULL;
-                break;
-            }
-            case TGG_ABSENTO: {
-                tg_term *u = inst(env, g->a, fr), *v = u ? inst(env, g->b, fr) : NULL;
-                s = v ? tgC_absento(env, st, u, v) : NULL;
+                if (!v)
+                    s = NULL;
+                else if (g->op == TGG_UNIFY)
+                    s = tgC_unify(env, st, u, v);
+                else if (g->op == TGG_DISEQ)
+                    s = tgC_diseq(env, st, u, v);
+                else
+                    s = tgC_absento(env, st, u, v);
                 break;
             }
             case TGG_TYPE: {
