@@ -27,12 +27,18 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
-/* Free lists refilled with GC_malloc_many, by size in 16-byte granules. */
-#define TGT_NFREE 6
+/* Free lists refilled with GC_generic_malloc_many, by size in 16-byte
+ * granules; the largest is a full chunk with its tail, which the miss path
+ * of intern_chunk takes from a free list without calling the collector. */
+#define TGT_CHUNK_GRANULES (((TGT_CHUNK + 2) * sizeof(void *) + 15) / 16)
+#define TGT_NFREE (TGT_CHUNK_GRANULES > 6 ? TGT_CHUNK_GRANULES : 6)
 
 struct tg_ctx {
-    uintptr_t *slots;       /* malloc'd, not scanned */
+    uintptr_t *slots;       /* malloc'd or mapped, not scanned */
     size_t cap;
     uintptr_t *old_slots;   /* during a grow: the previous array */
     size_t old_cap;
@@ -42,12 +48,16 @@ struct tg_ctx {
     atomic_int busy;
     unsigned long prunes;   /* bumped by each prune, to validate a remembered slot */
     size_t created, reclaimed;
+    size_t survivors;       /* entries left by the last prune */
+    int retaining;          /* the last prune found most entries alive */
+    unsigned long forced;   /* prunes + 1 when this context last forced a collection */
     uint64_t next_lvar;     /* ids of runtime logic variables */
     void *freelist[TGT_NFREE + 1];
     tg_ctx *next;           /* registry of live contexts */
 };
 
-tg_term tgT_nilobj __attribute__((aligned(16))) = {{TG_NIL, TGT_GROUND, 0, 0, 0x6e696c21u}};
+#define NIL_HASH 0x6e696c21u
+tg_term tgT_nilobj __attribute__((aligned(16))) = {{TG_NIL, TGT_GROUND, 0, 0, NIL_HASH}};
 
 /* ---- the collector hooks (process-wide, as the collector is) ------- */
 
@@ -87,10 +97,17 @@ static void gc_setup(void)
     GC_allow_register_threads();
     /* With interior pointers on, NORMAL objects get one extra byte and
      * their last word is not scanned; our own kind scans the whole
-     * object, so a node can use every byte of its granules.  New objects
-     * are not cleared: every node writes all its fields, and stale words
-     * in the padding can only retain garbage for a while. */
-    term_kind = (int)GC_new_kind(GC_new_free_list(), 0 | GC_DS_LENGTH, 1, 0);
+     * object, so a node can use every byte of its granules.  Objects are
+     * cleared by the collector when it sweeps them: a batch waiting on a
+     * context's free list is reachable from the context and scanned, and
+     * the stale words of dead objects in it would otherwise keep whole
+     * chains of garbage alive (the logic core's streams and states). */
+    term_kind = (int)GC_new_kind(GC_new_free_list(), 0 | GC_DS_LENGTH, 1, 1);
+    /* Each collection costs a sweep of every table; with a small heap the
+     * collector would run every hundred kilobytes or so.  Allow at least
+     * 1 MiB between collections, unless the embedder chose a floor. */
+    if (GC_get_min_bytes_allocd() <= 1)
+        GC_set_min_bytes_allocd((size_t)1 << 20);
     prev_event = GC_get_on_collection_event();
     GC_set_on_collection_event(on_event);
     prev_push = GC_get_push_other_roots();
@@ -162,13 +179,53 @@ static void place(uintptr_t *slots, size_t cap, size_t i, uintptr_t v)
     slots[i] = v;
 }
 
+/* Slot arrays.  A large one is mapped directly, starting on a 2 MiB
+ * boundary, and asks for transparent huge pages: a random probe into a
+ * table of many megabytes then costs no TLB miss, and growing it takes a
+ * few page faults instead of one per 4 KiB (zeroing is the kernel's). */
+#define HUGE_BYTES ((size_t)2 << 20)
+static size_t table_bytes(size_t cap)
+{
+    return (cap * sizeof(uintptr_t) + 4095) & ~(size_t)4095;
+}
+static uintptr_t *table_alloc(size_t cap)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    size_t n = table_bytes(cap);
+    if (n >= HUGE_BYTES) {
+        char *p = mmap(NULL, n + HUGE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        size_t lead = (HUGE_BYTES - ((uintptr_t)p & (HUGE_BYTES - 1))) & (HUGE_BYTES - 1);
+        if (lead)
+            munmap(p, lead);
+        munmap(p + lead + n, HUGE_BYTES - lead);
+        madvise(p + lead, n, MADV_HUGEPAGE);
+        return (uintptr_t *)(p + lead);
+    }
+#endif
+    return calloc(cap, sizeof(uintptr_t));
+}
+static void table_free(uintptr_t *s, size_t cap)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (table_bytes(cap) >= HUGE_BYTES) {
+        munmap(s, table_bytes(cap));
+        return;
+    }
+#endif
+    free(s);
+}
+
 /* Grow by half (the caller is inside enter/leave).  Fails only when
  * memory is exhausted; the table then stays as it is, over-full but
  * correct as long as one slot is free. */
+#define GROW_PREFETCH 16    /* slots */
 static int grow(tg_ctx *ctx)
 {
     size_t ncap = ctx->cap + ctx->cap / 2;
-    uintptr_t *ns = calloc(ncap, sizeof *ns);
+    uintptr_t *ns = table_alloc(ncap);
     if (!ns)
         return -1;
     uintptr_t *old = ctx->slots;
@@ -179,9 +236,15 @@ static int grow(tg_ctx *ctx)
     ctx->old_slots = old;
     ctx->old_cap = ocap;
     atomic_signal_fence(memory_order_seq_cst);
-    for (size_t i = 0; i < ocap; i++)
+    /* Reading each node's hash is a cache miss on a large table: fetch
+     * the nodes some slots ahead so that the misses overlap.  The writes
+     * are nearly sequential, homes being monotonic in the hash. */
+    for (size_t i = 0; i < ocap; i++) {
+        if (i + GROW_PREFETCH < ocap && old[i + GROW_PREFETCH])
+            __builtin_prefetch(slot_term(ctx, old[i + GROW_PREFETCH]));
         if (old[i])
             place(ns, ncap, home_in(slot_term(ctx, old[i])->h.hash, ncap), old[i]);
+    }
     ctx->slots = ns;
     atomic_signal_fence(memory_order_seq_cst);
     ctx->cap = ncap;
@@ -189,49 +252,105 @@ static int grow(tg_ctx *ctx)
     ctx->old_slots = NULL;
     atomic_signal_fence(memory_order_seq_cst);
     ctx->limit = (size_t)((double)ncap * MAXLOAD_NUM / MAXLOAD_DEN);
-    free(old);
+    table_free(old, ocap);
     return 0;
 }
 
 /* Remove the entries of nodes the last mark phase did not reach.  Runs
  * with the world stopped and the allocation lock held: no allocation.
- * Dead slots are cleared first; then, walking once around the table from
- * an empty slot, each live entry moves to the first free slot of its
- * probe sequence, which restores the linear-probing invariant. */
+ * One pass around the table, starting from a slot that was empty: no
+ * probe sequence crosses it.  A dead entry is cleared; a live one stays
+ * where it is unless a slot was cleared earlier in its cluster, and then
+ * moves to the first free slot of its probe sequence, which is at or
+ * before its own slot (the earlier slots of the cluster are final by
+ * then).  Slots after the current one are never written, so an empty one
+ * met by the pass was empty before it and ends a cluster. */
 static void prune(tg_ctx *ctx)
 {
     uintptr_t *s = ctx->slots;
-    size_t cap = ctx->cap, dead = 0;
+    size_t cap = ctx->cap, dead = 0, start = 0;
     if (!s)
         return;
-    /* Start from a slot that was empty before any clearing: no probe
-     * sequence crosses it, so entries only ever move backwards inside
-     * their own cluster, whose earlier slots are already final. */
-    size_t start = 0;
     while (s[start])
         start++;
-    for (size_t i = 0; i < cap; i++)
-        if (s[i] && !GC_is_marked(slot_term(ctx, s[i]))) {
-            s[i] = 0;
-            dead++;
-        }
-    if (!dead)
-        return;
-    for (size_t k = 1, i = start; k <= cap; k++) {
+    int hole = 0;
+    for (size_t k = 0, i = start; k < cap; k++) {
         if (++i == cap)
             i = 0;
-        if (!s[i])
-            continue;
         uintptr_t v = s[i];
-        s[i] = 0;
-        place(s, cap, home(ctx, slot_term(ctx, v)->h.hash), v);
+        if (!v) {
+            hole = 0;
+            continue;
+        }
+        if (!GC_is_marked(slot_term(ctx, v))) {
+            s[i] = 0;
+            dead++;
+            hole = 1;
+        } else if (hole) {
+            s[i] = 0;
+            place(s, cap, home(ctx, slot_term(ctx, v)->h.hash), v);
+        }
     }
+    ctx->retaining = dead * 2 <= ctx->count;
     ctx->count -= dead;
+    ctx->survivors = ctx->count;
+    if (!dead)
+        return;
     ctx->reclaimed += dead;
     ctx->prunes++;
 }
 
+/* The table is at its load limit (called not busy).  Rather than grow it
+ * to hold entries that are likely dead, collect first when the last
+ * prune of this context (if any) found most entries dead, the entries
+ * made since outnumber those it left, the table is past a small size,
+ * and the heap holds little besides what was allocated since the last
+ * collection (so that the collection is cheap; otherwise the collector's
+ * own pacing decides).  Without this, a context that makes short-lived
+ * terms in a large, mostly free heap lets its table grow to one entry per
+ * node the heap can hold, and every probe misses the cache.  Otherwise,
+ * or if the collection left the table full, grow.  Returns -1 only when
+ * out of memory with the table full. */
+#define FORCE_MINCAP (1u << 16)
+static __attribute__((noinline)) int make_room(tg_ctx *ctx)
+{
+    if (!ctx->retaining && ctx->cap >= FORCE_MINCAP && ctx->forced != ctx->prunes + 1 &&
+        ctx->count - ctx->survivors > ctx->survivors) {
+        GC_word heap, freeb, unmapped, since, total;
+        GC_get_heap_usage_safe(&heap, &freeb, &unmapped, &since, &total);
+        GC_word used = heap - freeb;   /* both exclude unmapped memory */
+        if (used < since + 2 * since) {
+            ctx->forced = ctx->prunes + 1;
+            GC_gcollect();
+            if (ctx->count < ctx->limit)
+                return 0;
+        }
+    }
+    int r = 0;
+    enter(ctx);
+    if (ctx->count >= ctx->limit && grow(ctx)) {
+        if (ctx->count + 1 < ctx->cap)
+            ctx->limit = ctx->count + 1;    /* out of memory: fill up further */
+        else
+            r = -1;
+    }
+    leave(ctx);
+    return r;
+}
+
 /* ---- allocation --------------------------------------------------- */
+
+/* Refill the context's free list of g-granule nodes: one batch (a heap
+ * block's worth) per lock round-trip.  May collect, so never busy. */
+static __attribute__((noinline)) int refill(tg_ctx *ctx, size_t g)
+{
+    void *p;
+    GC_generic_malloc_many(g * 16, term_kind, &p);
+    if (!p)
+        return -1;
+    ctx->freelist[g] = p;
+    return 0;
+}
 
 /* A node of `bytes` bytes that may hold pointers.  Small ones come from
  * per-context free lists (one lock round-trip per batch).  GC_malloc
@@ -243,12 +362,9 @@ static void *alloc_node(tg_ctx *ctx, size_t bytes)
     size_t g = (bytes + 15) / 16;
     if (g > TGT_NFREE)
         return GC_generic_malloc(bytes, term_kind);
+    if (!ctx->freelist[g] && refill(ctx, g))
+        return NULL;
     void *p = ctx->freelist[g];
-    if (!p) {
-        GC_generic_malloc_many(g * 16, term_kind, &p);
-        if (!p)
-            return NULL;
-    }
     ctx->freelist[g] = GC_NEXT(p);
     GC_NEXT(p) = NULL;
     return p;
@@ -299,24 +415,6 @@ static tg_term *insert(tg_ctx *ctx, tg_term *t, size_t where, unsigned long prun
     return t;
 }
 
-/* The miss path, kept out of line so the lookup stays lean. */
-static __attribute__((noinline)) tg_term *new_chunk(tg_ctx *ctx, tgT_hdr hd, tg_term *head,
-                                                    tg_term *const *args, tg_term *rest,
-                                                    size_t where, unsigned long prunes)
-{
-    unsigned na = hd.n - 1u, hastail = (hd.flags & TGT_HASTAIL) != 0;
-    tg_term *t = alloc_node(ctx, sizeof(tgT_hdr) + (na + 1 + hastail) * sizeof(tg_term *));
-    if (!t)
-        return NULL;
-    t->h = hd;
-    t->e[0] = head;
-    for (unsigned k = 0; k < na; k++)
-        t->e[k + 1] = args[k];
-    if (hastail)
-        t->e[na + 1] = rest;
-    return insert(ctx, t, where, prunes);
-}
-
 static inline uint64_t hdr_word(tgT_hdr h)
 {
     uint64_t w;
@@ -324,26 +422,62 @@ static inline uint64_t hdr_word(tgT_hdr h)
     return w;
 }
 
+static tg_term *intern_chunk(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args,
+                             tg_term *rest);
+
+/* A miss: slot i is free (called busy).  Taking a node from the free list
+ * never calls the collector, so the node is built and stored while still
+ * busy, and slot i stays valid.  When the free list is empty or the table
+ * is at its load limit, the remedy may collect, which may prune the
+ * table: the chunk is then interned again from the start. */
+static inline __attribute__((always_inline)) tg_term *
+intern_miss(tg_ctx *ctx, tgT_hdr hd, tg_term *head, tg_term *const *args, tg_term *rest, size_t i)
+{
+    unsigned na = hd.n - 1u, hastail = (hd.flags & TGT_HASTAIL) != 0;
+    size_t g = (sizeof(tgT_hdr) + (na + 1 + hastail) * sizeof(tg_term *) + 15) / 16;
+    tg_term *t = ctx->freelist[g];
+    if (__builtin_expect(t != NULL && ctx->count < ctx->limit, 1)) {
+        ctx->freelist[g] = GC_NEXT(t);
+        t->h = hd;
+        t->e[0] = head;
+        for (unsigned k = 0; k < na; k++)
+            t->e[k + 1] = args[k];
+        if (hastail)
+            t->e[na + 1] = rest;
+        ctx->slots[i] = slot_make(ctx, t);
+        ctx->created++;
+        ctx->count++;
+        leave(ctx);
+        return t;
+    }
+    leave(ctx);
+    if (t ? make_room(ctx) : refill(ctx, g))
+        return NULL;
+    return intern_chunk(ctx, head, na, args, rest);     /* rare: probe again */
+}
+
 /* Intern the chunk (head args[0] .. args[na-1] . rest).  The head is
  * apart from the arguments so that an application is interned straight
  * from its argument array.  The whole 8-byte header (hash, kind, count,
- * flags) is compared in one go. */
-static tg_term *intern_chunk(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args,
-                             tg_term *rest)
+ * flags) is compared in one go.  Inlined with constant counts for short
+ * applications (tg_app), which unrolls the loops. */
+static inline __attribute__((always_inline)) tg_term *
+intern_body(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args, tg_term *rest)
 {
-    uint32_t d = tgT_depth(rest), hd0 = tgT_depth(head);
-    unsigned ground = (unsigned)tgT_ground(rest) & (unsigned)tgT_ground(head);
+    /* () is the usual rest: its fields as constants */
+    unsigned hastail = rest != TGT_NIL;
+    uint32_t d = hastail ? tgT_depth(rest) : 0, hd0 = tgT_depth(head);
+    unsigned ground = (hastail ? (unsigned)tgT_ground(rest) : 1u) & (unsigned)tgT_ground(head);
     for (unsigned i = 0; i < na; i++) {
         uint32_t di = tgT_depth(args[i]);
         d = di > d ? di : d;
         ground &= tgT_ground(args[i]);
     }
     d = ((hd0 > d ? hd0 : d) + 1) & ((1u << TGT_DEPTH_BITS) - 1);
-    uint32_t h = tgT_hash(rest) ^ (d * 0x9E3779B1u);
+    uint32_t h = (hastail ? tgT_hash(rest) : NIL_HASH) ^ (d * 0x9E3779B1u);
     for (unsigned i = na; i-- > 0;)
         h = tgT_mix(tgT_hash(args[i]), h);
     h = tgT_mix(tgT_hash(head), h);
-    unsigned hastail = rest != TGT_NIL;
     tgT_hdr hd = {TG_PAIR, (ground ? TGT_GROUND : 0) | (hastail ? TGT_HASTAIL : 0), na + 1, d, h};
     uint64_t want = hdr_word(hd);
 
@@ -364,9 +498,14 @@ static tg_term *intern_chunk(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *c
             return c;
         }
     }
-    unsigned long prunes = ctx->prunes;    /* read while still busy */
-    leave(ctx);
-    return new_chunk(ctx, hd, head, args, rest, i, prunes);
+    return intern_miss(ctx, hd, head, args, rest, i);
+}
+
+/* The generic entry. */
+static __attribute__((noinline)) tg_term *intern_chunk(tg_ctx *ctx, tg_term *head, unsigned na,
+                                                       tg_term *const *args, tg_term *rest)
+{
+    return intern_body(ctx, head, na, args, rest);
 }
 
 tg_term *tgT_chunk(tg_ctx *ctx, unsigned m, tg_term *const *e, tg_term *rest)
@@ -688,6 +827,13 @@ tg_term *tg_cons(tg_ctx *ctx, tg_term *car, tg_term *cdr)
 
 tg_term *tg_app(tg_ctx *ctx, tg_term *head, size_t n, tg_term *const *args)
 {
+    switch (n) {    /* specialised copies for the usual short applications */
+    case 0: return intern_body(ctx, head, 0, args, TGT_NIL);
+    case 1: return intern_body(ctx, head, 1, args, TGT_NIL);
+    case 2: return intern_body(ctx, head, 2, args, TGT_NIL);
+    case 3: return intern_body(ctx, head, 3, args, TGT_NIL);
+    default: break;
+    }
     if (n < TGT_CHUNK)
         return intern_chunk(ctx, head, (unsigned)n, args, TGT_NIL);
     /* The array holds copies of the caller's pointers, which keep the
@@ -1027,7 +1173,7 @@ tg_ctx *tg_ctx_new(tg_error *err)
     }
     memset(ctx, 0, sizeof *ctx);
     ctx->cap = MINCAP;
-    ctx->slots = calloc(ctx->cap, sizeof *ctx->slots);
+    ctx->slots = table_alloc(ctx->cap);
     if (!ctx->slots) {
         GC_FREE(ctx);
         tgE_set(err, TG_ERR_NOMEM, NULL, 0, 0, "out of memory creating a context");
@@ -1045,7 +1191,7 @@ void tg_ctx_free(tg_ctx *ctx)
     if (!ctx)
         return;
     GC_call_with_alloc_lock(unlink_ctx, ctx);
-    free(ctx->slots);
+    table_free(ctx->slots, ctx->cap);
     GC_FREE(ctx);
 }
 

@@ -135,9 +135,9 @@ static inline bool tgT_islvar(const tg_term *t) {
 
 /* Collector memory of the given size, scanned for pointers, from the
  * context's free lists: exact-size (GC_malloc would pad it past the next
- * 16-byte step) and without a thread-local lookup.  Not cleared: the
- * caller sets every word.  The logic core allocates its states and
- * streams here. */
+ * 16-byte step) and without a thread-local lookup.  The collector clears
+ * memory when it sweeps, but callers still set every word they read.  The
+ * logic core allocates its states and streams here. */
 void *tgT_alloc(tg_ctx *ctx, size_t bytes);
 
 /* A new runtime logic variable named after the symbol `name`. */
