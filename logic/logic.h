@@ -41,8 +41,6 @@ struct tg_env {
     size_t nrels, relcap;
     int oom;                /* an allocation failed during the query */
     int occurs_check;       /* 1 (default): unify checks for cycles */
-    unsigned depth;         /* nesting of direct goal application */
-    long steps;             /* goal applications in the current query */
     tg_error *err;          /* where the current query reports */
     int failed;             /* an error was reported */
     tg_term *sym_t, *sym_f; /* #t and #f */

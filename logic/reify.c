@@ -108,18 +108,29 @@ int tgY_lex_compare(tg_env *env, tg_term *x, tg_term *y)
     return r;
 }
 
-static tg_env *sort_env;    /* qsort has no user argument; reify is not reentrant */
-static int lex_cmp_q(const void *a, const void *b)
-{
-    return tgY_lex_compare(sort_env, *(tg_term *const *)a, *(tg_term *const *)b);
-}
-
-/* Chez's list-sort is a stable merge sort; elements that compare equal
- * here are equal terms, so qsort's instability is invisible. */
+/* A stable merge sort, as Chez's list-sort (bottom-up, through a
+ * scratch array in collector memory). */
 static void sort_lex(tg_env *env, tlist *l)
 {
-    sort_env = env;
-    qsort(l->v.v, l->v.n, sizeof(uintptr_t), lex_cmp_q);
+    size_t n = l->v.n;
+    uintptr_t *v = l->v.v, *tmp = n > 1 ? GC_MALLOC(n * sizeof *tmp) : NULL;
+    if (n > 1 && !tmp) {
+        env->oom = 1;
+        return;
+    }
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                tmp[k++] = tgY_lex_compare(env, (tg_term *)v[j], (tg_term *)v[i]) < 0 ? v[j++] : v[i++];
+            while (i < mid)
+                tmp[k++] = v[i++];
+            while (j < hi)
+                tmp[k++] = v[j++];
+        }
+        memcpy(v, tmp, n * sizeof *v);
+    }
 }
 
 /* ---- subsumption -------------------------------------------------- */

@@ -148,68 +148,21 @@ static void report(const tg_error *err)
     fprintf(stderr, "%s\n", tg_error_format(err, msg, sizeof msg));
 }
 
-typedef struct printer {
-    size_t count;
-    int failed;
-} printer;
-
-/* Each answer goes out as soon as it is found. */
-static int print_answer(void *ud, tg_term *t)
-{
-    printer *p = ud;
-    size_t n;
-    char *s = tg_print(t, &n);
-    if (!s) {
-        p->failed = 1;
-        return 1;
-    }
-    putchar(p->count++ ? ' ' : '(');
-    fwrite(s, 1, n, stdout);
-    free(s);
-    return 0;
-}
-
-/* Evaluate t; returns 0, or 1 after reporting an error. */
+/* Evaluate t, printing to stdout; returns 0, or 1 after reporting an
+ * error at the form's position. */
 static int eval_print(tg_env *env, tg_reader *r, const char *name, tg_term *t, const options *o)
 {
     tg_error err;
-    printer p = { 0, 0 };
-    tg_term *value = NULL;
     tg_error_clear(&err);
-    int rc = tg_eval(env, t, print_answer, &p, &value, &err);
-    if (rc == TG_EVAL_RUN && !p.failed) {
-        fputs(p.count ? ")\n" : "()\n", stdout);
+    if (tgM_eval_print(env, t, o->shared, stdout, &err) == 0)
         return 0;
+    if (err.line == 0) {
+        tg_reader_last_pos(r, &err.line, &err.column);
+        snprintf(err.file, sizeof err.file, "%s", name ? name : "<string>");
     }
-    if (p.count)
-        putchar('\n');
-    if (rc < 0 || p.failed) {
-        if (p.failed) {
-            err.code = TG_ERR_NOMEM;
-            snprintf(err.message, sizeof err.message, "out of memory printing an answer");
-        }
-        if (err.line == 0) {
-            int line, col;
-            tg_reader_last_pos(r, &line, &col);
-            err.line = line, err.column = col;
-            snprintf(err.file, sizeof err.file, "%s", name ? name : "<string>");
-        }
-        fflush(stdout);
-        report(&err);
-        return 1;
-    }
-    if (rc == TG_EVAL_VALUE) {
-        size_t n;
-        char *s = tgM_print_term(value, o->shared, &n);
-        if (!s) {
-            fputs("tgrel: out of memory while printing\n", stderr);
-            return 1;
-        }
-        fwrite(s, 1, n, stdout);
-        putchar('\n');
-        free(s);
-    }
-    return 0;
+    fflush(stdout);
+    report(&err);
+    return 1;
 }
 
 /* Read and evaluate every form of text; returns the number of errors. */

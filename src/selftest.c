@@ -8,8 +8,8 @@
  * echoed, or the answer list of a run), or "!error MESSAGE" for an error
  * whose formatted message (tg_error_format) is MESSAGE ("!error" alone
  * accepts any error).  Inputs are evaluated in one logic environment per
- * file, so relations defined by a case serve the cases after it.  A case with no expected lines expects no output.  A line
- * that is just "#" or starts with "# " (or "#" and a tab) is a comment;
+ * file, so relations defined by a case serve the cases after it.  A case
+ * with no expected lines expects no output.  A line that is just "#" or starts with "# " (or "#" and a tab) is a comment;
  * other lines starting with "#" are data, so inputs like "#| c |# x" and
  * "#;a b" can be tested.  Results are TAP: "ok N - line L".
  */
@@ -144,63 +144,70 @@ static char *error_line(const tg_error *err)
     return s;
 }
 
-/* A growing line of text. */
-typedef struct sbuf {
-    char *s;
-    size_t n, cap;
-} sbuf;
-
-static void sb_add(sbuf *b, const char *s, size_t n)
-{
-    if (b->n + n + 1 > b->cap) {
-        b->cap = (b->n + n + 1) * 2;
-        b->s = xrealloc(b->s, b->cap);
-    }
-    memcpy(b->s + b->n, s, n);
-    b->n += n;
-    b->s[b->n] = '\0';
-}
-
 typedef struct answers {
-    sbuf line;
+    FILE *out;
     size_t count;
     int oom;
 } answers;
 
-static int add_answer(void *ud, tg_term *t)
+/* Each answer goes out as soon as it is found. */
+static int put_answer(void *ud, tg_term *t)
 {
     answers *a = ud;
     size_t n;
     char *s = tg_print(t, &n);
     if (!s)
         return a->oom = 1;
-    if (a->count++)
-        sb_add(&a->line, " ", 1);
-    sb_add(&a->line, s, n);
+    fputc(a->count++ ? ' ' : '(', a->out);
+    fwrite(s, 1, n, a->out);
     free(s);
     return 0;
 }
 
-char *tgM_eval_term(tg_env *env, tg_term *t, int shared, tg_error *err, int *failed)
+int tgM_eval_print(tg_env *env, tg_term *t, int shared, FILE *out, tg_error *err)
 {
-    answers a = { { 0 }, 0, 0 };
+    answers a = { out, 0, 0 };
     tg_term *value = NULL;
-    *failed = 0;
-    sb_add(&a.line, "(", 1);
-    int rc = tg_eval(env, t, add_answer, &a, &value, err);
-    if (rc < 0 || a.oom) {
-        free(a.line.s);
-        *failed = 1;
-        return NULL;
+    int rc = tg_eval(env, t, put_answer, &a, &value, err);
+    if (rc == TG_EVAL_RUN && !a.oom) {
+        fputs(a.count ? ")\n" : "()\n", out);
+        return 0;
     }
-    if (rc == TG_EVAL_RUN) {
-        sb_add(&a.line, ")", 1);
-        return a.line.s;
+    if (a.count)
+        fputc('\n', out);      /* the answers found before the error */
+    if (rc == TG_EVAL_VALUE) {
+        size_t n;
+        char *s = tgM_print_term(value, shared, &n);
+        if (s) {
+            fwrite(s, 1, n, out);
+            fputc('\n', out);
+            free(s);
+            return 0;
+        }
+        a.oom = 1;
     }
-    free(a.line.s);
-    if (rc == TG_EVAL_VALUE)
-        return tgM_print_term(value, shared, NULL);
-    return NULL;
+    if (a.oom) {
+        err->code = TG_ERR_NOMEM;
+        err->line = err->column = 0;
+        snprintf(err->message, sizeof err->message, "out of memory printing");
+    }
+    return rc < 0 || a.oom ? -1 : 0;
+}
+
+/* Push each line of text (the last one even without its newline). */
+static void push_text(lines *out, const char *text, size_t len)
+{
+    while (len) {
+        const char *nl = memchr(text, '\n', len);
+        size_t n = nl ? (size_t)(nl - text) : len;
+        char *line = xrealloc(NULL, n + 1);
+        memcpy(line, text, n);
+        line[n] = '\0';
+        push_line(out, line);
+        n += nl != NULL;
+        text += n;
+        len -= n;
+    }
 }
 
 /* What the program prints for the case's input, line by line. */
@@ -221,19 +228,24 @@ static void run_input(tg_ctx *ctx, tg_env *env, const tcase *c, int shared, line
         if (rc == 0)
             break;
         if (rc > 0) {
-            int failed;
-            char *s = tgM_eval_term(env, t, shared, &err, &failed);
+            char *text = NULL;
+            size_t len = 0;
+            FILE *f = open_memstream(&text, &len);
+            if (!f) {
+                push_line(out, xstrdup("!cannot capture output"));
+                break;
+            }
+            int failed = tgM_eval_print(env, t, shared, f, &err) < 0;
+            fclose(f);
+            push_text(out, text, len);
+            free(text);
             if (failed) {
-                int line, col;
-                tg_reader_last_pos(r, &line, &col);
                 if (err.line == 0) {
-                    err.line = line, err.column = col;
+                    tg_reader_last_pos(r, &err.line, &err.column);
                     snprintf(err.file, sizeof err.file, "<test>");
                 }
                 push_line(out, error_line(&err));
                 tg_error_clear(&err);
-            } else if (s) {
-                push_line(out, s);
             }
         } else {
             push_line(out, error_line(&err));

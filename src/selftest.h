@@ -4,16 +4,19 @@
 #ifndef TG_SELFTEST_H
 #define TG_SELFTEST_H
 
+#include <stdio.h>
+
 #include "tgrel.h"
 
 /* Print t in the form the program prints (tg_print or tg_print_shared);
  * malloc'd, NULL when out of memory. */
 char *tgM_print_term(const tg_term *t, int shared, size_t *len);
 
-/* Evaluate t in env and return what the program prints for it (one
- * line, malloc'd): the answer list of a run, or t itself; NULL for a
- * definition, and NULL with *failed set (err filled) on an error. */
-char *tgM_eval_term(tg_env *env, tg_term *t, int shared, tg_error *err, int *failed);
+/* Evaluate t in env and write what the program prints for it to out:
+ * the answer list of a run (each answer written as soon as it is found)
+ * or t itself, then a newline; nothing for a definition.  Returns 0, or
+ * -1 with err filled (without a position) on an error. */
+int tgM_eval_print(tg_env *env, tg_term *t, int shared, FILE *out, tg_error *err);
 
 /* Run the cases of the nfiles test files; prints TAP on stdout.  Returns
  * the exit status: 0 when every case passed, 1 otherwise. */
