@@ -10,6 +10,7 @@
  * writes in place.
  */
 #include "lang.h"
+#include "builtin.h"
 
 #include <gc/gc.h>
 #include <limits.h>
@@ -24,13 +25,14 @@ enum {
     S_UNIFY, S_DISEQ, S_SYMBOLO, S_NUMBERO, S_STRINGO, S_ABSENTO, S_FRESH,
     S_CONDE, S_CONJ, S_DISJ, S_SUCCEED, S_FAIL, S_SUCC2, S_FAIL2, S_QUOTE,
     S_QUASI, S_UNQUOTE, S_SPLICE, S_LIST, S_CONS, S_DEFREL, S_RUN, S_RUNSTAR,
-    S_T, S_F, NSYMS
+    S_T, S_F, S_LAMBDA, S_TABLED, S_FACT, S_FACTS, S_LALL, S_LANY, S_PROJECT, NSYMS
 };
 static const char *const sym_names[NSYMS] = {
     "==", "=/=", "symbolo", "numbero", "stringo", "absento", "fresh",
     "conde", "conj", "disj", "succeed", "fail", "#s", "#u", "quote",
     "quasiquote", "unquote", "unquote-splicing", "list", "cons", "defrel",
-    "run", "run*", "#t", "#f"
+    "run", "run*", "#t", "#f", "lambda", "tabled", "fact", "facts", "lall", "lany",
+    "project"
 };
 
 typedef struct tg_env_syms {
@@ -60,6 +62,8 @@ void tgK_error(tg_env *env, int code, const char *fmt, ...)
 
 typedef struct comp {
     tg_env *env;
+    struct comp *parent;    /* a lambda's body: the enclosing scope */
+    tgK_vec caps;           /* a lambda's captures: (outer slot, inner slot) pairs */
     tgK_vec lex;            /* (symbol, slot) pairs, innermost last */
     size_t *idx;            /* hash of symbol -> 1 + index of its innermost pair, or 0 */
     size_t *prev;           /* per pair: the index entry it shadows */
@@ -114,15 +118,32 @@ static size_t *idx_slot(comp *c, tg_term *sym)
     }
 }
 
+static int lex_push(comp *c, tg_term *sym, unsigned slot);
+
+/* The slot of variable sym.  In a lambda, a variable of the enclosing
+ * scope is captured: it gets a slot of the lambda's frame, filled from
+ * the closure when it is called. */
 static int lookup(comp *c, tg_term *sym, unsigned *slot)
 {
-    if (!c->idxcap)
+    size_t e = c->idxcap ? *idx_slot(c, sym) : 0;
+    if (e) {
+        *slot = (unsigned)c->lex.v[2 * (e - 1) + 1];
+        return 1;
+    }
+    unsigned os;
+    if (!c->parent || !lookup(c->parent, sym, &os))
         return 0;
-    size_t e = *idx_slot(c, sym);
-    if (!e)
-        return 0;
-    *slot = (unsigned)c->lex.v[2 * (e - 1) + 1];
-    return 1;
+    size_t i = 0;
+    while (i < c->caps.n && c->caps.v[i] != os)
+        i += 2;
+    if (i < c->caps.n) {
+        *slot = (unsigned)c->caps.v[i + 1];
+    } else {
+        *slot = c->nslots++;
+        if (tgK_push2(&c->caps, os, *slot) < 0)
+            return 0;
+    }
+    return lex_push(c, sym, *slot) == 0;
 }
 
 static int idx_rebuild(comp *c, size_t cap)
@@ -180,6 +201,8 @@ static void comp_free(comp *c)
 {
     free(c->idx);
     free(c->prev);
+    c->idx = NULL;
+    c->prev = NULL;
 }
 
 static int bind_name(comp *c, tg_term *sym)
@@ -283,6 +306,8 @@ static tgG_expr *template(comp *c, tg_term *t, int level, int depth)
     return all_const ? const_expr(c, t) : list_expr(c, n, e, te);
 }
 
+static tgG_expr *lambda_expr(comp *c, tg_term *t, int depth);
+
 static tgG_expr *compile_expr(comp *c, tg_term *t, int depth)
 {
     char b[120];
@@ -301,7 +326,8 @@ static tgG_expr *compile_expr(comp *c, tg_term *t, int depth)
             }
             return e;
         }
-        if (t == SYM(c, S_T) || t == SYM(c, S_F))
+        /* #t, #f and relation names (relations are values) stand for themselves */
+        if (t == SYM(c, S_T) || t == SYM(c, S_F) || tgG_rel_find(c->env, t))
             return const_expr(c, t);
         cerr(c, "unbound variable %s", show(t, b, sizeof b));
         return NULL;
@@ -316,6 +342,8 @@ static tgG_expr *compile_expr(comp *c, tg_term *t, int depth)
         return const_expr(c, tg_nth(t, 1));
     if (is_form(c, t, S_QUASI, 1))
         return template(c, tg_nth(t, 1), 1, depth + 1);
+    if (h == SYM(c, S_LAMBDA))
+        return lambda_expr(c, t, depth);
     if (h == SYM(c, S_LIST) || is_form(c, t, S_CONS, 2)) {
         size_t n;
         tg_term *tail, **v = elements(c, t, &n, &tail);
@@ -428,7 +456,6 @@ static tgG_goal *fresh_goal(comp *c, tg_term *vars, tg_term *body, int once, int
     return g;
 }
 
-static tgG_rel *get_rel(tg_env *env, tg_term *name);
 
 static tgG_goal *two_args(comp *c, int op, tg_term *t, size_t want, int depth)
 {
@@ -445,6 +472,43 @@ static tgG_goal *two_args(comp *c, int op, tg_term *t, size_t want, int depth)
     if (want == 2 && !(g->b = compile_expr(c, tg_nth(t, 2), depth + 1)))
         return NULL;
     return g;
+}
+
+/* (op . args): lall and lany are conj and disj under other names. */
+static tgG_goal *compile_goal_as(comp *c, int op, tg_term *args, int once, int depth)
+{
+    tg_term *t = tg_cons(c->env->ctx, SYM(c, op), args);
+    if (!t) {
+        cerr(c, "out of memory compiling");
+        return NULL;
+    }
+    return compile_goal(c, t, once, depth + 1);
+}
+
+/* (project (x ...) goal ...): in Scheme the goals see the values of the
+ * variables; here every goal and C relation walks its arguments anyway,
+ * so project is the conjunction of its goals, once the names are
+ * checked. */
+static tgG_goal *project_goal(comp *c, tg_term *t, int once, int depth)
+{
+    char b[120];
+    tg_term *args = tg_cdr(c->env->ctx, t);
+    if (!tgT_ispair(args) || !tgT_ispair(tg_cdr(c->env->ctx, args))) {
+        cerr(c, "project needs variables and goals: %s", show(t, b, sizeof b));
+        return NULL;
+    }
+    size_t n;
+    tg_term *tail, **v = elements(c, tg_car(args), &n, &tail);
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        unsigned slot;
+        if (!lookup(c, v[i], &slot)) {
+            cerr(c, "project: unbound variable %s", show(v[i], b, sizeof b));
+            return NULL;
+        }
+    }
+    return compile_goal_as(c, S_CONJ, tg_cdr(c->env->ctx, args), once, depth);
 }
 
 static tgG_goal *compile_goal(comp *c, tg_term *t, int once, int depth)
@@ -518,12 +582,13 @@ static tgG_goal *compile_goal(comp *c, tg_term *t, int once, int depth)
         }
         return g;
     }
-    unsigned slot;
-    if (lookup(c, h, &slot)) {
-        cerr(c, "cannot call the variable %s as a relation", show(h, b, sizeof b));
-        return NULL;
-    }
-    /* a relation call */
+    if (h == SYM(c, S_LALL))
+        return compile_goal_as(c, S_CONJ, args, once, depth);
+    if (h == SYM(c, S_LANY))
+        return compile_goal_as(c, S_DISJ, args, once, depth);
+    if (h == SYM(c, S_PROJECT))
+        return project_goal(c, t, once, depth);
+    /* a relation call; a variable in the head calls the relation it holds */
     size_t n;
     tg_term *tail, **v = elements(c, args, &n, &tail);
     tgG_goal *g = new_goal(c, TGG_CALL);
@@ -533,10 +598,16 @@ static tgG_goal *compile_goal(comp *c, tg_term *t, int once, int depth)
         cerr(c, "improper call: %s", show(t, b, sizeof b));
         return NULL;
     }
-    if (!(g->rel = get_rel(c->env, h)) || !(g->args = cnew(c, (n + 1) * sizeof *g->args))) {
+    unsigned slot;
+    if (lookup(c, h, &slot)) {
+        if (!(g->a = compile_expr(c, h, depth + 1)))
+            return NULL;
+    } else if (!(g->rel = tgG_rel_get(c->env, h))) {
         cerr(c, "out of memory compiling");
         return NULL;
     }
+    if (!(g->args = cnew(c, (n + 1) * sizeof *g->args)))
+        return NULL;
     g->n = (unsigned)n;
     for (size_t i = 0; i < n; i++)
         if (!(g->args[i] = compile_expr(c, v[i], depth + 1)))
@@ -552,69 +623,22 @@ static void comp_finish(comp *c)
 
 /* ---- relations ---------------------------------------------------- */
 
-static size_t rel_home(const tg_term *name, size_t cap)
-{
-    return (tg_hash(name) * 0x9E3779B1u) & (cap - 1);
-}
-
-static tgG_rel *get_rel(tg_env *env, tg_term *name)
-{
-    if (env->relcap) {
-        for (size_t i = rel_home(name, env->relcap); env->rels[i]; i = (i + 1) & (env->relcap - 1))
-            if (env->rels[i]->name == name)
-                return env->rels[i];
-    }
-    if (2 * (env->nrels + 1) > env->relcap) {
-        size_t cap = env->relcap ? env->relcap * 2 : 64;
-        tgG_rel **t = GC_MALLOC(cap * sizeof *t);
-        if (!t)
-            return NULL;
-        for (size_t i = 0; i < env->relcap; i++) {
-            tgG_rel *r = env->rels[i];
-            if (!r)
-                continue;
-            size_t j = rel_home(r->name, cap);
-            while (t[j])
-                j = (j + 1) & (cap - 1);
-            t[j] = r;
-        }
-        env->rels = t;
-        env->relcap = cap;
-    }
-    tgG_rel *r = GC_MALLOC(sizeof *r);
-    if (!r)
-        return NULL;
-    r->name = name;
-    size_t i = rel_home(name, env->relcap);
-    while (env->rels[i])
-        i = (i + 1) & (env->relcap - 1);
-    env->rels[i] = r;
-    env->nrels++;
-    return r;
-}
-
-static int eval_defrel(comp *c, tg_term *form)
+/* Compile the body of a relation with parameters params (a list of
+ * names) and goals (a non-empty list) into r; c is a fresh compiler. */
+static int compile_rel(comp *c, tgG_rel *r, tg_term *params, tg_term *goals)
 {
     char b[120];
-    tg_term *args = tg_cdr(c->env->ctx, form);
-    if (!tgT_ispair(args) || !tgT_ispair(tg_car(args)) || tg_tail(tg_car(args)) != tg_nil() ||
-        !tgT_ispair(tg_cdr(c->env->ctx, args))) {
-        cerr(c, "defrel needs (defrel (name arg ...) goal ...): %s", show(form, b, sizeof b));
-        return -1;
-    }
-    tg_term *head = tg_car(args), *name = tg_car(head);
-    if (tg_kind_of(name) != TG_SYMBOL) {
-        cerr(c, "a relation name must be a symbol: %s", show(name, b, sizeof b));
-        return -1;
-    }
     size_t n;
-    tg_term *tail, **v = elements(c, tg_cdr(c->env->ctx, head), &n, &tail);
+    tg_term *tail, **v = elements(c, params, &n, &tail);
     if (!v)
         return -1;
+    if (tail != tg_nil()) {
+        cerr(c, "the parameters must be a proper list: %s", show(params, b, sizeof b));
+        return -1;
+    }
     for (size_t i = 0; i < n; i++)
         if (bind_name(c, v[i]) < 0)
             return -1;
-    tg_term *goals = tg_cdr(c->env->ctx, args);
     tgG_goal *body;
     if (tg_length(goals) == 1 && tg_tail(goals) == tg_nil())
         body = compile_goal(c, tg_car(goals), 1, 0);
@@ -623,14 +647,164 @@ static int eval_defrel(comp *c, tg_term *form)
     if (!body)
         return -1;
     comp_finish(c);
-    tgG_rel *r = get_rel(c->env, name);
+    unsigned *cap = cnew(c, (c->caps.n / 2 + 1) * sizeof *cap);
+    if (!cap)
+        return -1;
+    for (size_t i = 0; i < c->caps.n / 2; i++)
+        cap[i] = (unsigned)c->caps.v[2 * i + 1];
+    r->arity = (unsigned)n;
+    r->nslots = c->nslots;
+    r->ncap = (unsigned)(c->caps.n / 2);
+    r->cap = cap;
+    r->cfn = NULL;
+    r->cud = NULL;
+    r->body = body;
+    return 0;
+}
+
+/* (defrel (name arg ...) goal ...), and (tabled (name arg ...) goal ...)
+ * which also tables it. */
+static int eval_defrel(comp *c, tg_term *form, int tabled)
+{
+    char b[120];
+    const char *what = tabled ? "tabled" : "defrel";
+    tg_term *args = tg_cdr(c->env->ctx, form);
+    if (!tgT_ispair(args) || !tgT_ispair(tg_car(args)) || tg_tail(tg_car(args)) != tg_nil() ||
+        !tgT_ispair(tg_cdr(c->env->ctx, args))) {
+        cerr(c, "%s needs (%s (name arg ...) goal ...): %s", what, what, show(form, b, sizeof b));
+        return -1;
+    }
+    tg_term *head = tg_car(args), *name = tg_car(head);
+    if (tg_kind_of(name) != TG_SYMBOL) {
+        cerr(c, "a relation name must be a symbol: %s", show(name, b, sizeof b));
+        return -1;
+    }
+    tgG_rel *r = tgG_rel_get(c->env, name), tmp;
     if (!r) {
         cerr(c, "out of memory");
         return -1;
     }
-    r->arity = (unsigned)n;
-    r->nslots = c->nslots;
-    r->body = body;
+    /* compile into a copy, so that a bad definition leaves the old one */
+    tmp = *r;
+    if (compile_rel(c, &tmp, tg_cdr(c->env->ctx, head), tg_cdr(c->env->ctx, args)) < 0)
+        return -1;
+    tmp.tabled = tabled;
+    *r = tmp;
+    return 0;
+}
+
+/* (tabled name ...): table relations already defined. */
+static int eval_table_names(comp *c, tg_term *form)
+{
+    char b[120];
+    for (tg_term *l = tg_cdr(c->env->ctx, form); tgT_ispair(l); l = tg_cdr(c->env->ctx, l)) {
+        tgG_rel *r = tgG_rel_find(c->env, tg_car(l));
+        if (!r || !r->body) {
+            cerr(c, "tabled: no relation defined with defrel named %s", show(tg_car(l), b, sizeof b));
+            return -1;
+        }
+        r->tabled = 1;
+    }
+    return 0;
+}
+
+/* (lambda (arg ...) goal ...): an anonymous relation.  Its value is its
+ * (unreadable) name, or (name captured-value ...) when its body uses
+ * variables of the enclosing scope. */
+static tgG_expr *lambda_expr(comp *c, tg_term *t, int depth)
+{
+    char b[120];
+    tg_env *env = c->env;
+    tg_term *args = tg_cdr(env->ctx, t);
+    if (!tgT_ispair(args) || !tgT_ispair(tg_cdr(env->ctx, args)) || depth > MAX_NEST) {
+        cerr(c, "lambda needs (lambda (arg ...) goal ...): %s", show(t, b, sizeof b));
+        return NULL;
+    }
+    char nm[48];
+    int len = snprintf(nm, sizeof nm, "#<lambda %lu>", ++env->nlambda);
+    tg_term *name = tg_symbol(env->ctx, nm, (size_t)len);
+    tgG_rel *r = name ? tgG_rel_get(env, name) : NULL;
+    if (!r) {
+        cerr(c, "out of memory compiling");
+        return NULL;
+    }
+    comp in;
+    memset(&in, 0, sizeof in);
+    in.env = env;
+    in.parent = c;
+    int rc = compile_rel(&in, r, tg_car(args), tg_cdr(env->ctx, args));
+    comp_free(&in);
+    if (rc < 0) {
+        c->failed = 1;
+        return NULL;
+    }
+    if (!r->ncap)
+        return const_expr(c, name);
+    tgG_expr **e = cnew(c, (r->ncap + 1) * sizeof *e);
+    if (!e || !(e[0] = const_expr(c, name)))
+        return NULL;
+    for (unsigned i = 0; i < r->ncap; i++) {
+        tgG_expr *x = cnew(c, sizeof *x);
+        if (!x)
+            return NULL;
+        x->op = TGG_SLOT;
+        x->slot = (unsigned)in.caps.v[2 * i];
+        e[i + 1] = x;
+    }
+    return list_expr(c, r->ncap + 1, e, NULL);
+}
+
+/* (fact rel datum ...) adds one tuple; (facts rel (datum ...) ...) several.
+ * The data are taken as written (not evaluated). */
+static int eval_fact(comp *c, tg_term *form, int many)
+{
+    char b[120];
+    tg_env *env = c->env;
+    tg_term *args = tg_cdr(env->ctx, form);
+    const char *what = many ? "facts" : "fact";
+    if (!tgT_ispair(args) || tg_kind_of(tg_car(args)) != TG_SYMBOL || tg_tail(args) != tg_nil() ||
+        (many && tg_cdr(env->ctx, args) == tg_nil())) {
+        cerr(c, "%s needs a relation name and data: %s", what, show(form, b, sizeof b));
+        return -1;
+    }
+    tg_term *name = tg_car(args), *rest = tg_cdr(env->ctx, args);
+    size_t nt = many ? tg_length(rest) : 1;
+    tg_term **tuples = cnew(c, (nt + 1) * sizeof *tuples);
+    if (!tuples)
+        return -1;
+    if (many)
+        tg_elements(rest, tuples, nt);
+    else
+        tuples[0] = rest;
+    tgG_rel *r = tgG_rel_get(env, name);
+    if (!r)
+        return cerr(c, "out of memory"), -1;
+    if (r->body || (r->cfn && r->cfn != tgF_fn)) {
+        cerr(c, "%s: %s is a relation defined otherwise, not a fact table", what, show(name, b, sizeof b));
+        return -1;
+    }
+    unsigned arity = r->cfn ? r->arity : (unsigned)tg_length(tuples[0]);
+    for (size_t i = 0; i < nt; i++)
+        if (!tgT_ispair(tuples[i]) && tuples[i] != tg_nil()) {
+            cerr(c, "%s: a tuple must be a list: %s", what, show(tuples[i], b, sizeof b));
+            return -1;
+        } else if (tg_length(tuples[i]) != arity || tg_tail(tuples[i]) != tg_nil()) {
+            char b2[120];
+            cerr(c, "%s: %s takes %u arguments: %s", what, show(name, b, sizeof b), arity,
+                 show(tuples[i], b2, sizeof b2));
+            return -1;
+        }
+    if (!r->cfn) {
+        void *f = tgF_new();
+        if (!f)
+            return cerr(c, "out of memory"), -1;
+        r->cfn = tgF_fn;
+        r->cud = f;
+        r->arity = arity;
+    }
+    for (size_t i = 0; i < nt; i++)
+        if (tgF_add(r->cud, tuples[i]) < 0)
+            return cerr(c, "out of memory"), -1;
     return 0;
 }
 
@@ -776,7 +950,7 @@ tg_env *tg_env_new(tg_ctx *ctx, tg_error *err)
         }
     x->e.sym_t = x->syms.s[S_T];
     x->e.sym_f = x->syms.s[S_F];
-    if (load_prelude(&x->e, err) < 0) {
+    if (tgN_register(&x->e, err) < 0 || load_prelude(&x->e, err) < 0) {
         GC_FREE(x);
         return NULL;
     }
@@ -787,6 +961,33 @@ void tg_env_free(tg_env *env)
 {
     if (env)
         GC_FREE(env);
+}
+
+int tg_defrel_c(tg_env *env, const char *name, unsigned arity, tg_relation_fn fn,
+                void *ud, tg_error *err)
+{
+    if (!env || !name || !fn) {
+        tgE_arg(err, "tg_defrel_c needs an environment, a name and a function");
+        return -1;
+    }
+    tg_term *sym = tg_symbol_cstr(env->ctx, name);
+    tgG_rel *r = sym ? tgG_rel_get(env, sym) : NULL;
+    if (!r) {
+        tgE_nomem(err);
+        return -1;
+    }
+    memset(r, 0, sizeof *r);
+    r->name = sym;
+    r->arity = arity;
+    r->cfn = fn;
+    r->cud = ud;
+    return 0;
+}
+
+tg_term *tg_env_var(tg_env *env, const char *name)
+{
+    tg_term *sym = tg_symbol_cstr(env->ctx, name ? name : "_");
+    return sym ? tgT_lvar_new(env->ctx, sym, 0) : NULL;
 }
 
 void tg_env_set_occurs_check(tg_env *env, int on)
@@ -817,8 +1018,16 @@ int tg_eval(tg_env *env, tg_term *form, tg_answer_fn fn, void *ud, tg_term **val
         *value = NULL;
     tg_term *h = tgT_ispair(form) ? tg_car(form) : NULL;
     envx *x = (envx *)env;
-    if (h && h == x->syms.s[S_DEFREL]) {
-        int rc = eval_defrel(&c, form);
+    if (h && (h == x->syms.s[S_DEFREL] || h == x->syms.s[S_TABLED] ||
+              h == x->syms.s[S_FACT] || h == x->syms.s[S_FACTS])) {
+        int rc;
+        if (h == x->syms.s[S_FACT] || h == x->syms.s[S_FACTS])
+            rc = eval_fact(&c, form, h == x->syms.s[S_FACTS]);
+        else if (h == x->syms.s[S_TABLED] && tgT_ispair(tg_cdr(env->ctx, form)) &&
+                 tg_kind_of(tg_nth(form, 1)) == TG_SYMBOL)
+            rc = eval_table_names(&c, form);
+        else
+            rc = eval_defrel(&c, form, h == x->syms.s[S_TABLED]);
         comp_free(&c);
         return rc < 0 ? -1 : TG_EVAL_DEFINE;
     }

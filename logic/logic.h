@@ -44,6 +44,9 @@ struct tg_env {
     tg_error *err;          /* where the current query reports */
     int failed;             /* an error was reported */
     tg_term *sym_t, *sym_f; /* #t and #f */
+    void *tables;           /* answer tables of the running query (table.c) */
+    tgK_vec canon;          /* the variables of canonical terms: the i-th met */
+    unsigned long nlambda;  /* lambdas made, to name them */
 };
 
 static inline uint64_t tgK_new_scope(tg_env *env) { return ++env->next_scope; }

@@ -8,10 +8,19 @@
  * stack (bind it with a goal, mplus it with a suspension, or go on with
  * the remaining clauses of a conde).  Each mode and each continuation is
  * one case of faster-miniKanren's mplus, bind, fresh, conde or take.
+ *
+ * Tabling adds one kind of stream, after Byrd's tabled miniKanren: a
+ * waiting stream, the list of the consumers of answer tables that have
+ * used every answer found so far.  A waiting stream is put after any
+ * other stream in mplus; forcing it resumes the consumers whose tables
+ * have grown; when the whole search is a waiting stream and no table has
+ * grown, every table is complete and the search ends.
  */
 #include "search.h"
+#include "table.h"
 
 #include <gc/gc.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum {
@@ -23,7 +32,11 @@ enum {
     SU_CLAUSES,     /* clauses i.. of conde a */
     SU_MPLUS,       /* (mplus (force a) b) */
     SU_BIND,        /* (bind (force a) goal c in frame b) */
-    SU_FAIL         /* i > 1: SU_FAIL i-1; else no answer */
+    SU_FAIL,        /* i > 1: SU_FAIL i-1; else no answer */
+    SU_CREL,        /* answer i of C relation call a, args b, state c */
+    SU_REUSE,       /* answers i.. of table entry a for argument list b, state c */
+    C_WAIT = 64,    /* a waiting stream: a is the first waiter */
+    C_WAITER        /* consumer of entry a that has seen i answers, suspension b, next c */
 };
 
 typedef struct cell {
@@ -33,7 +46,7 @@ typedef struct cell {
 } cell;
 
 static inline uint32_t tag_of(const void *s) { return *(const uint32_t *)s; }
-static inline int is_susp(const void *s) { return tag_of(s) >= SU_APPLY; }
+static inline int is_susp(const void *s) { return tag_of(s) >= SU_APPLY && tag_of(s) < C_WAIT; }
 
 enum { K_BIND = 1, K_MPLUS, K_CLAUSES };
 
@@ -85,6 +98,192 @@ static tg_term *inst(tg_env *env, const tgG_expr *e, tg_term **fr)
         return r;
     }
     }
+}
+
+/* ---- the relation table -------------------------------------------- */
+
+static size_t rel_home(const tg_term *name, size_t cap)
+{
+    return (tg_hash(name) * 0x9E3779B1u) & (cap - 1);
+}
+
+tgG_rel *tgG_rel_find(tg_env *env, const tg_term *name)
+{
+    if (env->relcap)
+        for (size_t i = rel_home(name, env->relcap); env->rels[i]; i = (i + 1) & (env->relcap - 1))
+            if (env->rels[i]->name == name)
+                return env->rels[i];
+    return NULL;
+}
+
+static int rels_grow(tg_env *env)
+{
+    size_t cap = env->relcap ? env->relcap * 2 : 64;
+    tgG_rel **t = GC_MALLOC(cap * sizeof *t);
+    if (!t)
+        return -1;
+    for (size_t i = 0; i < env->relcap; i++) {
+        tgG_rel *r = env->rels[i];
+        if (!r)
+            continue;
+        size_t j = rel_home(r->name, cap);
+        while (t[j])
+            j = (j + 1) & (cap - 1);
+        t[j] = r;
+    }
+    env->rels = t;
+    env->relcap = cap;
+    return 0;
+}
+
+tgG_rel *tgG_rel_get(tg_env *env, tg_term *name)
+{
+    tgG_rel *r = tgG_rel_find(env, name);
+    if (r)
+        return r;
+    if (2 * (env->nrels + 1) > env->relcap && rels_grow(env) < 0)
+        return NULL;
+    if (!(r = GC_MALLOC(sizeof *r)))
+        return NULL;
+    r->name = name;
+    size_t i = rel_home(name, env->relcap);
+    while (env->rels[i])
+        i = (i + 1) & (env->relcap - 1);
+    env->rels[i] = r;
+    env->nrels++;
+    return r;
+}
+
+/* ---- calls -------------------------------------------------------- */
+
+static const char *rel_name(const tgG_rel *rel, int *len)
+{
+    size_t n;
+    const char *s = tg_symbol_name(rel->name, &n);
+    *len = (int)n;
+    return s;
+}
+
+/* The relation a relation value denotes: its name, or a lambda's
+ * (name captured ...).  *caps gets the captured values (or ()). */
+static tgG_rel *resolve(tg_env *env, tg_term *v, const tgS_state *st, tg_term **caps)
+{
+    v = tgS_walk(v, st->S);
+    *caps = tg_nil();
+    tg_term *name = v;
+    if (tgT_ispair(v)) {
+        name = tgS_walk(tg_car(v), st->S);
+        if (!(*caps = tgU_walk_star(env, tg_cdr(env->ctx, v), st->S, NULL)))
+            return env->oom = 1, NULL;
+    }
+    tgG_rel *rel = tg_kind_of(name) == TG_SYMBOL ? tgG_rel_find(env, name) : NULL;
+    if (!rel || (!rel->body && !rel->cfn) || tg_length(*caps) != rel->ncap) {
+        char *p = tg_print(v, NULL);
+        tgK_error(env, TG_ERR_ARG, "not a relation: %s", p ? p : "?");
+        free(p);
+        return NULL;
+    }
+    return rel;
+}
+
+/* A call of a C relation: its walked arguments and the iteration state. */
+typedef struct ccall {
+    tgG_rel *rel;
+    unsigned long i;
+    void *state;
+    unsigned n;
+    tg_term *args[];
+} ccall;
+
+static void *ccall_new(tg_env *env, tgG_rel *rel, tg_term **args, const tgS_state *st)
+{
+    ccall *cc = GC_MALLOC(sizeof *cc + rel->arity * sizeof *cc->args);
+    if (!cc)
+        return env->oom = 1, NULL;
+    cc->rel = rel;
+    cc->n = rel->arity;
+    for (unsigned i = 0; i < rel->arity; i++)
+        if (!(cc->args[i] = tgU_walk_star(env, args[i], st->S, NULL)))
+            return env->oom = 1, NULL;
+    return cc;
+}
+
+/* The next answer tuple of a C relation call, checked: 1 with *out, 0 at
+ * the end, -1 on error (reported). */
+static int ccall_next(tg_env *env, ccall *cc, tg_term **out)
+{
+    int len;
+    const char *nm = rel_name(cc->rel, &len);
+    tg_error *err = env->err;
+    if (err)
+        err->code = TG_OK;
+    int rc = cc->rel->cfn(env->ctx, cc->args, cc->n, cc->i++, &cc->state, out, cc->rel->cud, err);
+    if (rc < 0) {
+        if (!err || err->code == TG_OK)
+            tgK_error(env, TG_ERR_ARG, "relation %.*s failed", len, nm);
+        env->failed = 1;
+        return -1;
+    }
+    if (rc == 0)
+        return 0;
+    if (!*out || tg_length(*out) != cc->n || tg_tail(*out) != tg_nil()) {
+        tgK_error(env, TG_ERR_ARG, "relation %.*s gave an answer that is not a list of %u terms",
+                  len, nm, cc->n);
+        return -1;
+    }
+    return 1;
+}
+
+static const tgG_goal master_goal = {.op = TGG_MASTER};
+
+/* ---- waiting streams ---------------------------------------------- */
+
+/* W with every waiter's suspension bound to goal g in frame fr. */
+static cell *wait_bind(tg_env *env, cell *W, tgG_goal *g, tg_term **fr)
+{
+    cell *first = NULL, **link = &first;
+    for (cell *w = W->a; w; w = w->c) {
+        cell *b = mk(env, SU_BIND, 0, w->b, fr, g);
+        cell *n = b ? mk(env, C_WAITER, w->i, w->a, b, NULL) : NULL;
+        if (!n)
+            return NULL;
+        *link = n;
+        link = (cell **)&n->c;
+    }
+    return mk(env, C_WAIT, 0, first, NULL, NULL);
+}
+
+static cell *wait_concat(tg_env *env, cell *A, cell *B)
+{
+    cell *first = B->a, **link = &first;
+    for (cell *w = A->a; w; w = w->c) {
+        cell *n = mk(env, C_WAITER, w->i, w->a, w->b, B->a);
+        if (!n)
+            return NULL;
+        *link = n;
+        link = (cell **)&n->c;
+    }
+    return mk(env, C_WAIT, 0, first, NULL, NULL);
+}
+
+/* The waiters of W whose tables grew, as one suspension followed by the
+ * rest of W; NULL when none grew (*oom set on failure). */
+static cell *wait_split(tg_env *env, cell *W)
+{
+    cell *ready = NULL, *rest = NULL;
+    for (cell *w = W->a; w; w = w->c) {
+        if (((tgA_entry *)w->a)->nans > w->i)
+            ready = ready ? mk(env, SU_MPLUS, 0, w->b, ready, NULL) : w->b;
+        else
+            rest = mk(env, C_WAITER, w->i, w->a, w->b, rest);
+        if (env->oom)
+            return NULL;
+    }
+    if (ready && rest) {
+        cell *rw = mk(env, C_WAIT, 0, rest, NULL, NULL);
+        ready = rw ? mk(env, SU_MPLUS, 0, ready, rw, NULL) : NULL;
+    }
+    return ready;
 }
 
 /* ---- the machine -------------------------------------------------- */
@@ -148,29 +347,79 @@ static void *machine(tg_env *env, cell *f0)
                 break;
             case TGG_CALL: {
                 tgG_rel *rel = g->rel;
-                if (!rel->body) {
-                    size_t len;
-                    const char *nm = tg_symbol_name(rel->name, &len);
-                    tgK_error(env, TG_ERR_ARG, "undefined relation %.*s", (int)len, nm);
+                tg_term *caps = tg_nil();
+                if (!rel) {
+                    tg_term *v = inst(env, g->a, fr);
+                    if (!v || !(rel = resolve(env, v, st, &caps)))
+                        goto fail;
+                }
+                if (!rel->body && !rel->cfn) {
+                    int len;
+                    const char *nm = rel_name(rel, &len);
+                    tgK_error(env, TG_ERR_ARG, "undefined relation %.*s", len, nm);
                     goto fail;
                 }
                 if (rel->arity != g->n) {
-                    size_t len;
-                    const char *nm = tg_symbol_name(rel->name, &len);
+                    int len;
+                    const char *nm = rel_name(rel, &len);
                     tgK_error(env, TG_ERR_ARG, "%.*s takes %u arguments, called with %u",
-                              (int)len, nm, rel->arity, g->n);
+                              len, nm, rel->arity, g->n);
                     goto fail;
                 }
-                tg_term **nf = tgT_alloc(env->ctx, (rel->nslots ? rel->nslots : 1) * sizeof *nf);
+                if (rel->cfn || rel->tabled) {
+                    /* several answers from one state: variables made so
+                     * far must not be bound in place (a branch point) */
+                    if (!(st = tgS_state_new(env->ctx, tgK_new_scope(env), st->S, st->C)))
+                        goto oom;
+                }
+                unsigned ns = rel->nslots > g->n ? rel->nslots : g->n;
+                tg_term **nf = tgT_alloc(env->ctx, (ns ? ns : 1) * sizeof *nf);
                 if (!nf)
                     goto oom;
-                memset(nf, 0, rel->nslots * sizeof *nf);
+                memset(nf, 0, ns * sizeof *nf);
                 for (unsigned i = 0; i < g->n; i++)
                     if (!(nf[i] = inst(env, g->args[i], fr)))
                         goto fail;
+                for (unsigned i = 0; i < rel->ncap; i++)
+                    nf[rel->cap[i]] = tg_nth(caps, i);
+                if (rel->cfn) {
+                    /* a C relation: its answers come one by one, like clauses */
+                    void *cc = ccall_new(env, rel, nf, st);
+                    tg_term *al = cc ? tg_list(env->ctx, g->n, nf, NULL) : NULL;
+                    if (!al || !(s = mk(env, SU_CREL, 0, cc, al, st)))
+                        goto oom;
+                    break;
+                }
+                if (rel->tabled) {
+                    tg_term *al = tg_list(env->ctx, g->n, nf, NULL);
+                    tg_term *call = al ? tg_cons(env->ctx, rel->name, al) : NULL;
+                    tg_term *key = call ? tgA_canon(env, st, call) : NULL;
+                    int made;
+                    tgA_entry *e = key ? tgA_entry_get(env, key, &made) : NULL;
+                    if (!e)
+                        goto oom;
+                    if (!made) {    /* a consumer: the answers of the table */
+                        if (!(s = mk(env, SU_REUSE, 0, e, al, st)))
+                            goto oom;
+                        break;
+                    }
+                    /* the producer: each new answer goes to the table */
+                    e->args = al;
+                    if (kpush(env, K_BIND, (void *)&master_goal, e, NULL) < 0)
+                        goto fail;
+                }
                 fr = nf;
                 g = rel->body;
                 continue;
+            }
+            case TGG_MASTER: {
+                tgA_entry *e = (tgA_entry *)fr;
+                tg_term *a = tgA_canon(env, st, e->args);
+                int r = a ? tgA_add(env, e, a) : -1;
+                if (r < 0)
+                    goto oom;
+                s = r ? st : NULL;
+                break;
             }
             case TGG_REIFY: {
                 tgS_state nl = *st;
@@ -232,6 +481,52 @@ static void *machine(tg_env *env, cell *f0)
                 s = f->i > 1 ? mk(env, SU_FAIL, f->i - 1, NULL, NULL, NULL) : NULL;
                 mode = RETURN;
                 continue;
+            case SU_CREL: {
+                tg_term *out;
+                int rc = ccall_next(env, f->a, &out);
+                if (rc < 0)
+                    goto fail;
+                if (rc == 0) {
+                    s = NULL;
+                } else {
+                    tgS_state *s2 = tgC_unify(env, f->c, f->b, out);
+                    cell *next = mk(env, SU_CREL, 0, f->a, f->b, f->c);
+                    s = s2 && next ? mk(env, C_PAIR, 0, s2, next, NULL) : next;
+                    if (!s)
+                        goto fail;
+                }
+                mode = RETURN;
+                continue;
+            }
+            case SU_REUSE: {
+                tgA_entry *e = f->a;
+                if (f->i < e->nans) {
+                    tg_term *a = tgA_instance(env, e->ans[f->i]);
+                    tgS_state *s2 = a ? tgC_unify(env, f->c, f->b, a) : NULL;
+                    cell *next = a ? mk(env, SU_REUSE, f->i + 1, e, f->b, f->c) : NULL;
+                    s = s2 && next ? mk(env, C_PAIR, 0, s2, next, NULL) : next;
+                } else {
+                    /* every answer so far used: wait for more */
+                    cell *w = mk(env, C_WAITER, f->i, e, f, NULL);
+                    s = w ? mk(env, C_WAIT, 0, w, NULL, NULL) : NULL;
+                }
+                if (!s)
+                    goto fail;
+                mode = RETURN;
+                continue;
+            }
+            case C_WAIT: {
+                cell *r = wait_split(env, f);
+                if (env->oom)
+                    goto fail;
+                if (r) {
+                    f = r;
+                    continue;
+                }
+                s = f;
+                mode = RETURN;
+                continue;
+            }
             }
             goto fail;
         clauses:
@@ -255,6 +550,11 @@ static void *machine(tg_env *env, cell *f0)
                     continue;
                 if (is_susp(s)) {
                     if (!(s = mk(env, SU_BIND, 0, s, fr, g)))
+                        goto fail;
+                    continue;
+                }
+                if (tag_of(s) == C_WAIT) {
+                    if (!(s = wait_bind(env, s, g, fr)))
                         goto fail;
                     continue;
                 }
@@ -291,6 +591,17 @@ static void *machine(tg_env *env, cell *f0)
             }
             if (is_susp(s)) {
                 s = mk(env, SU_MPLUS, 0, f, s, NULL);
+            } else if (tag_of(s) == C_WAIT) {
+                /* waiting goes last: the other stream first, then the
+                 * waiters whose tables grew, then the rest */
+                if (tag_of(f) == C_WAIT) {
+                    s = wait_concat(env, s, f);
+                } else {
+                    cell *r = wait_split(env, s);
+                    if (env->oom)
+                        goto fail;
+                    s = mk(env, SU_MPLUS, 0, f, r ? r : s, NULL);
+                }
             } else if (tag_of(s) == C_PAIR) {
                 cell *p = s;
                 cell *m = mk(env, SU_MPLUS, 0, f, p->b, NULL);
@@ -315,6 +626,7 @@ long tgG_run(tg_env *env, tgG_goal *g, unsigned nslots, long n, tgG_emit *emit, 
 {
     tg_term **fr = GC_MALLOC((nslots ? nslots : 1) * sizeof *fr);
     tgS_state *st = tgS_state_new(env->ctx, tgK_new_scope(env), NULL, NULL);
+    tgA_reset(env);
     cell *f = fr && st ? mk(env, SU_APPLY, 0, g, fr, st) : NULL;
     long count = 0;
     env->oom = 0;
@@ -331,6 +643,17 @@ long tgG_run(tg_env *env, tgG_goal *g, unsigned nslots, long n, tgG_emit *emit, 
             f = s;
             continue;
         }
+        if (tag_of(s) == C_WAIT) {
+            /* only waiting consumers left: go on if a table grew, else
+             * every table is complete */
+            cell *r = wait_split(env, s);
+            if (env->oom)
+                goto oom;
+            if (!r)
+                break;
+            f = r;
+            continue;
+        }
         cell *ans = tag_of(s) == C_PAIR ? ((cell *)s)->a : s;
         count++;
         if (emit(ud, ans->a))
@@ -341,8 +664,10 @@ long tgG_run(tg_env *env, tgG_goal *g, unsigned nslots, long n, tgG_emit *emit, 
         if (n > 0)
             n--;
     }
+    tgA_reset(env);
     return count;
 err:
+    tgA_reset(env);
     if (!env->oom)
         return -1;
 oom:

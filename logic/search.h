@@ -31,8 +31,9 @@ enum {
     TGG_CONJ,       /* bind* g[0] g[1] ... */
     TGG_FRESH,      /* suspend; make vars; then g[0] */
     TGG_CONDE,      /* suspend; new scope; mplus* of clauses g[i] */
-    TGG_CALL,
-    TGG_REIFY       /* the answer of run: reify slot 0 */
+    TGG_CALL,       /* rel set: that relation; else the relation value a */
+    TGG_REIFY,      /* the answer of run: reify slot 0 */
+    TGG_MASTER      /* a tabled call's producer records an answer */
 };
 
 typedef struct tgG_rel tgG_rel;
@@ -51,12 +52,25 @@ struct tgG_goal {
     tgG_rel *rel;           /* CALL */
 };
 
+/* A relation written in C (tg_defrel_c). */
+typedef int tgG_cfn(tg_ctx *ctx, tg_term *const *args, unsigned nargs, unsigned long i,
+                    void **state, tg_term **out, void *ud, tg_error *err);     /* tg_relation_fn */
+
 struct tgG_rel {
     tg_term *name;
     unsigned arity;
     unsigned nslots;        /* frame size: arguments, then fresh variables */
     tgG_goal *body;         /* NULL while only referred to */
+    unsigned ncap;          /* a lambda: captured variables, in slots cap[i] */
+    unsigned *cap;
+    int tabled;             /* answers are memoized per call variant */
+    tgG_cfn *cfn;           /* a C relation (fact tables are too): fn and its data */
+    void *cud;
 };
+
+/* The relation named name (NULL if none); tgG_rel_get makes it if need be. */
+tgG_rel *tgG_rel_find(tg_env *env, const tg_term *name);
+tgG_rel *tgG_rel_get(tg_env *env, tg_term *name);
 
 /* Called with each answer; return nonzero to stop the run. */
 typedef int tgG_emit(void *ud, tg_term *answer);

@@ -234,7 +234,7 @@ tg_term *tgU_names_get(const tgU_names *nm, const tg_term *x)
     return NULL;
 }
 
-static int names_put(tgU_names *nm, tg_term *x, tg_term *name)
+int tgU_names_put(tgU_names *nm, tg_term *x, tg_term *name)
 {
     if (2 * (nm->n + 1) > nm->cap) {
         size_t cap = nm->cap ? nm->cap * 2 : 16;
@@ -245,7 +245,7 @@ static int names_put(tgU_names *nm, tg_term *x, tg_term *name)
         nm->keys = k, nm->vals = v, nm->cap = cap, nm->n = 0;
         for (size_t i = 0; i < old.cap; i++)
             if (old.keys[i])
-                names_put(nm, old.keys[i], old.vals[i]);
+                tgU_names_put(nm, old.keys[i], old.vals[i]);
     }
     size_t i = (size_t)(tgS_var_id(x) * 0x9E3779B97F4A7C15ull) & (nm->cap - 1);
     while (nm->keys[i])
@@ -271,7 +271,7 @@ size_t tgU_vars(tg_env *env, tg_term *v, tgK_vec *out)
             continue;
         if (tgT_islvar(t)) {
             if (!tgU_names_get(seen, t)) {
-                if (names_put(seen, t, t) < 0 || tgK_vec_reserve(out, 1) < 0) {
+                if (tgU_names_put(seen, t, t) < 0 || tgK_vec_reserve(out, 1) < 0) {
                     env->oom = 1;
                     break;
                 }
@@ -306,7 +306,7 @@ int tgU_names_add(tg_env *env, tgU_names *nm, tg_term *v)
         char buf[32];
         int len = snprintf(buf, sizeof buf, "_.%zu", nm->n);
         tg_term *name = tg_symbol(env->ctx, buf, (size_t)len);
-        if (!name || names_put(nm, x, name) < 0)
+        if (!name || tgU_names_put(nm, x, name) < 0)
             return env->oom = 1, -1;
     }
     return 0;

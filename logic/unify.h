@@ -36,6 +36,8 @@ tg_term *tgU_walk_star(tg_env *env, tg_term *v, const tgS_map *S, tgU_names *nam
 tgU_names *tgU_names_new(void);
 /* Name every variable of v not yet named, in preorder. */
 int tgU_names_add(tg_env *env, tgU_names *nm, tg_term *v);
+/* Name variable x (not yet named) `name`, any term; -1 out of memory. */
+int tgU_names_put(tgU_names *nm, tg_term *x, tg_term *name);
 /* The name given to variable x, or NULL. */
 tg_term *tgU_names_get(const tgU_names *nm, const tg_term *x);
 /* The variables of v, each once, in preorder. */

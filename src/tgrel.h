@@ -234,6 +234,27 @@ tg_query *tg_query_new(tg_env *env, tg_term *form, tg_error *err);
 long tg_query_run(tg_query *q, tg_answer_fn fn, void *ud, tg_error *err);
 void tg_query_free(tg_query *q);
 
+/* A relation written in C: the escape from goals to C (what project is
+ * for in Scheme).  When a goal calls it, the search asks it for answers
+ * one at a time, i = 0, 1, 2, ..., passing the arguments walked (every
+ * bound variable replaced by its value; unbound ones stay variables).
+ * *state is NULL for i = 0 and kept between the calls of one goal, for
+ * the function's own use (collector memory, or nothing to free).  For
+ * answer i, set *answer to a list of nargs terms, unified with the
+ * arguments (it may hold new variables from tg_env_var), and return 1;
+ * return 0 when there are no more answers, or -1 to stop the query with
+ * the error reported in err (which may be NULL).  Answers are interleaved
+ * with the rest of the search as the clauses of a conde are. */
+typedef int (*tg_relation_fn)(tg_ctx *ctx, tg_term *const *args, unsigned nargs,
+                              unsigned long i, void **state, tg_term **answer,
+                              void *ud, tg_error *err);
+/* Define (or redefine) relation `name` of `arity` arguments as fn. */
+int tg_defrel_c(tg_env *env, const char *name, unsigned arity, tg_relation_fn fn,
+                void *ud, tg_error *err);
+/* A new logic variable (named name, or "_" when NULL) for the answers
+ * of a C relation. */
+tg_term *tg_env_var(tg_env *env, const char *name);
+
 #ifdef __cplusplus
 }
 #endif
