@@ -80,6 +80,11 @@ int tgF_add(void *fp, tg_term *tuple)
 {
     facts *f = fp;
     size_t k = f->tuples.n;
+    if (f->cap && tgT_ground(tuple)) {     /* a table is a set: once each */
+        size_t s = fslot(f, tuple);
+        if (f->keys[s] == tuple && f->tuple[s])
+            return 0;
+    }
     if (tgK_vec_reserve(&f->tuples, 1) < 0 || tgK_vec_reserve(&f->next1, 1) < 0)
         return -1;
     f->tuples.v[f->tuples.n++] = (uintptr_t)tuple;

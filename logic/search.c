@@ -35,6 +35,7 @@ enum {
     SU_FAIL,        /* i > 1: SU_FAIL i-1; else no answer */
     SU_CREL,        /* answer i of C relation call a, args b, state c */
     SU_REUSE,       /* answers i.. of table entry a for argument list b, state c */
+    SU_MPLUSW,      /* (mplus (force a) W): waiting stream b parked at the end */
     C_WAIT = 64,    /* a waiting stream: a is the first waiter */
     C_WAITER        /* consumer of entry a that has seen i answers, suspension b, next c */
 };
@@ -48,7 +49,7 @@ typedef struct cell {
 static inline uint32_t tag_of(const void *s) { return *(const uint32_t *)s; }
 static inline int is_susp(const void *s) { return tag_of(s) >= SU_APPLY && tag_of(s) < C_WAIT; }
 
-enum { K_BIND = 1, K_MPLUS, K_CLAUSES };
+enum { K_BIND = 1, K_MPLUS, K_CLAUSES, K_MPLUSW };
 
 static cell *mk(tg_env *env, uint32_t tag, uint32_t i, void *a, void *b, void *c)
 {
@@ -236,6 +237,27 @@ static int ccall_next(tg_env *env, ccall *cc, tg_term **out)
 
 static const tgG_goal master_goal = {.op = TGG_MASTER};
 
+/* The first call of a tabled variant: the stream of the table's
+ * consumer `use` merged with the producer, which runs the body on a fresh
+ * instance of the call in an empty state, so that nothing the caller
+ * knows (its constraints) narrows the answers the table records. */
+static cell *producer(tg_env *env, tgG_rel *rel, tgA_entry *e, cell *use)
+{
+    tg_term *call = tgA_instance(env, e->key);
+    tgS_state *st0 = call ? tgS_state_new(env->ctx, tgK_new_scope(env), NULL, NULL) : NULL;
+    tg_term **nf = st0 ? tgT_alloc(env->ctx, (rel->nslots ? rel->nslots : 1) * sizeof *nf) : NULL;
+    if (!nf)
+        return env->oom = 1, NULL;
+    memset(nf, 0, rel->nslots * sizeof *nf);
+    e->args = tg_cdr(env->ctx, call);
+    if (!e->args)
+        return env->oom = 1, NULL;
+    tg_elements(e->args, nf, rel->arity);
+    cell *body = mk(env, SU_APPLY, 0, rel->body, nf, st0);
+    cell *prod = body ? mk(env, SU_BIND, 0, body, e, (void *)&master_goal) : NULL;
+    return prod ? mk(env, SU_MPLUS, 0, prod, use, NULL) : NULL;
+}
+
 /* ---- waiting streams ---------------------------------------------- */
 
 /* W with every waiter's suspension bound to goal g in frame fr. */
@@ -284,6 +306,24 @@ static cell *wait_split(tg_env *env, cell *W)
         ready = rw ? mk(env, SU_MPLUS, 0, ready, rw, NULL) : NULL;
     }
     return ready;
+}
+
+/* (mplus s W) for a stream s that is not empty: W stays at the end and
+ * is not forced again (forcing a waiting stream makes no progress, and
+ * swapping it to the front at every step would cost a step per nesting
+ * level, exponential in the depth of nested tabled calls). */
+static void *with_wait(tg_env *env, void *s, cell *W)
+{
+    if (tag_of(s) == C_WAIT)
+        return wait_concat(env, s, W);
+    if (is_susp(s))
+        return mk(env, SU_MPLUSW, 0, s, W, NULL);
+    if (tag_of(s) == C_PAIR) {
+        cell *p = s;
+        void *rest = with_wait(env, p->b, W);
+        return rest ? mk(env, C_PAIR, 0, p->a, rest, NULL) : NULL;
+    }
+    return mk(env, C_PAIR, 0, s, W, NULL);
 }
 
 /* ---- the machine -------------------------------------------------- */
@@ -396,29 +436,25 @@ static void *machine(tg_env *env, cell *f0)
                     tg_term *key = call ? tgA_canon(env, st, call) : NULL;
                     int made;
                     tgA_entry *e = key ? tgA_entry_get(env, key, &made) : NULL;
-                    if (!e)
+                    cell *use = e ? mk(env, SU_REUSE, 0, e, al, st) : NULL;
+                    if (!use)
                         goto oom;
-                    if (!made) {    /* a consumer: the answers of the table */
-                        if (!(s = mk(env, SU_REUSE, 0, e, al, st)))
-                            goto oom;
-                        break;
-                    }
-                    /* the producer: each new answer goes to the table */
-                    e->args = al;
-                    if (kpush(env, K_BIND, (void *)&master_goal, e, NULL) < 0)
+                    s = use;
+                    if (made && !(s = producer(env, rel, e, use)))
                         goto fail;
+                    break;
                 }
                 fr = nf;
                 g = rel->body;
                 continue;
             }
             case TGG_MASTER: {
+                /* the producer's answers go to the table only */
                 tgA_entry *e = (tgA_entry *)fr;
                 tg_term *a = tgA_canon(env, st, e->args);
-                int r = a ? tgA_add(env, e, a) : -1;
-                if (r < 0)
+                if (!a || tgA_add(env, e, a) < 0)
                     goto oom;
-                s = r ? st : NULL;
+                s = NULL;
                 break;
             }
             case TGG_REIFY: {
@@ -515,6 +551,20 @@ static void *machine(tg_env *env, cell *f0)
                 mode = RETURN;
                 continue;
             }
+            case SU_MPLUSW: {
+                cell *r = wait_split(env, f->b);
+                if (env->oom)
+                    goto fail;
+                if (r) {    /* some waiters can go on: interleave them */
+                    if (!(f = mk(env, SU_MPLUS, 0, f->a, r, NULL)))
+                        goto fail;
+                    continue;
+                }
+                if (kpush(env, K_MPLUSW, f->b, NULL, NULL) < 0)
+                    goto fail;
+                f = f->a;
+                continue;
+            }
             case C_WAIT: {
                 cell *r = wait_split(env, f);
                 if (env->oom)
@@ -582,6 +632,11 @@ static void *machine(tg_env *env, cell *f0)
             case K_MPLUS:
                 f = (cell *)w[1];
                 goto mplus;
+            case K_MPLUSW:
+                s = s ? with_wait(env, s, (cell *)w[1]) : (void *)w[1];
+                if (!s)
+                    goto fail;
+                continue;
             }
             goto fail;
         mplus:
@@ -589,19 +644,17 @@ static void *machine(tg_env *env, cell *f0)
                 mode = FORCE;
                 continue;
             }
-            if (is_susp(s)) {
+            if (tag_of(f) == C_WAIT) {
+                s = with_wait(env, s, f);
+            } else if (is_susp(s)) {
                 s = mk(env, SU_MPLUS, 0, f, s, NULL);
             } else if (tag_of(s) == C_WAIT) {
-                /* waiting goes last: the other stream first, then the
-                 * waiters whose tables grew, then the rest */
-                if (tag_of(f) == C_WAIT) {
-                    s = wait_concat(env, s, f);
-                } else {
-                    cell *r = wait_split(env, s);
-                    if (env->oom)
-                        goto fail;
-                    s = mk(env, SU_MPLUS, 0, f, r ? r : s, NULL);
-                }
+                /* waiting goes last: the other stream first, and the
+                 * waiters whose tables grew interleaved with it */
+                cell *r = wait_split(env, s);
+                if (env->oom)
+                    goto fail;
+                s = r ? mk(env, SU_MPLUS, 0, f, r, NULL) : mk(env, SU_MPLUSW, 0, f, s, NULL);
             } else if (tag_of(s) == C_PAIR) {
                 cell *p = s;
                 cell *m = mk(env, SU_MPLUS, 0, f, p->b, NULL);
