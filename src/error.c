@@ -5,6 +5,14 @@
 
 #include "error.h"
 
+void tg_error_set(tg_error *err, tg_errcode code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    tgE_setv(err, code, NULL, 0, 0, fmt, ap);
+    va_end(ap);
+}
+
 void tg_error_clear(tg_error *err)
 {
     if (!err)

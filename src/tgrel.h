@@ -53,6 +53,13 @@ typedef struct tg_error {
 
 /* Clear an error to TG_OK. */
 void tg_error_clear(tg_error *err);
+/* Set an error without a position, printf-style (for C relations and
+ * other callbacks that report through a tg_error); err may be NULL. */
+void tg_error_set(tg_error *err, tg_errcode code, const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 /* Format "file:line:column: message" (or just the message when there is no
  * position) into buf; returns buf. */
 const char *tg_error_format(const tg_error *err, char *buf, size_t size);

@@ -1,7 +1,8 @@
 /* test_logic.c - the logic core through the C API: evaluating forms,
  * tg_run and prepared queries, errors that leave the environment usable,
  * the occurs check switch, streaming answers with early stop, and terms
- * nested 10^6 deep through unify, walk* and reify (no recursion).
+ * nested 10^6 deep through unify, walk* and reify (no recursion), and
+ * relations written in C (tg_defrel_c, tg_env_var) with their errors.
  *
  * TG_TEST_DEPTH sets the depth of the deep tests (default 10^6). */
 #include "harness.h"
@@ -151,6 +152,76 @@ static tg_term *quoted(tg_term *t)
     return tg_app(ctx, tg_symbol_cstr(ctx, "quote"), 1, a);
 }
 
+/* (betweeno lo hi x): the integers lo..hi; lo and hi must be ground. */
+static int betweeno(tg_ctx *c, tg_term *const *args, unsigned nargs, unsigned long i,
+                    void **state, tg_term **answer, void *ud, tg_error *err)
+{
+    (void)nargs, (void)state, (void)ud;
+    int64_t lo, hi;
+    if (tg_int_get(args[0], &lo) < 0 || tg_int_get(args[1], &hi) < 0) {
+        tg_error_set(err, TG_ERR_ARG, "betweeno needs integer bounds");
+        return -1;
+    }
+    if (lo + (int64_t)i > hi)
+        return 0;
+    tg_term *v[3] = {args[0], args[1], tg_int(c, lo + (int64_t)i)};
+    *answer = tg_list(c, 3, v, NULL);
+    return 1;
+}
+
+/* (pairvo p): p is (x x) for a new variable x, made with tg_env_var. */
+static int pairvo(tg_ctx *c, tg_term *const *args, unsigned nargs, unsigned long i,
+                  void **state, tg_term **answer, void *ud, tg_error *err)
+{
+    (void)args, (void)nargs, (void)state, (void)err;
+    if (i > 0)
+        return 0;
+    tg_term *x = tg_env_var(ud, "x"), *v[2] = {x, x}, *p = tg_list(c, 2, v, NULL);
+    *answer = tg_list(c, 1, &p, NULL);
+    return 1;
+}
+
+/* A badly behaved relation: answers that are not argument lists, or -1
+ * without a message. */
+static int badrel(tg_ctx *c, tg_term *const *args, unsigned nargs, unsigned long i,
+                  void **state, tg_term **answer, void *ud, tg_error *err)
+{
+    (void)c, (void)args, (void)nargs, (void)i, (void)state, (void)err;
+    if (ud)
+        return -1;
+    *answer = tg_nil();
+    return 1;
+}
+
+static void test_crel(void)
+{
+    tg_error err;
+    TAP_CHECK(tg_defrel_c(env, "betweeno", 3, betweeno, NULL, &err) == 0, "tg_defrel_c defines a relation");
+    check_eval("(run* (q) (betweeno 1 4 q))", "(1 2 3 4)");
+    check_eval("(run* (q) (betweeno 1 4 3))", "(_.0)");
+    check_eval("(run* (q) (betweeno 1 4 q) (=/= q 2) (=/= q 3))", "(1 4)");
+    check_eval("(run 2 (q) (fresh (a b) (betweeno 1 3 a) (betweeno a 3 b) (== q (list a b))))",
+               "((1 1) (1 2))");
+    check_eval("(run* (q) (mapo (lambda (x y) (betweeno x x y)) '(5 6) q))", "((5 6))");
+    check_eval("(run* (q) (betweeno 'a 4 q))", "!error betweeno needs integer bounds");
+    check_eval("(run* (q) (betweeno 1 q))", "!error betweeno takes 3 arguments, called with 2");
+    TAP_CHECK(tg_defrel_c(env, "pairvo", 1, pairvo, env, &err) == 0, "a relation that makes variables");
+    check_eval("(run* (q) (pairvo q))", "((_.0 _.0))");
+    check_eval("(run* (q) (fresh (a) (pairvo `(,a 1)) (== q a)))", "(1)");
+    tg_defrel_c(env, "badshape", 1, badrel, NULL, &err);
+    check_eval("(run* (q) (badshape q))",
+               "!error relation badshape gave an answer that is not a list of 1 terms");
+    tg_defrel_c(env, "badfail", 1, badrel, env, &err);
+    check_eval("(run* (q) (badfail q))", "!error relation badfail failed");
+    TAP_CHECK(tg_defrel_c(env, NULL, 1, badrel, NULL, &err) == -1 && err.code == TG_ERR_ARG,
+              "tg_defrel_c rejects a NULL name");
+    TAP_CHECK(tg_defrel_c(env, "x", 1, NULL, NULL, &err) == -1, "tg_defrel_c rejects a NULL function");
+    /* a defrel replaces a C relation of the same name, and back */
+    check_eval("(defrel (betweeno a b c) (== c 'defined))", "");
+    check_eval("(run* (q) (betweeno 1 2 q))", "(defined)");
+    check_eval("(run* (q) (badfail q) (== q 1))", "!error relation badfail failed");
+}
+
 static void test_deep(void)
 {
     long n = depth();
@@ -197,6 +268,7 @@ int main(void)
     test_errors();
     test_occurs();
     test_queries();
+    test_crel();
     test_deep();
     tg_env_free(env);
     tg_ctx_free(ctx);
