@@ -16,12 +16,11 @@
 
 static int is_fresh(const tg_term *t) { return tgT_islvar(t); }
 
-/* Does fact (rel x) hold?  rel names a fact table (else no). */
-static int holds1(tg_env *env, const char *rel, tg_term *x)
+/* Does fact (r x) hold?  No when r is not (or no longer) a fact table
+ * of one column: a program may redefine it. */
+static int holds1(tg_env *env, const tgG_rel *r, tg_term *x)
 {
-    tg_term *name = tg_symbol_cstr(env->ctx, rel);
-    tgG_rel *r = name ? tgG_rel_find(env, name) : NULL;
-    if (!r || r->cfn != tgF_fn || r->arity != 1)
+    if (!tgT_ground(x) || r->cfn != tgF_fn || r->arity != 1)
         return 0;
     tg_term *tuple = tg_list(env->ctx, 1, &x, NULL);
     return tuple && tgF_holds(r->cud, tuple);
@@ -33,6 +32,28 @@ static int one_answer(unsigned long i, tg_term **out, tg_term *answer)
         return 0;
     *out = answer;
     return answer ? 1 : -1;
+}
+
+/* Is x an application (op y z ...) of op to at least one argument? */
+static int same_app(const tg_term *x, const tg_term *op)
+{
+    return tgT_ispair(x) && tg_car(x) == op && tg_tail(x) == tg_nil() && tg_length(x) > 1;
+}
+
+/* Push the arguments of application x (its elements after the head) on
+ * st, last first, so that they pop in order. */
+static int push_args(tgK_vec *st, const tg_term *x)
+{
+    size_t k = tg_length(x);
+    if (tgK_vec_reserve(st, k) < 0)
+        return -1;
+    tg_iter it;
+    tg_iter_init(&it, x);
+    tg_iter_next(&it);
+    for (size_t j = k - 1; j-- > 0;)
+        st->v[st->n + j] = (uintptr_t)tg_iter_next(&it);
+    st->n += k - 1;
+    return 0;
 }
 
 /* ---- permuteo ----------------------------------------------------- */
@@ -199,13 +220,12 @@ static int cmp_terms(const void *a, const void *b)
 static tg_term *canon_node(tg_env *env, const props *pr, tg_term **v, size_t n, tgK_vec *tmp)
 {
     tg_term *op = v[0];
-    int a = pr->assoc && holds1(env, "associative", op);
-    int c = pr->comm && holds1(env, "commutative", op);
+    int a = pr->assoc && holds1(env, env->assoc, op);
+    int c = pr->comm && holds1(env, env->comm, op);
     tmp->n = 0;
     for (size_t i = 0; i < n; i++) {
         tg_term *x = v[i];
-        if (i > 0 && a && tgT_ispair(x) && tg_car(x) == op && tg_tail(x) == tg_nil() &&
-            tg_length(x) > 1) {
+        if (i > 0 && a && same_app(x, op)) {
             size_t k = tg_length(x);
             if (tgK_vec_reserve(tmp, k) < 0)
                 return NULL;
@@ -270,9 +290,9 @@ static int read_props(tg_env *env, tg_term *l, props *pr)
     tg_iter it;
     tg_iter_init(&it, l);
     for (tg_term *x; (x = tg_iter_next(&it));) {
-        if (x == tg_symbol_cstr(env->ctx, "associative"))
+        if (x == env->sym_assoc)
             pr->assoc = 1;
-        else if (x == tg_symbol_cstr(env->ctx, "commutative"))
+        else if (x == env->sym_comm)
             pr->comm = 1;
         else {
             tgK_error(env, TG_ERR_ARG, "unknown property (associative or commutative expected)");
@@ -314,42 +334,23 @@ static int flatten_fn(tg_ctx *ctx, tg_term *const *args, unsigned nargs, unsigne
     (void)nargs, (void)state, (void)err;
     tg_env *env = ud;
     tg_term *a = args[0], *f = a;
-    if (tgT_ispair(a) && tg_tail(a) == tg_nil() && holds1(env, "associative", tg_car(a))) {
+    if (tgT_ispair(a) && tg_tail(a) == tg_nil() && holds1(env, env->assoc, tg_car(a))) {
+        /* depth-first, left to right: a stack of the terms still to emit */
         tg_term *op = tg_car(a);
         tgK_vec st = {0}, res = {0};
-        size_t n = tg_length(a);
-        /* splice depth-first, left to right: a stack of terms to emit */
-        if (tgK_vec_reserve(&st, n) < 0 || tgK_vec_reserve(&res, 1) < 0)
+        if (push_args(&st, a) < 0 || tgK_vec_reserve(&res, 1) < 0)
             return -1;
         res.v[res.n++] = (uintptr_t)op;
-        tg_elements(a, (tg_term **)st.v, n);
-        for (size_t k = 1, j = n - 1; k < j; k++, j--) {
-            uintptr_t t = st.v[k];
-            st.v[k] = st.v[j];
-            st.v[j] = t;
-        }
-        st.n = n - 1;   /* the arguments, last on the bottom; the op dropped */
-        memmove(st.v, st.v + 1, st.n * sizeof *st.v);
         while (st.n) {
             tg_term *x = (tg_term *)st.v[--st.n];
-            if (tgT_ispair(x) && tg_car(x) == op && tg_tail(x) == tg_nil() && tg_length(x) > 1) {
-                size_t k = tg_length(x);
-                if (tgK_vec_reserve(&st, k) < 0)
+            if (same_app(x, op)) {
+                if (push_args(&st, x) < 0)
                     return -1;
-                tg_term **e = (tg_term **)(st.v + st.n);
-                tg_elements(x, e, k);
-                for (size_t p = 1, q = k - 1; p < q; p++, q--) {
-                    tg_term *t = e[p];
-                    e[p] = e[q];
-                    e[q] = t;
-                }
-                memmove(e, e + 1, (k - 1) * sizeof *e);
-                st.n += k - 1;
-                continue;
-            }
-            if (tgK_vec_reserve(&res, 1) < 0)
+            } else if (tgK_vec_reserve(&res, 1) < 0) {
                 return -1;
-            res.v[res.n++] = (uintptr_t)x;
+            } else {
+                res.v[res.n++] = (uintptr_t)x;
+            }
         }
         if (!(f = tg_list(ctx, res.n, (tg_term **)res.v, NULL)))
             return -1;
@@ -384,9 +385,9 @@ static int opkind_fn(tg_ctx *ctx, tg_term *const *args, unsigned nargs, unsigned
     if (!tgT_ground(args[0]) || read_props(env, args[0], &pr) < 0)
         return -1;
     tg_term *v[4] = {args[0], args[1], env->sym_f, env->sym_f};
-    if (pr.assoc && holds1(env, "associative", args[1]))
+    if (pr.assoc && holds1(env, env->assoc, args[1]))
         v[2] = env->sym_t;
-    if (pr.comm && holds1(env, "commutative", args[1]))
+    if (pr.comm && holds1(env, env->comm, args[1]))
         v[3] = env->sym_t;
     return one_answer(i, out, tg_list(ctx, 4, v, NULL));
 }
@@ -430,10 +431,12 @@ int tgN_register(tg_env *env, tg_error *err)
         if (tg_defrel_c(env, b[i].name, b[i].arity, b[i].fn, env, err) < 0)
             return -1;
     /* the property tables the assoc/comm relations consult: empty */
+    tgG_rel **rels[2] = {&env->assoc, &env->comm};
+    tg_term **names[2] = {&env->sym_assoc, &env->sym_comm};
     static const char *const tables[] = {"associative", "commutative"};
     for (size_t i = 0; i < 2; i++) {
-        tg_term *name = tg_symbol_cstr(env->ctx, tables[i]);
-        tgG_rel *r = name ? tgG_rel_get(env, name) : NULL;
+        tg_term *name = *names[i] = tg_symbol_cstr(env->ctx, tables[i]);
+        tgG_rel *r = *rels[i] = name ? tgG_rel_get(env, name) : NULL;
         void *f = tgF_new();
         if (!r || !f) {
             tgE_nomem(err);

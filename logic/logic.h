@@ -44,6 +44,8 @@ struct tg_env {
     tg_error *err;          /* where the current query reports */
     int failed;             /* an error was reported */
     tg_term *sym_t, *sym_f; /* #t and #f */
+    tg_term *sym_assoc, *sym_comm;  /* associative, commutative: the names */
+    tgG_rel *assoc, *comm;  /* ... and their fact tables (builtin.c) */
     void *tables;           /* answer tables of the running query (table.c) */
     tgK_vec canon;          /* the variables of canonical terms: the i-th met */
     unsigned long nlambda;  /* lambdas made, to name them */

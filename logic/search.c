@@ -166,19 +166,21 @@ static const char *rel_name(const tgG_rel *rel, int *len)
 }
 
 /* The relation a relation value denotes: its name, or a lambda's
- * (name captured ...).  *caps gets the captured values (or ()). */
-static tgG_rel *resolve(tg_env *env, tg_term *v, const tgS_state *st, tg_term **caps)
+ * (name captured ...), returned in *clo (else NULL) so that the call
+ * takes the captured values from it where they are. */
+static tgG_rel *resolve(tg_env *env, tg_term *v, const tgS_state *st, tg_term **clo)
 {
     v = tgS_walk(v, st->S);
-    *caps = tg_nil();
+    *clo = NULL;
     tg_term *name = v;
+    size_t ncap = 0;
     if (tgT_ispair(v)) {
-        name = tgS_walk(tg_car(v), st->S);
-        if (!(*caps = tgU_walk_star(env, tg_cdr(env->ctx, v), st->S, NULL)))
-            return env->oom = 1, NULL;
+        *clo = v;
+        name = tg_car(v);
+        ncap = tg_tail(v) == tg_nil() ? tg_length(v) - 1 : SIZE_MAX;
     }
     tgG_rel *rel = tg_kind_of(name) == TG_SYMBOL ? tgG_rel_find(env, name) : NULL;
-    if (!rel || (!rel->body && !rel->cfn) || tg_length(*caps) != rel->ncap) {
+    if (!rel || (!rel->body && !rel->cfn) || ncap != rel->ncap) {
         char *p = tg_print(v, NULL);
         tgK_error(env, TG_ERR_ARG, "not a relation: %s", p ? p : "?");
         free(p);
@@ -387,10 +389,10 @@ static void *machine(tg_env *env, cell *f0)
                 break;
             case TGG_CALL: {
                 tgG_rel *rel = g->rel;
-                tg_term *caps = tg_nil();
+                tg_term *clo = NULL;
                 if (!rel) {
                     tg_term *v = inst(env, g->a, fr);
-                    if (!v || !(rel = resolve(env, v, st, &caps)))
+                    if (!v || !(rel = resolve(env, v, st, &clo)))
                         goto fail;
                 }
                 if (!rel->body && !rel->cfn) {
@@ -421,7 +423,7 @@ static void *machine(tg_env *env, cell *f0)
                     if (!(nf[i] = inst(env, g->args[i], fr)))
                         goto fail;
                 for (unsigned i = 0; i < rel->ncap; i++)
-                    nf[rel->cap[i]] = tg_nth(caps, i);
+                    nf[rel->cap[i]] = tg_nth(clo, i + 1);
                 if (rel->cfn) {
                     /* a C relation: its answers come one by one, like clauses */
                     void *cc = ccall_new(env, rel, nf, st);
