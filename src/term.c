@@ -314,7 +314,9 @@ static void place(uintptr_t *slots, size_t cap, size_t i, uintptr_t v)
 /* Move every entry to a new array of ncap slots (the caller is inside
  * enter/leave): to grow, or to give up wide tags.  Fails only when memory
  * is exhausted; the table then stays as it is. */
+#ifndef REBUILD_PREFETCH
 #define REBUILD_PREFETCH 16     /* slots */
+#endif
 static void move_all(const uintptr_t *old, size_t ocap, uintptr_t omask, uintptr_t *ns,
                      size_t ncap)
 {
@@ -584,7 +586,7 @@ static tg_term *intern_chunk(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *c
  * busy, and slot i stays valid.  When the free list is empty or the table
  * is at its load limit, the remedy may collect, which may prune the
  * table: the chunk is then interned again from the start. */
-static inline __attribute__((always_inline)) tg_term *
+static __attribute__((noinline)) tg_term *
 intern_miss(tg_ctx *ctx, tgT_hdr hd, tg_term *head, tg_term *const *args, tg_term *rest, size_t i)
 {
     unsigned na = hd.n - 1u, hastail = (hd.flags & TGT_HASTAIL) != 0;
@@ -608,13 +610,10 @@ intern_miss(tg_ctx *ctx, tgT_hdr hd, tg_term *head, tg_term *const *args, tg_ter
     return intern_chunk(ctx, head, na, args, rest);     /* rare: probe again */
 }
 
-/* Intern the chunk (head args[0] .. args[na-1] . rest).  The head is
- * apart from the arguments so that an application is interned straight
- * from its argument array.  The whole 8-byte header (hash, kind, count,
- * flags) is compared in one go.  Inlined with constant counts for short
- * applications (tg_app), which unrolls the loops. */
-static inline __attribute__((always_inline)) tg_term *
-intern_body(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args, tg_term *rest)
+/* The header of the chunk (head args[0] .. args[na-1] . rest): kind,
+ * flags, count, depth and hash. */
+static inline __attribute__((always_inline)) tgT_hdr
+chunk_hdr(tg_term *head, unsigned na, tg_term *const *args, tg_term *rest)
 {
     /* () is the usual rest: its fields as constants */
     unsigned hastail = rest != TGT_NIL;
@@ -630,25 +629,53 @@ intern_body(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args, tg_te
     for (unsigned i = na; i-- > 0;)
         h = tgT_mix(tgT_hash(args[i]), h);
     h = tgT_mix(tgT_hash(head), h);
-    tgT_hdr hd = {TG_PAIR, (ground ? TGT_GROUND : 0) | (hastail ? TGT_HASTAIL : 0), na + 1, d, h};
-    uint64_t want = hdr_word(hd);
+    return (tgT_hdr){TG_PAIR, (ground ? TGT_GROUND : 0) | (hastail ? TGT_HASTAIL : 0), na + 1, d, h};
+}
 
+/* Node c holds the chunk whose header word is `want`.  The whole 8-byte
+ * header (hash, kind, count, flags) is compared in one go. */
+static inline __attribute__((always_inline)) int
+chunk_is(const tg_term *c, uint64_t want, tg_term *head, unsigned na, tg_term *const *args,
+         tg_term *rest)
+{
+    if (hdr_word(c->h) != want || c->e[0] != head)
+        return 0;
+    unsigned k = 0;
+    while (k < na && c->e[k + 1] == args[k])
+        k++;
+    return k == na && (rest == TGT_NIL || c->e[na + 1] == rest);
+}
+
+/* Probe for the chunk from slot i (inside enter/leave): the node, or
+ * NULL with *i the free slot that ends the probe sequence. */
+static inline __attribute__((always_inline)) tg_term *
+chunk_probe(const tg_ctx *ctx, size_t *i, tgT_hdr hd, tg_term *head, unsigned na,
+            tg_term *const *args, tg_term *rest)
+{
+    uint64_t want = hdr_word(hd);
+    uintptr_t *s = ctx->slots, mask = ctx->tagmask, tag = tag_of(hd.hash, mask);
+    size_t j = *i, cap = ctx->cap;
+    for (uintptr_t v; (v = s[j]) != 0; j = j + 1 == cap ? 0 : j + 1)
+        if ((v & mask) == tag && chunk_is((tg_term *)(v & ~mask), want, head, na, args, rest))
+            return (tg_term *)(v & ~mask);
+    *i = j;
+    return NULL;
+}
+
+/* Intern the chunk (head args[0] .. args[na-1] . rest).  The head is
+ * apart from the arguments so that an application is interned straight
+ * from its argument array.  Inlined with constant counts for short
+ * applications (tg_app), which unrolls the loops. */
+static inline __attribute__((always_inline)) tg_term *
+intern_body(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args, tg_term *rest)
+{
+    tgT_hdr hd = chunk_hdr(head, na, args, rest);
     enter(ctx);
-    uintptr_t *s = ctx->slots, mask = ctx->tagmask, tag = tag_of(h, mask);
-    size_t i = home(ctx, h), cap = ctx->cap;
-    for (uintptr_t v; (v = s[i]) != 0; i = i + 1 == cap ? 0 : i + 1) {
-        if ((v & mask) != tag)
-            continue;
-        tg_term *c = (tg_term *)(v & ~mask);
-        if (hdr_word(c->h) != want || c->e[0] != head)
-            continue;
-        unsigned k = 0;
-        while (k < na && c->e[k + 1] == args[k])
-            k++;
-        if (k == na && (!hastail || c->e[na + 1] == rest)) {
-            leave(ctx);
-            return c;
-        }
+    size_t i = home(ctx, hd.hash);
+    tg_term *c = chunk_probe(ctx, &i, hd, head, na, args, rest);
+    if (c) {
+        leave(ctx);
+        return c;
     }
     return intern_miss(ctx, hd, head, args, rest, i);
 }
@@ -795,16 +822,23 @@ static void mpz_set_i64(mpz_t z, int64_t v)
         mpz_neg(z, z);
 }
 
-tg_term *tg_int(tg_ctx *ctx, int64_t v)
+/* Out of line, so that tg_int itself needs no stack frame. */
+static __attribute__((noinline)) tg_term *int_big(tg_ctx *ctx, int64_t v)
 {
-    if (v >= TGT_FIXMIN && v <= TGT_FIXMAX)
-        return tgT_mkfix(v);
     mpz_t z;
     mpz_init(z);
     mpz_set_i64(z, v);
     tg_term *t = tg_int_mpz(ctx, z);
     mpz_clear(z);
     return t;
+}
+
+tg_term *tg_int(tg_ctx *ctx, int64_t v)
+{
+    /* one unsigned compare for the immediate range */
+    if ((uint64_t)v - (uint64_t)TGT_FIXMIN <= (uint64_t)TGT_FIXMAX - (uint64_t)TGT_FIXMIN)
+        return tgT_mkfix(v);
+    return int_big(ctx, v);
 }
 
 static uint32_t limbs_hash(const mp_limb_t *d, size_t n, uint32_t seed)
@@ -998,6 +1032,125 @@ tg_term *tg_app(tg_ctx *ctx, tg_term *head, size_t n, tg_term *const *args)
     tg_term *t = build_chunks(ctx, n + 1, buf, TGT_NIL);
     free(buf);
     return t;
+}
+
+/* ---- batched applications ---------------------------------------- */
+
+/* Terms spread over a large table cost a cache miss for the home slot and
+ * another for the node, and a single call cannot overlap them with the
+ * next call's.  A batch works in groups: hash every application of the
+ * group, fetch all their home slots, pick each one's candidate node and
+ * fetch those, then compare.  The misses of a group overlap; a term not
+ * found is then made by the ordinary path, which may allocate and
+ * collect, so nothing found earlier is relied on across it. */
+#ifndef BATCH_GROUP
+#define BATCH_GROUP 32
+#endif
+
+static inline __attribute__((always_inline)) void
+batch_group(tg_ctx *ctx, tg_term *head, unsigned na, size_t m, tg_term *const *args,
+            tg_term **out)
+{
+    tgT_hdr hd[BATCH_GROUP];
+    size_t at[BATCH_GROUP];
+    for (size_t j = 0; j < m; j++)
+        hd[j] = chunk_hdr(head, na, args + j * na, TGT_NIL);
+    enter(ctx);
+    uintptr_t *s = ctx->slots, mask = ctx->tagmask;
+    for (size_t j = 0; j < m; j++) {
+        at[j] = home(ctx, hd[j].hash);
+        __builtin_prefetch(&s[at[j]]);
+    }
+    /* the first slot that is empty or carries the tag: nearly always the
+     * node sought, or where the probe ends */
+    for (size_t j = 0; j < m; j++) {
+        uintptr_t tag = tag_of(hd[j].hash, mask), v;
+        size_t i = at[j];
+        while ((v = s[i]) != 0 && (v & mask) != tag)
+            i = i + 1 == ctx->cap ? 0 : i + 1;
+        at[j] = i;
+        if (v)
+            __builtin_prefetch((void *)(v & ~mask));
+    }
+    for (size_t j = 0; j < m; j++)
+        out[j] = chunk_probe(ctx, &at[j], hd[j], head, na, args + j * na, TGT_NIL);
+    leave(ctx);
+    for (size_t j = 0; j < m; j++)
+        if (!out[j] && !(out[j] = intern_chunk(ctx, head, na, args + j * na, TGT_NIL)))
+            return;
+}
+
+/* All of a batch with a constant argument count, so that the loops of
+ * the short cases unroll as in tg_app. */
+static inline __attribute__((always_inline)) size_t
+batch_run(tg_ctx *ctx, tg_term *head, unsigned na, size_t count, tg_term *const *args,
+          tg_term **out)
+{
+    for (size_t k = 0; k < count; k += BATCH_GROUP) {
+        size_t m = count - k < BATCH_GROUP ? count - k : BATCH_GROUP;
+        batch_group(ctx, head, na, m, args + k * na, out + k);
+        for (size_t j = 0; j < m; j++)
+            if (!out[k + j])
+                return k + j;
+    }
+    return count;
+}
+
+/* The arguments are checked before anything is built. */
+static int batch_check(tg_term *head, size_t n, size_t count, tg_term *const *args,
+                       tg_term **out, tg_error *err)
+{
+    if (!head || !out || (n && !args)) {
+        tgE_arg(err, "tg_app_batch: NULL head, arguments or output");
+        return -1;
+    }
+    if (n && count > SIZE_MAX / n) {
+        tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "tg_app_batch: %zu x %zu arguments", count, n);
+        return -1;
+    }
+    for (size_t i = 0; i < count * n; i++)
+        if (!args[i]) {
+            tgE_set(err, TG_ERR_ARG, NULL, 0, 0,
+                    "tg_app_batch: argument %zu of application %zu is NULL", i % n, i / n);
+            return -1;
+        }
+    return 0;
+}
+
+int tg_app_batch(tg_ctx *ctx, tg_term *head, size_t n, size_t count, tg_term *const *args,
+                 tg_term **out, tg_error *err)
+{
+    if (!ctx) {
+        tgE_arg(err, "tg_app_batch: NULL context");
+        return -1;
+    }
+    if (!count)
+        return 0;
+    if (batch_check(head, n, count, args, out, err))
+        return -1;
+    static tg_term *const none[1];
+    if (!n)
+        args = none;    /* no arithmetic on a NULL array */
+    size_t done;
+    switch (n) {
+    case 0: done = batch_run(ctx, head, 0, count, args, out); break;
+    case 1: done = batch_run(ctx, head, 1, count, args, out); break;
+    case 2: done = batch_run(ctx, head, 2, count, args, out); break;
+    case 3: done = batch_run(ctx, head, 3, count, args, out); break;
+    default:
+        if (n < TGT_CHUNK)
+            done = batch_run(ctx, head, (unsigned)n, count, args, out);
+        else    /* several chunks each: no gain from grouping */
+            for (done = 0; done < count && (out[done] = tg_app(ctx, head, n, args + done * n));)
+                done++;
+        break;
+    }
+    if (done == count)
+        return 0;
+    for (size_t j = done; j < count; j++)
+        out[j] = NULL;
+    tgE_nomem(err);
+    return -1;
 }
 
 tg_term *tg_nil(void)
