@@ -581,6 +581,15 @@ static inline uint64_t hdr_word(tgT_hdr h)
 static tg_term *intern_chunk(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args,
                              tg_term *rest);
 
+/* The GROUND flag of a chunk, for a miss (see chunk_hdr). */
+static unsigned chunk_ground(tg_term *head, unsigned na, tg_term *const *args, tg_term *rest)
+{
+    unsigned ground = tgT_ground(head) && (rest == TGT_NIL || tgT_ground(rest));
+    for (unsigned i = 0; i < na; i++)
+        ground &= tgT_ground(args[i]);
+    return ground ? TGT_GROUND : 0;
+}
+
 /* A miss: slot i is free (called busy).  Taking a node from the free list
  * never calls the collector, so the node is built and stored while still
  * busy, and slot i stays valid.  When the free list is empty or the table
@@ -594,6 +603,7 @@ intern_miss(tg_ctx *ctx, tgT_hdr hd, tg_term *head, tg_term *const *args, tg_ter
     tg_term *t = ctx->freelist[g];
     if (__builtin_expect(t != NULL && ctx->count < ctx->limit, 1)) {
         ctx->freelist[g] = GC_NEXT(t);
+        hd.flags |= chunk_ground(head, na, args, rest);
         t->h = hd;
         t->e[0] = head;
         for (unsigned k = 0; k < na; k++)
@@ -611,34 +621,36 @@ intern_miss(tg_ctx *ctx, tgT_hdr hd, tg_term *head, tg_term *const *args, tg_ter
 }
 
 /* The header of the chunk (head args[0] .. args[na-1] . rest): kind,
- * flags, count, depth and hash. */
+ * count, depth, hash and the HASTAIL flag.  GROUND is left out: it
+ * follows from the elements, so a lookup need not compute it; a miss
+ * adds it (chunk_ground). */
 static inline __attribute__((always_inline)) tgT_hdr
 chunk_hdr(tg_term *head, unsigned na, tg_term *const *args, tg_term *rest)
 {
     /* () is the usual rest: its fields as constants */
     unsigned hastail = rest != TGT_NIL;
     uint32_t d = hastail ? tgT_depth(rest) : 0, hd0 = tgT_depth(head);
-    unsigned ground = (hastail ? (unsigned)tgT_ground(rest) : 1u) & (unsigned)tgT_ground(head);
     for (unsigned i = 0; i < na; i++) {
         uint32_t di = tgT_depth(args[i]);
         d = di > d ? di : d;
-        ground &= tgT_ground(args[i]);
     }
     d = ((hd0 > d ? hd0 : d) + 1) & ((1u << TGT_DEPTH_BITS) - 1);
     uint32_t h = (hastail ? tgT_hash(rest) : NIL_HASH) ^ (d * 0x9E3779B1u);
     for (unsigned i = na; i-- > 0;)
         h = tgT_mix(tgT_hash(args[i]), h);
     h = tgT_mix(tgT_hash(head), h);
-    return (tgT_hdr){TG_PAIR, (ground ? TGT_GROUND : 0) | (hastail ? TGT_HASTAIL : 0), na + 1, d, h};
+    return (tgT_hdr){TG_PAIR, hastail ? TGT_HASTAIL : 0, na + 1, d, h};
 }
 
-/* Node c holds the chunk whose header word is `want`.  The whole 8-byte
- * header (hash, kind, count, flags) is compared in one go. */
+/* Node c holds the chunk whose header word, GROUND aside, is `want`.
+ * The 8-byte header (hash, kind, count, depth, HASTAIL) is compared in
+ * one go. */
 static inline __attribute__((always_inline)) int
 chunk_is(const tg_term *c, uint64_t want, tg_term *head, unsigned na, tg_term *const *args,
          tg_term *rest)
 {
-    if (hdr_word(c->h) != want || c->e[0] != head)
+    const uint64_t ground = hdr_word((tgT_hdr){0, TGT_GROUND, 0, 0, 0});
+    if (((hdr_word(c->h) ^ want) & ~ground) != 0 || c->e[0] != head)
         return 0;
     unsigned k = 0;
     while (k < na && c->e[k + 1] == args[k])
