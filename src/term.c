@@ -314,9 +314,7 @@ static void place(uintptr_t *slots, size_t cap, size_t i, uintptr_t v)
 /* Move every entry to a new array of ncap slots (the caller is inside
  * enter/leave): to grow, or to give up wide tags.  Fails only when memory
  * is exhausted; the table then stays as it is. */
-#ifndef REBUILD_PREFETCH
-#define REBUILD_PREFETCH 16     /* slots */
-#endif
+#define REBUILD_PREFETCH 16     /* slots; 32 and 64 are no faster */
 static void move_all(const uintptr_t *old, size_t ocap, uintptr_t omask, uintptr_t *ns,
                      size_t ncap)
 {
@@ -1056,9 +1054,7 @@ tg_term *tg_app(tg_ctx *ctx, tg_term *head, size_t n, tg_term *const *args)
  * fetch those, then compare.  The misses of a group overlap; a term not
  * found is then made by the ordinary path, which may allocate and
  * collect, so nothing found earlier is relied on across it. */
-#ifndef BATCH_GROUP
-#define BATCH_GROUP 32
-#endif
+#define BATCH_GROUP 32      /* 8, 16, 64: 29, 33, 35 M/s at 10^6 against 35 */
 
 static inline __attribute__((always_inline)) void
 batch_group(tg_ctx *ctx, tg_term *head, unsigned na, size_t m, tg_term *const *args,
