@@ -150,7 +150,7 @@ static uintptr_t *table_alloc(size_t cap, int wide)
         p = (uintptr_t *)(m + lead);
     }
 #endif
-    if (!p && n < HUGE_BYTES)
+    if (!p)     /* small, or not Linux (table_free tells them apart the same way) */
         p = calloc(cap + TBL_HDR, sizeof *p);
     if (!p)
         return NULL;
@@ -311,9 +311,7 @@ static void place(uintptr_t *slots, size_t cap, size_t i, uintptr_t v)
     slots[i] = v;
 }
 
-/* Move every entry to a new array of ncap slots (the caller is inside
- * enter/leave): to grow, or to give up wide tags.  Fails only when memory
- * is exhausted; the table then stays as it is. */
+/* Place every entry of array old (tag mask omask) in the empty array ns. */
 #define REBUILD_PREFETCH 16     /* slots; 32 and 64 are no faster */
 static void move_all(const uintptr_t *old, size_t ocap, uintptr_t omask, uintptr_t *ns,
                      size_t ncap)
@@ -332,6 +330,9 @@ static void move_all(const uintptr_t *old, size_t ocap, uintptr_t omask, uintptr
         }
     }
 }
+/* Move every entry to a new array of ncap slots (the caller is inside
+ * enter/leave): to grow, or to give up wide tags.  Fails only when memory
+ * is exhausted; the table then stays as it is. */
 static int rebuild(tg_ctx *ctx, size_t ncap, int wide)
 {
     uintptr_t *ns = table_alloc(ncap, wide);
