@@ -591,10 +591,11 @@ static inline unsigned chunk_ground(tg_term *head, unsigned na, tg_term *const *
 
 /* A miss: slot i is free (called busy).  Taking a node from the free list
  * never calls the collector, so the node is built and stored while still
- * busy, and slot i stays valid.  Inline: out of line, the call cost the
- * churn of short-lived terms 6%, more than it saved the lookups.  When the free list is empty or the table
+ * busy, and slot i stays valid.  When the free list is empty or the table
  * is at its load limit, the remedy may collect, which may prune the
- * table: the chunk is then interned again from the start. */
+ * table: the chunk is then interned again from the start.  Inline: out of
+ * line, the call cost the churn of short-lived terms 6%, more than it
+ * saved the lookups. */
 static inline __attribute__((always_inline)) tg_term *
 intern_miss(tg_ctx *ctx, tgT_hdr hd, tg_term *head, tg_term *const *args, tg_term *rest, size_t i)
 {
