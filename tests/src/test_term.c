@@ -291,16 +291,38 @@ static int batch_matches(size_t n, size_t count, int64_t base)
     return ok;
 }
 
-static void test_batch(void)
+/* Small tables are probed one application at a time, larger ones in
+ * groups: both are run, before and after the table grows. */
+static void batch_counts(const char *table, int64_t base)
 {
     static const size_t ns[] = {0, 1, 2, 3, 4, 7, 8, 12};
     for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
-        TAP_CHECK(batch_matches(ns[k], 100, 0), "batch of 100 new %zu-argument applications",
-                  ns[k]);
-        TAP_CHECK(batch_matches(ns[k], 37, 0), "batch of 37 existing %zu-argument applications",
-                  ns[k]);
+        TAP_CHECK(batch_matches(ns[k], 100, base), "%s table: batch of 100 new %zu-argument terms",
+                  table, ns[k]);
+        TAP_CHECK(batch_matches(ns[k], 37, base), "%s table: batch of 37 existing %zu-argument terms",
+                  table, ns[k]);
     }
+}
+
+static void test_batch(void)
+{
+    tg_ctx *shared = C;
+    C = tg_ctx_new(NULL);   /* a fresh context: a small table */
+    tg_stats st;
+    tg_ctx_stats(C, &st);
+    TAP_CHECK(st.capacity < 8192, "the table is small (%zu slots)", st.capacity);
+    batch_counts("small", 0);
+    tg_ctx_stats(C, &st);
+    TAP_CHECK(st.capacity < 8192, "and stays small (%zu slots)", st.capacity);
+    tg_ctx_free(C);
+    C = shared;
     TAP_CHECK(batch_matches(2, 200000, 1000000), "batch of 2*10^5 new terms (collections inside)");
+    tg_term **hold = GC_MALLOC(20000 * sizeof *hold);  /* keeps the table large */
+    for (int i = 0; i < 20000; i++)
+        hold[i] = tg_app(C, sym("hold"), 1, (tg_term *[]){num(i)});
+    tg_ctx_stats(C, &st);
+    TAP_CHECK(st.capacity >= 16384, "the table has grown (%zu slots)", st.capacity);
+    batch_counts("large", 5000000);
     tg_term *a[6] = {num(1), num(2), num(1), num(2), num(3), num(4)}, *out[3];
     TAP_CHECK(tg_app_batch(C, sym("d"), 2, 3, a, out, NULL) == 0 && out[0] == out[1] &&
                   out[0] != out[2] && out[2] == tg_read_cstr(C, "(d 3 4)", NULL),
