@@ -168,4 +168,14 @@ static inline tg_term *tgT_iter_next(tg_iter *it) {
  * not be a pair unless it is a full chunk. */
 tg_term *tgT_chunk(tg_ctx *ctx, unsigned m, tg_term *const *e, tg_term *rest);
 
+/* Make the context's table keep hash tags in the low pointer bits only,
+ * as it does by itself when a node lies above the addresses the high tag
+ * bits assume; for tests of that path. */
+void tgT_narrow(tg_ctx *ctx);
+
+/* Mark the context as in the middle of a table operation (on) or not,
+ * as a thread stopped there would leave it for a collection started by
+ * another thread; for tests of that path. */
+void tgT_busy(tg_ctx *ctx, int on);
+
 #endif

@@ -128,6 +128,13 @@ tg_term *tg_cons(tg_ctx *ctx, tg_term *car, tg_term *cdr);
 tg_term *tg_list(tg_ctx *ctx, size_t n, tg_term *const *elems, tg_term *tail);
 /* An application (head a[0] ... a[n-1]) is the list of head and args. */
 tg_term *tg_app(tg_ctx *ctx, tg_term *head, size_t n, tg_term *const *args);
+/* count applications of head to n arguments each, args[i*n .. i*n+n-1]
+ * for out[i]: out[i] == tg_app(ctx, head, n, args + i*n), faster for
+ * terms spread over a large table.  Returns 0, or -1 with err set:
+ * TG_ERR_ARG (a NULL pointer; nothing built), TG_ERR_NOMEM (out[i] NULL
+ * from the first that failed on).  out must be memory the collector scans. */
+int tg_app_batch(tg_ctx *ctx, tg_term *head, size_t n, size_t count, tg_term *const *args,
+                 tg_term **out, tg_error *err);
 
 /* car of a pair (NULL for anything else). */
 tg_term *tg_car(const tg_term *t);

@@ -1,7 +1,9 @@
 /* test_gc.c - the hash-cons table holds terms weakly: garbage is
  * reclaimed and the heap stays bounded, live terms keep their identity
  * across collections, two contexts work from two threads at once, and
- * deep or long terms are handled without recursion.
+ * deep or long terms are handled without recursion; a context caught in
+ * the middle of a table operation by a collection keeps its table whole,
+ * and so does a context whose tags keep to the low pointer bits.
  *
  * TG_TEST_CHURN sets the number of nodes built and dropped (default
  * 10^7; the benchmark runs 10^8). */
@@ -9,7 +11,7 @@
 #include <gc/gc.h>
 
 #include "harness.h"
-#include "tgrel.h"
+#include "term.h"
 
 #include <pthread.h>
 
@@ -93,6 +95,81 @@ static void test_identity(void)
     tg_ctx_stats(c, &after);
     TAP_CHECK(after.live + K / 2 < before.live, "dropped terms leave the table (%zu -> %zu entries)",
               before.live, after.live);
+    tg_ctx_free(c);
+}
+
+/* K kept (h i -i) terms; returns how many of them a second build finds
+ * again (pointer-equal). */
+enum { KEEP = 30000 };
+static tg_term **build_kept(tg_ctx *c, tg_term *h)
+{
+    tg_term **keep = GC_MALLOC(KEEP * sizeof *keep);
+    for (long i = 0; i < KEEP; i++) {
+        tg_term *a[2] = {tg_int(c, i), tg_int(c, -i)};
+        keep[i] = tg_app(c, h, 2, a);
+    }
+    return keep;
+}
+static long found_again(tg_ctx *c, tg_term *h, tg_term **keep)
+{
+    long same = 0;
+    for (long i = 0; i < KEEP; i++) {
+        tg_term *a[2] = {tg_int(c, i), tg_int(c, -i)};
+        same += tg_app(c, h, 2, a) == keep[i];
+    }
+    return same;
+}
+
+/* A collection that finds a context busy (as when its thread is stopped
+ * in the middle of an operation) keeps every entry and leaves the table
+ * as it found it; the next collection prunes it again. */
+static void test_busy_collection(void)
+{
+    tg_ctx *c = tg_ctx_new(NULL);
+    tg_term *h = tg_symbol_cstr(c, "h");
+    tg_term **keep = build_kept(c, h);
+    for (long i = 0; i < 50000; i++) {     /* garbage, still in the table */
+        tg_term *a[2] = {tg_int(c, i), tg_int(c, i + 1)};
+        tg_app(c, h, 2, a);
+    }
+    tg_stats before, during, after;
+    tg_ctx_stats(c, &before);
+    tgT_busy(c, 1);
+    GC_gcollect();
+    tgT_busy(c, 0);
+    tg_ctx_stats(c, &during);
+    TAP_CHECK(during.live == before.live, "a busy context is not pruned (%zu -> %zu entries)",
+              before.live, during.live);
+    TAP_CHECK(found_again(c, h, keep) == KEEP, "its table is intact after the collection");
+    GC_gcollect();
+    tg_ctx_stats(c, &after);
+    TAP_CHECK(after.live < during.live && after.live < KEEP + 1000,
+              "the next collection prunes it (%zu -> %zu entries)",
+              during.live, after.live);
+    TAP_CHECK(found_again(c, h, keep) == KEEP, "kept terms keep their pointers");
+    tg_ctx_free(c);
+}
+
+/* A context whose tags keep to the low pointer bits (as on a system that
+ * hands out addresses above 2^47) stays canonical through growth and
+ * collections. */
+static void test_narrow_tags(void)
+{
+    tg_ctx *c = tg_ctx_new(NULL);
+    tg_term *h = tg_symbol_cstr(c, "h");
+    tg_term **keep = build_kept(c, h);
+    tgT_narrow(c);
+    TAP_CHECK(found_again(c, h, keep) == KEEP, "narrowing the tags keeps every entry");
+    tg_term *g = tg_symbol_cstr(c, "g");
+    tg_term **more = build_kept(c, g);
+    size_t peak;
+    churn(c, 300000, (size_t)1 << 40, &peak);
+    GC_gcollect();
+    TAP_CHECK(found_again(c, h, keep) == KEEP && found_again(c, g, more) == KEEP,
+              "terms made before and after narrowing stay canonical through collections");
+    tg_stats st;
+    tg_ctx_stats(c, &st);
+    TAP_CHECK(st.reclaimed > 200000, "dead entries are pruned (%zu)", st.reclaimed);
     tg_ctx_free(c);
 }
 
@@ -233,6 +310,8 @@ int main(void)
     GC_INIT();
     test_churn();
     test_identity();
+    test_busy_collection();
+    test_narrow_tags();
     test_threads();
     test_chain_hashes();
     test_deep();

@@ -1,5 +1,9 @@
 /* test_term.c - unit and property tests of the term core: constructors,
- * hash-consing by every route, list views, numbers, the total order. */
+ * hash-consing by every route, list views, numbers, the total order, and
+ * batched applications (results and errors). */
+#define GC_THREADS 1
+#include <gc/gc.h>
+
 #include "harness.h"
 #include "tgrel.h"
 
@@ -270,6 +274,85 @@ static void test_order(void)
               "dotted tails compared");
 }
 
+/* tg_app_batch gives what tg_app gives, for every argument count, for
+ * terms old and new, duplicates inside a batch, and a batch long enough
+ * to collect while it runs. */
+static int batch_matches(size_t n, size_t count, int64_t base)
+{
+    tg_term **args = GC_MALLOC((count * n + 1) * sizeof *args);
+    tg_term **out = GC_MALLOC((count + 1) * sizeof *out);
+    for (size_t i = 0; i < count * n; i++)
+        args[i] = i % 3 == 0 ? num(base + (int64_t)(i / 2)) : i % 3 == 1 ? sym("x") : num(-7);
+    if (tg_app_batch(C, sym("b"), n, count, args, out, NULL) != 0)
+        return 0;
+    int ok = 1;
+    for (size_t i = 0; i < count; i++)
+        ok &= out[i] == tg_app(C, sym("b"), n, args + i * n);
+    return ok;
+}
+
+/* Small tables are probed one application at a time, larger ones in
+ * groups: both are run, before and after the table grows. */
+static void batch_counts(const char *table, int64_t base)
+{
+    static const size_t ns[] = {0, 1, 2, 3, 4, 7, 8, 12};
+    for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
+        TAP_CHECK(batch_matches(ns[k], 100, base), "%s table: batch of 100 new %zu-argument terms",
+                  table, ns[k]);
+        TAP_CHECK(batch_matches(ns[k], 37, base), "%s table: batch of 37 existing %zu-argument terms",
+                  table, ns[k]);
+    }
+}
+
+static void test_batch(void)
+{
+    tg_ctx *shared = C;
+    C = tg_ctx_new(NULL);   /* a fresh context: a small table */
+    tg_stats st;
+    tg_ctx_stats(C, &st);
+    TAP_CHECK(st.capacity < 8192, "the table is small (%zu slots)", st.capacity);
+    batch_counts("small", 0);
+    tg_ctx_stats(C, &st);
+    TAP_CHECK(st.capacity < 8192, "and stays small (%zu slots)", st.capacity);
+    tg_ctx_free(C);
+    C = shared;
+    TAP_CHECK(batch_matches(2, 200000, 1000000), "batch of 2*10^5 new terms (collections inside)");
+    tg_term **hold = GC_MALLOC(20000 * sizeof *hold);  /* keeps the table large */
+    for (int i = 0; i < 20000; i++)
+        hold[i] = tg_app(C, sym("hold"), 1, (tg_term *[]){num(i)});
+    tg_ctx_stats(C, &st);
+    TAP_CHECK(st.capacity >= 16384, "the table has grown (%zu slots)", st.capacity);
+    batch_counts("large", 5000000);
+    tg_term *a[6] = {num(1), num(2), num(1), num(2), num(3), num(4)}, *out[3];
+    TAP_CHECK(tg_app_batch(C, sym("d"), 2, 3, a, out, NULL) == 0 && out[0] == out[1] &&
+                  out[0] != out[2] && out[2] == tg_read_cstr(C, "(d 3 4)", NULL),
+              "duplicates inside a batch are one term");
+    TAP_CHECK(tg_app_batch(C, sym("d"), 2, 0, NULL, NULL, NULL) == 0, "an empty batch is fine");
+
+    tg_error err;
+    tg_term *bad[4] = {num(1), num(2), num(3), NULL}, *keep[2] = {NULL, NULL};
+    tg_term *mark = sym("untouched");
+    out[0] = out[1] = mark;
+    TAP_CHECK(tg_app_batch(C, sym("d"), 2, 2, bad, out, &err) == -1 && err.code == TG_ERR_ARG &&
+                  strstr(err.message, "argument 1 of application 1") && out[0] == mark &&
+                  out[1] == mark,
+              "a NULL argument fails before anything is built (%s)", err.message);
+    TAP_CHECK(tg_app_batch(C, NULL, 2, 1, a, out, &err) == -1 && err.code == TG_ERR_ARG,
+              "a NULL head fails");
+    TAP_CHECK(tg_app_batch(C, sym("d"), 2, 1, a, NULL, &err) == -1 && err.code == TG_ERR_ARG,
+              "a NULL output array fails");
+    TAP_CHECK(tg_app_batch(C, sym("d"), 2, 1, NULL, keep, &err) == -1 && err.code == TG_ERR_ARG,
+              "NULL arguments with n > 0 fail");
+    TAP_CHECK(tg_app_batch(NULL, sym("d"), 2, 1, a, keep, &err) == -1 && err.code == TG_ERR_ARG,
+              "a NULL context fails");
+    TAP_CHECK(tg_app_batch(C, sym("d"), SIZE_MAX / 2, 3, a, keep, &err) == -1 &&
+                  err.code == TG_ERR_RANGE,
+              "a count times n past SIZE_MAX fails");
+    TAP_CHECK(tg_app_batch(C, sym("d"), 0, 2, NULL, keep, NULL) == 0 && keep[0] == keep[1] &&
+                  keep[0] == tg_app(C, sym("d"), 0, NULL),
+              "n = 0 takes no argument array");
+}
+
 int main(void)
 {
     C = tg_ctx_new(NULL);
@@ -279,6 +362,7 @@ int main(void)
     test_lists();
     test_properties();
     test_order();
+    test_batch();
     tg_stats st;
     tg_ctx_stats(C, &st);
     TAP_CHECK(st.live > 0 && st.capacity > st.live && st.created >= st.live, "stats are consistent");
