@@ -48,6 +48,29 @@ static cell *mk(tg_env *env, uint32_t tag, uint32_t i, void *a, void *b, void *c
     return x;
 }
 
+/* Streams are used linearly: once the machine has forced a suspension of
+ * the kinds below, or taken a pair apart, nothing refers to its cell any
+ * more.  Such cells go to a pool local to one run of the machine and make
+ * its next cells; most cells of a long search are the bind and mplus
+ * wrappers rebuilt around a suspension on every step, so this spares the
+ * collector most of them. */
+static inline void recycle(cell **pool, cell *x)
+{
+    x->a = *pool;
+    x->b = x->c = NULL;     /* let go of what it held */
+    *pool = x;
+}
+
+static inline cell *mkp(tg_env *env, cell **pool, uint32_t tag, uint32_t i, void *a, void *b, void *c)
+{
+    cell *x = *pool;
+    if (!x)
+        return mk(env, tag, i, a, b, c);
+    *pool = x->a;
+    x->tag = tag, x->i = i, x->a = a, x->b = b, x->c = c;
+    return x;
+}
+
 static int kpush(tg_env *env, uintptr_t k, void *a, void *b, void *c)
 {
     tgK_vec *s = &env->kont;
@@ -104,6 +127,7 @@ static void *machine(tg_env *env, cell *f0)
     tg_term **fr = NULL;
     tgS_state *st = NULL;
     uint32_t ci = 0;
+    cell *pool = NULL;
 
     for (;;) {
         if (env->oom || env->failed)
@@ -141,10 +165,10 @@ static void *machine(tg_env *env, cell *f0)
                 g = g->g[0];
                 continue;
             case TGG_FRESH:
-                s = mk(env, SU_FRESH, 0, g, fr, st);
+                s = mkp(env, &pool, SU_FRESH, 0, g, fr, st);
                 break;
             case TGG_CONDE:
-                s = mk(env, SU_CONDE, 0, g, fr, st);
+                s = mkp(env, &pool, SU_CONDE, 0, g, fr, st);
                 break;
             case TGG_CALL: {
                 tgG_rel *rel = g->rel;
@@ -191,10 +215,12 @@ static void *machine(tg_env *env, cell *f0)
             switch (f->tag) {
             case SU_APPLY:
                 g = f->a, fr = f->b, st = f->c;
+                recycle(&pool, f);
                 mode = APPLY;
                 continue;
             case SU_FRESH: {
                 g = f->a, fr = f->b, st = f->c;
+                recycle(&pool, f);
                 if (g->copy) {
                     tg_term **nf = tgT_alloc(env->ctx, g->nslots * sizeof *nf);
                     if (!nf)
@@ -211,27 +237,31 @@ static void *machine(tg_env *env, cell *f0)
             }
             case SU_CONDE:
                 g = f->a, fr = f->b, st = f->c;
+                recycle(&pool, f);
                 if (!(st = tgS_state_new(env->ctx, tgK_new_scope(env), st->S, st->C)))
                     goto oom;
                 ci = 0;
                 goto clauses;
             case SU_CLAUSES:
                 g = f->a, fr = f->b, st = f->c, ci = f->i;
+                recycle(&pool, f);
                 goto clauses;
-            case SU_MPLUS:
-                if (kpush(env, K_MPLUS, f->b, NULL, NULL) < 0)
+            case SU_MPLUS: case SU_BIND: {
+                cell *next = f->a;
+                if (f->tag == SU_MPLUS ? kpush(env, K_MPLUS, f->b, NULL, NULL) < 0
+                                       : kpush(env, K_BIND, f->c, f->b, NULL) < 0)
                     goto fail;
-                f = f->a;
+                recycle(&pool, f);
+                f = next;
                 continue;
-            case SU_BIND:
-                if (kpush(env, K_BIND, f->c, f->b, NULL) < 0)
-                    goto fail;
-                f = f->a;
-                continue;
-            case SU_FAIL:
-                s = f->i > 1 ? mk(env, SU_FAIL, f->i - 1, NULL, NULL, NULL) : NULL;
+            }
+            case SU_FAIL: {
+                uint32_t i = f->i;
+                recycle(&pool, f);
+                s = i > 1 ? mkp(env, &pool, SU_FAIL, i - 1, NULL, NULL, NULL) : NULL;
                 mode = RETURN;
                 continue;
+            }
             }
             goto fail;
         clauses:
@@ -254,16 +284,18 @@ static void *machine(tg_env *env, cell *f0)
                 if (!s)
                     continue;
                 if (is_susp(s)) {
-                    if (!(s = mk(env, SU_BIND, 0, s, fr, g)))
+                    if (!(s = mkp(env, &pool, SU_BIND, 0, s, fr, g)))
                         goto fail;
                     continue;
                 }
                 if (tag_of(s) == C_PAIR) {
                     cell *p = s;
-                    cell *b = mk(env, SU_BIND, 0, p->b, fr, g);
+                    st = p->a;
+                    void *tl = p->b;
+                    recycle(&pool, p);
+                    cell *b = mkp(env, &pool, SU_BIND, 0, tl, fr, g);
                     if (!b || kpush(env, K_MPLUS, b, NULL, NULL) < 0)
                         goto fail;
-                    st = p->a;
                 } else {
                     st = s;
                 }
@@ -276,7 +308,7 @@ static void *machine(tg_env *env, cell *f0)
                     mode = FORCE;
                     goto clauses;
                 }
-                if (!(f = mk(env, SU_CLAUSES, (uint32_t)(k >> 8), (void *)w[1], (void *)w[2], (void *)w[3])))
+                if (!(f = mkp(env, &pool, SU_CLAUSES, (uint32_t)(k >> 8), (void *)w[1], (void *)w[2], (void *)w[3])))
                     goto fail;
                 goto mplus;
             case K_MPLUS:
@@ -290,13 +322,15 @@ static void *machine(tg_env *env, cell *f0)
                 continue;
             }
             if (is_susp(s)) {
-                s = mk(env, SU_MPLUS, 0, f, s, NULL);
+                s = mkp(env, &pool, SU_MPLUS, 0, f, s, NULL);
             } else if (tag_of(s) == C_PAIR) {
                 cell *p = s;
-                cell *m = mk(env, SU_MPLUS, 0, f, p->b, NULL);
-                s = m ? mk(env, C_PAIR, 0, p->a, m, NULL) : NULL;
+                cell *m = mkp(env, &pool, SU_MPLUS, 0, f, p->b, NULL);
+                if (m)
+                    p->b = m;   /* the pair is ours alone: reuse it */
+                s = m ? p : NULL;
             } else {
-                s = mk(env, C_PAIR, 0, s, f, NULL);
+                s = mkp(env, &pool, C_PAIR, 0, s, f, NULL);
             }
             if (!s)
                 goto fail;
