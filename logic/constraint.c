@@ -187,12 +187,9 @@ static tgS_state *update(tg_env *env, tgS_state *st, tg_term *x, tg_term *v)
     return st;
 }
 
-tgS_state *tgC_unify(tg_env *env, tgS_state *st, tg_term *u, tg_term *v)
+/* After a unification that recorded its bindings from mark on. */
+static tgS_state *post(tg_env *env, tgS_state *ns, size_t mark)
 {
-    if (!st->C)     /* no constraints anywhere: nothing to re-check */
-        return tgU_unify(env, st, u, v, 0);
-    size_t mark = env->added.n;
-    tgS_state *ns = tgU_unify(env, st, u, v, 1);
     /* update() may unify again (disequalities), stacking above this
      * unification's bindings; read ours by index, they stay put */
     size_t end = env->added.n;
@@ -200,4 +197,20 @@ tgS_state *tgC_unify(tg_env *env, tgS_state *st, tg_term *u, tg_term *v)
         ns = update(env, ns, (tg_term *)env->added.v[i], (tg_term *)env->added.v[i + 1]);
     env->added.n = mark;
     return ns;
+}
+
+tgS_state *tgC_unify(tg_env *env, tgS_state *st, tg_term *u, tg_term *v)
+{
+    if (!st->C)     /* no constraints anywhere: nothing to re-check */
+        return tgU_unify(env, st, u, v, 0);
+    size_t mark = env->added.n;
+    return post(env, tgU_unify(env, st, u, v, 1), mark);
+}
+
+tgS_state *tgC_unify_pushed(tg_env *env, tgS_state *st, size_t base)
+{
+    if (!st->C)
+        return tgU_unify_pushed(env, st, base, 0);
+    size_t mark = env->added.n;
+    return post(env, tgU_unify_pushed(env, st, base, 1), mark);
 }

@@ -23,6 +23,8 @@ int tgC_has_type(const tg_env *env, const tg_term *t, int T);
 
 /* The goals; each returns the new state or NULL (failure, or env->oom). */
 tgS_state *tgC_unify(tg_env *env, tgS_state *st, tg_term *u, tg_term *v);     /* == */
+/* == of the pairs pushed on env->work above base (see tgU_unify_pushed). */
+tgS_state *tgC_unify_pushed(tg_env *env, tgS_state *st, size_t base);
 tgS_state *tgC_diseq(tg_env *env, tgS_state *st, tg_term *u, tg_term *v);     /* =/= */
 tgS_state *tgC_type(tg_env *env, tgS_state *st, tg_term *u, int T);
 tgS_state *tgC_absento(tg_env *env, tgS_state *st, tg_term *t1, tg_term *t2);

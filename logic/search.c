@@ -84,6 +84,8 @@ static int kpush(tg_env *env, uintptr_t k, void *a, void *b, void *c)
 
 /* ---- templates ---------------------------------------------------- */
 
+static tg_term *inst_from(tg_env *env, const tgG_expr *e, unsigned i0, tg_term **fr);
+
 /* Template nesting is bounded when compiling, so this recursion is. */
 static tg_term *inst(tg_env *env, const tgG_expr *e, tg_term **fr)
 {
@@ -92,22 +94,118 @@ static tg_term *inst(tg_env *env, const tgG_expr *e, tg_term **fr)
         return e->t;
     case TGG_SLOT:
         return fr[e->slot];
-    default: {
-        tg_term *buf[16], **v = e->n <= 16 ? buf : GC_MALLOC(e->n * sizeof *v);
-        if (!v)
-            return env->oom = 1, NULL;
-        for (unsigned i = 0; i < e->n; i++)
-            if (!(v[i] = inst(env, e->e[i], fr)))
-                return NULL;
-        tg_term *tail = e->tail ? inst(env, e->tail, fr) : NULL;
-        if (e->tail && !tail)
+    default:
+        return inst_from(env, e, 0, fr);
+    }
+}
+
+/* List template e from its element i0 on. */
+static tg_term *inst_from(tg_env *env, const tgG_expr *e, unsigned i0, tg_term **fr)
+{
+    unsigned n = e->n - i0;
+    tg_term *buf[16], **v = n <= 16 ? buf : GC_MALLOC(n * sizeof *v);
+    if (!v)
+        return env->oom = 1, NULL;
+    for (unsigned i = 0; i < n; i++)
+        if (!(v[i] = inst(env, e->e[i0 + i], fr)))
             return NULL;
-        tg_term *r = tg_list(env->ctx, e->n, v, tail);
-        if (!r)
-            env->oom = 1;
-        return r;
+    tg_term *tail = e->tail ? inst(env, e->tail, fr) : tg_nil();
+    if (!tail)
+        return NULL;
+    tg_term *r = n ? tg_list(env->ctx, n, v, tail) : tail;
+    if (!r)
+        env->oom = 1;
+    return r;
+}
+
+/* ---- unifying a template without building it ---------------------- */
+
+/* (== template term) unifies the template's lists element by element
+ * against the term's, exactly as unify would visit the built term, so
+ * only the parts met by an unbound variable are built (and interned).
+ * The pairs unify would meet are put on env->work in visiting order;
+ * a position in the term is a term (index 0) or a list chunk and an
+ * element index, as in unify.c.  Deciding the term's shape before
+ * unifying is sound: bindings only ever add structure, so a position
+ * that is a list now is the same list when unify gets there, and one
+ * that is a variable now is walked again by unify then.  `left`: the
+ * template is the left side of ==.  Returns -1 when the two cannot
+ * unify (or out of memory: env->oom). */
+static int emit(tg_env *env, tg_term *x, tg_term *t, unsigned it, int left)
+{
+    tgK_vec *w = &env->work;
+    if (w->n + 4 > w->cap && tgK_vec_reserve(w, 4) < 0)
+        return env->oom = 1, -1;
+    uintptr_t *e = w->v + w->n;
+    e[left ? 0 : 2] = (uintptr_t)x, e[left ? 1 : 3] = 0;
+    e[left ? 2 : 0] = (uintptr_t)t, e[left ? 3 : 1] = it;
+    w->n += 4;
+    return 0;
+}
+
+static int flatten(tg_env *env, const tgG_expr *e, tg_term **fr, tg_term *t, unsigned it,
+                   const tgS_map *S, int left);
+
+/* Template element or tail e against position (t, it). */
+static int flatten_part(tg_env *env, const tgG_expr *e, tg_term **fr, tg_term *t, unsigned it,
+                        const tgS_map *S, int left)
+{
+    if (!e)
+        return emit(env, tg_nil(), t, it, left);
+    if (e->op == TGG_LIST)
+        return flatten(env, e, fr, t, it, S, left);
+    return emit(env, e->op == TGG_CONST ? e->t : fr[e->slot], t, it, left);
+}
+
+/* Recursion follows the template's nesting, bounded when compiling. */
+static int flatten(tg_env *env, const tgG_expr *e, tg_term **fr, tg_term *t, unsigned it,
+                   const tgS_map *S, int left)
+{
+    for (unsigned i = 0;; i++) {
+        if (i == e->n)
+            return flatten_part(env, e->tail, fr, t, it, S, left);
+        if (it == 0) {
+            t = tgS_walk(t, S);
+            if (!tgT_ispair(t)) {
+                if (!tgT_islvar(t))
+                    return -1;  /* an atom (or ()) against more elements */
+                tg_term *x = inst_from(env, e, i, fr);
+                return x ? emit(env, x, t, 0, left) : -1;
+            }
+        }
+        tg_term *x = t->e[it];
+        if (++it == t->h.n)
+            t = tgT_rest(t), it = 0;
+        if (flatten_part(env, e->e[i], fr, x, 0, S, left) < 0)
+            return -1;
     }
+}
+
+/* Reverse the order of the 4-word pairs on env->work above base: unify
+ * pops them, so the first met must be on top. */
+static void reverse_pairs(tgK_vec *w, size_t base)
+{
+    for (size_t i = base, j = w->n - 4; i < j; i += 4, j -= 4)
+        for (unsigned k = 0; k < 4; k++) {
+            uintptr_t x = w->v[i + k];
+            w->v[i + k] = w->v[j + k];
+            w->v[j + k] = x;
+        }
+}
+
+/* (== a b) where a or b is a list template. */
+static tgS_state *unify_tpl(tg_env *env, tgS_state *st, const tgG_expr *a, const tgG_expr *b,
+                            tg_term **fr)
+{
+    size_t base = env->work.n;
+    int left = a->op == TGG_LIST;
+    tg_term *other = inst(env, left ? b : a, fr);
+    if (!other || flatten(env, left ? a : b, fr, other, 0, st->S, left) < 0) {
+        env->work.n = base;
+        return NULL;
     }
+    reverse_pairs(&env->work, base);
+    return tgC_unify_pushed(env, st, base);
 }
 
 /* ---- the machine -------------------------------------------------- */
@@ -142,6 +240,10 @@ static void *machine(tg_env *env, cell *f0)
                 s = NULL;
                 break;
             case TGG_UNIFY: case TGG_DISEQ: case TGG_ABSENTO: {
+                if (g->op == TGG_UNIFY && (g->a->op == TGG_LIST || g->b->op == TGG_LIST)) {
+                    s = unify_tpl(env, st, g->a, g->b, fr);
+                    break;
+                }
                 tg_term *u = inst(env, g->a, fr), *v = u ? inst(env, g->b, fr) : NULL;
                 if (!v)
                     s = NULL;

@@ -185,6 +185,12 @@ tgS_state *tgU_unify(tg_env *env, tgS_state *st, tg_term *a, tg_term *b, int rec
     return finish(&u, st, base, run(&u, base));
 }
 
+tgS_state *tgU_unify_pushed(tg_env *env, tgS_state *st, size_t base, int record)
+{
+    ustate u = {env, st->S, st->scope, record};
+    return finish(&u, st, base, run(&u, base));
+}
+
 tgS_state *tgU_unify_assoc(tg_env *env, tgS_state *st, tg_term *assoc, int record)
 {
     ustate u = {env, st->S, st->scope, record};
