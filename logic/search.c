@@ -210,6 +210,51 @@ static tgS_state *unify_tpl(tg_env *env, tgS_state *st, const tgG_expr *a, const
 
 /* ---- the machine -------------------------------------------------- */
 
+/* A suspension returned to the continuations from the top of the stack
+ * down to base: each wraps it (bind: a bind suspension; mplus: an mplus
+ * suspension, the waiting stream first).  Stops early at a continuation
+ * of another kind, left on the stack.  NULL when out of memory. */
+static cell *bubble(tg_env *env, cell **pool, cell *s, size_t base)
+{
+    tgK_vec *K = &env->kont;
+    while (s && K->n > base) {
+        uintptr_t *w = K->v + K->n - 4;
+        switch (w[0] & 0xff) {
+        case K_BIND:
+            s = mkp(env, pool, SU_BIND, 0, s, (void *)w[2], (void *)w[1]);
+            break;
+        case K_MPLUS:
+            s = mkp(env, pool, SU_MPLUS, 0, (void *)w[1], s, NULL);
+            break;
+        case K_CLAUSES: {
+            cell *c = mkp(env, pool, SU_CLAUSES, (uint32_t)(w[0] >> 8), (void *)w[1], (void *)w[2],
+                          (void *)w[3]);
+            s = c ? mkp(env, pool, SU_MPLUS, 0, c, s, NULL) : NULL;
+            break;
+        }
+        default:
+            return s;
+        }
+        K->n -= 4;
+    }
+    return s;
+}
+
+/* Force a chain of mplus and bind suspensions: push their continuations
+ * and return the innermost suspension, to be forced next. */
+static cell *unwrap(tg_env *env, cell **pool, cell *f)
+{
+    do {
+        cell *next = f->a;
+        if (f->tag == SU_MPLUS ? kpush(env, K_MPLUS, f->b, NULL, NULL) < 0
+                               : kpush(env, K_BIND, f->c, f->b, NULL) < 0)
+            return NULL;
+        recycle(pool, f);
+        f = next;
+    } while (f->tag == SU_MPLUS || f->tag == SU_BIND);
+    return f;
+}
+
 #define ERR ((void *)1)
 
 enum { APPLY, FORCE, RETURN };
@@ -348,15 +393,10 @@ static void *machine(tg_env *env, cell *f0)
                 g = f->a, fr = f->b, st = f->c, ci = f->i;
                 recycle(&pool, f);
                 goto clauses;
-            case SU_MPLUS: case SU_BIND: {
-                cell *next = f->a;
-                if (f->tag == SU_MPLUS ? kpush(env, K_MPLUS, f->b, NULL, NULL) < 0
-                                       : kpush(env, K_BIND, f->c, f->b, NULL) < 0)
+            case SU_MPLUS: case SU_BIND:
+                if (!(f = unwrap(env, &pool, f)))
                     goto fail;
-                recycle(&pool, f);
-                f = next;
                 continue;
-            }
             case SU_FAIL: {
                 uint32_t i = f->i;
                 recycle(&pool, f);
@@ -375,8 +415,15 @@ static void *machine(tg_env *env, cell *f0)
             continue;
 
         case RETURN: {
-            if (K->n == base)
-                return s;
+            if (s && is_susp(s) && !(s = bubble(env, &pool, s, base)))
+                goto fail;
+            if (K->n == base) {
+                if (!s || !is_susp(s))
+                    return s;
+                f = s;      /* what take does with a suspension */
+                mode = FORCE;
+                continue;
+            }
             K->n -= 4;
             uintptr_t *w = K->v + K->n;
             uintptr_t k = w[0];
