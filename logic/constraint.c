@@ -113,8 +113,27 @@ tgS_state *tgC_diseq(tg_env *env, tgS_state *st, tg_term *u, tg_term *v)
     return diseq_after(env, st, tgU_unify(env, &tmp, u, v, 1), mark);
 }
 
+/* Does some pair (x . v) of disequality d have two different ground
+ * sides now?  Then the bindings can never all hold (hash-consing: equal
+ * ground terms are one pointer) and unifying them would just fail. */
+static int diseq_settled(const tgS_state *st, tg_term *d)
+{
+    tg_iter it;
+    tg_iter_init(&it, d);
+    for (tg_term *p; (p = tgT_iter_next(&it));) {
+        if (!tgT_ispair(p) || p->h.n != 1)
+            return 0;   /* (x . list): leave it to unify */
+        tg_term *a = tgS_walk(p->e[0], st->S), *b = tgS_walk(tgT_rest(p), st->S);
+        if (a != b && tgT_ground(a) && tgT_ground(b))
+            return 1;
+    }
+    return 0;
+}
+
 static tgS_state *diseq_assoc(tg_env *env, tgS_state *st, tg_term *d)
 {
+    if (diseq_settled(st, d))
+        return st;
     tgS_state tmp = *st;
     tmp.scope = 0;
     size_t mark = env->added.n;

@@ -53,6 +53,8 @@ int tgU_occurs(tg_env *env, tg_term *x, tg_term *v, const tgS_map *S)
 {
     if (tgT_ground(v))
         return 0;
+    if (tgT_islvar(v) && tgS_walk(v, S) == v)
+        return v == x;  /* binding to a variable: the common case, no stack */
     tgK_vec *w = &env->work;
     size_t base = w->n;
     int found = 0;
@@ -301,7 +303,8 @@ size_t tgU_vars(tg_env *env, tg_term *v, tgK_vec *out)
 
 int tgU_names_add(tg_env *env, tgU_names *nm, tg_term *v)
 {
-    tgK_vec vars = {0};
+    uintptr_t buf[32];
+    tgK_vec vars = {buf, 0, 32};
     tgU_vars(env, v, &vars);
     if (env->oom)
         return -1;
@@ -325,7 +328,9 @@ int tgU_names_add(tg_env *env, tgU_names *nm, tg_term *v)
 tg_term *tgU_walk_star(tg_env *env, tg_term *v, const tgS_map *S, tgU_names *nm)
 {
     tgK_vec *w = &env->work;
-    tgK_vec vals = {0}, tmp = {0};
+    /* small terms need no collector memory: the stack is scanned too */
+    uintptr_t vbuf[32], tbuf[32];
+    tgK_vec vals = {vbuf, 0, 32}, tmp = {tbuf, 0, 32};
     size_t base = w->n;
     if (tgK_push2(w, 0, (uintptr_t)v) < 0)
         goto oom;
