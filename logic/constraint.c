@@ -11,7 +11,6 @@
  */
 #include "constraint.h"
 
-#include <gc/gc.h>
 
 static const tgC_rec empty_rec = {TGC_NONE, NULL, NULL};
 
@@ -25,7 +24,7 @@ const tgC_rec *tgC_lookup(const tgS_state *st, const tg_term *x)
 
 static tgS_state *set_c(tg_env *env, tgS_state *st, const tg_term *x, int T, tg_term *D, tg_term *A)
 {
-    tgC_rec *c = GC_MALLOC(sizeof *c);
+    tgC_rec *c = tgT_alloc(env->ctx, sizeof *c);
     tgS_map *C;
     tgS_state *ns;
     if (!c)
@@ -154,10 +153,9 @@ static int memv(const tg_term *x, const tg_term *l)
  * a disequality against t1 at every node on the way. */
 tgS_state *tgC_absento(tg_env *env, tgS_state *st, tg_term *t1, tg_term *t2)
 {
-    tgK_vec todo = {0};
-    if (tgK_vec_reserve(&todo, 1) < 0)
-        return env->oom = 1, NULL;
-    todo.v[todo.n++] = (uintptr_t)t2;
+    uintptr_t buf[32];      /* the C stack is scanned: no collector memory */
+    tgK_vec todo = {buf, 1, 32};
+    buf[0] = (uintptr_t)t2;
     while (todo.n && st) {
         tg_term *a = tgS_walk(t1, st->S);
         tg_term *b = tgS_walk((tg_term *)todo.v[--todo.n], st->S);
