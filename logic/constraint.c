@@ -11,7 +11,6 @@
  */
 #include "constraint.h"
 
-
 static const tgC_rec empty_rec = {TGC_NONE, NULL, NULL};
 
 static inline tg_term *nil_if_null(tg_term *l) { return l ? l : tg_nil(); }
