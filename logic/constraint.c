@@ -148,16 +148,74 @@ static int memv(const tg_term *x, const tg_term *l)
     return 0;
 }
 
+/* At a variable b under absento of a: the disequality, then a joins the
+ * terms that must not occur in b. */
+static tgS_state *absent_var(tg_env *env, tgS_state *st, tg_term *a, tg_term *b)
+{
+    if (!(st = tgC_diseq(env, st, a, b)))
+        return NULL;
+    const tgC_rec *c = tgC_lookup(st, b);
+    if (memv(a, nil_if_null(c->A)))
+        return st;
+    tg_term *A = tg_cons(env->ctx, a, nil_if_null(c->A));
+    return A ? set_c(env, st, b, c->T, c->D, A) : (env->oom = 1, NULL);
+}
+
+/* absento of an atom a: only an equal atom violates it and only a
+ * variable takes a constraint, so list nodes (which can never unify with
+ * an atom) need no disequality and their suffixes are never built: the
+ * stack holds positions, a term (index 0) or a list chunk and the index of
+ * an element.  Same visiting order as the general case. */
+static tgS_state *absento_atom(tg_env *env, tgS_state *st, tg_term *a, tg_term *t2)
+{
+    uintptr_t buf[64];      /* the C stack is scanned: no collector memory */
+    tgK_vec todo = {buf, 2, 64};
+    buf[0] = (uintptr_t)t2, buf[1] = 0;
+    while (todo.n && st) {
+        todo.n -= 2;
+        tg_term *b = (tg_term *)todo.v[todo.n];
+        unsigned i = (unsigned)todo.v[todo.n + 1];
+        if (i == 0) {
+            b = tgS_walk(b, st->S);
+            if (b == a)
+                return NULL;
+            if (tgT_islvar(b)) {
+                st = absent_var(env, st, a, b);
+                continue;
+            }
+            if (!tgT_ispair(b))
+                continue;
+        }
+        if (tgK_vec_reserve(&todo, 4) < 0)
+            return env->oom = 1, NULL;
+        uintptr_t *w = todo.v + todo.n;
+        if (i + 1 < b->h.n)
+            w[0] = (uintptr_t)b, w[1] = i + 1;
+        else
+            w[0] = (uintptr_t)tgT_rest(b), w[1] = 0;
+        w[2] = (uintptr_t)b->e[i], w[3] = 0;
+        todo.n += 4;
+    }
+    return st;
+}
+
 /* absento: pushed down to the leaves of t2, the car before the cdr, with
  * a disequality against t1 at every node on the way. */
 tgS_state *tgC_absento(tg_env *env, tgS_state *st, tg_term *t1, tg_term *t2)
 {
+    tg_term *a0 = tgS_walk(t1, st->S);
+    if (!tgT_ispair(a0) && !tgT_islvar(a0))
+        return absento_atom(env, st, a0, t2);
     uintptr_t buf[32];      /* the C stack is scanned: no collector memory */
     tgK_vec todo = {buf, 1, 32};
     buf[0] = (uintptr_t)t2;
     while (todo.n && st) {
         tg_term *a = tgS_walk(t1, st->S);
         tg_term *b = tgS_walk((tg_term *)todo.v[--todo.n], st->S);
+        if (tgT_islvar(b)) {
+            st = absent_var(env, st, a, b);
+            continue;
+        }
         if (!(st = tgC_diseq(env, st, a, b)))
             break;
         if (tgT_ispair(b)) {
@@ -166,12 +224,6 @@ tgS_state *tgC_absento(tg_env *env, tgS_state *st, tg_term *t1, tg_term *t2)
                 return env->oom = 1, NULL;
             todo.v[todo.n++] = (uintptr_t)cdr;
             todo.v[todo.n++] = (uintptr_t)b->e[0];
-        } else if (tgT_islvar(b)) {
-            const tgC_rec *c = tgC_lookup(st, b);
-            if (!memv(a, nil_if_null(c->A))) {
-                tg_term *A = tg_cons(env->ctx, a, nil_if_null(c->A));
-                st = A ? set_c(env, st, b, c->T, c->D, A) : (env->oom = 1, NULL);
-            }
         }
     }
     return st;
