@@ -217,8 +217,9 @@ static tgS_state *unify_tpl(tg_env *env, tgS_state *st, const tgG_expr *a, const
 static cell *bubble(tg_env *env, cell **pool, cell *s, size_t base)
 {
     tgK_vec *K = &env->kont;
-    while (s && K->n > base) {
-        uintptr_t *w = K->v + K->n - 4;
+    size_t n = K->n;        /* kept here: nothing below touches the stack */
+    while (s && n > base) {
+        uintptr_t *w = K->v + n - 4;
         switch (w[0] & 0xff) {
         case K_BIND:
             s = mkp(env, pool, SU_BIND, 0, s, (void *)w[2], (void *)w[1]);
@@ -233,10 +234,12 @@ static cell *bubble(tg_env *env, cell **pool, cell *s, size_t base)
             break;
         }
         default:
+            K->n = n;
             return s;
         }
-        K->n -= 4;
+        n -= 4;
     }
+    K->n = n;
     return s;
 }
 
@@ -244,11 +247,17 @@ static cell *bubble(tg_env *env, cell **pool, cell *s, size_t base)
  * and return the innermost suspension, to be forced next. */
 static cell *unwrap(tg_env *env, cell **pool, cell *f)
 {
+    tgK_vec *K = &env->kont;
     do {
+        if (K->n + 4 > K->cap && tgK_vec_reserve(K, 4) < 0)
+            return env->oom = 1, NULL;
+        uintptr_t *w = K->v + K->n;
+        if (f->tag == SU_MPLUS)
+            w[0] = K_MPLUS, w[1] = (uintptr_t)f->b;
+        else
+            w[0] = K_BIND, w[1] = (uintptr_t)f->c, w[2] = (uintptr_t)f->b;
+        K->n += 4;
         cell *next = f->a;
-        if (f->tag == SU_MPLUS ? kpush(env, K_MPLUS, f->b, NULL, NULL) < 0
-                               : kpush(env, K_BIND, f->c, f->b, NULL) < 0)
-            return NULL;
         recycle(pool, f);
         f = next;
     } while (f->tag == SU_MPLUS || f->tag == SU_BIND);

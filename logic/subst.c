@@ -18,6 +18,8 @@
 #include <gc/gc.h>
 #include <string.h>
 
+char tgS_mapped_mark;
+
 struct tgS_map {
     uint8_t bitmap;         /* which of the 8 entries exist */
     uint8_t leaves;         /* which existing entries are leaves */

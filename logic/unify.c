@@ -113,6 +113,12 @@ static int bind(ustate *u, tg_term *x, tg_term *v)
     if (!S)
         return env->oom = 1, -1;
     u->S = S;
+    /* From now on walks look x up.  No state can bind x in place any
+     * more: that needs x's own scope, which ended with the branch point
+     * that made this binding go to a map (or this is a trial binding of
+     * a disequality, scope 0, after which x may still be bound in place,
+     * overwriting the mark, as no real map holds x then). */
+    xv->val = TGS_MAPPED;
     return 0;
 }
 
