@@ -243,6 +243,46 @@ static cell *bubble(tg_env *env, cell **pool, cell *s, size_t base)
     return s;
 }
 
+/* Suspension s returned to the continuations above base.  Wrapped up to
+ * base, take would force it again at once, which pushes the binds at the
+ * bottom of the stack back as they were and stops at the lowest mplus (or
+ * remaining conde clauses), forcing its waiting stream with the wrapped
+ * rest waiting instead.  So: wrap s only above that level and change the
+ * level in place.  Returns 1 with *f the suspension to force next, 0 when
+ * a continuation of another kind is met (s updated, the stack popped down
+ * to it), -1 when out of memory. */
+static int resume(tg_env *env, cell **pool, cell **s, size_t base, cell **f)
+{
+    tgK_vec *K = &env->kont;
+    size_t low = base;
+    while (low < K->n && (K->v[low] & 0xff) == K_BIND)
+        low += 4;
+    if (low == K->n) {      /* only binds: they stay, s is forced */
+        *f = *s;
+        return 1;
+    }
+    if (!(*s = bubble(env, pool, *s, low + 4)))
+        return -1;
+    if (K->n != low + 4)
+        return 0;
+    uintptr_t *w = K->v + low;
+    switch (w[0] & 0xff) {
+    case K_MPLUS:
+        *f = (cell *)w[1];
+        break;
+    case K_CLAUSES:
+        if (!(*f = mkp(env, pool, SU_CLAUSES, (uint32_t)(w[0] >> 8), (void *)w[1], (void *)w[2],
+                       (void *)w[3])))
+            return -1;
+        w[0] = K_MPLUS;
+        break;
+    default:
+        return 0;
+    }
+    w[1] = (uintptr_t)*s;
+    return 1;
+}
+
 /* Force a chain of mplus and bind suspensions: push their continuations
  * and return the innermost suspension, to be forced next. */
 static cell *unwrap(tg_env *env, cell **pool, cell *f)
@@ -424,15 +464,17 @@ static void *machine(tg_env *env, cell *f0)
             continue;
 
         case RETURN: {
-            if (s && is_susp(s) && !(s = bubble(env, &pool, s, base)))
-                goto fail;
-            if (K->n == base) {
-                if (!s || !is_susp(s))
-                    return s;
-                f = s;      /* what take does with a suspension */
-                mode = FORCE;
-                continue;
+            if (s && is_susp(s)) {
+                int r = resume(env, &pool, (cell **)&s, base, &f);
+                if (r < 0)
+                    goto fail;
+                if (r > 0) {
+                    mode = FORCE;
+                    continue;
+                }
             }
+            if (K->n == base)
+                return s;
             K->n -= 4;
             uintptr_t *w = K->v + K->n;
             uintptr_t k = w[0];
