@@ -13,7 +13,16 @@
 
 static const tgC_rec empty_rec = {TGC_NONE, NULL, NULL};
 
-static inline tg_term *nil_if_null(tg_term *l) { return l ? l : tg_nil(); }
+/* (t . l) */
+static const tgC_link *link_new(tg_env *env, tg_term *t, const tgC_link *l)
+{
+    tgC_link *k = tgT_alloc(env->ctx, sizeof *k);
+    if (!k)
+        return env->oom = 1, NULL;
+    k->t = t;
+    k->next = l;
+    return k;
+}
 
 const tgC_rec *tgC_lookup(const tgS_state *st, const tg_term *x)
 {
@@ -21,7 +30,8 @@ const tgC_rec *tgC_lookup(const tgS_state *st, const tg_term *x)
     return c ? c : &empty_rec;
 }
 
-static tgS_state *set_c(tg_env *env, tgS_state *st, const tg_term *x, int T, tg_term *D, tg_term *A)
+static tgS_state *set_c(tg_env *env, tgS_state *st, const tg_term *x, int T, const tgC_link *D,
+                        const tgC_link *A)
 {
     tgC_rec *c = tgT_alloc(env->ctx, sizeof *c);
     tgS_map *C;
@@ -91,13 +101,13 @@ static tgS_state *diseq_after(tg_env *env, tgS_state *st, tgS_state *unified, si
     tg_term *x = (tg_term *)ad->v[mark], *v = (tg_term *)ad->v[mark + 1];
     ad->n = mark;
     const tgC_rec *c = tgC_lookup(st, x);
-    tg_term *D = tg_cons(env->ctx, d, nil_if_null(c->D));
+    const tgC_link *D = link_new(env, d, c->D);
     if (!D || !(st = set_c(env, st, x, c->T, D, c->A)))
-        return env->oom = 1, NULL;
+        return NULL;
     if (tgT_islvar(v)) {
         c = tgC_lookup(st, v);
-        if (!(D = tg_cons(env->ctx, d, nil_if_null(c->D))))
-            return env->oom = 1, NULL;
+        if (!(D = link_new(env, d, c->D)))
+            return NULL;
         st = set_c(env, st, v, c->T, D, c->A);
     }
     return st;
@@ -138,12 +148,10 @@ static tgS_state *diseq_assoc(tg_env *env, tgS_state *st, tg_term *d)
     return diseq_after(env, st, tgU_unify_assoc(env, &tmp, d, 1), mark);
 }
 
-static int memv(const tg_term *x, const tg_term *l)
+static int memv(const tg_term *x, const tgC_link *l)
 {
-    tg_iter it;
-    tg_iter_init(&it, l);
-    for (tg_term *e; (e = tgT_iter_next(&it));)
-        if (e == x)
+    for (; l; l = l->next)
+        if (l->t == x)
             return 1;
     return 0;
 }
@@ -155,10 +163,10 @@ static tgS_state *absent_var(tg_env *env, tgS_state *st, tg_term *a, tg_term *b)
     if (!(st = tgC_diseq(env, st, a, b)))
         return NULL;
     const tgC_rec *c = tgC_lookup(st, b);
-    if (memv(a, nil_if_null(c->A)))
+    if (memv(a, c->A))
         return st;
-    tg_term *A = tg_cons(env->ctx, a, nil_if_null(c->A));
-    return A ? set_c(env, st, b, c->T, c->D, A) : (env->oom = 1, NULL);
+    const tgC_link *A = link_new(env, a, c->A);
+    return A ? set_c(env, st, b, c->T, c->D, A) : NULL;
 }
 
 /* absento of an atom a: only an equal atom violates it and only a
@@ -236,21 +244,18 @@ static tgS_state *update(tg_env *env, tgS_state *st, tg_term *x, tg_term *v)
     if (c == &empty_rec || (c->T == TGC_NONE && !c->D && !c->A))
         return st;
     int T = c->T;
-    tg_term *A = nil_if_null(c->A), *D = nil_if_null(c->D);
+    const tgC_link *A = c->A, *D = c->D;
     tgC_rec *e = (tgC_rec *)&empty_rec;
     tgS_map *C = tgS_map_set(env->ctx, st->C, tgS_var_id(x), e);
     if (!C || !(st = tgS_state_new(env->ctx, st->scope, st->S, C)))
         return env->oom = 1, NULL;
     if (T != TGC_NONE && !(st = tgC_type(env, st, v, T)))
         return NULL;
-    tg_iter it;
-    tg_iter_init(&it, A);
-    for (tg_term *a; (a = tgT_iter_next(&it));)
-        if (!(st = tgC_absento(env, st, a, v)))
+    for (; A; A = A->next)
+        if (!(st = tgC_absento(env, st, A->t, v)))
             return NULL;
-    tg_iter_init(&it, D);
-    for (tg_term *d; (d = tgT_iter_next(&it));)
-        if (!(st = diseq_assoc(env, st, d)))
+    for (; D; D = D->next)
+        if (!(st = diseq_assoc(env, st, D->t)))
             return NULL;
     return st;
 }

@@ -9,11 +9,19 @@
 
 enum { TGC_NONE, TGC_NUM, TGC_STR, TGC_SYM, TGC_NTYPES };
 
+/* A list of the store: plain cells, not terms, as the lists only grow at
+ * the front and are read in order (a term list would be hash-consed for
+ * nothing on every constraint posted). */
+typedef struct tgC_link {
+    tg_term *t;
+    const struct tgC_link *next;
+} tgC_link;
+
 /* The constraints on one variable (its representative). */
 typedef struct tgC_rec {
-    int T;          /* TGC_NONE or a type */
-    tg_term *D;     /* list of disequalities, newest first; each a list of (x . v) */
-    tg_term *A;     /* list of terms that must not occur, newest first */
+    int T;                  /* TGC_NONE or a type */
+    const tgC_link *D;      /* disequalities, newest first; each a list of (x . v) */
+    const tgC_link *A;      /* terms that must not occur, newest first */
 } tgC_rec;
 
 const tgC_rec *tgC_lookup(const tgS_state *st, const tg_term *x);
