@@ -11,15 +11,17 @@
  */
 #include "constraint.h"
 
+#include <string.h>
+
 static const tgC_rec empty_rec = {TGC_NONE, NULL, NULL};
 
-/* (t . l) */
-static const tgC_link *link_new(tg_env *env, tg_term *t, const tgC_link *l)
+/* (p . l), p a term or a disequality */
+static const tgC_link *link_new(tg_env *env, const void *p, const tgC_link *l)
 {
     tgC_link *k = tgT_alloc(env->ctx, sizeof *k);
     if (!k)
         return env->oom = 1, NULL;
-    k->t = t;
+    k->u.t = (tg_term *)p;
     k->next = l;
     return k;
 }
@@ -87,17 +89,15 @@ static tgS_state *diseq_after(tg_env *env, tgS_state *st, tgS_state *unified, si
     }
     if (ad->n == mark)
         return NULL;                     /* already equal: violated */
-    /* the added bindings as the list ((x . v) ...) */
+    /* the added bindings, in order */
     size_t k = (ad->n - mark) / 2;
-    tg_term *d = tg_nil();
-    for (size_t i = k; i-- > 0;) {
-        tg_term *pr = tg_cons(env->ctx, (tg_term *)ad->v[mark + 2 * i], (tg_term *)ad->v[mark + 2 * i + 1]);
-        if (!pr || !(d = tg_cons(env->ctx, pr, d))) {
-            ad->n = mark;
-            env->oom = 1;
-            return NULL;
-        }
+    tgC_dis *d = tgT_alloc(env->ctx, sizeof *d + 2 * k * sizeof *d->p);
+    if (!d) {
+        ad->n = mark;
+        return env->oom = 1, NULL;
     }
+    d->n = k;
+    memcpy(d->p, ad->v + mark, 2 * k * sizeof *d->p);
     tg_term *x = (tg_term *)ad->v[mark], *v = (tg_term *)ad->v[mark + 1];
     ad->n = mark;
     const tgC_rec *c = tgC_lookup(st, x);
@@ -121,37 +121,49 @@ tgS_state *tgC_diseq(tg_env *env, tgS_state *st, tg_term *u, tg_term *v)
     return diseq_after(env, st, tgU_unify(env, &tmp, u, v, 1), mark);
 }
 
-/* Does some pair (x . v) of disequality d have two different ground
+/* Does some binding x := v of disequality d have two different ground
  * sides now?  Then the bindings can never all hold (hash-consing: equal
  * ground terms are one pointer) and unifying them would just fail. */
-static int diseq_settled(const tgS_state *st, tg_term *d)
+static int diseq_settled(const tgS_state *st, const tgC_dis *d)
 {
-    tg_iter it;
-    tg_iter_init(&it, d);
-    for (tg_term *p; (p = tgT_iter_next(&it));) {
-        if (!tgT_ispair(p) || p->h.n != 1)
-            return 0;   /* (x . list): leave it to unify */
-        tg_term *a = tgS_walk(p->e[0], st->S), *b = tgS_walk(tgT_rest(p), st->S);
+    for (size_t i = 0; i < 2 * d->n; i += 2) {
+        tg_term *a = tgS_walk(d->p[i], st->S), *b = tgS_walk(d->p[i + 1], st->S);
         if (a != b && tgT_ground(a) && tgT_ground(b))
             return 1;
     }
     return 0;
 }
 
-static tgS_state *diseq_assoc(tg_env *env, tgS_state *st, tg_term *d)
+tgS_state *tgC_dis_unify(tg_env *env, tgS_state *st, const tgC_dis *d, int record)
+{
+    tgK_vec *w = &env->work;
+    size_t base = w->n;
+    if (tgK_vec_reserve(w, 4 * d->n) < 0)
+        return env->oom = 1, NULL;
+    /* the first binding on top: unified first */
+    for (size_t i = d->n; i-- > 0;) {
+        uintptr_t *e = w->v + w->n;
+        e[0] = (uintptr_t)d->p[2 * i], e[1] = 0;
+        e[2] = (uintptr_t)d->p[2 * i + 1], e[3] = 0;
+        w->n += 4;
+    }
+    return tgU_unify_pushed(env, st, base, record);
+}
+
+static tgS_state *diseq_assoc(tg_env *env, tgS_state *st, const tgC_dis *d)
 {
     if (diseq_settled(st, d))
         return st;
     tgS_state tmp = *st;
     tmp.scope = 0;
     size_t mark = env->added.n;
-    return diseq_after(env, st, tgU_unify_assoc(env, &tmp, d, 1), mark);
+    return diseq_after(env, st, tgC_dis_unify(env, &tmp, d, 1), mark);
 }
 
 static int memv(const tg_term *x, const tgC_link *l)
 {
     for (; l; l = l->next)
-        if (l->t == x)
+        if (l->u.t == x)
             return 1;
     return 0;
 }
@@ -252,10 +264,10 @@ static tgS_state *update(tg_env *env, tgS_state *st, tg_term *x, tg_term *v)
     if (T != TGC_NONE && !(st = tgC_type(env, st, v, T)))
         return NULL;
     for (; A; A = A->next)
-        if (!(st = tgC_absento(env, st, A->t, v)))
+        if (!(st = tgC_absento(env, st, A->u.t, v)))
             return NULL;
     for (; D; D = D->next)
-        if (!(st = diseq_assoc(env, st, D->t)))
+        if (!(st = diseq_assoc(env, st, D->u.d)))
             return NULL;
     return st;
 }

@@ -338,9 +338,8 @@ tg_term *tgY_reify(tg_env *env, tgS_state *st, tg_term *x)
     nonlocal.scope = 0;
     for (size_t i = 0; i < nrel; i++) {
         for (const tgC_link *l = tgC_lookup(st, rel[i])->D; l; l = l->next) {
-            tg_term *d = l->t;
             size_t mark = env->added.n;
-            tgS_state *s2 = tgU_unify_assoc(env, &nonlocal, d, 1);
+            tgS_state *s2 = tgC_dis_unify(env, &nonlocal, l->u.d, 1);
             tg_term *nd = s2 ? added_assoc(env, mark, S) : NULL;
             env->added.n = mark;
             if (nd && all_relevant(env, nd, R))
@@ -349,7 +348,7 @@ tg_term *tgY_reify(tg_env *env, tgS_state *st, tg_term *x)
     }
     for (size_t i = 0; i < nrel; i++) {
         for (const tgC_link *l = tgC_lookup(st, rel[i])->A; l; l = l->next) {
-            tg_term *a = l->t;
+            tg_term *a = l->u.t;
             tg_term *lhs = tgU_walk_star(env, a, S, NULL);
             tg_term *pr = lhs ? tg_cons(ctx, lhs, rel[i]) : NULL;
             if (pr && all_relevant(env, pr, R))
