@@ -181,6 +181,22 @@ static tgS_state *absent_var(tg_env *env, tgS_state *st, tg_term *a, tg_term *b)
     return A ? set_c(env, st, b, c->T, c->D, A) : NULL;
 }
 
+/* absent_var for an atom a and an unbound variable b, in one step: the
+ * disequality's unification would add just b := a, so it is recorded as
+ * that, with a among b's absent terms in the same record. */
+static tgS_state *absent_atom_var(tg_env *env, tgS_state *st, tg_term *a, tg_term *b)
+{
+    tgC_dis *d = tgT_alloc(env->ctx, sizeof *d + 2 * sizeof *d->p);
+    if (!d)
+        return env->oom = 1, NULL;
+    d->n = 1;
+    d->p[0] = b, d->p[1] = a;
+    const tgC_rec *c = tgC_lookup(st, b);
+    const tgC_link *D = link_new(env, d, c->D);
+    const tgC_link *A = memv(a, c->A) ? c->A : link_new(env, a, c->A);
+    return D && A ? set_c(env, st, b, c->T, D, A) : NULL;
+}
+
 /* absento of an atom a: only an equal atom violates it and only a
  * variable takes a constraint, so list nodes (which can never unify with
  * an atom) need no disequality and their suffixes are never built: the
@@ -200,7 +216,7 @@ static tgS_state *absento_atom(tg_env *env, tgS_state *st, tg_term *a, tg_term *
             if (b == a)
                 return NULL;
             if (tgT_islvar(b)) {
-                st = absent_var(env, st, a, b);
+                st = absent_atom_var(env, st, a, b);
                 continue;
             }
             if (!tgT_ispair(b))
