@@ -131,52 +131,88 @@ static tg_term *inst_from(tg_env *env, const tgG_expr *e, unsigned i0, tg_term *
  * that is a variable now is walked again by unify then.  `left`: the
  * template is the left side of ==.  Returns -1 when the two cannot
  * unify (or out of memory: env->oom). */
-static int emit(tg_env *env, tg_term *x, tg_term *t, unsigned it, int left)
+typedef struct tpl {
+    tg_env *env;
+    tg_term **fr;
+    const tgS_map *S;
+    int left;               /* the template is the left side of == */
+    const tgG_goal *fresh;  /* a fresh whose variables are not all made yet */
+    uint64_t scope;         /* ... and its scope */
+} tpl;
+
+/* Make the variables of c->fresh that are still missing, in the order of
+ * the fresh (which gives them their ids, so their order is the order
+ * eager making would give). */
+static int make_missing(tpl *c)
 {
-    tgK_vec *w = &env->work;
+    const tgG_goal *g = c->fresh;
+    if (!g)
+        return 0;
+    c->fresh = NULL;
+    for (unsigned i = 0; i < g->n; i++)
+        if (!c->fr[g->slots[i]] &&
+            !(c->fr[g->slots[i]] = tgT_lvar_new(c->env->ctx, g->names[i], c->scope)))
+            return c->env->oom = 1, -1;
+    return 0;
+}
+
+static int emit(tpl *c, tg_term *x, tg_term *t, unsigned it)
+{
+    tgK_vec *w = &c->env->work;
     if (w->n + 4 > w->cap && tgK_vec_reserve(w, 4) < 0)
-        return env->oom = 1, -1;
+        return c->env->oom = 1, -1;
     uintptr_t *e = w->v + w->n;
+    int left = c->left;
     e[left ? 0 : 2] = (uintptr_t)x, e[left ? 1 : 3] = 0;
     e[left ? 2 : 0] = (uintptr_t)t, e[left ? 3 : 1] = it;
     w->n += 4;
     return 0;
 }
 
-static int flatten(tg_env *env, const tgG_expr *e, tg_term **fr, tg_term *t, unsigned it,
-                   const tgS_map *S, int left);
+static int flatten(tpl *c, const tgG_expr *e, tg_term *t, unsigned it);
 
-/* Template element or tail e against position (t, it). */
-static int flatten_part(tg_env *env, const tgG_expr *e, tg_term **fr, tg_term *t, unsigned it,
-                        const tgS_map *S, int left)
+/* Template element or tail e against position (t, it).  A variable of a
+ * fresh not made yet would be made and bound in place to the position's
+ * value, nobody having seen it: the slot takes the value instead. */
+static int flatten_part(tpl *c, const tgG_expr *e, tg_term *t, unsigned it)
 {
     if (!e)
-        return emit(env, tg_nil(), t, it, left);
+        return emit(c, tg_nil(), t, it);
     if (e->op == TGG_LIST)
-        return flatten(env, e, fr, t, it, S, left);
-    return emit(env, e->op == TGG_CONST ? e->t : fr[e->slot], t, it, left);
+        return flatten(c, e, t, it);
+    if (e->op == TGG_CONST)
+        return emit(c, e->t, t, it);
+    if (!c->fr[e->slot] && c->fresh) {
+        tg_term *v = it ? tgU_suffix(c->env, t, it) : t;
+        if (!v)
+            return c->env->oom = 1, -1;
+        c->fr[e->slot] = v;
+        return 0;
+    }
+    return emit(c, c->fr[e->slot], t, it);
 }
 
 /* Recursion follows the template's nesting, bounded when compiling. */
-static int flatten(tg_env *env, const tgG_expr *e, tg_term **fr, tg_term *t, unsigned it,
-                   const tgS_map *S, int left)
+static int flatten(tpl *c, const tgG_expr *e, tg_term *t, unsigned it)
 {
     for (unsigned i = 0;; i++) {
         if (i == e->n)
-            return flatten_part(env, e->tail, fr, t, it, S, left);
+            return flatten_part(c, e->tail, t, it);
         if (it == 0) {
-            t = tgS_walk(t, S);
+            t = tgS_walk(t, c->S);
             if (!tgT_ispair(t)) {
                 if (!tgT_islvar(t))
                     return -1;  /* an atom (or ()) against more elements */
-                tg_term *x = inst_from(env, e, i, fr);
-                return x ? emit(env, x, t, 0, left) : -1;
+                if (make_missing(c) < 0)
+                    return -1;
+                tg_term *x = inst_from(c->env, e, i, c->fr);
+                return x ? emit(c, x, t, 0) : -1;
             }
         }
         tg_term *x = t->e[it];
         if (++it == t->h.n)
             t = tgT_rest(t), it = 0;
-        if (flatten_part(env, e->e[i], fr, x, 0, S, left) < 0)
+        if (flatten_part(c, e->e[i], x, 0) < 0)
             return -1;
     }
 }
@@ -185,6 +221,8 @@ static int flatten(tg_env *env, const tgG_expr *e, tg_term **fr, tg_term *t, uns
  * pops them, so the first met must be on top. */
 static void reverse_pairs(tgK_vec *w, size_t base)
 {
+    if (w->n == base)
+        return;
     for (size_t i = base, j = w->n - 4; i < j; i += 4, j -= 4)
         for (unsigned k = 0; k < 4; k++) {
             uintptr_t x = w->v[i + k];
@@ -193,19 +231,49 @@ static void reverse_pairs(tgK_vec *w, size_t base)
         }
 }
 
-/* (== a b) where a or b is a list template. */
-static tgS_state *unify_tpl(tg_env *env, tgS_state *st, const tgG_expr *a, const tgG_expr *b,
-                            tg_term **fr)
+/* (== a b) where a or b is a list template; c->fresh: see fresh_unify. */
+static tgS_state *unify_tpl(tpl *c, tgS_state *st, const tgG_expr *a, const tgG_expr *b)
 {
+    tg_env *env = c->env;
     size_t base = env->work.n;
-    int left = a->op == TGG_LIST;
-    tg_term *other = inst(env, left ? b : a, fr);
-    if (!other || flatten(env, left ? a : b, fr, other, 0, st->S, left) < 0) {
+    c->S = st->S;
+    c->left = a->op == TGG_LIST;
+    const tgG_expr *o = c->left ? b : a;
+    if (o->op != TGG_CONST && (o->op == TGG_LIST || !c->fr[o->slot]) && make_missing(c) < 0)
+        return NULL;
+    tg_term *other = inst(env, o, c->fr);
+    if (!other || flatten(c, c->left ? a : b, other, 0) < 0) {
         env->work.n = base;
         return NULL;
     }
     reverse_pairs(&env->work, base);
     return tgC_unify_pushed(env, st, base);
+}
+
+/* The goal a fresh starts with when it is (== template term). */
+static const tgG_goal *leading_unify(const tgG_goal *g)
+{
+    const tgG_goal *u = g->g[0];
+    if (u->op == TGG_CONJ)
+        u = u->g[0];
+    return u->op == TGG_UNIFY && (u->a->op == TGG_LIST || u->b->op == TGG_LIST) ? u : NULL;
+}
+
+/* Fresh g (in frame fr, its slots not shared with any other branch: a
+ * fresh runs once per frame or copies it) followed by its leading
+ * (== template term) u.  Variables matched against parts of the term are
+ * never made, their slots take those parts; the rest are made once a
+ * template part must be built, or after.  This is what making them all
+ * first would do: they would be bound in place (the scope has not
+ * changed) before anything else could see them. */
+static tgS_state *fresh_unify(tg_env *env, tgS_state *st, const tgG_goal *g, tg_term **fr,
+                              const tgG_goal *u)
+{
+    for (unsigned i = 0; i < g->n; i++)
+        fr[g->slots[i]] = NULL;
+    tpl c = {env, fr, NULL, 0, g, st->scope};
+    tgS_state *r = unify_tpl(&c, st, u->a, u->b);
+    return r && make_missing(&c) < 0 ? NULL : r;
 }
 
 /* ---- the machine -------------------------------------------------- */
@@ -335,7 +403,8 @@ static void *machine(tg_env *env, cell *f0)
                 break;
             case TGG_UNIFY: case TGG_DISEQ: case TGG_ABSENTO: {
                 if (g->op == TGG_UNIFY && (g->a->op == TGG_LIST || g->b->op == TGG_LIST)) {
-                    s = unify_tpl(env, st, g->a, g->b, fr);
+                    tpl c = {env, fr, NULL, 0, NULL, 0};
+                    s = unify_tpl(&c, st, g->a, g->b);
                     break;
                 }
                 tg_term *u = inst(env, g->a, fr), *v = u ? inst(env, g->b, fr) : NULL;
@@ -423,6 +492,17 @@ static void *machine(tg_env *env, cell *f0)
                         goto oom;
                     memcpy(nf, fr, g->nslots * sizeof *nf);
                     fr = nf;
+                }
+                const tgG_goal *u = g->n ? leading_unify(g) : NULL;
+                if (u) {
+                    s = fresh_unify(env, st, g, fr, u);
+                    tgG_goal *b = g->g[0];
+                    if (s && b->op == TGG_CONJ)
+                        for (unsigned i = b->n; i-- > 1;)
+                            if (kpush(env, K_BIND, b->g[i], fr, NULL) < 0)
+                                goto fail;
+                    mode = RETURN;
+                    continue;
                 }
                 for (unsigned i = 0; i < g->n; i++)
                     if (!(fr[g->slots[i]] = tgT_lvar_new(env->ctx, g->names[i], st->scope)))
