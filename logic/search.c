@@ -221,8 +221,6 @@ static int flatten(tpl *c, const tgG_expr *e, tg_term *t, unsigned it)
  * pops them, so the first met must be on top. */
 static void reverse_pairs(tgK_vec *w, size_t base)
 {
-    if (w->n == base)
-        return;
     for (size_t i = base, j = w->n - 4; i < j; i += 4, j -= 4)
         for (unsigned k = 0; k < 4; k++) {
             uintptr_t x = w->v[i + k];
@@ -246,6 +244,8 @@ static tgS_state *unify_tpl(tpl *c, tgS_state *st, const tgG_expr *a, const tgG_
         env->work.n = base;
         return NULL;
     }
+    if (env->work.n == base)
+        return st;      /* every part went to a variable not yet made */
     reverse_pairs(&env->work, base);
     return tgC_unify_pushed(env, st, base);
 }
