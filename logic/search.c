@@ -250,30 +250,42 @@ static tgS_state *unify_tpl(tpl *c, tgS_state *st, const tgG_expr *a, const tgG_
     return tgC_unify_pushed(env, st, base);
 }
 
-/* The goal a fresh starts with when it is (== template term). */
-static const tgG_goal *leading_unify(const tgG_goal *g)
+static int is_tpl_unify(const tgG_goal *u)
 {
-    const tgG_goal *u = g->g[0];
-    if (u->op == TGG_CONJ)
-        u = u->g[0];
-    return u->op == TGG_UNIFY && (u->a->op == TGG_LIST || u->b->op == TGG_LIST) ? u : NULL;
+    return u->op == TGG_UNIFY && (u->a->op == TGG_LIST || u->b->op == TGG_LIST);
+}
+
+/* How many goals (== template term) body b of a fresh starts with. */
+static unsigned leading_unifies(const tgG_goal *b)
+{
+    if (b->op != TGG_CONJ)
+        return is_tpl_unify(b);
+    unsigned k = 0;
+    while (k < b->n && is_tpl_unify(b->g[k]))
+        k++;
+    return k;
 }
 
 /* Fresh g (in frame fr, its slots not shared with any other branch: a
- * fresh runs once per frame or copies it) followed by its leading
- * (== template term) u.  Variables matched against parts of the term are
- * never made, their slots take those parts; the rest are made once a
- * template part must be built, or after.  This is what making them all
- * first would do: they would be bound in place (the scope has not
- * changed) before anything else could see them. */
+ * fresh runs once per frame or copies it) followed by the first k goals
+ * of its body b, each (== template term).  Variables matched against
+ * parts of a term are never made, their slots take those parts; the rest
+ * are made once a template part must be built, or after.  This is what
+ * making them all first would do: they would be bound in place (a
+ * unification makes no branch point, the scope stays) before anything
+ * else could see them, and made in the same order, so with ids in the
+ * same order. */
 static tgS_state *fresh_unify(tg_env *env, tgS_state *st, const tgG_goal *g, tg_term **fr,
-                              const tgG_goal *u)
+                              const tgG_goal *b, unsigned k)
 {
     for (unsigned i = 0; i < g->n; i++)
         fr[g->slots[i]] = NULL;
     tpl c = {env, fr, NULL, 0, g, st->scope};
-    tgS_state *r = unify_tpl(&c, st, u->a, u->b);
-    return r && make_missing(&c) < 0 ? NULL : r;
+    for (unsigned i = 0; i < k && st; i++) {
+        const tgG_goal *u = b->op == TGG_CONJ ? b->g[i] : b;
+        st = unify_tpl(&c, st, u->a, u->b);
+    }
+    return st && make_missing(&c) < 0 ? NULL : st;
 }
 
 /* ---- the machine -------------------------------------------------- */
@@ -493,12 +505,12 @@ static void *machine(tg_env *env, cell *f0)
                     memcpy(nf, fr, g->nslots * sizeof *nf);
                     fr = nf;
                 }
-                const tgG_goal *u = g->n ? leading_unify(g) : NULL;
-                if (u) {
-                    s = fresh_unify(env, st, g, fr, u);
+                unsigned k = g->n ? leading_unifies(g->g[0]) : 0;
+                if (k) {
                     tgG_goal *b = g->g[0];
-                    if (s && b->op == TGG_CONJ)
-                        for (unsigned i = b->n; i-- > 1;)
+                    s = fresh_unify(env, st, g, fr, b, k);
+                    if (s && b->op == TGG_CONJ)     /* the rest of the body */
+                        for (unsigned i = b->n; i-- > k;)
                             if (kpush(env, K_BIND, b->g[i], fr, NULL) < 0)
                                 goto fail;
                     mode = RETURN;
