@@ -128,9 +128,7 @@ static tg_term *inst_from(tg_env *env, const tgG_expr *e, unsigned i0, tg_term *
  * element index, as in unify.c.  Deciding the term's shape before
  * unifying is sound: bindings only ever add structure, so a position
  * that is a list now is the same list when unify gets there, and one
- * that is a variable now is walked again by unify then.  `left`: the
- * template is the left side of ==.  Returns -1 when the two cannot
- * unify (or out of memory: env->oom). */
+ * that is a variable now is walked again by unify then. */
 typedef struct tpl {
     tg_env *env;
     tg_term **fr;
@@ -192,7 +190,9 @@ static int flatten_part(tpl *c, const tgG_expr *e, tg_term *t, unsigned it)
     return emit(c, c->fr[e->slot], t, it);
 }
 
-/* Recursion follows the template's nesting, bounded when compiling. */
+/* List template e against position (t, it); -1 when they cannot unify
+ * (or out of memory: env->oom).  Recursion follows the template's
+ * nesting, bounded when compiling. */
 static int flatten(tpl *c, const tgG_expr *e, tg_term *t, unsigned it)
 {
     for (unsigned i = 0;; i++) {
