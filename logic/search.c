@@ -402,8 +402,6 @@ static void *machine(tg_env *env, cell *f0)
     cell *pool = NULL;
 
     for (;;) {
-        if (env->oom || env->failed)
-            goto fail;
         switch (mode) {
         case APPLY:
             switch (g->op) {
@@ -556,6 +554,11 @@ static void *machine(tg_env *env, cell *f0)
             continue;
 
         case RETURN: {
+            /* goals report running out of memory (or an error) by failing:
+             * every result passes here, and forcing or applying sets no
+             * flag without leaving at once */
+            if (env->oom || env->failed)
+                goto fail;
             if (s && is_susp(s)) {
                 int r = resume(env, &pool, (cell **)&s, base, &f);
                 if (r < 0)
