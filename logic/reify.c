@@ -337,12 +337,9 @@ tg_term *tgY_reify(tg_env *env, tgS_state *st, tg_term *x)
     tgS_state nonlocal = *st;
     nonlocal.scope = 0;
     for (size_t i = 0; i < nrel; i++) {
-        const tgC_rec *c = tgC_lookup(st, rel[i]);
-        tg_iter it;
-        tg_iter_init(&it, c->D ? c->D : tg_nil());
-        for (tg_term *d; (d = tgT_iter_next(&it));) {
+        for (const tgC_link *l = tgC_lookup(st, rel[i])->D; l; l = l->next) {
             size_t mark = env->added.n;
-            tgS_state *s2 = tgU_unify_assoc(env, &nonlocal, d, 1);
+            tgS_state *s2 = tgC_dis_unify(env, &nonlocal, l->u.d, 1);
             tg_term *nd = s2 ? added_assoc(env, mark, S) : NULL;
             env->added.n = mark;
             if (nd && all_relevant(env, nd, R))
@@ -350,10 +347,8 @@ tg_term *tgY_reify(tg_env *env, tgS_state *st, tg_term *x)
         }
     }
     for (size_t i = 0; i < nrel; i++) {
-        const tgC_rec *c = tgC_lookup(st, rel[i]);
-        tg_iter it;
-        tg_iter_init(&it, c->A ? c->A : tg_nil());
-        for (tg_term *a; (a = tgT_iter_next(&it));) {
+        for (const tgC_link *l = tgC_lookup(st, rel[i])->A; l; l = l->next) {
+            tg_term *a = l->u.t;
             tg_term *lhs = tgU_walk_star(env, a, S, NULL);
             tg_term *pr = lhs ? tg_cons(ctx, lhs, rel[i]) : NULL;
             if (pr && all_relevant(env, pr, R))

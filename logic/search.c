@@ -62,6 +62,29 @@ static cell *mk(tg_env *env, uint32_t tag, uint32_t i, void *a, void *b, void *c
     return x;
 }
 
+/* Streams are used linearly: once the machine has forced a suspension of
+ * the kinds below, or taken a pair apart, nothing refers to its cell any
+ * more.  Such cells go to a pool local to one run of the machine and make
+ * its next cells; most cells of a long search are the bind and mplus
+ * wrappers rebuilt around a suspension on every step, so this spares the
+ * collector most of them. */
+static inline void recycle(cell **pool, cell *x)
+{
+    x->a = *pool;
+    x->b = x->c = NULL;     /* let go of what it held */
+    *pool = x;
+}
+
+static inline cell *mkp(tg_env *env, cell **pool, uint32_t tag, uint32_t i, void *a, void *b, void *c)
+{
+    cell *x = *pool;
+    if (!x)
+        return mk(env, tag, i, a, b, c);
+    *pool = x->a;
+    x->tag = tag, x->i = i, x->a = a, x->b = b, x->c = c;
+    return x;
+}
+
 static int kpush(tg_env *env, uintptr_t k, void *a, void *b, void *c)
 {
     tgK_vec *s = &env->kont;
@@ -75,6 +98,8 @@ static int kpush(tg_env *env, uintptr_t k, void *a, void *b, void *c)
 
 /* ---- templates ---------------------------------------------------- */
 
+static tg_term *inst_from(tg_env *env, const tgG_expr *e, unsigned i0, tg_term **fr);
+
 /* Template nesting is bounded when compiling, so this recursion is. */
 static tg_term *inst(tg_env *env, const tgG_expr *e, tg_term **fr)
 {
@@ -83,22 +108,198 @@ static tg_term *inst(tg_env *env, const tgG_expr *e, tg_term **fr)
         return e->t;
     case TGG_SLOT:
         return fr[e->slot];
-    default: {
-        tg_term *buf[16], **v = e->n <= 16 ? buf : GC_MALLOC(e->n * sizeof *v);
-        if (!v)
-            return env->oom = 1, NULL;
-        for (unsigned i = 0; i < e->n; i++)
-            if (!(v[i] = inst(env, e->e[i], fr)))
-                return NULL;
-        tg_term *tail = e->tail ? inst(env, e->tail, fr) : NULL;
-        if (e->tail && !tail)
+    default:
+        return inst_from(env, e, 0, fr);
+    }
+}
+
+/* List template e from its element i0 on. */
+static tg_term *inst_from(tg_env *env, const tgG_expr *e, unsigned i0, tg_term **fr)
+{
+    unsigned n = e->n - i0;
+    tg_term *buf[16], **v = n <= 16 ? buf : GC_MALLOC(n * sizeof *v);
+    if (!v)
+        return env->oom = 1, NULL;
+    for (unsigned i = 0; i < n; i++)
+        if (!(v[i] = inst(env, e->e[i0 + i], fr)))
             return NULL;
-        tg_term *r = tg_list(env->ctx, e->n, v, tail);
-        if (!r)
-            env->oom = 1;
-        return r;
+    tg_term *tail = e->tail ? inst(env, e->tail, fr) : tg_nil();
+    if (!tail)
+        return NULL;
+    tg_term *r = n ? tg_list(env->ctx, n, v, tail) : tail;
+    if (!r)
+        env->oom = 1;
+    return r;
+}
+
+/* ---- unifying a template without building it ---------------------- */
+
+/* (== template term) unifies the template's lists element by element
+ * against the term's, exactly as unify would visit the built term, so
+ * only the parts met by an unbound variable are built (and interned).
+ * The pairs unify would meet are put on env->work in visiting order;
+ * a position in the term is a term (index 0) or a list chunk and an
+ * element index, as in unify.c.  Deciding the term's shape before
+ * unifying is sound: bindings only ever add structure, so a position
+ * that is a list now is the same list when unify gets there, and one
+ * that is a variable now is walked again by unify then. */
+typedef struct tpl {
+    tg_env *env;
+    tg_term **fr;
+    const tgS_map *S;
+    int left;               /* the template is the left side of == */
+    const tgG_goal *fresh;  /* a fresh whose variables are not all made yet */
+    uint64_t scope;         /* ... and its scope */
+} tpl;
+
+/* Make the variables of c->fresh that are still missing, in the order of
+ * the fresh (which gives them their ids, so their order is the order
+ * eager making would give). */
+static int make_missing(tpl *c)
+{
+    const tgG_goal *g = c->fresh;
+    if (!g)
+        return 0;
+    c->fresh = NULL;
+    for (unsigned i = 0; i < g->n; i++)
+        if (!c->fr[g->slots[i]] &&
+            !(c->fr[g->slots[i]] = tgT_lvar_new(c->env->ctx, g->names[i], c->scope)))
+            return c->env->oom = 1, -1;
+    return 0;
+}
+
+static int emit(tpl *c, tg_term *x, tg_term *t, unsigned it)
+{
+    tgK_vec *w = &c->env->work;
+    if (w->n + 4 > w->cap && tgK_vec_reserve(w, 4) < 0)
+        return c->env->oom = 1, -1;
+    uintptr_t *e = w->v + w->n;
+    int left = c->left;
+    e[left ? 0 : 2] = (uintptr_t)x, e[left ? 1 : 3] = 0;
+    e[left ? 2 : 0] = (uintptr_t)t, e[left ? 3 : 1] = it;
+    w->n += 4;
+    return 0;
+}
+
+static int flatten(tpl *c, const tgG_expr *e, tg_term *t, unsigned it);
+
+/* Template element or tail e against position (t, it).  A variable of a
+ * fresh not made yet would be made and bound in place to the position's
+ * value, nobody having seen it: the slot takes the value instead. */
+static int flatten_part(tpl *c, const tgG_expr *e, tg_term *t, unsigned it)
+{
+    if (!e)
+        return emit(c, tg_nil(), t, it);
+    if (e->op == TGG_LIST)
+        return flatten(c, e, t, it);
+    if (e->op == TGG_CONST)
+        return emit(c, e->t, t, it);
+    if (!c->fr[e->slot] && c->fresh) {
+        tg_term *v = it ? tgU_suffix(c->env, t, it) : t;
+        if (!v)
+            return c->env->oom = 1, -1;
+        c->fr[e->slot] = v;
+        return 0;
     }
+    return emit(c, c->fr[e->slot], t, it);
+}
+
+/* List template e against position (t, it); -1 when they cannot unify
+ * (or out of memory: env->oom).  Recursion follows the template's
+ * nesting, bounded when compiling. */
+static int flatten(tpl *c, const tgG_expr *e, tg_term *t, unsigned it)
+{
+    for (unsigned i = 0;; i++) {
+        if (i == e->n)
+            return flatten_part(c, e->tail, t, it);
+        if (it == 0) {
+            t = tgS_walk(t, c->S);
+            if (!tgT_ispair(t)) {
+                if (!tgT_islvar(t))
+                    return -1;  /* an atom (or ()) against more elements */
+                if (make_missing(c) < 0)
+                    return -1;
+                tg_term *x = inst_from(c->env, e, i, c->fr);
+                return x ? emit(c, x, t, 0) : -1;
+            }
+        }
+        tg_term *x = t->e[it];
+        if (++it == t->h.n)
+            t = tgT_rest(t), it = 0;
+        if (flatten_part(c, e->e[i], x, 0) < 0)
+            return -1;
     }
+}
+
+/* Reverse the order of the 4-word pairs on env->work above base: unify
+ * pops them, so the first met must be on top. */
+static void reverse_pairs(tgK_vec *w, size_t base)
+{
+    for (size_t i = base, j = w->n - 4; i < j; i += 4, j -= 4)
+        for (unsigned k = 0; k < 4; k++) {
+            uintptr_t x = w->v[i + k];
+            w->v[i + k] = w->v[j + k];
+            w->v[j + k] = x;
+        }
+}
+
+/* (== a b) where a or b is a list template; c->fresh: see fresh_unify. */
+static tgS_state *unify_tpl(tpl *c, tgS_state *st, const tgG_expr *a, const tgG_expr *b)
+{
+    tg_env *env = c->env;
+    size_t base = env->work.n;
+    c->S = st->S;
+    c->left = a->op == TGG_LIST;
+    const tgG_expr *o = c->left ? b : a;
+    if (o->op != TGG_CONST && (o->op == TGG_LIST || !c->fr[o->slot]) && make_missing(c) < 0)
+        return NULL;
+    tg_term *other = inst(env, o, c->fr);
+    if (!other || flatten(c, c->left ? a : b, other, 0) < 0) {
+        env->work.n = base;
+        return NULL;
+    }
+    if (env->work.n == base)
+        return st;      /* every part went to a variable not yet made */
+    reverse_pairs(&env->work, base);
+    return tgC_unify_pushed(env, st, base);
+}
+
+static int is_tpl_unify(const tgG_goal *u)
+{
+    return u->op == TGG_UNIFY && (u->a->op == TGG_LIST || u->b->op == TGG_LIST);
+}
+
+/* How many goals (== template term) body b of a fresh starts with. */
+static unsigned leading_unifies(const tgG_goal *b)
+{
+    if (b->op != TGG_CONJ)
+        return is_tpl_unify(b);
+    unsigned k = 0;
+    while (k < b->n && is_tpl_unify(b->g[k]))
+        k++;
+    return k;
+}
+
+/* Fresh g (in frame fr, its slots not shared with any other branch: a
+ * fresh runs once per frame or copies it) followed by the first k goals
+ * of its body b, each (== template term).  Variables matched against
+ * parts of a term are never made, their slots take those parts; the rest
+ * are made once a template part must be built, or after.  This is what
+ * making them all first would do: they would be bound in place (a
+ * unification makes no branch point, the scope stays) before anything
+ * else could see them, and made in the same order, so with ids in the
+ * same order. */
+static tgS_state *fresh_unify(tg_env *env, tgS_state *st, const tgG_goal *g, tg_term **fr,
+                              const tgG_goal *b, unsigned k)
+{
+    for (unsigned i = 0; i < g->n; i++)
+        fr[g->slots[i]] = NULL;
+    tpl c = {env, fr, NULL, 0, g, st->scope};
+    for (unsigned i = 0; i < k && st; i++) {
+        const tgG_goal *u = b->op == TGG_CONJ ? b->g[i] : b;
+        st = unify_tpl(&c, st, u->a, u->b);
+    }
+    return st && make_missing(&c) < 0 ? NULL : st;
 }
 
 /* ---- the relation table -------------------------------------------- */
@@ -330,6 +531,100 @@ static void *with_wait(tg_env *env, void *s, cell *W)
 
 /* ---- the machine -------------------------------------------------- */
 
+/* A suspension returned to the continuations from the top of the stack
+ * down to base: each wraps it (bind: a bind suspension; mplus: an mplus
+ * suspension, the waiting stream first).  Stops early at a continuation
+ * of another kind, left on the stack.  NULL when out of memory. */
+static cell *bubble(tg_env *env, cell **pool, cell *s, size_t base)
+{
+    tgK_vec *K = &env->kont;
+    size_t n = K->n;        /* kept here: nothing below touches the stack */
+    while (s && n > base) {
+        uintptr_t *w = K->v + n - 4;
+        switch (w[0] & 0xff) {
+        case K_BIND:
+            s = mkp(env, pool, SU_BIND, 0, s, (void *)w[2], (void *)w[1]);
+            break;
+        case K_MPLUS:
+            s = mkp(env, pool, SU_MPLUS, 0, (void *)w[1], s, NULL);
+            break;
+        case K_CLAUSES: {
+            cell *c = mkp(env, pool, SU_CLAUSES, (uint32_t)(w[0] >> 8), (void *)w[1], (void *)w[2],
+                          (void *)w[3]);
+            s = c ? mkp(env, pool, SU_MPLUS, 0, c, s, NULL) : NULL;
+            break;
+        }
+        default:
+            K->n = n;
+            return s;
+        }
+        n -= 4;
+    }
+    K->n = n;
+    return s;
+}
+
+/* Suspension s returned to the continuations above base.  Wrapped up to
+ * base, take would force it again at once, which pushes the binds at the
+ * bottom of the stack back as they were and stops at the lowest mplus (or
+ * remaining conde clauses), forcing its waiting stream with the wrapped
+ * rest waiting instead.  So: wrap s only above that level and change the
+ * level in place.  Returns 1 with *f the suspension to force next, 0 when
+ * a continuation of another kind is met (s updated, the stack popped down
+ * to it), -1 when out of memory. */
+static int resume(tg_env *env, cell **pool, cell **s, size_t base, cell **f)
+{
+    tgK_vec *K = &env->kont;
+    size_t low = base;
+    while (low < K->n && (K->v[low] & 0xff) == K_BIND)
+        low += 4;
+    if (low == K->n) {      /* only binds: they stay, s is forced */
+        *f = *s;
+        return 1;
+    }
+    if (!(*s = bubble(env, pool, *s, low + 4)))
+        return -1;
+    if (K->n != low + 4)
+        return 0;
+    uintptr_t *w = K->v + low;
+    switch (w[0] & 0xff) {
+    case K_MPLUS:
+        *f = (cell *)w[1];
+        break;
+    case K_CLAUSES:
+        if (!(*f = mkp(env, pool, SU_CLAUSES, (uint32_t)(w[0] >> 8), (void *)w[1], (void *)w[2],
+                       (void *)w[3])))
+            return -1;
+        w[0] = K_MPLUS;
+        break;
+    default:
+        return 0;
+    }
+    w[1] = (uintptr_t)*s;
+    return 1;
+}
+
+/* Force a chain of mplus and bind suspensions: push their continuations
+ * and return the innermost suspension, to be forced next. */
+static cell *unwrap(tg_env *env, cell **pool, cell *f)
+{
+    tgK_vec *K = &env->kont;
+    do {
+        if (K->n + 4 > K->cap && tgK_vec_reserve(K, 4) < 0)
+            return env->oom = 1, NULL;
+        uintptr_t *w = K->v + K->n;
+        if (f->tag == SU_MPLUS)
+            w[0] = K_MPLUS, w[1] = (uintptr_t)f->b;
+        else
+            w[0] = K_BIND, w[1] = (uintptr_t)f->c, w[2] = (uintptr_t)f->b;
+        K->n += 4;
+        cell *next = f->a;
+        recycle(pool, f);
+        f = next;
+    } while (f->tag == SU_MPLUS || f->tag == SU_BIND);
+    return f;
+}
+
 #define ERR ((void *)1)
 
 enum { APPLY, FORCE, RETURN };
@@ -345,10 +640,9 @@ static void *machine(tg_env *env, cell *f0)
     tg_term **fr = NULL;
     tgS_state *st = NULL;
     uint32_t ci = 0;
+    cell *pool = NULL;
 
     for (;;) {
-        if (env->oom || env->failed)
-            goto fail;
         switch (mode) {
         case APPLY:
             switch (g->op) {
@@ -359,6 +653,11 @@ static void *machine(tg_env *env, cell *f0)
                 s = NULL;
                 break;
             case TGG_UNIFY: case TGG_DISEQ: case TGG_ABSENTO: {
+                if (g->op == TGG_UNIFY && (g->a->op == TGG_LIST || g->b->op == TGG_LIST)) {
+                    tpl c = {env, fr, NULL, 0, NULL, 0};
+                    s = unify_tpl(&c, st, g->a, g->b);
+                    break;
+                }
                 tg_term *u = inst(env, g->a, fr), *v = u ? inst(env, g->b, fr) : NULL;
                 if (!v)
                     s = NULL;
@@ -382,10 +681,10 @@ static void *machine(tg_env *env, cell *f0)
                 g = g->g[0];
                 continue;
             case TGG_FRESH:
-                s = mk(env, SU_FRESH, 0, g, fr, st);
+                s = mkp(env, &pool, SU_FRESH, 0, g, fr, st);
                 break;
             case TGG_CONDE:
-                s = mk(env, SU_CONDE, 0, g, fr, st);
+                s = mkp(env, &pool, SU_CONDE, 0, g, fr, st);
                 break;
             case TGG_CALL: {
                 tgG_rel *rel = g->rel;
@@ -478,16 +777,29 @@ static void *machine(tg_env *env, cell *f0)
             switch (f->tag) {
             case SU_APPLY:
                 g = f->a, fr = f->b, st = f->c;
+                recycle(&pool, f);
                 mode = APPLY;
                 continue;
             case SU_FRESH: {
                 g = f->a, fr = f->b, st = f->c;
+                recycle(&pool, f);
                 if (g->copy) {
                     tg_term **nf = tgT_alloc(env->ctx, g->nslots * sizeof *nf);
                     if (!nf)
                         goto oom;
                     memcpy(nf, fr, g->nslots * sizeof *nf);
                     fr = nf;
+                }
+                unsigned k = g->n ? leading_unifies(g->g[0]) : 0;
+                if (k) {
+                    tgG_goal *b = g->g[0];
+                    s = fresh_unify(env, st, g, fr, b, k);
+                    if (s && b->op == TGG_CONJ)     /* the rest of the body */
+                        for (unsigned i = b->n; i-- > k;)
+                            if (kpush(env, K_BIND, b->g[i], fr, NULL) < 0)
+                                goto fail;
+                    mode = RETURN;
+                    continue;
                 }
                 for (unsigned i = 0; i < g->n; i++)
                     if (!(fr[g->slots[i]] = tgT_lvar_new(env->ctx, g->names[i], st->scope)))
@@ -498,27 +810,26 @@ static void *machine(tg_env *env, cell *f0)
             }
             case SU_CONDE:
                 g = f->a, fr = f->b, st = f->c;
+                recycle(&pool, f);
                 if (!(st = tgS_state_new(env->ctx, tgK_new_scope(env), st->S, st->C)))
                     goto oom;
                 ci = 0;
                 goto clauses;
             case SU_CLAUSES:
                 g = f->a, fr = f->b, st = f->c, ci = f->i;
+                recycle(&pool, f);
                 goto clauses;
-            case SU_MPLUS:
-                if (kpush(env, K_MPLUS, f->b, NULL, NULL) < 0)
+            case SU_MPLUS: case SU_BIND:
+                if (!(f = unwrap(env, &pool, f)))
                     goto fail;
-                f = f->a;
                 continue;
-            case SU_BIND:
-                if (kpush(env, K_BIND, f->c, f->b, NULL) < 0)
-                    goto fail;
-                f = f->a;
-                continue;
-            case SU_FAIL:
-                s = f->i > 1 ? mk(env, SU_FAIL, f->i - 1, NULL, NULL, NULL) : NULL;
+            case SU_FAIL: {
+                uint32_t i = f->i;
+                recycle(&pool, f);
+                s = i > 1 ? mkp(env, &pool, SU_FAIL, i - 1, NULL, NULL, NULL) : NULL;
                 mode = RETURN;
                 continue;
+            }
             case SU_CREL: {
                 tg_term *out;
                 int rc = ccall_next(env, f->a, &out);
@@ -590,6 +901,20 @@ static void *machine(tg_env *env, cell *f0)
             continue;
 
         case RETURN: {
+            /* goals report running out of memory (or an error) by failing:
+             * every result passes here, and forcing or applying sets no
+             * flag without leaving at once */
+            if (env->oom || env->failed)
+                goto fail;
+            if (s && is_susp(s)) {
+                int r = resume(env, &pool, (cell **)&s, base, &f);
+                if (r < 0)
+                    goto fail;
+                if (r > 0) {
+                    mode = FORCE;
+                    continue;
+                }
+            }
             if (K->n == base)
                 return s;
             K->n -= 4;
@@ -601,7 +926,7 @@ static void *machine(tg_env *env, cell *f0)
                 if (!s)
                     continue;
                 if (is_susp(s)) {
-                    if (!(s = mk(env, SU_BIND, 0, s, fr, g)))
+                    if (!(s = mkp(env, &pool, SU_BIND, 0, s, fr, g)))
                         goto fail;
                     continue;
                 }
@@ -612,10 +937,12 @@ static void *machine(tg_env *env, cell *f0)
                 }
                 if (tag_of(s) == C_PAIR) {
                     cell *p = s;
-                    cell *b = mk(env, SU_BIND, 0, p->b, fr, g);
+                    st = p->a;
+                    void *tl = p->b;
+                    recycle(&pool, p);
+                    cell *b = mkp(env, &pool, SU_BIND, 0, tl, fr, g);
                     if (!b || kpush(env, K_MPLUS, b, NULL, NULL) < 0)
                         goto fail;
-                    st = p->a;
                 } else {
                     st = s;
                 }
@@ -628,7 +955,7 @@ static void *machine(tg_env *env, cell *f0)
                     mode = FORCE;
                     goto clauses;
                 }
-                if (!(f = mk(env, SU_CLAUSES, (uint32_t)(k >> 8), (void *)w[1], (void *)w[2], (void *)w[3])))
+                if (!(f = mkp(env, &pool, SU_CLAUSES, (uint32_t)(k >> 8), (void *)w[1], (void *)w[2], (void *)w[3])))
                     goto fail;
                 goto mplus;
             case K_MPLUS:
@@ -649,20 +976,23 @@ static void *machine(tg_env *env, cell *f0)
             if (tag_of(f) == C_WAIT) {
                 s = with_wait(env, s, f);
             } else if (is_susp(s)) {
-                s = mk(env, SU_MPLUS, 0, f, s, NULL);
+                s = mkp(env, &pool, SU_MPLUS, 0, f, s, NULL);
             } else if (tag_of(s) == C_WAIT) {
                 /* waiting goes last: the other stream first, and the
                  * waiters whose tables grew interleaved with it */
                 cell *r = wait_split(env, s);
                 if (env->oom)
                     goto fail;
-                s = r ? mk(env, SU_MPLUS, 0, f, r, NULL) : mk(env, SU_MPLUSW, 0, f, s, NULL);
+                s = r ? mkp(env, &pool, SU_MPLUS, 0, f, r, NULL)
+                      : mkp(env, &pool, SU_MPLUSW, 0, f, s, NULL);
             } else if (tag_of(s) == C_PAIR) {
                 cell *p = s;
-                cell *m = mk(env, SU_MPLUS, 0, f, p->b, NULL);
-                s = m ? mk(env, C_PAIR, 0, p->a, m, NULL) : NULL;
+                cell *m = mkp(env, &pool, SU_MPLUS, 0, f, p->b, NULL);
+                if (m)
+                    p->b = m;   /* the pair is ours alone: reuse it */
+                s = m ? p : NULL;
             } else {
-                s = mk(env, C_PAIR, 0, s, f, NULL);
+                s = mkp(env, &pool, C_PAIR, 0, s, f, NULL);
             }
             if (!s)
                 goto fail;

@@ -35,6 +35,12 @@ typedef struct tgS_state {
 /* A new state (NULL when out of memory). */
 tgS_state *tgS_state_new(tg_ctx *ctx, uint64_t scope, tgS_map *S, tgS_map *C);
 
+/* The `val` of a variable that some substitution map binds (see unify.c):
+ * only such variables need a lookup, so walking one that is unbound
+ * everywhere costs no memory traffic beyond the variable. */
+extern char tgS_mapped_mark;
+#define TGS_MAPPED ((tg_term *)&tgS_mapped_mark)
+
 /* The value of u in st: follows variable bindings to a non-variable or an
  * unbound variable. */
 static inline tg_term *tgS_walk(tg_term *u, const tgS_map *S)
@@ -42,7 +48,9 @@ static inline tg_term *tgS_walk(tg_term *u, const tgS_map *S)
     while (tgT_islvar(u)) {
         tgT_lvar *v = (tgT_lvar *)u;
         tg_term *val = v->val;
-        if (!val && !(val = tgS_map_get(S, v->id)))
+        if (val == TGS_MAPPED)
+            val = tgS_map_get(S, v->id);
+        if (!val)
             return u;
         u = val;
     }

@@ -53,6 +53,8 @@ int tgU_occurs(tg_env *env, tg_term *x, tg_term *v, const tgS_map *S)
 {
     if (tgT_ground(v))
         return 0;
+    if (tgT_islvar(v) && tgS_walk(v, S) == v)
+        return v == x;  /* binding to a variable: the common case, no stack */
     tgK_vec *w = &env->work;
     size_t base = w->n;
     int found = 0;
@@ -111,6 +113,12 @@ static int bind(ustate *u, tg_term *x, tg_term *v)
     if (!S)
         return env->oom = 1, -1;
     u->S = S;
+    /* From now on walks look x up.  No state can bind x in place any
+     * more: that needs x's own scope, which ended with the branch point
+     * that made this binding go to a map (or this is a trial binding of
+     * a disequality, scope 0, after which x may still be bound in place,
+     * overwriting the mark, as no real map holds x then). */
+    xv->val = TGS_MAPPED;
     return 0;
 }
 
@@ -182,6 +190,12 @@ tgS_state *tgU_unify(tg_env *env, tgS_state *st, tg_term *a, tg_term *b, int rec
     size_t base = env->work.n;
     if (push4(&env->work, a, 0, b, 0) < 0)
         return env->oom = 1, NULL;
+    return finish(&u, st, base, run(&u, base));
+}
+
+tgS_state *tgU_unify_pushed(tg_env *env, tgS_state *st, size_t base, int record)
+{
+    ustate u = {env, st->S, st->scope, record};
     return finish(&u, st, base, run(&u, base));
 }
 
@@ -295,7 +309,8 @@ size_t tgU_vars(tg_env *env, tg_term *v, tgK_vec *out)
 
 int tgU_names_add(tg_env *env, tgU_names *nm, tg_term *v)
 {
-    tgK_vec vars = {0};
+    uintptr_t buf[32];
+    tgK_vec vars = {buf, 0, 32};
     tgU_vars(env, v, &vars);
     if (env->oom)
         return -1;
@@ -319,7 +334,9 @@ int tgU_names_add(tg_env *env, tgU_names *nm, tg_term *v)
 tg_term *tgU_walk_star(tg_env *env, tg_term *v, const tgS_map *S, tgU_names *nm)
 {
     tgK_vec *w = &env->work;
-    tgK_vec vals = {0}, tmp = {0};
+    /* small terms need no collector memory: the stack is scanned too */
+    uintptr_t vbuf[32], tbuf[32];
+    tgK_vec vals = {vbuf, 0, 32}, tmp = {tbuf, 0, 32};
     size_t base = w->n;
     if (tgK_push2(w, 0, (uintptr_t)v) < 0)
         goto oom;

@@ -17,6 +17,12 @@
  * env->added as a (variable, value) pair, in order. */
 tgS_state *tgU_unify(tg_env *env, tgS_state *st, tg_term *u, tg_term *v, int record);
 
+/* Unify the pairs pushed on env->work above base, each four words (l, il,
+ * r, ir): a term and index 0, or a list chunk and the index of an element
+ * in it (the suffix from there); the topmost pair first.  env->work is
+ * back at base on return. */
+tgS_state *tgU_unify_pushed(tg_env *env, tgS_state *st, size_t base, int record);
+
 /* Unify the pairs (l . r) of the list `assoc`, in order: faster-miniKanren's
  * (unify (map lhs S+) (map rhs S+) S). */
 tgS_state *tgU_unify_assoc(tg_env *env, tgS_state *st, tg_term *assoc, int record);

@@ -254,11 +254,15 @@ static void gc_setup(void)
      * the stale words of dead objects in it would otherwise keep whole
      * chains of garbage alive (the logic core's streams and states). */
     term_kind = (int)GC_new_kind(GC_new_free_list(), 0 | GC_DS_LENGTH, 1, 1);
-    /* Each collection costs a sweep of every table; with a small heap the
-     * collector would run every hundred kilobytes or so.  Allow at least
-     * 1 MiB between collections, unless the embedder chose a floor. */
+    /* Each collection costs a sweep of every table and a mark of all live
+     * data; with a small heap the collector would run every hundred
+     * kilobytes or so.  A logic search allocates short-lived states fast
+     * while its pending branches stay live, and collecting every MiB
+     * marked them over and over (a third of the time of some searches).
+     * Allow at least 8 MiB between collections, unless the embedder
+     * chose a floor. */
     if (GC_get_min_bytes_allocd() <= 1)
-        GC_set_min_bytes_allocd((size_t)1 << 20);
+        GC_set_min_bytes_allocd((size_t)8 << 20);
     prev_event = GC_get_on_collection_event();
     GC_set_on_collection_event(on_event);
     prev_push = GC_get_push_other_roots();
