@@ -150,11 +150,11 @@ static void report(const tg_error *err)
 
 /* Evaluate t, printing to stdout; returns 0, or 1 after reporting an
  * error at the form's position. */
-static int eval_print(tg_env *env, tg_reader *r, const char *name, tg_term *t, const options *o)
+static int eval_print(tg_rules *env, tg_reader *r, const char *name, tg_term *t, const options *o)
 {
     tg_error err;
     tg_error_clear(&err);
-    if (tgM_eval_print(env, t, o->shared, stdout, &err) == 0)
+    if (tgM_eval_print(env, r, name ? name : "<string>", t, o->shared, stdout, &err) == 0)
         return 0;
     if (err.line == 0) {
         tg_reader_last_pos(r, &err.line, &err.column);
@@ -166,7 +166,7 @@ static int eval_print(tg_env *env, tg_reader *r, const char *name, tg_term *t, c
 }
 
 /* Read and evaluate every form of text; returns the number of errors. */
-static int echo_terms(tg_env *env, tg_ctx *ctx, const char *text, size_t len,
+static int echo_terms(tg_rules *env, tg_ctx *ctx, const char *text, size_t len,
                       const char *name, const options *o)
 {
     tg_error err;
@@ -194,7 +194,7 @@ static int echo_terms(tg_env *env, tg_ctx *ctx, const char *text, size_t len,
     return errors;
 }
 
-static int echo_input(tg_env *env, tg_ctx *ctx, const input *in, const options *o)
+static int echo_input(tg_rules *env, tg_ctx *ctx, const input *in, const options *o)
 {
     tg_error err;
     size_t len = 0;
@@ -240,7 +240,7 @@ static int run(const options *o)
         status = tgM_run_tests(ctx, o->files, o->nfiles, o->shared);
     } else {
         int errors = 0;
-        tg_env *env = tg_env_new(ctx, &err);
+        tg_rules *env = tg_rules_new(ctx, &err);
         if (!env) {
             report(&err);
             tg_ctx_free(ctx);
@@ -248,7 +248,7 @@ static int run(const options *o)
         }
         for (int i = 0; i < o->ninputs; i++)
             errors += echo_input(env, ctx, &o->inputs[i], o);
-        tg_env_free(env);
+        tg_rules_free(env);
         status = errors ? EXIT_INPUT : 0;
     }
     tg_ctx_free(ctx);

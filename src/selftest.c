@@ -164,11 +164,14 @@ static int put_answer(void *ud, tg_term *t)
     return 0;
 }
 
-int tgM_eval_print(tg_env *env, tg_term *t, int shared, FILE *out, tg_error *err)
+int tgM_eval_print(tg_rules *env, tg_reader *r, const char *file, tg_term *t, int shared, FILE *out, tg_error *err)
 {
     answers a = { out, 0, 0 };
     tg_term *value = NULL;
-    int rc = tg_eval(env, t, put_answer, &a, &value, err);
+    int line = 0, col = 0;
+    if (r)
+        tg_reader_last_pos(r, &line, &col);
+    int rc = tg_rules_eval_at(env, t, r ? file : NULL, line, col, put_answer, &a, &value, err);
     if (rc == TG_EVAL_RUN && !a.oom) {
         fputs(a.count ? ")\n" : "()\n", out);
         return 0;
@@ -211,7 +214,7 @@ static void push_text(lines *out, const char *text, size_t len)
 }
 
 /* What the program prints for the case's input, line by line. */
-static void run_input(tg_ctx *ctx, tg_env *env, const tcase *c, int shared, lines *out)
+static void run_input(tg_ctx *ctx, tg_rules *env, const tcase *c, int shared, lines *out)
 {
     tg_error err;
     tg_error_clear(&err);
@@ -235,7 +238,7 @@ static void run_input(tg_ctx *ctx, tg_env *env, const tcase *c, int shared, line
                 push_line(out, xstrdup("!cannot capture output"));
                 break;
             }
-            int failed = tgM_eval_print(env, t, shared, f, &err) < 0;
+            int failed = tgM_eval_print(env, r, "<test>", t, shared, f, &err) < 0;
             fclose(f);
             push_text(out, text, len);
             free(text);
@@ -333,11 +336,11 @@ int tgM_run_tests(tg_ctx *ctx, char *const *files, int nfiles, int shared)
         texts[i] = copy;
         parse_cases(&cs, files[i], i, texts[i]);
     }
-    tg_env **envs = xrealloc(NULL, (size_t)(nfiles > 0 ? nfiles : 1) * sizeof *envs);
+    tg_rules **envs = xrealloc(NULL, (size_t)(nfiles > 0 ? nfiles : 1) * sizeof *envs);
     for (int i = 0; i < nfiles; i++) {
         tg_error err;
         char msg[1024];
-        if (!(envs[i] = tg_env_new(ctx, &err))) {
+        if (!(envs[i] = tg_rules_new(ctx, &err))) {
             printf("Bail out! %s\n", tg_error_format(&err, msg, sizeof msg));
             return 1;
         }
@@ -373,7 +376,7 @@ int tgM_run_tests(tg_ctx *ctx, char *const *files, int nfiles, int shared)
         free(cs.v[i].input);
     }
     for (int i = 0; i < nfiles; i++)
-        tg_env_free(envs[i]);
+        tg_rules_free(envs[i]);
     free(envs);
     free(cs.v);
     for (int i = 0; i < nfiles; i++)

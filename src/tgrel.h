@@ -269,6 +269,46 @@ int tg_defrel_c(tg_env *env, const char *name, unsigned arity, tg_relation_fn fn
  * of a C relation. */
 tg_term *tg_env_var(tg_env *env, const char *name);
 
+/* ---- rules and rewriting ------------------------------------------ */
+
+/* A rule set: declared ops, rules, relations (see doc/rules.md).  It
+ * belongs to one context and one thread at a time. */
+typedef struct tg_rules tg_rules;
+
+tg_rules *tg_rules_new(tg_ctx *ctx, tg_error *err);
+void tg_rules_free(tg_rules *rs);
+/* Load .rules text (file names it in errors, NULL: "<string>") or a
+ * file.  All or nothing: on an error (filled with file:line:column and
+ * the offending text) nothing of the text stays loaded.  0 or -1. */
+int tg_rules_load_string(tg_rules *rs, const char *text, size_t len, const char *file,
+                         tg_error *err);
+int tg_rules_load_file(tg_rules *rs, const char *path, tg_error *err);
+
+enum {
+    TG_NF_MEMO = 1      /* remember the normal form of every call (and stop on cycles) */
+};
+/* The innermost normal form of t under every rule loaded (forward
+ * directions); NULL with err filled (out of memory, a cycle found with
+ * TG_NF_MEMO, interrupted). */
+tg_term *tg_normalize(tg_rules *rs, tg_term *t, unsigned flags, tg_error *err);
+/* Evaluate one top-level form of the .rules language: op, rule and
+ * include forms define (TG_EVAL_DEFINE); (normalize TERM) stores the
+ * normal form in *value (TG_EVAL_VALUE); relation forms (defrel, run,
+ * ...) go to the rule set's logic environment, as tg_eval; any other
+ * term is its own value.  -1 with err filled (without a position when
+ * the error is in the form itself: the caller knows where it read it). */
+int tg_rules_eval(tg_rules *rs, tg_term *form, tg_answer_fn fn, void *ud, tg_term **value,
+                  tg_error *err);
+/* The same for a form read at file:line:column, which errors and the
+ * ops and rules it defines then name. */
+int tg_rules_eval_at(tg_rules *rs, tg_term *form, const char *file, int line, int column,
+                     tg_answer_fn fn, void *ud, tg_term **value, tg_error *err);
+/* The logic environment of the rule set's relations (made on first use). */
+tg_env *tg_rules_env(tg_rules *rs, tg_error *err);
+/* Rule applications and condition tests of the last tg_normalize. */
+void tg_rules_counts(const tg_rules *rs, unsigned long long *rewrites,
+                     unsigned long long *conditions);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,556 @@
+/* compile.c - rules into machine code: a left side into a match program,
+ * conditions and a right side into a body program (see rset.h), with the
+ * checks that make a bad rule an error when it is loaded rather than a
+ * surprise when it fires.
+ */
+#include "compile.h"
+#include "error.h"
+
+#include <gc/gc.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_NEST 2000       /* pattern nesting compiled recursively */
+#define MAX_REGS 60000
+#define MAX_COMM 60         /* choice points of one match (machine.c: 64) */
+
+static void cerr(tgW_comp *c, const tg_term *at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void cerr(tgW_comp *c, const tg_term *at, const char *fmt, ...)
+{
+    if (c->failed)
+        return;
+    c->failed = 1;
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    int line = c->line, col = c->col;
+    if (c->pos)
+        c->pos(c->pos_ud, at, &line, &col);
+    tgE_set(c->err, TG_ERR_SYNTAX, c->file, c->file ? line : 0, c->file ? col : 0, "%s", msg);
+}
+
+static char *show(const tg_term *t)
+{
+    char *p = tg_print(t, NULL);
+    if (p && strlen(p) > 120)
+        strcpy(p + 110, " ...)");
+    return p;
+}
+
+/* An error quoting the offending text. */
+#define CERR_AT(c, t, fmt, ...)                                                \
+    do {                                                                       \
+        char *shown_ = show(t);                                                \
+        cerr((c), (t), fmt " in %s", __VA_ARGS__, shown_ ? shown_ : "?");      \
+        free(shown_);                                                          \
+    } while (0)
+
+/* ---- emitting ---------------------------------------------------------- */
+
+static tgW_ins *emit(tgW_comp *c, tgW_vec *v, uint8_t op)
+{
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? 2 * v->cap : 16;
+        tgW_ins *ni = GC_MALLOC_ATOMIC(cap * sizeof *ni);
+        if (!ni) {
+            cerr(c, NULL, "out of memory");
+            return NULL;
+        }
+        if (v->n)
+            memcpy(ni, v->v, v->n * sizeof *ni);
+        v->v = ni;
+        v->cap = v->cap ? 2 * v->cap : 16;
+    }
+    tgW_ins *i = &v->v[v->n++];
+    memset(i, 0, sizeof *i);
+    i->op = op;
+    return i;
+}
+
+static uint16_t konst(tgW_comp *c, tg_term *t)
+{
+    for (uint32_t i = 0; i < c->nk; i++)
+        if (c->k[i] == t)
+            return (uint16_t)i;
+    if (c->nk == c->capk) {
+        uint32_t cap = c->capk ? 2 * c->capk : 16;
+        tg_term **nk = GC_MALLOC(cap * sizeof *nk);
+        if (!nk) {
+            cerr(c, NULL, "out of memory");
+            return 0;
+        }
+        if (c->nk)
+            memcpy(nk, c->k, c->nk * sizeof *nk);
+        c->k = nk;
+        c->capk = cap;
+    }
+    if (c->nk >= 65535) {
+        cerr(c, NULL, "rule has too many constants");
+        return 0;
+    }
+    c->k[c->nk] = t;
+    return (uint16_t)c->nk++;
+}
+
+static int newregs(tgW_comp *c, unsigned k, const tg_term *at)
+{
+    if (c->nregs + k > MAX_REGS) {
+        CERR_AT(c, at, "%s", "pattern too large");
+        return -1;
+    }
+    int r = (int)c->nregs;
+    c->nregs += k;
+    return r;
+}
+
+/* ---- variables -------------------------------------------------------- */
+
+static int is_wild(const tg_term *v)
+{
+    size_t n;
+    const char *s = tg_var_name(v, &n);
+    return n == 1 && s[0] == '_';
+}
+
+static int var_reg(tgW_comp *c, const tg_term *v)
+{
+    for (uint32_t i = 0; i < c->nvars; i++)
+        if (c->vars[i] == v)
+            return (int)c->vregs[i];
+    return -1;
+}
+
+static int var_bind(tgW_comp *c, tg_term *v, int reg)
+{
+    if (c->nvars == TGW_MAXVARS) {
+        CERR_AT(c, v, "%s", "too many variables in one rule");
+        return -1;
+    }
+    c->vars[c->nvars] = v;
+    c->vregs[c->nvars++] = (uint32_t)reg;
+    return 0;
+}
+
+/* ---- ops ------------------------------------------------------------- */
+
+/* The op a head symbol names, checked against its declared arity; NULL
+ * (error set) when unknown or used with the wrong number of arguments. */
+static tgW_op *op_check(tgW_comp *c, tg_term *form, tg_term *head, size_t nargs, int seg)
+{
+    tgW_op *op = tgW_op_find(c->rs, head);
+    if (!op) {
+        size_t n;
+        const char *s = tg_symbol_name(head, &n);
+        CERR_AT(c, form, "unknown op %.*s (declare it with (op %.*s ...))", (int)n, s, (int)n, s);
+        return NULL;
+    }
+    int ok = seg ? (op->flags & TGW_VARIADIC) || nargs <= op->amax
+                 : nargs >= op->amin && ((op->flags & TGW_VARIADIC) || nargs <= op->amax);
+    if (!ok) {
+        size_t n;
+        const char *s = tg_symbol_name(head, &n);
+        char ar[40];
+        if (op->flags & TGW_VARIADIC)
+            snprintf(ar, sizeof ar, "%u or more", op->amin);
+        else if (op->amin == op->amax)
+            snprintf(ar, sizeof ar, "%u", op->amin);
+        else
+            snprintf(ar, sizeof ar, "%u to %u", op->amin, op->amax);
+        CERR_AT(c, form, "wrong arity: %.*s takes %s argument%s, given %zu%s", (int)n, s, ar,
+                op->amin == 1 && op->amax == 1 ? "" : "s", nargs, seg ? " and a segment" : "");
+        return NULL;
+    }
+    return op;
+}
+
+/* Elements of a list into buf (at most max); the final tail in *tail. */
+static size_t elems(const tg_term *t, tg_term **buf, size_t max, tg_term **tail)
+{
+    tg_iter it = {(tg_term *)t, 0};
+    size_t n = 0;
+    for (tg_term *x; (x = tgT_iter_next(&it));)
+        if (n < max)
+            buf[n++] = x;
+        else
+            n++;
+    *tail = (tg_term *)it.node;
+    return n;
+}
+
+/* ---- left sides ------------------------------------------------------- */
+
+static int quoted(tgW_comp *c, const tg_term *p, tg_term **out)
+{
+    if (tgT_ispair(p) && p->e[0] == c->s_quote && tg_length(p) == 2 && tg_tail(p) == TGT_NIL) {
+        *out = tg_nth(p, 1);
+        return 1;
+    }
+    return 0;
+}
+
+static int pat(tgW_comp *c, tgW_vec *m, tg_term *p, int reg, unsigned depth);
+
+/* The arguments of an application pattern, already matched into
+ * registers r0..: each a sub-pattern. */
+static int pat_args(tgW_comp *c, tgW_vec *m, tg_term **a, size_t n, int r0, unsigned depth)
+{
+    for (size_t i = 0; i < n; i++)
+        if (pat(c, m, a[i], r0 + (int)i, depth + 1) < 0)
+            return -1;
+    return 0;
+}
+
+static int pat(tgW_comp *c, tgW_vec *m, tg_term *p, int reg, unsigned depth)
+{
+    if (depth > MAX_NEST) {
+        CERR_AT(c, p, "%s", "pattern nested too deeply");
+        return -1;
+    }
+    tg_term *q;
+    if (tg_kind_of(p) == TG_VAR) {
+        if (is_wild(p))
+            return 0;
+        int r = var_reg(c, p);
+        if (r < 0)
+            return var_bind(c, p, reg);
+        tgW_ins *i = emit(c, m, M_SAME);
+        if (!i)
+            return -1;
+        i->a = (uint16_t)reg, i->b = (uint16_t)r;
+        return 0;
+    }
+    if (!tgT_ispair(p) || quoted(c, p, &q)) {
+        if (tgT_ispair(p))
+            p = q;
+        tgW_ins *i = emit(c, m, M_CONST);
+        if (!i)
+            return -1;
+        i->a = (uint16_t)reg, i->b = konst(c, p);
+        return c->failed ? -1 : 0;
+    }
+    tg_term *buf[256], *tail;
+    size_t n = elems(p, buf, 256, &tail);
+    if (n > 256) {
+        CERR_AT(c, p, "%s", "pattern with more than 255 arguments");
+        return -1;
+    }
+    if (tail != TGT_NIL && tg_kind_of(tail) != TG_VAR) {
+        CERR_AT(c, p, "%s", "malformed pattern: a dotted tail must be a variable");
+        return -1;
+    }
+    tg_term *head = buf[0];
+    if (tg_kind_of(head) != TG_SYMBOL) {
+        /* (?f ?x): any list of that many elements */
+        if (tail != TGT_NIL) {
+            CERR_AT(c, p, "%s", "malformed pattern: a segment needs an op at the head");
+            return -1;
+        }
+        int r0 = newregs(c, (unsigned)n, p);
+        tgW_ins *i = r0 < 0 ? NULL : emit(c, m, M_LIST);
+        if (!i)
+            return -1;
+        i->a = (uint16_t)reg, i->c = (uint16_t)n, i->d = (uint32_t)r0;
+        return pat_args(c, m, buf, n, r0, depth);
+    }
+    int seg = tail != TGT_NIL;
+    tgW_op *op = op_check(c, p, head, n - 1, seg);
+    if (!op)
+        return -1;
+    if (!seg && (op->flags & TGW_COMM) && n == 3) {
+        if (++c->ncomm > MAX_COMM) {
+            CERR_AT(c, p, "%s", "too many commutative subpatterns in one rule");
+            return -1;
+        }
+        int r0 = newregs(c, 2, p);
+        tgW_ins *i = r0 < 0 ? NULL : emit(c, m, M_COMM);
+        if (!i)
+            return -1;
+        i->a = (uint16_t)reg, i->b = konst(c, head), i->c = 2, i->d = (uint32_t)r0;
+        return pat_args(c, m, buf + 1, 2, r0, depth);
+    }
+    int r0 = newregs(c, (unsigned)(n - 1 + seg), p);
+    tgW_ins *i = r0 < 0 ? NULL : emit(c, m, seg ? M_APPSEG : M_APP);
+    if (!i)
+        return -1;
+    i->a = (uint16_t)reg, i->b = konst(c, head), i->c = (uint16_t)(n - 1), i->d = (uint32_t)r0;
+    if (pat_args(c, m, buf + 1, n - 1, r0, depth) < 0)
+        return -1;
+    return seg ? pat(c, m, tail, r0 + (int)(n - 1), depth + 1) : 0;
+}
+
+/* The left side: an op application (or a nullary op's bare symbol).
+ * The call's arguments are registers 0..k-1. */
+static int lhs(tgW_comp *c, tgW_rule *r, tg_term *l)
+{
+    tgW_vec *m = &c->match;
+    if (tg_kind_of(l) == TG_SYMBOL) {
+        tgW_op *op = op_check(c, l, l, 0, 0);
+        if (!op)
+            return -1;
+        if (op->amin != 0 || op->amax != 0) {
+            CERR_AT(c, l, "%s", "a bare symbol is a left side only for a nullary op");
+            return -1;
+        }
+        r->op = op;
+        tgW_ins *i = emit(c, m, M_ROOT);
+        return i ? 0 : -1;
+    }
+    if (!tgT_ispair(l) || tg_kind_of(tg_car(l)) != TG_SYMBOL) {
+        CERR_AT(c, l, "%s", "malformed pattern: a left side must be an op application");
+        return -1;
+    }
+    tg_term *buf[256], *tail;
+    size_t n = elems(l, buf, 256, &tail);
+    if (n > 256) {
+        CERR_AT(c, l, "%s", "pattern with more than 255 arguments");
+        return -1;
+    }
+    if (tail != TGT_NIL && tg_kind_of(tail) != TG_VAR) {
+        CERR_AT(c, l, "%s", "malformed pattern: a dotted tail must be a variable");
+        return -1;
+    }
+    int seg = tail != TGT_NIL;
+    tgW_op *op = op_check(c, l, buf[0], n - 1, seg);
+    if (!op)
+        return -1;
+    r->op = op;
+    unsigned k = (unsigned)(n - 1);
+    r->seg = seg;
+    c->nregs = k + seg;
+    if (!seg && (op->flags & TGW_COMM) && k == 2) {
+        c->ncomm++;
+        int r0 = newregs(c, 2, l);
+        tgW_ins *i = r0 < 0 ? NULL : emit(c, m, M_ROOTCOMM);
+        if (!i)
+            return -1;
+        i->d = (uint32_t)r0;
+        return pat_args(c, m, buf + 1, 2, r0, 0);
+    }
+    tgW_ins *i = emit(c, m, seg ? M_ROOTSEG : M_ROOT);
+    if (!i)
+        return -1;
+    i->a = (uint16_t)k;
+    if (pat_args(c, m, buf + 1, k, 0, 0) < 0)
+        return -1;
+    return seg ? pat(c, m, tail, (int)k, 1) : 0;
+}
+
+/* ---- bodies ----------------------------------------------------------- */
+
+static void depth_add(tgW_comp *c, int d)
+{
+    c->depth += d;
+    if (c->depth > c->maxdepth)
+        c->maxdepth = c->depth;
+}
+
+static int expr(tgW_comp *c, tg_term *e, int tail, unsigned depth);
+
+static int expr_var(tgW_comp *c, tg_term *e)
+{
+    int r = is_wild(e) ? -1 : var_reg(c, e);
+    if (r < 0) {
+        size_t n;
+        const char *s = tg_var_name(e, &n);
+        CERR_AT(c, e, "?%.*s is not bound by the left side", (int)n, s);
+        return -1;
+    }
+    tgW_ins *i = emit(c, &c->body, E_VAR);
+    if (!i)
+        return -1;
+    i->a = (uint16_t)r;
+    depth_add(c, 1);
+    return 0;
+}
+
+static int expr_const(tgW_comp *c, tg_term *t)
+{
+    tgW_ins *i = emit(c, &c->body, E_CONST);
+    if (!i)
+        return -1;
+    i->a = konst(c, t);
+    depth_add(c, 1);
+    return c->failed ? -1 : 0;
+}
+
+/* A call of op `op` (head symbol h) whose n arguments (and a segment
+ * tail, if seg) are on the stack. */
+static int emit_call(tgW_comp *c, tgW_op *op, tg_term *h, size_t n, int seg, int atom, int tail)
+{
+    tgW_ins *i = emit(c, &c->body, seg ? E_CALLV : tail ? E_CALLT : E_CALL);
+    if (!i)
+        return -1;
+    i->a = (uint16_t)op->id, i->b = konst(c, h), i->c = (uint16_t)n, i->pad = (uint8_t)atom;
+    if (op->id > 65535) {
+        cerr(c, h, "too many ops");
+        return -1;
+    }
+    depth_add(c, 1 - (int)n - seg);
+    if (tail && !seg)
+        return c->failed ? -1 : 1;      /* no E_RET after it */
+    return c->failed ? -1 : 0;
+}
+
+static int expr(tgW_comp *c, tg_term *e, int tail, unsigned depth)
+{
+    if (depth > MAX_NEST) {
+        CERR_AT(c, e, "%s", "right side nested too deeply");
+        return -1;
+    }
+    tg_term *q;
+    if (tg_kind_of(e) == TG_VAR)
+        return expr_var(c, e);
+    if (tg_kind_of(e) == TG_SYMBOL) {
+        tgW_op *op = tgW_op_find(c->rs, e);
+        if (op && op->amin == 0 && op->amax == 0)   /* a nullary op: may have rules */
+            return emit_call(c, op, e, 0, 0, 1, tail);
+        return expr_const(c, e);
+    }
+    if (!tgT_ispair(e))
+        return expr_const(c, e);
+    if (quoted(c, e, &q))
+        return expr_const(c, q);
+    if (tg_is_ground(e) && tg_kind_of(tg_car(e)) != TG_SYMBOL)
+        return expr_const(c, e);
+    tg_term *buf[256], *tl;
+    size_t n = elems(e, buf, 256, &tl);
+    if (n > 256) {
+        CERR_AT(c, e, "%s", "application with more than 255 arguments");
+        return -1;
+    }
+    if (tl != TGT_NIL && tg_kind_of(tl) != TG_VAR) {
+        CERR_AT(c, e, "%s", "malformed right side: a dotted tail must be a variable");
+        return -1;
+    }
+    tg_term *h = buf[0];
+    int seg = tl != TGT_NIL;
+    if (tg_kind_of(h) == TG_SYMBOL) {
+        tgW_op *op = op_check(c, e, h, n - 1, seg);
+        if (!op)
+            return -1;
+        for (size_t i = 1; i < n; i++)
+            if (expr(c, buf[i], 0, depth + 1) < 0)
+                return -1;
+        if (seg && expr(c, tl, 0, depth + 1) < 0)
+            return -1;
+        return emit_call(c, op, h, n - 1, seg, 0, tail);
+    }
+    /* a list with a computed head: built, no rule applies at its root */
+    for (size_t i = 0; i < n; i++)
+        if (expr(c, buf[i], 0, depth + 1) < 0)
+            return -1;
+    if (seg && expr(c, tl, 0, depth + 1) < 0)
+        return -1;
+    tgW_ins *i = emit(c, &c->body, seg ? E_LISTT : E_LIST);
+    if (!i)
+        return -1;
+    i->c = (uint16_t)n;
+    depth_add(c, 1 - (int)n - seg);
+    return 0;
+}
+
+/* ---- conditions ------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    int p;
+} preds[] = {
+    {"const?", P_CONST}, {"number?", P_NUMBER}, {"int?", P_INT}, {"rational?", P_RAT},
+    {"double?", P_DOUBLE}, {"symbol?", P_SYMBOL}, {"string?", P_STRING}, {"atom?", P_ATOM},
+    {"app?", P_APP}, {"nil?", P_NIL},
+};
+
+static int cond(tgW_comp *c, tg_term *g)
+{
+    size_t n = tgT_ispair(g) && tg_tail(g) == TGT_NIL ? tg_length(g) : 0;
+    tg_term *h = n ? tg_car(g) : NULL;
+    if (h && tg_kind_of(h) == TG_SYMBOL) {
+        size_t hl;
+        const char *hs = tg_symbol_name(h, &hl);
+        int eq = hl == 2 && !memcmp(hs, "==", 2), ne = hl == 2 && !memcmp(hs, "!=", 2);
+        if ((eq || ne) && n == 3) {
+            if (expr(c, tg_nth(g, 1), 0, 1) < 0 || expr(c, tg_nth(g, 2), 0, 1) < 0)
+                return -1;
+            if (!emit(c, &c->body, eq ? E_EQ : E_NE))
+                return -1;
+            depth_add(c, -2);
+            return 0;
+        }
+        int neg = hl == 3 && !memcmp(hs, "not", 3) && n == 2;
+        tg_term *pg = neg ? tg_nth(g, 1) : g;
+        if (neg) {
+            n = tgT_ispair(pg) && tg_tail(pg) == TGT_NIL ? tg_length(pg) : 0;
+            h = n ? tg_car(pg) : NULL;
+            hs = h && tg_kind_of(h) == TG_SYMBOL ? tg_symbol_name(h, &hl) : "";
+            if (!h || tg_kind_of(h) != TG_SYMBOL)
+                hl = 0;
+        }
+        for (size_t i = 0; i < sizeof preds / sizeof *preds; i++)
+            if (strlen(preds[i].name) == hl && !memcmp(preds[i].name, hs, hl)) {
+                if (n != 2) {
+                    CERR_AT(c, pg, "%s takes one argument", preds[i].name);
+                    return -1;
+                }
+                if (expr(c, tg_nth(pg, 1), 0, 1) < 0)
+                    return -1;
+                tgW_ins *ins = emit(c, &c->body, neg ? E_NOT : E_PRED);
+                if (!ins)
+                    return -1;
+                ins->a = (uint16_t)preds[i].p;
+                depth_add(c, -1);
+                return 0;
+            }
+    }
+    CERR_AT(c, g, "%s", "unknown condition (==, !=, a predicate such as const?, or (not ...))");
+    return -1;
+}
+
+/* ---- rules ------------------------------------------------------------ */
+
+void tgW_comp_init(tgW_comp *c, tg_rules *rs, tg_error *err)
+{
+    memset(c, 0, sizeof *c);
+    c->rs = rs;
+    c->err = err;
+    c->s_quote = tg_symbol_cstr(rs->ctx, "quote");
+    c->s_when = tg_symbol_cstr(rs->ctx, "when");
+}
+
+tgW_rule *tgW_compile_rule(tgW_comp *c, tg_term *name, tg_term *l, tg_term *rhs, tg_term *const *conds,
+                           size_t nconds, int backward)
+{
+    c->match.n = c->body.n = 0;
+    c->nk = c->nvars = c->nregs = c->ncomm = 0;
+    c->k = NULL, c->capk = 0;
+    c->match.v = c->body.v = NULL, c->match.cap = c->body.cap = 0;
+    c->depth = c->maxdepth = 0;
+    tgW_rule *r = GC_MALLOC(sizeof *r);
+    if (!r) {
+        cerr(c, NULL, "out of memory");
+        return NULL;
+    }
+    r->name = name, r->lhs = l, r->rhs = rhs, r->backward = backward;
+    r->file = c->file, r->line = c->line, r->col = c->col;
+    if (lhs(c, r, l) < 0 || !emit(c, &c->match, M_DONE))
+        return NULL;
+    for (size_t i = 0; i < nconds; i++)
+        if (cond(c, conds[i]) < 0)
+            return NULL;
+    int rc = expr(c, rhs, 1, 0);
+    if (rc < 0)
+        return NULL;
+    if (rc == 0 && !emit(c, &c->body, E_RET))
+        return NULL;
+    r->match = c->match.v;
+    r->body = c->body.v;
+    r->k = c->k;
+    r->nk = c->nk;
+    r->nregs = c->nregs;
+    r->maxstack = (uint32_t)c->maxdepth + 2;
+    return c->failed ? NULL : r;
+}

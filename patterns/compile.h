@@ -1,0 +1,41 @@
+/* compile.h - compiling rules into machine code (module prefix tgW_, with
+ * rset.h): the state of one compilation and its entry point. */
+#ifndef TG_COMPILE_H
+#define TG_COMPILE_H
+
+#include "rset.h"
+
+#define TGW_MAXVARS 512
+
+typedef struct tgW_vec {
+    tgW_ins *v;
+    size_t n, cap;
+} tgW_vec;
+
+typedef struct tgW_comp {
+    tg_rules *rs;
+    tg_error *err;
+    const char *file;           /* where the rule is, for errors */
+    int line, col;
+    /* the position of a subterm of the form being compiled, if known */
+    void (*pos)(void *ud, const tg_term *sub, int *line, int *col);
+    void *pos_ud;
+    tg_term *s_quote, *s_when;
+    int failed;
+    tgW_vec match, body;
+    tg_term **k;
+    uint32_t nk, capk;
+    tg_term *vars[TGW_MAXVARS];
+    uint32_t vregs[TGW_MAXVARS];
+    uint32_t nvars, nregs, ncomm;
+    int depth, maxdepth;
+} tgW_comp;
+
+void tgW_comp_init(tgW_comp *c, tg_rules *rs, tg_error *err);
+/* Compile one direction of a rule: l => rhs when every condition holds.
+ * NULL with the error (file:line:column and the offending text) in
+ * c->err. */
+tgW_rule *tgW_compile_rule(tgW_comp *c, tg_term *name, tg_term *l, tg_term *rhs,
+                           tg_term *const *conds, size_t nconds, int backward);
+
+#endif

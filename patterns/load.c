@@ -1,0 +1,684 @@
+/* load.c - rule sets (the public tg_rules API) and the reader of .rules
+ * files: op declarations, rules one way and both ways, includes, and the
+ * relation forms handed to the logic core.
+ *
+ * A load is all or nothing: what a file adds is undone when any of its
+ * forms (or of the files it includes) is bad, so a rule set never holds
+ * half a file.
+ */
+#include "compile.h"
+#include "error.h"
+#include "reader.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <gc/gc.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_INCLUDE 64
+
+/* ---- ops and rules ----------------------------------------------------- */
+
+tgW_op *tgW_op_find(const tg_rules *rs, const tg_term *name)
+{
+    return tgW_map_get(&rs->opmap, name);
+}
+
+static int ops_push(tg_rules *rs, tgW_op *op)
+{
+    if (rs->nops == rs->capops) {
+        uint32_t cap = rs->capops ? 2 * rs->capops : 64;
+        tgW_op **n = GC_MALLOC(cap * sizeof *n);
+        if (!n)
+            return -1;
+        if (rs->nops)
+            memcpy(n, rs->ops, rs->nops * sizeof *n);
+        rs->ops = n;
+        rs->capops = cap;
+    }
+    op->id = rs->nops;
+    rs->ops[rs->nops++] = op;
+    return tgW_map_put(&rs->opmap, op->name, op);
+}
+
+static int rules_push(tg_rules *rs, tgW_rule *r)
+{
+    if (rs->nrules == rs->caprules) {
+        uint32_t cap = rs->caprules ? 2 * rs->caprules : 64;
+        tgW_rule **n = GC_MALLOC(cap * sizeof *n);
+        if (!n)
+            return -1;
+        if (rs->nrules)
+            memcpy(n, rs->rules, rs->nrules * sizeof *n);
+        rs->rules = n;
+        rs->caprules = cap;
+    }
+    rs->rules[rs->nrules++] = r;
+    rs->index_stale = 1;
+    if (!r->backward && !tgW_map_get(&rs->rulemap, r->name))
+        return tgW_map_put(&rs->rulemap, r->name, r);
+    return 0;
+}
+
+int tgW_index_build(tg_rules *rs, tgW_index *ix, tgW_rule *const *rules, uint32_t n)
+{
+    struct tgW_byop *by = GC_MALLOC((rs->nops ? rs->nops : 1) * sizeof *by);
+    tgW_rule **all = GC_MALLOC((n ? n : 1) * sizeof *all);
+    if (!by || !all)
+        return -1;
+    for (uint32_t i = 0; i < n; i++)
+        by[rules[i]->op->id].n++;
+    tgW_rule **p = all;
+    for (uint32_t o = 0; o < rs->nops; o++) {
+        by[o].r = p;
+        p += by[o].n;
+        by[o].n = 0;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        struct tgW_byop *b = &by[rules[i]->op->id];
+        b->r[b->n++] = rules[i];
+    }
+    ix->by = by;
+    ix->nops = rs->nops;
+    return 0;
+}
+
+/* The index of every forward rule, for tg_normalize. */
+static int index_all(tg_rules *rs)
+{
+    if (!rs->index_stale)
+        return 0;
+    tgW_rule **fw = GC_MALLOC((rs->nrules ? rs->nrules : 1) * sizeof *fw);
+    if (!fw)
+        return -1;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < rs->nrules; i++)
+        if (!rs->rules[i]->backward)
+            fw[n++] = rs->rules[i];
+    if (tgW_index_build(rs, &rs->all, fw, n) < 0)
+        return -1;
+    rs->index_stale = 0;
+    return 0;
+}
+
+/* Undo a failed load: ops and rules beyond the counts go, and the maps
+ * are rebuilt from what stays. */
+static void rollback(tg_rules *rs, uint32_t nops, uint32_t nrules)
+{
+    rs->nops = nops;
+    rs->nrules = nrules;
+    tgW_map_clear(&rs->opmap);
+    tgW_map_clear(&rs->rulemap);
+    for (uint32_t i = 0; i < nops; i++)
+        tgW_map_put(&rs->opmap, rs->ops[i]->name, rs->ops[i]);
+    for (uint32_t i = 0; i < nrules; i++)
+        if (!rs->rules[i]->backward && !tgW_map_get(&rs->rulemap, rs->rules[i]->name))
+            tgW_map_put(&rs->rulemap, rs->rules[i]->name, rs->rules[i]);
+    rs->index_stale = 1;
+}
+
+/* ---- loading ------------------------------------------------------------ */
+
+enum { F_OP, F_RULE, F_INCLUDE, F_DEFREL, F_TABLED, F_FACT, F_FACTS, F_ARITY, F_ASSOC, F_COMM,
+       F_TO, F_BOTH, F_WHEN, F_NORMALIZE, F_MEMO, F_RUN, F_RUNSTAR, NF };
+static const char *const form_names[NF] = {
+    "op", "rule", "include", "defrel", "tabled", "fact", "facts", "arity", "assoc", "comm",
+    "=>", "<=>", "when", "normalize", "memo", "run", "run*"
+};
+
+typedef struct loader {
+    tg_rules *rs;
+    tg_error *err;
+    tg_term *sym[NF];
+    const char *files[MAX_INCLUDE];     /* the include chain */
+    int nfiles;
+    tg_term **defs;                     /* relation forms, evaluated at the end */
+    size_t ndefs, capdefs;
+    const char **deffile;
+    int *defline, *defcol;
+    tg_reader *rd;                      /* the reader of the current form */
+    const char *file;
+    int line, col;
+} loader;
+
+static void lerr(loader *L, const tg_term *at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void form_pos(void *ud, const tg_term *sub, int *line, int *col)
+{
+    loader *L = ud;
+    (void)sub;
+    *line = L->line, *col = L->col;
+}
+
+static void lerr(loader *L, const tg_term *at, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    int line = L->line, col = L->col;
+    form_pos(L, at, &line, &col);
+    tgE_set(L->err, TG_ERR_SYNTAX, L->file, L->file ? line : 0, L->file ? col : 0, "%s", msg);
+}
+
+static char *shown(const tg_term *t)
+{
+    char *p = tg_print(t, NULL);
+    if (p && strlen(p) > 120)
+        strcpy(p + 110, " ...)");
+    return p;
+}
+
+/* (arity N), (arity N+), (arity MIN MAX) */
+static int parse_arity(loader *L, tg_term *prop, tgW_op *op)
+{
+    size_t n = tg_length(prop);
+    int64_t a, b;
+    tg_term *x = n >= 2 ? tg_nth(prop, 1) : NULL;
+    op->flags &= ~(uint32_t)TGW_VARIADIC;
+    if (n == 2 && tg_int_get(x, &a) == 0 && a >= 0 && a <= 100000) {
+        op->amin = op->amax = (uint32_t)a;
+        return 0;
+    }
+    if (n == 2 && tg_kind_of(x) == TG_SYMBOL) {
+        size_t len;
+        const char *s = tg_symbol_name(x, &len);
+        char *end;
+        long v = len > 1 && s[len - 1] == '+' ? strtol(s, &end, 10) : -1;
+        if (v >= 0 && v <= 100000 && end == s + len - 1) {
+            op->amin = (uint32_t)v;
+            op->amax = UINT32_MAX;
+            op->flags |= TGW_VARIADIC;
+            return 0;
+        }
+    }
+    if (n == 3 && tg_int_get(x, &a) == 0 && tg_int_get(tg_nth(prop, 2), &b) == 0 && a >= 0 &&
+        b >= a && b <= 100000) {
+        op->amin = (uint32_t)a, op->amax = (uint32_t)b;
+        return 0;
+    }
+    char *p = shown(prop);
+    lerr(L, prop, "malformed arity (write (arity 2), (arity 2+) or (arity 1 3)) in %s", p ? p : "?");
+    free(p);
+    return -1;
+}
+
+static int same_decl(const tgW_op *a, const tgW_op *b)
+{
+    return a->amin == b->amin && a->amax == b->amax && a->flags == b->flags;
+}
+
+/* (op NAME PROP...) */
+static int load_op(loader *L, tg_term *form)
+{
+    tg_rules *rs = L->rs;
+    size_t n = tg_length(form);
+    tg_term *name = n >= 2 ? tg_nth(form, 1) : NULL;
+    if (!name || tg_kind_of(name) != TG_SYMBOL) {
+        char *p = shown(form);
+        lerr(L, form, "malformed op declaration (op NAME (arity N) ...) in %s", p ? p : "?");
+        free(p);
+        return -1;
+    }
+    tgW_op *op = GC_MALLOC(sizeof *op);
+    if (!op)
+        return tgE_nomem(L->err), -1;
+    op->name = name;
+    op->amax = UINT32_MAX;
+    op->flags = TGW_VARIADIC;
+    op->props = tg_nil();
+    op->file = L->file, op->line = L->line, op->col = L->col;
+    for (size_t i = n; i-- > 2;) {
+        tg_term *p = tg_nth(form, i);
+        if (tgT_ispair(p) && tg_car(p) == L->sym[F_ARITY]) {
+            if (parse_arity(L, p, op) < 0)
+                return -1;
+        } else if (p == L->sym[F_ASSOC]) {
+            op->flags |= TGW_ASSOC;
+        } else if (p == L->sym[F_COMM]) {
+            op->flags |= TGW_COMM;
+        } else if (!(op->props = tg_cons(rs->ctx, p, op->props))) {
+            return tgE_nomem(L->err), -1;
+        }
+    }
+    if ((op->flags & (TGW_ASSOC | TGW_COMM)) && op->amax < 2) {
+        lerr(L, form, "an assoc or comm op takes at least two arguments");
+        return -1;
+    }
+    tgW_op *old = tgW_op_find(rs, name);
+    if (old) {
+        if (!same_decl(old, op)) {
+            size_t len;
+            const char *s = tg_symbol_name(name, &len);
+            lerr(L, form, "op %.*s declared again differently (first at %s:%d:%d)", (int)len, s,
+                 old->file ? old->file : "?", old->line, old->col);
+            return -1;
+        }
+        return 0;
+    }
+    return ops_push(rs, op) < 0 ? (tgE_nomem(L->err), -1) : 0;
+}
+
+/* (rule NAME LHS... => RHS (when C...)) and (rule NAME LHS <=> RHS ...) */
+static int load_rule(loader *L, tg_term *form)
+{
+    tg_rules *rs = L->rs;
+    tg_term *buf[64], *tail;
+    size_t n = 0;
+    tg_iter it = {form, 0};
+    for (tg_term *x; (x = tgT_iter_next(&it));)
+        if (n < 64)
+            buf[n++] = x;
+        else
+            n++;
+    tail = (tg_term *)it.node;
+    size_t arrow = 0;
+    for (size_t i = 2; i < n && i < 64; i++)
+        if (buf[i] == L->sym[F_TO] || buf[i] == L->sym[F_BOTH]) {
+            arrow = i;
+            break;
+        }
+    if (n > 64 || tail != tg_nil() || n < 5 || tg_kind_of(buf[1]) != TG_SYMBOL || arrow < 3 ||
+        arrow + 1 >= n) {
+        char *p = shown(form);
+        lerr(L, form, "malformed rule (rule NAME LHS => RHS (when COND ...)) in %s", p ? p : "?");
+        free(p);
+        return -1;
+    }
+    tg_term *name = buf[1], *rhs = buf[arrow + 1];
+    int both = buf[arrow] == L->sym[F_BOTH];
+    if (tgW_map_get(&rs->rulemap, name)) {
+        size_t len;
+        const char *s = tg_symbol_name(name, &len);
+        const tgW_rule *o = tgW_map_get(&rs->rulemap, name);
+        lerr(L, form, "rule %.*s defined twice (first at %s:%d:%d)", (int)len, s,
+             o->file ? o->file : "?", o->line, o->col);
+        return -1;
+    }
+    /* conditions: every (when ...) after the right side */
+    tg_term *conds[64];
+    size_t nc = 0;
+    for (size_t i = arrow + 2; i < n; i++) {
+        tg_term *w = buf[i];
+        if (!tgT_ispair(w) || tg_car(w) != L->sym[F_WHEN] || tg_tail(w) != tg_nil()) {
+            char *p = shown(w);
+            lerr(L, w, "expected (when COND ...) after the right side, found %s", p ? p : "?");
+            free(p);
+            return -1;
+        }
+        tg_iter ci = {w, 1};
+        for (tg_term *x; (x = tgT_iter_next(&ci));)
+            if (nc < 64)
+                conds[nc++] = x;
+            else {
+                lerr(L, w, "more than 64 conditions");
+                return -1;
+            }
+    }
+    if (both && arrow != 3) {
+        lerr(L, form, "a <=> rule has one left side");
+        return -1;
+    }
+    tgW_comp c;
+    tgW_comp_init(&c, rs, L->err);
+    c.file = L->file, c.line = L->line, c.col = L->col;
+    c.pos = form_pos, c.pos_ud = L;
+    for (size_t i = 2; i < arrow; i++) {
+        tgW_rule *r = tgW_compile_rule(&c, name, buf[i], rhs, conds, nc, 0);
+        if (!r)
+            return -1;
+        if (rules_push(rs, r) < 0)
+            return tgE_nomem(L->err), -1;
+    }
+    if (both) {
+        tgW_rule *r = tgW_compile_rule(&c, name, rhs, buf[2], conds, nc, 1);
+        if (!r)
+            return -1;
+        if (rules_push(rs, r) < 0)
+            return tgE_nomem(L->err), -1;
+    }
+    return 0;
+}
+
+static int load_text(loader *L, const char *text, size_t len, const char *file);
+
+/* The directory part of path (up to and including the last '/'), joined
+ * with name when name is relative. */
+static char *resolve_path(const char *from, const char *name)
+{
+    if (name[0] == '/' || !from || !strchr(from, '/'))
+        return strdup(name);
+    size_t d = (size_t)(strrchr(from, '/') - from) + 1;
+    char *p = malloc(d + strlen(name) + 1);
+    if (!p)
+        return NULL;
+    memcpy(p, from, d);
+    strcpy(p + d, name);
+    return p;
+}
+
+static int load_include(loader *L, tg_term *form)
+{
+    tg_term *f = tg_length(form) == 2 ? tg_nth(form, 1) : NULL;
+    if (!f || tg_kind_of(f) != TG_STRING) {
+        lerr(L, form, "malformed include: (include \"file.rules\")");
+        return -1;
+    }
+    size_t flen;
+    const char *fs = tg_string_bytes(f, &flen);
+    char *name = strndup(fs, flen);
+    char *path = name ? resolve_path(L->file, name) : NULL;
+    free(name);
+    if (!path)
+        return tgE_nomem(L->err), -1;
+    char *real = realpath(path, NULL);
+    const char *key = real ? real : path;
+    for (int i = 0; i < L->nfiles; i++)
+        if (L->files[i] && !strcmp(L->files[i], key)) {
+            char chain[300] = "";
+            size_t cl = 0;
+            for (int j = i; j < L->nfiles && cl < sizeof chain - 40; j++) {
+                const char *b = strrchr(L->files[j], '/');
+                int w = snprintf(chain + cl, sizeof chain - cl, "%s -> ", b ? b + 1 : L->files[j]);
+                if (w > 0)
+                    cl += (size_t)w;
+            }
+            const char *b = strrchr(key, '/');
+            lerr(L, form, "include cycle: %s%s", chain, b ? b + 1 : key);
+            free(real);
+            free(path);
+            return -1;
+        }
+    if (L->nfiles == MAX_INCLUDE) {
+        lerr(L, form, "includes nested more than %d deep", MAX_INCLUDE);
+        free(real);
+        free(path);
+        return -1;
+    }
+    size_t len;
+    tg_error e2;
+    char *text = tg_slurp_file(path, &len, &e2);
+    if (!text) {
+        lerr(L, form, "cannot include %s: %s", path, e2.message);
+        free(real);
+        free(path);
+        return -1;
+    }
+    const char *saved_file = L->file;
+    int sl = L->line, sc = L->col;
+    tg_reader *srd = L->rd;
+    L->files[L->nfiles++] = key;
+    int rc = load_text(L, text, len, path);
+    L->nfiles--;
+    L->file = saved_file, L->line = sl, L->col = sc, L->rd = srd;
+    free(text);
+    free(real);
+    free(path);
+    return rc;
+}
+
+static int stage_def(loader *L, tg_term *form)
+{
+    if (L->ndefs == L->capdefs) {
+        size_t cap = L->capdefs ? 2 * L->capdefs : 16;
+        tg_term **d = GC_MALLOC(cap * sizeof *d);
+        const char **df = GC_MALLOC(cap * sizeof *df);
+        int *dl = GC_MALLOC_ATOMIC(cap * sizeof *dl), *dc = GC_MALLOC_ATOMIC(cap * sizeof *dc);
+        if (!d || !df || !dl || !dc)
+            return tgE_nomem(L->err), -1;
+        if (L->ndefs) {
+            memcpy(d, L->defs, L->ndefs * sizeof *d);
+            memcpy(df, L->deffile, L->ndefs * sizeof *df);
+            memcpy(dl, L->defline, L->ndefs * sizeof *dl);
+            memcpy(dc, L->defcol, L->ndefs * sizeof *dc);
+        }
+        L->defs = d, L->deffile = df, L->defline = dl, L->defcol = dc;
+        L->capdefs = cap;
+    }
+    char *f = GC_MALLOC_ATOMIC(strlen(L->file) + 1);
+    if (!f)
+        return tgE_nomem(L->err), -1;
+    strcpy(f, L->file);
+    L->defs[L->ndefs] = form;
+    L->deffile[L->ndefs] = f;
+    L->defline[L->ndefs] = L->line;
+    L->defcol[L->ndefs] = L->col;
+    L->ndefs++;
+    return 0;
+}
+
+static int load_form(loader *L, tg_term *form)
+{
+    tg_term *h = tgT_ispair(form) ? tg_car(form) : NULL;
+    if (h == L->sym[F_OP])
+        return load_op(L, form);
+    if (h == L->sym[F_RULE])
+        return load_rule(L, form);
+    if (h == L->sym[F_INCLUDE])
+        return load_include(L, form);
+    if (h && (h == L->sym[F_DEFREL] || h == L->sym[F_TABLED] || h == L->sym[F_FACT] ||
+              h == L->sym[F_FACTS]))
+        return stage_def(L, form);
+    char *p = shown(form);
+    lerr(L, form, "unknown form %s (expected op, rule, include, defrel, ...)", p ? p : "?");
+    free(p);
+    return -1;
+}
+
+static int load_text(loader *L, const char *text, size_t len, const char *file)
+{
+    tg_reader *rd = tg_reader_new(L->rs->ctx, text, len, file, L->err);
+    if (!rd)
+        return -1;
+    L->rd = rd;
+    L->file = file ? file : "<string>";
+    int rc;
+    tg_term *form;
+    while ((rc = tg_reader_next(rd, &form, L->err)) > 0) {
+        tg_reader_last_pos(rd, &L->line, &L->col);
+        if ((rc = load_form(L, form)) < 0)
+            break;
+    }
+    tg_reader_free(rd);
+    L->rd = NULL;
+    return rc < 0 ? -1 : 0;
+}
+
+static tg_env *rules_env(tg_rules *rs, tg_error *err)
+{
+    if (!rs->env)
+        rs->env = tg_env_new(rs->ctx, err);
+    return rs->env;
+}
+
+/* Relation forms go to the logic core once every rule form is good. */
+static int eval_defs(loader *L)
+{
+    if (!L->ndefs)
+        return 0;
+    tg_env *env = rules_env(L->rs, L->err);
+    if (!env)
+        return -1;
+    for (size_t i = 0; i < L->ndefs; i++)
+        if (tg_eval(env, L->defs[i], NULL, NULL, NULL, L->err) < 0) {
+            if (L->err && !L->err->line) {
+                char msg[sizeof L->err->message];
+                memcpy(msg, L->err->message, sizeof msg);
+                tgE_set(L->err, L->err->code, L->deffile[i], L->defline[i], L->defcol[i], "%s", msg);
+            }
+            return -1;
+        }
+    return 0;
+}
+
+static int loader_init(loader *L, tg_rules *rs, tg_error *err)
+{
+    memset(L, 0, sizeof *L);
+    L->rs = rs;
+    L->err = err;
+    for (int i = 0; i < NF; i++)
+        if (!(L->sym[i] = tg_symbol_cstr(rs->ctx, form_names[i])))
+            return tgE_nomem(err), -1;
+    return 0;
+}
+
+static int load(tg_rules *rs, const char *text, size_t len, const char *file, const char *real,
+                tg_error *err)
+{
+    if (!rs || !text)
+        return tgE_arg(err, "tg_rules_load: NULL argument"), -1;
+    loader L;
+    if (loader_init(&L, rs, err) < 0)
+        return -1;
+    if (real)
+        L.files[L.nfiles++] = real;
+    uint32_t nops = rs->nops, nrules = rs->nrules;
+    if (load_text(&L, text, len, file) < 0 || eval_defs(&L) < 0) {
+        rollback(rs, nops, nrules);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the public API ------------------------------------------------------ */
+
+tg_rules *tg_rules_new(tg_ctx *ctx, tg_error *err)
+{
+    if (!ctx)
+        return tgE_arg(err, "tg_rules_new: NULL context"), NULL;
+    tg_rules *rs = GC_MALLOC_UNCOLLECTABLE(sizeof *rs);
+    if (!rs)
+        return tgE_nomem(err), NULL;
+    rs->ctx = ctx;
+    rs->index_stale = 1;
+    return rs;
+}
+
+void tg_rules_free(tg_rules *rs)
+{
+    if (!rs)
+        return;
+    if (rs->env)
+        tg_env_free(rs->env);
+    GC_FREE(rs);
+}
+
+int tg_rules_load_string(tg_rules *rs, const char *text, size_t len, const char *file, tg_error *err)
+{
+    return load(rs, text, len, file, NULL, err);
+}
+
+int tg_rules_load_file(tg_rules *rs, const char *path, tg_error *err)
+{
+    if (!rs || !path)
+        return tgE_arg(err, "tg_rules_load_file: NULL argument"), -1;
+    size_t len;
+    char *text = tg_slurp_file(path, &len, err);
+    if (!text)
+        return -1;
+    char *real = realpath(path, NULL);
+    int rc = load(rs, text, len, path, real ? real : path, err);
+    free(real);
+    free(text);
+    return rc;
+}
+
+tg_term *tg_normalize(tg_rules *rs, tg_term *t, unsigned flags, tg_error *err)
+{
+    if (!rs || !t)
+        return tgE_arg(err, "tg_normalize: NULL argument"), NULL;
+    if (index_all(rs) < 0)
+        return tgE_nomem(err), NULL;
+    rs->rewrites = rs->conditions = 0;
+    rs->interrupt = 0;
+    tgW_map_clear(&rs->memo);
+    tg_term *r = tgW_normalize(rs, &rs->all, t, (flags & TG_NF_MEMO) != 0, err);
+    tgW_map_clear(&rs->memo);
+    return r;
+}
+
+tg_env *tg_rules_env(tg_rules *rs, tg_error *err)
+{
+    if (!rs)
+        return tgE_arg(err, "tg_rules_env: NULL rule set"), NULL;
+    return rules_env(rs, err);
+}
+
+/* (normalize TERM) or (normalize TERM memo) */
+static int eval_normalize(loader *L, tg_term *form, tg_term **value)
+{
+    size_t n = tg_length(form);
+    if (tg_tail(form) != tg_nil() || n < 2 || n > 3 || (n == 3 && tg_nth(form, 2) != L->sym[F_MEMO])) {
+        char *p = shown(form);
+        lerr(L, form, "malformed normalize: (normalize TERM) or (normalize TERM memo) in %s", p ? p : "?");
+        free(p);
+        return -1;
+    }
+    tg_term *r = tg_normalize(L->rs, tg_nth(form, 1), n == 3 ? TG_NF_MEMO : 0, L->err);
+    if (!r)
+        return -1;
+    *value = r;
+    return TG_EVAL_VALUE;
+}
+
+int tg_rules_eval(tg_rules *rs, tg_term *form, tg_answer_fn fn, void *ud, tg_term **value,
+                  tg_error *err)
+{
+    return tg_rules_eval_at(rs, form, NULL, 0, 0, fn, ud, value, err);
+}
+
+int tg_rules_eval_at(tg_rules *rs, tg_term *form, const char *file, int line, int col,
+                     tg_answer_fn fn, void *ud, tg_term **value, tg_error *err)
+{
+    if (value)
+        *value = NULL;
+    if (!rs || !form)
+        return tgE_arg(err, "tg_rules_eval: NULL argument"), -1;
+    loader L;
+    if (loader_init(&L, rs, err) < 0)
+        return -1;
+    if (file) {     /* kept: ops and rules point back to it */
+        char *f = GC_MALLOC_ATOMIC(strlen(file) + 1);
+        if (!f)
+            return tgE_nomem(err), -1;
+        L.file = strcpy(f, file);
+        L.line = line, L.col = col;
+    }
+    tg_term *h = tgT_ispair(form) ? tg_car(form) : NULL;
+    if (h && (h == L.sym[F_RUN] || h == L.sym[F_RUNSTAR] || h == L.sym[F_DEFREL] ||
+              h == L.sym[F_TABLED] || h == L.sym[F_FACT] || h == L.sym[F_FACTS])) {
+        tg_env *env = rules_env(rs, err);
+        return env ? tg_eval(env, form, fn, ud, value, err) : -1;
+    }
+    if (h == L.sym[F_NORMALIZE]) {
+        tg_term *v = NULL;
+        int rc = eval_normalize(&L, form, &v);
+        if (value)
+            *value = v;
+        return rc;
+    }
+    if (h == L.sym[F_OP] || h == L.sym[F_RULE] || h == L.sym[F_INCLUDE]) {
+        uint32_t nops = rs->nops, nrules = rs->nrules;
+        if (load_form(&L, form) < 0 || eval_defs(&L) < 0) {
+            rollback(rs, nops, nrules);
+            return -1;
+        }
+        return TG_EVAL_DEFINE;
+    }
+    if (value)
+        *value = form;
+    return TG_EVAL_VALUE;
+}
+
+void tg_rules_counts(const tg_rules *rs, unsigned long long *rewrites, unsigned long long *conditions)
+{
+    if (rewrites)
+        *rewrites = rs ? rs->rewrites : 0;
+    if (conditions)
+        *conditions = rs ? rs->conditions : 0;
+}

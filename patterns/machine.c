@@ -1,0 +1,726 @@
+/* machine.c - the rewriting machine: innermost normalization of a term
+ * under compiled rules, on explicit stacks (no C recursion, so terms and
+ * rewrite chains of any depth).
+ *
+ * A call is an op and its arguments, already in normal form, on the value
+ * stack.  The machine tries the op's rules in order; the first whose match
+ * and conditions succeed runs its right side, whose own calls are reduced
+ * the same way before the term around them is built.  So only normal forms
+ * are ever interned, and a right side ending in a call replaces the frame
+ * (a tail call): a chain such as (lt (s x) (s y)) -> (lt x y) runs in
+ * constant space.  When no rule applies the call is its own normal form.
+ *
+ * With memo on, every call is first interned as a term (the redex) and
+ * looked up in the rule set's memo table, which maps redexes to normal
+ * forms; a redex being reduced maps to a marker, so meeting it again is a
+ * cycle, reported with the rules that fired since.
+ */
+#include "rset.h"
+#include "error.h"
+
+#include <gc/gc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct frame {
+    tgW_rule *const *rules;
+    uint32_t nrules, ri;
+    uint32_t base, n;           /* arguments at vs[base..base+n) */
+    uint32_t regs;              /* registers at vs[regs..] */
+    uint32_t chain;             /* memo: its redexes start at keys[chain] */
+    tgW_rule *rule;             /* the rule whose body runs */
+    const tgW_ins *pc;          /* where the body goes on after a call */
+    tg_term *head;
+    int atom;                   /* a nullary op written as a bare symbol */
+} frame;
+
+typedef struct tgW_machine {
+    tg_term **vs;               /* the value stack (collector memory) */
+    size_t vcap;
+    frame *fs;                  /* frames (collector memory: heads) */
+    size_t fcap;
+    void **keys;                /* memo: (redex, rule fired) pairs of the open frames */
+    size_t kn, kcap;
+    tgW_map done;               /* the input's nodes already normalized */
+} tgW_machine;
+
+/* The memo marker of a redex being reduced. */
+static tg_term inprogress_obj;
+#define INPROGRESS (&inprogress_obj)
+
+/* ---- pointer maps ---------------------------------------------------- */
+
+static size_t map_home(const void *k, size_t cap)
+{
+    uint64_t x = (uintptr_t)k * 0x9E3779B97F4A7C15ull;
+    return (size_t)(x >> 32) & (cap - 1);
+}
+
+void *tgW_map_get(const tgW_map *m, const void *key)
+{
+    if (!m->cap)
+        return NULL;
+    for (size_t i = map_home(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
+        void *k = m->kv[2 * i];
+        if (k == key)
+            return m->kv[2 * i + 1];
+        if (!k)
+            return NULL;
+    }
+}
+
+static int map_grow(tgW_map *m)
+{
+    size_t cap = m->cap ? 2 * m->cap : 64;
+    void **kv = GC_MALLOC(2 * cap * sizeof *kv);
+    if (!kv)
+        return -1;
+    for (size_t i = 0; i < m->cap; i++) {
+        void *k = m->kv[2 * i];
+        if (!k)
+            continue;
+        size_t j = map_home(k, cap);
+        while (kv[2 * j])
+            j = (j + 1) & (cap - 1);
+        kv[2 * j] = k;
+        kv[2 * j + 1] = m->kv[2 * i + 1];
+    }
+    m->kv = kv;
+    m->cap = cap;
+    return 0;
+}
+
+int tgW_map_put(tgW_map *m, void *key, void *val)
+{
+    if (2 * (m->n + 1) > m->cap && map_grow(m) < 0)
+        return -1;
+    size_t i = map_home(key, m->cap);
+    while (m->kv[2 * i] && m->kv[2 * i] != key)
+        i = (i + 1) & (m->cap - 1);
+    if (!m->kv[2 * i])
+        m->n++;
+    m->kv[2 * i] = key;
+    m->kv[2 * i + 1] = val;
+    return 0;
+}
+
+void tgW_map_clear(tgW_map *m)
+{
+    m->kv = NULL;
+    m->n = m->cap = 0;
+}
+
+/* ---- terms ------------------------------------------------------------ */
+
+/* The c arguments of t into out when t is (head a1 ... ac), a proper list. */
+static inline int app_args(const tg_term *t, const tg_term *head, unsigned c, tg_term **out)
+{
+    if (!tgT_ispair(t) || t->e[0] != head)
+        return 0;
+    if (c + 1 < TGT_CHUNK) {
+        if (t->h.n != c + 1 || (t->h.flags & TGT_HASTAIL))
+            return 0;
+        for (unsigned i = 0; i < c; i++)
+            out[i] = t->e[i + 1];
+        return 1;
+    }
+    tg_iter it = {(tg_term *)t, 1};
+    unsigned i = 0;
+    for (tg_term *x; (x = tgT_iter_next(&it));)
+        if (i == c)
+            return 0;
+        else
+            out[i++] = x;
+    return i == c && it.node == TGT_NIL;
+}
+
+/* The elements of t from the (k+1)-th on (after the head: k arguments) as
+ * a list, when t is (head a1 ...) with at least k arguments; the first k
+ * go to out.  NULL and *oom when out of memory. */
+static tg_term *app_seg(tg_ctx *ctx, const tg_term *t, const tg_term *head, unsigned k, tg_term **out,
+                        int *oom)
+{
+    if (!tgT_ispair(t) || t->e[0] != head)
+        return NULL;
+    tg_iter it = {(tg_term *)t, 1};
+    for (unsigned i = 0; i < k; i++)
+        if (!(out[i] = tgT_iter_next(&it)))
+            return NULL;
+    tg_term *rest = tg_iter_rest(ctx, &it);
+    if (!rest)
+        *oom = 1;
+    return rest;
+}
+
+/* (head args...), or the bare symbol for a nullary op written so. */
+static tg_term *build(tg_ctx *ctx, tg_term *head, int atom, uint32_t n, tg_term *const *args)
+{
+    return atom ? head : tg_app(ctx, head, n, args);
+}
+
+/* ---- matching --------------------------------------------------------- */
+
+#define MAXCHOICE 64
+
+typedef struct choice {
+    const tgW_ins *pc;
+    int alt;
+} choice;
+
+/* Match rule r against the n arguments A, filling R: 1, 0 (no match), or
+ * -1 when out of memory. */
+static int match(tg_ctx *ctx, const tgW_rule *r, tg_term **A, uint32_t n, tg_term **R)
+{
+    choice cs[MAXCHOICE];
+    int ncs = 0, oom = 0;
+    tg_term *const *K = r->k;
+    const tgW_ins *pc = r->match;
+    int alt = 0;
+    for (;;) {
+        switch (pc->op) {
+        case M_ROOT:
+            if (n != pc->a)
+                return 0;
+            break;
+        case M_ROOTSEG:
+            if (n < pc->a)
+                return 0;
+            memmove(R, A, pc->a * sizeof *R);
+            if (!(R[pc->a] = tg_list(ctx, n - pc->a, A + pc->a, NULL)))
+                return -1;
+            break;
+        case M_APP:
+            if (!app_args(R[pc->a], K[pc->b], pc->c, R + pc->d))
+                goto fail;
+            break;
+        case M_APPSEG:
+            if (!(R[pc->d + pc->c] = app_seg(ctx, R[pc->a], K[pc->b], pc->c, R + pc->d, &oom)))
+                goto fail;
+            break;
+        case M_LIST: {
+            tg_iter it = {R[pc->a], 0};
+            unsigned i = 0;
+            for (tg_term *x; (x = tgT_iter_next(&it));)
+                if (i == pc->c)
+                    goto fail;
+                else
+                    R[pc->d + i++] = x;
+            if (i != pc->c || it.node != TGT_NIL)
+                goto fail;
+            break;
+        }
+        case M_CONST:
+            if (R[pc->a] != K[pc->b])
+                goto fail;
+            break;
+        case M_SAME:
+            if (R[pc->a] != R[pc->b])
+                goto fail;
+            break;
+        case M_COMM: case M_ROOTCOMM: {
+            tg_term *two[2];
+            if (pc->op == M_ROOTCOMM) {
+                if (n != 2)
+                    return 0;
+                two[0] = A[0], two[1] = A[1];
+            } else if (!app_args(R[pc->a], K[pc->b], 2, two)) {
+                goto fail;
+            }
+            R[pc->d] = two[alt], R[pc->d + 1] = two[!alt];
+            if (!alt && two[0] != two[1]) {
+                if (ncs == MAXCHOICE)
+                    return -1;  /* compiling bounds it */
+                cs[ncs].pc = pc, cs[ncs].alt = 1;
+                ncs++;
+            }
+            alt = 0;
+            break;
+        }
+        case M_DONE:
+            return 1;
+        }
+        pc++;
+        continue;
+    fail:
+        if (oom)
+            return -1;
+        if (!ncs)
+            return 0;
+        ncs--;
+        pc = cs[ncs].pc;
+        alt = cs[ncs].alt;
+    }
+}
+
+/* ---- built-in predicates -------------------------------------------- */
+
+static int pred(int p, const tg_term *t)
+{
+    tg_kind k = tgT_kind(t);
+    switch (p) {
+    case P_CONST: return k == TG_INT || k == TG_RAT || k == TG_DOUBLE || k == TG_STRING;
+    case P_NUMBER: return k == TG_INT || k == TG_RAT || k == TG_DOUBLE;
+    case P_INT: return k == TG_INT;
+    case P_RAT: return k == TG_INT || k == TG_RAT;
+    case P_DOUBLE: return k == TG_DOUBLE;
+    case P_SYMBOL: return k == TG_SYMBOL;
+    case P_STRING: return k == TG_STRING;
+    case P_ATOM: return k != TG_PAIR;
+    case P_APP: return k == TG_PAIR;
+    case P_NIL: return k == TG_NIL;
+    }
+    return 0;
+}
+
+/* ---- the machine ------------------------------------------------------ */
+
+static tgW_machine *machine_get(tg_rules *rs)
+{
+    if (!rs->m)
+        rs->m = GC_MALLOC(sizeof *rs->m);
+    return rs->m;
+}
+
+static int vs_reserve(tgW_machine *M, size_t need)
+{
+    if (need <= M->vcap)
+        return 0;
+    size_t cap = M->vcap ? M->vcap : 1024;
+    while (cap < need)
+        cap *= 2;
+    tg_term **v = GC_MALLOC(cap * sizeof *v);
+    if (!v)
+        return -1;
+    if (M->vcap)
+        memcpy(v, M->vs, M->vcap * sizeof *v);
+    M->vs = v;
+    M->vcap = cap;
+    return 0;
+}
+
+static int fs_reserve(tgW_machine *M, size_t need)
+{
+    if (need <= M->fcap)
+        return 0;
+    size_t cap = M->fcap ? 2 * M->fcap : 256;
+    frame *f = GC_MALLOC(cap * sizeof *f);
+    if (!f)
+        return -1;
+    if (M->fcap)
+        memcpy(f, M->fs, M->fcap * sizeof *f);
+    M->fs = f;
+    M->fcap = cap;
+    return 0;
+}
+
+static int key_push(tgW_machine *M, tg_term *key)
+{
+    if (M->kn + 2 > M->kcap) {
+        size_t cap = M->kcap ? 2 * M->kcap : 256;
+        void **k = GC_MALLOC(cap * sizeof *k);
+        if (!k)
+            return -1;
+        if (M->kn)
+            memcpy(k, M->keys, M->kn * sizeof *k);
+        M->keys = k;
+        M->kcap = cap;
+    }
+    M->keys[M->kn++] = key;
+    M->keys[M->kn++] = NULL;    /* the rule that fires there, once known */
+    return 0;
+}
+
+/* The error of a redex met again while being reduced: the rules fired
+ * since it was first met. */
+static void cycle_error(tgW_machine *M, tg_term *key, tg_error *err)
+{
+    size_t i = M->kn;
+    while (i >= 2 && M->keys[i - 2] != key)
+        i -= 2;
+    char names[400];
+    size_t len = 0;
+    names[0] = 0;
+    for (size_t j = i ? i - 2 : 0; j < M->kn && len < sizeof names - 80; j += 2) {
+        const tgW_rule *r = M->keys[j + 1];
+        if (!r)
+            continue;
+        size_t nl;
+        const char *s = tg_symbol_name(r->name, &nl);
+        int w = snprintf(names + len, sizeof names - len, "%s%.*s%s", len ? " -> " : "",
+                         (int)(nl > 60 ? 60 : nl), s, r->backward ? " (reverse)" : "");
+        if (w > 0)
+            len += (size_t)w;
+    }
+    char *p = tg_print(key, NULL);
+    tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "rewriting cycles: %s comes back after %s", p ? p : "a term",
+            len ? names : "no rule");
+    free(p);
+}
+
+static inline const struct tgW_byop *byop(const tgW_index *ix, uint32_t opid)
+{
+    static const struct tgW_byop none = {NULL, 0};
+    return opid < ix->nops ? &ix->by[opid] : &none;
+}
+
+/* Reduce the call of op opid (head, atom) on the c arguments on top of
+ * the value stack (at sp - c) to its normal form, which replaces them.
+ * Returns the normal form, NULL with err filled. */
+static tg_term *reduce(tg_rules *rs, const tgW_index *ix, int memo, uint32_t opid, tg_term *head,
+                       int atom, uint32_t c, size_t *spp, tg_error *err)
+{
+    tgW_machine *M = rs->m;
+    tg_ctx *ctx = rs->ctx;
+    size_t sp = *spp;
+    size_t fp0 = 0, fp;
+    tg_term *result = NULL, *key = NULL;
+    frame *f = NULL;
+    const tgW_ins *pc = NULL;
+    tg_term **R = NULL;
+    tg_term *const *K = NULL;
+    unsigned long long steps = 0;
+
+    /* frames above the ones of enclosing runs: none (reduce is not reentrant) */
+    fp = fp0;
+
+call:
+    /* c arguments at vs[sp - c]: op opid */
+    {
+        size_t base = sp - c;
+        const struct tgW_byop *by = byop(ix, opid);
+        if (memo) {
+            if (!(key = build(ctx, head, atom, c, M->vs + base)))
+                goto oom;
+            tg_term *v = tgW_map_get(&rs->memo, key);
+            if (v == INPROGRESS) {
+                cycle_error(M, key, err);
+                goto fail;
+            }
+            if (v) {
+                sp = base;
+                result = v;
+                goto returned;
+            }
+        }
+        if (!by->n) {
+            result = memo ? key : build(ctx, head, atom, c, M->vs + base);
+            if (!result)
+                goto oom;
+            sp = base;
+            goto returned;
+        }
+        if (fs_reserve(M, fp + 1) < 0)
+            goto oom;
+        f = &M->fs[fp++];
+        f->rules = by->r, f->nrules = by->n, f->ri = 0;
+        f->base = (uint32_t)base, f->n = c;
+        f->head = head, f->atom = atom;
+        f->chain = (uint32_t)M->kn;
+        f->rule = NULL;
+        if (memo && (key_push(M, key) < 0 || tgW_map_put(&rs->memo, key, INPROGRESS) < 0))
+            goto oom;
+    }
+
+try_rules:
+    while (f->ri < f->nrules) {
+        tgW_rule *r = f->rules[f->ri++];
+        size_t regs = r->seg ? f->base + f->n : f->base;
+        if (vs_reserve(M, regs + r->nregs + r->maxstack + 4) < 0)
+            goto oom;
+        R = M->vs + regs;
+        r->tried++;
+        int m = match(ctx, r, M->vs + f->base, f->n, R);
+        if (m < 0)
+            goto oom;
+        if (!m)
+            continue;
+        f->rule = r;
+        f->regs = (uint32_t)regs;
+        if (memo)
+            M->keys[M->kn - 1] = r;
+        sp = regs + r->nregs;
+        K = r->k;
+        pc = r->body;
+        rs->rewrites++;
+        r->fired++;
+        if ((++steps & 0xffff) == 0) {
+            if (rs->interrupt) {
+                tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "interrupted");
+                goto fail;
+            }
+            if (rs->max_steps && rs->rewrites > rs->max_steps) {
+                tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "more than %llu rewrites: stopped",
+                        rs->max_steps);
+                goto fail;
+            }
+        }
+        goto exec;
+    }
+    /* no rule applies: the call is a normal form */
+    result = memo ? M->keys[f->chain] : build(ctx, f->head, f->atom, f->n, M->vs + f->base);
+    if (!result)
+        goto oom;
+    goto ret;
+
+exec:
+    for (;;) {
+        const tgW_ins *i = pc++;
+        switch (i->op) {
+        case E_VAR:
+            M->vs[sp++] = R[i->a];
+            continue;
+        case E_CONST:
+            M->vs[sp++] = K[i->a];
+            continue;
+        case E_CALL:
+            f->pc = pc;
+            opid = i->a, head = K[i->b], atom = i->pad, c = i->c;
+            goto call;
+        case E_CALLV: {
+            tg_term *tl = M->vs[--sp];
+            size_t len = tg_length(tl);
+            if (tg_tail(tl) != TGT_NIL) {   /* improper: a list, no call */
+                tg_term *t = tg_list(ctx, i->c, M->vs + sp - i->c, tl);
+                tg_term *whole = t ? tg_cons(ctx, K[i->b], t) : NULL;
+                if (!whole)
+                    goto oom;
+                sp -= i->c;
+                M->vs[sp++] = whole;
+                continue;
+            }
+            if (vs_reserve(M, sp + len + 64) < 0)
+                goto oom;
+            R = M->vs + f->regs;
+            tg_elements(tl, M->vs + sp, len);
+            sp += len;
+            f->pc = pc;
+            opid = i->a, head = K[i->b], atom = 0, c = (uint32_t)(i->c + len);
+            goto call;
+        }
+        case E_CALLT: {
+            /* the frame becomes the call's: arguments moved down */
+            size_t base = f->base;
+            c = i->c;
+            memmove(M->vs + base, M->vs + sp - c, c * sizeof *M->vs);
+            sp = base + c;
+            head = K[i->b], atom = i->pad, opid = i->a;
+            const struct tgW_byop *by = byop(ix, opid);
+            if (memo) {
+                if (!(key = build(ctx, head, atom, c, M->vs + base)))
+                    goto oom;
+                tg_term *v = tgW_map_get(&rs->memo, key);
+                if (v == INPROGRESS) {
+                    cycle_error(M, key, err);
+                    goto fail;
+                }
+                if (v) {
+                    result = v;
+                    goto ret;
+                }
+                if (key_push(M, key) < 0 || tgW_map_put(&rs->memo, key, INPROGRESS) < 0)
+                    goto oom;
+            }
+            f->n = c, f->head = head, f->atom = atom;
+            f->rules = by->r, f->nrules = by->n, f->ri = 0;
+            if (!by->n) {
+                result = memo ? key : build(ctx, head, atom, c, M->vs + base);
+                if (!result)
+                    goto oom;
+                goto ret;
+            }
+            goto try_rules;
+        }
+        case E_LIST: {
+            tg_term *t = tg_list(ctx, i->c, M->vs + sp - i->c, NULL);
+            if (!t)
+                goto oom;
+            sp -= i->c;
+            M->vs[sp++] = t;
+            continue;
+        }
+        case E_LISTT: {
+            tg_term *tl = M->vs[sp - 1];
+            tg_term *t = tg_list(ctx, i->c, M->vs + sp - 1 - i->c, tl);
+            if (!t)
+                goto oom;
+            sp -= i->c + 1;
+            M->vs[sp++] = t;
+            continue;
+        }
+        case E_EQ: case E_NE: {
+            sp -= 2;
+            rs->conditions++;
+            if ((M->vs[sp] == M->vs[sp + 1]) != (i->op == E_EQ))
+                goto failed_rule;
+            continue;
+        }
+        case E_PRED: case E_NOT:
+            sp--;
+            if (pred(i->a, M->vs[sp]) != (i->op == E_PRED))
+                goto failed_rule;
+            continue;
+        case E_RET:
+            result = M->vs[sp - 1];
+            goto ret;
+        }
+    }
+
+failed_rule:
+    /* a condition failed: the next rule, from the same arguments */
+    rs->rewrites--;
+    f->rule->fired--;
+    goto try_rules;
+
+ret:
+    /* result is the normal form of frame f's call */
+    if (memo) {
+        for (size_t j = f->chain; j < M->kn; j += 2)
+            if (tgW_map_put(&rs->memo, M->keys[j], result) < 0)
+                goto oom;
+        M->kn = f->chain;
+    }
+    sp = f->base;
+    fp--;
+returned:
+    M->vs[sp++] = result;
+    if (fp == fp0) {
+        *spp = sp - 1;
+        return result;
+    }
+    f = &M->fs[fp - 1];
+    R = M->vs + f->regs;
+    K = f->rule->k;
+    pc = f->pc;
+    goto exec;
+
+oom:
+    tgE_nomem(err);
+fail:
+    if (memo) {     /* the open redexes have no normal form */
+        for (size_t j = fp > fp0 ? M->fs[fp0].chain : M->kn; j < M->kn; j += 2)
+            tgW_map_put(&rs->memo, M->keys[j], NULL);
+        M->kn = fp > fp0 ? M->fs[fp0].chain : M->kn;
+    }
+    return NULL;
+}
+
+/* ---- the input term --------------------------------------------------- */
+
+/* Walking the input: a node and the elements pushed so far. */
+typedef struct walk {
+    tg_term *t;
+    tg_iter it;
+    size_t vbase;
+} walk;
+
+/* The op a symbol names, with rules or not. */
+static uint32_t op_id(const tg_rules *rs, const tg_term *sym, int *known)
+{
+    tgW_op *op = tgW_op_find(rs, sym);
+    *known = op != NULL;
+    return op ? op->id : UINT32_MAX;
+}
+
+/* Normalize an atom: a nullary op's call, else itself. */
+static tg_term *norm_atom(tg_rules *rs, const tgW_index *ix, tg_term *t, int memo, size_t *sp,
+                          tg_error *err)
+{
+    if (tgT_kind(t) != TG_SYMBOL)
+        return t;
+    int known;
+    uint32_t id = op_id(rs, t, &known);
+    if (!known || !byop(ix, id)->n)
+        return t;
+    return reduce(rs, ix, memo, id, t, 1, 0, sp, err);
+}
+
+tg_term *tgW_normalize(tg_rules *rs, const tgW_index *ix, tg_term *t, int memo, tg_error *err)
+{
+    tgW_machine *M = machine_get(rs);
+    if (!M)
+        return tgE_nomem(err), NULL;
+    M->kn = 0;
+    tgW_map_clear(&M->done);
+    size_t sp = 0;
+    walk *ws = NULL;
+    size_t nw = 0, capw = 0;
+    tg_term *res = NULL;
+
+    if (!tgT_ispair(t))
+        return norm_atom(rs, ix, t, memo, &sp, err);
+    if (vs_reserve(M, 1024) < 0)
+        return tgE_nomem(err), NULL;
+
+#define PUSHW(x)                                                              \
+    do {                                                                      \
+        if (nw == capw) {                                                     \
+            size_t nc = capw ? 2 * capw : 64;                                 \
+            walk *nws = GC_MALLOC(nc * sizeof *nws);                          \
+            if (!nws)                                                         \
+                goto oom;                                                     \
+            if (nw)                                                           \
+                memcpy(nws, ws, nw * sizeof *nws);                            \
+            ws = nws, capw = nc;                                              \
+        }                                                                     \
+        ws[nw].t = (x), ws[nw].it.node = (x), ws[nw].it.i = 0;                \
+        ws[nw].vbase = sp;                                                    \
+        nw++;                                                                 \
+    } while (0)
+
+    PUSHW(t);
+    while (nw) {
+        walk *w = &ws[nw - 1];
+        tg_term *x = tgT_iter_next(&w->it);
+        if (x) {
+            tg_term *v = tgT_ispair(x) ? tgW_map_get(&M->done, x) : NULL;
+            if (!v && tgT_ispair(x)) {
+                PUSHW(x);
+                continue;
+            }
+            if (!v && !(v = (x == w->t->e[0] && w->it.node == w->t && w->it.i == 1)
+                                ? x : norm_atom(rs, ix, x, memo, &sp, err)))
+                goto out;
+            if (vs_reserve(M, sp + 1024) < 0)
+                goto oom;
+            M->vs[sp++] = v;
+            continue;
+        }
+        /* every element done: vs[vbase..sp) */
+        tg_term *node = w->t, *tail = (tg_term *)w->it.node, *nf;
+        size_t vb = w->vbase, n = sp - vb;
+        tg_term *h = M->vs[vb];
+        if (tail == TGT_NIL && tgT_kind(h) == TG_SYMBOL) {
+            int known;
+            uint32_t id = op_id(rs, h, &known);
+            /* arguments above the head: reduce consumes them */
+            nf = reduce(rs, ix, memo, id, h, 0, (uint32_t)(n - 1), &sp, err);
+            if (!nf)
+                goto out;
+            sp = vb;
+        } else {
+            /* not an op application: its elements, normalized */
+            tg_term *tl = tail == TGT_NIL ? NULL : tail;
+            if (tl && !(tl = tgT_ispair(tl) ? tl : norm_atom(rs, ix, tl, memo, &sp, err)))
+                goto out;
+            if (!(nf = tg_list(rs->ctx, n, M->vs + vb, tl)))
+                goto oom;
+            sp = vb;
+        }
+        nw--;
+        if (!nw) {
+            res = nf;
+            break;
+        }
+        if (tgW_map_put(&M->done, node, nf) < 0)
+            goto oom;
+        M->vs[sp++] = nf;
+    }
+#undef PUSHW
+out:
+    tgW_map_clear(&M->done);
+    return res;
+oom:
+    tgE_nomem(err);
+    goto out;
+}

@@ -1,0 +1,143 @@
+/* rset.h - internals of rule sets (module prefix tgW_): declared ops,
+ * compiled rules, the code the rewriting machine runs, and the index
+ * that gives each op the rules of one rewriter.
+ *
+ * A rule compiles into two programs.  Its match program checks the
+ * arguments of a call against the left side and fills registers with the
+ * parts the variables stand for; it may leave choice points (commutative
+ * ops), which a failing check goes back to.  Its body program (conditions,
+ * then the right side) runs on a value stack: a call of an op that has
+ * rules is reduced at once (innermost), so the redexes of a right side are
+ * never built as terms, only the normal forms.
+ */
+#ifndef TG_RSET_H
+#define TG_RSET_H
+
+#include "tgrel.h"
+#include "term.h"
+#include "logic.h"
+
+enum {
+    TGW_ASSOC = 1,
+    TGW_COMM = 2,
+    TGW_VARIADIC = 4    /* amax is unbounded */
+};
+
+typedef struct tgW_op {
+    tg_term *name;      /* a symbol */
+    uint32_t id;
+    uint32_t flags;
+    uint32_t amin, amax;
+    tg_term *props;     /* the free-form properties: a list of terms */
+    const char *file;   /* where it was declared */
+    int line, col;
+} tgW_op;
+
+/* Match instructions.  Registers are term pointers; R[0..k) are the k
+ * arguments of the call (copied to fresh registers for segment roots). */
+enum {
+    M_ROOT,         /* a: arity k; call must have exactly k arguments */
+    M_ROOTSEG,      /* a: k fixed; >= k arguments, R[k] = list of the rest */
+    M_APP,          /* R[a] is (K[b] ...) of exactly c args: into R[d..] */
+    M_APPSEG,       /* R[a] is (K[b] ...) of >= c args: R[d..d+c) and R[d+c] = rest */
+    M_LIST,         /* R[a] is a proper list of exactly c elements: into R[d..] */
+    M_CONST,        /* R[a] == K[b] */
+    M_SAME,         /* R[a] == R[b] (a variable met again) */
+    M_COMM,         /* choice: R[d], R[d+1] = R[a]'s two arguments, in order, then swapped */
+    M_ROOTCOMM,     /* choice: R[d], R[d+1] = the call's two arguments, then swapped */
+    M_DONE
+};
+
+/* Body instructions: a value stack; R as left by the match. */
+enum {
+    E_VAR,          /* push R[a] */
+    E_CONST,        /* push K[a] */
+    E_CALL,         /* pop c args, push the normal form of (K[b] args) (op id a) */
+    E_CALLT,        /* the same as the rule's result (a tail call) */
+    E_CALLV,        /* like E_CALL; the top is a list spliced after c args */
+    E_LIST,         /* pop c elements, push the list of them (no rule applies to it) */
+    E_LISTT,        /* pop a tail then c elements: the list with that tail */
+    E_EQ,           /* pop two; the rule fails unless they are the same term */
+    E_NE,           /* pop two; the rule fails if they are the same term */
+    E_PRED,         /* pop one; the rule fails unless predicate a holds */
+    E_NOT,          /* pop one; the rule fails unless predicate a fails */
+    E_RET           /* the top is the rule's result */
+};
+
+enum {  /* built-in predicates of E_PRED */
+    P_CONST, P_NUMBER, P_INT, P_RAT, P_DOUBLE, P_SYMBOL, P_STRING, P_ATOM,
+    P_APP, P_NIL, P_COUNT
+};
+
+typedef struct tgW_ins {
+    uint8_t op;
+    uint8_t pad;
+    uint16_t a;
+    uint16_t b;
+    uint16_t c;
+    uint32_t d;
+} tgW_ins;
+
+typedef struct tgW_rule {
+    tg_term *name;      /* the rule's canonical name (a symbol) */
+    tgW_op *op;         /* head op of its left side */
+    int backward;       /* the reverse direction of a <=> rule */
+    tg_term *lhs, *rhs; /* source, for traces and listings */
+    tg_term **k;        /* constants */
+    tgW_ins *match;
+    tgW_ins *body;
+    uint32_t nregs;     /* registers the match fills (beyond the arguments) */
+    uint32_t maxstack;  /* body stack depth */
+    uint32_t nk;
+    int seg;            /* the root has a segment: registers are copies */
+    const char *file;
+    int line, col;
+    /* statistics */
+    unsigned long long fired, tried;
+} tgW_rule;
+
+/* The rules of one rewriter, by op id. */
+typedef struct tgW_index {
+    uint32_t nops;
+    struct tgW_byop {
+        tgW_rule **r;
+        uint32_t n;
+    } *by;
+} tgW_index;
+
+/* A pointer-keyed map (collector memory: keys and values stay alive). */
+typedef struct tgW_map {
+    void **kv;          /* 2 * cap words: key, value */
+    size_t n, cap;
+} tgW_map;
+
+void *tgW_map_get(const tgW_map *m, const void *key);
+int tgW_map_put(tgW_map *m, void *key, void *val);
+void tgW_map_clear(tgW_map *m);
+
+struct tg_rules {
+    tg_ctx *ctx;
+    tg_env *env;                /* relations, made on first use */
+    tgW_op **ops;               /* by id */
+    uint32_t nops, capops;
+    tgW_map opmap;              /* symbol -> op */
+    tgW_rule **rules;           /* in load order */
+    uint32_t nrules, caprules;
+    tgW_map rulemap;            /* name -> rule (the forward direction) */
+    tgW_index all;              /* every forward rule */
+    int index_stale;
+    struct tgW_machine *m;      /* the machine's stacks, kept between runs */
+    tgW_map memo;               /* redex -> normal form */
+    unsigned long long rewrites, conditions;
+    unsigned long long max_steps;   /* 0: no limit */
+    volatile int interrupt;
+};
+
+tgW_op *tgW_op_find(const tg_rules *rs, const tg_term *name);
+int tgW_index_build(tg_rules *rs, tgW_index *ix, tgW_rule *const *rules, uint32_t n);
+
+/* Normal form of t under the rules of ix (innermost), memoizing every
+ * redex when memo is set; NULL with err filled. */
+tg_term *tgW_normalize(tg_rules *rs, const tgW_index *ix, tg_term *t, int memo, tg_error *err);
+
+#endif
