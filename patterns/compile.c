@@ -541,6 +541,8 @@ tgW_rule *tgW_compile_rule(tgW_comp *c, tg_term *name, tg_term *l, tg_term *rhs,
     for (size_t i = 0; i < nconds; i++)
         if (cond(c, conds[i]) < 0)
             return NULL;
+    if (!emit(c, &c->body, E_FIRE))
+        return NULL;
     int rc = expr(c, rhs, 1, 0);
     if (rc < 0)
         return NULL;
@@ -551,6 +553,16 @@ tgW_rule *tgW_compile_rule(tgW_comp *c, tg_term *name, tg_term *l, tg_term *rhs,
     r->k = c->k;
     r->nk = c->nk;
     r->nregs = c->nregs;
+    r->nvars = c->nvars;
+    r->vars = GC_MALLOC((c->nvars ? c->nvars : 1) * sizeof *r->vars);
+    r->vregs = GC_MALLOC_ATOMIC((c->nvars ? c->nvars : 1) * sizeof *r->vregs);
+    if (!r->vars || !r->vregs) {
+        cerr(c, NULL, "out of memory");
+        return NULL;
+    }
+    memcpy(r->vars, c->vars, c->nvars * sizeof *r->vars);
+    memcpy(r->vregs, c->vregs, c->nvars * sizeof *r->vregs);
+    r->tags = tg_nil();
     r->maxstack = (uint32_t)c->maxdepth + 2;
     return c->failed ? NULL : r;
 }

@@ -7,6 +7,7 @@
  * half a file.
  */
 #include "compile.h"
+#include "rewriters.h"
 #include "error.h"
 #include "reader.h"
 
@@ -106,12 +107,16 @@ static int index_all(tg_rules *rs)
 
 /* Undo a failed load: ops and rules beyond the counts go, and the maps
  * are rebuilt from what stays. */
-static void rollback(tg_rules *rs, uint32_t nops, uint32_t nrules)
+static void rollback(tg_rules *rs, uint32_t nops, uint32_t nrules, uint32_t nrws)
 {
     rs->nops = nops;
     rs->nrules = nrules;
+    rs->nrws = nrws;
     tgW_map_clear(&rs->opmap);
     tgW_map_clear(&rs->rulemap);
+    tgW_map_clear(&rs->rwmap);
+    for (uint32_t i = 0; i < nrws; i++)
+        tgW_map_put(&rs->rwmap, rs->rws[i]->name, rs->rws[i]);
     for (uint32_t i = 0; i < nops; i++)
         tgW_map_put(&rs->opmap, rs->ops[i]->name, rs->ops[i]);
     for (uint32_t i = 0; i < nrules; i++)
@@ -123,10 +128,14 @@ static void rollback(tg_rules *rs, uint32_t nops, uint32_t nrules)
 /* ---- loading ------------------------------------------------------------ */
 
 enum { F_OP, F_RULE, F_INCLUDE, F_DEFREL, F_TABLED, F_FACT, F_FACTS, F_ARITY, F_ASSOC, F_COMM,
-       F_TO, F_BOTH, F_WHEN, F_NORMALIZE, F_MEMO, F_RUN, F_RUNSTAR, NF };
+       F_TO, F_BOTH, F_WHEN, F_NORMALIZE, F_MEMO, F_RUN, F_RUNSTAR, F_TAGS, F_EQUIL, F_WALK,
+       F_SEQ, F_ORDER, F_IN2OUT, F_OUT2IN, F_MAXUSE, F_REVERSE, F_QUERY, F_INCL, F_REQ, F_EXCL,
+       F_SUBQ, F_REWRITE, F_PROFILE, F_TRACE, F_ON, F_OFF, NF };
 static const char *const form_names[NF] = {
     "op", "rule", "include", "defrel", "tabled", "fact", "facts", "arity", "assoc", "comm",
-    "=>", "<=>", "when", "normalize", "memo", "run", "run*"
+    "=>", "<=>", "when", "normalize", "memo", "run", "run*", "tags", "equilibrium", "walk",
+    "sequence", "order", "in-to-out", "out-to-in", "max-use-ratio", "reverse", "query", "include",
+    "require", "exclude", "subquery", "rewrite", "profile", "trace", "on", "off"
 };
 
 typedef struct loader {
@@ -264,6 +273,240 @@ static int load_op(loader *L, tg_term *form)
     return ops_push(rs, op) < 0 ? (tgE_nomem(L->err), -1) : 0;
 }
 
+static int check_tags(loader *L, tg_term *w)
+{
+    for (tg_iter it = {w, 1};;) {
+        tg_term *t = tgT_iter_next(&it);
+        if (!t)
+            return 0;
+        if (tg_kind_of(t) != TG_SYMBOL) {
+            char *p = shown(w);
+            lerr(L, w, "tags must be symbols in %s", p ? p : "?");
+            free(p);
+            return -1;
+        }
+    }
+}
+
+static int known_rule(tg_rules *rs, tg_term *name, int backward)
+{
+    for (uint32_t i = 0; i < rs->nrules; i++)
+        if (rs->rules[i]->name == name && rs->rules[i]->backward == backward)
+            return 1;
+    return 0;
+}
+
+/* An item of a rewriter: NAME (a rule or a rewriter) or (reverse RULE). */
+static int parse_item(loader *L, tg_term *x, tgW_item *it)
+{
+    tg_rules *rs = L->rs;
+    memset(it, 0, sizeof *it);
+    if (tgT_ispair(x) && tg_car(x) == L->sym[F_REVERSE] && tg_length(x) == 2 &&
+        tg_tail(x) == tg_nil() && tg_kind_of(tg_nth(x, 1)) == TG_SYMBOL) {
+        it->name = tg_nth(x, 1);
+        it->backward = 1;
+        if (!known_rule(rs, it->name, 1)) {
+            size_t n;
+            const char *s = tg_symbol_name(it->name, &n);
+            lerr(L, x, "(reverse %.*s): %.*s is not a <=> rule", (int)n, s, (int)n, s);
+            return -1;
+        }
+        return 0;
+    }
+    if (tg_kind_of(x) != TG_SYMBOL) {
+        char *p = shown(x);
+        lerr(L, x, "expected a rule or rewriter name, or (reverse RULE), found %s", p ? p : "?");
+        free(p);
+        return -1;
+    }
+    it->name = x;
+    it->rw = tgW_rw_find(rs, x);
+    if (!it->rw && !known_rule(rs, x, 0)) {
+        size_t n;
+        const char *s = tg_symbol_name(x, &n);
+        lerr(L, x, "unknown rule or rewriter %.*s", (int)n, s);
+        return -1;
+    }
+    return 0;
+}
+
+static int rws_push(tg_rules *rs, tgW_rw *rw)
+{
+    if (rs->nrws == rs->caprws) {
+        uint32_t cap = rs->caprws ? 2 * rs->caprws : 16;
+        tgW_rw **n = GC_MALLOC(cap * sizeof *n);
+        if (!n)
+            return -1;
+        if (rs->nrws)
+            memcpy(n, rs->rws, rs->nrws * sizeof *n);
+        rs->rws = n, rs->caprws = cap;
+    }
+    rs->rws[rs->nrws++] = rw;
+    return tgW_map_put(&rs->rwmap, rw->name, rw);
+}
+
+/* (equilibrium NAME CLAUSE... ITEM...), (walk NAME CLAUSE... ITEM...),
+ * (sequence NAME CLAUSE... (POS ITEM)...) */
+static int load_rewriter(loader *L, tg_term *form, int kind)
+{
+    tg_rules *rs = L->rs;
+    size_t n = tg_length(form);
+    tg_term *name = n >= 2 ? tg_nth(form, 1) : NULL;
+    if (!name || tg_kind_of(name) != TG_SYMBOL || tg_tail(form) != tg_nil()) {
+        char *p = shown(form);
+        lerr(L, form, "malformed rewriter: (%s NAME CLAUSE... ITEM...) in %s",
+             form_names[kind == TGW_SEQ ? F_SEQ : kind == TGW_EQUIL ? F_EQUIL : F_WALK], p ? p : "?");
+        free(p);
+        return -1;
+    }
+    if (tgW_rw_find(rs, name) || tgW_map_get(&rs->rulemap, name)) {
+        size_t len;
+        const char *s = tg_symbol_name(name, &len);
+        lerr(L, form, "%.*s is already the name of a %s", (int)len, s,
+             tgW_rw_find(rs, name) ? "rewriter" : "rule");
+        return -1;
+    }
+    tgW_rw *rw = GC_MALLOC(sizeof *rw);
+    tgW_item *items = GC_MALLOC((n ? n : 1) * sizeof *items);
+    if (!rw || !items)
+        return tgE_nomem(L->err), -1;
+    rw->name = name, rw->kind = kind, rw->tags = tg_nil(), rw->items = items;
+    rw->file = L->file, rw->line = L->line, rw->col = L->col;
+    for (size_t i = 2; i < n; i++) {
+        tg_term *x = tg_nth(form, i);
+        tg_term *h = tgT_ispair(x) ? tg_car(x) : NULL;
+        if (h == L->sym[F_TAGS]) {
+            if (check_tags(L, x) < 0)
+                return -1;
+            rw->tags = tg_cdr(rs->ctx, x);
+        } else if (h == L->sym[F_MAXUSE] && kind == TGW_EQUIL) {
+            double r = -1;
+            if (tg_length(x) != 2 || tg_double_get(tg_nth(x, 1), &r) < 0 || !(r > 0)) {
+                int64_t v;
+                if (tg_length(x) == 2 && tg_int_get(tg_nth(x, 1), &v) == 0 && v > 0)
+                    r = (double)v;
+                else {
+                    char *p = shown(x);
+                    lerr(L, x, "malformed max-use-ratio (a positive number) in %s", p ? p : "?");
+                    free(p);
+                    return -1;
+                }
+            }
+            rw->max_use_ratio = r;
+        } else if (h == L->sym[F_ORDER] && kind != TGW_SEQ && kind != TGW_EQUIL) {
+            tg_term *o = tg_length(x) == 2 ? tg_nth(x, 1) : NULL;
+            if (o != L->sym[F_IN2OUT] && o != L->sym[F_OUT2IN]) {
+                char *p = shown(x);
+                lerr(L, x, "malformed order: (order in-to-out) or (order out-to-in) in %s", p ? p : "?");
+                free(p);
+                return -1;
+            }
+            rw->kind = o == L->sym[F_IN2OUT] ? TGW_WALK_IN : TGW_WALK_OUT;
+        } else if (kind == TGW_SEQ) {
+            double pos;
+            int64_t iv;
+            if (!tgT_ispair(x) || tg_length(x) != 2 || tg_tail(x) != tg_nil() ||
+                (tg_int_get(tg_car(x), &iv) < 0 && tg_double_get(tg_car(x), &pos) < 0)) {
+                char *p = shown(x);
+                lerr(L, x, "a sequence item is (POSITION NAME), found %s", p ? p : "?");
+                free(p);
+                return -1;
+            }
+            if (tg_int_get(tg_car(x), &iv) == 0)
+                pos = (double)iv;
+            if (parse_item(L, tg_nth(x, 1), &items[rw->nitems]) < 0)
+                return -1;
+            items[rw->nitems++].pos = pos;
+        } else {
+            if (parse_item(L, x, &items[rw->nitems]) < 0)
+                return -1;
+            rw->nitems++;
+        }
+    }
+    return rws_push(rs, rw) < 0 ? (tgE_nomem(L->err), -1) : 0;
+}
+
+/* (query NAME (include T...) (require T...) (exclude T...) (subquery NAME CLAUSE...)) or
+ * the clauses alone (for a subquery). */
+static tgW_query *parse_query(loader *L, tg_term *form, size_t first)
+{
+    tg_rules *rs = L->rs;
+    tgW_query *q = GC_MALLOC(sizeof *q);
+    size_t n = tg_length(form);
+    if (!q || !(q->subname = GC_MALLOC((n ? n : 1) * sizeof *q->subname)) ||
+        !(q->sub = GC_MALLOC((n ? n : 1) * sizeof *q->sub)))
+        return tgE_nomem(L->err), NULL;
+    q->include = q->require = q->exclude = tg_nil();
+    for (size_t i = first; i < n; i++) {
+        tg_term *x = tg_nth(form, i);
+        tg_term *h = tgT_ispair(x) ? tg_car(x) : NULL;
+        if (h && (h == L->sym[F_INCL] || h == L->sym[F_REQ] || h == L->sym[F_EXCL])) {
+            if (check_tags(L, x) < 0)
+                return NULL;
+            tg_term *l = tg_cdr(rs->ctx, x);
+            tg_term **dst = h == L->sym[F_INCL] ? &q->include : h == L->sym[F_REQ] ? &q->require
+                                                                                  : &q->exclude;
+            /* clauses of one kind add up */
+            tg_term *tmp[256];
+            size_t k = 0;
+            for (tg_iter it = {*dst, 0}; k < 128;) {
+                tg_term *e = tgT_iter_next(&it);
+                if (!e)
+                    break;
+                tmp[k++] = e;
+            }
+            for (tg_iter it = {l, 0}; k < 256;) {
+                tg_term *e = tgT_iter_next(&it);
+                if (!e)
+                    break;
+                tmp[k++] = e;
+            }
+            if (!(*dst = tg_list(rs->ctx, k, tmp, NULL)))
+                return tgE_nomem(L->err), NULL;
+        } else if (h == L->sym[F_SUBQ] && tg_length(x) >= 2 &&
+                   tg_kind_of(tg_nth(x, 1)) == TG_SYMBOL) {
+            tg_term *sn = tg_nth(x, 1);
+            if (!tgW_rw_find(rs, sn)) {
+                size_t len;
+                const char *s = tg_symbol_name(sn, &len);
+                lerr(L, x, "unknown database %.*s in a subquery", (int)len, s);
+                return NULL;
+            }
+            tgW_query *sq = parse_query(L, x, 2);
+            if (!sq)
+                return NULL;
+            q->subname[q->nsub] = sn;
+            q->sub[q->nsub++] = sq;
+        } else {
+            char *p = shown(x);
+            lerr(L, x, "expected (include T...), (require T...), (exclude T...) or (subquery NAME ...), found %s",
+                 p ? p : "?");
+            free(p);
+            return NULL;
+        }
+    }
+    return q;
+}
+
+/* A rewriter spec: NAME or (query NAME CLAUSE...). */
+static tgW_rw *parse_spec(loader *L, tg_term *spec, tgW_query **q)
+{
+    *q = NULL;
+    tg_term *name = spec;
+    if (tgT_ispair(spec) && tg_car(spec) == L->sym[F_QUERY] && tg_length(spec) >= 2)
+        name = tg_nth(spec, 1);
+    tgW_rw *rw = tg_kind_of(name) == TG_SYMBOL ? tgW_rw_find(L->rs, name) : NULL;
+    if (!rw) {
+        char *p = shown(name);
+        lerr(L, spec, "unknown database %s (declare it with equilibrium, walk or sequence)", p ? p : "?");
+        free(p);
+        return NULL;
+    }
+    if (name != spec && !(*q = parse_query(L, spec, 2)))
+        return NULL;
+    return rw;
+}
+
 /* (rule NAME LHS... => RHS (when C...)) and (rule NAME LHS <=> RHS ...) */
 static int load_rule(loader *L, tg_term *form)
 {
@@ -303,11 +546,19 @@ static int load_rule(loader *L, tg_term *form)
     /* conditions: every (when ...) after the right side */
     tg_term *conds[64];
     size_t nc = 0;
+    tg_term *tags = tg_nil();
     for (size_t i = arrow + 2; i < n; i++) {
         tg_term *w = buf[i];
+        if (tgT_ispair(w) && tg_car(w) == L->sym[F_TAGS] && tg_tail(w) == tg_nil()) {
+            if (check_tags(L, w) < 0)
+                return -1;
+            tags = tg_cdr(rs->ctx, w);
+            continue;
+        }
         if (!tgT_ispair(w) || tg_car(w) != L->sym[F_WHEN] || tg_tail(w) != tg_nil()) {
             char *p = shown(w);
-            lerr(L, w, "expected (when COND ...) after the right side, found %s", p ? p : "?");
+            lerr(L, w, "expected (when COND ...) or (tags ...) after the right side, found %s",
+                 p ? p : "?");
             free(p);
             return -1;
         }
@@ -332,6 +583,7 @@ static int load_rule(loader *L, tg_term *form)
         tgW_rule *r = tgW_compile_rule(&c, name, buf[i], rhs, conds, nc, 0);
         if (!r)
             return -1;
+        r->tags = tags;
         if (rules_push(rs, r) < 0)
             return tgE_nomem(L->err), -1;
     }
@@ -339,6 +591,7 @@ static int load_rule(loader *L, tg_term *form)
         tgW_rule *r = tgW_compile_rule(&c, name, rhs, buf[2], conds, nc, 1);
         if (!r)
             return -1;
+        r->tags = tags;
         if (rules_push(rs, r) < 0)
             return tgE_nomem(L->err), -1;
     }
@@ -461,6 +714,12 @@ static int load_form(loader *L, tg_term *form)
         return load_rule(L, form);
     if (h == L->sym[F_INCLUDE])
         return load_include(L, form);
+    if (h == L->sym[F_EQUIL])
+        return load_rewriter(L, form, TGW_EQUIL);
+    if (h == L->sym[F_WALK])
+        return load_rewriter(L, form, TGW_WALK_IN);
+    if (h == L->sym[F_SEQ])
+        return load_rewriter(L, form, TGW_SEQ);
     if (h && (h == L->sym[F_DEFREL] || h == L->sym[F_TABLED] || h == L->sym[F_FACT] ||
               h == L->sym[F_FACTS]))
         return stage_def(L, form);
@@ -537,9 +796,9 @@ static int load(tg_rules *rs, const char *text, size_t len, const char *file, co
         return -1;
     if (real)
         L.files[L.nfiles++] = real;
-    uint32_t nops = rs->nops, nrules = rs->nrules;
+    uint32_t nops = rs->nops, nrules = rs->nrules, nrws = rs->nrws;
     if (load_text(&L, text, len, file) < 0 || eval_defs(&L) < 0) {
-        rollback(rs, nops, nrules);
+        rollback(rs, nops, nrules, nrws);
         return -1;
     }
     return 0;
@@ -597,7 +856,10 @@ tg_term *tg_normalize(tg_rules *rs, tg_term *t, unsigned flags, tg_error *err)
     rs->rewrites = rs->conditions = 0;
     rs->interrupt = 0;
     tgW_map_clear(&rs->memo);
-    tg_term *r = tgW_normalize(rs, &rs->all, t, (flags & TG_NF_MEMO) != 0, err);
+    tgW_run run = {&rs->all, (flags & TG_NF_MEMO) != 0, 0, 0, NULL, rs};
+    if (rs->trace_on && rs->trace)
+        run.hook = tgW_trace_hook;
+    tg_term *r = tgW_normalize(rs, &run, t, err);
     tgW_map_clear(&rs->memo);
     return r;
 }
@@ -620,6 +882,27 @@ static int eval_normalize(loader *L, tg_term *form, tg_term **value)
         return -1;
     }
     tg_term *r = tg_normalize(L->rs, tg_nth(form, 1), n == 3 ? TG_NF_MEMO : 0, L->err);
+    if (!r)
+        return -1;
+    *value = r;
+    return TG_EVAL_VALUE;
+}
+
+/* (rewrite SPEC TERM) */
+static int eval_rewrite(loader *L, tg_term *form, tg_term **value)
+{
+    if (tg_length(form) != 3 || tg_tail(form) != tg_nil()) {
+        char *p = shown(form);
+        lerr(L, form, "malformed rewrite: (rewrite NAME TERM) or (rewrite (query NAME ...) TERM) in %s",
+             p ? p : "?");
+        free(p);
+        return -1;
+    }
+    tgW_query *q;
+    tgW_rw *rw = parse_spec(L, tg_nth(form, 1), &q);
+    if (!rw)
+        return -1;
+    tg_term *r = tgW_rewrite(L->rs, rw, q, tg_nth(form, 2), L->err);
     if (!r)
         return -1;
     *value = r;
@@ -662,10 +945,29 @@ int tg_rules_eval_at(tg_rules *rs, tg_term *form, const char *file, int line, in
             *value = v;
         return rc;
     }
-    if (h == L.sym[F_OP] || h == L.sym[F_RULE] || h == L.sym[F_INCLUDE]) {
-        uint32_t nops = rs->nops, nrules = rs->nrules;
+    if (h == L.sym[F_REWRITE]) {
+        tg_term *v = NULL;
+        int rc = eval_rewrite(&L, form, &v);
+        if (value)
+            *value = v;
+        return rc;
+    }
+    if (h == L.sym[F_PROFILE] && tg_length(form) == 1) {
+        tg_term *v = tgW_profile_term(rs);
+        if (value)
+            *value = v;
+        return v ? TG_EVAL_VALUE : (tgE_set(err, TG_ERR_ARG, NULL, 0, 0, "no rewrite to profile yet"), -1);
+    }
+    if (h == L.sym[F_TRACE] && tg_length(form) == 2 &&
+        (tg_nth(form, 1) == L.sym[F_ON] || tg_nth(form, 1) == L.sym[F_OFF])) {
+        rs->trace_on = tg_nth(form, 1) == L.sym[F_ON];
+        return TG_EVAL_DEFINE;
+    }
+    if (h == L.sym[F_OP] || h == L.sym[F_RULE] || h == L.sym[F_INCLUDE] || h == L.sym[F_EQUIL] ||
+        h == L.sym[F_WALK] || h == L.sym[F_SEQ]) {
+        uint32_t nops = rs->nops, nrules = rs->nrules, nrws = rs->nrws;
         if (load_form(&L, form) < 0 || eval_defs(&L) < 0) {
-            rollback(rs, nops, nrules);
+            rollback(rs, nops, nrules, nrws);
             return -1;
         }
         return TG_EVAL_DEFINE;
@@ -681,4 +983,34 @@ void tg_rules_counts(const tg_rules *rs, unsigned long long *rewrites, unsigned 
         *rewrites = rs ? rs->rewrites : 0;
     if (conditions)
         *conditions = rs ? rs->conditions : 0;
+}
+
+tg_term *tg_rewrite(tg_rules *rs, tg_term *spec, tg_term *t, tg_error *err)
+{
+    if (!rs || !spec || !t)
+        return tgE_arg(err, "tg_rewrite: NULL argument"), NULL;
+    loader L;
+    if (loader_init(&L, rs, err) < 0)
+        return NULL;
+    tgW_query *q;
+    tgW_rw *rw = parse_spec(&L, spec, &q);
+    return rw ? tgW_rewrite(rs, rw, q, t, err) : NULL;
+}
+
+tg_term *tg_rules_profile(tg_rules *rs)
+{
+    return rs ? tgW_profile_term(rs) : NULL;
+}
+
+void tg_rules_set_trace(tg_rules *rs, FILE *out, int on)
+{
+    if (!rs)
+        return;
+    rs->trace = out;
+    rs->trace_on = on;
+}
+
+int tg_rules_tracing(const tg_rules *rs)
+{
+    return rs ? rs->trace_on : 0;
 }

@@ -367,9 +367,15 @@ static inline const struct tgW_byop *byop(const tgW_index *ix, uint32_t opid)
 /* Reduce the call of op opid (head, atom) on the c arguments on top of
  * the value stack (at sp - c) to its normal form, which replaces them.
  * Returns the normal form, NULL with err filled. */
-static tg_term *reduce(tg_rules *rs, const tgW_index *ix, int memo, uint32_t opid, tg_term *head,
+static const tgW_index no_rules = {0, NULL};
+
+static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term *head,
                        int atom, uint32_t c, size_t *spp, tg_error *err)
 {
+    const tgW_index *ix = run->ix;
+    /* the index of the calls in right sides: none when stepping */
+    const tgW_index *bix = run->step ? &no_rules : ix;
+    int memo = run->memo && !run->step;
     tgW_machine *M = rs->m;
     tg_ctx *ctx = rs->ctx;
     size_t sp = *spp;
@@ -437,28 +443,13 @@ try_rules:
             continue;
         f->rule = r;
         f->regs = (uint32_t)regs;
-        if (memo)
-            M->keys[M->kn - 1] = r;
         sp = regs + r->nregs;
         K = r->k;
         pc = r->body;
-        rs->rewrites++;
-        r->fired++;
-        if ((++steps & 0xffff) == 0) {
-            if (rs->interrupt) {
-                tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "interrupted");
-                goto fail;
-            }
-            if (rs->max_steps && rs->rewrites > rs->max_steps) {
-                tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "more than %llu rewrites: stopped",
-                        rs->max_steps);
-                goto fail;
-            }
-        }
         goto exec;
     }
     /* no rule applies: the call is a normal form */
-    result = memo ? M->keys[f->chain] : build(ctx, f->head, f->atom, f->n, M->vs + f->base);
+    result = memo ? M->keys[M->kn - 2] : build(ctx, f->head, f->atom, f->n, M->vs + f->base);
     if (!result)
         goto oom;
     goto ret;
@@ -476,6 +467,8 @@ exec:
         case E_CALL:
             f->pc = pc;
             opid = i->a, head = K[i->b], atom = i->pad, c = i->c;
+            ix = bix;
+            f->rule->built++;
             goto call;
         case E_CALLV: {
             tg_term *tl = M->vs[--sp];
@@ -496,6 +489,8 @@ exec:
             sp += len;
             f->pc = pc;
             opid = i->a, head = K[i->b], atom = 0, c = (uint32_t)(i->c + len);
+            ix = bix;
+            f->rule->built++;
             goto call;
         }
         case E_CALLT: {
@@ -505,7 +500,8 @@ exec:
             memmove(M->vs + base, M->vs + sp - c, c * sizeof *M->vs);
             sp = base + c;
             head = K[i->b], atom = i->pad, opid = i->a;
-            const struct tgW_byop *by = byop(ix, opid);
+            f->rule->built++;
+            const struct tgW_byop *by = byop(bix, opid);
             if (memo) {
                 if (!(key = build(ctx, head, atom, c, M->vs + base)))
                     goto oom;
@@ -560,6 +556,43 @@ exec:
             if (pred(i->a, M->vs[sp]) != (i->op == E_PRED))
                 goto failed_rule;
             continue;
+        case E_FIRE: {
+            tgW_rule *r = f->rule;
+            rs->rewrites++;
+            r->fired++;
+            if (memo)
+                M->keys[M->kn - 1] = r;
+            if (run->limit && r->fired - r->fired0 > run->limit) {
+                size_t nl;
+                const char *nm = tg_symbol_name(r->name, &nl);
+                tgE_set(err, TG_ERR_RANGE, NULL, 0, 0,
+                        "rule %.*s fired more than %llu times (the max-use ratio): stopped", (int)nl,
+                        nm, run->limit);
+                goto fail;
+            }
+            if (run->hook) {
+                tg_term *before = build(ctx, f->head, f->atom, f->n, M->vs + f->base);
+                if (!before)
+                    goto oom;
+                if (run->hook(run->hook_ud, r, before, R) < 0) {
+                    tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "stopped by a hook");
+                    goto fail;
+                }
+                R = M->vs + f->regs;
+            }
+            if ((++steps & 0xffff) == 0) {
+                if (rs->interrupt) {
+                    tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "interrupted");
+                    goto fail;
+                }
+                if (rs->max_steps && rs->rewrites > rs->max_steps) {
+                    tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "more than %llu rewrites: stopped",
+                            rs->max_steps);
+                    goto fail;
+                }
+            }
+            continue;
+        }
         case E_RET:
             result = M->vs[sp - 1];
             goto ret;
@@ -568,8 +601,6 @@ exec:
 
 failed_rule:
     /* a condition failed: the next rule, from the same arguments */
-    rs->rewrites--;
-    f->rule->fired--;
     goto try_rules;
 
 ret:
@@ -623,19 +654,19 @@ static uint32_t op_id(const tg_rules *rs, const tg_term *sym, int *known)
 }
 
 /* Normalize an atom: a nullary op's call, else itself. */
-static tg_term *norm_atom(tg_rules *rs, const tgW_index *ix, tg_term *t, int memo, size_t *sp,
-                          tg_error *err)
+static tg_term *norm_atom(tg_rules *rs, const tgW_run *run, tg_term *t, size_t *sp, tg_error *err)
 {
+    const tgW_index *ix = run->ix;
     if (tgT_kind(t) != TG_SYMBOL)
         return t;
     int known;
     uint32_t id = op_id(rs, t, &known);
     if (!known || !byop(ix, id)->n)
         return t;
-    return reduce(rs, ix, memo, id, t, 1, 0, sp, err);
+    return reduce(rs, run, id, t, 1, 0, sp, err);
 }
 
-tg_term *tgW_normalize(tg_rules *rs, const tgW_index *ix, tg_term *t, int memo, tg_error *err)
+tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err)
 {
     tgW_machine *M = machine_get(rs);
     if (!M)
@@ -648,7 +679,7 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_index *ix, tg_term *t, int memo, 
     tg_term *res = NULL;
 
     if (!tgT_ispair(t))
-        return norm_atom(rs, ix, t, memo, &sp, err);
+        return norm_atom(rs, run, t, &sp, err);
     if (vs_reserve(M, 1024) < 0)
         return tgE_nomem(err), NULL;
 
@@ -679,7 +710,7 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_index *ix, tg_term *t, int memo, 
                 continue;
             }
             if (!v && !(v = (x == w->t->e[0] && w->it.node == w->t && w->it.i == 1)
-                                ? x : norm_atom(rs, ix, x, memo, &sp, err)))
+                                ? x : norm_atom(rs, run, x, &sp, err)))
                 goto out;
             if (vs_reserve(M, sp + 1024) < 0)
                 goto oom;
@@ -694,14 +725,14 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_index *ix, tg_term *t, int memo, 
             int known;
             uint32_t id = op_id(rs, h, &known);
             /* arguments above the head: reduce consumes them */
-            nf = reduce(rs, ix, memo, id, h, 0, (uint32_t)(n - 1), &sp, err);
+            nf = reduce(rs, run, id, h, 0, (uint32_t)(n - 1), &sp, err);
             if (!nf)
                 goto out;
             sp = vb;
         } else {
             /* not an op application: its elements, normalized */
             tg_term *tl = tail == TGT_NIL ? NULL : tail;
-            if (tl && !(tl = tgT_ispair(tl) ? tl : norm_atom(rs, ix, tl, memo, &sp, err)))
+            if (tl && !(tl = tgT_ispair(tl) ? tl : norm_atom(rs, run, tl, &sp, err)))
                 goto out;
             if (!(nf = tg_list(rs->ctx, n, M->vs + vb, tl)))
                 goto oom;
@@ -723,4 +754,62 @@ out:
 oom:
     tgE_nomem(err);
     goto out;
+}
+
+tg_term *tgW_step(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err)
+{
+    tgW_machine *M = machine_get(rs);
+    if (!M)
+        return tgE_nomem(err), NULL;
+    tgW_run one = *run;
+    one.step = 1;
+    size_t sp = 0;
+    if (!tgT_ispair(t))
+        return norm_atom(rs, &one, t, &sp, err);
+    tg_term *h = t->e[0];
+    size_t n = tg_length(t);
+    if (tgT_kind(h) != TG_SYMBOL || tg_tail(t) != TGT_NIL)
+        return t;
+    int known;
+    uint32_t id = op_id(rs, h, &known);
+    if (!known || !byop(run->ix, id)->n)
+        return t;
+    if (vs_reserve(M, n + 1024) < 0)
+        return tgE_nomem(err), NULL;
+    M->kn = 0;
+    tg_elements(t, M->vs, n);
+    sp = n;
+    return reduce(rs, &one, id, h, 0, (uint32_t)(n - 1), &sp, err);
+}
+
+/* Right sides are nested at most as deep as compiling allows, so this
+ * recursion is bounded. */
+static tg_term *subst(tg_ctx *ctx, const tgW_rule *r, tg_term *const *R, tg_term *e)
+{
+    if (tg_kind_of(e) == TG_VAR) {
+        for (uint32_t i = 0; i < r->nvars; i++)
+            if (r->vars[i] == e)
+                return R[r->vregs[i]];
+        return e;
+    }
+    if (!tgT_ispair(e) || tg_is_ground(e))
+        return e;
+    size_t n = tg_length(e);
+    tg_term **v = GC_MALLOC((n ? n : 1) * sizeof *v);
+    if (!v)
+        return NULL;
+    tg_iter it = {e, 0};
+    size_t i = 0;
+    for (tg_term *x; (x = tgT_iter_next(&it));)
+        if (!(v[i++] = subst(ctx, r, R, x)))
+            return NULL;
+    tg_term *tl = (tg_term *)it.node;
+    if (tl != TGT_NIL && !(tl = subst(ctx, r, R, tl)))
+        return NULL;
+    return tg_list(ctx, n, v, tl);
+}
+
+tg_term *tgW_instantiate(tg_rules *rs, const tgW_rule *r, tg_term *const *R)
+{
+    return subst(rs->ctx, r, R, r->rhs);
 }

@@ -17,6 +17,8 @@
 #include "term.h"
 #include "logic.h"
 
+#include <stdio.h>
+
 enum {
     TGW_ASSOC = 1,
     TGW_COMM = 2,
@@ -61,6 +63,7 @@ enum {
     E_NE,           /* pop two; the rule fails if they are the same term */
     E_PRED,         /* pop one; the rule fails unless predicate a holds */
     E_NOT,          /* pop one; the rule fails unless predicate a fails */
+    E_FIRE,         /* the conditions hold: the rule fires (counts, limits, hooks) */
     E_RET           /* the top is the rule's result */
 };
 
@@ -90,10 +93,15 @@ typedef struct tgW_rule {
     uint32_t maxstack;  /* body stack depth */
     uint32_t nk;
     int seg;            /* the root has a segment: registers are copies */
+    tg_term **vars;     /* the left side's variables ... */
+    uint32_t *vregs;    /* ... and their registers, for instantiating */
+    uint32_t nvars;
+    tg_term *tags;      /* a list of symbols */
     const char *file;
     int line, col;
     /* statistics */
-    unsigned long long fired, tried;
+    unsigned long long fired, tried, built;
+    unsigned long long fired0;  /* fired at the start of the current run */
 } tgW_rule;
 
 /* The rules of one rewriter, by op id. */
@@ -128,6 +136,14 @@ struct tg_rules {
     int index_stale;
     struct tgW_machine *m;      /* the machine's stacks, kept between runs */
     tgW_map memo;               /* redex -> normal form */
+    tgW_map rwmap;              /* name -> rewriter */
+    struct tgW_rw **rws;        /* in declaration order */
+    uint32_t nrws, caprws;
+    struct tgW_prof *last;      /* the profile of the last rewrite */
+    FILE *trace;                /* print each firing here ... */
+    int trace_on;               /* ... when on */
+    int (*hook)(void *ud, struct tgW_rule *r, tg_term *before, tg_term *const *R);
+    void *hook_ud;
     unsigned long long rewrites, conditions;
     unsigned long long max_steps;   /* 0: no limit */
     volatile int interrupt;
@@ -136,8 +152,23 @@ struct tg_rules {
 tgW_op *tgW_op_find(const tg_rules *rs, const tg_term *name);
 int tgW_index_build(tg_rules *rs, tgW_index *ix, tgW_rule *const *rules, uint32_t n);
 
-/* Normal form of t under the rules of ix (innermost), memoizing every
- * redex when memo is set; NULL with err filled. */
-tg_term *tgW_normalize(tg_rules *rs, const tgW_index *ix, tg_term *t, int memo, tg_error *err);
+/* How a run of the machine goes. */
+typedef struct tgW_run {
+    const tgW_index *ix;    /* the rules */
+    int memo;               /* memoize every redex (and find cycles) */
+    int step;               /* one rewrite at the root: right sides are built, not reduced */
+    unsigned long long limit;   /* a rule firing more often in this run is an error (0: no limit) */
+    /* called at each firing with the redex and the rule's registers */
+    int (*hook)(void *ud, tgW_rule *r, tg_term *before, tg_term *const *R);
+    void *hook_ud;
+} tgW_run;
+
+/* Normal form of t under run->ix (innermost); NULL with err filled. */
+tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err);
+/* One rewrite of t at its root with the first rule of run->ix that
+ * applies (its right side built as it is), or t itself; NULL with err. */
+tg_term *tgW_step(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err);
+/* Rule r's right side with the variables its match bound in R. */
+tg_term *tgW_instantiate(tg_rules *rs, const tgW_rule *r, tg_term *const *R);
 
 #endif

@@ -168,6 +168,7 @@ int tgM_eval_print(tg_rules *env, tg_reader *r, const char *file, tg_term *t, in
 {
     answers a = { out, 0, 0 };
     tg_term *value = NULL;
+    tg_rules_set_trace(env, out, tg_rules_tracing(env));
     int line = 0, col = 0;
     if (r)
         tg_reader_last_pos(r, &line, &col);

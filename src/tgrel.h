@@ -305,6 +305,19 @@ int tg_rules_eval_at(tg_rules *rs, tg_term *form, const char *file, int line, in
                      tg_answer_fn fn, void *ud, tg_term **value, tg_error *err);
 /* The logic environment of the rule set's relations (made on first use). */
 tg_env *tg_rules_env(tg_rules *rs, tg_error *err);
+/* Rewrite t with a named rewriter (declared by equilibrium, walk or
+ * sequence), spec being its name or (query NAME (include TAG...)
+ * (require TAG...) (exclude TAG...) (subquery NAME ...)).  NULL with err
+ * filled. */
+tg_term *tg_rewrite(tg_rules *rs, tg_term *spec, tg_term *t, tg_error *err);
+/* The profile of the last tg_rewrite as a term: (profile NAME (passes P)
+ * (nodes START END MAX) (rewrites N) (conditions C) (rules (RULE FIRED
+ * BUILT) ...) (never-fired RULE ...)); NULL before any. */
+tg_term *tg_rules_profile(tg_rules *rs);
+/* Print each rule firing ("rule: before => after") to out while on is
+ * set; (trace on) and (trace off) forms switch it too. */
+void tg_rules_set_trace(tg_rules *rs, FILE *out, int on);
+int tg_rules_tracing(const tg_rules *rs);
 /* Rule applications and condition tests of the last tg_normalize. */
 void tg_rules_counts(const tg_rules *rs, unsigned long long *rewrites,
                      unsigned long long *conditions);

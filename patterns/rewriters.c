@@ -1,0 +1,640 @@
+/* rewriters.c - rewriters built from rules, as in PyTensor's rewrite
+ * databases: equilibrium rewriters (normalize until nothing changes),
+ * walking rewriters (one rewrite per node, inputs first or outputs
+ * first), sequences, tags, and queries that choose what runs; profiles of
+ * a run.
+ *
+ * A named rewriter is declared once; running it (or a query over it)
+ * first resolves it into a plan: the rules each part uses, indexed by
+ * head op, after the query's include / require / exclude filters.  The
+ * equilibrium part runs the machine with memo on, so a term that comes
+ * back is a cycle reported with its rules, never an endless loop.
+ */
+#include "rewriters.h"
+#include "error.h"
+
+#include <gc/gc.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_NEST_RW 64      /* rewriters inside rewriters */
+#define MAX_PASSES 10000
+
+/* ---- declarations ------------------------------------------------------ */
+
+tgW_rw *tgW_rw_find(const tg_rules *rs, const tg_term *name)
+{
+    return tgW_map_get(&rs->rwmap, name);
+}
+
+static int in_list(const tg_term *l, const tg_term *x)
+{
+    for (tg_iter it = {l, 0};;) {
+        tg_term *e = tgT_iter_next(&it);
+        if (!e)
+            return 0;
+        if (e == x)
+            return 1;
+    }
+}
+
+/* An item's tags: its name, its own tags, and those of the rewriters
+ * around it. */
+typedef struct tagset {
+    const tg_term *name, *own;
+    const struct tagset *outer;
+} tagset;
+
+static int has_tag(const tagset *ts, const tg_term *tag)
+{
+    for (; ts; ts = ts->outer)
+        if (ts->name == tag || in_list(ts->own, tag))
+            return 1;
+    return 0;
+}
+
+/* Whether an item passes query q (NULL: everything): one include tag
+ * (when there are any), every require tag, no exclude tag. */
+static int selected(const tgW_query *q, const tagset *ts)
+{
+    if (!q)
+        return 1;
+    if (q->include != TGT_NIL) {
+        int any = 0;
+        for (tg_iter it = {q->include, 0}; !any;) {
+            tg_term *t = tgT_iter_next(&it);
+            if (!t)
+                break;
+            any = has_tag(ts, t);
+        }
+        if (!any)
+            return 0;
+    }
+    for (tg_iter it = {q->require, 0};;) {
+        tg_term *t = tgT_iter_next(&it);
+        if (!t)
+            break;
+        if (!has_tag(ts, t))
+            return 0;
+    }
+    for (tg_iter it = {q->exclude, 0};;) {
+        tg_term *t = tgT_iter_next(&it);
+        if (!t)
+            break;
+        if (has_tag(ts, t))
+            return 0;
+    }
+    return 1;
+}
+
+/* The query for the items of a nested rewriter: its subquery, if q
+ * names one, else q itself. */
+static const tgW_query *subquery_for(const tgW_query *q, const tg_term *name)
+{
+    if (!q)
+        return NULL;
+    for (size_t i = 0; i < q->nsub; i++)
+        if (q->subname[i] == name)
+            return q->sub[i];
+    return q;
+}
+
+/* ---- plans -------------------------------------------------------------- */
+
+typedef struct rvec {
+    tgW_rule **v;
+    uint32_t n, cap;
+} rvec;
+
+static int rpush(rvec *v, tgW_rule *r)
+{
+    for (uint32_t i = 0; i < v->n; i++)
+        if (v->v[i] == r)
+            return 0;
+    if (v->n == v->cap) {
+        uint32_t cap = v->cap ? 2 * v->cap : 16;
+        tgW_rule **n = GC_MALLOC(cap * sizeof *n);
+        if (!n)
+            return -1;
+        if (v->n)
+            memcpy(n, v->v, v->n * sizeof *n);
+        v->v = n, v->cap = cap;
+    }
+    v->v[v->n++] = r;
+    return 0;
+}
+
+/* Every compiled rule of one direction of the rule named name, in
+ * order (alternative left sides are several). */
+static int rules_named(tg_rules *rs, const tg_term *name, int backward, rvec *out)
+{
+    int found = 0;
+    for (uint32_t i = 0; i < rs->nrules; i++)
+        if (rs->rules[i]->name == name && rs->rules[i]->backward == backward) {
+            found = 1;
+            if (rpush(out, rs->rules[i]) < 0)
+                return -1;
+        }
+    return found;
+}
+
+static tgW_plan *plan_of(tg_rules *rs, tgW_rw *rw, const tgW_query *q, const tagset *outer,
+                         unsigned depth, tg_error *err);
+
+/* Add item it of a rewriter to plan p: its rules to p's rules, or a
+ * nested rewriter as a part. */
+static int plan_item(tg_rules *rs, tgW_plan *p, rvec *rules, const tgW_item *it, const tgW_query *q,
+                     const tagset *outer, unsigned depth, tg_error *err)
+{
+    if (depth > MAX_NEST_RW) {
+        size_t n;
+        const char *s = tg_symbol_name(p->rw->name, &n);
+        tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "rewriter %.*s contains itself", (int)n, s);
+        return -1;
+    }
+    if (it->rw) {
+        tagset ts = {it->rw->name, it->rw->tags, outer};
+        if (!selected(q, &ts))
+            return 0;
+        const tgW_query *sq = subquery_for(q, it->rw->name);
+        if (p->kind == TGW_EQUIL && it->rw->kind == TGW_EQUIL) {
+            /* an equilibrium inside one: its rules join the outer ones */
+            for (size_t i = 0; i < it->rw->nitems; i++)
+                if (plan_item(rs, p, rules, &it->rw->items[i], sq, &ts, depth + 1, err) < 0)
+                    return -1;
+            return 0;
+        }
+        tgW_plan *sub = plan_of(rs, it->rw, sq, outer, depth + 1, err);
+        if (!sub)
+            return -1;
+        if (p->nparts == p->capparts) {
+            size_t cap = p->capparts ? 2 * p->capparts : 8;
+            tgW_plan **np = GC_MALLOC(cap * sizeof *np);
+            if (!np)
+                return tgE_nomem(err), -1;
+            if (p->nparts)
+                memcpy(np, p->parts, p->nparts * sizeof *np);
+            p->parts = np, p->capparts = cap;
+        }
+        p->parts[p->nparts++] = sub;
+        return 0;
+    }
+    tgW_rule *r0 = NULL;
+    rvec tmp = {0};
+    if (rules_named(rs, it->name, it->backward, &tmp) < 0)
+        return tgE_nomem(err), -1;
+    if (!tmp.n)
+        return 0;
+    r0 = tmp.v[0];
+    tagset ts = {r0->name, r0->tags, outer};
+    if (!selected(q, &ts))
+        return 0;
+    for (uint32_t i = 0; i < tmp.n; i++)
+        if (rpush(rules, tmp.v[i]) < 0)
+            return tgE_nomem(err), -1;
+    return 0;
+}
+
+static int cmp_pos(const void *a, const void *b)
+{
+    const tgW_item *x = a, *y = b;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+static tgW_plan *plan_of(tg_rules *rs, tgW_rw *rw, const tgW_query *q, const tagset *outer,
+                         unsigned depth, tg_error *err)
+{
+    if (depth > MAX_NEST_RW) {
+        size_t n;
+        const char *s = tg_symbol_name(rw->name, &n);
+        tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "rewriter %.*s contains itself", (int)n, s);
+        return NULL;
+    }
+    tagset me = {rw->name, rw->tags, outer};
+    outer = &me;
+    tgW_plan *p = GC_MALLOC(sizeof *p);
+    if (!p)
+        return tgE_nomem(err), NULL;
+    p->rw = rw;
+    p->kind = rw->kind;
+    tgW_item *items = rw->items;
+    if (rw->kind == TGW_SEQ && rw->nitems) {
+        /* stable: equal positions keep their order */
+        items = GC_MALLOC(rw->nitems * sizeof *items);
+        if (!items)
+            return tgE_nomem(err), NULL;
+        memcpy(items, rw->items, rw->nitems * sizeof *items);
+        for (size_t i = 0; i < rw->nitems; i++)
+            items[i].order = (uint32_t)i;
+        qsort(items, rw->nitems, sizeof *items, cmp_pos);
+    }
+    rvec rules = {0};
+    for (size_t i = 0; i < rw->nitems; i++) {
+        if (rw->kind == TGW_SEQ && !items[i].rw) {
+            /* a rule in a sequence: a walk of its own */
+            if (plan_item(rs, p, &rules, &items[i], q, outer, depth, err) < 0)
+                return NULL;
+            if (rules.n) {
+                tgW_plan *w = GC_MALLOC(sizeof *w);
+                if (!w || tgW_index_build(rs, &w->ix, rules.v, rules.n) < 0)
+                    return tgE_nomem(err), NULL;
+                w->kind = TGW_WALK_IN;
+                w->rules = rules.v, w->nrules = rules.n;
+                w->rw = rw;
+                rules = (rvec){0};
+                if (p->nparts == p->capparts) {
+                    size_t cap = p->capparts ? 2 * p->capparts : 8;
+                    tgW_plan **np = GC_MALLOC(cap * sizeof *np);
+                    if (!np)
+                        return tgE_nomem(err), NULL;
+                    if (p->nparts)
+                        memcpy(np, p->parts, p->nparts * sizeof *np);
+                    p->parts = np, p->capparts = cap;
+                }
+                p->parts[p->nparts++] = w;
+            }
+            continue;
+        }
+        if (plan_item(rs, p, &rules, &items[i], q, outer, depth, err) < 0)
+            return NULL;
+    }
+    p->rules = rules.v, p->nrules = rules.n;
+    if (tgW_index_build(rs, &p->ix, rules.v, rules.n) < 0)
+        return tgE_nomem(err), NULL;
+    return p;
+}
+
+/* ---- running -------------------------------------------------------------- */
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Distinct compound nodes of t (a DAG). */
+size_t tgW_count_nodes(tg_ctx *ctx, tg_term *t)
+{
+    (void)ctx;
+    tgW_map seen = {0};
+    tg_term **st = NULL;
+    size_t n = 0, cap = 0, count = 0;
+    if (!tgT_ispair(t))
+        return 0;
+#define PUSH(x)                                                                 \
+    do {                                                                        \
+        if (n == cap) {                                                         \
+            size_t nc = cap ? 2 * cap : 256;                                    \
+            tg_term **ns = GC_MALLOC(nc * sizeof *ns);                          \
+            if (!ns)                                                            \
+                return count;                                                   \
+            if (n)                                                              \
+                memcpy(ns, st, n * sizeof *ns);                                 \
+            st = ns, cap = nc;                                                  \
+        }                                                                       \
+        st[n++] = (x);                                                          \
+    } while (0)
+    PUSH(t);
+    tgW_map_put(&seen, t, t);
+    while (n) {
+        tg_term *x = st[--n];
+        count++;
+        tg_iter it = {x, 0};
+        for (tg_term *e; (e = tgT_iter_next(&it));)
+            if (tgT_ispair(e) && !tgW_map_get(&seen, e)) {
+                if (tgW_map_put(&seen, e, e) < 0)
+                    return count;
+                PUSH(e);
+            }
+    }
+#undef PUSH
+    return count;
+}
+
+typedef struct runner {
+    tg_rules *rs;
+    tg_error *err;
+    tgW_prof *prof;
+} runner;
+
+static tg_term *run_plan(runner *u, const tgW_plan *p, tg_term *t);
+
+static void rules_mark(const tgW_plan *p)
+{
+    for (uint32_t i = 0; i < p->nrules; i++)
+        p->rules[i]->fired0 = p->rules[i]->fired;
+}
+
+/* Walk t once: at each node (after its elements when inputs first,
+ * before them when outputs first) one rewrite by the first rule that
+ * applies.  What a rewrite gives is not walked again: with hash-consing
+ * a right side can rebuild the very node it came from, which would
+ * otherwise be rewritten forever. */
+static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
+{
+    tg_rules *rs = u->rs;
+    tgW_run run = {&p->ix, 0, 1, 0, NULL, NULL};
+    int in_first = p->kind == TGW_WALK_IN;
+    if (!tgT_ispair(t))
+        return tgW_step(rs, &run, t, u->err);
+    typedef struct wf {
+        tg_term *t;
+        tg_iter it;
+        size_t vb;
+    } wf;
+    wf *st = NULL;
+    size_t n = 0, cap = 0;
+    tg_term **vals = NULL;
+    size_t nv = 0, capv = 0;
+    tgW_map done = {0};
+    tg_term *res = NULL;
+#define GROW(arr, cnt, cp, extra)                                               \
+    do {                                                                        \
+        if ((cnt) + (extra) > (cp)) {                                           \
+            size_t nc = (cp) ? 2 * (cp) : 256;                                  \
+            while (nc < (cnt) + (extra))                                        \
+                nc *= 2;                                                        \
+            void *na = GC_MALLOC(nc * sizeof *(arr));                           \
+            if (!na)                                                            \
+                goto oom;                                                       \
+            if (cnt)                                                            \
+                memcpy(na, (arr), (cnt) * sizeof *(arr));                       \
+            (arr) = na, (cp) = nc;                                              \
+        }                                                                       \
+    } while (0)
+    tg_term *start = t;
+    if (!in_first && (!(start = tgW_step(rs, &run, t, u->err)) || start != t))
+        return start;   /* rewritten at the root: not walked again */
+    GROW(st, n, cap, 1);
+    st[n].t = start, st[n].it.node = start, st[n].it.i = 0, st[n].vb = nv;
+    n++;
+    while (n) {
+        wf *w = &st[n - 1];
+        tg_term *x = tgT_iter_next(&w->it);
+        if (x) {
+            tg_term *v = tgT_ispair(x) ? tgW_map_get(&done, x) : NULL;
+            if (!v && tgT_ispair(x)) {
+                tg_term *y = x;
+                if (!in_first && !(y = tgW_step(rs, &run, x, u->err)))
+                    goto out;
+                if (y == x) {
+                    GROW(st, n, cap, 1);
+                    w = &st[n - 1];
+                    st[n].t = x, st[n].it.node = x, st[n].it.i = 0, st[n].vb = nv;
+                    n++;
+                    continue;
+                }
+                v = y;      /* rewritten: not walked again */
+                if (tgW_map_put(&done, x, y) < 0)
+                    goto oom;
+            }
+            GROW(vals, nv, capv, 1);
+            vals[nv++] = v ? v : x;
+            continue;
+        }
+        tg_term *tail = (tg_term *)w->it.node;
+        size_t cnt = nv - w->vb;
+        tg_term *node = tg_list(rs->ctx, cnt, vals + w->vb, tail == TGT_NIL ? NULL : tail);
+        if (!node)
+            goto oom;
+        if (in_first && !(node = tgW_step(rs, &run, node, u->err)))
+            goto out;
+        nv = w->vb;
+        tg_term *orig = w->t;
+        n--;
+        if (!n) {
+            res = node;
+            break;
+        }
+        if (tgW_map_put(&done, orig, node) < 0)
+            goto oom;
+        GROW(vals, nv, capv, 1);
+        vals[nv++] = node;
+    }
+#undef GROW
+out:
+    return res;
+oom:
+    tgE_nomem(u->err);
+    return NULL;
+}
+
+static tg_term *equilibrium(runner *u, const tgW_plan *p, tg_term *t, size_t nodes)
+{
+    tg_rules *rs = u->rs;
+    double ratio = p->rw ? p->rw->max_use_ratio : 0;
+    unsigned long long limit = ratio > 0 ? (unsigned long long)(ratio * (double)(nodes ? nodes : 1)) + 1 : 0;
+    tgW_run run = {&p->ix, 1, 0, limit, rs->hook, rs->hook_ud};
+    tgW_map seen = {0};
+    for (unsigned pass = 0; pass < MAX_PASSES; pass++) {
+        if (u->prof)
+            u->prof->passes++;
+        tg_term *t1 = t;
+        if (p->nrules) {
+            tgW_map_clear(&rs->memo);
+            t1 = tgW_normalize(rs, &run, t, u->err);
+            tgW_map_clear(&rs->memo);
+            if (!t1)
+                return NULL;
+        }
+        for (size_t i = 0; i < p->nparts && t1; i++)
+            t1 = run_plan(u, p->parts[i], t1);
+        if (!t1)
+            return NULL;
+        if (u->prof) {
+            size_t nn = tgW_count_nodes(rs->ctx, t1);
+            if (nn > u->prof->nodes_max)
+                u->prof->nodes_max = nn;
+        }
+        if (t1 == t)
+            return t;
+        if (tgW_map_get(&seen, t1)) {
+            char *s = tg_print(t1, NULL);
+            size_t nl;
+            const char *nm = p->rw ? tg_symbol_name(p->rw->name, &nl) : "?";
+            if (!p->rw)
+                nl = 1;
+            tgE_set(u->err, TG_ERR_RANGE, NULL, 0, 0,
+                    "rewriting cycles: %s comes back after a pass of %.*s", s ? s : "a term",
+                    (int)nl, nm);
+            free(s);
+            return NULL;
+        }
+        if (tgW_map_put(&seen, t, t) < 0)
+            return tgE_nomem(u->err), NULL;
+        t = t1;
+    }
+    tgE_set(u->err, TG_ERR_RANGE, NULL, 0, 0, "no equilibrium after %d passes", MAX_PASSES);
+    return NULL;
+}
+
+static tg_term *run_plan(runner *u, const tgW_plan *p, tg_term *t)
+{
+    tg_rules *rs = u->rs;
+    size_t nodes = u->prof || p->kind == TGW_EQUIL ? tgW_count_nodes(rs->ctx, t) : 0;
+    if (u->prof && nodes > u->prof->nodes_max)
+        u->prof->nodes_max = nodes;
+    rules_mark(p);
+    switch (p->kind) {
+    case TGW_EQUIL:
+        return equilibrium(u, p, t, nodes);
+    case TGW_WALK_IN: case TGW_WALK_OUT: {
+        if (u->prof)
+            u->prof->passes++;
+        tg_term *r = p->nrules ? walk(u, p, t) : t;
+        for (size_t i = 0; i < p->nparts && r; i++)
+            r = run_plan(u, p->parts[i], r);
+        return r;
+    }
+    case TGW_SEQ:
+        for (size_t i = 0; i < p->nparts && t; i++)
+            t = run_plan(u, p->parts[i], t);
+        return t;
+    }
+    return t;
+}
+
+/* ---- the entry points -------------------------------------------------------- */
+
+static void collect_rules(const tgW_plan *p, rvec *out)
+{
+    for (uint32_t i = 0; i < p->nrules; i++)
+        rpush(out, p->rules[i]);
+    for (size_t i = 0; i < p->nparts; i++)
+        collect_rules(p->parts[i], out);
+}
+
+tg_term *tgW_rewrite(tg_rules *rs, tgW_rw *rw, const tgW_query *q, tg_term *t, tg_error *err)
+{
+    tagset top = {NULL, TGT_NIL, NULL};
+    tgW_plan *p = plan_of(rs, rw, q, &top, 0, err);
+    if (!p)
+        return NULL;
+    tgW_prof *prof = GC_MALLOC(sizeof *prof);
+    if (!prof)
+        return tgE_nomem(err), NULL;
+    rvec rules = {0};
+    collect_rules(p, &rules);
+    prof->rules = rules.v, prof->nrules = rules.n;
+    prof->fired = GC_MALLOC_ATOMIC((rules.n ? rules.n : 1) * sizeof *prof->fired);
+    prof->built = GC_MALLOC_ATOMIC((rules.n ? rules.n : 1) * sizeof *prof->built);
+    prof->tried = GC_MALLOC_ATOMIC((rules.n ? rules.n : 1) * sizeof *prof->tried);
+    if (!prof->fired || !prof->built || !prof->tried)
+        return tgE_nomem(err), NULL;
+    for (uint32_t i = 0; i < rules.n; i++) {
+        prof->fired[i] = rules.v[i]->fired;
+        prof->built[i] = rules.v[i]->built;
+        prof->tried[i] = rules.v[i]->tried;
+    }
+    prof->name = rw->name;
+    prof->nodes_start = tgW_count_nodes(rs->ctx, t);
+    prof->nodes_max = prof->nodes_start;
+    runner u = {rs, err, prof};
+    rs->hook = rs->trace_on && rs->trace ? tgW_trace_hook : NULL;
+    rs->hook_ud = rs;
+    rs->rewrites = rs->conditions = 0;
+    rs->interrupt = 0;
+    double t0 = now_ms();
+    tg_term *r = run_plan(&u, p, t);
+    prof->ms = now_ms() - t0;
+    for (uint32_t i = 0; i < rules.n; i++) {
+        prof->fired[i] = rules.v[i]->fired - prof->fired[i];
+        prof->built[i] = rules.v[i]->built - prof->built[i];
+        prof->tried[i] = rules.v[i]->tried - prof->tried[i];
+    }
+    prof->rewrites = rs->rewrites;
+    prof->conditions = rs->conditions;
+    if (r)
+        prof->nodes_end = tgW_count_nodes(rs->ctx, r);
+    if (prof->nodes_end > prof->nodes_max)
+        prof->nodes_max = prof->nodes_end;
+    prof->ok = r != NULL;
+    rs->last = prof;
+    return r;
+}
+
+int tgW_trace_hook(void *ud, tgW_rule *r, tg_term *before, tg_term *const *R)
+{
+    tg_rules *rs = ud;
+    tg_term *after = tgW_instantiate(rs, r, R);
+    char *b = tg_print(before, NULL), *a = after ? tg_print(after, NULL) : NULL;
+    size_t nl;
+    const char *nm = tg_symbol_name(r->name, &nl);
+    if (b && a)
+        fprintf(rs->trace, "%.*s%s: %s => %s\n", (int)nl, nm, r->backward ? " (reverse)" : "", b, a);
+    free(b);
+    free(a);
+    return b && a ? 0 : -1;
+}
+
+static tg_term *sym(tg_rules *rs, const char *s)
+{
+    return tg_symbol_cstr(rs->ctx, s);
+}
+
+static tg_term *list_of(tg_rules *rs, size_t n, ...)
+{
+    tg_term *v[8];
+    va_list ap;
+    va_start(ap, n);
+    for (size_t i = 0; i < n; i++)
+        v[i] = va_arg(ap, tg_term *);
+    va_end(ap);
+    for (size_t i = 0; i < n; i++)
+        if (!v[i])
+            return NULL;
+    return tg_list(rs->ctx, n, v, NULL);
+}
+
+tg_term *tgW_profile_term(tg_rules *rs)
+{
+    const tgW_prof *p = rs->last;
+    if (!p)
+        return NULL;
+    tg_ctx *ctx = rs->ctx;
+    tg_term **fired = GC_MALLOC((p->nrules + 1) * sizeof *fired);
+    tg_term **never = GC_MALLOC((p->nrules + 1) * sizeof *never);
+    if (!fired || !never)
+        return NULL;
+    size_t nf = 0, nn = 0;
+    fired[nf++] = sym(rs, "rules");
+    never[nn++] = sym(rs, "never-fired");
+    for (uint32_t i = 0; i < p->nrules; i++) {
+        const tgW_rule *r = p->rules[i];
+        /* alternatives of one rule count together, under its name */
+        int dup = 0;
+        for (uint32_t j = 0; j < i; j++)
+            dup |= p->rules[j]->name == r->name && p->rules[j]->backward == r->backward;
+        if (dup)
+            continue;
+        unsigned long long f = 0, b = 0;
+        for (uint32_t j = i; j < p->nrules; j++)
+            if (p->rules[j]->name == r->name && p->rules[j]->backward == r->backward)
+                f += p->fired[j], b += p->built[j];
+        tg_term *nm = r->backward ? list_of(rs, 2, sym(rs, "reverse"), r->name) : r->name;
+        if (f)
+            fired[nf++] = list_of(rs, 3, nm, tg_int(ctx, (int64_t)f), tg_int(ctx, (int64_t)b));
+        else
+            never[nn++] = nm;
+        if (!fired[nf - 1] || !never[nn - 1])
+            return NULL;
+    }
+    tg_term *parts[8];
+    parts[0] = sym(rs, "profile");
+    parts[1] = p->name;
+    parts[2] = list_of(rs, 2, sym(rs, "passes"), tg_int(ctx, (int64_t)p->passes));
+    parts[3] = list_of(rs, 4, sym(rs, "nodes"), tg_int(ctx, (int64_t)p->nodes_start),
+                       tg_int(ctx, (int64_t)p->nodes_end), tg_int(ctx, (int64_t)p->nodes_max));
+    parts[4] = list_of(rs, 2, sym(rs, "rewrites"), tg_int(ctx, (int64_t)p->rewrites));
+    parts[5] = list_of(rs, 2, sym(rs, "conditions"), tg_int(ctx, (int64_t)p->conditions));
+    parts[6] = tg_list(ctx, nf, fired, NULL);
+    parts[7] = tg_list(ctx, nn, never, NULL);
+    for (int i = 0; i < 8; i++)
+        if (!parts[i])
+            return NULL;
+    return tg_list(ctx, 8, parts, NULL);
+}

@@ -1,0 +1,74 @@
+/* rewriters.h - named rewriters, queries over them, plans and profiles
+ * (module prefix tgW_, with rset.h). */
+#ifndef TG_REWRITERS_H
+#define TG_REWRITERS_H
+
+#include "rset.h"
+
+enum { TGW_EQUIL = 1, TGW_WALK_IN, TGW_WALK_OUT, TGW_SEQ };
+
+/* One item of a rewriter: a rule (one direction) or another rewriter. */
+typedef struct tgW_item {
+    tg_term *name;
+    int backward;           /* (reverse RULE) */
+    struct tgW_rw *rw;      /* a rewriter, or NULL for a rule */
+    double pos;             /* in a sequence */
+    uint32_t order;
+} tgW_item;
+
+typedef struct tgW_rw {
+    tg_term *name;
+    int kind;
+    tg_term *tags;          /* a list of symbols */
+    double max_use_ratio;   /* equilibrium: 0 for no limit */
+    tgW_item *items;
+    size_t nitems;
+    const char *file;
+    int line, col;
+} tgW_rw;
+
+typedef struct tgW_query {
+    tg_term *include, *require, *exclude;   /* lists of tags */
+    tg_term **subname;
+    struct tgW_query **sub;
+    size_t nsub;
+} tgW_query;
+
+/* A rewriter resolved for one run. */
+typedef struct tgW_plan {
+    int kind;
+    tgW_rw *rw;
+    tgW_rule **rules;       /* its own rules ... */
+    uint32_t nrules;
+    tgW_index ix;           /* ... indexed */
+    struct tgW_plan **parts;    /* nested rewriters, run after its rules */
+    size_t nparts, capparts;
+} tgW_plan;
+
+/* The profile of the last rewrite. */
+typedef struct tgW_prof {
+    tg_term *name;
+    double ms;
+    unsigned long passes;
+    size_t nodes_start, nodes_end, nodes_max;
+    unsigned long long rewrites, conditions;
+    tgW_rule **rules;
+    uint32_t nrules;
+    unsigned long long *fired, *built, *tried;
+    int ok;
+} tgW_prof;
+
+tgW_rw *tgW_rw_find(const tg_rules *rs, const tg_term *name);
+size_t tgW_count_nodes(tg_ctx *ctx, tg_term *t);
+/* Rewrite t with rw (its items chosen by q, NULL for all); the profile
+ * goes to rs->last.  NULL with err filled. */
+tg_term *tgW_rewrite(tg_rules *rs, tgW_rw *rw, const tgW_query *q, tg_term *t, tg_error *err);
+
+/* The last rewrite's profile as a term (no times, so that it can be
+ * compared): (profile NAME (passes P) (nodes START END MAX) (rewrites N)
+ * (conditions C) (rules (RULE FIRED BUILT) ...) (never-fired RULE ...)). */
+tg_term *tgW_profile_term(tg_rules *rs);
+/* The hook that prints each firing to rs->trace. */
+int tgW_trace_hook(void *ud, tgW_rule *r, tg_term *before, tg_term *const *R);
+
+#endif
