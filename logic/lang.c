@@ -790,8 +790,8 @@ static int eval_fact(comp *c, tg_term *form, int many)
             return -1;
         } else if (tg_length(tuples[i]) != arity || tg_tail(tuples[i]) != tg_nil()) {
             char b2[120];
-            cerr(c, "%s: %s takes %u arguments: %s", what, show(name, b, sizeof b), arity,
-                 show(tuples[i], b2, sizeof b2));
+            cerr(c, "%s: %s takes %u argument%s: %s", what, show(name, b, sizeof b), arity,
+                 arity == 1 ? "" : "s", show(tuples[i], b2, sizeof b2));
             return -1;
         }
     if (!r->cfn) {
