@@ -51,7 +51,9 @@ void tgR_track_positions(tg_reader *r, int on);
  * 0 with *line and *col set (either may be NULL), or -1 when there is no
  * such position (tracking off, no form returned by the last call, sub not
  * a datum of it, or memory ran out while recording); the caller then
- * falls back to tg_reader_last_pos, the form's own position. */
+ * falls back to tg_reader_last_pos, the form's own position.  Ask while
+ * holding the form: the table does not keep its terms alive, and once
+ * they are collected a new term may come to sit at a recorded address. */
 int tgR_pos(const tg_reader *r, const tg_term *sub, int *line, int *col);
 
 /* The file name errors of this reader carry ("<string>" when none was
