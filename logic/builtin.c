@@ -40,6 +40,22 @@ static int same_app(const tg_term *x, const tg_term *op)
     return tgT_ispair(x) && tg_car(x) == op && tg_tail(x) == tg_nil() && tg_length(x) > 1;
 }
 
+/* Is x an application: a proper list of at least one element, its head?
+ * An improper list is an atom to the assoc/comm relations: it can be no
+ * op's argument list, and Python kanren also gives it back unchanged. */
+static int is_app(const tg_term *x)
+{
+    return tgT_ispair(x) && tg_tail(x) == tg_nil();
+}
+
+/* Can x still be a proper list?  It is one, or it ends in a fresh
+ * variable (the tail of (a . b) or the atom 5 can never become ()). */
+static int listable(const tg_term *x)
+{
+    const tg_term *t = tg_tail(x);
+    return t == tg_nil() || is_fresh(t);
+}
+
 /* Push the arguments of application x (its elements after the head) on
  * st, last first, so that they pop in order. */
 static int push_args(tgK_vec *st, const tg_term *x)
@@ -172,6 +188,10 @@ static int permuteo_fn(tg_ctx *ctx, tg_term *const *args, unsigned nargs, unsign
     (void)nargs, (void)err;
     tg_env *env = ud;
     perm *s = *state;
+    /* a side that can never be a list would have lists of every length
+     * tried against it, forever */
+    if (i == 0 && (!listable(args[0]) || !listable(args[1])))
+        return 0;
     if (i == 0) {
         if (perm_start(env, &s, args) < 0)
             return -1;
@@ -220,8 +240,11 @@ static int cmp_terms(const void *a, const void *b)
 static tg_term *canon_node(tg_env *env, const props *pr, tg_term **v, size_t n, tgK_vec *tmp)
 {
     tg_term *op = v[0];
-    int a = pr->assoc && holds1(env, env->assoc, op);
-    int c = pr->comm && holds1(env, env->comm, op);
+    /* a compound head is never an op: it is a subterm like the arguments
+     * (canonicalized already), as op-kindo and ac-expando treat it */
+    int atom = !tgT_ispair(op);
+    int a = atom && pr->assoc && holds1(env, env->assoc, op);
+    int c = atom && pr->comm && holds1(env, env->comm, op);
     tmp->n = 0;
     for (size_t i = 0; i < n; i++) {
         tg_term *x = v[i];
@@ -264,7 +287,7 @@ static tg_term *canon(tg_env *env, tg_term *t, const props *pr)
             continue;
         }
         tg_term *x = (tg_term *)arg;
-        if (!tgT_ispair(x) || tg_tail(x) != tg_nil()) {
+        if (!is_app(x)) {
             if (tgK_vec_reserve(&vals, 1) < 0)
                 return NULL;
             vals.v[vals.n++] = (uintptr_t)x;
@@ -334,7 +357,7 @@ static int flatten_fn(tg_ctx *ctx, tg_term *const *args, unsigned nargs, unsigne
     (void)nargs, (void)state, (void)err;
     tg_env *env = ud;
     tg_term *a = args[0], *f = a;
-    if (tgT_ispair(a) && tg_tail(a) == tg_nil() && holds1(env, env->assoc, tg_car(a))) {
+    if (is_app(a) && !tgT_ispair(tg_car(a)) && holds1(env, env->assoc, tg_car(a))) {
         /* depth-first, left to right: a stack of the terms still to emit */
         tg_term *op = tg_car(a);
         tgK_vec st = {0}, res = {0};
@@ -372,8 +395,23 @@ static int atomo_fn(tg_ctx *ctx, tg_term *const *args, unsigned nargs, unsigned 
     return *out ? 1 : -1;
 }
 
-/* (op-kindo props op a c): a is #t when associative is in props and
- * (associative op) is a fact, else #f; c likewise for commutative. */
+/* (ac-atomo t): t is no application to the assoc/comm relations: not a
+ * list cell, or a list whose final tail is not () (see is_app); never a
+ * fresh variable. */
+static int acatomo_fn(tg_ctx *ctx, tg_term *const *args, unsigned nargs, unsigned long i,
+                      void **state, tg_term **out, void *ud, tg_error *err)
+{
+    (void)ctx, (void)nargs, (void)state, (void)ud, (void)err;
+    if (i > 0 || is_app(args[0]) || is_fresh(args[0]))
+        return 0;
+    *out = tg_list(ctx, 1, args, NULL);
+    return *out ? 1 : -1;
+}
+
+/* (op-kindo props t a c): t is an application (fails otherwise); a is #t
+ * when associative is in props and (associative op) is a fact for its
+ * head op, else #f; c likewise for commutative.  A compound head is
+ * never an op (#f, #f): ac-expando expands it as it does an argument. */
 static int opkind_fn(tg_ctx *ctx, tg_term *const *args, unsigned nargs, unsigned long i,
                      void **state, tg_term **out, void *ud, tg_error *err)
 {
@@ -384,12 +422,81 @@ static int opkind_fn(tg_ctx *ctx, tg_term *const *args, unsigned nargs, unsigned
         return 0;
     if (!tgT_ground(args[0]) || read_props(env, args[0], &pr) < 0)
         return -1;
+    if (!is_app(args[1]))
+        return 0;
+    tg_term *op = tg_car(args[1]);
     tg_term *v[4] = {args[0], args[1], env->sym_f, env->sym_f};
-    if (pr.assoc && holds1(env, env->assoc, args[1]))
-        v[2] = env->sym_t;
-    if (pr.comm && holds1(env, env->comm, args[1]))
-        v[3] = env->sym_t;
+    if (!tgT_ispair(op)) {
+        if (pr.assoc && holds1(env, env->assoc, op))
+            v[2] = env->sym_t;
+        if (pr.comm && holds1(env, env->comm, op))
+            v[3] = env->sym_t;
+    }
     return one_answer(i, out, tg_list(ctx, 4, v, NULL));
+}
+
+/* Does ground t hold an application of an associative op (in props)
+ * with an argument that applies the same op, where either has exactly
+ * one argument: (aop (aop 1 2)), (aop 1 (aop 2))?  Such a term flattens
+ * like the others (Python kanren's flatten_assoc_args splices a same-op
+ * argument of any arity but 0) but is no member of the class ac-expando
+ * enumerates, which regroups into runs of two or more: with one-argument
+ * wrappers the class would be infinite.  Visits what canon does. */
+static int has_unary_wrapper(tg_env *env, const props *pr, tg_term *t, int *found)
+{
+    tgK_vec st = {0};
+    *found = 0;
+    if (!pr->assoc)
+        return 0;
+    if (tgK_vec_reserve(&st, 1) < 0)
+        return -1;
+    st.v[st.n++] = (uintptr_t)t;
+    while (st.n && !*found) {
+        tg_term *x = (tg_term *)st.v[--st.n];
+        if (!is_app(x))
+            continue;
+        size_t n = tg_length(x);
+        tg_term *op = tg_car(x);
+        int a = !tgT_ispair(op) && holds1(env, env->assoc, op);
+        if (tgK_vec_reserve(&st, n) < 0)
+            return -1;
+        tg_iter it;
+        tg_iter_init(&it, x);
+        for (tg_term *y; (y = tg_iter_next(&it));) {
+            if (a && same_app(y, op) && (n == 2 || tg_length(y) == 2))
+                *found = 1;
+            st.v[st.n++] = (uintptr_t)y;
+        }
+    }
+    return 0;
+}
+
+/* (ac-caseo props g o k): how eq-modo relates ground g to o.  k is ground
+ * when o is ground too: the two are equal when their canonical forms are
+ * (whatever one-argument wrappers they hold, and without enumerating a
+ * class); given when g is not among the members of its class that
+ * ac-expando lists (has_unary_wrapper), so it is answered first on its
+ * own; class otherwise. */
+static int acase_fn(tg_ctx *ctx, tg_term *const *args, unsigned nargs, unsigned long i,
+                    void **state, tg_term **out, void *ud, tg_error *err)
+{
+    (void)nargs, (void)state, (void)err;
+    tg_env *env = ud;
+    props pr;
+    if (i > 0)
+        return 0;
+    if (!tgT_ground(args[0]) || !tgT_ground(args[1])) {
+        tgK_error(env, TG_ERR_ARG, "ac-caseo needs its properties and term ground");
+        return -1;
+    }
+    if (read_props(env, args[0], &pr) < 0)
+        return -1;
+    int given = 0;
+    if (!tgT_ground(args[2]) && has_unary_wrapper(env, &pr, args[1], &given) < 0)
+        return -1;
+    const char *k = tgT_ground(args[2]) ? "ground" : given ? "given" : "class";
+    tg_term *v[4] = {args[0], args[1], args[2], tg_symbol_cstr(ctx, k)};
+    return one_answer(i, out, v[3] ? tg_list(ctx, 4, v, NULL) : NULL);
 }
 
 /* (ground-ordero u v g o): g is whichever of u, v is ground (u first),
@@ -424,7 +531,9 @@ int tgN_register(tg_env *env, tg_error *err)
         {"ac-canono", 3, canono_fn},
         {"assoc-flatten", 2, flatten_fn},
         {"atomo", 1, atomo_fn},
+        {"ac-atomo", 1, acatomo_fn},
         {"op-kindo", 4, opkind_fn},
+        {"ac-caseo", 4, acase_fn},
         {"ground-ordero", 4, gorder_fn},
     };
     for (size_t i = 0; i < sizeof b / sizeof *b; i++)

@@ -684,6 +684,14 @@ static int eval_defrel(comp *c, tg_term *form, int tabled)
         cerr(c, "out of memory");
         return -1;
     }
+    /* Redefining a relation is how programs are developed, but a fact
+     * table holds data that no definition gives back: replacing it would
+     * drop its tuples without a word (fact refuses the other way round). */
+    if (r->cfn == tgF_fn) {
+        cerr(c, "%s: %s is a fact table, not a relation to redefine", what,
+             show(name, b, sizeof b));
+        return -1;
+    }
     /* compile into a copy, so that a bad definition leaves the old one */
     tmp = *r;
     if (compile_rel(c, &tmp, tg_cdr(c->env->ctx, head), tg_cdr(c->env->ctx, args)) < 0)
@@ -790,8 +798,8 @@ static int eval_fact(comp *c, tg_term *form, int many)
             return -1;
         } else if (tg_length(tuples[i]) != arity || tg_tail(tuples[i]) != tg_nil()) {
             char b2[120];
-            cerr(c, "%s: %s takes %u arguments: %s", what, show(name, b, sizeof b), arity,
-                 show(tuples[i], b2, sizeof b2));
+            cerr(c, "%s: %s takes %u argument%s: %s", what, show(name, b, sizeof b), arity,
+                 arity == 1 ? "" : "s", show(tuples[i], b2, sizeof b2));
             return -1;
         }
     if (!r->cfn) {

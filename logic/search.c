@@ -703,8 +703,8 @@ static void *machine(tg_env *env, cell *f0)
                 if (rel->arity != g->n) {
                     int len;
                     const char *nm = rel_name(rel, &len);
-                    tgK_error(env, TG_ERR_ARG, "%.*s takes %u arguments, called with %u",
-                              len, nm, rel->arity, g->n);
+                    tgK_error(env, TG_ERR_ARG, "%.*s takes %u argument%s, called with %u",
+                              len, nm, rel->arity, rel->arity == 1 ? "" : "s", g->n);
                     goto fail;
                 }
                 if (rel->cfn || rel->tabled) {

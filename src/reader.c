@@ -10,6 +10,15 @@
  * Positions are not tracked byte by byte: a line/column is computed only
  * when needed (a term's start, an error), by counting newlines forward
  * from the last position computed, so the cost stays linear overall.
+ *
+ * On request (tgR_track_positions) the reader also remembers where each
+ * datum of the current top-level form began, keyed by its term pointer, so
+ * that later layers can point an error at a subterm.  Terms are
+ * hash-consed and cannot carry a position themselves; a table from pointer
+ * to byte offset, emptied at each form, does instead.  Offsets become
+ * line/column only when asked, through an index of the newlines read so
+ * far, because the starts of lists are known only when they close (out of
+ * order), which the forward-only position cache above cannot serve.
  */
 #include "reader.h"
 #include "error.h"
@@ -222,9 +231,20 @@ struct tg_reader {
     size_t capscratch;
     const char *file;       /* "<string>" or filecopy */
     char *filecopy;         /* malloc */
+    size_t ndcom;           /* #; frames open: what they skip is no subterm */
+    /* Subterm positions, only while track is set.  The table is malloc'd,
+     * so it keeps no term alive: every key is a subterm of the form just
+     * returned, which the caller holds while it asks. */
+    int track;
+    int pfull;              /* the table could not grow: no more this form */
+    uintptr_t *pkeys;       /* open addressing on the term pointer; 0 = empty */
+    size_t *poffs;          /* per slot: byte offset of the first occurrence */
+    size_t pcap, pused;
+    size_t *nls;            /* offsets of the newlines before nl_upto, in order */
+    size_t nnls, capnls, nl_upto;
 };
 
-static void tgR_pos(tg_reader *r, size_t off, int *line, int *col)
+static void tgR_linecol(tg_reader *r, size_t off, int *line, int *col)
 {
     if (off < r->pos_off) {
         r->pos_off = 0;
@@ -246,6 +266,176 @@ static void tgR_pos(tg_reader *r, size_t off, int *line, int *col)
     *col = c > INT_MAX ? INT_MAX : (int)c;
 }
 
+/* ---- subterm positions ---------------------------------------------- */
+
+static size_t tgR_phome(uintptr_t k, size_t cap)
+{
+    /* nodes are 16-byte aligned and immediates odd: mix before taking
+     * the high bits of a Fibonacci product */
+    uint64_t h = ((uint64_t)k ^ ((uint64_t)k >> 29)) * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 32) & (cap - 1);
+}
+
+/* Forget the positions of the previous form.  Clearing costs the size of
+ * the table, so a table far larger than what the last form used (after a
+ * huge form) is dropped instead: a run of small forms after a huge one
+ * stays linear, and the memory goes back. */
+static void tgR_track_reset(tg_reader *r)
+{
+    r->pfull = 0;
+    if (!r->pused)
+        return;
+    if (r->pcap > 8 * r->pused) {
+        free(r->pkeys);
+        free(r->poffs);
+        r->pkeys = NULL;
+        r->poffs = NULL;
+        r->pcap = 0;
+    } else {
+        memset(r->pkeys, 0, r->pcap * sizeof *r->pkeys);
+    }
+    r->pused = 0;
+}
+
+static int tgR_track_grow(tg_reader *r)
+{
+    size_t cap = r->pcap ? 2 * r->pcap : 64;
+    if (cap > SIZE_MAX / sizeof(size_t))
+        return -1;
+    uintptr_t *keys = calloc(cap, sizeof *keys);
+    size_t *offs = malloc(cap * sizeof *offs);
+    if (!keys || !offs) {
+        free(keys);
+        free(offs);
+        return -1;
+    }
+    for (size_t i = 0; i < r->pcap; i++) {
+        uintptr_t k = r->pkeys[i];
+        if (!k)
+            continue;
+        size_t j = tgR_phome(k, cap);
+        while (keys[j])
+            j = (j + 1) & (cap - 1);
+        keys[j] = k;
+        offs[j] = r->poffs[i];
+    }
+    free(r->pkeys);
+    free(r->poffs);
+    r->pkeys = keys;
+    r->poffs = offs;
+    r->pcap = cap;
+    return 0;
+}
+
+/* Datum t of the current form began at off.  Equal terms are one pointer,
+ * and an earlier occurrence of a term always closes before a later one
+ * opens (a term cannot contain itself), so keeping the first insertion
+ * keeps the first occurrence in the text.  Out of memory, recording stops
+ * for this form: a missing position only makes the caller fall back to
+ * the form's, which beats failing the read. */
+static void tgR_note(tg_reader *r, const tg_term *t, size_t off)
+{
+    if (r->pfull)
+        return;
+    if (2 * (r->pused + 1) > r->pcap && tgR_track_grow(r) < 0) {
+        r->pfull = 1;
+        return;
+    }
+    uintptr_t k = (uintptr_t)t;
+    size_t i = tgR_phome(k, r->pcap);
+    while (r->pkeys[i]) {
+        if (r->pkeys[i] == k)
+            return;
+        i = (i + 1) & (r->pcap - 1);
+    }
+    r->pkeys[i] = k;
+    r->poffs[i] = off;
+    r->pused++;
+}
+
+/* Index the newlines up to off (forms end in increasing order, so each
+ * byte is scanned once).  Out of memory, nl_upto stops at the newline
+ * that could not be added, and positions after it are not reported. */
+static void tgR_index_lines(tg_reader *r, size_t off)
+{
+    const unsigned char *s = r->text + r->nl_upto, *e = r->text + off;
+    while (s < e && (s = memchr(s, '\n', (size_t)(e - s))) != NULL) {
+        if (r->nnls == r->capnls) {
+            size_t nc = r->capnls ? 2 * r->capnls : 256;
+            size_t *nn = nc <= SIZE_MAX / sizeof *nn ? realloc(r->nls, nc * sizeof *nn) : NULL;
+            if (!nn) {
+                r->nl_upto = (size_t)(s - r->text);
+                return;
+            }
+            r->nls = nn;
+            r->capnls = nc;
+        }
+        r->nls[r->nnls++] = (size_t)(s - r->text);
+        s++;
+    }
+    if (off > r->nl_upto)
+        r->nl_upto = off;
+}
+
+static void tgR_track_free(tg_reader *r)
+{
+    free(r->pkeys);
+    free(r->poffs);
+    free(r->nls);
+    r->pkeys = NULL;
+    r->poffs = NULL;
+    r->nls = NULL;
+    r->pcap = r->pused = 0;
+    r->nnls = r->capnls = r->nl_upto = 0;
+    r->pfull = 0;
+}
+
+void tgR_track_positions(tg_reader *r, int on)
+{
+    if (!r)
+        return;
+    if (!on)
+        tgR_track_free(r);
+    r->track = on != 0;
+}
+
+int tgR_pos(const tg_reader *r, const tg_term *sub, int *line, int *col)
+{
+    if (!r || !r->track || !r->pused || !sub)
+        return -1;
+    uintptr_t k = (uintptr_t)sub;
+    size_t i = tgR_phome(k, r->pcap);
+    while (r->pkeys[i] != k) {
+        if (!r->pkeys[i])
+            return -1;
+        i = (i + 1) & (r->pcap - 1);
+    }
+    size_t off = r->poffs[i];
+    if (off > r->nl_upto)
+        return -1;
+    /* the newlines before off: their count is the line, the last one
+     * starts it */
+    size_t lo = 0, hi = r->nnls;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->nls[mid] < off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t ln = lo + 1, c = off - (lo ? r->nls[lo - 1] + 1 : 0) + 1;
+    if (line)
+        *line = ln > INT_MAX ? INT_MAX : (int)ln;
+    if (col)
+        *col = c > INT_MAX ? INT_MAX : (int)c;
+    return 0;
+}
+
+const char *tgR_file(const tg_reader *r)
+{
+    return r ? r->file : NULL;
+}
+
 static void tgR_clear(tg_reader *r)
 {
     /* Drop stale term pointers so the collector can reclaim them. */
@@ -254,6 +444,9 @@ static void tgR_clear(tg_reader *r)
     r->nvals = 0;
     r->nframes = 0;
     r->nlists = 0;
+    r->ndcom = 0;
+    /* a form that failed has no subterms to point at */
+    tgR_track_reset(r);
 }
 
 /* Skip a "..." or |...| body from p (after the opening delimiter); returns
@@ -361,7 +554,7 @@ static int tgR_fail(tg_reader *r, tg_error *err, tg_errcode code, size_t at, siz
         vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
         int line, col;
-        tgR_pos(r, at, &line, &col);
+        tgR_linecol(r, at, &line, &col);
         tgE_set(err, code, r->file, line, col, "%s", msg);
     }
     size_t depth = r->nlists;
@@ -686,6 +879,9 @@ int tg_reader_next(tg_reader *r, tg_term **out, tg_error *err)
     tg_ctx *ctx = r->ctx;
     const unsigned char *s = r->text, *e = s + r->len, *p = s + r->off;
     tg_term *v;
+    size_t vstart = 0;      /* where v began, for the position table */
+    if (r->track)
+        tgR_track_reset(r);
     for (;;) {
         /* Whitespace and comments between data. */
         for (;;) {
@@ -730,7 +926,7 @@ int tg_reader_next(tg_reader *r, tg_term **out, tg_error *err)
                 return tgR_fail(r, err, TG_ERR_SYNTAX, at, at, 0,
                                 "datum expected after '%s'", tgR_frame_text(f));
             int ol, oc;
-            tgR_pos(r, f->off, &ol, &oc);
+            tgR_linecol(r, f->off, &ol, &oc);
             return tgR_fail(r, err, TG_ERR_SYNTAX, at, at, 0,
                             "unterminated list (opened at %d:%d)", ol, oc);
         }
@@ -746,7 +942,7 @@ int tg_reader_next(tg_reader *r, tg_term **out, tg_error *err)
                                 "datum expected after '%s'", tgR_frame_text(f));
             if (f->what != (c == ')' ? '(' : '[')) {
                 int ol, oc;
-                tgR_pos(r, f->off, &ol, &oc);
+                tgR_linecol(r, f->off, &ol, &oc);
                 return tgR_fail(r, err, TG_ERR_SYNTAX, at, at + 1, 1,
                                 "mismatched '%c' (list opened with '%c' at %d:%d)", c, f->what,
                                 ol, oc);
@@ -756,6 +952,7 @@ int tg_reader_next(tg_reader *r, tg_term **out, tg_error *err)
                                 "datum expected after '.'");
             size_t base = f->base, n = r->nvals - base;
             tg_term *tail = NULL;
+            vstart = f->off;
             if (f->dot == 2)
                 tail = r->vals[base + --n];
             if (r->nvals == base) {
@@ -782,6 +979,7 @@ int tg_reader_next(tg_reader *r, tg_term **out, tg_error *err)
             if (c == '#' && p + 1 < e && p[1] == ';') {
                 if (!tgR_push_frame(r, F_DCOMMENT, 0, at))
                     return tgR_fail(r, err, TG_ERR_NOMEM, at, at, 0, "out of memory");
+                r->ndcom++;
                 p += 2;
                 continue;
             }
@@ -845,6 +1043,7 @@ int tg_reader_next(tg_reader *r, tg_term **out, tg_error *err)
             if (st != Q_OK)
                 return tgR_quoted_fail(r, err, st, p, end, bad_at, bad, "string");
             v = tg_string(ctx, bytes, n);
+            vstart = at;
             if (!v)
                 return tgR_fail(r, err, TG_ERR_NOMEM, at, (size_t)(end - s), 0,
                                 "out of memory");
@@ -879,6 +1078,7 @@ int tg_reader_next(tg_reader *r, tg_term **out, tg_error *err)
                 end = t;
             }
             v = isvar ? tg_var(ctx, bytes, n, id) : tg_symbol(ctx, bytes, n);
+            vstart = at;
             if (!v)
                 return tgR_fail(r, err, TG_ERR_NOMEM, at, (size_t)(end - s), 0,
                                 "out of memory");
@@ -888,6 +1088,7 @@ int tg_reader_next(tg_reader *r, tg_term **out, tg_error *err)
         {
             size_t n = (size_t)(q - p);
             int kind = tgR_classify(p, n);
+            vstart = at;
             if (kind == K_SYM) {
                 v = tg_symbol(ctx, (const char *)p, n);
             } else if (kind == K_VAR) {
@@ -910,9 +1111,13 @@ int tg_reader_next(tg_reader *r, tg_term **out, tg_error *err)
     complete:
         /* v is finished: hand it to the enclosing frames. */
         for (;;) {
+            if (r->track && !r->ndcom)
+                tgR_note(r, v, vstart);
             if (!r->nframes) {
                 r->off = (size_t)(p - s);
-                tgR_pos(r, r->start, &r->last_line, &r->last_col);
+                if (r->track)
+                    tgR_index_lines(r, r->off);
+                tgR_linecol(r, r->start, &r->last_line, &r->last_col);
                 if (out)
                     *out = v;
                 return 1;
@@ -924,11 +1129,13 @@ int tg_reader_next(tg_reader *r, tg_term **out, tg_error *err)
                 if (!v)
                     return tgR_fail(r, err, TG_ERR_NOMEM, (size_t)(p - s), (size_t)(p - s), 0,
                                     "out of memory");
+                vstart = f->off;
                 r->nframes--;
                 continue;
             }
             if (f->kind == F_DCOMMENT) {
                 r->nframes--;
+                r->ndcom--;
                 break;
             }
             if (f->dot == 1)
@@ -981,6 +1188,7 @@ static int tgR_init(tg_reader *r, tg_ctx *ctx, const char *text, size_t len, con
 
 static void tgR_release(tg_reader *r)
 {
+    tgR_track_free(r);
     free(r->owned);
     free(r->frames);
     free(r->scratch);
@@ -1038,7 +1246,7 @@ tg_term *tg_read(tg_ctx *ctx, const char *text, size_t len, tg_error *err)
     int st = tg_reader_next(&r, &t, err);
     if (st == 0) {
         int line, col;
-        tgR_pos(&r, r.len, &line, &col);
+        tgR_linecol(&r, r.len, &line, &col);
         tgE_set(err, TG_ERR_SYNTAX, r.file, line, col, "no term in input");
         t = NULL;
     } else if (st > 0) {

@@ -5,13 +5,16 @@
  * comparison, so any disagreement between printer and reader shows up as
  * an abort() here (the only place in the project allowed to abort: it is
  * how a fuzz target reports a failure).  Errors must carry a position and
- * every call must consume input.
+ * every call must consume input.  Inputs with an odd first byte are read
+ * with subterm positions recorded (tgR_track_positions): the form's own
+ * must be tg_reader_last_pos, and its elements' must come after it.
  *
  *   clang -fsanitize=fuzzer,address,undefined -Isrc tests/fuzz/fuzz_reader.c \
  *         src/(library sources).c -lgc -lgmp -lm
  *   ./a.out -max_total_time=60 tests/fuzz/corpus
  */
 #include "tgrel.h"
+#include "reader.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -67,6 +70,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tg_reader *r = tg_reader_new(ctx, (const char *)data, size, "fuzz", &err);
     if (!r)
         return 0;
+    int track = size > 0 && (data[0] & 1);
+    tgR_track_positions(r, track);
     size_t calls = 0;
     for (;;) {
         tg_term *t = NULL;
@@ -88,6 +93,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         tg_reader_last_pos(r, &line, &col);
         if (line < 1 || col < 1)
             fail("no position for a term", NULL);
+        int pl, pc;
+        if (track && tgR_pos(r, t, &pl, &pc) == 0 && (pl != line || pc != col))
+            fail("the form's recorded position is not its start", NULL);
+        tg_iter it;
+        tg_iter_init(&it, t);
+        for (tg_term *x; track && (x = tg_iter_next(&it));)
+            if (tgR_pos(r, x, &pl, &pc) == 0 && (pl < line || (pl == line && pc <= col)))
+                fail("an element recorded before its form", NULL);
 
         size_t len;
         char *text = tg_print(t, &len);
