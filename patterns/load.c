@@ -156,11 +156,14 @@ typedef struct loader {
 static void lerr(loader *L, const tg_term *at, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Where subterm sub of the current form was read: its own position
+ * when the reader knows it, else the form's. */
 static void form_pos(void *ud, const tg_term *sub, int *line, int *col)
 {
     loader *L = ud;
-    (void)sub;
     *line = L->line, *col = L->col;
+    if (L->rd && sub && tgR_pos(L->rd, sub, line, col) < 0)
+        *line = L->line, *col = L->col;
 }
 
 static void lerr(loader *L, const tg_term *at, const char *fmt, ...)
@@ -735,6 +738,7 @@ static int load_text(loader *L, const char *text, size_t len, const char *file)
     if (!rd)
         return -1;
     L->rd = rd;
+    tgR_track_positions(rd, 1);
     L->file = file ? file : "<string>";
     int rc;
     tg_term *form;

@@ -1,0 +1,142 @@
+/* test_rules.c - the rule set API: loading files (includes, include
+ * cycles, errors at the offending subterm, all-or-nothing loads),
+ * normalizing, rewriting with profiles and traces, and bad arguments. */
+#include "harness.h"
+#include "tgrel.h"
+
+static char *show(const tg_term *t)
+{
+    static char buf[4][512];
+    static int k;
+    char *p = t ? tg_print(t, NULL) : NULL;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s", p ? p : "(null)");
+    free(p);
+    return buf[k];
+}
+
+static tg_term *nf(tg_ctx *ctx, tg_rules *rs, const char *text, unsigned flags)
+{
+    tg_error err;
+    tg_term *t = tg_read_cstr(ctx, text, &err);
+    return t ? tg_normalize(rs, t, flags, &err) : NULL;
+}
+
+/* The error message without the directories of the file name. */
+static const char *msg(const tg_error *err)
+{
+    static char buf[1200];
+    char tmp[1100];
+    tg_error_format(err, tmp, sizeof tmp);
+    const char *slash = strrchr(err->file, '/');
+    const char *p = strstr(tmp, err->file);
+    if (p && slash)
+        snprintf(buf, sizeof buf, "%s", tmp + (p - tmp) + (slash + 1 - err->file));
+    else
+        snprintf(buf, sizeof buf, "%s", tmp);
+    return buf;
+}
+
+int main(void)
+{
+    tg_error err;
+    tg_ctx *ctx = tg_ctx_new(&err);
+    tg_rules *rs = tg_rules_new(ctx, &err);
+    TAP_CHECK(rs != NULL, "a rule set");
+
+    /* a file and the file it includes */
+    TAP_EQ_INT(tg_rules_load_file(rs, tap_path("tests/patterns/data/fib.rules"), &err), 0, "load fib.rules");
+    TAP_EQ_STR(show(nf(ctx, rs, "(fib (s (s (s (s (s d0))))))", 0)), "(s (s (s (s (s d0)))))", "fib 5");
+    TAP_EQ_STR(show(nf(ctx, rs, "(fib (s (s (s (s (s d0))))))", TG_NF_MEMO)), "(s (s (s (s (s d0)))))",
+               "fib 5 with memo");
+    unsigned long long rw, cond;
+    nf(ctx, rs, "(fib (s (s (s (s (s (s (s (s d0)))))))))", 0);
+    tg_rules_counts(rs, &rw, &cond);
+    unsigned long long plain = rw;
+    nf(ctx, rs, "(fib (s (s (s (s (s (s (s (s d0)))))))))", TG_NF_MEMO);
+    tg_rules_counts(rs, &rw, &cond);
+    TAP_CHECK(rw < plain, "memo saves rewrites (%llu < %llu)", rw, plain);
+
+    /* an error names the offending subterm's line and column; nothing of
+     * the file stays */
+    TAP_EQ_INT(tg_rules_load_file(rs, tap_path("tests/patterns/data/bad.rules"), &err), -1, "bad.rules");
+    TAP_EQ_STR(msg(&err), "bad.rules:4:10: unknown op frob (declare it with (op frob ...)) in (frob ?x)",
+               "error at the subterm");
+    TAP_EQ_STR(show(nf(ctx, rs, "(twice (s d0))", 0)), "(twice (s d0))", "the good rule before it is gone");
+    TAP_EQ_INT(tg_rules_load_string(rs, "(op twice (arity 1))", 20, NULL, &err), 0,
+               "the op it declared is gone too: declaring it again differently is fine");
+
+    /* include cycles */
+    TAP_EQ_INT(tg_rules_load_file(rs, tap_path("tests/patterns/data/cycle-a.rules"), &err), -1, "cycle");
+    TAP_EQ_STR(msg(&err), "cycle-b.rules:2:1: include cycle: cycle-a.rules -> cycle-b.rules -> cycle-a.rules",
+               "the cycle is named");
+    TAP_EQ_INT(tg_rules_load_string(rs, "(op zz (arity 2))", 17, NULL, &err), 0, "zz was rolled back");
+
+    /* a missing include */
+    const char *mi = "(include \"no-such-file.rules\")";
+    TAP_EQ_INT(tg_rules_load_string(rs, mi, strlen(mi), "m.rules", &err), -1, "missing include");
+    TAP_CHECK(strstr(err.message, "cannot include no-such-file.rules") != NULL, "message: %s", err.message);
+    TAP_EQ_INT(err.line, 1, "line of the include");
+
+    /* rewriters through the API, with the profile and a trace */
+    const char *db = "(op mul (arity 2) comm) (op true_div (arity 2))\n"
+                     "(rule mul-div (true_div (mul ?x ?y) ?y) => ?x)\n"
+                     "(equilibrium canon mul-div)";
+    TAP_EQ_INT(tg_rules_load_string(rs, db, strlen(db), "db.rules", &err), 0, "db");
+    tg_term *spec = tg_read_cstr(ctx, "canon", &err);
+    tg_term *in = tg_read_cstr(ctx, "(true_div (mul y x) y)", &err);
+    FILE *tr = tmpfile();
+    tg_rules_set_trace(rs, tr, 1);
+    TAP_EQ_STR(show(tg_rewrite(rs, spec, in, &err)), "x", "x*y/y");
+    tg_rules_set_trace(rs, NULL, 0);
+    char line[256] = "";
+    rewind(tr);
+    if (!fgets(line, sizeof line, tr))
+        line[0] = 0;
+    fclose(tr);
+    TAP_EQ_STR(line, "mul-div: (true_div (mul y x) y) => x\n", "trace line");
+    TAP_EQ_STR(show(tg_rules_profile(rs)),
+               "(profile canon (passes 2) (nodes 2 0 2) (rewrites 1) (conditions 0) (rules (mul-div 1 0)) (never-fired))",
+               "profile");
+    tg_term *q = tg_read_cstr(ctx, "(query canon (exclude mul-div))", &err);
+    TAP_EQ_STR(show(tg_rewrite(rs, q, in, &err)), "(true_div (mul y x) y)", "query");
+    tg_term *nosuch = tg_read_cstr(ctx, "nosuch", &err);
+    TAP_CHECK(tg_rewrite(rs, nosuch, in, &err) == NULL, "unknown database");
+    TAP_EQ_STR(err.message, "unknown database nosuch (declare it with equilibrium, walk or sequence)",
+               "its message");
+
+    /* tg_rules_eval */
+    tg_term *v = NULL;
+    tg_term *form = tg_read_cstr(ctx, "(normalize (plus (s d0) (s d0)))", &err);
+    TAP_EQ_INT(tg_rules_eval(rs, form, NULL, NULL, &v, &err), TG_EVAL_VALUE, "eval normalize");
+    TAP_EQ_STR(show(v), "(s (s d0))", "its value");
+    form = tg_read_cstr(ctx, "(rule r9 (frob ?x) => ?x)", &err);
+    TAP_EQ_INT(tg_rules_eval_at(rs, form, "f.rules", 7, 3, NULL, NULL, &v, &err), -1, "eval a bad rule");
+    TAP_EQ_STR(msg(&err), "f.rules:7:3: unknown op frob (declare it with (op frob ...)) in (frob ?x)",
+               "at the position given");
+
+    /* bad arguments */
+    TAP_CHECK(tg_rules_new(NULL, &err) == NULL, "no context");
+    TAP_CHECK(tg_rules_load_string(NULL, "x", 1, NULL, &err) < 0, "no rule set");
+    TAP_CHECK(tg_rules_load_file(rs, "/no/such/file.rules", &err) < 0, "no such file");
+    TAP_CHECK(tg_normalize(rs, NULL, 0, &err) == NULL, "normalize NULL");
+    TAP_CHECK(tg_rewrite(rs, NULL, in, &err) == NULL, "rewrite NULL");
+    TAP_CHECK(tg_rules_eval(rs, NULL, NULL, NULL, &v, &err) < 0, "eval NULL");
+
+    /* a chain a million deep normalizes without the C stack */
+    const char *deep = "(op g (arity 1)) (op h (arity 1)) (rule g-h (g ?x) => (h ?x))";
+    TAP_EQ_INT(tg_rules_load_string(rs, deep, strlen(deep), NULL, &err), 0, "g-h");
+    tg_term *t = tg_symbol_cstr(ctx, "z");
+    tg_term *g = tg_symbol_cstr(ctx, "g"), *h = tg_symbol_cstr(ctx, "h");
+    tg_term *e = t;
+    for (int i = 0; i < 1000000; i++) {
+        t = tg_app(ctx, g, 1, &t);
+        e = tg_app(ctx, h, 1, &e);
+    }
+    TAP_CHECK(tg_normalize(rs, t, 0, &err) == e, "a million nested rewrites");
+    TAP_CHECK(tg_normalize(rs, t, TG_NF_MEMO, &err) == e, "the same with memo");
+
+    tg_rules_free(rs);
+    tg_ctx_free(ctx);
+    return TAP_DONE();
+}
