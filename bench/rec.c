@@ -1,0 +1,307 @@
+/* rec.c - the REC rewrite-engine benchmarks on tgrel's rewriting engine:
+ * each benchmark file (neutral format, see the shared REC folder's README)
+ * is converted to .rules text, loaded, and every query normalised and
+ * checked against its expected normal form (the term itself, or the
+ * SHA-256 of its printing).  One JSON object per benchmark on stdout.
+ *
+ *   rec [--memo] [--reps N] FILE...   run (memo: TG_NF_MEMO)
+ *   rec --emit-rules FILE...           print the converted .rules and exit
+ *
+ * Times are CPU milliseconds of the tg_normalize calls only (Maude's own
+ * "ms cpu" likewise covers the reduction, not parsing or printing), min
+ * and median over the repetitions; each repetition starts from a fresh
+ * context and rule set so that no memo or hash-cons entry carries over.
+ * The reference, Maude 3.2 on the same files, is measured in the same run
+ * by bench/rec.sh.  Exit status 1 when a normal form is wrong or a step
+ * fails, 2 on bad usage. */
+#include "rec_api.h"
+#include "rec_convert.h"
+#include "rec_hash.h"
+#include "rec_sha256.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+typedef struct options {
+    int memo;
+    int reps;
+    int emit;
+} options;
+
+/* What one repetition of one benchmark gave. */
+typedef struct run {
+    double cpu_ms, wall_ms;
+    unsigned long long rewrites, conditions;
+    int verdict;            /* 1 verified, 0 wrong or failed, -1 nothing to check */
+    char reason[600];
+} run;
+
+static double clock_ms(clockid_t id)
+{
+    struct timespec t;
+    clock_gettime(id, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+static int set_reason(run *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->reason, sizeof r->reason, fmt, ap);
+    va_end(ap);
+    r->verdict = 0;
+    return -1;
+}
+
+/* ---- checking a normal form ----------------------------------------------- */
+
+/* nf against the eval's expectations: the expected term (same pointer,
+ * terms being hash-consed) and the hash, byte and symbol counts. */
+static int check(run *r, size_t i, const tg_rec_eval *e, tg_term *nf, tg_term *want)
+{
+    tg_rec_digest d;
+    char hex[65];
+    if (want && nf != want)
+        return set_reason(r, "eval %zu: normal form differs from expect", i + 1);
+    if (!e->has_sha)
+        return want ? 0 : 1;
+    if (tg_rec_hash_term(nf, &d) < 0)
+        return set_reason(r, "eval %zu: out of memory hashing the normal form", i + 1);
+    if (memcmp(d.sha, e->sha, 32) != 0 || d.bytes != e->bytes || d.symbols != e->symbols) {
+        tg_rec_sha256_hex(d.sha, hex);
+        return set_reason(r, "eval %zu: normal form is %s bytes=%llu symbols=%llu, "
+                          "not the expected one (bytes=%llu symbols=%llu)",
+                          i + 1, hex, d.bytes, d.symbols, e->bytes, e->symbols);
+    }
+    return 0;
+}
+
+/* ---- one repetition ------------------------------------------------------- */
+
+static int fail_err(run *r, const char *what, const tg_error *err)
+{
+    char msg[560];
+    return set_reason(r, "%s: %s", what, tg_error_format(err, msg, sizeof msg));
+}
+
+/* Normalise eval i in rs, timed, then check it (0 ok, 1 nothing to check,
+ * -1 wrong or failed). */
+static int run_eval(run *r, tg_ctx *ctx, tg_rules *rs, const tg_rec_eval *e, size_t i,
+                    unsigned flags)
+{
+    tg_error err;
+    unsigned long long rw = 0, cond = 0;
+    tg_term *want, *q = tg_read_cstr(ctx, e->query, &err);
+    if (!q)
+        return fail_err(r, "reading a query", &err);
+    double c0 = clock_ms(CLOCK_PROCESS_CPUTIME_ID), w0 = clock_ms(CLOCK_MONOTONIC);
+    tg_term *nf = tg_normalize(rs, q, flags, &err);
+    r->cpu_ms += clock_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
+    r->wall_ms += clock_ms(CLOCK_MONOTONIC) - w0;
+    if (!nf)
+        return fail_err(r, "tg_normalize", &err);
+    tg_rules_counts(rs, &rw, &cond);
+    r->rewrites += rw;
+    r->conditions += cond;
+    /* read only now, so that its nodes do not wait in the table for the
+     * engine to find */
+    want = e->expect ? tg_read_cstr(ctx, e->expect, &err) : NULL;
+    if (e->expect && !want)
+        return fail_err(r, "reading an expected normal form", &err);
+    return check(r, i, e, nf, want);
+}
+
+/* A whole benchmark once, from a fresh context. */
+static void run_once(const tg_rec_spec *spec, const char *file, const options *o, run *r)
+{
+    tg_error err;
+    char label[512];
+    tg_rules *rs = NULL;
+    tg_ctx *ctx = tg_ctx_new(&err);
+    memset(r, 0, sizeof *r);
+    r->verdict = 1;
+    snprintf(label, sizeof label, "%s (as .rules)", file);
+    if (!ctx) {
+        fail_err(r, "tg_ctx_new", &err);
+        return;
+    }
+    if (!(rs = tg_rules_new(ctx, &err)))
+        fail_err(r, "tg_rules_new", &err);
+    else if (tg_rules_load_string(rs, spec->rules, spec->rules_len, label, &err) < 0)
+        fail_err(r, "loading the rules", &err);
+    for (size_t i = 0; rs && r->verdict && i < spec->n_evals; i++) {
+        int rc = run_eval(r, ctx, rs, &spec->evals[i], i, o->memo ? TG_NF_MEMO : 0);
+        if (rc == 1 && r->verdict == 1) {
+            r->verdict = -1;
+            snprintf(r->reason, sizeof r->reason, "eval %zu has no expected normal form", i + 1);
+        }
+    }
+    if (rs)
+        tg_rules_free(rs);
+    tg_ctx_free(ctx);
+}
+
+/* ---- output ------------------------------------------------------------ */
+
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            printf("\\%c", ch);
+        else if (ch < 0x20)
+            printf("\\u%04x", ch);
+        else
+            putchar(ch);
+    }
+    putchar('"');
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double max_rss_mb(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)u.ru_maxrss / 1024.0;    /* ru_maxrss is in KiB on Linux */
+}
+
+/* Only the fields that are known: a failed conversion has no times. */
+static void report(const char *name, const tg_rec_spec *spec, const options *o,
+                   run *runs, int n, int verdict, const char *reason)
+{
+    double cpu[n > 0 ? n : 1], wall[n > 0 ? n : 1];
+    printf("{\"bench\":\"rec\",\"name\":");
+    json_string(name);
+    printf(",\"memo\":%s,\"reps\":%d", o->memo ? "true" : "false", n);
+    if (n > 0) {
+        for (int i = 0; i < n; i++)
+            cpu[i] = runs[i].cpu_ms, wall[i] = runs[i].wall_ms;
+        qsort(cpu, (size_t)n, sizeof cpu[0], cmp_double);
+        qsort(wall, (size_t)n, sizeof wall[0], cmp_double);
+        printf(",\"evals\":%zu,\"ms_min\":%.3f,\"ms_median\":%.3f,\"wall_ms_min\":%.3f",
+               spec->n_evals, cpu[0], cpu[n / 2], wall[0]);
+        printf(",\"rewrites\":%llu,\"conditions\":%llu", runs[n - 1].rewrites,
+               runs[n - 1].conditions);
+        if (spec->maude_rewrites >= 0)
+            printf(",\"maude_rewrites\":%lld", spec->maude_rewrites);
+        /* Maude's count over our time; meaningless below a millisecond */
+        if (spec->maude_rewrites > 0 && cpu[0] >= 1.0)
+            printf(",\"maude_equiv_mrw_per_s\":%.1f",
+                   (double)spec->maude_rewrites / cpu[0] / 1e3);
+    }
+    printf(",\"max_rss_mb\":%.1f,\"ok\":%s", max_rss_mb(),
+           verdict > 0 ? "true" : verdict < 0 ? "null" : "false");
+    if (reason && *reason) {
+        printf(",\"reason\":");
+        json_string(reason);
+    }
+    printf("}\n");
+    fflush(stdout);
+}
+
+/* ---- one file ------------------------------------------------------------- */
+
+static void emit_rules(const tg_rec_spec *spec)
+{
+    fputs(spec->rules, stdout);
+    for (size_t i = 0; i < spec->n_evals; i++) {
+        const tg_rec_eval *e = &spec->evals[i];
+        printf("; eval %s\n", e->query);
+        if (e->expect)
+            printf(";   expect %s\n", e->expect);
+        if (e->has_sha) {
+            char hex[65];
+            tg_rec_sha256_hex(e->sha, hex);
+            printf(";   expect-sha256 %s bytes=%llu symbols=%llu\n", hex, e->bytes, e->symbols);
+        }
+    }
+}
+
+/* Every repetition, then the report; 0 when nothing went wrong. */
+static int bench_spec(const tg_rec_spec *spec, const char *file, const options *o)
+{
+    run *runs = calloc((size_t)o->reps, sizeof *runs);
+    int n = 0, verdict = 1;
+    const char *reason = "";
+    if (!runs) {
+        report(spec->name, spec, o, NULL, 0, 0, "out of memory");
+        return -1;
+    }
+    while (n < o->reps) {
+        run_once(spec, file, o, &runs[n]);
+        if (runs[n].verdict < verdict)
+            verdict = runs[n].verdict, reason = runs[n].reason;
+        n++;
+        if (verdict == 0)
+            break;          /* no point timing a wrong answer again */
+    }
+    report(spec->name, spec, o, runs, n, verdict, reason);
+    free(runs);
+    return verdict == 0 ? -1 : 0;
+}
+
+static int bench_file(const char *file, const options *o)
+{
+    tg_error err;
+    tg_rec_spec spec;
+    char msg[600];
+    size_t len;
+    char *text = tg_slurp_file(file, &len, &err);
+    int rc;
+    if (!text) {
+        report(file, NULL, o, NULL, 0, 0, tg_error_format(&err, msg, sizeof msg));
+        return -1;
+    }
+    rc = tg_rec_convert(text, len, file, &spec, msg, sizeof msg);
+    free(text);
+    if (rc < 0) {
+        report(file, NULL, o, NULL, 0, 0, msg);
+        return -1;
+    }
+    if (o->emit)
+        emit_rules(&spec);
+    else
+        rc = bench_spec(&spec, file, o);
+    tg_rec_spec_free(&spec);
+    return rc;
+}
+
+static int usage(FILE *f)
+{
+    fprintf(f, "usage: rec [--memo] [--reps N] FILE...\n"
+               "       rec --emit-rules FILE...\n");
+    return f == stderr ? 2 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    options o = {0, 1, 0};
+    int i = 1, failed = 0;
+    for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
+        if (strcmp(argv[i], "--memo") == 0)
+            o.memo = 1;
+        else if (strcmp(argv[i], "--emit-rules") == 0)
+            o.emit = 1;
+        else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0)
+            o.reps = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--help") == 0)
+            return usage(stdout);
+        else
+            return usage(stderr);
+    }
+    if (i == argc)
+        return usage(stderr);
+    for (; i < argc; i++)
+        failed |= bench_file(argv[i], &o) < 0;
+    return failed;
+}

@@ -1,0 +1,84 @@
+#!/bin/sh
+# rec.sh - the REC benchmarks on tgrel (bench/rec, memo off and on) and on
+# Maude 3.2 (bench/rec-maude.sh), one benchmark after the other so that both
+# see the same machine; prints each run's JSON object and then, per
+# benchmark, one "rec-compare" object with the time ratios tgrel / Maude
+# (CPU ms, min over the repetitions; below 1 means tgrel is faster).  The
+# times compare the same query to the same verified normal form, not
+# rewrites/s: the engines do different amounts of work (see the README of
+# the benchmark folder).
+#
+#   bench/rec.sh [REC_PROGRAM] [NAME...]
+#
+# REC_PROGRAM defaults to bench/rec of the build directory; the default
+# names are the README's table.  Works without Maude (reported "missing")
+# and without MAUDE_REC_DIR (reported "no-translation").
+# Environment: REC_REPS (repetitions, default 3), REC_TIMEOUT (seconds per
+# run, default 1800), TGREL_REC_DIR, MAUDE_REC_DIR, MAUDE.
+
+here=$(cd "$(dirname "$0")" && pwd)
+rec=./bench/rec
+case $1 in */*) rec=$1; shift ;; esac
+[ $# = 0 ] && set -- fib32 fibonacci32 factorial10 binarysearch benchexpr20 benchsym22 \
+    benchtree20 evalexpr bubblesort1000 quicksort1000 mergesort10000 revnat10000
+rec_dir=${TGREL_REC_DIR:-${srcdir:-$here/..}/../shared/bench/rec}
+reps=${REC_REPS:-3}
+timeout_s=${REC_TIMEOUT:-1800}
+export TGREL_REC_DIR="$rec_dir" REC_TIMEOUT="$timeout_s"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rec.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+# Deep normal forms: let nothing die for want of stack.
+ulimit -s unlimited 2>/dev/null || ulimit -s hard 2>/dev/null
+
+# field JSON KEY: the value of a flat number/boolean/null field, or empty.
+field() { printf '%s\n' "$1" | sed -n "s/.*\"$2\":\([^,}\"]*\).*/\1/p"; }
+
+# tgrel on NAME with the extra options given; prints one JSON line even
+# when the program is missing, crashes or runs out of time.
+run_tgrel() {
+    name=$1; shift
+    memo=false; [ "$1" = --memo ] && memo=true
+    head='{"bench":"rec","name":"'$name'","memo":'$memo
+    if [ ! -x "$rec" ]; then
+        echo "$head"',"ok":null,"reason":"'"$rec"' not built (the rewriting engine is needed)"}'
+        return
+    fi
+    if command -v timeout >/dev/null 2>&1; then
+        timeout "$timeout_s" "$rec" "$@" --reps "$reps" "$rec_dir/$name.txt" >"$tmp/out" 2>"$tmp/err"
+    else
+        "$rec" "$@" --reps "$reps" "$rec_dir/$name.txt" >"$tmp/out" 2>"$tmp/err"
+    fi
+    status=$?
+    if grep -q '^{' "$tmp/out"; then
+        grep '^{' "$tmp/out"
+    elif [ $status = 124 ]; then
+        echo "$head"',"ok":false,"reason":"timeout after '"$timeout_s"'s"}'
+    else
+        why=$(head -c 200 "$tmp/err" | tr '\n\t"\\' '    ')
+        echo "$head"',"ok":false,"reason":"exit status '"$status"': '"$why"'"}'
+    fi
+}
+
+# a / b with 3 decimals, or null when either is missing or b is 0
+ratio() {
+    awk -v a="$1" -v b="$2" 'BEGIN {
+        if (a == "" || b == "" || b + 0 == 0) print "null"; else printf "%.3f", a / b }'
+}
+
+failed=0
+for name in "$@"; do
+    off=$(run_tgrel "$name")
+    on=$(run_tgrel "$name" --memo)
+    maude=$(sh "$here/rec-maude.sh" --runs "$reps" "$name")
+    printf '%s\n%s\n%s\n' "$off" "$on" "$maude"
+    t_ms=$(field "$off" ms_min); tm_ms=$(field "$on" ms_min); m_ms=$(field "$maude" cpu_ms_min)
+    t_ok=$(field "$off" ok); tm_ok=$(field "$on" ok); m_ok=$(field "$maude" ok)
+    case "$t_ok $tm_ok $m_ok" in *false*) failed=1 ;; esac
+    printf '{"bench":"rec-compare","name":"%s","tgrel_ms":%s,"tgrel_memo_ms":%s,"maude_ms":%s' \
+        "$name" "${t_ms:-null}" "${tm_ms:-null}" "${m_ms:-null}"
+    printf ',"ratio":%s,"ratio_memo":%s,"tgrel_ok":%s,"tgrel_memo_ok":%s,"maude_ok":%s}\n' \
+        "$(ratio "$t_ms" "$m_ms")" "$(ratio "$tm_ms" "$m_ms")" \
+        "${t_ok:-null}" "${tm_ok:-null}" "${m_ok:-null}"
+done
+exit $failed
