@@ -14,7 +14,7 @@
  * The reference, Maude 3.2 on the same files, is measured in the same run
  * by bench/rec.sh.  Exit status 1 when a normal form is wrong or a step
  * fails, 2 on bad usage. */
-#include "rec_api.h"
+#include "tgrel.h"
 #include "rec_convert.h"
 #include "rec_hash.h"
 #include "rec_sha256.h"

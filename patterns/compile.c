@@ -195,6 +195,23 @@ static int quoted(tgW_comp *c, const tg_term *p, tg_term **out)
 
 static int pat(tgW_comp *c, tgW_vec *m, tg_term *p, int reg, unsigned depth);
 
+/* Subterm t will be in register reg: a later occurrence reads it there. */
+static void share_note(tgW_comp *c, tg_term *t, int reg)
+{
+    if (c->nshared < TGW_MAXVARS) {
+        c->shared[c->nshared] = t;
+        c->sregs[c->nshared++] = (uint32_t)reg;
+    }
+}
+
+static int share_find(const tgW_comp *c, const tg_term *t)
+{
+    for (uint32_t i = 0; i < c->nshared; i++)
+        if (c->shared[i] == t)
+            return (int)c->sregs[i];
+    return -1;
+}
+
 /* The arguments of an application pattern, already matched into
  * registers r0..: each a sub-pattern. */
 static int pat_args(tgW_comp *c, tgW_vec *m, tg_term **a, size_t n, int r0, unsigned depth)
@@ -261,6 +278,7 @@ static int pat(tgW_comp *c, tgW_vec *m, tg_term *p, int reg, unsigned depth)
     tgW_op *op = op_check(c, p, head, n - 1, seg);
     if (!op)
         return -1;
+    share_note(c, p, reg);
     if (!seg && (op->flags & TGW_COMM) && n == 3) {
         if (++c->ncomm > MAX_COMM) {
             CERR_AT(c, p, "%s", "too many commutative subpatterns in one rule");
@@ -429,6 +447,15 @@ static int expr(tgW_comp *c, tg_term *e, int tail, unsigned depth)
     }
     tg_term *h = buf[0];
     int seg = tl != TGT_NIL;
+    int sr = share_find(c, e);
+    if (sr >= 0) {      /* met before: its normal form is in a register */
+        tgW_ins *i = emit(c, &c->body, E_VAR);
+        if (!i)
+            return -1;
+        i->a = (uint16_t)sr;
+        depth_add(c, 1);
+        return 0;
+    }
     if (tg_kind_of(h) == TG_SYMBOL) {
         tgW_op *op = op_check(c, e, h, n - 1, seg);
         if (!op)
@@ -438,6 +465,19 @@ static int expr(tgW_comp *c, tg_term *e, int tail, unsigned depth)
                 return -1;
         if (seg && expr(c, tl, 0, depth + 1) < 0)
             return -1;
+        uintptr_t cnt = (uintptr_t)tgW_map_get(&c->counts, e);
+        if (cnt > 1 && c->nregs < 60000 && c->nshared < TGW_MAXVARS) {
+            /* repeated in this rule: evaluated once, kept in a register */
+            int rc = emit_call(c, op, h, n - 1, seg, 0, 0);
+            tgW_ins *i = rc < 0 ? NULL : emit(c, &c->body, E_STORE);
+            if (!i)
+                return -1;
+            i->a = (uint16_t)c->nregs;
+            share_note(c, e, (int)c->nregs++);
+            if (tail && !emit(c, &c->body, E_RET))
+                return -1;
+            return tail ? 1 : 0;
+        }
         return emit_call(c, op, h, n - 1, seg, 0, tail);
     }
     /* a list with a computed head: built, no rule applies at its root */
@@ -512,6 +552,34 @@ static int cond(tgW_comp *c, tg_term *g)
 
 /* ---- rules ------------------------------------------------------------ */
 
+/* Occurrences of each compound subterm of e (explicit stack: e may be
+ * large, though compiling bounds its depth later). */
+static int count_subterms(tgW_comp *c, tg_term *e)
+{
+    tg_term *stack[512];
+    size_t n = 0;
+    if (!tgT_ispair(e))
+        return 0;
+    stack[n++] = e;
+    while (n) {
+        tg_term *x = stack[--n];
+        if (x->e[0] == c->s_quote)
+            continue;
+        uintptr_t k = (uintptr_t)tgW_map_get(&c->counts, x);
+        if (tgW_map_put(&c->counts, x, (void *)(k + 1)) < 0) {
+            cerr(c, NULL, "out of memory");
+            return -1;
+        }
+        if (k)
+            continue;   /* its parts were counted the first time */
+        tg_iter it = {x, 0};
+        for (tg_term *y; (y = tgT_iter_next(&it));)
+            if (tgT_ispair(y) && n < 512)
+                stack[n++] = y;
+    }
+    return 0;
+}
+
 void tgW_comp_init(tgW_comp *c, tg_rules *rs, tg_error *err)
 {
     memset(c, 0, sizeof *c);
@@ -525,7 +593,7 @@ tgW_rule *tgW_compile_rule(tgW_comp *c, tg_term *name, tg_term *l, tg_term *rhs,
                            size_t nconds, int backward)
 {
     c->match.n = c->body.n = 0;
-    c->nk = c->nvars = c->nregs = c->ncomm = 0;
+    c->nk = c->nvars = c->nregs = c->ncomm = c->nshared = 0;
     c->k = NULL, c->capk = 0;
     c->match.v = c->body.v = NULL, c->match.cap = c->body.cap = 0;
     c->depth = c->maxdepth = 0;
@@ -537,6 +605,12 @@ tgW_rule *tgW_compile_rule(tgW_comp *c, tg_term *name, tg_term *l, tg_term *rhs,
     r->name = name, r->lhs = l, r->rhs = rhs, r->backward = backward;
     r->file = c->file, r->line = c->line, r->col = c->col;
     if (lhs(c, r, l) < 0 || !emit(c, &c->match, M_DONE))
+        return NULL;
+    tgW_map_clear(&c->counts);
+    for (size_t i = 0; i < nconds; i++)
+        if (count_subterms(c, conds[i]) < 0)
+            return NULL;
+    if (count_subterms(c, rhs) < 0)
         return NULL;
     for (size_t i = 0; i < nconds; i++)
         if (cond(c, conds[i]) < 0)

@@ -28,6 +28,12 @@ typedef struct tgW_comp {
     tg_term *vars[TGW_MAXVARS];
     uint32_t vregs[TGW_MAXVARS];
     uint32_t nvars, nregs, ncomm;
+    /* sharing: compound subterms met before, with the register that will
+     * hold their normal form (left-side subterms: the matched term) */
+    tg_term *shared[TGW_MAXVARS];
+    uint32_t sregs[TGW_MAXVARS];
+    uint32_t nshared;
+    tgW_map counts;             /* right-side subterm -> occurrences */
     int depth, maxdepth;
 } tgW_comp;
 

@@ -464,6 +464,9 @@ exec:
         case E_CONST:
             M->vs[sp++] = K[i->a];
             continue;
+        case E_STORE:
+            R[i->a] = M->vs[sp - 1];
+            continue;
         case E_CALL:
             f->pc = pc;
             opid = i->a, head = K[i->b], atom = i->pad, c = i->c;

@@ -63,6 +63,7 @@ enum {
     E_NE,           /* pop two; the rule fails if they are the same term */
     E_PRED,         /* pop one; the rule fails unless predicate a holds */
     E_NOT,          /* pop one; the rule fails unless predicate a fails */
+    E_STORE,        /* R[a] = the top (kept on the stack) */
     E_FIRE,         /* the conditions hold: the rule fires (counts, limits, hooks) */
     E_RET           /* the top is the rule's result */
 };
