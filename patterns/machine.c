@@ -369,6 +369,21 @@ static inline const struct tgW_byop *byop(const tgW_index *ix, uint32_t opid)
  * Returns the normal form, NULL with err filled. */
 static const tgW_index no_rules = {0, NULL};
 
+/* Memo: the call as a term (*key) and its normal form if known: 1 with
+ * *v, 0 when not known, -1 on a cycle or out of memory (err filled). */
+static int memo_look(tg_rules *rs, tg_term *head, int atom, uint32_t c, tg_term *const *args,
+                     tg_term **key, tg_term **v, tg_error *err)
+{
+    if (!(*key = build(rs->ctx, head, atom, c, args)))
+        return tgE_nomem(err), -1;
+    *v = tgW_map_get(&rs->memo, *key);
+    if (*v == INPROGRESS) {
+        cycle_error(rs->m, *key, err);
+        return -1;
+    }
+    return *v != NULL;
+}
+
 static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term *head,
                        int atom, uint32_t c, size_t *spp, tg_error *err)
 {
@@ -396,14 +411,11 @@ call:
         size_t base = sp - c;
         const struct tgW_byop *by = byop(ix, opid);
         if (memo) {
-            if (!(key = build(ctx, head, atom, c, M->vs + base)))
-                goto oom;
-            tg_term *v = tgW_map_get(&rs->memo, key);
-            if (v == INPROGRESS) {
-                cycle_error(M, key, err);
+            tg_term *v;
+            int m = memo_look(rs, head, atom, c, M->vs + base, &key, &v, err);
+            if (m < 0)
                 goto fail;
-            }
-            if (v) {
+            if (m) {
                 sp = base;
                 result = v;
                 goto returned;
@@ -506,14 +518,11 @@ exec:
             f->rule->built++;
             const struct tgW_byop *by = byop(bix, opid);
             if (memo) {
-                if (!(key = build(ctx, head, atom, c, M->vs + base)))
-                    goto oom;
-                tg_term *v = tgW_map_get(&rs->memo, key);
-                if (v == INPROGRESS) {
-                    cycle_error(M, key, err);
+                tg_term *v;
+                int m = memo_look(rs, head, atom, c, M->vs + base, &key, &v, err);
+                if (m < 0)
                     goto fail;
-                }
-                if (v) {
+                if (m) {
                     result = v;
                     goto ret;
                 }
