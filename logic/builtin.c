@@ -325,6 +325,17 @@ static int read_props(tg_env *env, tg_term *l, props *pr)
     return 0;
 }
 
+/* The arguments (props t ...) of relation `name`: both ground, props
+ * read into *pr; -1 with the error reported. */
+static int ground_props(tg_env *env, const char *name, tg_term *const *args, props *pr)
+{
+    if (!tgT_ground(args[0]) || !tgT_ground(args[1])) {
+        tgK_error(env, TG_ERR_ARG, "%s needs its properties and term ground", name);
+        return -1;
+    }
+    return read_props(env, args[0], pr);
+}
+
 /* (ac-canono props t c): c is the canonical form of ground t modulo the
  * properties listed (associative: flattened; commutative: arguments
  * sorted in the term order), for the ops of the fact tables
@@ -337,11 +348,7 @@ static int canono_fn(tg_ctx *ctx, tg_term *const *args, unsigned nargs, unsigned
     props pr;
     if (i > 0)
         return 0;
-    if (!tgT_ground(args[0]) || !tgT_ground(args[1])) {
-        tgK_error(env, TG_ERR_ARG, "ac-canono needs its properties and term ground");
-        return -1;
-    }
-    if (read_props(env, args[0], &pr) < 0)
+    if (ground_props(env, "ac-canono", args, &pr) < 0)
         return -1;
     tg_term *c = canon(env, args[1], &pr);
     tg_term *v[3] = {args[0], args[1], c};
@@ -485,11 +492,7 @@ static int acase_fn(tg_ctx *ctx, tg_term *const *args, unsigned nargs, unsigned 
     props pr;
     if (i > 0)
         return 0;
-    if (!tgT_ground(args[0]) || !tgT_ground(args[1])) {
-        tgK_error(env, TG_ERR_ARG, "ac-caseo needs its properties and term ground");
-        return -1;
-    }
-    if (read_props(env, args[0], &pr) < 0)
+    if (ground_props(env, "ac-caseo", args, &pr) < 0)
         return -1;
     int given = 0;
     if (!tgT_ground(args[2]) && has_unary_wrapper(env, &pr, args[1], &given) < 0)
