@@ -384,6 +384,28 @@ static int memo_look(tg_rules *rs, tg_term *head, int atom, uint32_t c, tg_term 
     return *v != NULL;
 }
 
+/* A call about to be reduced (its c arguments at args): 1 with *result
+ * when its normal form is known (memo) or it has no rules (it is its own
+ * normal form), 0 when its rules are to be tried (with memo, the call is
+ * then on the key stack, in progress), -1 with err filled. */
+static int call_enter(tg_rules *rs, const tgW_index *ix, int memo, uint32_t opid, tg_term *head,
+                      int atom, uint32_t c, tg_term *const *args, tg_term **result, tg_error *err)
+{
+    tg_term *key = NULL;
+    if (memo) {
+        int m = memo_look(rs, head, atom, c, args, &key, result, err);
+        if (m)
+            return m;
+    }
+    if (!byop(ix, opid)->n) {
+        *result = memo ? key : build(rs->ctx, head, atom, c, args);
+        return *result ? 1 : (tgE_nomem(err), -1);
+    }
+    if (memo && (key_push(rs->m, key) < 0 || tgW_map_put(&rs->memo, key, INPROGRESS) < 0))
+        return tgE_nomem(err), -1;
+    return 0;
+}
+
 static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term *head,
                        int atom, uint32_t c, size_t *spp, tg_error *err)
 {
@@ -395,7 +417,7 @@ static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term 
     tg_ctx *ctx = rs->ctx;
     size_t sp = *spp;
     size_t fp0 = 0, fp;
-    tg_term *result = NULL, *key = NULL;
+    tg_term *result = NULL;
     frame *f = NULL;
     const tgW_ins *pc = NULL;
     tg_term **R = NULL;
@@ -408,36 +430,23 @@ static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term 
 call:
     /* c arguments at vs[sp - c]: op opid */
     {
-        size_t base = sp - c;
-        const struct tgW_byop *by = byop(ix, opid);
-        if (memo) {
-            tg_term *v;
-            int m = memo_look(rs, head, atom, c, M->vs + base, &key, &v, err);
-            if (m < 0)
-                goto fail;
-            if (m) {
-                sp = base;
-                result = v;
-                goto returned;
-            }
-        }
-        if (!by->n) {
-            result = memo ? key : build(ctx, head, atom, c, M->vs + base);
-            if (!result)
-                goto oom;
+        size_t base = sp - c, kn0 = M->kn;
+        int known = call_enter(rs, ix, memo, opid, head, atom, c, M->vs + base, &result, err);
+        if (known < 0)
+            goto fail;
+        if (known) {
             sp = base;
             goto returned;
         }
         if (fs_reserve(M, fp + 1) < 0)
             goto oom;
+        const struct tgW_byop *by = byop(ix, opid);
         f = &M->fs[fp++];
         f->rules = by->r, f->nrules = by->n, f->ri = 0;
         f->base = (uint32_t)base, f->n = c;
         f->head = head, f->atom = atom;
-        f->chain = (uint32_t)M->kn;
+        f->chain = (uint32_t)kn0;
         f->rule = NULL;
-        if (memo && (key_push(M, key) < 0 || tgW_map_put(&rs->memo, key, INPROGRESS) < 0))
-            goto oom;
     }
 
 try_rules:
@@ -516,27 +525,14 @@ exec:
             sp = base + c;
             head = K[i->b], atom = i->pad, opid = i->a;
             f->rule->built++;
+            int known = call_enter(rs, bix, memo, opid, head, atom, c, M->vs + base, &result, err);
+            if (known < 0)
+                goto fail;
+            if (known)
+                goto ret;
             const struct tgW_byop *by = byop(bix, opid);
-            if (memo) {
-                tg_term *v;
-                int m = memo_look(rs, head, atom, c, M->vs + base, &key, &v, err);
-                if (m < 0)
-                    goto fail;
-                if (m) {
-                    result = v;
-                    goto ret;
-                }
-                if (key_push(M, key) < 0 || tgW_map_put(&rs->memo, key, INPROGRESS) < 0)
-                    goto oom;
-            }
             f->n = c, f->head = head, f->atom = atom;
             f->rules = by->r, f->nrules = by->n, f->ri = 0;
-            if (!by->n) {
-                result = memo ? key : build(ctx, head, atom, c, M->vs + base);
-                if (!result)
-                    goto oom;
-                goto ret;
-            }
             goto try_rules;
         }
         case E_LIST: {
