@@ -23,18 +23,16 @@ static void cerr(tgW_comp *c, const tg_term *at, const char *fmt, ...)
     if (c->failed)
         return;
     c->failed = 1;
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     int line = c->line, col = c->col;
     if (c->pos)
         c->pos(c->pos_ud, at, &line, &col);
-    tgE_set(c->err, TG_ERR_SYNTAX, c->file, c->file ? line : 0, c->file ? col : 0, "%s", msg);
+    va_list ap;
+    va_start(ap, fmt);
+    tgE_setv(c->err, TG_ERR_SYNTAX, c->file, c->file ? line : 0, c->file ? col : 0, fmt, ap);
+    va_end(ap);
 }
 
-static char *show(const tg_term *t)
+char *tgW_show(const tg_term *t)
 {
     char *p = tg_print(t, NULL);
     if (p && strlen(p) > 120)
@@ -45,7 +43,7 @@ static char *show(const tg_term *t)
 /* An error quoting the offending text. */
 #define CERR_AT(c, t, fmt, ...)                                                \
     do {                                                                       \
-        char *shown_ = show(t);                                                \
+        char *shown_ = tgW_show(t);                                                \
         cerr((c), (t), fmt " in %s", __VA_ARGS__, shown_ ? shown_ : "?");      \
         free(shown_);                                                          \
     } while (0)

@@ -37,6 +37,10 @@ typedef struct tgW_comp {
     int depth, maxdepth;
 } tgW_comp;
 
+/* t printed for an error message, cut after about 110 characters
+ * (malloc'd; NULL when out of memory). */
+char *tgW_show(const tg_term *t);
+
 void tgW_comp_init(tgW_comp *c, tg_rules *rs, tg_error *err);
 /* Compile one direction of a rule: l => rhs when every condition holds.
  * NULL with the error (file:line:column and the offending text) in

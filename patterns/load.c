@@ -168,22 +168,12 @@ static void form_pos(void *ud, const tg_term *sub, int *line, int *col)
 
 static void lerr(loader *L, const tg_term *at, const char *fmt, ...)
 {
-    char msg[400];
+    int line, col;
+    form_pos(L, at, &line, &col);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    tgE_setv(L->err, TG_ERR_SYNTAX, L->file, L->file ? line : 0, L->file ? col : 0, fmt, ap);
     va_end(ap);
-    int line = L->line, col = L->col;
-    form_pos(L, at, &line, &col);
-    tgE_set(L->err, TG_ERR_SYNTAX, L->file, L->file ? line : 0, L->file ? col : 0, "%s", msg);
-}
-
-static char *shown(const tg_term *t)
-{
-    char *p = tg_print(t, NULL);
-    if (p && strlen(p) > 120)
-        strcpy(p + 110, " ...)");
-    return p;
 }
 
 /* (arity N), (arity N+), (arity MIN MAX) */
@@ -214,7 +204,7 @@ static int parse_arity(loader *L, tg_term *prop, tgW_op *op)
         op->amin = (uint32_t)a, op->amax = (uint32_t)b;
         return 0;
     }
-    char *p = shown(prop);
+    char *p = tgW_show(prop);
     lerr(L, prop, "malformed arity (write (arity 2), (arity 2+) or (arity 1 3)) in %s", p ? p : "?");
     free(p);
     return -1;
@@ -232,7 +222,7 @@ static int load_op(loader *L, tg_term *form)
     size_t n = tg_length(form);
     tg_term *name = n >= 2 ? tg_nth(form, 1) : NULL;
     if (!name || tg_kind_of(name) != TG_SYMBOL) {
-        char *p = shown(form);
+        char *p = tgW_show(form);
         lerr(L, form, "malformed op declaration (op NAME (arity N) ...) in %s", p ? p : "?");
         free(p);
         return -1;
@@ -283,7 +273,7 @@ static int check_tags(loader *L, tg_term *w)
         if (!t)
             return 0;
         if (tg_kind_of(t) != TG_SYMBOL) {
-            char *p = shown(w);
+            char *p = tgW_show(w);
             lerr(L, w, "tags must be symbols in %s", p ? p : "?");
             free(p);
             return -1;
@@ -317,7 +307,7 @@ static int parse_item(loader *L, tg_term *x, tgW_item *it)
         return 0;
     }
     if (tg_kind_of(x) != TG_SYMBOL) {
-        char *p = shown(x);
+        char *p = tgW_show(x);
         lerr(L, x, "expected a rule or rewriter name, or (reverse RULE), found %s", p ? p : "?");
         free(p);
         return -1;
@@ -356,7 +346,7 @@ static int load_rewriter(loader *L, tg_term *form, int kind)
     size_t n = tg_length(form);
     tg_term *name = n >= 2 ? tg_nth(form, 1) : NULL;
     if (!name || tg_kind_of(name) != TG_SYMBOL || tg_tail(form) != tg_nil()) {
-        char *p = shown(form);
+        char *p = tgW_show(form);
         lerr(L, form, "malformed rewriter: (%s NAME CLAUSE... ITEM...) in %s",
              form_names[kind == TGW_SEQ ? F_SEQ : kind == TGW_EQUIL ? F_EQUIL : F_WALK], p ? p : "?");
         free(p);
@@ -389,7 +379,7 @@ static int load_rewriter(loader *L, tg_term *form, int kind)
                 if (tg_length(x) == 2 && tg_int_get(tg_nth(x, 1), &v) == 0 && v > 0)
                     r = (double)v;
                 else {
-                    char *p = shown(x);
+                    char *p = tgW_show(x);
                     lerr(L, x, "malformed max-use-ratio (a positive number) in %s", p ? p : "?");
                     free(p);
                     return -1;
@@ -399,7 +389,7 @@ static int load_rewriter(loader *L, tg_term *form, int kind)
         } else if (h == L->sym[F_ORDER] && kind != TGW_SEQ && kind != TGW_EQUIL) {
             tg_term *o = tg_length(x) == 2 ? tg_nth(x, 1) : NULL;
             if (o != L->sym[F_IN2OUT] && o != L->sym[F_OUT2IN]) {
-                char *p = shown(x);
+                char *p = tgW_show(x);
                 lerr(L, x, "malformed order: (order in-to-out) or (order out-to-in) in %s", p ? p : "?");
                 free(p);
                 return -1;
@@ -410,7 +400,7 @@ static int load_rewriter(loader *L, tg_term *form, int kind)
             int64_t iv;
             if (!tgT_ispair(x) || tg_length(x) != 2 || tg_tail(x) != tg_nil() ||
                 (tg_int_get(tg_car(x), &iv) < 0 && tg_double_get(tg_car(x), &pos) < 0)) {
-                char *p = shown(x);
+                char *p = tgW_show(x);
                 lerr(L, x, "a sequence item is (POSITION NAME), found %s", p ? p : "?");
                 free(p);
                 return -1;
@@ -481,7 +471,7 @@ static tgW_query *parse_query(loader *L, tg_term *form, size_t first)
             q->subname[q->nsub] = sn;
             q->sub[q->nsub++] = sq;
         } else {
-            char *p = shown(x);
+            char *p = tgW_show(x);
             lerr(L, x, "expected (include T...), (require T...), (exclude T...) or (subquery NAME ...), found %s",
                  p ? p : "?");
             free(p);
@@ -500,7 +490,7 @@ static tgW_rw *parse_spec(loader *L, tg_term *spec, tgW_query **q)
         name = tg_nth(spec, 1);
     tgW_rw *rw = tg_kind_of(name) == TG_SYMBOL ? tgW_rw_find(L->rs, name) : NULL;
     if (!rw) {
-        char *p = shown(name);
+        char *p = tgW_show(name);
         lerr(L, spec, "unknown database %s (declare it with equilibrium, walk or sequence)", p ? p : "?");
         free(p);
         return NULL;
@@ -531,7 +521,7 @@ static int load_rule(loader *L, tg_term *form)
         }
     if (n > 64 || tail != tg_nil() || n < 5 || tg_kind_of(buf[1]) != TG_SYMBOL || arrow < 3 ||
         arrow + 1 >= n) {
-        char *p = shown(form);
+        char *p = tgW_show(form);
         lerr(L, form, "malformed rule (rule NAME LHS => RHS (when COND ...)) in %s", p ? p : "?");
         free(p);
         return -1;
@@ -559,7 +549,7 @@ static int load_rule(loader *L, tg_term *form)
             continue;
         }
         if (!tgT_ispair(w) || tg_car(w) != L->sym[F_WHEN] || tg_tail(w) != tg_nil()) {
-            char *p = shown(w);
+            char *p = tgW_show(w);
             lerr(L, w, "expected (when COND ...) or (tags ...) after the right side, found %s",
                  p ? p : "?");
             free(p);
@@ -726,7 +716,7 @@ static int load_form(loader *L, tg_term *form)
     if (h && (h == L->sym[F_DEFREL] || h == L->sym[F_TABLED] || h == L->sym[F_FACT] ||
               h == L->sym[F_FACTS]))
         return stage_def(L, form);
-    char *p = shown(form);
+    char *p = tgW_show(form);
     lerr(L, form, "unknown form %s (expected op, rule, include, defrel, ...)", p ? p : "?");
     free(p);
     return -1;
@@ -880,7 +870,7 @@ static int eval_normalize(loader *L, tg_term *form, tg_term **value)
 {
     size_t n = tg_length(form);
     if (tg_tail(form) != tg_nil() || n < 2 || n > 3 || (n == 3 && tg_nth(form, 2) != L->sym[F_MEMO])) {
-        char *p = shown(form);
+        char *p = tgW_show(form);
         lerr(L, form, "malformed normalize: (normalize TERM) or (normalize TERM memo) in %s", p ? p : "?");
         free(p);
         return -1;
@@ -896,7 +886,7 @@ static int eval_normalize(loader *L, tg_term *form, tg_term **value)
 static int eval_rewrite(loader *L, tg_term *form, tg_term **value)
 {
     if (tg_length(form) != 3 || tg_tail(form) != tg_nil()) {
-        char *p = shown(form);
+        char *p = tgW_show(form);
         lerr(L, form, "malformed rewrite: (rewrite NAME TERM) or (rewrite (query NAME ...) TERM) in %s",
              p ? p : "?");
         free(p);
