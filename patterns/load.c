@@ -141,7 +141,7 @@ static const char *const form_names[NF] = {
 typedef struct loader {
     tg_rules *rs;
     tg_error *err;
-    tg_term *sym[NF];
+    tg_term *const *sym;                /* the form names, rs->forms */
     const char *files[MAX_INCLUDE];     /* the include chain */
     int nfiles;
     tg_term **defs;                     /* relation forms, evaluated at the end */
@@ -774,9 +774,16 @@ static int loader_init(loader *L, tg_rules *rs, tg_error *err)
     memset(L, 0, sizeof *L);
     L->rs = rs;
     L->err = err;
-    for (int i = 0; i < NF; i++)
-        if (!(L->sym[i] = tg_symbol_cstr(rs->ctx, form_names[i])))
+    if (!rs->forms) {   /* interned once per rule set, not per form */
+        tg_term **f = GC_MALLOC(NF * sizeof *f);
+        if (!f)
             return tgE_nomem(err), -1;
+        for (int i = 0; i < NF; i++)
+            if (!(f[i] = tg_symbol_cstr(rs->ctx, form_names[i])))
+                return tgE_nomem(err), -1;
+        rs->forms = f;
+    }
+    L->sym = rs->forms;
     return 0;
 }
 

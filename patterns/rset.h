@@ -138,6 +138,7 @@ struct tg_rules {
     struct tgW_machine *m;      /* the machine's stacks, kept between runs */
     tgW_map memo;               /* redex -> normal form */
     tgW_map rwmap;              /* name -> rewriter */
+    tg_term **forms;            /* the .rules form names, interned (load.c) */
     struct tgW_rw **rws;        /* in declaration order */
     uint32_t nrws, caprws;
     struct tgW_prof *last;      /* the profile of the last rewrite */
