@@ -30,16 +30,10 @@ tgW_op *tgW_op_find(const tg_rules *rs, const tg_term *name)
 
 static int ops_push(tg_rules *rs, tgW_op *op)
 {
-    if (rs->nops == rs->capops) {
-        uint32_t cap = rs->capops ? 2 * rs->capops : 64;
-        tgW_op **n = GC_MALLOC(cap * sizeof *n);
-        if (!n)
-            return -1;
-        if (rs->nops)
-            memcpy(n, rs->ops, rs->nops * sizeof *n);
-        rs->ops = n;
-        rs->capops = cap;
-    }
+    tgW_op **n = tgW_grow(rs->ops, rs->nops, &rs->capops, rs->nops + 1, sizeof *n);
+    if (!n)
+        return -1;
+    rs->ops = n;
     op->id = rs->nops;
     rs->ops[rs->nops++] = op;
     return tgW_map_put(&rs->opmap, op->name, op);
@@ -47,16 +41,10 @@ static int ops_push(tg_rules *rs, tgW_op *op)
 
 static int rules_push(tg_rules *rs, tgW_rule *r)
 {
-    if (rs->nrules == rs->caprules) {
-        uint32_t cap = rs->caprules ? 2 * rs->caprules : 64;
-        tgW_rule **n = GC_MALLOC(cap * sizeof *n);
-        if (!n)
-            return -1;
-        if (rs->nrules)
-            memcpy(n, rs->rules, rs->nrules * sizeof *n);
-        rs->rules = n;
-        rs->caprules = cap;
-    }
+    tgW_rule **n = tgW_grow(rs->rules, rs->nrules, &rs->caprules, rs->nrules + 1, sizeof *n);
+    if (!n)
+        return -1;
+    rs->rules = n;
     rs->rules[rs->nrules++] = r;
     rs->index_stale = 1;
     if (!r->backward && !tgW_map_get(&rs->rulemap, r->name))
@@ -325,15 +313,10 @@ static int parse_item(loader *L, tg_term *x, tgW_item *it)
 
 static int rws_push(tg_rules *rs, tgW_rw *rw)
 {
-    if (rs->nrws == rs->caprws) {
-        uint32_t cap = rs->caprws ? 2 * rs->caprws : 16;
-        tgW_rw **n = GC_MALLOC(cap * sizeof *n);
-        if (!n)
-            return -1;
-        if (rs->nrws)
-            memcpy(n, rs->rws, rs->nrws * sizeof *n);
-        rs->rws = n, rs->caprws = cap;
-    }
+    tgW_rw **n = tgW_grow(rs->rws, rs->nrws, &rs->caprws, rs->nrws + 1, sizeof *n);
+    if (!n)
+        return -1;
+    rs->rws = n;
     rs->rws[rs->nrws++] = rw;
     return tgW_map_put(&rs->rwmap, rw->name, rw);
 }

@@ -49,6 +49,24 @@ typedef struct tgW_machine {
 static tg_term inprogress_obj;
 #define INPROGRESS (&inprogress_obj)
 
+/* ---- growing arrays ------------------------------------------------- */
+
+void *tgW_grow(void *arr, size_t n, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return arr;
+    size_t nc = *cap ? 2 * *cap : 16;
+    while (nc < need)
+        nc *= 2;
+    void *a = GC_MALLOC(nc * size);
+    if (!a)
+        return NULL;
+    if (n)
+        memcpy(a, arr, n * size);
+    *cap = nc;
+    return a;
+}
+
 /* ---- pointer maps ---------------------------------------------------- */
 
 static size_t map_home(const void *k, size_t cap)
@@ -282,50 +300,26 @@ static tgW_machine *machine_get(tg_rules *rs)
     return rs->m;
 }
 
+/* The whole stacks are kept (values above the top may be read back by
+ * the frames below, so a copy takes all of them). */
 static int vs_reserve(tgW_machine *M, size_t need)
 {
-    if (need <= M->vcap)
-        return 0;
-    size_t cap = M->vcap ? M->vcap : 1024;
-    while (cap < need)
-        cap *= 2;
-    tg_term **v = GC_MALLOC(cap * sizeof *v);
-    if (!v)
-        return -1;
-    if (M->vcap)
-        memcpy(v, M->vs, M->vcap * sizeof *v);
-    M->vs = v;
-    M->vcap = cap;
-    return 0;
+    tg_term **v = tgW_grow(M->vs, M->vcap, &M->vcap, need, sizeof *v);
+    return v ? (M->vs = v, 0) : -1;
 }
 
 static int fs_reserve(tgW_machine *M, size_t need)
 {
-    if (need <= M->fcap)
-        return 0;
-    size_t cap = M->fcap ? 2 * M->fcap : 256;
-    frame *f = GC_MALLOC(cap * sizeof *f);
-    if (!f)
-        return -1;
-    if (M->fcap)
-        memcpy(f, M->fs, M->fcap * sizeof *f);
-    M->fs = f;
-    M->fcap = cap;
-    return 0;
+    frame *f = tgW_grow(M->fs, M->fcap, &M->fcap, need, sizeof *f);
+    return f ? (M->fs = f, 0) : -1;
 }
 
 static int key_push(tgW_machine *M, tg_term *key)
 {
-    if (M->kn + 2 > M->kcap) {
-        size_t cap = M->kcap ? 2 * M->kcap : 256;
-        void **k = GC_MALLOC(cap * sizeof *k);
-        if (!k)
-            return -1;
-        if (M->kn)
-            memcpy(k, M->keys, M->kn * sizeof *k);
-        M->keys = k;
-        M->kcap = cap;
-    }
+    void **k = tgW_grow(M->keys, M->kn, &M->kcap, M->kn + 2, sizeof *k);
+    if (!k)
+        return -1;
+    M->keys = k;
     M->keys[M->kn++] = key;
     M->keys[M->kn++] = NULL;    /* the rule that fires there, once known */
     return 0;

@@ -106,7 +106,8 @@ static const tgW_query *subquery_for(const tgW_query *q, const tg_term *name)
 
 typedef struct rvec {
     tgW_rule **v;
-    uint32_t n, cap;
+    uint32_t n;
+    size_t cap;
 } rvec;
 
 static int rpush(rvec *v, tgW_rule *r)
@@ -114,16 +115,21 @@ static int rpush(rvec *v, tgW_rule *r)
     for (uint32_t i = 0; i < v->n; i++)
         if (v->v[i] == r)
             return 0;
-    if (v->n == v->cap) {
-        uint32_t cap = v->cap ? 2 * v->cap : 16;
-        tgW_rule **n = GC_MALLOC(cap * sizeof *n);
-        if (!n)
-            return -1;
-        if (v->n)
-            memcpy(n, v->v, v->n * sizeof *n);
-        v->v = n, v->cap = cap;
-    }
+    tgW_rule **n = tgW_grow(v->v, v->n, &v->cap, v->n + 1, sizeof *n);
+    if (!n)
+        return -1;
+    v->v = n;
     v->v[v->n++] = r;
+    return 0;
+}
+
+static int parts_push(tgW_plan *p, tgW_plan *part)
+{
+    tgW_plan **np = tgW_grow(p->parts, p->nparts, &p->capparts, p->nparts + 1, sizeof *np);
+    if (!np)
+        return -1;
+    p->parts = np;
+    p->parts[p->nparts++] = part;
     return 0;
 }
 
@@ -170,17 +176,7 @@ static int plan_item(tg_rules *rs, tgW_plan *p, rvec *rules, const tgW_item *it,
         tgW_plan *sub = plan_of(rs, it->rw, sq, outer, depth + 1, err);
         if (!sub)
             return -1;
-        if (p->nparts == p->capparts) {
-            size_t cap = p->capparts ? 2 * p->capparts : 8;
-            tgW_plan **np = GC_MALLOC(cap * sizeof *np);
-            if (!np)
-                return tgE_nomem(err), -1;
-            if (p->nparts)
-                memcpy(np, p->parts, p->nparts * sizeof *np);
-            p->parts = np, p->capparts = cap;
-        }
-        p->parts[p->nparts++] = sub;
-        return 0;
+        return parts_push(p, sub) < 0 ? (tgE_nomem(err), -1) : 0;
     }
     tgW_rule *r0 = NULL;
     rvec tmp = {0};
@@ -245,16 +241,8 @@ static tgW_plan *plan_of(tg_rules *rs, tgW_rw *rw, const tgW_query *q, const tag
                 w->rules = rules.v, w->nrules = rules.n;
                 w->rw = rw;
                 rules = (rvec){0};
-                if (p->nparts == p->capparts) {
-                    size_t cap = p->capparts ? 2 * p->capparts : 8;
-                    tgW_plan **np = GC_MALLOC(cap * sizeof *np);
-                    if (!np)
-                        return tgE_nomem(err), NULL;
-                    if (p->nparts)
-                        memcpy(np, p->parts, p->nparts * sizeof *np);
-                    p->parts = np, p->capparts = cap;
-                }
-                p->parts[p->nparts++] = w;
+                if (parts_push(p, w) < 0)
+                    return tgE_nomem(err), NULL;
             }
             continue;
         }

@@ -120,6 +120,11 @@ typedef struct tgW_map {
     size_t n, cap;
 } tgW_map;
 
+/* Array arr of n elements of size bytes (*cap of them) with room for at
+ * least need: arr itself, or a copy in new collector memory (scanned)
+ * with *cap at least doubled; NULL when out of memory. */
+void *tgW_grow(void *arr, size_t n, size_t *cap, size_t need, size_t size);
+
 void *tgW_map_get(const tgW_map *m, const void *key);
 int tgW_map_put(tgW_map *m, void *key, void *val);
 void tgW_map_clear(tgW_map *m);
@@ -128,10 +133,12 @@ struct tg_rules {
     tg_ctx *ctx;
     tg_env *env;                /* relations, made on first use */
     tgW_op **ops;               /* by id */
-    uint32_t nops, capops;
+    uint32_t nops;
+    size_t capops;
     tgW_map opmap;              /* symbol -> op */
     tgW_rule **rules;           /* in load order */
-    uint32_t nrules, caprules;
+    uint32_t nrules;
+    size_t caprules;
     tgW_map rulemap;            /* name -> rule (the forward direction) */
     tgW_index all;              /* every forward rule */
     int index_stale;
@@ -140,7 +147,8 @@ struct tg_rules {
     tgW_map rwmap;              /* name -> rewriter */
     tg_term **forms;            /* the .rules form names, interned (load.c) */
     struct tgW_rw **rws;        /* in declaration order */
-    uint32_t nrws, caprws;
+    uint32_t nrws;
+    size_t caprws;
     struct tgW_prof *last;      /* the profile of the last rewrite */
     FILE *trace;                /* print each firing here ... */
     int trace_on;               /* ... when on */
