@@ -280,6 +280,44 @@ static void test_chain_hashes(void)
     tg_ctx_free(c);
 }
 
+/* The hash of an application is a sum of products, one per element,
+ * and a final mix: applications over grids of small integers, with the
+ * arguments in either order, must still get distinct hashes, and both
+ * ends of the hash (the table takes the home bucket from the high bits
+ * and its tags from the low ones) must spread. */
+static void test_grid_hashes(void)
+{
+    tg_ctx *c = tg_ctx_new(NULL);
+    size_t side = 1000, n = side * side, k = 0;
+    uint32_t *h = malloc(2 * n * sizeof *h);
+    tg_term *f = tg_symbol_cstr(c, "f");
+    for (size_t i = 0; i < side; i++)
+        for (size_t j = 0; j < side; j++) {
+            tg_term *a[2] = {tg_int(c, (int64_t)i), tg_int(c, (int64_t)j)};
+            h[k++] = tg_hash(tg_app(c, f, 2, a));
+            tg_term *b[2] = {tg_int(c, (int64_t)i), tg_int(c, -(int64_t)j)};
+            h[k++] = tg_hash(tg_app(c, f, 2, b));
+        }
+    /* 2*10^6 random 32-bit values have about 465 collisions */
+    size_t d = distinct(h, k);
+    TAP_CHECK(d > k - 2000, "(f i j) and (f i -j) over a 1000x1000 grid: %zu distinct hashes of %zu",
+              d, k);
+    size_t lo[256] = {0}, hi[256] = {0}, lomax = 0, himax = 0;
+    for (size_t i = 0; i < k; i++) {
+        lo[h[i] & 255]++;
+        hi[h[i] >> 24]++;
+    }
+    for (int i = 0; i < 256; i++) {
+        lomax = lo[i] > lomax ? lo[i] : lomax;
+        himax = hi[i] > himax ? hi[i] : himax;
+    }
+    /* the mean is 7812, a standard deviation 88 */
+    TAP_CHECK(lomax < 8400 && himax < 8400, "low and high bytes spread (largest counts %zu, %zu)",
+              lomax, himax);
+    free(h);
+    tg_ctx_free(c);
+}
+
 static void test_deep(void)
 {
     tg_ctx *c = tg_ctx_new(NULL);
@@ -314,6 +352,7 @@ int main(void)
     test_narrow_tags();
     test_threads();
     test_chain_hashes();
+    test_grid_hashes();
     test_deep();
     return TAP_DONE();
 }
