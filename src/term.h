@@ -145,8 +145,9 @@ void *tgT_alloc(tg_ctx *ctx, size_t bytes);
 /* A new runtime logic variable named after the symbol `name`. */
 tg_term *tgT_lvar_new(tg_ctx *ctx, tg_term *name, uint64_t scope);
 
-/* The hash of a list cell from its element's hash and the rest's hash;
- * list hashes are a right fold, so they do not depend on chunking. */
+/* Two 32-bit hashes mixed into one (variables, rationals).  Chunks hash
+ * their elements in one sum of products instead (chunk_hdr in term.c):
+ * a list value has one chunking, so its hash need not be a fold. */
 static inline uint32_t tgT_mix(uint32_t a, uint32_t b) {
     uint64_t x = ((uint64_t)a << 32 | b) * 0x9E3779B97F4A7C15ull;
     x ^= x >> 29;
