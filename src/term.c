@@ -38,15 +38,15 @@
 #define TGT_NFREE (TGT_CHUNK_GRANULES > 6 ? TGT_CHUNK_GRANULES : 6)
 
 struct tg_ctx {
-    uintptr_t *slots;       /* malloc'd or mapped, not scanned; described by its header */
-    size_t cap;             /* copies of the current array's header, for the probes */
+    struct bucket *tab;     /* malloc'd or mapped, not scanned; described by its header */
+    size_t nb;              /* copies of the current array's header, for the probes */
     uintptr_t tagmask;
-    uintptr_t *old_slots;   /* during a rebuild: the previous array */
+    struct bucket *old_tab; /* during a rebuild: the previous array */
     size_t count;
     size_t limit;           /* grow past this many entries */
     atomic_int busy;
     int untagged;           /* a collection stripped the tags of this busy table */
-    unsigned long prunes;   /* bumped by each prune, to validate a remembered slot */
+    unsigned long prunes;   /* bumped by each prune that removed entries */
     size_t created, reclaimed;
     size_t survivors;       /* entries left by the last prune */
     int retaining;          /* the last prune found most entries alive */
@@ -59,83 +59,114 @@ struct tg_ctx {
 #define NIL_HASH 0x6e696c21u
 tg_term tgT_nilobj __attribute__((aligned(16))) = {{TG_NIL, TGT_GROUND, 0, 0, NIL_HASH}};
 
-/* ---- slot values -------------------------------------------------- */
+/* ---- buckets ------------------------------------------------------ */
 
-/* A slot holds a node pointer and TAG_BITS bits of the node's hash (its
- * tag): 4 in the low bits (nodes are 16-byte aligned) and, on 64-bit
- * systems, 17 in bits 47 to 63 (user-space addresses of the usual 64-bit
+/* The table is an array of 64-byte buckets: a control word and 7 slots.
+ * The control word has one byte per slot, 0 when the slot is empty and
+ * 0x80 | the low 7 bits of its node's hash otherwise, and in its top
+ * byte the bucket's overflow count: how many entries whose home is this
+ * bucket or an earlier one were placed beyond it because it was full
+ * (saturating: at 255 it stays 255).  A probe reads the home bucket's
+ * control word, finds the slots whose byte matches with a few word
+ * operations, and goes on to the next bucket only when the overflow
+ * count is not zero.  Where in its bucket an entry lies changes no
+ * branch, so consecutive lookups overlap their cache misses; with
+ * linear probing over single slots, the end of each probe was a branch
+ * on the missed slot that the processor could not predict.
+ *
+ * A slot holds a node pointer with more hash bits in the bits a pointer
+ * leaves unused: 4 low bits (nodes are 16-byte aligned) and, on 64-bit
+ * systems, bits 47 to 63 (the user-space addresses of the usual 64-bit
  * systems stay below 2^47; a context that meets a node above gives up
- * the high bits, see narrow()).  The tag is the low end of the hash,
- * while the home comes from its high end, so entries that share a probe
- * sequence almost never share a tag: a probe dereferences nearly only
- * the node it is looking for.  With 4-bit tags, a miss in a table 0.85
- * full dereferenced 1.4 other nodes, each a cache miss. */
-#define TAG_BITS 21
+ * the high bits, see narrow()).  Bit 0 says the entry lies beyond its
+ * home bucket (DISP); bits 1 to 3 hold hash bits 7 to 9, bits 47 to 63
+ * hash bits 10 to 26.  A byte match is confirmed on these before the
+ * node is read, so a probe dereferences nearly only the node it is
+ * looking for.  The home bucket comes from the high end of the hash
+ * (multiply-shift, any number of buckets), the byte and tags from its
+ * low end, so entries of one bucket almost never share them. */
+#define BSLOTS 7
+typedef struct bucket {
+    uint64_t ctrl;
+    uintptr_t s[BSLOTS];
+} bucket;
+
+#define CT_7F 0x7F7F7F7F7F7F7F7Full
+#define CT_ONES 0x0101010101010101ull
+#define CT_SLOTS 0x0080808080808080ull  /* the top bit of each slot's byte */
+#define CT_OVF_SHIFT 56
+#define CT_OVF_ONE ((uint64_t)1 << CT_OVF_SHIFT)
+#define CT_OVF_MAX 255u
+
+static inline uint64_t ct_byte(uint32_t h)
+{
+    return 0x80 | (h & 0x7F);
+}
+/* The top bit of each slot byte of ctrl equal to the byte of `rep`
+ * (rep = ct_byte(h) * CT_ONES); exact, no carries between bytes. */
+static inline uint64_t ct_match(uint64_t ctrl, uint64_t rep)
+{
+    uint64_t x = ctrl ^ rep;
+    return ~(((x & CT_7F) + CT_7F) | x | CT_7F) & CT_SLOTS;
+}
+static inline unsigned ct_slot(uint64_t m)
+{
+    return (unsigned)__builtin_ctzll(m) >> 3;
+}
+
 #define TAG_LO ((uintptr_t)15)
+#define DISP ((uintptr_t)1)
 #if UINTPTR_MAX > 0xffffffffu
 #define TAG_HI_SHIFT 47
 #define TAG_HI (~(uintptr_t)0 << TAG_HI_SHIFT)
 #define TAG_WIDE 1
 #else
-#define TAG_HI_SHIFT 0
 #define TAG_HI ((uintptr_t)0)
 #define TAG_WIDE 0
 #endif
 
-/* Multiply-shift range reduction: any capacity, not only powers of 2, so
- * the table can grow by 1.5x and stay dense. */
-static inline size_t home_in(uint32_t h, size_t cap)
-{
-    return (size_t)(((uint64_t)h * cap) >> 32);
-}
-static inline uintptr_t tag_of(uint32_t h, uintptr_t mask)
+/* The pointer tag of hash h at home (DISP clear).  Bits outside the tag
+ * mask are junk: a probe compares under the mask, and place() masks. */
+static inline uintptr_t ptag(uint32_t h)
 {
 #if TAG_WIDE
-    uintptr_t t = h & ((1u << TAG_BITS) - 1);
-    return ((t & TAG_LO) | t >> 4 << TAG_HI_SHIFT) & mask;
+    return (uintptr_t)h << (TAG_HI_SHIFT - 10) | (h >> 6 & 14);    /* bits 10..26 to 47..63 */
 #else
-    return h & mask;
+    return h >> 6 & 14;
 #endif
 }
 
-static inline size_t home(const tg_ctx *ctx, uint32_t h)
+/* Multiply-shift range reduction: any number of buckets, not only powers
+ * of 2, so the table can grow by less than 2x and stay dense. */
+static inline size_t home_in(uint32_t h, size_t nb)
 {
-    return home_in(h, ctx->cap);
-}
-static inline tg_term *slot_term(const tg_ctx *ctx, uintptr_t s)
-{
-    return (tg_term *)(s & ~ctx->tagmask);
-}
-static inline uintptr_t slot_make(const tg_ctx *ctx, const tg_term *t)
-{
-    return (uintptr_t)t | tag_of(t->h.hash, ctx->tagmask);
+    return (size_t)(((uint64_t)h * nb) >> 32);
 }
 
-/* Slot arrays.  Two words before each array describe it (its tag mask
- * and its capacity), so that the collector's hooks can untag and retag
- * an array whatever state a rebuild has reached.  A large array is mapped
- * directly, starting on a 2 MiB boundary, and asks for transparent huge
- * pages: a random probe into a table of many megabytes then costs no TLB
- * miss, and growing it takes a few page faults instead of one per 4 KiB
- * (zeroing is the kernel's). */
-#define TBL_HDR 2
+/* Bucket arrays.  A 64-byte header before each array describes it (its
+ * tag mask and its number of buckets), so that the collector's hooks can
+ * untag and retag an array whatever state a rebuild has reached.  A large
+ * array is mapped directly, starting on a 2 MiB boundary, and asks for
+ * transparent huge pages: a random probe into a table of many megabytes
+ * then costs no TLB miss, and growing it takes a few page faults instead
+ * of one per 4 KiB (zeroing is the kernel's). */
 #define HUGE_BYTES ((size_t)2 << 20)
-static inline uintptr_t tbl_tagmask(const uintptr_t *a)
+static inline uintptr_t tbl_tagmask(const bucket *a)
 {
-    return a[-2];
+    return a[-1].s[0];
 }
-static inline size_t tbl_cap(const uintptr_t *a)
+static inline size_t tbl_nb(const bucket *a)
 {
-    return a[-1];
+    return a[-1].s[1];
 }
-static size_t table_bytes(size_t cap)
+static size_t table_bytes(size_t nb)
 {
-    return ((cap + TBL_HDR) * sizeof(uintptr_t) + 4095) & ~(size_t)4095;
+    return ((nb + 1) * sizeof(bucket) + 4095) & ~(size_t)4095;
 }
-static uintptr_t *table_alloc(size_t cap, int wide)
+static bucket *table_alloc(size_t nb, int wide)
 {
-    uintptr_t *p = NULL;
-    size_t n = table_bytes(cap);
+    char *p = NULL;
+    size_t n = table_bytes(nb);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (n >= HUGE_BYTES) {
         char *m = mmap(NULL, n + HUGE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
@@ -147,29 +178,31 @@ static uintptr_t *table_alloc(size_t cap, int wide)
             munmap(m, lead);
         munmap(m + lead + n, HUGE_BYTES - lead);
         madvise(m + lead, n, MADV_HUGEPAGE);
-        p = (uintptr_t *)(m + lead);
+        p = m + lead;
     }
 #endif
-    if (!p)     /* small, or not Linux (table_free tells them apart the same way) */
-        p = calloc(cap + TBL_HDR, sizeof *p);
-    if (!p)
-        return NULL;
-    p[0] = wide ? TAG_LO | TAG_HI : TAG_LO;
-    p[1] = cap;
-    return p + TBL_HDR;
+    if (!p) {   /* small, or not Linux (table_free tells them apart the same way) */
+        if (posix_memalign((void **)&p, 64, n))
+            return NULL;
+        memset(p, 0, n);
+    }
+    bucket *a = (bucket *)p + 1;
+    a[-1].s[0] = wide ? TAG_LO | TAG_HI : TAG_LO;
+    a[-1].s[1] = nb;
+    return a;
 }
-static void table_free(uintptr_t *a)
+static void table_free(bucket *a)
 {
     if (!a)
         return;
-    size_t n = table_bytes(tbl_cap(a));
+    size_t n = table_bytes(tbl_nb(a));
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (n >= HUGE_BYTES) {
-        munmap(a - TBL_HDR, n);
+        munmap(a - 1, n);
         return;
     }
 #endif
-    free(a - TBL_HDR);
+    free(a - 1);
 }
 
 /* ---- the collector hooks (process-wide, as the collector is) ------- */
@@ -186,30 +219,39 @@ static void prune(tg_ctx *ctx);
  * from the collector, so they are stripped for the mark phase and put
  * back (from the nodes' hashes: every entry was marked) before the world
  * restarts.  The owning thread is stopped meanwhile and finds its table
- * as it left it. */
-static void untag(uintptr_t *a)
+ * as it left it.  The control words are pushed too; they never look
+ * like addresses of the heap (their slot bytes have the top bit set). */
+static void untag(bucket *a)
 {
     uintptr_t m = tbl_tagmask(a);
-    for (size_t i = 0, n = tbl_cap(a); i < n; i++)
-        a[i] &= ~m;
-    GC_push_all(a, a + tbl_cap(a));
+    size_t nb = tbl_nb(a);
+    for (size_t i = 0; i < nb; i++)
+        for (int j = 0; j < BSLOTS; j++)
+            a[i].s[j] &= ~m;
+    GC_push_all(a, a + nb);
 }
-static void retag(uintptr_t *a)
+/* Every non-empty slot, whatever its control byte says: a rebuild stores
+ * the slot before its byte, and a thread stopped in between must find
+ * its entry tagged. */
+static void retag(bucket *a)
 {
     uintptr_t m = tbl_tagmask(a);
-    for (size_t i = 0, n = tbl_cap(a); i < n; i++)
-        if (a[i]) {     /* during a rebuild's start, slots and old_slots are one array */
-            tg_term *t = (tg_term *)(a[i] & ~m);
-            a[i] = (uintptr_t)t | tag_of(t->h.hash, m);
-        }
+    size_t nb = tbl_nb(a);
+    for (size_t i = 0; i < nb; i++)
+        for (int j = 0; j < BSLOTS; j++)
+            if (a[i].s[j]) {    /* during a rebuild's start, tab and old_tab are one array */
+                tg_term *t = (tg_term *)(a[i].s[j] & ~m);
+                uint32_t h = t->h.hash;
+                a[i].s[j] = (uintptr_t)t | (ptag(h) & m) | (home_in(h, nb) != i ? DISP : 0);
+            }
 }
 static void retag_all(void)
 {
     for (tg_ctx *c = registry; c; c = c->next)
         if (c->untagged) {
-            retag(c->slots);
-            if (c->old_slots)
-                retag(c->old_slots);
+            retag(c->tab);
+            if (c->old_tab)
+                retag(c->old_tab);
             c->untagged = 0;
         }
 }
@@ -234,9 +276,9 @@ static void GC_CALLBACK push_roots(void)
     for (tg_ctx *c = registry; c; c = c->next)
         if (atomic_load_explicit(&c->busy, memory_order_relaxed)) {
             c->untagged = 1;
-            untag(c->slots);
-            if (c->old_slots)
-                untag(c->old_slots);
+            untag(c->tab);
+            if (c->old_tab)
+                untag(c->old_tab);
         }
     if (prev_push)
         prev_push();
@@ -303,86 +345,116 @@ static inline void leave(tg_ctx *ctx)
 
 /* ---- the table ---------------------------------------------------- */
 
-#define MAXLOAD_NUM 85      /* entries / slots at most 0.85 ... */
-#define MAXLOAD_DEN 100
-#define MINCAP 1024
+/* At most 6 entries per 7 slots; growing by 7/5 leaves 0.61 of the slots
+ * used, so a live 2-argument node takes 32 bytes and 10.7 to 15.0 bytes
+ * of table. */
+#define LOAD_PER_BUCKET 6
+#define GROW_NUM 7
+#define GROW_DEN 5
+#define MIN_BUCKETS 128     /* 8 KiB */
 
-static void place(uintptr_t *slots, size_t cap, size_t i, uintptr_t v)
+static size_t limit_for(size_t nb)
 {
-    while (slots[i])
-        if (++i == cap)
-            i = 0;
-    slots[i] = v;
+    return nb * LOAD_PER_BUCKET;
 }
 
-/* Place every entry of array old (tag mask omask) in the empty array ns. */
-#define REBUILD_PREFETCH 16     /* slots; 32 and 64 are no faster */
-static void move_all(const uintptr_t *old, size_t ocap, uintptr_t omask, uintptr_t *ns,
-                     size_t ncap)
+static inline size_t next_bucket(size_t i, size_t nb)
 {
-    /* Reading each node's hash is a cache miss on a large table: fetch
-     * the nodes some slots ahead so that the misses overlap.  The writes
-     * are nearly sequential, homes being monotonic in the hash. */
-    uintptr_t nmask = tbl_tagmask(ns);
-    for (size_t i = 0; i < ocap; i++) {
-        if (i + REBUILD_PREFETCH < ocap && old[i + REBUILD_PREFETCH])
-            __builtin_prefetch((void *)(old[i + REBUILD_PREFETCH] & ~omask));
-        if (old[i]) {
-            tg_term *t = (tg_term *)(old[i] & ~omask);
-            uint32_t h = t->h.hash;
-            place(ns, ncap, home_in(h, ncap), (uintptr_t)t | tag_of(h, nmask));
+    return i + 1 == nb ? 0 : i + 1;
+}
+
+/* Put v, the untagged pointer to a node of hash h, in the first bucket
+ * from its home that has a free slot, counting it in the overflow count
+ * of each full bucket it passes.  The slot is stored before its control
+ * byte (see retag). */
+static inline void place(bucket *a, size_t nb, uintptr_t mask, uintptr_t v, uint32_t h)
+{
+    size_t i = home_in(h, nb);
+    v |= ptag(h) & mask;
+    for (;;) {
+        uint64_t c = a[i].ctrl, e = ~c & CT_SLOTS;
+        if (__builtin_expect(e != 0, 1)) {
+            unsigned j = ct_slot(e);
+            a[i].s[j] = v;
+            a[i].ctrl = c | ct_byte(h) << (8 * j);
+            return;
+        }
+        if ((c >> CT_OVF_SHIFT) != CT_OVF_MAX)
+            a[i].ctrl = c + CT_OVF_ONE;
+        v |= DISP;
+        i = next_bucket(i, nb);
+    }
+}
+
+/* Take an entry that lay in bucket `at`, away from its home `from`, out
+ * of the overflow counts of the buckets between (saturated counts stay). */
+static void uncount(bucket *a, size_t nb, size_t from, size_t at)
+{
+    for (size_t k = from; k != at; k = next_bucket(k, nb))
+        if ((a[k].ctrl >> CT_OVF_SHIFT) != CT_OVF_MAX)
+            a[k].ctrl -= CT_OVF_ONE;
+}
+
+/* Place every entry of array old (tag mask omask) in the empty array na.
+ * Reading each node's hash is a cache miss on a large table: the nodes
+ * of a bucket some buckets ahead are fetched early so that the misses
+ * overlap.  The writes are nearly sequential, homes being monotonic in
+ * the hash. */
+#define REBUILD_PREFETCH 3      /* buckets */
+static void move_all(const bucket *old, size_t onb, uintptr_t omask, bucket *na, size_t nnb)
+{
+    uintptr_t nmask = tbl_tagmask(na);
+    for (size_t i = 0; i < onb; i++) {
+        if (i + REBUILD_PREFETCH < onb) {
+            const bucket *p = &old[i + REBUILD_PREFETCH];
+            for (uint64_t m = p->ctrl & CT_SLOTS; m; m &= m - 1)
+                __builtin_prefetch((void *)(p->s[ct_slot(m)] & ~omask));
+        }
+        const bucket *q = &old[i];
+        for (uint64_t m = q->ctrl & CT_SLOTS; m; m &= m - 1) {
+            tg_term *t = (tg_term *)(q->s[ct_slot(m)] & ~omask);
+            place(na, nnb, nmask, (uintptr_t)t, t->h.hash);
         }
     }
 }
-/* Move every entry to a new array of ncap slots (the caller is inside
+
+/* Move every entry to a new array of nnb buckets (the caller is inside
  * enter/leave): to grow, or to give up wide tags.  Fails only when memory
  * is exhausted; the table then stays as it is. */
-static int rebuild(tg_ctx *ctx, size_t ncap, int wide)
+static int rebuild(tg_ctx *ctx, size_t nnb, int wide)
 {
-    uintptr_t *ns = table_alloc(ncap, wide);
-    if (!ns)
+    bucket *na = table_alloc(nnb, wide);
+    if (!na)
         return -1;
-    uintptr_t *old = ctx->slots;
+    bucket *old = ctx->tab;
     /* The collector may look at a busy context at any instruction: the
      * old array stays pushed until the new one is published. */
-    ctx->old_slots = old;
+    ctx->old_tab = old;
     atomic_signal_fence(memory_order_seq_cst);
-    move_all(old, ctx->cap, ctx->tagmask, ns, ncap);
-    ctx->slots = ns;
+    move_all(old, ctx->nb, ctx->tagmask, na, nnb);
+    ctx->tab = na;
     atomic_signal_fence(memory_order_seq_cst);
-    ctx->old_slots = NULL;
+    ctx->old_tab = NULL;
     atomic_signal_fence(memory_order_seq_cst);
-    ctx->cap = ncap;
-    ctx->tagmask = tbl_tagmask(ns);
-    ctx->limit = (size_t)((double)ncap * MAXLOAD_NUM / MAXLOAD_DEN);
+    ctx->nb = nnb;
+    ctx->tagmask = tbl_tagmask(na);
+    ctx->limit = limit_for(nnb);
     table_free(old);
     return 0;
 }
 
-/* Grow by half (inside enter/leave). */
+/* Grow by 7/5 (inside enter/leave). */
 static int grow(tg_ctx *ctx)
 {
-    return rebuild(ctx, ctx->cap + ctx->cap / 2, ctx->tagmask != TAG_LO);
+    return rebuild(ctx, ctx->nb / GROW_DEN * GROW_NUM + ctx->nb % GROW_DEN * GROW_NUM / GROW_DEN,
+                   ctx->tagmask != TAG_LO);
 }
 
-/* The first free slot of hash h's probe sequence (inside enter/leave). */
-static size_t free_slot(const tg_ctx *ctx, uint32_t h)
+/* Give up the high tag bits (inside enter/leave): a node about to be
+ * stored lies above 2^47.  Returns -1 when memory is exhausted. */
+static __attribute__((noinline)) int narrow(tg_ctx *ctx)
 {
-    size_t i = home(ctx, h);
-    while (ctx->slots[i])
-        if (++i == ctx->cap)
-            i = 0;
-    return i;
-}
-
-/* Give up the high tag bits (inside enter/leave): node t, about to be
- * stored, lies above 2^47.  Returns the free slot for t in the rebuilt
- * table, or (size_t)-1 when memory is exhausted. */
-static __attribute__((noinline)) size_t narrow(tg_ctx *ctx, const tg_term *t)
-{
-    if (rebuild(ctx, ctx->cap, 0))
-        return (size_t)-1;
-    return free_slot(ctx, t->h.hash);
+    return rebuild(ctx, ctx->nb, 0);
 }
 
 void tgT_busy(tg_ctx *ctx, int on)
@@ -397,44 +469,38 @@ void tgT_narrow(tg_ctx *ctx)
 {
     enter(ctx);
     if (ctx->tagmask != TAG_LO)
-        rebuild(ctx, ctx->cap, 0);
+        rebuild(ctx, ctx->nb, 0);
     leave(ctx);
 }
 
 /* Remove the entries of nodes the last mark phase did not reach.  Runs
  * with the world stopped and the allocation lock held: no allocation.
- * One pass around the table, starting from a slot that was empty: no
- * probe sequence crosses it.  A dead entry is cleared; a live one stays
- * where it is unless a slot was cleared earlier in its cluster, and then
- * moves to the first free slot of its probe sequence, which is at or
- * before its own slot (the earlier slots of the cluster are final by
- * then).  Slots after the current one are never written, so an empty one
- * met by the pass was empty before it and ends a cluster. */
+ * An entry is removed by clearing its slot and byte; one that lay beyond
+ * its home also leaves the overflow counts of the buckets it passed,
+ * found from its node's hash (a dead node is intact until the sweep).
+ * No survivor moves. */
 static void prune(tg_ctx *ctx)
 {
-    uintptr_t *s = ctx->slots;
-    size_t cap = ctx->cap, dead = 0, start = 0;
-    if (!s)
+    bucket *a = ctx->tab;
+    size_t nb = ctx->nb, dead = 0;
+    uintptr_t mask = ctx->tagmask;
+    if (!a)
         return;
-    while (s[start])
-        start++;
-    int hole = 0;
-    for (size_t k = 0, i = start; k < cap; k++) {
-        if (++i == cap)
-            i = 0;
-        uintptr_t v = s[i];
-        if (!v) {
-            hole = 0;
-            continue;
-        }
-        if (!GC_is_marked(slot_term(ctx, v))) {
-            s[i] = 0;
+    for (size_t i = 0; i < nb; i++) {
+        uint64_t c = a[i].ctrl;
+        for (uint64_t m = c & CT_SLOTS; m; m &= m - 1) {
+            unsigned j = ct_slot(m);
+            uintptr_t v = a[i].s[j];
+            tg_term *t = (tg_term *)(v & ~mask);
+            if (GC_is_marked(t))
+                continue;
+            a[i].s[j] = 0;
+            c &= ~((uint64_t)0xFF << (8 * j));
             dead++;
-            hole = 1;
-        } else if (hole) {
-            s[i] = 0;
-            place(s, cap, home(ctx, slot_term(ctx, v)->h.hash), v);
+            if (v & DISP)   /* never bucket i itself */
+                uncount(a, nb, home_in(t->h.hash, nb), i);
         }
+        a[i].ctrl = c;
     }
     ctx->retaining = dead * 2 <= ctx->count;
     ctx->count -= dead;
@@ -456,10 +522,10 @@ static void prune(tg_ctx *ctx)
  * node the heap can hold, and every probe misses the cache.  Otherwise,
  * or if the collection left the table full, grow.  Returns -1 only when
  * out of memory with the table full. */
-#define FORCE_MINCAP (1u << 16)
+#define FORCE_MIN_BUCKETS ((size_t)1 << 13)   /* 512 KiB */
 static __attribute__((noinline)) int make_room(tg_ctx *ctx)
 {
-    if (!ctx->retaining && ctx->cap >= FORCE_MINCAP && ctx->forced != ctx->prunes + 1 &&
+    if (!ctx->retaining && ctx->nb >= FORCE_MIN_BUCKETS && ctx->forced != ctx->prunes + 1 &&
         ctx->count - ctx->survivors > ctx->survivors) {
         GC_word heap, freeb, unmapped, since, total;
         GC_get_heap_usage_safe(&heap, &freeb, &unmapped, &since, &total);
@@ -474,7 +540,7 @@ static __attribute__((noinline)) int make_room(tg_ctx *ctx)
     int r = 0;
     enter(ctx);
     if (ctx->count >= ctx->limit && grow(ctx)) {
-        if (ctx->count + 1 < ctx->cap)
+        if (ctx->count + 1 < ctx->nb * BSLOTS)
             ctx->limit = ctx->count + 1;    /* out of memory: fill up further */
         else
             r = -1;
@@ -522,51 +588,55 @@ static void *alloc_atomic(size_t bytes)
 
 /* ---- interning ---------------------------------------------------- */
 
-/* The probe loop shared by every kind: `same` decides equality with a
- * candidate `c` of equal hash.  Sets `found` to the existing node, or to
- * NULL with `where` set to the free slot the new node should take.  Run
- * between enter() and leave(). */
-#define PROBE(ctx, HASH, KIND, same, found, where)                           \
-    do {                                                                     \
-        uintptr_t *s_ = (ctx)->slots;                                        \
-        uintptr_t tag_ = tag_of((HASH), (ctx)->tagmask);                    \
-        size_t i_ = home((ctx), (HASH)), cap_ = (ctx)->cap;                   \
-        (found) = NULL;                                                      \
-        for (uintptr_t v_; (v_ = s_[i_]) != 0; i_ = i_ + 1 == cap_ ? 0 : i_ + 1) { \
-            if ((v_ & (ctx)->tagmask) != tag_)                               \
-                continue;                                                    \
-            tg_term *c = slot_term((ctx), v_);                               \
-            if (c->h.hash == (HASH) && c->h.kind == (KIND) && (same)) {      \
-                (found) = c;                                                 \
-                break;                                                       \
-            }                                                                \
-        }                                                                    \
-        (where) = i_;                                                        \
+/* The probe shared by every kind but chunks: `same` decides equality
+ * with a candidate `c` of equal hash.  Sets `found` to the existing node
+ * or to NULL.  Run between enter() and leave(). */
+#define PROBE(ctx, HASH, KIND, same, found)                                   \
+    do {                                                                      \
+        bucket *a_ = (ctx)->tab;                                              \
+        size_t nb_ = (ctx)->nb, i_ = home_in((HASH), nb_);                    \
+        uintptr_t mask_ = (ctx)->tagmask, pt_ = ptag(HASH);          \
+        uint64_t rep_ = ct_byte(HASH) * CT_ONES;                              \
+        (found) = NULL;                                                       \
+        for (;;) {                                                            \
+            uint64_t c_ = a_[i_].ctrl;                                        \
+            for (uint64_t m_ = ct_match(c_, rep_); m_; m_ &= m_ - 1) {        \
+                uintptr_t v_ = a_[i_].s[ct_slot(m_)];                         \
+                if ((v_ ^ pt_) & mask_)                                       \
+                    continue;                                                 \
+                tg_term *c = (tg_term *)(v_ & ~mask_);                        \
+                if (c->h.hash == (HASH) && c->h.kind == (KIND) && (same)) {   \
+                    (found) = c;                                              \
+                    break;                                                    \
+                }                                                             \
+            }                                                                 \
+            if ((found) || !(c_ >> CT_OVF_SHIFT))                             \
+                break;                                                        \
+            pt_ |= DISP;                                                      \
+            i_ = next_bucket(i_, nb_);                                        \
+        }                                                                     \
     } while (0)
 
-/* Store new node t in free slot i (inside enter/leave).  Returns 0, or
- * -1 when t lies above the high tag bits and there is no memory to give
- * them up. */
-static inline int store(tg_ctx *ctx, tg_term *t, size_t i)
+/* Store new node t, known not to be in the table (inside enter/leave).
+ * Returns 0, or -1 when t lies above the high tag bits and there is no
+ * memory to give them up. */
+static inline int store(tg_ctx *ctx, tg_term *t)
 {
-    if (__builtin_expect(((uintptr_t)t & ctx->tagmask) != 0, 0) &&
-        (i = narrow(ctx, t)) == (size_t)-1)
+    if (__builtin_expect(((uintptr_t)t & ctx->tagmask) != 0, 0) && narrow(ctx))
         return -1;
-    ctx->slots[i] = slot_make(ctx, t);
+    place(ctx->tab, ctx->nb, ctx->tagmask, (uintptr_t)t, t->h.hash);
     ctx->created++;
     ctx->count++;
     return 0;
 }
 
-/* Insert a freshly built node.  If a collection pruned the table while
- * the node was being allocated, the remembered slot may be stale, so the
- * free slot is searched again. */
-static tg_term *insert(tg_ctx *ctx, tg_term *t, size_t where, unsigned long prunes)
+/* Insert a freshly built node that a probe did not find.  Allocating it
+ * may have collected, which only removes entries, so it is still not in
+ * the table. */
+static tg_term *insert(tg_ctx *ctx, tg_term *t)
 {
     enter(ctx);
-    if (prunes != ctx->prunes)
-        where = free_slot(ctx, t->h.hash);
-    if (store(ctx, t, where))
+    if (store(ctx, t))
         t = NULL;
     else if (ctx->count > ctx->limit)
         grow(ctx);
@@ -601,7 +671,7 @@ static inline unsigned chunk_ground(tg_term *head, unsigned na, tg_term *const *
  * line, the call cost the churn of short-lived terms 6%, more than it
  * saved the lookups. */
 static inline __attribute__((always_inline)) tg_term *
-intern_miss(tg_ctx *ctx, tgT_hdr hd, tg_term *head, tg_term *const *args, tg_term *rest, size_t i)
+intern_miss(tg_ctx *ctx, tgT_hdr hd, tg_term *head, tg_term *const *args, tg_term *rest)
 {
     unsigned na = hd.n - 1u, hastail = (hd.flags & TGT_HASTAIL) != 0;
     size_t g = (sizeof(tgT_hdr) + (na + 1 + hastail) * sizeof(tg_term *) + 15) / 16;
@@ -615,7 +685,7 @@ intern_miss(tg_ctx *ctx, tgT_hdr hd, tg_term *head, tg_term *const *args, tg_ter
             t->e[k + 1] = args[k];
         if (hastail)
             t->e[na + 1] = rest;
-        int r = store(ctx, t, i);
+        int r = store(ctx, t);
         leave(ctx);
         return r ? NULL : t;
     }
@@ -626,7 +696,7 @@ intern_miss(tg_ctx *ctx, tgT_hdr hd, tg_term *head, tg_term *const *args, tg_ter
 }
 
 /* Positional multipliers of a chunk's hash: element i (the head is
- * element 0) contributes hash(e_i) * KPOS[i], the rest and the depth
+ * element 0) contributes hash52(e_i) * KPOS[i], the rest and the count
  * their own terms, and one finishing mix diffuses the sum.  The products
  * are independent, so the hash of a short application costs about one
  * multiply of latency per element fewer than a fold of mixes would. */
@@ -637,42 +707,30 @@ static const uint64_t KPOS[15] = {
     0xCBD0989A0B09659Bull, 0xF91BE2EDDA15B6F3ull, 0x1CF681E501B54559ull};
 _Static_assert(TGT_CHUNK <= 15, "one multiplier per element of a chunk");
 #define KREST 0x8EBC6AF09C88C6E3ull
-#define KDEPTH 0x589965CC75374CC3ull
-
-static inline uint32_t hash_finish(uint64_t x)
-{
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return (uint32_t)(x >> 32);
-}
+#define KCOUNT 0x589965CC75374CC3ull
 
 /* The header of the chunk (head args[0] .. args[na-1] . rest): kind,
- * count, depth, hash and the HASTAIL flag.  GROUND is left out: it
- * follows from the elements, so a lookup need not compute it; a miss
- * adds it (chunk_ground).  The depth takes part in the hash (see
- * TGT_DEPTH_BITS), and so does the element count. */
+ * count, the HASTAIL flag and the 52-bit hash (the top 32 bits of the
+ * mix for `hash`, 20 bits below them for `hash_hi`).  GROUND is left
+ * out: it follows from the elements, so a lookup need not compute it; a
+ * miss adds it (chunk_ground). */
 static inline __attribute__((always_inline)) tgT_hdr
 chunk_hdr(tg_term *head, unsigned na, tg_term *const *args, tg_term *rest)
 {
     /* () is the usual rest: its fields as constants */
     unsigned hastail = rest != TGT_NIL;
-    uint32_t d = hastail ? tgT_depth(rest) : 0, hd0 = tgT_depth(head);
-    uint64_t acc = (uint64_t)tgT_hash(head) * KPOS[0] +
-                   (uint64_t)(hastail ? tgT_hash(rest) : NIL_HASH) * KREST;
-    for (unsigned i = 0; i < na; i++) {
-        tg_term *a = args[i];
-        uint32_t di = tgT_depth(a);
-        d = di > d ? di : d;
-        acc += (uint64_t)tgT_hash(a) * KPOS[i + 1];
-    }
-    d = ((hd0 > d ? hd0 : d) + 1) & ((1u << TGT_DEPTH_BITS) - 1);
-    acc += ((uint64_t)d << 4 | na) * KDEPTH;
-    uint32_t h = hash_finish(acc);
-    return (tgT_hdr){TG_PAIR, hastail ? TGT_HASTAIL : 0, na + 1, d, h};
+    uint64_t acc = tgT_hash52(head) * KPOS[0] +
+                   (hastail ? tgT_hash52(rest) : (uint64_t)NIL_HASH << 20) * KREST + na * KCOUNT;
+    for (unsigned i = 0; i < na; i++)
+        acc += tgT_hash52(args[i]) * KPOS[i + 1];
+    acc = (acc ^ (acc >> 30)) * 0xBF58476D1CE4E5B9ull;
+    acc = (acc ^ (acc >> 27)) * 0x94D049BB133111EBull;
+    return (tgT_hdr){TG_PAIR, hastail ? TGT_HASTAIL : 0, na + 1, (uint32_t)acc >> 12,
+                     (uint32_t)(acc >> 32)};
 }
 
 /* Node c holds the chunk whose header word, GROUND aside, is `want`.
- * The 8-byte header (hash, kind, count, depth, HASTAIL) is compared in
+ * The 8-byte header (hash, kind, count, HASTAIL) is compared in
  * one go. */
 static inline __attribute__((always_inline)) int
 chunk_is(const tg_term *c, uint64_t want, tg_term *head, unsigned na, tg_term *const *args,
@@ -687,20 +745,30 @@ chunk_is(const tg_term *c, uint64_t want, tg_term *head, unsigned na, tg_term *c
     return k == na && (rest == TGT_NIL || c->e[na + 1] == rest);
 }
 
-/* Probe for the chunk from slot i (inside enter/leave): the node, or
- * NULL with *i the free slot that ends the probe sequence. */
+/* Probe for the chunk (inside enter/leave): the node, or NULL. */
 static inline __attribute__((always_inline)) tg_term *
-chunk_probe(const tg_ctx *ctx, size_t *i, tgT_hdr hd, tg_term *head, unsigned na,
-            tg_term *const *args, tg_term *rest)
+chunk_probe(const tg_ctx *ctx, tgT_hdr hd, tg_term *head, unsigned na, tg_term *const *args,
+            tg_term *rest)
 {
     uint64_t want = hdr_word(hd);
-    uintptr_t *s = ctx->slots, mask = ctx->tagmask, tag = tag_of(hd.hash, mask);
-    size_t j = *i, cap = ctx->cap;
-    for (uintptr_t v; (v = s[j]) != 0; j = j + 1 == cap ? 0 : j + 1)
-        if ((v & mask) == tag && chunk_is((tg_term *)(v & ~mask), want, head, na, args, rest))
-            return (tg_term *)(v & ~mask);
-    *i = j;
-    return NULL;
+    uint32_t h = hd.hash;
+    const bucket *a = ctx->tab;
+    size_t nb = ctx->nb, i = home_in(h, nb);
+    uintptr_t mask = ctx->tagmask, pt = ptag(h);
+    uint64_t rep = ct_byte(h) * CT_ONES;
+    for (;;) {
+        uint64_t c = a[i].ctrl;
+        for (uint64_t m = ct_match(c, rep); m; m &= m - 1) {
+            uintptr_t v = a[i].s[ct_slot(m)];
+            if (((v ^ pt) & mask) == 0 &&
+                chunk_is((tg_term *)(v & ~mask), want, head, na, args, rest))
+                return (tg_term *)(v & ~mask);
+        }
+        if (__builtin_expect(!(c >> CT_OVF_SHIFT), 1))
+            return NULL;
+        pt |= DISP;
+        i = next_bucket(i, nb);
+    }
 }
 
 /* Intern the chunk (head args[0] .. args[na-1] . rest).  The head is
@@ -712,13 +780,12 @@ intern_body(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args, tg_te
 {
     tgT_hdr hd = chunk_hdr(head, na, args, rest);
     enter(ctx);
-    size_t i = home(ctx, hd.hash);
-    tg_term *c = chunk_probe(ctx, &i, hd, head, na, args, rest);
+    tg_term *c = chunk_probe(ctx, hd, head, na, args, rest);
     if (c) {
         leave(ctx);
         return c;
     }
-    return intern_miss(ctx, hd, head, args, rest, i);
+    return intern_miss(ctx, hd, head, args, rest);
 }
 
 /* The generic entry. */
@@ -755,12 +822,10 @@ static uint32_t bytes_hash(const char *p, size_t n, uint32_t seed)
 static tg_term *intern_bytes(tg_ctx *ctx, tg_kind kind, const char *p, size_t n)
 {
     uint32_t h = bytes_hash(p, n, kind == TG_SYMBOL ? 0x53594d42u : 0x53545247u);
-    size_t where;
     tg_term *found;
     enter(ctx);
     PROBE(ctx, h, kind,
-          ((tgT_bytes *)c)->len == n && memcmp(((tgT_bytes *)c)->s, p, n) == 0, found, where);
-    unsigned long prunes = ctx->prunes;
+          ((tgT_bytes *)c)->len == n && memcmp(((tgT_bytes *)c)->s, p, n) == 0, found);
     leave(ctx);
     if (found)
         return found;
@@ -771,7 +836,7 @@ static tg_term *intern_bytes(tg_ctx *ctx, tg_kind kind, const char *p, size_t n)
     b->len = n;
     memcpy(b->s, p, n);
     b->s[n] = 0;
-    return insert(ctx, (tg_term *)b, where, prunes);
+    return insert(ctx, (tg_term *)b);
 }
 
 tg_term *tg_symbol(tg_ctx *ctx, const char *name, size_t len)
@@ -793,11 +858,9 @@ tg_term *tg_var(tg_ctx *ctx, const char *name, size_t len, uint64_t id)
     if (!sym)
         return NULL;
     uint32_t h = tgT_mix(sym->h.hash ^ 0x56415221u, tgT_fixhash((int64_t)id));
-    size_t where;
     tg_term *found;
     enter(ctx);
-    PROBE(ctx, h, TG_VAR, ((tgT_var *)c)->name == sym && ((tgT_var *)c)->id == id, found, where);
-    unsigned long prunes = ctx->prunes;
+    PROBE(ctx, h, TG_VAR, ((tgT_var *)c)->name == sym && ((tgT_var *)c)->id == id, found);
     leave(ctx);
     if (found)
         return found;
@@ -807,7 +870,7 @@ tg_term *tg_var(tg_ctx *ctx, const char *name, size_t len, uint64_t id)
     v->h = (tgT_hdr){TG_VAR, 0, 0, 0, h};
     v->name = sym;
     v->id = id;
-    return insert(ctx, (tg_term *)v, where, prunes);
+    return insert(ctx, (tg_term *)v);
 }
 
 void *tgT_alloc(tg_ctx *ctx, size_t bytes)
@@ -836,11 +899,9 @@ tg_term *tg_double(tg_ctx *ctx, double x)
     uint64_t bits;
     memcpy(&bits, &x, 8);
     uint32_t h = tgT_fixhash((int64_t)(bits ^ 0x444f55424c45ull));
-    size_t where;
     tg_term *found;
     enter(ctx);
-    PROBE(ctx, h, TG_DOUBLE, memcmp(&((tgT_dbl *)c)->v, &x, 8) == 0, found, where);
-    unsigned long prunes = ctx->prunes;
+    PROBE(ctx, h, TG_DOUBLE, memcmp(&((tgT_dbl *)c)->v, &x, 8) == 0, found);
     leave(ctx);
     if (found)
         return found;
@@ -849,7 +910,7 @@ tg_term *tg_double(tg_ctx *ctx, double x)
         return NULL;
     d->h = (tgT_hdr){TG_DOUBLE, TGT_GROUND, 0, 0, h};
     d->v = x;
-    return insert(ctx, (tg_term *)d, where, prunes);
+    return insert(ctx, (tg_term *)d);
 }
 
 /* ---- numbers ------------------------------------------------------ */
@@ -898,13 +959,11 @@ tg_term *tg_int_mpz(tg_ctx *ctx, const mpz_t v)
     size_t n = (size_t)(size < 0 ? -size : size);
     const mp_limb_t *d = v->_mp_d;
     uint32_t h = limbs_hash(d, n, size < 0 ? 0x4e454749u : 0x504f5349u);
-    size_t where;
     tg_term *found;
     enter(ctx);
     PROBE(ctx, h, TG_INT,
           ((tgT_big *)c)->size == size && memcmp(((tgT_big *)c)->d, d, n * sizeof *d) == 0,
-          found, where);
-    unsigned long prunes = ctx->prunes;
+          found);
     leave(ctx);
     if (found)
         return found;
@@ -914,7 +973,7 @@ tg_term *tg_int_mpz(tg_ctx *ctx, const mpz_t v)
     b->h = (tgT_hdr){TG_INT, TGT_GROUND, 0, 0, h};
     b->size = size;
     memcpy(b->d, d, n * sizeof *d);
-    return insert(ctx, (tg_term *)b, where, prunes);
+    return insert(ctx, (tg_term *)b);
 }
 
 tg_term *tg_int_parse(tg_ctx *ctx, const char *s, tg_error *err)
@@ -957,15 +1016,13 @@ tg_term *tg_rat_mpq(tg_ctx *ctx, const mpq_t v, tg_error *err)
     const mp_limb_t *nd = mpq_numref(q)->_mp_d, *dd = mpq_denref(q)->_mp_d;
     uint32_t h = tgT_mix(limbs_hash(nd, nn, ns < 0 ? 0x4e514e51u : 0x50515051u),
                          limbs_hash(dd, dn, 0x44454e4fu));
-    size_t where;
     tg_term *found;
     enter(ctx);
     PROBE(ctx, h, TG_RAT,
           ((tgT_rat *)c)->nsize == ns && ((tgT_rat *)c)->dsize == ds &&
               memcmp(((tgT_rat *)c)->d, nd, nn * sizeof *nd) == 0 &&
               memcmp(((tgT_rat *)c)->d + nn, dd, dn * sizeof *dd) == 0,
-          found, where);
-    unsigned long prunes = ctx->prunes;
+          found);
     leave(ctx);
     if (found) {
         t = found;
@@ -978,7 +1035,7 @@ tg_term *tg_rat_mpq(tg_ctx *ctx, const mpq_t v, tg_error *err)
         r->dsize = ds;
         memcpy(r->d, nd, nn * sizeof *nd);
         memcpy(r->d + nn, dd, dn * sizeof *dd);
-        t = insert(ctx, (tg_term *)r, where, prunes);
+        t = insert(ctx, (tg_term *)r);
     }
 done:
     mpq_clear(q);
@@ -1080,16 +1137,16 @@ tg_term *tg_app(tg_ctx *ctx, tg_term *head, size_t n, tg_term *const *args)
 /* Terms spread over a large table cost a cache miss for the home slot and
  * another for the node, and a single call cannot overlap them with the
  * next call's.  A batch works in groups: hash every application of the
- * group, fetch all their home slots, pick each one's candidate node and
+ * group, fetch all their home buckets, pick each one's candidate node and
  * fetch those, then compare.  The misses of a group overlap; a term not
  * found is then made by the ordinary path, which may allocate and
  * collect, so nothing found earlier is relied on across it. */
 #define BATCH_GROUP 32      /* 8, 16, 64: 29, 33, 35 M/s at 10^6 against 35 */
-/* Below this many slots (64 KiB of table) the table and its nodes stay in
- * the nearest caches, and single probes are faster than the passes: at
- * 10^3 terms 70 M/s against 57, while at 10^4 the groups already win, 52
- * against 48. */
-#define BATCH_MIN_CAP ((size_t)1 << 13)
+/* Below this many buckets (64 KiB of table) the table and its nodes stay
+ * in the nearest caches, and single probes are faster than the passes:
+ * at 10^3 terms 70 M/s against 57, while at 10^4 the groups already win,
+ * 52 against 48. */
+#define BATCH_MIN_BUCKETS ((size_t)1 << 10)
 
 static inline __attribute__((always_inline)) void
 batch_group(tg_ctx *ctx, tg_term *head, unsigned na, size_t m, tg_term *const *args,
@@ -1100,24 +1157,27 @@ batch_group(tg_ctx *ctx, tg_term *head, unsigned na, size_t m, tg_term *const *a
     for (size_t j = 0; j < m; j++)
         hd[j] = chunk_hdr(head, na, args + j * na, TGT_NIL);
     enter(ctx);
-    uintptr_t *s = ctx->slots, mask = ctx->tagmask;
+    const bucket *a = ctx->tab;
+    uintptr_t mask = ctx->tagmask;
     for (size_t j = 0; j < m; j++) {
-        at[j] = home(ctx, hd[j].hash);
-        __builtin_prefetch(&s[at[j]]);
+        at[j] = home_in(hd[j].hash, ctx->nb);
+        __builtin_prefetch(&a[at[j]]);
     }
-    /* the first slot that is empty or carries the tag: nearly always the
-     * node sought, or where the probe ends */
+    /* the first node of the home bucket whose byte and tag match: nearly
+     * always the node sought */
     for (size_t j = 0; j < m; j++) {
-        uintptr_t tag = tag_of(hd[j].hash, mask), v;
-        size_t i = at[j];
-        while ((v = s[i]) != 0 && (v & mask) != tag)
-            i = i + 1 == ctx->cap ? 0 : i + 1;
-        at[j] = i;
-        if (v)
-            __builtin_prefetch((void *)(v & ~mask));
+        uint32_t h = hd[j].hash;
+        uintptr_t pt = ptag(h);
+        for (uint64_t b = ct_match(a[at[j]].ctrl, ct_byte(h) * CT_ONES); b; b &= b - 1) {
+            uintptr_t v = a[at[j]].s[ct_slot(b)];
+            if (((v ^ pt) & mask) == 0) {
+                __builtin_prefetch((void *)(v & ~mask));
+                break;
+            }
+        }
     }
     for (size_t j = 0; j < m; j++)
-        out[j] = chunk_probe(ctx, &at[j], hd[j], head, na, args + j * na, TGT_NIL);
+        out[j] = chunk_probe(ctx, hd[j], head, na, args + j * na, TGT_NIL);
     leave(ctx);
     for (size_t j = 0; j < m; j++)
         if (!out[j] && !(out[j] = intern_chunk(ctx, head, na, args + j * na, TGT_NIL)))
@@ -1130,7 +1190,7 @@ static inline __attribute__((always_inline)) size_t
 batch_run(tg_ctx *ctx, tg_term *head, unsigned na, size_t count, tg_term *const *args,
           tg_term **out)
 {
-    if (ctx->cap < BATCH_MIN_CAP) {
+    if (ctx->nb < BATCH_MIN_BUCKETS) {
         for (size_t k = 0; k < count; k++)
             if (!(out[k] = intern_body(ctx, head, na, args + k * na, TGT_NIL)))
                 return k;
@@ -1527,15 +1587,15 @@ tg_ctx *tg_ctx_new(tg_error *err)
         return NULL;
     }
     memset(ctx, 0, sizeof *ctx);
-    ctx->slots = table_alloc(MINCAP, TAG_WIDE);
-    if (!ctx->slots) {
+    ctx->tab = table_alloc(MIN_BUCKETS, TAG_WIDE);
+    if (!ctx->tab) {
         GC_FREE(ctx);
         tgE_set(err, TG_ERR_NOMEM, NULL, 0, 0, "out of memory creating a context");
         return NULL;
     }
-    ctx->cap = MINCAP;
-    ctx->tagmask = tbl_tagmask(ctx->slots);
-    ctx->limit = MINCAP * MAXLOAD_NUM / MAXLOAD_DEN;
+    ctx->nb = MIN_BUCKETS;
+    ctx->tagmask = tbl_tagmask(ctx->tab);
+    ctx->limit = limit_for(MIN_BUCKETS);
     atomic_init(&ctx->busy, 0);
     GC_call_with_alloc_lock(link_ctx, ctx);
     return ctx;
@@ -1546,14 +1606,15 @@ void tg_ctx_free(tg_ctx *ctx)
     if (!ctx)
         return;
     GC_call_with_alloc_lock(unlink_ctx, ctx);
-    table_free(ctx->slots);
+    table_free(ctx->tab);
     GC_FREE(ctx);
 }
 
 void tg_ctx_stats(const tg_ctx *ctx, tg_stats *out)
 {
     out->live = ctx->count;
-    out->capacity = ctx->cap;
+    out->capacity = ctx->nb * BSLOTS;
+    out->table_bytes = table_bytes(ctx->nb);
     out->created = ctx->created;
     out->reclaimed = ctx->reclaimed;
 }

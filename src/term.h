@@ -18,6 +18,7 @@
 
 #include "tgrel.h"
 #include <stdbool.h>
+#include <string.h>
 
 #ifndef TGT_CHUNK
 #define TGT_CHUNK 8         /* at most 15: the header has 4 bits for it */
@@ -29,16 +30,17 @@ enum {
     TGT_LVAR = 4        /* var: a runtime logic variable (tgT_lvar) */
 };
 
-/* The depth (modulo 2^20) takes part in the hash: a node's hash is
- * otherwise a fixed function of its children's 32-bit hashes, and along a
- * chain (s (s (s ...))) iterating one function on 32 bits falls into a
- * cycle after about 2^16 steps, which would turn lookups quadratic. */
-#define TGT_DEPTH_BITS 20
+/* A node's hash has 52 bits: `hash`, which tg_hash returns and the
+ * table uses, and 20 more in `hash_hi`.  A chunk's hash is a function of
+ * its elements' 52-bit hashes; along a chain (s (s (s ...))) iterating
+ * one function on 32 bits would fall into a cycle after about 2^16 steps
+ * (and lookups would turn quadratic), on 52 bits only after about 2^26.
+ * Nodes other than chunks leave hash_hi 0. */
 typedef struct tgT_hdr {
     uint32_t kind : 4;      /* tg_kind; TG_INT here means a GMP integer */
     uint32_t flags : 4;
     uint32_t n : 4;         /* pairs: elements in this chunk */
-    uint32_t depth : TGT_DEPTH_BITS;   /* pairs: 1 + max depth below, wrapping */
+    uint32_t hash_hi : 20;
     uint32_t hash;
 } tgT_hdr;
 
@@ -124,8 +126,20 @@ static inline uint32_t tgT_fixhash(int64_t v) {
 static inline uint32_t tgT_hash(const tg_term *t) {
     return tgT_isfix(t) ? tgT_fixhash(tgT_fixval(t)) : t->h.hash;
 }
-static inline uint32_t tgT_depth(const tg_term *t) {
-    return tgT_isfix(t) ? 0 : t->h.depth;
+/* The 52-bit hash, hash << 20 | hash_hi (a small integer's is its
+ * 32-bit hash). */
+static inline uint64_t tgT_hash52(const tg_term *t) {
+    if (tgT_isfix(t))
+        return tgT_fixhash(tgT_fixval(t));
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* the bit-fields from the low end, as GCC and Clang lay them out
+     * here: one load and a shift */
+    uint64_t w;
+    memcpy(&w, &t->h, sizeof w);
+    return w >> 12;
+#else
+    return (uint64_t)t->h.hash << 20 | t->h.hash_hi;
+#endif
 }
 static inline bool tgT_ground(const tg_term *t) {
     return tgT_isfix(t) || (t->h.flags & TGT_GROUND);

@@ -276,6 +276,10 @@ static void test_chain_hashes(void)
     d = distinct(h, k);
     TAP_CHECK(d > k - k / 100, "suffixes of a list of 4*10^6 zeros have distinct hashes (%zu of %zu)",
               d, k);
+    /* the fast read of the 52-bit hash against the fields */
+    tg_term *x = tg_app(c, s, 1, &t);
+    TAP_CHECK(tgT_hash52(x) == ((uint64_t)x->h.hash << 20 | x->h.hash_hi),
+              "the 52-bit hash reads the header fields");
     free(h);
     tg_ctx_free(c);
 }
