@@ -78,9 +78,9 @@ tg_term tgT_nilobj __attribute__((aligned(16))) = {{TG_NIL, TGT_GROUND, 0, 0, NI
  * leaves unused: 4 low bits (nodes are 16-byte aligned) and, on 64-bit
  * systems, bits 47 to 63 (the user-space addresses of the usual 64-bit
  * systems stay below 2^47; a context that meets a node above gives up
- * the high bits, see narrow()).  Bit 0 says the entry lies beyond its
- * home bucket (DISP); bits 1 to 3 hold hash bits 7 to 9, bits 47 to 63
- * hash bits 10 to 26.  A byte match is confirmed on these before the
+ * the high bits, see narrow()).  Bits 0 and 1 hold how many buckets
+ * the entry lies beyond its home (3: three or more), bits 2 and 3 hash
+ * bits 7 and 8, bits 47 to 63 hash bits 9 to 25.  A byte match is confirmed on these before the
  * node is read, so a probe dereferences nearly only the node it is
  * looking for.  The home bucket comes from the high end of the hash
  * (multiply-shift, any number of buckets), the byte and tags from its
@@ -115,7 +115,7 @@ static inline unsigned ct_slot(uint64_t m)
 }
 
 #define TAG_LO ((uintptr_t)15)
-#define DISP ((uintptr_t)1)
+#define DISP ((uintptr_t)3)      /* the displacement bits */
 #if UINTPTR_MAX > 0xffffffffu
 #define TAG_HI_SHIFT 47
 #define TAG_HI (~(uintptr_t)0 << TAG_HI_SHIFT)
@@ -125,15 +125,20 @@ static inline unsigned ct_slot(uint64_t m)
 #define TAG_WIDE 0
 #endif
 
-/* The pointer tag of hash h at home (DISP clear).  Bits outside the tag
- * mask are junk: a probe compares under the mask, and place() masks. */
+/* The pointer tag of hash h at home (displacement 0).  Bits outside the
+ * tag mask are junk: a probe compares under the mask, and place() masks. */
 static inline uintptr_t ptag(uint32_t h)
 {
 #if TAG_WIDE
-    return (uintptr_t)h << (TAG_HI_SHIFT - 10) | (h >> 6 & 14);    /* bits 10..26 to 47..63 */
+    return (uintptr_t)h << (TAG_HI_SHIFT - 9) | (h >> 5 & 12);     /* bits 9..25 to 47..63 */
 #else
-    return h >> 6 & 14;
+    return h >> 5 & 12;
 #endif
+}
+/* The tag expected one bucket further on. */
+static inline uintptr_t ptag_next(uintptr_t pt)
+{
+    return pt + ((pt & DISP) != DISP);
 }
 
 /* Multiply-shift range reduction: any number of buckets, not only powers
@@ -242,7 +247,8 @@ static void retag(bucket *a)
             if (a[i].s[j]) {    /* during a rebuild's start, tab and old_tab are one array */
                 tg_term *t = (tg_term *)(a[i].s[j] & ~m);
                 uint32_t h = t->h.hash;
-                a[i].s[j] = (uintptr_t)t | (ptag(h) & m) | (home_in(h, nb) != i ? DISP : 0);
+                size_t d = (i + nb - home_in(h, nb)) % nb;
+                a[i].s[j] = (uintptr_t)t | (ptag(h) & m) | (d < DISP ? d : DISP);
             }
 }
 static void retag_all(void)
@@ -381,7 +387,7 @@ static inline void place(bucket *a, size_t nb, uintptr_t mask, uintptr_t v, uint
         }
         if ((c >> CT_OVF_SHIFT) != CT_OVF_MAX)
             a[i].ctrl = c + CT_OVF_ONE;
-        v |= DISP;
+        v = ptag_next(v);
         i = next_bucket(i, nb);
     }
 }
@@ -395,25 +401,74 @@ static void uncount(bucket *a, size_t nb, size_t from, size_t at)
             a[k].ctrl -= CT_OVF_ONE;
 }
 
+/* The hash of the entry in slot j of a bucket, of control word ctrl, of
+ * an array of nb >= 64 buckets with wide tags, without reading its node:
+ * the byte and the tags give the low 26 bits, and its home bucket k says
+ * the hash lies in [lo, lo + 2^32 / nb), where lo = ceil(k * 2^32 / nb):
+ * a window of at most 2^26 values, which holds one with those low bits.
+ * The home is known when the entry lies fewer than 3 buckets from it. */
+#define RECON_BITS 26
+#define RECON_MIN_BUCKETS ((size_t)1 << (32 - RECON_BITS))
+static inline uint32_t recon_hash(uint64_t ctrl, unsigned j, uintptr_t v, uint32_t lo)
+{
+#if TAG_WIDE
+    uint32_t low = ((uint32_t)(ctrl >> (8 * j)) & 0x7F) | (uint32_t)(v & 12) << 5 |
+                   (uint32_t)(v >> TAG_HI_SHIFT) << 9;
+    return lo + ((low - lo) & ((1u << RECON_BITS) - 1));
+#else
+    (void)ctrl, (void)j, (void)v;
+    return lo;      /* never called: narrow tags hold too few bits */
+#endif
+}
+static uint32_t lo_of(size_t k, size_t nb)
+{
+    return (uint32_t)((((uint64_t)k << 32) + nb - 1) / nb);
+}
+
 /* Place every entry of array old (tag mask omask) in the empty array na.
- * Reading each node's hash is a cache miss on a large table: the nodes
- * of a bucket some buckets ahead are fetched early so that the misses
- * overlap.  The writes are nearly sequential, homes being monotonic in
- * the hash. */
+ * With wide tags the hash of nearly every entry follows from its slot
+ * (see recon_hash), so the pass reads only the two arrays, nearly
+ * sequentially (homes are monotonic in the hash).  Otherwise it reads
+ * the nodes, fetched some buckets ahead so that the misses overlap. */
 #define REBUILD_PREFETCH 3      /* buckets */
 static void move_all(const bucket *old, size_t onb, uintptr_t omask, bucket *na, size_t nnb)
 {
     uintptr_t nmask = tbl_tagmask(na);
+    int recon = TAG_WIDE && omask != TAG_LO && onb >= RECON_MIN_BUCKETS;
+    /* lo[d] = ceil((i - d) * 2^32 / onb) for displacements d of 0 to 2;
+     * lo[0] stepped as a quotient and a remainder */
+    uint64_t qstep = ((uint64_t)1 << 32) / onb, rstep = ((uint64_t)1 << 32) % onb, q = 0, r = 0;
+    uint32_t lo[3] = {lo_of(onb - 1, onb), lo_of(onb - 2, onb), 0};
     for (size_t i = 0; i < onb; i++) {
         if (i + REBUILD_PREFETCH < onb) {
             const bucket *p = &old[i + REBUILD_PREFETCH];
-            for (uint64_t m = p->ctrl & CT_SLOTS; m; m &= m - 1)
-                __builtin_prefetch((void *)(p->s[ct_slot(m)] & ~omask));
+            for (uint64_t m = p->ctrl & CT_SLOTS; m; m &= m - 1) {
+                uintptr_t v = p->s[ct_slot(m)];
+                if (!recon || (v & DISP) == DISP)
+                    __builtin_prefetch((void *)(v & ~omask));
+            }
         }
-        const bucket *q = &old[i];
-        for (uint64_t m = q->ctrl & CT_SLOTS; m; m &= m - 1) {
-            tg_term *t = (tg_term *)(q->s[ct_slot(m)] & ~omask);
-            place(na, nnb, nmask, (uintptr_t)t, t->h.hash);
+        const bucket *b = &old[i];
+        uint64_t c = b->ctrl;
+        lo[2] = lo[1];
+        lo[1] = lo[0];
+        lo[0] = (uint32_t)(q + (r != 0));
+        for (uint64_t m = c & CT_SLOTS; m; m &= m - 1) {
+            unsigned j = ct_slot(m);
+            uintptr_t v = b->s[j], d = v & DISP;
+            uintptr_t t = v & ~omask;
+            uint32_t h = recon && d != DISP ? recon_hash(c, j, v, lo[d]) : ((tg_term *)t)->h.hash;
+#ifdef TGT_CHECK_RECON
+            if (h != ((tg_term *)t)->h.hash)
+                abort();
+#endif
+            place(na, nnb, nmask, t, h);
+        }
+        q += qstep;
+        r += rstep;
+        if (r >= onb) {
+            q++;
+            r -= onb;
         }
     }
 }
@@ -477,7 +532,8 @@ void tgT_narrow(tg_ctx *ctx)
  * with the world stopped and the allocation lock held: no allocation.
  * An entry is removed by clearing its slot and byte; one that lay beyond
  * its home also leaves the overflow counts of the buckets it passed,
- * found from its node's hash (a dead node is intact until the sweep).
+ * found from its displacement, or from its node's hash when that is 3
+ * or more (a dead node is intact until the sweep).
  * No survivor moves. */
 static void prune(tg_ctx *ctx)
 {
@@ -497,8 +553,9 @@ static void prune(tg_ctx *ctx)
             a[i].s[j] = 0;
             c &= ~((uint64_t)0xFF << (8 * j));
             dead++;
-            if (v & DISP)   /* never bucket i itself */
-                uncount(a, nb, home_in(t->h.hash, nb), i);
+            uintptr_t d = v & DISP;
+            if (d)  /* the home is never bucket i itself */
+                uncount(a, nb, d < DISP ? (i + nb - d) % nb : home_in(t->h.hash, nb), i);
         }
         a[i].ctrl = c;
     }
@@ -612,7 +669,7 @@ static void *alloc_atomic(size_t bytes)
             }                                                                 \
             if ((found) || !(c_ >> CT_OVF_SHIFT))                             \
                 break;                                                        \
-            pt_ |= DISP;                                                      \
+            pt_ = ptag_next(pt_);                                             \
             i_ = next_bucket(i_, nb_);                                        \
         }                                                                     \
     } while (0)
@@ -766,7 +823,7 @@ chunk_probe(const tg_ctx *ctx, tgT_hdr hd, tg_term *head, unsigned na, tg_term *
         }
         if (__builtin_expect(!(c >> CT_OVF_SHIFT), 1))
             return NULL;
-        pt |= DISP;
+        pt = ptag_next(pt);
         i = next_bucket(i, nb);
     }
 }
