@@ -529,6 +529,49 @@ void tgT_narrow(tg_ctx *ctx)
     leave(ctx);
 }
 
+const char *tgT_table_check(const tg_ctx *ctx)
+{
+    const bucket *a = ctx->tab;
+    size_t nb = ctx->nb, n = 0;
+    uintptr_t mask = ctx->tagmask;
+    if (tbl_nb(a) != nb || tbl_tagmask(a) != mask)
+        return "the array's header disagrees with the context";
+    size_t *pass = calloc(nb, sizeof *pass);
+    if (!pass)
+        return NULL;
+    const char *bad = NULL;
+    for (size_t i = 0; i < nb && !bad; i++)
+        for (unsigned j = 0; j < BSLOTS && !bad; j++) {
+            uint64_t byte = a[i].ctrl >> (8 * j) & 0xFF;
+            uintptr_t v = a[i].s[j];
+            if (!byte != !v) {
+                bad = "a slot and its control byte disagree";
+                break;
+            }
+            if (!v)
+                continue;
+            n++;
+            const tg_term *t = (const tg_term *)(v & ~mask);
+            uint32_t h = t->h.hash;
+            size_t home = home_in(h, nb), d = (i + nb - home) % nb;
+            if (byte != ct_byte(h))
+                bad = "a control byte is not its node's";
+            else if ((v & mask) != ((ptag(h) & mask) | (d < DISP ? d : DISP)))
+                bad = "a pointer tag is not its node's";
+            for (size_t k = home; k != i; k = next_bucket(k, nb))
+                pass[k]++;
+        }
+    if (!bad && n != ctx->count)
+        bad = "the entry count is wrong";
+    for (size_t k = 0; k < nb && !bad; k++) {
+        size_t ovf = a[k].ctrl >> CT_OVF_SHIFT;
+        if (ovf != CT_OVF_MAX && ovf != pass[k])
+            bad = "an overflow count is wrong";
+    }
+    free(pass);
+    return bad;
+}
+
 /* Remove the entries of nodes the last mark phase did not reach.  Runs
  * with the world stopped and the allocation lock held: no allocation.
  * An entry is removed by clearing its slot and byte; one that lay beyond
@@ -803,30 +846,53 @@ chunk_is(const tg_term *c, uint64_t want, tg_term *head, unsigned na, tg_term *c
     return k == na && (rest == TGT_NIL || c->e[na + 1] == rest);
 }
 
+/* The probe of the chunk whose header word is `want` in bucket i, for
+ * hash h and pointer tag pt. */
+static inline __attribute__((always_inline)) tg_term *
+chunk_in(const bucket *b, uint64_t c, uint32_t h, uintptr_t pt, uintptr_t mask, uint64_t want,
+         tg_term *head, unsigned na, tg_term *const *args, tg_term *rest)
+{
+    for (uint64_t m = ct_match(c, ct_byte(h) * CT_ONES); m; m &= m - 1) {
+        uintptr_t v = b->s[ct_slot(m)];
+        if (((v ^ pt) & mask) == 0 && chunk_is((tg_term *)(v & ~mask), want, head, na, args, rest))
+            return (tg_term *)(v & ~mask);
+    }
+    return NULL;
+}
+
+/* The probe beyond a home bucket that overflowed, from bucket i; out of
+ * line (and for any count), so that the usual probe of one bucket keeps
+ * its values in registers. */
+static __attribute__((noinline)) tg_term *
+chunk_probe_on(const tg_ctx *ctx, size_t i, tgT_hdr hd, tg_term *head, unsigned na,
+               tg_term *const *args, tg_term *rest)
+{
+    uint32_t h = hd.hash;
+    const bucket *a = ctx->tab;
+    uintptr_t mask = ctx->tagmask, pt = ptag_next(ptag(h));
+    for (;;) {
+        uint64_t c = a[i].ctrl;
+        tg_term *t = chunk_in(&a[i], c, h, pt, mask, hdr_word(hd), head, na, args, rest);
+        if (t || !(c >> CT_OVF_SHIFT))
+            return t;
+        pt = ptag_next(pt);
+        i = next_bucket(i, ctx->nb);
+    }
+}
+
 /* Probe for the chunk (inside enter/leave): the node, or NULL. */
 static inline __attribute__((always_inline)) tg_term *
 chunk_probe(const tg_ctx *ctx, tgT_hdr hd, tg_term *head, unsigned na, tg_term *const *args,
             tg_term *rest)
 {
-    uint64_t want = hdr_word(hd);
     uint32_t h = hd.hash;
-    const bucket *a = ctx->tab;
-    size_t nb = ctx->nb, i = home_in(h, nb);
-    uintptr_t mask = ctx->tagmask, pt = ptag(h);
-    uint64_t rep = ct_byte(h) * CT_ONES;
-    for (;;) {
-        uint64_t c = a[i].ctrl;
-        for (uint64_t m = ct_match(c, rep); m; m &= m - 1) {
-            uintptr_t v = a[i].s[ct_slot(m)];
-            if (((v ^ pt) & mask) == 0 &&
-                chunk_is((tg_term *)(v & ~mask), want, head, na, args, rest))
-                return (tg_term *)(v & ~mask);
-        }
-        if (__builtin_expect(!(c >> CT_OVF_SHIFT), 1))
-            return NULL;
-        pt = ptag_next(pt);
-        i = next_bucket(i, nb);
-    }
+    size_t i = home_in(h, ctx->nb);
+    const bucket *b = &ctx->tab[i];
+    uint64_t c = b->ctrl;
+    tg_term *t = chunk_in(b, c, h, ptag(h), ctx->tagmask, hdr_word(hd), head, na, args, rest);
+    if (__builtin_expect(t != NULL || !(c >> CT_OVF_SHIFT), 1))
+        return t;
+    return chunk_probe_on(ctx, next_bucket(i, ctx->nb), hd, head, na, args, rest);
 }
 
 /* Intern the chunk (head args[0] .. args[na-1] . rest).  The head is

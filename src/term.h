@@ -195,4 +195,11 @@ void tgT_narrow(tg_ctx *ctx);
  * another thread; for tests of that path. */
 void tgT_busy(tg_ctx *ctx, int on);
 
+/* Check the invariants of the context's table: every entry's control
+ * byte and pointer tag agree with its node's hash and its place, the
+ * entry count is right, and each bucket's overflow count is the number
+ * of entries whose probe passes it (or saturated).  Returns NULL, or a
+ * description of the first violation; for tests. */
+const char *tgT_table_check(const tg_ctx *ctx);
+
 #endif

@@ -55,6 +55,8 @@ static void test_churn(void)
     TAP_CHECK(st.reclaimed > (size_t)n / 2, "dead nodes are removed from the table (%zu of %zu)",
               st.reclaimed, st.created);
     TAP_CHECK(st.capacity < (size_t)n / 4, "the table stays small (%zu slots)", st.capacity);
+    const char *bad = tgT_table_check(c);
+    TAP_CHECK(!bad, "the table is consistent after the churn (%s)", bad ? bad : "yes");
     tg_ctx_free(c);
 }
 
@@ -141,6 +143,8 @@ static void test_busy_collection(void)
     TAP_CHECK(during.live == before.live, "a busy context is not pruned (%zu -> %zu entries)",
               before.live, during.live);
     TAP_CHECK(found_again(c, h, keep) == KEEP, "its table is intact after the collection");
+    const char *bad = tgT_table_check(c);
+    TAP_CHECK(!bad, "and consistent, tags put back (%s)", bad ? bad : "yes");
     GC_gcollect();
     tg_ctx_stats(c, &after);
     TAP_CHECK(after.live < during.live && after.live < KEEP + 1000,
@@ -170,6 +174,86 @@ static void test_narrow_tags(void)
     tg_stats st;
     tg_ctx_stats(c, &st);
     TAP_CHECK(st.reclaimed > 200000, "dead entries are pruned (%zu)", st.reclaimed);
+    const char *bad = tgT_table_check(c);
+    TAP_CHECK(!bad, "the narrowed table is consistent (%s)", bad ? bad : "yes");
+    tg_ctx_free(c);
+}
+
+/* Terms whose hashes all lie in the top 2^22 values share the last
+ * bucket as their home in any table of up to 1024 buckets: they overflow
+ * past the end of the array into its first buckets, pass the last bucket
+ * more than 255 times (its overflow count saturates) and lie three and
+ * more buckets from home.  Lookups, growth, pruning and narrowing must
+ * all keep such a table canonical and consistent. */
+static void test_overflow(void)
+{
+    enum { N = 1000 };
+    tg_ctx *a = tg_ctx_new(NULL);
+    tg_term *fa = tg_symbol_cstr(a, "f");
+    int64_t ids[N];
+    size_t n = 0;
+    for (int64_t i = 0; n < N; i++) {
+        tg_term *x = tg_int(a, i);
+        if (tg_hash(tg_app(a, fa, 1, &x)) >= 0xFFC00000u)
+            ids[n++] = i;
+    }
+    tg_ctx_free(a);
+
+    tg_ctx *c = tg_ctx_new(NULL);
+    tg_term *f = tg_symbol_cstr(c, "f");
+    tg_term **keep = GC_MALLOC(N * sizeof *keep);
+    for (size_t k = 0; k < N; k++) {
+        tg_term *x = tg_int(c, ids[k]);
+        keep[k] = tg_app(c, f, 1, &x);
+    }
+    tg_stats st;
+    tg_ctx_stats(c, &st);
+    const char *bad = tgT_table_check(c);
+    TAP_CHECK(!bad && st.capacity <= 1024 * 7,
+              "%d terms of one home bucket in %zu slots: the table is consistent (%s)", N,
+              st.capacity, bad ? bad : "yes");
+    size_t same = 0;
+    for (size_t k = 0; k < N; k++) {
+        tg_term *x = tg_int(c, ids[k]);
+        same += tg_app(c, f, 1, &x) == keep[k];
+    }
+    TAP_CHECK(same == N, "each is found again (%zu of %d)", same, N);
+
+    for (size_t k = 1; k < N; k += 2)
+        ((tg_term *volatile *)keep)[k] = NULL;
+    GC_gcollect();
+    tg_stats after;
+    tg_ctx_stats(c, &after);
+    bad = tgT_table_check(c);
+    TAP_CHECK(!bad && after.live < st.live, "pruning half of them (%zu -> %zu entries) keeps it "
+              "consistent (%s)", st.live, after.live, bad ? bad : "yes");
+    same = 0;
+    for (size_t k = 0; k < N; k += 2) {
+        tg_term *x = tg_int(c, ids[k]);
+        same += tg_app(c, f, 1, &x) == keep[k];
+    }
+    TAP_CHECK(same == N / 2, "the kept ones are found again (%zu of %d)", same, N / 2);
+    for (size_t k = 1; k < N; k += 2) {
+        tg_term *x = tg_int(c, ids[k]);
+        keep[k] = tg_app(c, f, 1, &x);
+    }
+    same = 0;
+    for (size_t k = 0; k < N; k++) {
+        tg_term *x = tg_int(c, ids[k]);
+        same += tg_app(c, f, 1, &x) == keep[k];
+    }
+    bad = tgT_table_check(c);
+    TAP_CHECK(!bad && same == N, "made again, all are canonical (%zu of %d; %s)", same, N,
+              bad ? bad : "consistent");
+    tgT_narrow(c);
+    same = 0;
+    for (size_t k = 0; k < N; k++) {
+        tg_term *x = tg_int(c, ids[k]);
+        same += tg_app(c, f, 1, &x) == keep[k];
+    }
+    bad = tgT_table_check(c);
+    TAP_CHECK(!bad && same == N, "and after narrowing the tags (%zu of %d; %s)", same, N,
+              bad ? bad : "consistent");
     tg_ctx_free(c);
 }
 
@@ -354,6 +438,7 @@ int main(void)
     test_identity();
     test_busy_collection();
     test_narrow_tags();
+    test_overflow();
     test_threads();
     test_chain_hashes();
     test_grid_hashes();
