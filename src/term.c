@@ -888,6 +888,7 @@ chunk_probe(const tg_ctx *ctx, tgT_hdr hd, tg_term *head, unsigned na, tg_term *
     uint32_t h = hd.hash;
     size_t i = home_in(h, ctx->nb);
     const bucket *b = &ctx->tab[i];
+    __builtin_prefetch(b + 1);  /* where an overflowed probe goes on */
     uint64_t c = b->ctrl;
     tg_term *t = chunk_in(b, c, h, ptag(h), ctx->tagmask, hdr_word(hd), head, na, args, rest);
     if (__builtin_expect(t != NULL || !(c >> CT_OVF_SHIFT), 1))
