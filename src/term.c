@@ -184,6 +184,11 @@ static bucket *table_alloc(size_t nb, int wide)
         munmap(m + lead + n, HUGE_BYTES - lead);
         madvise(m + lead, n, MADV_HUGEPAGE);
         p = m + lead;
+        /* A write to each page now: a rebuild reads a bucket before it
+         * writes it, and the first read of a page maps the shared zero
+         * page, which the write then has to replace (two faults). */
+        for (size_t k = 0; k < n; k += 4096)
+            ((volatile char *)p)[k] = 0;
     }
 #endif
     if (!p) {   /* small, or not Linux (table_free tells them apart the same way) */
