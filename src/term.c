@@ -1273,13 +1273,10 @@ tg_term *tg_app(tg_ctx *ctx, tg_term *head, size_t n, tg_term *const *args)
  * found earlier is relied on across it.  A pass that also fetched each
  * candidate node before the probes (when probes were slot by slot) no
  * longer paid: 44 against 53 M/s among 10^5 terms, equal when the terms
- * are probed in random order. */
-#define BATCH_GROUP 32      /* 8, 16, 64: 29, 33, 35 M/s at 10^6 against 35 */
-/* Below this many buckets (64 KiB of table) the table and its nodes stay
- * in the nearest caches, and single probes are faster than the passes:
- * at 10^3 terms 70 M/s against 57, while at 10^4 the groups already win,
- * 52 against 48. */
-#define BATCH_MIN_BUCKETS ((size_t)1 << 10)
+ * are probed in random order.  Small tables, which stay in the nearest
+ * caches, no longer need single probes either (10^3 terms: 86 M/s in
+ * groups, 82 one by one). */
+#define BATCH_GROUP 32      /* 16, 64: within 5% of 32 at 10^5 and 10^6 terms */
 
 static inline __attribute__((always_inline)) void
 batch_group(tg_ctx *ctx, tg_term *head, unsigned na, size_t m, tg_term *const *args,
@@ -1308,12 +1305,6 @@ static inline __attribute__((always_inline)) size_t
 batch_run(tg_ctx *ctx, tg_term *head, unsigned na, size_t count, tg_term *const *args,
           tg_term **out)
 {
-    if (ctx->nb < BATCH_MIN_BUCKETS) {
-        for (size_t k = 0; k < count; k++)
-            if (!(out[k] = intern_body(ctx, head, na, args + k * na, TGT_NIL)))
-                return k;
-        return count;
-    }
     for (size_t k = 0; k < count; k += BATCH_GROUP) {
         size_t m = count - k < BATCH_GROUP ? count - k : BATCH_GROUP;
         batch_group(ctx, head, na, m, args + k * na, out + k);
