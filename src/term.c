@@ -64,12 +64,14 @@ tg_term tgT_nilobj __attribute__((aligned(16))) = {{TG_NIL, TGT_GROUND, 0, 0, NI
 /* The table is an array of 64-byte buckets: a control word and 7 slots.
  * The control word has one byte per slot, 0 when the slot is empty and
  * 0x80 | the low 7 bits of its node's hash otherwise, and in its top
- * byte the bucket's overflow count: how many entries whose home is this
- * bucket or an earlier one were placed beyond it because it was full
- * (saturating: at 255 it stays 255).  A probe reads the home bucket's
- * control word, finds the slots whose byte matches with a few word
- * operations, and goes on to the next bucket only when the overflow
- * count is not zero.  Where in its bucket an entry lies changes no
+ * byte the bucket's overflow record: in its low 4 bits, how many entries
+ * whose home is this bucket or an earlier one were placed beyond it
+ * because it was full (saturating: at 15 it stays 15), and in its high 4
+ * bits a filter of them, one bit set by each such entry, chosen by two
+ * bits of its hash (cleared when the count falls to 0).  A probe reads
+ * the home bucket's control word, finds the slots whose byte matches with
+ * a few word operations, and goes on to the next bucket only when its
+ * own filter bit is set.  Where in its bucket an entry lies changes no
  * branch, so consecutive lookups overlap their cache misses; with
  * linear probing over single slots, the end of each probe was a branch
  * on the missed slot that the processor could not predict.
@@ -96,7 +98,16 @@ typedef struct bucket {
 #define CT_SLOTS 0x0080808080808080ull  /* the top bit of each slot's byte */
 #define CT_OVF_SHIFT 56
 #define CT_OVF_ONE ((uint64_t)1 << CT_OVF_SHIFT)
-#define CT_OVF_MAX 255u
+#define CT_OVF_MAX 15u      /* the count's 4 bits */
+#define CT_OVF_COUNT ((uint64_t)CT_OVF_MAX << CT_OVF_SHIFT)
+#define CT_OVF_FILTER ((uint64_t)0xF << (CT_OVF_SHIFT + 4))
+
+/* The filter bit of hash h in an overflow byte: one of 4, by hash bits 0
+ * and 1, which say nothing of the home. */
+static inline uint64_t ct_filter(uint32_t h)
+{
+    return (uint64_t)1 << (CT_OVF_SHIFT + 4 + (h & 3));
+}
 
 static inline uint64_t ct_byte(uint32_t h)
 {
@@ -391,20 +402,24 @@ static inline void place(bucket *a, size_t nb, uintptr_t mask, uintptr_t v, uint
             a[i].ctrl = c | ct_byte(h) << (8 * j);
             return;
         }
-        if ((c >> CT_OVF_SHIFT) != CT_OVF_MAX)
-            a[i].ctrl = c + CT_OVF_ONE;
+        if ((c & CT_OVF_COUNT) != CT_OVF_COUNT)
+            c += CT_OVF_ONE;
+        a[i].ctrl = c | ct_filter(h);
         v = ptag_next(v);
         i = next_bucket(i, nb);
     }
 }
 
-/* Take an entry that lay in bucket `at`, away from its home `from`, out
- * of the overflow counts of the buckets between (saturated counts stay). */
-static void uncount(bucket *a, size_t nb, size_t from, size_t at)
+/* Count an entry that lies in bucket `at`, away from its home `from`, in
+ * the overflow records of the buckets between. */
+static void count_passes(bucket *a, size_t nb, size_t from, size_t at, uint32_t h)
 {
-    for (size_t k = from; k != at; k = next_bucket(k, nb))
-        if ((a[k].ctrl >> CT_OVF_SHIFT) != CT_OVF_MAX)
-            a[k].ctrl -= CT_OVF_ONE;
+    for (size_t k = from; k != at; k = next_bucket(k, nb)) {
+        uint64_t c = a[k].ctrl;
+        if ((c & CT_OVF_COUNT) != CT_OVF_COUNT)
+            c += CT_OVF_ONE;
+        a[k].ctrl = c | ct_filter(h);
+    }
 }
 
 /* The hash of the entry in slot j of a bucket, of control word ctrl, of
@@ -542,8 +557,12 @@ const char *tgT_table_check(const tg_ctx *ctx)
     if (tbl_nb(a) != nb || tbl_tagmask(a) != mask)
         return "the array's header disagrees with the context";
     size_t *pass = calloc(nb, sizeof *pass);
-    if (!pass)
+    uint64_t *filter = calloc(nb, sizeof *filter);
+    if (!pass || !filter) {
+        free(pass);
+        free(filter);
         return NULL;
+    }
     const char *bad = NULL;
     for (size_t i = 0; i < nb && !bad; i++)
         for (unsigned j = 0; j < BSLOTS && !bad; j++) {
@@ -563,48 +582,69 @@ const char *tgT_table_check(const tg_ctx *ctx)
                 bad = "a control byte is not its node's";
             else if ((v & mask) != ((ptag(h) & mask) | (d < DISP ? d : DISP)))
                 bad = "a pointer tag is not its node's";
-            for (size_t k = home; k != i; k = next_bucket(k, nb))
+            for (size_t k = home; k != i; k = next_bucket(k, nb)) {
                 pass[k]++;
+                filter[k] |= ct_filter(h);
+            }
         }
     if (!bad && n != ctx->count)
         bad = "the entry count is wrong";
     for (size_t k = 0; k < nb && !bad; k++) {
-        size_t ovf = a[k].ctrl >> CT_OVF_SHIFT;
+        size_t ovf = (a[k].ctrl & CT_OVF_COUNT) >> CT_OVF_SHIFT;
         if (ovf != CT_OVF_MAX && ovf != pass[k])
             bad = "an overflow count is wrong";
+        else if ((a[k].ctrl & filter[k]) != filter[k])
+            bad = "an overflow filter lacks a bit";
+        else if (!ovf && (a[k].ctrl & CT_OVF_FILTER))
+            bad = "an overflow filter outlives its count";
     }
     free(pass);
+    free(filter);
     return bad;
 }
 
 /* Remove the entries of nodes the last mark phase did not reach.  Runs
  * with the world stopped and the allocation lock held: no allocation.
- * An entry is removed by clearing its slot and byte; one that lay beyond
- * its home also leaves the overflow counts of the buckets it passed,
- * found from its displacement, or from its node's hash when that is 3
- * or more (a dead node is intact until the sweep).
- * No survivor moves. */
+ * An entry is removed by clearing its slot and byte; no survivor moves.
+ * The overflow records are counted again from the survivors (their
+ * homes from their displacements, or from their nodes' hashes when that
+ * is 3 or more), so that a count saturated since the last collection
+ * does not stay so.  The pass starts after a bucket no entry passed, so
+ * that each survivor comes after the buckets it passed, which are then
+ * final; without such a bucket the records are all cleared first. */
+#define CT_OVF_BYTE (CT_OVF_COUNT | CT_OVF_FILTER)
 static void prune(tg_ctx *ctx)
 {
     bucket *a = ctx->tab;
-    size_t nb = ctx->nb, dead = 0;
+    size_t nb = ctx->nb, dead = 0, start = 0;
     uintptr_t mask = ctx->tagmask;
     if (!a)
         return;
-    for (size_t i = 0; i < nb; i++) {
-        uint64_t c = a[i].ctrl;
+    while (start < nb && (a[start].ctrl & CT_OVF_COUNT))
+        start++;
+    uint64_t keep = ~CT_OVF_BYTE;
+    if (start == nb) {
+        for (size_t i = 0; i < nb; i++)
+            a[i].ctrl &= ~CT_OVF_BYTE;
+        keep = ~(uint64_t)0;
+        start = 0;
+    } else
+        start = next_bucket(start, nb);
+    for (size_t n = 0, i = start; n < nb; n++, i = next_bucket(i, nb)) {
+        uint64_t c = a[i].ctrl & keep;
         for (uint64_t m = c & CT_SLOTS; m; m &= m - 1) {
             unsigned j = ct_slot(m);
-            uintptr_t v = a[i].s[j];
+            uintptr_t v = a[i].s[j], d = v & DISP;
             tg_term *t = (tg_term *)(v & ~mask);
-            if (GC_is_marked(t))
+            if (GC_is_marked(t)) {
+                if (d)  /* never passes bucket i itself */
+                    count_passes(a, nb, d < DISP ? (i + nb - d) % nb : home_in(t->h.hash, nb), i,
+                                 (uint32_t)(c >> (8 * j)));
                 continue;
+            }
             a[i].s[j] = 0;
             c &= ~((uint64_t)0xFF << (8 * j));
             dead++;
-            uintptr_t d = v & DISP;
-            if (d)  /* the home is never bucket i itself */
-                uncount(a, nb, d < DISP ? (i + nb - d) % nb : home_in(t->h.hash, nb), i);
         }
         a[i].ctrl = c;
     }
@@ -716,7 +756,7 @@ static void *alloc_atomic(size_t bytes)
                     break;                                                    \
                 }                                                             \
             }                                                                 \
-            if ((found) || !(c_ >> CT_OVF_SHIFT))                             \
+            if ((found) || !(c_ & ct_filter(HASH)))                           \
                 break;                                                        \
             pt_ = ptag_next(pt_);                                             \
             i_ = next_bucket(i_, nb_);                                        \
@@ -878,7 +918,7 @@ chunk_probe_on(const tg_ctx *ctx, size_t i, tgT_hdr hd, tg_term *head, unsigned 
     for (;;) {
         uint64_t c = a[i].ctrl;
         tg_term *t = chunk_in(&a[i], c, h, pt, mask, hdr_word(hd), head, na, args, rest);
-        if (t || !(c >> CT_OVF_SHIFT))
+        if (t || !(c & ct_filter(h)))
             return t;
         pt = ptag_next(pt);
         i = next_bucket(i, ctx->nb);
@@ -896,7 +936,7 @@ chunk_probe(const tg_ctx *ctx, tgT_hdr hd, tg_term *head, unsigned na, tg_term *
     __builtin_prefetch(b + 1);  /* where an overflowed probe goes on */
     uint64_t c = b->ctrl;
     tg_term *t = chunk_in(b, c, h, ptag(h), ctx->tagmask, hdr_word(hd), head, na, args, rest);
-    if (__builtin_expect(t != NULL || !(c >> CT_OVF_SHIFT), 1))
+    if (__builtin_expect(t != NULL || !(c & ct_filter(h)), 1))
         return t;
     return chunk_probe_on(ctx, next_bucket(i, ctx->nb), hd, head, na, args, rest);
 }
