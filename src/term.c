@@ -2,18 +2,20 @@
  * through the Boehm collector, constructors, list views, and the total
  * order.
  *
- * The table is an open-addressing array of node pointers in malloc'd
- * memory, which the collector does not scan: the table alone keeps no term
- * alive.  After each collection's mark phase (world still stopped) the
+ * The table is an array of buckets of node pointers in malloc'd or
+ * mapped memory, which the collector does not scan: the table alone keeps
+ * no term alive.  After each collection's mark phase (world still stopped) the
  * entries whose node went unmarked are removed, which makes the table weak
  * at no per-node cost.  A context whose owning thread was stopped in the
  * middle of a table operation ("busy") cannot be pruned safely, so its
  * table is pushed as a root for that one collection instead.
  *
- * Slots hold the node pointer with 21 hash bits in its unused low and
- * high bits, which spares nearly every dereference of a non-matching
- * slot; a busy table pushed as a root is untagged for the mark phase and
- * retagged before the world restarts.
+ * Each bucket has a control word of hash bytes, matched a whole bucket at
+ * a time, and slots that hold the node pointer with more hash bits and a
+ * displacement in its unused low and high bits, which spares nearly every
+ * dereference of a non-matching node and lets a rebuild find hashes
+ * without reading nodes; a busy table pushed as a root is untagged for
+ * the mark phase and retagged before the world restarts.
  */
 #include "term.h"
 #include "error.h"
@@ -68,7 +70,7 @@ tg_term tgT_nilobj __attribute__((aligned(16))) = {{TG_NIL, TGT_GROUND, 0, 0, NI
  * whose home is this bucket or an earlier one were placed beyond it
  * because it was full (saturating: at 15 it stays 15), and in its high 4
  * bits a filter of them, one bit set by each such entry, chosen by two
- * bits of its hash (cleared when the count falls to 0).  A probe reads
+ * bits of its hash (both counted again at each prune, see there).  A probe reads
  * the home bucket's control word, finds the slots whose byte matches with
  * a few word operations, and goes on to the next bucket only when its
  * own filter bit is set.  Where in its bucket an entry lies changes no
@@ -82,9 +84,9 @@ tg_term tgT_nilobj __attribute__((aligned(16))) = {{TG_NIL, TGT_GROUND, 0, 0, NI
  * systems stay below 2^47; a context that meets a node above gives up
  * the high bits, see narrow()).  Bits 0 and 1 hold how many buckets
  * the entry lies beyond its home (3: three or more), bits 2 and 3 hash
- * bits 7 and 8, bits 47 to 63 hash bits 9 to 25.  A byte match is confirmed on these before the
- * node is read, so a probe dereferences nearly only the node it is
- * looking for.  The home bucket comes from the high end of the hash
+ * bits 7 and 8, bits 47 to 63 hash bits 9 to 25.  A byte match is
+ * confirmed on these before the node is read, so a probe dereferences
+ * nearly only the node it is looking for.  The home bucket comes from the high end of the hash
  * (multiply-shift, any number of buckets), the byte and tags from its
  * low end, so entries of one bucket almost never share them. */
 #define BSLOTS 7
@@ -240,8 +242,9 @@ static void prune(tg_ctx *ctx);
  * from the collector, so they are stripped for the mark phase and put
  * back (from the nodes' hashes: every entry was marked) before the world
  * restarts.  The owning thread is stopped meanwhile and finds its table
- * as it left it.  The control words are pushed too; they never look
- * like addresses of the heap (their slot bytes have the top bit set). */
+ * as it left it.  The control words are pushed too; they seldom look
+ * like addresses of the heap, and one that did would only keep a node
+ * alive through that collection. */
 static void untag(bucket *a)
 {
     uintptr_t m = tbl_tagmask(a);
@@ -251,7 +254,7 @@ static void untag(bucket *a)
             a[i].s[j] &= ~m;
     GC_push_all(a, a + nb);
 }
-/* Every non-empty slot, whatever its control byte says: a rebuild stores
+/* Every non-empty slot, whatever its control byte says: place() stores
  * the slot before its byte, and a thread stopped in between must find
  * its entry tagged. */
 static void retag(bucket *a)
@@ -809,13 +812,13 @@ static inline unsigned chunk_ground(tg_term *head, unsigned na, tg_term *const *
     return ground ? TGT_GROUND : 0;
 }
 
-/* A miss: slot i is free (called busy).  Taking a node from the free list
- * never calls the collector, so the node is built and stored while still
- * busy, and slot i stays valid.  When the free list is empty or the table
+/* A miss (called busy).  Taking a node from the free list never calls the
+ * collector, so the node is built and stored while still busy, and the
+ * probe's finding stays true.  When the free list is empty or the table
  * is at its load limit, the remedy may collect, which may prune the
  * table: the chunk is then interned again from the start.  Inline: out of
- * line, the call cost the churn of short-lived terms 6%, more than it
- * saved the lookups. */
+ * line, the call cost the churn of short-lived terms 6 to 11%, more than
+ * it saved the lookups. */
 static inline __attribute__((always_inline)) tg_term *
 intern_miss(tg_ctx *ctx, tgT_hdr hd, tg_term *head, tg_term *const *args, tg_term *rest)
 {
