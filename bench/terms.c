@@ -213,7 +213,7 @@ static void bytes_per_node(long n)
     tg_stats st;
     tg_ctx_stats(c, &st);
     double heap = (double)((heap1 - free1) - (heap0 - free0)) - (double)n * sizeof *keep;
-    double table = (double)st.capacity * sizeof(uintptr_t);
+    double table = (double)st.table_bytes;
     printf("{\"bench\":\"bytes_per_node\",\"nodes\":%ld,\"heap_bytes_per_node\":%.1f,"
            "\"table_bytes_per_node\":%.1f,\"bytes_per_node\":%.1f,\"table_load\":%.2f,"
            "\"target_max\":48}\n",

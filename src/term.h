@@ -18,6 +18,7 @@
 
 #include "tgrel.h"
 #include <stdbool.h>
+#include <string.h>
 
 #ifndef TGT_CHUNK
 #define TGT_CHUNK 8         /* at most 15: the header has 4 bits for it */
@@ -29,16 +30,17 @@ enum {
     TGT_LVAR = 4        /* var: a runtime logic variable (tgT_lvar) */
 };
 
-/* The depth (modulo 2^20) takes part in the hash: a node's hash is
- * otherwise a fixed function of its children's 32-bit hashes, and along a
- * chain (s (s (s ...))) iterating one function on 32 bits falls into a
- * cycle after about 2^16 steps, which would turn lookups quadratic. */
-#define TGT_DEPTH_BITS 20
+/* A node's hash has 52 bits: `hash`, which tg_hash returns and the
+ * table uses, and 20 more in `hash_hi`.  A chunk's hash is a function of
+ * its elements' 52-bit hashes; along a chain (s (s (s ...))) iterating
+ * one function on 32 bits would fall into a cycle after about 2^16 steps
+ * (and lookups would turn quadratic), on 52 bits only after about 2^26.
+ * Nodes other than chunks leave hash_hi 0. */
 typedef struct tgT_hdr {
     uint32_t kind : 4;      /* tg_kind; TG_INT here means a GMP integer */
     uint32_t flags : 4;
     uint32_t n : 4;         /* pairs: elements in this chunk */
-    uint32_t depth : TGT_DEPTH_BITS;   /* pairs: 1 + max depth below, wrapping */
+    uint32_t hash_hi : 20;
     uint32_t hash;
 } tgT_hdr;
 
@@ -115,15 +117,29 @@ static inline tg_term *tgT_rest(const tg_term *p) {
     return (p->h.flags & TGT_HASTAIL) ? p->e[p->h.n] : TGT_NIL;
 }
 
-/* Cheap on purpose: element hashes only feed tgT_mix, which diffuses. */
+/* The high half of a product with an odd constant: one multiply, and no
+ * structured collisions (folding the two halves with xor gave -j and
+ * j - 1 the same hash). */
 static inline uint32_t tgT_fixhash(int64_t v) {
-    return ((uint32_t)v ^ (uint32_t)((uint64_t)v >> 32)) * 0x9E3779B1u + 0x7f4a7c15u;
+    return (uint32_t)(((uint64_t)v * 0x9E3779B97F4A7C15ull) >> 32);
 }
 static inline uint32_t tgT_hash(const tg_term *t) {
     return tgT_isfix(t) ? tgT_fixhash(tgT_fixval(t)) : t->h.hash;
 }
-static inline uint32_t tgT_depth(const tg_term *t) {
-    return tgT_isfix(t) ? 0 : t->h.depth;
+/* The 52-bit hash, hash << 20 | hash_hi (a small integer's is its
+ * 32-bit hash). */
+static inline uint64_t tgT_hash52(const tg_term *t) {
+    if (tgT_isfix(t))
+        return tgT_fixhash(tgT_fixval(t));
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* the bit-fields from the low end, as GCC and Clang lay them out
+     * here: one load and a shift */
+    uint64_t w;
+    memcpy(&w, &t->h, sizeof w);
+    return w >> 12;
+#else
+    return (uint64_t)t->h.hash << 20 | t->h.hash_hi;
+#endif
 }
 static inline bool tgT_ground(const tg_term *t) {
     return tgT_isfix(t) || (t->h.flags & TGT_GROUND);
@@ -143,8 +159,9 @@ void *tgT_alloc(tg_ctx *ctx, size_t bytes);
 /* A new runtime logic variable named after the symbol `name`. */
 tg_term *tgT_lvar_new(tg_ctx *ctx, tg_term *name, uint64_t scope);
 
-/* The hash of a list cell from its element's hash and the rest's hash;
- * list hashes are a right fold, so they do not depend on chunking. */
+/* Two 32-bit hashes mixed into one (variables, rationals).  Chunks hash
+ * their elements in one sum of products instead (chunk_hdr in term.c):
+ * a list value has one chunking, so its hash need not be a fold. */
 static inline uint32_t tgT_mix(uint32_t a, uint32_t b) {
     uint64_t x = ((uint64_t)a << 32 | b) * 0x9E3779B97F4A7C15ull;
     x ^= x >> 29;
@@ -177,5 +194,12 @@ void tgT_narrow(tg_ctx *ctx);
  * as a thread stopped there would leave it for a collection started by
  * another thread; for tests of that path. */
 void tgT_busy(tg_ctx *ctx, int on);
+
+/* Check the invariants of the context's table: every entry's control
+ * byte and pointer tag agree with its node's hash and its place, the
+ * entry count is right, and each bucket's overflow count is the number
+ * of entries whose probe passes it (or saturated).  Returns NULL, or a
+ * description of the first violation; for tests. */
+const char *tgT_table_check(const tg_ctx *ctx);
 
 #endif

@@ -80,6 +80,7 @@ typedef struct tg_stats {
     size_t capacity;    /* slots */
     size_t created;     /* nodes ever created */
     size_t reclaimed;   /* nodes removed after the collector found them dead */
+    size_t table_bytes; /* memory of the table itself */
 } tg_stats;
 void tg_ctx_stats(const tg_ctx *ctx, tg_stats *out);
 

@@ -55,6 +55,8 @@ static void test_churn(void)
     TAP_CHECK(st.reclaimed > (size_t)n / 2, "dead nodes are removed from the table (%zu of %zu)",
               st.reclaimed, st.created);
     TAP_CHECK(st.capacity < (size_t)n / 4, "the table stays small (%zu slots)", st.capacity);
+    const char *bad = tgT_table_check(c);
+    TAP_CHECK(!bad, "the table is consistent after the churn (%s)", bad ? bad : "yes");
     tg_ctx_free(c);
 }
 
@@ -141,6 +143,8 @@ static void test_busy_collection(void)
     TAP_CHECK(during.live == before.live, "a busy context is not pruned (%zu -> %zu entries)",
               before.live, during.live);
     TAP_CHECK(found_again(c, h, keep) == KEEP, "its table is intact after the collection");
+    const char *bad = tgT_table_check(c);
+    TAP_CHECK(!bad, "and consistent, tags put back (%s)", bad ? bad : "yes");
     GC_gcollect();
     tg_ctx_stats(c, &after);
     TAP_CHECK(after.live < during.live && after.live < KEEP + 1000,
@@ -170,6 +174,86 @@ static void test_narrow_tags(void)
     tg_stats st;
     tg_ctx_stats(c, &st);
     TAP_CHECK(st.reclaimed > 200000, "dead entries are pruned (%zu)", st.reclaimed);
+    const char *bad = tgT_table_check(c);
+    TAP_CHECK(!bad, "the narrowed table is consistent (%s)", bad ? bad : "yes");
+    tg_ctx_free(c);
+}
+
+/* Terms whose hashes all lie in the top 2^22 values share the last
+ * bucket as their home in any table of up to 1024 buckets: they overflow
+ * past the end of the array into its first buckets, pass the last bucket
+ * more than 255 times (its overflow count saturates) and lie three and
+ * more buckets from home.  Lookups, growth, pruning and narrowing must
+ * all keep such a table canonical and consistent. */
+static void test_overflow(void)
+{
+    enum { N = 1000 };
+    tg_ctx *a = tg_ctx_new(NULL);
+    tg_term *fa = tg_symbol_cstr(a, "f");
+    int64_t ids[N];
+    size_t n = 0;
+    for (int64_t i = 0; n < N; i++) {
+        tg_term *x = tg_int(a, i);
+        if (tg_hash(tg_app(a, fa, 1, &x)) >= 0xFFC00000u)
+            ids[n++] = i;
+    }
+    tg_ctx_free(a);
+
+    tg_ctx *c = tg_ctx_new(NULL);
+    tg_term *f = tg_symbol_cstr(c, "f");
+    tg_term **keep = GC_MALLOC(N * sizeof *keep);
+    for (size_t k = 0; k < N; k++) {
+        tg_term *x = tg_int(c, ids[k]);
+        keep[k] = tg_app(c, f, 1, &x);
+    }
+    tg_stats st;
+    tg_ctx_stats(c, &st);
+    const char *bad = tgT_table_check(c);
+    TAP_CHECK(!bad && st.capacity <= 1024 * 7,
+              "%d terms of one home bucket in %zu slots: the table is consistent (%s)", N,
+              st.capacity, bad ? bad : "yes");
+    size_t same = 0;
+    for (size_t k = 0; k < N; k++) {
+        tg_term *x = tg_int(c, ids[k]);
+        same += tg_app(c, f, 1, &x) == keep[k];
+    }
+    TAP_CHECK(same == N, "each is found again (%zu of %d)", same, N);
+
+    for (size_t k = 1; k < N; k += 2)
+        ((tg_term *volatile *)keep)[k] = NULL;
+    GC_gcollect();
+    tg_stats after;
+    tg_ctx_stats(c, &after);
+    bad = tgT_table_check(c);
+    TAP_CHECK(!bad && after.live < st.live, "pruning half of them (%zu -> %zu entries) keeps it "
+              "consistent (%s)", st.live, after.live, bad ? bad : "yes");
+    same = 0;
+    for (size_t k = 0; k < N; k += 2) {
+        tg_term *x = tg_int(c, ids[k]);
+        same += tg_app(c, f, 1, &x) == keep[k];
+    }
+    TAP_CHECK(same == N / 2, "the kept ones are found again (%zu of %d)", same, N / 2);
+    for (size_t k = 1; k < N; k += 2) {
+        tg_term *x = tg_int(c, ids[k]);
+        keep[k] = tg_app(c, f, 1, &x);
+    }
+    same = 0;
+    for (size_t k = 0; k < N; k++) {
+        tg_term *x = tg_int(c, ids[k]);
+        same += tg_app(c, f, 1, &x) == keep[k];
+    }
+    bad = tgT_table_check(c);
+    TAP_CHECK(!bad && same == N, "made again, all are canonical (%zu of %d; %s)", same, N,
+              bad ? bad : "consistent");
+    tgT_narrow(c);
+    same = 0;
+    for (size_t k = 0; k < N; k++) {
+        tg_term *x = tg_int(c, ids[k]);
+        same += tg_app(c, f, 1, &x) == keep[k];
+    }
+    bad = tgT_table_check(c);
+    TAP_CHECK(!bad && same == N, "and after narrowing the tags (%zu of %d; %s)", same, N,
+              bad ? bad : "consistent");
     tg_ctx_free(c);
 }
 
@@ -276,6 +360,48 @@ static void test_chain_hashes(void)
     d = distinct(h, k);
     TAP_CHECK(d > k - k / 100, "suffixes of a list of 4*10^6 zeros have distinct hashes (%zu of %zu)",
               d, k);
+    /* the fast read of the 52-bit hash against the fields */
+    tg_term *x = tg_app(c, s, 1, &t);
+    TAP_CHECK(tgT_hash52(x) == ((uint64_t)x->h.hash << 20 | x->h.hash_hi),
+              "the 52-bit hash reads the header fields");
+    free(h);
+    tg_ctx_free(c);
+}
+
+/* The hash of an application is a sum of products, one per element,
+ * and a final mix: applications over grids of small integers, with the
+ * arguments in either order, must still get distinct hashes, and both
+ * ends of the hash (the table takes the home bucket from the high bits
+ * and its tags from the low ones) must spread. */
+static void test_grid_hashes(void)
+{
+    tg_ctx *c = tg_ctx_new(NULL);
+    size_t side = 1000, n = side * side, k = 0;
+    uint32_t *h = malloc(2 * n * sizeof *h);
+    tg_term *f = tg_symbol_cstr(c, "f");
+    for (size_t i = 0; i < side; i++)
+        for (size_t j = 0; j < side; j++) {
+            tg_term *a[2] = {tg_int(c, (int64_t)i), tg_int(c, (int64_t)j)};
+            h[k++] = tg_hash(tg_app(c, f, 2, a));
+            tg_term *b[2] = {tg_int(c, (int64_t)i), tg_int(c, -(int64_t)j)};
+            h[k++] = tg_hash(tg_app(c, f, 2, b));
+        }
+    /* 2*10^6 random 32-bit values have about 465 collisions */
+    size_t d = distinct(h, k);
+    TAP_CHECK(d > k - 2000, "(f i j) and (f i -j) over a 1000x1000 grid: %zu distinct hashes of %zu",
+              d, k);
+    size_t lo[256] = {0}, hi[256] = {0}, lomax = 0, himax = 0;
+    for (size_t i = 0; i < k; i++) {
+        lo[h[i] & 255]++;
+        hi[h[i] >> 24]++;
+    }
+    for (int i = 0; i < 256; i++) {
+        lomax = lo[i] > lomax ? lo[i] : lomax;
+        himax = hi[i] > himax ? hi[i] : himax;
+    }
+    /* the mean is 7812, a standard deviation 88 */
+    TAP_CHECK(lomax < 8400 && himax < 8400, "low and high bytes spread (largest counts %zu, %zu)",
+              lomax, himax);
     free(h);
     tg_ctx_free(c);
 }
@@ -312,8 +438,10 @@ int main(void)
     test_identity();
     test_busy_collection();
     test_narrow_tags();
+    test_overflow();
     test_threads();
     test_chain_hashes();
+    test_grid_hashes();
     test_deep();
     return TAP_DONE();
 }
