@@ -998,3 +998,11 @@ int tg_rules_tracing(const tg_rules *rs)
 {
     return rs ? rs->trace_on : 0;
 }
+
+void tg_rules_interrupt(tg_rules *rs)
+{
+    if (!rs)
+        return;
+    rs->interrupt = 1;
+    tg_env_interrupt(rs->env);
+}
