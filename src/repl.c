@@ -274,6 +274,10 @@ static int eval_built(repl *R, const char *head, tg_term *const *args, int n)
     tg_error_clear(&err);
     if (tgM_eval_print(R->rs, NULL, R->name, form, R->shared, stdout, &err) == 0)
         return 0;
+    if (err.line == 0 && R->line > 0) {     /* the command's own position */
+        err.line = R->line, err.column = 1;
+        snprintf(err.file, sizeof err.file, "%s", R->name);
+    }
     report(R, &err);
     return 1;
 }
@@ -902,6 +906,7 @@ static void on_sigint(int sig)
         return;
     rl_on_new_line();
     rl_replace_line("", 0);
+    rl_set_prompt("tgrel> ");   /* a continued entry is dropped too */
     rl_redisplay();
 #endif
 }
@@ -1053,8 +1058,6 @@ static int run_entry(repl *R, entry *e)
     R->entry = e->text;
     int errors = e->text[i] == ':' ? run_command(R, e->text + i + 1)
                                    : eval_text(R, e->text, e->len, e->line);
-    if (sig_hit && R->o->interactive)
-        fputs("(interrupted)\n", stderr);
     if (R->o->machine)
         puts(TGM_END);
     fflush(stdout);
@@ -1146,5 +1149,6 @@ int tgM_repl(tg_ctx *ctx, tg_rules *rs, FILE *in, const char *name, const tgM_re
     free(e.text);
     if (quit)
         *quit = R.quit;
-    return errors;
+    /* a person saw each error as it came: the session itself succeeded */
+    return o->interactive ? 0 : errors;
 }

@@ -20,8 +20,9 @@ typedef struct tgM_repl_opts {
 #define TGM_END ";;end"
 
 /* Read entries from in (named name in errors) until its end or :quit,
- * evaluating each in rs.  Returns the number of entries that had errors;
- * *quit is set when :quit ended the loop. */
+ * evaluating each in rs.  Returns the number of entries that had errors
+ * (0 for an interactive session, whose errors a person saw); *quit is
+ * set when :quit ended the loop. */
 int tgM_repl(tg_ctx *ctx, tg_rules *rs, FILE *in, const char *name, const tgM_repl_opts *o,
              int *quit);
 
