@@ -159,7 +159,10 @@ static void relations(lister *l, tg_env *env)
 {
     for (size_t i = 0; env && i < env->relcap; i++) {
         tgG_rel *r = env->rels[i];
-        if (r && (r->body || r->cfn)) {
+        size_t len;
+        const char *nm = r ? tg_symbol_name(r->name, &len) : NULL;
+        /* lambdas are named #<lambda N>: nobody can call them by name */
+        if (nm && (r->body || r->cfn) && !(len > 2 && nm[0] == '#' && nm[1] == '<')) {
             tg_term *x[2] = {r->name, tg_int(l->ctx, r->arity)};
             push(l, list(l, 2, x, NULL));
         }

@@ -401,6 +401,12 @@ void tgR_track_positions(tg_reader *r, int on)
     r->track = on != 0;
 }
 
+void tg_reader_track_positions(tg_reader *r, int on)
+{
+    if (r)
+        tgR_track_positions(r, on);
+}
+
 void tg_reader_first_line(tg_reader *r, int line)
 {
     if (r)

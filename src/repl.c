@@ -168,7 +168,7 @@ static int eval_form(repl *R, tg_reader *r, tg_term *t)
 {
     tg_error err;
     tg_error_clear(&err);
-    if (tgM_eval_print(R->rs, r, R->name, t, R->shared, stdout, &err) == 0)
+    if (tgM_eval_print(R->rs, r, t, R->shared, stdout, &err) == 0)
         return 0;
     if (err.line == 0) {
         tg_reader_last_pos(r, &err.line, &err.column);
@@ -191,6 +191,7 @@ static int eval_text(repl *R, const char *text, size_t len, int line)
         return 1;
     }
     tg_reader_first_line(r, line);
+    tg_reader_track_positions(r, 1);    /* errors point at subterms */
     for (;;) {
         tg_term *t = NULL;
         int rc = tg_reader_next(r, &t, &err);
@@ -272,7 +273,7 @@ static int eval_built(repl *R, const char *head, tg_term *const *args, int n)
     }
     tg_error err;
     tg_error_clear(&err);
-    if (tgM_eval_print(R->rs, NULL, R->name, form, R->shared, stdout, &err) == 0)
+    if (tgM_eval_print(R->rs, NULL, form, R->shared, stdout, &err) == 0)
         return 0;
     if (err.line == 0 && R->line > 0) {     /* the command's own position */
         err.line = R->line, err.column = 1;

@@ -194,6 +194,10 @@ int tg_reader_next(tg_reader *r, tg_term **out, tg_error *err);
  * positions: for a program that reads a stream piece by piece (a REPL
  * entry starting on line 12 of its input).  Call before reading. */
 void tg_reader_first_line(tg_reader *r, int line);
+/* Record where each subterm of the forms read from now on began (off by
+ * default: it costs a table per form), so that tg_rules_eval_read can
+ * point an error at the subterm it is about. */
+void tg_reader_track_positions(tg_reader *r, int on);
 /* Position (1-based) where the last term returned began. */
 void tg_reader_last_pos(const tg_reader *r, int *line, int *column);
 void tg_reader_free(tg_reader *r);
@@ -312,6 +316,12 @@ int tg_rules_eval(tg_rules *rs, tg_term *form, tg_answer_fn fn, void *ud, tg_ter
  * ops and rules it defines then name. */
 int tg_rules_eval_at(tg_rules *rs, tg_term *form, const char *file, int line, int column,
                      tg_answer_fn fn, void *ud, tg_term **value, tg_error *err);
+/* The same for a form r has just read (tg_reader_next): errors and
+ * definitions name r's file and the form's position, and with position
+ * tracking on (tg_reader_track_positions) errors point at the subterm
+ * they are about. */
+int tg_rules_eval_read(tg_rules *rs, tg_reader *r, tg_term *form, tg_answer_fn fn, void *ud,
+                       tg_term **value, tg_error *err);
 /* The logic environment of the rule set's relations (made on first use). */
 tg_env *tg_rules_env(tg_rules *rs, tg_error *err);
 /* Rewrite t with a named rewriter (declared by equilibrium, walk or
