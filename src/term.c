@@ -1,6 +1,9 @@
 /* term.c - hash-consed terms: the interning table, its weak hold on terms
- * through the Boehm collector, constructors, list views, and the total
- * order.
+ * through the Boehm collector, node allocation, the interning of every
+ * kind of node (chunks through tg_app and tg_app_batch, symbols,
+ * strings, variables, doubles, big integers, rationals), and contexts.
+ * The list views are in term_list.c, numbers in term_num.c, accessors
+ * and the total order in term_access.c.
  *
  * The table is an array of buckets of node pointers in malloc'd or
  * mapped memory, which the collector does not scan: the table alone keeps
@@ -1086,51 +1089,14 @@ tg_term *tg_double(tg_ctx *ctx, double x)
     return insert(ctx, (tg_term *)d);
 }
 
-/* ---- numbers ------------------------------------------------------ */
-
-/* mpz has no int64 setter on every platform: go through the magnitude. */
-static void mpz_set_i64(mpz_t z, int64_t v)
-{
-    uint64_t mag = v < 0 ? -(uint64_t)v : (uint64_t)v;
-    mpz_import(z, 1, 1, sizeof mag, 0, 0, &mag);
-    if (v < 0)
-        mpz_neg(z, z);
-}
-
-/* Out of line, so that tg_int itself needs no stack frame. */
-static __attribute__((noinline)) tg_term *int_big(tg_ctx *ctx, int64_t v)
-{
-    mpz_t z;
-    mpz_init(z);
-    mpz_set_i64(z, v);
-    tg_term *t = tg_int_mpz(ctx, z);
-    mpz_clear(z);
-    return t;
-}
-
-tg_term *tg_int(tg_ctx *ctx, int64_t v)
-{
-    /* one unsigned compare for the immediate range */
-    if ((uint64_t)v - (uint64_t)TGT_FIXMIN <= (uint64_t)TGT_FIXMAX - (uint64_t)TGT_FIXMIN)
-        return tgT_mkfix(v);
-    return int_big(ctx, v);
-}
-
 static uint32_t limbs_hash(const mp_limb_t *d, size_t n, uint32_t seed)
 {
     return bytes_hash((const char *)d, n * sizeof *d, seed);
 }
 
-tg_term *tg_int_mpz(tg_ctx *ctx, const mpz_t v)
+tg_term *tgT_big_intern(tg_ctx *ctx, int64_t size, const mp_limb_t *d)
 {
-    if (mpz_fits_slong_p(v)) {
-        long x = mpz_get_si(v);
-        if (x >= TGT_FIXMIN && x <= TGT_FIXMAX)
-            return tgT_mkfix(x);
-    }
-    int64_t size = v->_mp_size;
     size_t n = (size_t)(size < 0 ? -size : size);
-    const mp_limb_t *d = v->_mp_d;
     uint32_t h = limbs_hash(d, n, size < 0 ? 0x4e454749u : 0x504f5349u);
     tg_term *found;
     enter(ctx);
@@ -1149,44 +1115,10 @@ tg_term *tg_int_mpz(tg_ctx *ctx, const mpz_t v)
     return insert(ctx, (tg_term *)b);
 }
 
-tg_term *tg_int_parse(tg_ctx *ctx, const char *s, tg_error *err)
+tg_term *tgT_rat_intern(tg_ctx *ctx, int32_t ns, const mp_limb_t *nd, int32_t ds,
+                        const mp_limb_t *dd)
 {
-    const char *p = s;
-    if (*p == '+' || *p == '-')
-        p++;
-    if (!*p || strspn(p, "0123456789") != strlen(p)) {
-        tgE_set(err, TG_ERR_SYNTAX, NULL, 0, 0, "not an integer: %.60s", s);
-        return NULL;
-    }
-    mpz_t z;
-    mpz_init_set_str(z, *s == '+' ? s + 1 : s, 10);
-    tg_term *t = tg_int_mpz(ctx, z);
-    mpz_clear(z);
-    if (!t)
-        tgE_set(err, TG_ERR_NOMEM, NULL, 0, 0, "out of memory");
-    return t;
-}
-
-tg_term *tg_rat_mpq(tg_ctx *ctx, const mpq_t v, tg_error *err)
-{
-    if (mpz_sgn(mpq_denref(v)) == 0) {
-        tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "zero denominator in rational");
-        return NULL;
-    }
-    mpq_t q;
-    mpq_init(q);
-    /* mpq_set assumes a positive denominator; copy the parts instead */
-    mpz_set(mpq_numref(q), mpq_numref(v));
-    mpz_set(mpq_denref(q), mpq_denref(v));
-    mpq_canonicalize(q);
-    tg_term *t = NULL;
-    if (mpz_cmp_ui(mpq_denref(q), 1) == 0) {
-        t = tg_int_mpz(ctx, mpq_numref(q));
-        goto done;
-    }
-    int32_t ns = mpq_numref(q)->_mp_size, ds = mpq_denref(q)->_mp_size;
     size_t nn = (size_t)(ns < 0 ? -ns : ns), dn = (size_t)ds;
-    const mp_limb_t *nd = mpq_numref(q)->_mp_d, *dd = mpq_denref(q)->_mp_d;
     uint32_t h = tgT_mix(limbs_hash(nd, nn, ns < 0 ? 0x4e514e51u : 0x50515051u),
                          limbs_hash(dd, dn, 0x44454e4fu));
     tg_term *found;
@@ -1197,89 +1129,17 @@ tg_term *tg_rat_mpq(tg_ctx *ctx, const mpq_t v, tg_error *err)
               memcmp(((tgT_rat *)c)->d + nn, dd, dn * sizeof *dd) == 0,
           found);
     leave(ctx);
-    if (found) {
-        t = found;
-        goto done;
-    }
+    if (found)
+        return found;
     tgT_rat *r = alloc_atomic(sizeof *r + (nn + dn) * sizeof *nd);
-    if (r) {
-        r->h = (tgT_hdr){TG_RAT, TGT_GROUND, 0, 0, h};
-        r->nsize = ns;
-        r->dsize = ds;
-        memcpy(r->d, nd, nn * sizeof *nd);
-        memcpy(r->d + nn, dd, dn * sizeof *dd);
-        t = insert(ctx, (tg_term *)r);
-    }
-done:
-    mpq_clear(q);
-    if (!t)
-        tgE_set(err, TG_ERR_NOMEM, NULL, 0, 0, "out of memory");
-    return t;
-}
-
-tg_term *tg_rat(tg_ctx *ctx, int64_t num, int64_t den, tg_error *err)
-{
-    mpq_t q;
-    mpq_init(q);
-    mpz_set_i64(mpq_numref(q), num);
-    mpz_set_i64(mpq_denref(q), den);
-    tg_term *t = tg_rat_mpq(ctx, q, err);
-    mpq_clear(q);
-    return t;
-}
-
-/* Read-only GMP views of stored numbers (no allocation). */
-static void big_view(const tg_term *t, mpz_t out)
-{
-    const tgT_big *b = (const tgT_big *)t;
-    mpz_roinit_n(out, b->d, b->size);
-}
-static void rat_view(const tg_term *t, mpq_t out)
-{
-    const tgT_rat *r = (const tgT_rat *)t;
-    size_t nn = (size_t)(r->nsize < 0 ? -r->nsize : r->nsize);
-    mpz_roinit_n(mpq_numref(out), r->d, r->nsize);
-    mpz_roinit_n(mpq_denref(out), r->d + nn, r->dsize);
-}
-
-/* ---- lists -------------------------------------------------------- */
-
-/* Build (e[0] .. e[n-1] . rest) where rest is not a pair or is a full
- * chunk: chunks of TGT_CHUNK from the end, the remainder first. */
-static tg_term *build_chunks(tg_ctx *ctx, size_t n, tg_term *const *e, tg_term *rest)
-{
-    size_t first = (n - 1) % TGT_CHUNK + 1;
-    tg_term *t = rest;
-    for (size_t end = n; t && end > first; end -= TGT_CHUNK)
-        t = tgT_chunk(ctx, TGT_CHUNK, e + end - TGT_CHUNK, t);
-    return t ? tgT_chunk(ctx, (unsigned)first, e, t) : NULL;
-}
-
-tg_term *tg_list(tg_ctx *ctx, size_t n, tg_term *const *e, tg_term *tail)
-{
-    if (!tail)
-        tail = TGT_NIL;
-    if (n == 0)
-        return tail;
-    if (!tgT_ispair(tail) || tail->h.n == TGT_CHUNK)
-        return build_chunks(ctx, n, e, tail);
-    /* The tail's first chunk is short: its elements join ours. */
-    unsigned m = tail->h.n, take = TGT_CHUNK - m;
-    tg_term *buf[TGT_CHUNK];
-    if (n <= take) {
-        memcpy(buf, e, n * sizeof *e);
-        memcpy(buf + n, tail->e, m * sizeof *e);
-        return tgT_chunk(ctx, (unsigned)(n + m), buf, tgT_rest(tail));
-    }
-    memcpy(buf, e + n - take, take * sizeof *e);
-    memcpy(buf + take, tail->e, m * sizeof *e);
-    tg_term *last = tgT_chunk(ctx, TGT_CHUNK, buf, tgT_rest(tail));
-    return last ? build_chunks(ctx, n - take, e, last) : NULL;
-}
-
-tg_term *tg_cons(tg_ctx *ctx, tg_term *car, tg_term *cdr)
-{
-    return tg_list(ctx, 1, &car, cdr);
+    if (!r)
+        return NULL;
+    r->h = (tgT_hdr){TG_RAT, TGT_GROUND, 0, 0, h};
+    r->nsize = ns;
+    r->dsize = ds;
+    memcpy(r->d, nd, nn * sizeof *nd);
+    memcpy(r->d + nn, dd, dn * sizeof *dd);
+    return insert(ctx, (tg_term *)r);
 }
 
 tg_term *tg_app(tg_ctx *ctx, tg_term *head, size_t n, tg_term *const *args)
@@ -1300,7 +1160,7 @@ tg_term *tg_app(tg_ctx *ctx, tg_term *head, size_t n, tg_term *const *args)
         return NULL;
     buf[0] = head;
     memcpy(buf + 1, args, n * sizeof *args);
-    tg_term *t = build_chunks(ctx, n + 1, buf, TGT_NIL);
+    tg_term *t = tgT_build_chunks(ctx, n + 1, buf, TGT_NIL);
     free(buf);
     return t;
 }
@@ -1413,319 +1273,6 @@ int tg_app_batch(tg_ctx *ctx, tg_term *head, size_t n, size_t count, tg_term *co
         out[j] = NULL;
     tgE_nomem(err);
     return -1;
-}
-
-tg_term *tg_nil(void)
-{
-    return TGT_NIL;
-}
-
-tg_term *tg_car(const tg_term *t)
-{
-    return tgT_ispair(t) ? t->e[0] : NULL;
-}
-
-tg_term *tg_cdr(tg_ctx *ctx, const tg_term *t)
-{
-    if (!tgT_ispair(t))
-        return NULL;
-    if (t->h.n == 1)
-        return tgT_rest(t);
-    return tgT_chunk(ctx, t->h.n - 1u, t->e + 1, tgT_rest(t));
-}
-
-size_t tg_length(const tg_term *t)
-{
-    size_t n = 0;
-    for (; tgT_ispair(t); t = tgT_rest(t))
-        n += t->h.n;
-    return n;
-}
-
-tg_term *tg_nth(const tg_term *t, size_t i)
-{
-    for (; tgT_ispair(t); t = tgT_rest(t)) {
-        if (i < t->h.n)
-            return t->e[i];
-        i -= t->h.n;
-    }
-    return NULL;
-}
-
-tg_term *tg_tail(const tg_term *t)
-{
-    while (tgT_ispair(t))
-        t = tgT_rest(t);
-    return (tg_term *)t;
-}
-
-size_t tg_elements(const tg_term *t, tg_term **out, size_t max)
-{
-    size_t n = 0;
-    for (; tgT_ispair(t); t = tgT_rest(t))
-        for (unsigned i = 0; i < t->h.n; i++, n++)
-            if (n < max)
-                out[n] = t->e[i];
-    return n;
-}
-
-void tg_iter_init(tg_iter *it, const tg_term *list)
-{
-    it->node = list;
-    it->i = 0;
-}
-
-tg_term *tg_iter_next(tg_iter *it)
-{
-    return tgT_iter_next(it);
-}
-
-tg_term *tg_iter_rest(tg_ctx *ctx, tg_iter *it)
-{
-    const tg_term *p = it->node;
-    if (!tgT_ispair(p) || it->i == 0)
-        return (tg_term *)p;
-    if (it->i >= p->h.n)
-        return tgT_rest(p);
-    return tgT_chunk(ctx, (unsigned)(p->h.n - it->i), p->e + it->i, tgT_rest(p));
-}
-
-/* ---- accessors ---------------------------------------------------- */
-
-tg_kind tg_kind_of(const tg_term *t)
-{
-    return tgT_kind(t);
-}
-
-const char *tg_kind_name(tg_kind k)
-{
-    static const char *const names[] = {"nil", "integer", "rational", "double",
-                                        "symbol", "string", "variable", "pair"};
-    return (unsigned)k < sizeof names / sizeof *names ? names[k] : "unknown";
-}
-
-int tg_int_get(const tg_term *t, int64_t *out)
-{
-    if (tgT_isfix(t)) {
-        *out = tgT_fixval(t);
-        return 0;
-    }
-    if (t->h.kind != TG_INT)
-        return -1;
-    const tgT_big *b = (const tgT_big *)t;
-    if (b->size != 1 && b->size != -1)
-        return -1;
-    uint64_t mag = b->d[0];
-    if (b->size > 0 && mag <= (uint64_t)INT64_MAX) {
-        *out = (int64_t)mag;
-        return 0;
-    }
-    if (b->size < 0 && mag <= (uint64_t)INT64_MAX + 1) {
-        *out = (int64_t)(0 - mag);
-        return 0;
-    }
-    return -1;
-}
-
-int tg_int_get_mpz(const tg_term *t, mpz_t out)
-{
-    if (tgT_isfix(t)) {
-        mpz_set_i64(out, tgT_fixval(t));
-        return 0;
-    }
-    if (t->h.kind != TG_INT)
-        return -1;
-    mpz_t view;
-    big_view(t, view);
-    mpz_set(out, view);
-    return 0;
-}
-
-int tg_rat_get_mpq(const tg_term *t, mpq_t out)
-{
-    if (tgT_kind(t) == TG_INT) {
-        tg_int_get_mpz(t, mpq_numref(out));
-        mpz_set_ui(mpq_denref(out), 1);
-        return 0;
-    }
-    if (t->h.kind != TG_RAT)
-        return -1;
-    mpq_t view;
-    rat_view(t, view);
-    mpq_set(out, view);
-    return 0;
-}
-
-int tg_double_get(const tg_term *t, double *out)
-{
-    if (tgT_kind(t) != TG_DOUBLE)
-        return -1;
-    *out = ((const tgT_dbl *)t)->v;
-    return 0;
-}
-
-static const char *bytes_of(const tg_term *t, tg_kind kind, size_t *len)
-{
-    if (tgT_kind(t) != kind)
-        return NULL;
-    if (len)
-        *len = ((const tgT_bytes *)t)->len;
-    return ((const tgT_bytes *)t)->s;
-}
-
-const char *tg_symbol_name(const tg_term *t, size_t *len)
-{
-    return bytes_of(t, TG_SYMBOL, len);
-}
-const char *tg_string_bytes(const tg_term *t, size_t *len)
-{
-    return bytes_of(t, TG_STRING, len);
-}
-const char *tg_var_name(const tg_term *t, size_t *len)
-{
-    if (tgT_kind(t) != TG_VAR)
-        return NULL;
-    return bytes_of(((const tgT_var *)t)->name, TG_SYMBOL, len);
-}
-uint64_t tg_var_id(const tg_term *t)
-{
-    return tgT_kind(t) == TG_VAR ? ((const tgT_var *)t)->id : 0;
-}
-
-int tg_is_ground(const tg_term *t)
-{
-    return tgT_ground(t);
-}
-
-uint32_t tg_hash(const tg_term *t)
-{
-    return tgT_hash(t);
-}
-
-/* ---- the total order ---------------------------------------------- */
-
-static int rank(tg_kind k)
-{
-    switch (k) {
-    case TG_INT: case TG_RAT: case TG_DOUBLE: return 0;
-    case TG_SYMBOL: return 1;
-    case TG_STRING: return 2;
-    case TG_VAR: return 3;
-    case TG_NIL: return 4;
-    default: return 5;
-    }
-}
-
-static int sign(int c)
-{
-    return (c > 0) - (c < 0);
-}
-
-static int cmp_bytes(const char *a, size_t an, const char *b, size_t bn)
-{
-    int c = memcmp(a, b, an < bn ? an : bn);
-    return c ? sign(c) : (an > bn) - (an < bn);
-}
-
-/* Exact numeric comparison of distinct number terms; NaN after +inf;
- * equal values of different kinds order int < rat < double, and -0.0
- * before 0.0. */
-static int cmp_num(const tg_term *a, const tg_term *b)
-{
-    tg_kind ka = tgT_kind(a), kb = tgT_kind(b);
-    if (ka == TG_INT && kb == TG_INT && tgT_isfix(a) && tgT_isfix(b))
-        return tgT_fixval(a) < tgT_fixval(b) ? -1 : 1;
-    if (ka == TG_DOUBLE && kb == TG_DOUBLE) {
-        double x = ((const tgT_dbl *)a)->v, y = ((const tgT_dbl *)b)->v;
-        if (isnan(x) || isnan(y))
-            return isnan(x) ? 1 : -1;
-        if (x != y)
-            return x < y ? -1 : 1;
-        return signbit(x) ? -1 : 1;
-    }
-    double d;
-    if ((ka == TG_DOUBLE && isnan(((const tgT_dbl *)a)->v)))
-        return 1;
-    if ((kb == TG_DOUBLE && isnan(((const tgT_dbl *)b)->v)))
-        return -1;
-    if (ka == TG_DOUBLE && isinf(d = ((const tgT_dbl *)a)->v))
-        return d > 0 ? 1 : -1;
-    if (kb == TG_DOUBLE && isinf(d = ((const tgT_dbl *)b)->v))
-        return d > 0 ? -1 : 1;
-    mpq_t x, y;
-    mpq_init(x);
-    mpq_init(y);
-    if (ka == TG_DOUBLE)
-        mpq_set_d(x, ((const tgT_dbl *)a)->v);
-    else
-        tg_rat_get_mpq(a, x);
-    if (kb == TG_DOUBLE)
-        mpq_set_d(y, ((const tgT_dbl *)b)->v);
-    else
-        tg_rat_get_mpq(b, y);
-    int c = sign(mpq_cmp(x, y));
-    mpq_clear(x);
-    mpq_clear(y);
-    if (c)
-        return c;
-    if (ka != kb)
-        return ka < kb ? -1 : 1;
-    return signbit(((const tgT_dbl *)a)->v) ? -1 : 1;  /* 0.0 vs -0.0 */
-}
-
-/* Lists compare element by element.  Two distinct terms differ, so the
- * first pointer-different pair of elements decides, and the comparison
- * descends into it: a loop, never recursion. */
-int tg_compare(const tg_term *a, const tg_term *b)
-{
-    for (;;) {
-        if (a == b)
-            return 0;
-        tg_kind ka = tgT_kind(a), kb = tgT_kind(b);
-        int ra = rank(ka), rb = rank(kb);
-        if (ra != rb)
-            return ra < rb ? -1 : 1;
-        switch (ka) {
-        case TG_INT: case TG_RAT: case TG_DOUBLE:
-            return cmp_num(a, b);
-        case TG_SYMBOL: case TG_STRING: {
-            const tgT_bytes *x = (const tgT_bytes *)a, *y = (const tgT_bytes *)b;
-            return cmp_bytes(x->s, x->len, y->s, y->len);
-        }
-        case TG_VAR: {
-            const tgT_var *x = (const tgT_var *)a, *y = (const tgT_var *)b;
-            if (x->name != y->name)
-                return tg_compare(x->name, y->name);    /* symbols: no descent */
-            if ((a->h.flags ^ b->h.flags) & TGT_LVAR)  /* ?x.5 and a runtime x #5 */
-                return (a->h.flags & TGT_LVAR) ? 1 : -1;
-            return x->id < y->id ? -1 : 1;
-        }
-        case TG_NIL:
-            return 0;
-        default:
-            break;
-        }
-        tg_iter ia, ib;
-        tg_iter_init(&ia, a);
-        tg_iter_init(&ib, b);
-        for (;;) {
-            tg_term *x = tgT_iter_next(&ia), *y = tgT_iter_next(&ib);
-            if (!x || !y) {
-                if (x)      /* b ended: its tail (not a pair) < a's rest */
-                    return 1;
-                if (y)
-                    return -1;
-                a = ia.node;    /* both ended: compare the final tails */
-                b = ib.node;
-                break;
-            }
-            if (x != y) {
-                a = x;
-                b = y;
-                break;
-            }
-        }
-    }
 }
 
 /* ---- contexts ----------------------------------------------------- */
