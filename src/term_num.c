@@ -1,8 +1,9 @@
-/* term_num.c - numbers: integers (immediate, or GMP limbs in a node),
- * rationals and doubles as terms; their constructors from C and GMP
- * values, their accessors, and the exact comparison of numbers that the
- * total order uses.  The interning of big integers and rationals itself
- * is in term.c (tgT_big_intern, tgT_rat_intern), with the table.
+/* term_num.c - numbers: integers (immediate, or GMP limbs in a node)
+ * and rationals made from C and GMP values, the accessors of integers,
+ * rationals and doubles, and the exact comparison of numbers that the
+ * total order uses.  The interning of doubles, big integers and
+ * rationals is in term.c (tg_double, tgT_big_intern, tgT_rat_intern),
+ * with the other interners.
  */
 #include "term.h"
 #include "error.h"

@@ -152,6 +152,7 @@ static inline size_t tbl_nb(const bucket *a)
 {
     return a[-1].s[1];
 }
+
 /* Entering and leaving a table operation.  The signal fence keeps the
  * compiler from moving table accesses across the flag; the collector
  * reads the flag only after the thread has been stopped. */
