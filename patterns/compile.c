@@ -183,6 +183,15 @@ static size_t elems(const tg_term *t, tg_term **buf, size_t max, tg_term **tail)
 
 /* ---- left sides ------------------------------------------------------- */
 
+/* A num: built-in (arith.h), not an op. */
+static int is_builtin(const tg_term *h)
+{
+    size_t n;
+    const char *s = tg_kind_of(h) == TG_SYMBOL ? tg_symbol_name(h, &n) : NULL;
+    return s && tgQ_reserved(s, n);
+}
+
+
 static int quoted(tgW_comp *c, const tg_term *p, tg_term **out)
 {
     if (tgT_ispair(p) && p->e[0] == c->s_quote && tg_length(p) == 2 && tg_tail(p) == TGT_NIL) {
@@ -274,6 +283,10 @@ static int pat(tgW_comp *c, tgW_vec *m, tg_term *p, int reg, unsigned depth)
         return pat_args(c, m, buf, n, r0, depth);
     }
     int seg = tail != TGT_NIL;
+    if (is_builtin(head)) {
+        CERR_AT(c, p, "%s", "a num: built-in computes; it cannot be matched in a left side");
+        return -1;
+    }
     tgW_op *op = op_check(c, p, head, n - 1, seg);
     if (!op)
         return -1;
@@ -332,6 +345,10 @@ static int lhs(tgW_comp *c, tgW_rule *r, tg_term *l)
         return -1;
     }
     int seg = tail != TGT_NIL;
+    if (is_builtin(buf[0])) {
+        CERR_AT(c, l, "%s", "a num: built-in computes; it cannot be matched in a left side");
+        return -1;
+    }
     tgW_op *op = op_check(c, l, buf[0], n - 1, seg);
     if (!op)
         return -1;
@@ -411,13 +428,6 @@ static int emit_call(tgW_comp *c, tgW_op *op, tg_term *h, size_t n, int seg, int
     if (tail && !seg)
         return c->failed ? -1 : 1;      /* no E_RET after it */
     return c->failed ? -1 : 0;
-}
-
-static int is_builtin(const tg_term *h)
-{
-    size_t n;
-    const char *s = tg_kind_of(h) == TG_SYMBOL ? tg_symbol_name(h, &n) : NULL;
-    return s && tgQ_reserved(s, n);
 }
 
 /* A numeric built-in (arith.h) applied to the n - 1 expressions after
