@@ -297,6 +297,29 @@ static int exact_fold(tg_ctx *ctx, int id, unsigned n, tg_term *const *a, tg_ter
     return rc;
 }
 
+/* Integers only (no division): GMP integers, no rationals. */
+static int int_fold(tg_ctx *ctx, int id, unsigned n, tg_term *const *a, tg_term **out)
+{
+    mpz_t acc, x;
+    mpz_init_set_ui(acc, id == Q_MUL);
+    mpz_init(x);
+    for (unsigned i = 0; i < n; i++) {
+        tg_int_get_mpz(a[i], x);
+        if (i == 0 && id == Q_SUB)
+            mpz_set(acc, x);
+        else if (id == Q_ADD)
+            mpz_add(acc, acc, x);
+        else if (id == Q_SUB)
+            mpz_sub(acc, acc, x);
+        else
+            mpz_mul(acc, acc, x);
+    }
+    int rc = put_z(ctx, acc, out);
+    mpz_clear(acc);
+    mpz_clear(x);
+    return rc;
+}
+
 static int double_fold(tg_ctx *ctx, int id, unsigned n, tg_term *const *a, tg_term **out)
 {
     if (!n)
@@ -323,6 +346,8 @@ static int fold(tg_ctx *ctx, int id, unsigned n, tg_term *const *a, int w, tg_te
         if (rc)
             return rc;
     }
+    if (w != K_RAT && id != Q_DIV)
+        return int_fold(ctx, id, n, a, out);
     return exact_fold(ctx, id, n, a, out);
 }
 
