@@ -20,7 +20,7 @@ enum {
     Q_ADD, Q_SUB, Q_MUL, Q_DIV, Q_NEG, Q_ABS, Q_MIN, Q_MAX,
     Q_QUO, Q_REM, Q_FLOORDIV, Q_MOD, Q_POW,
     Q_LT, Q_LE, Q_GT, Q_GE, Q_EQ, Q_NE,
-    Q_DOUBLE, Q_EXACT, Q_INT, Q_FLOOR, Q_CEIL, Q_TRUNC, Q_ROUND,
+    Q_DOUBLE, Q_FLOAT32, Q_EXACT, Q_INT, Q_FLOOR, Q_CEIL, Q_TRUNC, Q_ROUND,
     Q_EXP, Q_LOG, Q_LOG1P, Q_SQRT, Q_SIN, Q_COS, Q_TANH, Q_SIGMOID
 };
 
@@ -38,7 +38,8 @@ static const struct builtin {
     [Q_LT] = {"num:<", 2, 2},       [Q_LE] = {"num:<=", 2, 2},
     [Q_GT] = {"num:>", 2, 2},       [Q_GE] = {"num:>=", 2, 2},
     [Q_EQ] = {"num:=", 2, 2},       [Q_NE] = {"num:!=", 2, 2},
-    [Q_DOUBLE] = {"num:double", 1, 1}, [Q_EXACT] = {"num:exact", 1, 1},
+    [Q_DOUBLE] = {"num:double", 1, 1}, [Q_FLOAT32] = {"num:float32", 1, 1},
+    [Q_EXACT] = {"num:exact", 1, 1},
     [Q_INT] = {"num:int", 1, 1},    [Q_FLOOR] = {"num:floor", 1, 1},
     [Q_CEIL] = {"num:ceil", 1, 1},  [Q_TRUNC] = {"num:trunc", 1, 1},
     [Q_ROUND] = {"num:round", 1, 1},
@@ -418,6 +419,10 @@ static int double_unary(tg_ctx *ctx, int id, double x, tg_term **out)
     case Q_TRUNC: r = trunc(x); break;
     case Q_ROUND: r = nearbyint(x); break;      /* the default mode: half to even */
     case Q_DOUBLE: r = x; break;
+    case Q_FLOAT32:     /* the nearest single, as a double; from the midpoint
+                         * above FLT_MAX on, infinite (C leaves such a cast undefined) */
+        r = fabs(x) >= 0x1.ffffffp127 ? copysign(INFINITY, x) : (double)(float)x;
+        break;
     case Q_EXP: r = exp(x); break;
     case Q_LOG: r = log(x); break;
     case Q_LOG1P: r = log1p(x); break;
@@ -444,7 +449,7 @@ static int double_unary(tg_ctx *ctx, int id, double x, tg_term **out)
 static int unary(tg_ctx *ctx, int id, tg_term *a, tg_term **out)
 {
     int k = nkind(a);
-    if (id >= Q_EXP || id == Q_DOUBLE || k == K_DBL)
+    if (id >= Q_EXP || id == Q_DOUBLE || id == Q_FLOAT32 || k == K_DBL)
         return double_unary(ctx, id, to_d(a), out);
     return exact_unary(ctx, id, a, out);
 }
