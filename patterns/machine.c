@@ -325,6 +325,28 @@ static int key_push(tgW_machine *M, tg_term *key)
     return 0;
 }
 
+/* The c arguments on top of the stack (at *sp - *c) of a call of an
+ * assoc / comm op put in canonical order (ac.c): flattened, which may
+ * make more of them, and sorted.  -1 when out of memory. */
+static int canon_top(tg_rules *rs, tgW_machine *M, uint32_t opid, tg_term *head, size_t *sp, uint32_t *c)
+{
+    uint32_t fl = rs->ops[opid]->flags;
+    size_t base = *sp - *c;
+    size_t nn = tgW_ac_flatlen(head, fl, M->vs + base, *c);
+    if (nn > UINT32_MAX / 2)
+        return -1;
+    if (nn != *c) {
+        if (vs_reserve(M, base + nn + 64) < 0)
+            return -1;
+        tgW_ac_flatten(head, M->vs + base, *c, nn);
+    }
+    if ((fl & TGW_COMM) && tgW_ac_sort(M->vs + base, nn) < 0)
+        return -1;
+    *sp = base + nn;
+    *c = (uint32_t)nn;
+    return 0;
+}
+
 /* The error of a redex met again while being reduced: the rules fired
  * since it was first met. */
 static void cycle_error(tgW_machine *M, tg_term *key, tg_error *err)
@@ -451,9 +473,13 @@ try_rules:
             goto oom;
         R = M->vs + regs;
         r->tried++;
-        int m = match(ctx, r, M->vs + f->base, f->n, R);
-        if (m < 0)
+        int m = r->ac ? tgW_ac_match(rs, r, M->vs + f->base, f->n, R, err)
+                      : match(ctx, r, M->vs + f->base, f->n, R);
+        if (m < 0) {
+            if (r->ac)
+                goto fail;
             goto oom;
+        }
         if (!m)
             continue;
         f->rule = r;
@@ -484,7 +510,9 @@ exec:
             continue;
         case E_CALL:
             f->pc = pc;
-            opid = i->a, head = K[i->b], atom = i->pad, c = i->c;
+            opid = i->a, head = K[i->b], atom = i->pad & 1, c = i->c;
+            if ((i->pad & 2) && canon_top(rs, M, opid, head, &sp, &c) < 0)
+                goto oom;
             ix = bix;
             f->rule->built++;
             goto call;
@@ -507,8 +535,28 @@ exec:
             sp += len;
             f->pc = pc;
             opid = i->a, head = K[i->b], atom = 0, c = (uint32_t)(i->c + len);
+            if ((i->pad & 2) && canon_top(rs, M, opid, head, &sp, &c) < 0)
+                goto oom;
             ix = bix;
             f->rule->built++;
+            goto call;
+        }
+        case E_NORM: {
+            /* a variable's absorbed arguments (ac.c): a call if several */
+            tg_term *x = M->vs[sp - 1];
+            if (!tgT_ispair(x) || x->e[0] != K[i->b])
+                continue;
+            size_t len = tg_length(x) - 1;
+            sp--;
+            if (vs_reserve(M, sp + len + 64) < 0)
+                goto oom;
+            R = M->vs + f->regs;
+            tg_iter it = {x, 1};
+            for (tg_term *y; (y = tgT_iter_next(&it));)
+                M->vs[sp++] = y;
+            f->pc = pc;
+            opid = i->a, head = K[i->b], atom = 0, c = (uint32_t)len;
+            ix = bix;
             goto call;
         }
         case E_CALLT: {
@@ -517,7 +565,9 @@ exec:
             c = i->c;
             memmove(M->vs + base, M->vs + sp - c, c * sizeof *M->vs);
             sp = base + c;
-            head = K[i->b], atom = i->pad, opid = i->a;
+            head = K[i->b], atom = i->pad & 1, opid = i->a;
+            if ((i->pad & 2) && canon_top(rs, M, opid, head, &sp, &c) < 0)
+                goto oom;
             f->rule->built++;
             int known = call_enter(rs, bix, memo, opid, head, atom, c, M->vs + base, &result, err);
             if (known < 0)
@@ -726,8 +776,12 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
         if (tail == TGT_NIL && tgT_kind(h) == TG_SYMBOL) {
             int known;
             uint32_t id = op_id(rs, h, &known);
+            uint32_t na = (uint32_t)(n - 1);
+            if (known && (rs->ops[id]->flags & (TGW_ASSOC | TGW_COMM)) &&
+                canon_top(rs, M, id, h, &sp, &na) < 0)
+                goto oom;
             /* arguments above the head: reduce consumes them */
-            nf = reduce(rs, run, id, h, 0, (uint32_t)(n - 1), &sp, err);
+            nf = reduce(rs, run, id, h, 0, na, &sp, err);
             if (!nf)
                 goto out;
             sp = vb;
@@ -781,12 +835,15 @@ tg_term *tgW_step(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err)
     M->kn = 0;
     tg_elements(t, M->vs, n);
     sp = n;
-    return reduce(rs, &one, id, h, 0, (uint32_t)(n - 1), &sp, err);
+    uint32_t na = (uint32_t)(n - 1);
+    if ((rs->ops[id]->flags & (TGW_ASSOC | TGW_COMM)) && canon_top(rs, M, id, h, &sp, &na) < 0)
+        return tgE_nomem(err), NULL;
+    return reduce(rs, &one, id, h, 0, na, &sp, err);
 }
 
 /* Right sides are nested at most as deep as compiling allows, so this
  * recursion is bounded. */
-static tg_term *subst(tg_ctx *ctx, const tgW_rule *r, tg_term *const *R, tg_term *e)
+static tg_term *subst(tg_rules *rs, const tgW_rule *r, tg_term *const *R, tg_term *e)
 {
     if (tg_kind_of(e) == TG_VAR) {
         for (uint32_t i = 0; i < r->nvars; i++)
@@ -803,15 +860,16 @@ static tg_term *subst(tg_ctx *ctx, const tgW_rule *r, tg_term *const *R, tg_term
     tg_iter it = {e, 0};
     size_t i = 0;
     for (tg_term *x; (x = tgT_iter_next(&it));)
-        if (!(v[i++] = subst(ctx, r, R, x)))
+        if (!(v[i++] = subst(rs, r, R, x)))
             return NULL;
     tg_term *tl = (tg_term *)it.node;
-    if (tl != TGT_NIL && !(tl = subst(ctx, r, R, tl)))
+    if (tl != TGT_NIL && !(tl = subst(rs, r, R, tl)))
         return NULL;
-    return tg_list(ctx, n, v, tl);
+    tg_term *t = tg_list(rs->ctx, n, v, tl);
+    return t ? tgW_ac_canon(rs, t) : NULL;
 }
 
 tg_term *tgW_instantiate(tg_rules *rs, const tgW_rule *r, tg_term *const *R)
 {
-    return subst(rs->ctx, r, R, r->rhs);
+    return subst(rs, r, R, r->rhs);
 }

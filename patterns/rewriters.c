@@ -387,7 +387,7 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
         tg_term *tail = (tg_term *)w->it.node;
         size_t cnt = nv - w->vb;
         tg_term *node = tg_list(rs->ctx, cnt, vals + w->vb, tail == TGT_NIL ? NULL : tail);
-        if (!node)
+        if (!node || !(node = tgW_ac_canon(rs, node)))   /* its elements may have changed */
             goto oom;
         if (in_first && !(node = tgW_step(rs, &run, node, u->err)))
             goto out;

@@ -47,7 +47,25 @@ enum {
     M_SAME,         /* R[a] == R[b] (a variable met again) */
     M_COMM,         /* choice: R[d], R[d+1] = R[a]'s two arguments, in order, then swapped */
     M_ROOTCOMM,     /* choice: R[d], R[d+1] = the call's two arguments, then swapped */
-    M_DONE
+    M_DONE,
+    /* modulo assoc / comm (ac.c): node c's state; see tgW_ac_match */
+    M_ACOPEN,       /* node c = R[a] (or the call, d & TGW_AC_ROOT) is (K[b] ...); d: mode | k << 8 */
+    M_ACONE,        /* choice: R[d] = an unused argument of node a (head K[b] unless b == 0xffff) */
+    M_ACTAKE,       /* node a: R[b] (K[b] if pad) taken (its arguments, if an application of the op) */
+    M_ACGROUP,      /* choice: R[d] = a nonempty part of node a's unused arguments, c left over */
+    M_ACALL,        /* R[d] = node a's unused arguments (at least one), as one term */
+    M_ACREST,       /* R[d] = the list of node a's unused arguments */
+    M_ACEND,        /* node a has no unused argument */
+    M_ASONE,        /* sequence node a: R[d] = the next argument */
+    M_ASRUN,        /* choice: R[d] = the next run of arguments, c left over (pad: all the rest) */
+    M_ASTAKE        /* sequence node a: the next arguments are R[b] */
+};
+
+enum {  /* the mode of M_ACOPEN (low bits of d) */
+    TGW_AC_ROOT = 1,    /* the node is the call itself */
+    TGW_AC_EXACT = 2,   /* exactly k arguments (else at least k) */
+    TGW_AC_SEQ = 4,     /* assoc only: arguments taken in order */
+    TGW_AC_FLAT = 8     /* assoc: a taken application of the op stands for its arguments */
 };
 
 /* Body instructions: a value stack; R as left by the match. */
@@ -65,7 +83,8 @@ enum {
     E_NOT,          /* pop one; the rule fails unless predicate a fails */
     E_STORE,        /* R[a] = the top (kept on the stack) */
     E_FIRE,         /* the conditions hold: the rule fires (counts, limits, hooks) */
-    E_RET           /* the top is the rule's result */
+    E_RET,          /* the top is the rule's result */
+    E_NORM          /* the top, a variable's absorbed arguments: if (K[b] ...), reduced (op id a) */
 };
 
 enum {  /* built-in predicates of E_PRED */
@@ -94,6 +113,7 @@ typedef struct tgW_rule {
     uint32_t maxstack;  /* body stack depth */
     uint32_t nk;
     int seg;            /* the root has a segment: registers are copies */
+    int ac;             /* the match has assoc / comm nodes: tgW_ac_match runs it */
     tg_term **vars;     /* the left side's variables ... */
     uint32_t *vregs;    /* ... and their registers, for instantiating */
     uint32_t nvars;
@@ -157,6 +177,7 @@ struct tg_rules {
     unsigned long long rewrites, conditions;
     unsigned long long max_steps;   /* 0: no limit */
     volatile int interrupt;
+    struct tgW_acs *acs;        /* matching modulo assoc / comm: scratch (ac.c) */
 };
 
 tgW_op *tgW_op_find(const tg_rules *rs, const tg_term *name);
@@ -180,5 +201,28 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
 tg_term *tgW_step(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err);
 /* Rule r's right side with the variables its match bound in R. */
 tg_term *tgW_instantiate(tg_rules *rs, const tgW_rule *r, tg_term *const *R);
+
+/* ---- assoc / comm (ac.c) ---------------------------------------------- */
+
+/* Most alternatives (choice-point retries) one match modulo assoc / comm
+ * may try before it is an error. */
+#define TGW_AC_MAX_RETRIES 1000000
+
+/* Match rule r (r->ac) against the call's n arguments A, filling R: 1, 0
+ * (no match), -1 with err filled (out of memory, or more than
+ * TGW_AC_MAX_RETRIES alternatives). */
+int tgW_ac_match(tg_rules *rs, const tgW_rule *r, tg_term **A, uint32_t n, tg_term **R, tg_error *err);
+/* The argument count of an application of head (op flags fl) to the n
+ * arguments a once nested applications of an assoc op are spliced in. */
+size_t tgW_ac_flatlen(const tg_term *head, uint32_t fl, tg_term *const *a, size_t n);
+/* Splice them in, in place: a has room for nn = tgW_ac_flatlen(...). */
+void tgW_ac_flatten(const tg_term *head, tg_term **a, size_t n, size_t nn);
+/* Sort a[0..n) by tg_compare (stable merge sort, O(n log n)); -1 when
+ * out of memory. */
+int tgW_ac_sort(tg_term **a, size_t n);
+/* t with its root in canonical form (its arguments are already): an
+ * application of an assoc op flattened, of a comm op sorted; NULL when
+ * out of memory. */
+tg_term *tgW_ac_canon(tg_rules *rs, tg_term *t);
 
 #endif
