@@ -124,6 +124,103 @@ tg_term *tgW_ac_canon(tg_rules *rs, tg_term *t)
     return tg_app(rs->ctx, t->e[0], nn, a);
 }
 
+/* Whether any declared op is assoc or comm (else nothing is to do). */
+int tgW_ac_any(const tg_rules *rs)
+{
+    for (uint32_t i = 0; i < rs->nops; i++)
+        if (rs->ops[i]->flags & (TGW_ASSOC | TGW_COMM))
+            return 1;
+    return 0;
+}
+
+/* The assoc / comm op t applies (a proper list), or NULL. */
+static const tgW_op *ac_op_of(const tg_rules *rs, const tg_term *t)
+{
+    if (!tgT_ispair(t) || tgT_kind(t->e[0]) != TG_SYMBOL)
+        return NULL;
+    const tgW_op *op = tgW_op_find(rs, t->e[0]);
+    if (!op || !(op->flags & (TGW_ASSOC | TGW_COMM)) || tg_tail(t) != TGT_NIL)
+        return NULL;
+    return op;
+}
+
+/* Canonicalizing a whole term: a node being rebuilt, or (splice) a
+ * nested application of its assoc op whose arguments join its own, so
+ * that a chain (add a (add b (add c ...))) is never built level by level
+ * (which would take quadratic time). */
+typedef struct cframe {
+    tg_term *t;
+    tg_iter it;
+    size_t vb;
+    const tgW_op *op;
+    int splice;
+} cframe;
+
+#define CGROW(arr, cnt, cp, extra)                                              \
+    do {                                                                        \
+        if ((cnt) + (extra) > (cp)) {                                           \
+            size_t nc_ = (cp) ? 2 * (cp) : 256;                                 \
+            while (nc_ < (cnt) + (extra))                                       \
+                nc_ *= 2;                                                       \
+            void *na_ = GC_MALLOC(nc_ * sizeof *(arr));                         \
+            if (!na_)                                                           \
+                return NULL;                                                    \
+            if (cnt)                                                            \
+                memcpy(na_, (arr), (cnt) * sizeof *(arr));                      \
+            (arr) = na_, (cp) = nc_;                                            \
+        }                                                                       \
+    } while (0)
+
+tg_term *tgW_ac_canon_deep(tg_rules *rs, tg_term *t)
+{
+    if (!tgT_ispair(t))
+        return t;
+    cframe *st = NULL;
+    size_t n = 0, cap = 0;
+    tg_term **v = NULL;
+    size_t nv = 0, capv = 0;
+    tgW_map done = {0};
+    CGROW(st, n, cap, 1);
+    st[0] = (cframe){t, {t, 0}, 0, ac_op_of(rs, t), 0};
+    n = 1;
+    while (n) {
+        cframe *f = &st[n - 1];
+        tg_term *x = tgT_iter_next(&f->it);
+        if (x) {
+            /* a nested application of an assoc op is spliced even
+             * when met before: it is not an argument of its own */
+            int sp = tgT_ispair(x) && f->op && (f->op->flags & TGW_ASSOC) &&
+                     x->e[0] == f->op->name && tg_tail(x) == TGT_NIL;
+            tg_term *y = sp ? NULL : tgT_ispair(x) ? tgW_map_get(&done, x) : x;
+            if (!y) {
+                const tgW_op *op = sp ? f->op : ac_op_of(rs, x);
+                CGROW(st, n, cap, 1);
+                st[n++] = (cframe){x, {x, sp ? 1 : 0}, nv, op, sp};
+                continue;
+            }
+            CGROW(v, nv, capv, 1);
+            v[nv++] = y;
+            continue;
+        }
+        n--;
+        if (f->splice)
+            continue;   /* its arguments stay, in the node around it */
+        tg_term *tail = (tg_term *)f->it.node;
+        size_t cnt = nv - f->vb;
+        if (f->op && (f->op->flags & TGW_COMM) && tgW_ac_sort(v + f->vb + 1, cnt - 1) < 0)
+            return NULL;
+        tg_term *node = tg_list(rs->ctx, cnt, v + f->vb, tail == TGT_NIL ? NULL : tail);
+        if (!node || tgW_map_put(&done, f->t, node) < 0)
+            return NULL;
+        nv = f->vb;
+        if (!n)
+            return node;
+        CGROW(v, nv, capv, 1);
+        v[nv++] = node;
+    }
+    return t;
+}
+
 /* ---- matching: state ---------------------------------------------------- */
 
 #define MAXNODES 256        /* assoc / comm nodes of one rule (compile.c) */

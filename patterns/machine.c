@@ -734,6 +734,8 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
         return norm_atom(rs, run, t, &sp, err);
     if (vs_reserve(M, 1024) < 0)
         return tgE_nomem(err), NULL;
+    if (tgW_ac_any(rs) && !(t = tgW_ac_canon_deep(rs, t)))  /* flat first: see ac.c */
+        return tgE_nomem(err), NULL;
 
 #define PUSHW(x)                                                              \
     do {                                                                      \

@@ -354,6 +354,8 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
             (arr) = na, (cp) = nc;                                              \
         }                                                                       \
     } while (0)
+    if (tgW_ac_any(rs) && !(t = tgW_ac_canon_deep(rs, t)))  /* flat first: see ac.c */
+        goto oom;
     tg_term *start = t;
     if (!in_first && (!(start = tgW_step(rs, &run, t, u->err)) || start != t))
         return start;   /* rewritten at the root: not walked again */

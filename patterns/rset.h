@@ -224,5 +224,10 @@ int tgW_ac_sort(tg_term **a, size_t n);
  * application of an assoc op flattened, of a comm op sorted; NULL when
  * out of memory. */
 tg_term *tgW_ac_canon(tg_rules *rs, tg_term *t);
+/* The whole of t in canonical form (explicit stacks, linear in its size
+ * but for the sorting); NULL when out of memory. */
+tg_term *tgW_ac_canon_deep(tg_rules *rs, tg_term *t);
+/* Whether the rule set declares an assoc or comm op. */
+int tgW_ac_any(const tg_rules *rs);
 
 #endif
