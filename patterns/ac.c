@@ -654,6 +654,8 @@ static int step(acs *S, tg_ctx *ctx, const tgW_ins *pc, tg_term *const *K, tg_te
                 tg_term **R, size_t alt, unsigned long *work)
 {
     switch (pc->op) {
+    case M_ACRULE:
+        return 1;
     case M_ROOT:
         return n == pc->a;
     case M_ROOTSEG:

@@ -625,12 +625,16 @@ static int expr_const(tgW_comp *c, tg_term *t)
  * tail, if seg) are on the stack. */
 static int emit_call(tgW_comp *c, tgW_op *op, tg_term *h, size_t n, int seg, int atom, int tail)
 {
-    tgW_ins *i = emit(c, &c->body, seg ? E_CALLV : tail ? E_CALLT : E_CALL);
+    /* an assoc / comm op's arguments are put in canonical order first
+     * (no tail call then: E_CALL and E_CALLT stay as they were) */
+    int ac = (op->flags & (TGW_ASSOC | TGW_COMM)) != 0;
+    tgW_ins *i = emit(c, &c->body, seg ? E_CALLV : ac ? E_CALLAC : tail ? E_CALLT : E_CALL);
     if (!i)
         return -1;
     i->a = (uint16_t)op->id, i->b = konst(c, h), i->c = (uint16_t)n, i->pad = (uint8_t)atom;
-    if (op->flags & (TGW_ASSOC | TGW_COMM))
-        i->pad |= 2;    /* its arguments are put in canonical order */
+    i->d = (uint32_t)ac;
+    if (ac)
+        tail = 0;
     if (op->id > 65535) {
         cerr(c, h, "too many ops");
         return -1;
@@ -849,6 +853,14 @@ tgW_rule *tgW_compile_rule(tgW_comp *c, tg_term *name, tg_term *l, tg_term *rhs,
         return NULL;
     if (rc == 0 && !emit(c, &c->body, E_RET))
         return NULL;
+    if (c->nac) {   /* the plain matcher hands the rule over at once */
+        tgW_ins *i = emit(c, &c->match, M_DONE);
+        if (!i)
+            return NULL;
+        memmove(c->match.v + 1, c->match.v, (c->match.n - 1) * sizeof *c->match.v);
+        memset(c->match.v, 0, sizeof *c->match.v);
+        c->match.v[0].op = M_ACRULE;
+    }
     r->match = c->match.v;
     r->body = c->body.v;
     r->k = c->k;

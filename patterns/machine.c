@@ -186,8 +186,8 @@ typedef struct choice {
     int alt;
 } choice;
 
-/* Match rule r against the n arguments A, filling R: 1, 0 (no match), or
- * -1 when out of memory. */
+/* Match rule r against the n arguments A, filling R: 1, 0 (no match),
+ * -1 when out of memory, -2 for a rule that tgW_ac_match runs. */
 static int match(tg_ctx *ctx, const tgW_rule *r, tg_term **A, uint32_t n, tg_term **R)
 {
     choice cs[MAXCHOICE];
@@ -257,6 +257,8 @@ static int match(tg_ctx *ctx, const tgW_rule *r, tg_term **A, uint32_t n, tg_ter
         }
         case M_DONE:
             return 1;
+        default:        /* M_ACRULE */
+            return -2;
         }
         pc++;
         continue;
@@ -325,27 +327,38 @@ static int key_push(tgW_machine *M, tg_term *key)
     return 0;
 }
 
-/* The c arguments on top of the stack (at *sp - *c) of a call of an
+/* The c arguments on top of the stack (below top) of a call of an
  * assoc / comm op put in canonical order (ac.c): flattened, which may
- * make more of them, and sorted.  -1 when out of memory. */
-static int canon_top(tg_rules *rs, tgW_machine *M, uint32_t opid, tg_term *head, size_t *sp, uint32_t *c)
+ * make more of them, and sorted.  Their new count, -1 when out of
+ * memory.  Out of line and without pointers to reduce's locals, which
+ * then stay in registers. */
+static __attribute__((noinline)) long canon_top(tg_rules *rs, tgW_machine *M, uint32_t opid,
+                                                tg_term *head, size_t top, uint32_t c)
 {
     uint32_t fl = rs->ops[opid]->flags;
-    size_t base = *sp - *c;
-    size_t nn = tgW_ac_flatlen(head, fl, M->vs + base, *c);
+    size_t base = top - c;
+    size_t nn = tgW_ac_flatlen(head, fl, M->vs + base, c);
     if (nn > UINT32_MAX / 2)
         return -1;
-    if (nn != *c) {
+    if (nn != c) {
         if (vs_reserve(M, base + nn + 64) < 0)
             return -1;
-        tgW_ac_flatten(head, M->vs + base, *c, nn);
+        tgW_ac_flatten(head, M->vs + base, c, nn);
     }
     if ((fl & TGW_COMM) && tgW_ac_sort(M->vs + base, nn) < 0)
         return -1;
-    *sp = base + nn;
-    *c = (uint32_t)nn;
-    return 0;
+    return (long)nn;
 }
+
+/* canon_top on the call being made in reduce (its sp and c). */
+#define CANON_CALL()                                                          \
+    do {                                                                      \
+        long nc_ = canon_top(rs, M, opid, head, sp, c);                       \
+        if (nc_ < 0)                                                          \
+            goto oom;                                                         \
+        sp = sp - c + (size_t)nc_;                                            \
+        c = (uint32_t)nc_;                                                    \
+    } while (0)
 
 /* The error of a redex met again while being reduced: the rules fired
  * since it was first met. */
@@ -473,12 +486,13 @@ try_rules:
             goto oom;
         R = M->vs + regs;
         r->tried++;
-        int m = r->ac ? tgW_ac_match(rs, r, M->vs + f->base, f->n, R, err)
-                      : match(ctx, r, M->vs + f->base, f->n, R);
+        int m = match(ctx, r, M->vs + f->base, f->n, R);
         if (m < 0) {
-            if (r->ac)
+            if (m == -1)
+                goto oom;
+            /* -2: modulo assoc / comm (ac.c) */
+            if ((m = tgW_ac_match(rs, r, M->vs + f->base, f->n, R, err)) < 0)
                 goto fail;
-            goto oom;
         }
         if (!m)
             continue;
@@ -510,9 +524,7 @@ exec:
             continue;
         case E_CALL:
             f->pc = pc;
-            opid = i->a, head = K[i->b], atom = i->pad & 1, c = i->c;
-            if ((i->pad & 2) && canon_top(rs, M, opid, head, &sp, &c) < 0)
-                goto oom;
+            opid = i->a, head = K[i->b], atom = i->pad, c = i->c;
             ix = bix;
             f->rule->built++;
             goto call;
@@ -535,12 +547,19 @@ exec:
             sp += len;
             f->pc = pc;
             opid = i->a, head = K[i->b], atom = 0, c = (uint32_t)(i->c + len);
-            if ((i->pad & 2) && canon_top(rs, M, opid, head, &sp, &c) < 0)
-                goto oom;
+            if (i->d)
+                CANON_CALL();
             ix = bix;
             f->rule->built++;
             goto call;
         }
+        case E_CALLAC:
+            f->pc = pc;
+            opid = i->a, head = K[i->b], atom = i->pad, c = i->c;
+            CANON_CALL();
+            ix = bix;
+            f->rule->built++;
+            goto call;
         case E_NORM: {
             /* a variable's absorbed arguments (ac.c): a call if several */
             tg_term *x = M->vs[sp - 1];
@@ -565,9 +584,7 @@ exec:
             c = i->c;
             memmove(M->vs + base, M->vs + sp - c, c * sizeof *M->vs);
             sp = base + c;
-            head = K[i->b], atom = i->pad & 1, opid = i->a;
-            if ((i->pad & 2) && canon_top(rs, M, opid, head, &sp, &c) < 0)
-                goto oom;
+            head = K[i->b], atom = i->pad, opid = i->a;
             f->rule->built++;
             int known = call_enter(rs, bix, memo, opid, head, atom, c, M->vs + base, &result, err);
             if (known < 0)
@@ -581,6 +598,9 @@ exec:
         }
         case E_LIST: {
             tg_term *t = tg_list(ctx, i->c, M->vs + sp - i->c, NULL);
+            /* a computed head may name an assoc / comm op */
+            if (t && tgT_ispair(t) && tgT_kind(t->e[0]) == TG_SYMBOL)
+                t = tgW_ac_canon(rs, t);
             if (!t)
                 goto oom;
             sp -= i->c;
@@ -779,9 +799,13 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
             int known;
             uint32_t id = op_id(rs, h, &known);
             uint32_t na = (uint32_t)(n - 1);
-            if (known && (rs->ops[id]->flags & (TGW_ASSOC | TGW_COMM)) &&
-                canon_top(rs, M, id, h, &sp, &na) < 0)
-                goto oom;
+            if (known && (rs->ops[id]->flags & (TGW_ASSOC | TGW_COMM))) {
+                long nc = canon_top(rs, M, id, h, sp, na);
+                if (nc < 0)
+                    goto oom;
+                sp = sp - na + (size_t)nc;
+                na = (uint32_t)nc;
+            }
             /* arguments above the head: reduce consumes them */
             nf = reduce(rs, run, id, h, 0, na, &sp, err);
             if (!nf)
@@ -838,8 +862,13 @@ tg_term *tgW_step(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err)
     tg_elements(t, M->vs, n);
     sp = n;
     uint32_t na = (uint32_t)(n - 1);
-    if ((rs->ops[id]->flags & (TGW_ASSOC | TGW_COMM)) && canon_top(rs, M, id, h, &sp, &na) < 0)
-        return tgE_nomem(err), NULL;
+    if (rs->ops[id]->flags & (TGW_ASSOC | TGW_COMM)) {
+        long nc = canon_top(rs, M, id, h, sp, na);
+        if (nc < 0)
+            return tgE_nomem(err), NULL;
+        sp = sp - na + (size_t)nc;
+        na = (uint32_t)nc;
+    }
     return reduce(rs, &one, id, h, 0, na, &sp, err);
 }
 

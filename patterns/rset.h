@@ -49,6 +49,7 @@ enum {
     M_ROOTCOMM,     /* choice: R[d], R[d+1] = the call's two arguments, then swapped */
     M_DONE,
     /* modulo assoc / comm (ac.c): node c's state; see tgW_ac_match */
+    M_ACRULE,       /* first of such a rule: match() leaves it to tgW_ac_match */
     M_ACOPEN,       /* node c = R[a] (or the call, d & TGW_AC_ROOT) is (K[b] ...); d: mode | k << 8 */
     M_ACONE,        /* choice: R[d] = an unused argument of node a (head K[b] unless b == 0xffff) */
     M_ACTAKE,       /* node a: R[b] (K[b] if pad) taken (its arguments, if an application of the op) */
@@ -74,7 +75,7 @@ enum {
     E_CONST,        /* push K[a] */
     E_CALL,         /* pop c args, push the normal form of (K[b] args) (op id a) */
     E_CALLT,        /* the same as the rule's result (a tail call) */
-    E_CALLV,        /* like E_CALL; the top is a list spliced after c args */
+    E_CALLV,        /* like E_CALL; the top is a list spliced after c args (d: as E_CALLAC) */
     E_LIST,         /* pop c elements, push the list of them (no rule applies to it) */
     E_LISTT,        /* pop a tail then c elements: the list with that tail */
     E_EQ,           /* pop two; the rule fails unless they are the same term */
@@ -84,7 +85,8 @@ enum {
     E_STORE,        /* R[a] = the top (kept on the stack) */
     E_FIRE,         /* the conditions hold: the rule fires (counts, limits, hooks) */
     E_RET,          /* the top is the rule's result */
-    E_NORM          /* the top, a variable's absorbed arguments: if (K[b] ...), reduced (op id a) */
+    E_NORM,         /* the top, a variable's absorbed arguments: if (K[b] ...), reduced (op id a) */
+    E_CALLAC        /* E_CALL of an assoc / comm op: the args put in canonical order first */
 };
 
 enum {  /* built-in predicates of E_PRED */
@@ -113,7 +115,7 @@ typedef struct tgW_rule {
     uint32_t maxstack;  /* body stack depth */
     uint32_t nk;
     int seg;            /* the root has a segment: registers are copies */
-    int ac;             /* the match has assoc / comm nodes: tgW_ac_match runs it */
+    int ac;             /* the match has assoc / comm nodes (M_ACRULE first) */
     tg_term **vars;     /* the left side's variables ... */
     uint32_t *vregs;    /* ... and their registers, for instantiating */
     uint32_t nvars;
