@@ -48,6 +48,18 @@ static void test_canonical(tg_ctx *ctx, tg_rules *rs)
     tg_term *in = nf(rs, rd(ctx, "(f (mul (add c b) a))"), 0);
     TAP_EQ_STR(show(in), "(f (mul a (add b c)))", "inside other terms");
     TAP_CHECK(in == nf(rs, rd(ctx, "(f (mul a (add (add c) b)))"), 0), "one pointer inside too");
+    /* a trace shows the redex and the instantiated right side canonical,
+     * an absorbed group as the application it stands for */
+    FILE *tr = tmpfile();
+    tg_rules_set_trace(rs, tr, 1);
+    TAP_EQ_STR(show(nf(rs, rd(ctx, "(add c 0 b)"), 0)), "(add b c)", "add-zero absorbs (add b c)");
+    tg_rules_set_trace(rs, NULL, 0);
+    char line[200] = "";
+    rewind(tr);
+    if (!fgets(line, sizeof line, tr))
+        line[0] = 0;
+    fclose(tr);
+    TAP_EQ_STR(line, "add-zero: (add 0 b c) => (add b c)\n", "the trace line");
     /* a walk rebuilds nodes in canonical form */
     tg_error err;
     TAP_EQ_STR(show(tg_rewrite(rs, rd(ctx, "once"), rd(ctx, "(f (add c (neg (neg b)) a))"), &err)),
