@@ -361,43 +361,44 @@ static void ac_group_note(tgW_comp *c, const tgW_op *op, int r)
     }
 }
 
-/* A direct variable argument of a bag node: bound before (taken), or
- * first met here (one argument, a group, or all the rest), then taken
- * again at its later occurrences. */
+/* The direct variable arguments of a bag node: those bound before
+ * (elsewhere, or by the node's other arguments) taken first, then each
+ * met for the first time given one argument, a group, or all that is
+ * left (the last one), and taken again at its later occurrences. */
 static int ac_vars(tgW_comp *c, tgW_vec *m, const tgW_op *op, uint32_t id, tg_term **v, size_t nv,
                    int absorb)
 {
     size_t nfree = 0;
     for (size_t i = 0; i < nv; i++) {
+        int r = is_wild(v[i]) ? -1 : var_reg(c, v[i]);
+        if (r >= 0 && !ac_emit(c, m, M_ACTAKE, id, (unsigned)r, 0, 0))
+            return -1;
         int first = 1;
         for (size_t j = 0; j < i; j++)
             first &= v[j] != v[i] || is_wild(v[i]);
-        nfree += first && (is_wild(v[i]) || var_reg(c, v[i]) < 0);
+        nfree += first && r < 0;
     }
     for (size_t i = 0, seen = 0; i < nv; i++) {
         tg_term *x = v[i];
         int first = 1, cnt = 1;
         for (size_t j = 0; j < i; j++)
             first &= x != v[j] || is_wild(x);
-        if (!first)
-            continue;
+        if (!first || (!is_wild(x) && var_reg(c, x) >= 0))
+            continue;   /* taken above, or below with its first occurrence */
         for (size_t j = i + 1; j < nv; j++)
             cnt += x == v[j] && !is_wild(x);
-        int r = is_wild(x) ? -1 : var_reg(c, x);
-        if (r < 0) {
-            seen++;
-            if ((r = newregs(c, 1, x)) < 0)
-                return -1;
-            tgW_ins *ins = !absorb ? ac_emit(c, m, M_ACONE, id, 0xffff, 0, (uint32_t)r)
-                : seen == nfree && cnt == 1 ? ac_emit(c, m, M_ACALL, id, 0, 0, (uint32_t)r)
-                : ac_emit(c, m, M_ACGROUP, id, 0, (unsigned)(nfree - seen), (uint32_t)r);
-            if (!ins || (!is_wild(x) && var_bind(c, x, r) < 0))
-                return -1;
-            if (absorb)
-                ac_group_note(c, op, r);
-            cnt--;
-        }
-        while (cnt-- > 0)
+        int r = newregs(c, 1, x);
+        if (r < 0)
+            return -1;
+        seen++;
+        tgW_ins *ins = !absorb ? ac_emit(c, m, M_ACONE, id, 0xffff, 0, (uint32_t)r)
+            : seen == nfree && cnt == 1 ? ac_emit(c, m, M_ACALL, id, 0, 0, (uint32_t)r)
+            : ac_emit(c, m, M_ACGROUP, id, 0, (unsigned)(nfree - seen), (uint32_t)r);
+        if (!ins || (!is_wild(x) && var_bind(c, x, r) < 0))
+            return -1;
+        if (absorb)
+            ac_group_note(c, op, r);
+        while (--cnt > 0)
             if (!ac_emit(c, m, M_ACTAKE, id, (unsigned)r, 0, 0))
                 return -1;
     }
