@@ -202,6 +202,8 @@ static int quoted(tgW_comp *c, const tg_term *p, tg_term **out)
 }
 
 static int pat(tgW_comp *c, tgW_vec *m, tg_term *p, int reg, unsigned depth);
+static int ac_node(tgW_comp *c, tgW_vec *m, tg_term *p, const tgW_op *op, tg_term *const *a0, size_t k0,
+                   tg_term *tail, int reg, tgW_rule *root, unsigned depth);
 
 /* Subterm t will be in register reg: a later occurrence reads it there. */
 static void share_note(tgW_comp *c, tg_term *t, int reg)
@@ -291,6 +293,9 @@ static int pat(tgW_comp *c, tgW_vec *m, tg_term *p, int reg, unsigned depth)
     if (!op)
         return -1;
     share_note(c, p, reg);
+    int ac = ac_node(c, m, p, op, buf + 1, n - 1, tail, reg, NULL, depth);
+    if (ac)
+        return ac < 0 ? -1 : 0;
     if (!seg && (op->flags & TGW_COMM) && n == 3) {
         if (++c->ncomm > MAX_COMM) {
             CERR_AT(c, p, "%s", "too many commutative subpatterns in one rule");
@@ -311,6 +316,217 @@ static int pat(tgW_comp *c, tgW_vec *m, tg_term *p, int reg, unsigned depth)
     if (pat_args(c, m, buf + 1, n - 1, r0, depth) < 0)
         return -1;
     return seg ? pat(c, m, tail, r0 + (int)(n - 1), depth + 1) : 0;
+}
+
+/* ---- assoc / comm nodes (run by ac.c) ----------------------------------- */
+
+#define MAX_ACNODES 256     /* ac.c: MAXNODES */
+
+static tgW_ins *ac_emit(tgW_comp *c, tgW_vec *m, uint8_t op, unsigned a, unsigned b, unsigned cc,
+                        uint32_t d)
+{
+    tgW_ins *i = emit(c, m, op);
+    if (i)
+        i->a = (uint16_t)a, i->b = (uint16_t)b, i->c = (uint16_t)cc, i->d = d;
+    return i;
+}
+
+/* The arguments a[0..k) of a pattern of assoc op op with nested
+ * applications of op spliced in, into out (at most 255); their count,
+ * -1 on an error. */
+static int ac_flat(tgW_comp *c, tg_term *p, const tgW_op *op, tg_term *const *a, size_t k,
+                   tg_term **out)
+{
+    tg_term *stack[256];
+    size_t ns = 0, n = 0;
+    for (size_t i = k; i-- > 0;)
+        stack[ns++] = a[i];
+    while (ns) {
+        tg_term *x = stack[--ns], *q;
+        if ((op->flags & TGW_ASSOC) && tgT_ispair(x) && x->e[0] == op->name && !quoted(c, x, &q)) {
+            if (tg_tail(x) != TGT_NIL) {
+                CERR_AT(c, x, "%s", "a segment inside a pattern of the same associative op");
+                return -1;
+            }
+            size_t l = tg_length(x);
+            if (ns + l > 256) {
+                CERR_AT(c, p, "%s", "pattern with more than 255 arguments");
+                return -1;
+            }
+            for (size_t j = l; j-- > 1;)
+                stack[ns++] = tg_nth(x, j);
+            continue;
+        }
+        if (n == 255) {
+            CERR_AT(c, p, "%s", "pattern with more than 255 arguments");
+            return -1;
+        }
+        out[n++] = x;
+    }
+    return (int)n;
+}
+
+/* Register r holds a variable's absorbed arguments (op). */
+static void ac_group_note(tgW_comp *c, const tgW_op *op, int r)
+{
+    if (c->ngroups < TGW_MAXVARS) {
+        c->gregs[c->ngroups] = (uint32_t)r;
+        c->gops[c->ngroups++] = op;
+    }
+}
+
+/* The direct variable arguments of a bag node: those bound before
+ * (elsewhere, or by the node's other arguments) taken first, then each
+ * met for the first time given one argument, a group, or all that is
+ * left (the last one), and taken again at its later occurrences. */
+static int ac_vars(tgW_comp *c, tgW_vec *m, const tgW_op *op, uint32_t id, tg_term **v, size_t nv,
+                   int absorb)
+{
+    size_t nfree = 0;
+    for (size_t i = 0; i < nv; i++) {
+        int r = is_wild(v[i]) ? -1 : var_reg(c, v[i]);
+        if (r >= 0 && !ac_emit(c, m, M_ACTAKE, id, (unsigned)r, 0, 0))
+            return -1;
+        int first = 1;
+        for (size_t j = 0; j < i; j++)
+            first &= v[j] != v[i] || is_wild(v[i]);
+        nfree += first && r < 0;
+    }
+    for (size_t i = 0, seen = 0; i < nv; i++) {
+        tg_term *x = v[i];
+        int first = 1, cnt = 1;
+        for (size_t j = 0; j < i; j++)
+            first &= x != v[j] || is_wild(x);
+        if (!first || (!is_wild(x) && var_reg(c, x) >= 0))
+            continue;   /* taken above, or below with its first occurrence */
+        for (size_t j = i + 1; j < nv; j++)
+            cnt += x == v[j] && !is_wild(x);
+        int r = newregs(c, 1, x);
+        if (r < 0)
+            return -1;
+        seen++;
+        tgW_ins *ins = !absorb ? ac_emit(c, m, M_ACONE, id, 0xffff, 0, (uint32_t)r)
+            : seen == nfree && cnt == 1 ? ac_emit(c, m, M_ACALL, id, 0, 0, (uint32_t)r)
+            : ac_emit(c, m, M_ACGROUP, id, 0, (unsigned)(nfree - seen), (uint32_t)r);
+        if (!ins || (!is_wild(x) && var_bind(c, x, r) < 0))
+            return -1;
+        if (absorb)
+            ac_group_note(c, op, r);
+        while (--cnt > 0)
+            if (!ac_emit(c, m, M_ACTAKE, id, (unsigned)r, 0, 0))
+                return -1;
+    }
+    return 0;
+}
+
+/* A bag node (a comm op): constants taken first, then the other
+ * non-variable arguments (a choice each), then the variables. */
+static int ac_bag(tgW_comp *c, tgW_vec *m, const tgW_op *op, uint32_t id, tg_term **a, size_t k,
+                  int absorb, unsigned depth)
+{
+    tg_term *v[256], *q;
+    size_t nv = 0;
+    for (size_t i = 0; i < k; i++)
+        if (!tgT_ispair(a[i]) && tg_kind_of(a[i]) != TG_VAR) {
+            if (!ac_emit(c, m, M_ACTAKE, id, konst(c, a[i]), 0, 0))
+                return -1;
+            m->v[m->n - 1].pad = 1;
+        } else if (tgT_ispair(a[i]) && quoted(c, a[i], &q)) {
+            if (!ac_emit(c, m, M_ACTAKE, id, konst(c, q), 0, 0))
+                return -1;
+            m->v[m->n - 1].pad = 1;
+        }
+    for (size_t i = 0; i < k; i++) {
+        if (tg_kind_of(a[i]) == TG_VAR) {
+            v[nv++] = a[i];
+            continue;
+        }
+        if (!tgT_ispair(a[i]) || quoted(c, a[i], &q))
+            continue;
+        tg_term *h = a[i]->e[0];
+        int r = newregs(c, 1, a[i]);
+        unsigned hk = tg_kind_of(h) == TG_SYMBOL ? konst(c, h) : 0xffff;
+        if (r < 0 || !ac_emit(c, m, M_ACONE, id, hk, 0, (uint32_t)r) || pat(c, m, a[i], r, depth + 1) < 0)
+            return -1;
+    }
+    return ac_vars(c, m, op, id, v, nv, absorb);
+}
+
+/* A sequence node (an assoc op that is not comm): the arguments in
+ * order, a variable first met taking a run of them. */
+static int ac_seq(tgW_comp *c, tgW_vec *m, const tgW_op *op, uint32_t id, tg_term **a, size_t k,
+                  unsigned depth)
+{
+    for (size_t i = 0; i < k; i++) {
+        tg_term *x = a[i];
+        int r = tg_kind_of(x) == TG_VAR && !is_wild(x) ? var_reg(c, x) : -1;
+        if (r >= 0) {
+            if (!ac_emit(c, m, M_ASTAKE, id, (unsigned)r, 0, 0))
+                return -1;
+            continue;
+        }
+        if ((r = newregs(c, 1, x)) < 0)
+            return -1;
+        if (tg_kind_of(x) != TG_VAR) {
+            if (!ac_emit(c, m, M_ASONE, id, 0, 0, (uint32_t)r) || pat(c, m, x, r, depth + 1) < 0)
+                return -1;
+            continue;
+        }
+        tgW_ins *ins = ac_emit(c, m, M_ASRUN, id, 0, (unsigned)(k - 1 - i), (uint32_t)r);
+        if (!ins || (!is_wild(x) && var_bind(c, x, r) < 0))
+            return -1;
+        ins->pad = i == k - 1;
+        ac_group_note(c, op, r);
+    }
+    return ac_emit(c, m, M_ACEND, id, 0, 0, 0) ? 0 : -1;
+}
+
+/* Pattern p = (op a[0..k) . tail) of an assoc or comm op, its subject in
+ * register reg (root: the call itself, for rule root).  1 when compiled
+ * here, 0 when the plain instructions do (not assoc / comm, a comm op of
+ * two arguments, an assoc op with a segment or fewer than two
+ * arguments), -1 on an error. */
+static int ac_node(tgW_comp *c, tgW_vec *m, tg_term *p, const tgW_op *op, tg_term *const *a0, size_t k0,
+                   tg_term *tail, int reg, tgW_rule *root, unsigned depth)
+{
+    int comm = (op->flags & TGW_COMM) != 0, assoc = (op->flags & TGW_ASSOC) != 0;
+    int seg = tail != TGT_NIL;
+    if (!comm && !assoc)
+        return 0;
+    tg_term *a[256];
+    int k = ac_flat(c, p, op, a0, k0, a);
+    if (k < 0)
+        return -1;
+    if (comm && !assoc && !seg && k == 2)
+        return 0;
+    if (!comm && (seg || k < 2))
+        return 0;
+    int absorb = assoc && !seg && k >= 2;
+    if (c->nac == MAX_ACNODES) {
+        CERR_AT(c, p, "%s", "too many assoc / comm subpatterns in one rule");
+        return -1;
+    }
+    uint32_t id = c->nac++;
+    if (root) {
+        root->seg = 1;  /* registers apart from the call's arguments */
+        c->nregs = 0;
+    }
+    uint32_t mode = (root ? TGW_AC_ROOT : 0) | (!seg && !absorb ? TGW_AC_EXACT : 0) |
+                    (!comm ? TGW_AC_SEQ : 0) | (assoc ? TGW_AC_FLAT : 0);
+    if (!ac_emit(c, m, M_ACOPEN, root ? 0 : (unsigned)reg, konst(c, op->name), id,
+                 mode | (uint32_t)k << 8))
+        return -1;
+    if (!comm)
+        return ac_seq(c, m, op, id, a, (size_t)k, depth) < 0 ? -1 : 1;
+    if (ac_bag(c, m, op, id, a, (size_t)k, absorb, depth) < 0)
+        return -1;
+    if (seg) {
+        int r = newregs(c, 1, tail);
+        if (r < 0 || !ac_emit(c, m, M_ACREST, id, 0, 0, (uint32_t)r) || pat(c, m, tail, r, depth + 1) < 0)
+            return -1;
+        return 1;
+    }
+    return ac_emit(c, m, M_ACEND, id, 0, 0, 0) ? 1 : -1;
 }
 
 /* The left side: an op application (or a nullary op's bare symbol).
@@ -356,6 +572,9 @@ static int lhs(tgW_comp *c, tgW_rule *r, tg_term *l)
     unsigned k = (unsigned)(n - 1);
     r->seg = seg;
     c->nregs = k + seg;
+    int ac = ac_node(c, m, l, op, buf + 1, k, tail, 0, r, 0);
+    if (ac)
+        return ac < 0 ? -1 : 0;
     if (!seg && (op->flags & TGW_COMM) && k == 2) {
         c->ncomm++;
         int r0 = newregs(c, 2, l);
@@ -399,6 +618,15 @@ static int expr_var(tgW_comp *c, tg_term *e)
         return -1;
     i->a = (uint16_t)r;
     depth_add(c, 1);
+    for (uint32_t g = 0; g < c->ngroups; g++)
+        if (c->gregs[g] == (uint32_t)r) {
+            /* absorbed arguments: a new application, to be reduced */
+            const tgW_op *op = c->gops[g];
+            if (!(i = emit(c, &c->body, E_NORM)))
+                return -1;
+            i->a = (uint16_t)op->id, i->b = konst(c, op->name);
+            return c->failed ? -1 : 0;
+        }
     return 0;
 }
 
@@ -416,10 +644,16 @@ static int expr_const(tgW_comp *c, tg_term *t)
  * tail, if seg) are on the stack. */
 static int emit_call(tgW_comp *c, tgW_op *op, tg_term *h, size_t n, int seg, int atom, int tail)
 {
-    tgW_ins *i = emit(c, &c->body, seg ? E_CALLV : tail ? E_CALLT : E_CALL);
+    /* an assoc / comm op's arguments are put in canonical order first
+     * (no tail call then: E_CALL and E_CALLT stay as they were) */
+    int ac = (op->flags & (TGW_ASSOC | TGW_COMM)) != 0;
+    tgW_ins *i = emit(c, &c->body, seg ? E_CALLV : ac ? E_CALLAC : tail ? E_CALLT : E_CALL);
     if (!i)
         return -1;
     i->a = (uint16_t)op->id, i->b = konst(c, h), i->c = (uint16_t)n, i->pad = (uint8_t)atom;
+    i->d = (uint32_t)ac;
+    if (ac)
+        tail = 0;
     if (op->id > 65535) {
         cerr(c, h, "too many ops");
         return -1;
@@ -700,7 +934,7 @@ tgW_rule *tgW_compile_rule(tgW_comp *c, tg_term *name, tg_term *l, tg_term *rhs,
                            size_t nconds, int backward)
 {
     c->match.n = c->body.n = 0;
-    c->nk = c->nvars = c->nregs = c->ncomm = c->nshared = 0;
+    c->nk = c->nvars = c->nregs = c->ncomm = c->nshared = c->nac = c->ngroups = 0;
     c->k = NULL, c->capk = 0;
     c->match.v = c->body.v = NULL, c->match.cap = c->body.cap = 0;
     c->depth = c->maxdepth = 0;
@@ -729,11 +963,20 @@ tgW_rule *tgW_compile_rule(tgW_comp *c, tg_term *name, tg_term *l, tg_term *rhs,
         return NULL;
     if (rc == 0 && !emit(c, &c->body, E_RET))
         return NULL;
+    if (c->nac) {   /* the plain matcher hands the rule over at once */
+        tgW_ins *i = emit(c, &c->match, M_DONE);
+        if (!i)
+            return NULL;
+        memmove(c->match.v + 1, c->match.v, (c->match.n - 1) * sizeof *c->match.v);
+        memset(c->match.v, 0, sizeof *c->match.v);
+        c->match.v[0].op = M_ACRULE;
+    }
     r->match = c->match.v;
     r->body = c->body.v;
     r->k = c->k;
     r->nk = c->nk;
     r->nregs = c->nregs;
+    r->ac = c->nac > 0;
     r->nvars = c->nvars;
     r->vars = GC_MALLOC((c->nvars ? c->nvars : 1) * sizeof *r->vars);
     r->vregs = GC_MALLOC_ATOMIC((c->nvars ? c->nvars : 1) * sizeof *r->vregs);
