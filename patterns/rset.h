@@ -100,6 +100,7 @@ typedef struct tgW_rule {
     tg_term *tags;      /* a list of symbols */
     const char *file;
     int line, col;
+    struct tgV_rel *rel;    /* a relation used as a rewrite (relrw.c): no programs; else NULL */
     /* statistics */
     unsigned long long fired, tried, built;
     unsigned long long fired0;  /* fired at the start of the current run */
@@ -145,6 +146,7 @@ struct tg_rules {
     struct tgW_machine *m;      /* the machine's stacks, kept between runs */
     tgW_map memo;               /* redex -> normal form */
     tgW_map rwmap;              /* name -> rewriter */
+    tgW_map relrw;              /* relation name -> its rewrites (relrw.c) */
     tg_term **forms;            /* the .rules form names, interned (load.c) */
     struct tgW_rw **rws;        /* in declaration order */
     uint32_t nrws;
