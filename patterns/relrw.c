@@ -118,8 +118,9 @@ static int apply(tgW_rule *r, tg_term *t, tg_term **out, tg_error *err)
     return 1;
 }
 
-int tgV_step(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t, unsigned long long limit,
-             tg_term **out, tg_error *err)
+/* tgV_step, and which rule fired in *by. */
+static int step_by(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t,
+                   unsigned long long limit, tg_term **out, tgW_rule **by, tg_error *err)
 {
     if (rs->interrupt) {
         tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "interrupted");
@@ -130,8 +131,9 @@ int tgV_step(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t, unsign
         int k = apply(r, t, out, err);
         if (k < 0)
             return -1;
-        if (!k)
+        if (!k || *out == t)    /* the term itself: no rewrite */
             continue;
+        *by = r;
         r->fired++;
         rs->rewrites++;
         if (limit && r->fired - r->fired0 > limit) {
@@ -147,4 +149,170 @@ int tgV_step(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t, unsign
         return 1;
     }
     return 0;
+}
+
+int tgV_step(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t, unsigned long long limit,
+             tg_term **out, tg_error *err)
+{
+    tgW_rule *by;
+    return tgT_ispair(t) ? step_by(rs, rels, n, t, limit, out, &by, err) : 0;
+}
+
+/* ---- normalizing under relations ------------------------------------ */
+
+/* The marker of a term being normalized. */
+static tg_term inprogress_obj;
+#define INPROGRESS (&inprogress_obj)
+
+/* A node being normalized: its elements are pushed on vals from vb on;
+ * the terms it went through (itself, then what relations rewrote it to)
+ * are on the chain from cb on, each with the rule that gave it. */
+typedef struct nframe {
+    tg_term *t;
+    tg_iter it;
+    size_t vb, cb;
+} nframe;
+
+typedef struct norm {
+    tg_rules *rs;
+    tg_error *err;
+    tgW_map memo;           /* term -> normal form, or INPROGRESS */
+    nframe *fs;
+    size_t nf, capf;
+    tg_term **vals;
+    size_t nv, capv;
+    void **chain;           /* (term, rule) pairs */
+    size_t nc, capc;
+} norm;
+
+static int push_frame(norm *N, tg_term *t, const tgW_rule *by)
+{
+    nframe *f = tgW_grow(N->fs, N->nf, &N->capf, N->nf + 1, sizeof *f);
+    void **c = f ? tgW_grow(N->chain, N->nc, &N->capc, N->nc + 2, sizeof *c) : NULL;
+    if (!c || tgW_map_put(&N->memo, t, INPROGRESS) < 0)
+        return tgE_nomem(N->err), -1;
+    N->fs = f, N->chain = c;
+    f += N->nf++;
+    f->t = t, f->it.node = t, f->it.i = 0, f->vb = N->nv, f->cb = N->nc;
+    N->chain[N->nc++] = t;
+    N->chain[N->nc++] = (void *)by;
+    return 0;
+}
+
+static int push_val(norm *N, tg_term *v)
+{
+    tg_term **a = tgW_grow(N->vals, N->nv, &N->capv, N->nv + 1, sizeof *a);
+    if (!a)
+        return tgE_nomem(N->err), -1;
+    N->vals = a;
+    N->vals[N->nv++] = v;
+    return 0;
+}
+
+/* t came back while being normalized: the relations that fired since. */
+static void cycle(norm *N, tg_term *t)
+{
+    size_t i = N->nc;
+    while (i >= 2 && N->chain[i - 2] != t)
+        i -= 2;
+    char names[400];
+    size_t len = 0;
+    names[0] = 0;
+    for (size_t j = i ? i : 0; j < N->nc && len < sizeof names - 80; j += 2) {
+        const tgW_rule *r = N->chain[j + 1];
+        if (!r)
+            continue;
+        int nl;
+        const char *s = name_of(r, &nl);
+        int w = snprintf(names + len, sizeof names - len, "%s%.*s%s", len ? " -> " : "",
+                         nl > 60 ? 60 : nl, s, r->backward ? " (reverse)" : "");
+        if (w > 0)
+            len += (size_t)w;
+    }
+    char *p = tg_print(t, NULL);
+    tgE_set(N->err, TG_ERR_RANGE, NULL, 0, 0, "rewriting cycles: %.200s comes back after %s",
+            p ? p : "a term", len ? names : "a relation");
+    free(p);
+}
+
+tg_term *tgV_normalize(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t,
+                       unsigned long long limit, tg_error *err)
+{
+    norm N = {rs, err, {0}, NULL, 0, 0, NULL, 0, 0, NULL, 0, 0};
+    if (!tgT_ispair(t))
+        return t;
+    if (push_frame(&N, t, NULL) < 0)
+        return NULL;
+    while (N.nf) {
+        nframe *f = &N.fs[N.nf - 1];
+        tg_term *x = tgT_iter_next(&f->it);
+        if (x) {
+            tg_term *v = tgT_ispair(x) ? tgW_map_get(&N.memo, x) : x;
+            if (v == INPROGRESS) {
+                cycle(&N, x);
+                return NULL;
+            }
+            if (!v) {
+                if (push_frame(&N, x, NULL) < 0)
+                    return NULL;
+                continue;
+            }
+            if (push_val(&N, v) < 0)
+                return NULL;
+            continue;
+        }
+        /* every element normalized: the node, then the relations at it */
+        tg_term *tail = (tg_term *)f->it.node;
+        tg_term *node = tg_list(rs->ctx, N.nv - f->vb, N.vals + f->vb, tail == TGT_NIL ? NULL : tail);
+        if (!node)
+            return tgE_nomem(err), NULL;
+        N.nv = f->vb;
+        tg_term *y = NULL;
+        tgW_rule *by = NULL;
+        int k = node == f->t ? 0 : 1;
+        tg_term *known = k ? tgW_map_get(&N.memo, node) : NULL;
+        if (known == INPROGRESS) {
+            cycle(&N, node);
+            return NULL;
+        }
+        if (!known) {
+            if ((k = step_by(rs, rels, n, node, limit, &y, &by, err)) < 0)
+                return NULL;
+            if (k) {
+                /* rewritten: y is normalized in this frame */
+                tg_term *m = tgT_ispair(y) ? tgW_map_get(&N.memo, y) : y;
+                if (m == INPROGRESS) {
+                    cycle(&N, y);
+                    return NULL;
+                }
+                if (!m) {
+                    void **c = tgW_grow(N.chain, N.nc, &N.capc, N.nc + 4, sizeof *c);
+                    if (!c || tgW_map_put(&N.memo, y, INPROGRESS) < 0 ||
+                        (node != f->t && tgW_map_put(&N.memo, node, INPROGRESS) < 0))
+                        return tgE_nomem(err), NULL;
+                    N.chain = c;
+                    if (node != f->t)
+                        N.chain[N.nc++] = node, N.chain[N.nc++] = NULL;
+                    N.chain[N.nc++] = y;
+                    N.chain[N.nc++] = by;
+                    f->t = y, f->it.node = y, f->it.i = 0;
+                    continue;
+                }
+                known = m;
+            }
+        }
+        tg_term *res = known ? known : node;
+        for (size_t j = f->cb; j < N.nc; j += 2)
+            if (tgW_map_put(&N.memo, N.chain[j], res) < 0)
+                return tgE_nomem(err), NULL;
+        if (tgW_map_put(&N.memo, node, res) < 0)
+            return tgE_nomem(err), NULL;
+        N.nc = f->cb;
+        N.nf--;
+        if (!N.nf)
+            return res;
+        if (push_val(&N, res) < 0)
+            return NULL;
+    }
+    return NULL;
 }

@@ -16,11 +16,18 @@ long tgV_check(tg_rules *rs, const tg_term *name);
  * rule set and kept); NULL with err filled when name is not a relation
  * of two arguments (any more). */
 tgW_rule *tgV_rule(tg_rules *rs, tg_term *name, int backward, tg_error *err);
-/* One rewrite of t by the first of the n relation rules rels that has an
- * answer: 1 with *out, 0 when none has, -1 with err filled (an error in
- * the search, an answer that is not ground, a rule firing more than
- * limit times in this run when limit is not 0). */
+/* One rewrite of compound term t by the first of the n relation rules
+ * rels that has an answer other than t: 1 with *out, 0 when none has, -1
+ * with err filled (an error in the search, an answer that is not ground,
+ * a rule firing more than limit times in this run when limit is not 0). */
 int tgV_step(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t, unsigned long long limit,
              tg_term **out, tg_error *err);
+/* The normal form of t under the relations rels, innermost: the elements
+ * of each compound node first, then the relations at the node, again on
+ * what they give, until none has an answer; each term's normal form is
+ * computed once.  A term met again while it is being normalized is a
+ * cycle (an error naming the relations that fired since). */
+tg_term *tgV_normalize(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t,
+                       unsigned long long limit, tg_error *err);
 
 #endif

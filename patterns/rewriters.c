@@ -331,12 +331,12 @@ static void rules_mark(const tgW_plan *p)
         p->rels[i]->fired0 = p->rels[i]->fired;
 }
 
-/* One rewrite of t at its root: by the first of p's rules that applies
- * (when rules is set), else by the first of its relations with an
- * answer; t itself when none does, NULL with err filled. */
-static tg_term *step(runner *u, const tgW_plan *p, const tgW_run *run, int rules, tg_term *t)
+/* One rewrite of t at its root: by the first of p's rules that
+ * applies, else by the first of its relations with an answer; t itself
+ * when none does, NULL with err filled. */
+static tg_term *step(runner *u, const tgW_plan *p, const tgW_run *run, tg_term *t)
 {
-    tg_term *y = rules && p->nrules ? tgW_step(u->rs, run, t, u->err) : t;
+    tg_term *y = p->nrules ? tgW_step(u->rs, run, t, u->err) : t;
     if (!y || y != t || !p->nrels)
         return y;
     int k = tgV_step(u->rs, p->rels, p->nrels, t, run->limit, &y, u->err);
@@ -347,16 +347,14 @@ static tg_term *step(runner *u, const tgW_plan *p, const tgW_run *run, int rules
  * before them when outputs first) one rewrite by the first rule that
  * applies, or else the first relation.  What a rewrite gives is not
  * walked again: with hash-consing a right side can rebuild the very node
- * it came from, which would otherwise be rewritten forever.  With rules
- * off only the relations are tried (the walk of an equilibrium pass),
- * each at most limit times (0: no limit). */
-static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t, int rules, unsigned long long limit,
-                     int in_first)
+ * it came from, which would otherwise be rewritten forever. */
+static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
 {
     tg_rules *rs = u->rs;
-    tgW_run run = {&p->ix, 0, 1, limit, NULL, NULL};
+    tgW_run run = {&p->ix, 0, 1, 0, NULL, NULL};
+    int in_first = p->kind == TGW_WALK_IN;
     if (!tgT_ispair(t))
-        return step(u, p, &run, rules, t);
+        return step(u, p, &run, t);
     typedef struct wf {
         tg_term *t;
         tg_iter it;
@@ -383,7 +381,7 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t, int rules, unsign
         }                                                                       \
     } while (0)
     tg_term *start = t;
-    if (!in_first && (!(start = step(u, p, &run, rules, t)) || start != t))
+    if (!in_first && (!(start = step(u, p, &run, t)) || start != t))
         return start;   /* rewritten at the root: not walked again */
     GROW(st, n, cap, 1);
     st[n].t = start, st[n].it.node = start, st[n].it.i = 0, st[n].vb = nv;
@@ -395,7 +393,7 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t, int rules, unsign
             tg_term *v = tgT_ispair(x) ? tgW_map_get(&done, x) : NULL;
             if (!v && tgT_ispair(x)) {
                 tg_term *y = x;
-                if (!in_first && !(y = step(u, p, &run, rules, x)))
+                if (!in_first && !(y = step(u, p, &run, x)))
                     goto out;
                 if (y == x) {
                     GROW(st, n, cap, 1);
@@ -417,7 +415,7 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t, int rules, unsign
         tg_term *node = tg_list(rs->ctx, cnt, vals + w->vb, tail == TGT_NIL ? NULL : tail);
         if (!node)
             goto oom;
-        if (in_first && !(node = step(u, p, &run, rules, node)))
+        if (in_first && !(node = step(u, p, &run, node)))
             goto out;
         nv = w->vb;
         tg_term *orig = w->t;
@@ -457,7 +455,7 @@ static tg_term *equilibrium(runner *u, const tgW_plan *p, tg_term *t, size_t nod
             if (!t1)
                 return NULL;
         }
-        if (p->nrels && !(t1 = walk(u, p, t1, 0, limit, 1)))
+        if (p->nrels && !(t1 = tgV_normalize(rs, p->rels, p->nrels, t1, limit, u->err)))
             return NULL;
         for (size_t i = 0; i < p->nparts && t1; i++)
             t1 = run_plan(u, p->parts[i], t1);
@@ -503,7 +501,7 @@ static tg_term *run_plan(runner *u, const tgW_plan *p, tg_term *t)
     case TGW_WALK_IN: case TGW_WALK_OUT: {
         if (u->prof)
             u->prof->passes++;
-        tg_term *r = p->nrules || p->nrels ? walk(u, p, t, 1, 0, p->kind == TGW_WALK_IN) : t;
+        tg_term *r = p->nrules || p->nrels ? walk(u, p, t) : t;
         for (size_t i = 0; i < p->nparts && r; i++)
             r = run_plan(u, p->parts[i], r);
         return r;
