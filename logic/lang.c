@@ -1144,12 +1144,12 @@ tg_term *tg_run(tg_env *env, tg_term *form, tg_error *err)
 struct tgL_call {
     tg_env *env;
     tgG_rel *rel;
-    unsigned n;
-    tgG_goal *g;            /* (conj (rel slot0 ... slotn-1) raw-reify) */
+    unsigned n, extra;
+    tgG_goal *g;            /* (conj (rel slot0 ... slotn-1) raw-reify of n + extra slots) */
     tg_term *var_name;
 };
 
-tgL_call *tgL_call_new(tg_env *env, tgG_rel *rel, unsigned n)
+tgL_call *tgL_call_new(tg_env *env, tgG_rel *rel, unsigned n, unsigned extra)
 {
     tgL_call *c = GC_MALLOC(sizeof *c);
     tgG_goal *conj = GC_MALLOC(sizeof *conj), *call = GC_MALLOC(sizeof *call),
@@ -1165,10 +1165,10 @@ tgL_call *tgL_call_new(tg_env *env, tgG_rel *rel, unsigned n)
         args[i]->slot = i;
     }
     call->op = TGG_CALL, call->rel = rel, call->n = n, call->args = args;
-    reify->op = TGG_REIFY, reify->type = 1, reify->n = n;
+    reify->op = TGG_REIFY, reify->type = 1, reify->n = n + extra;
     two[0] = call, two[1] = reify;
     conj->op = TGG_CONJ, conj->n = 2, conj->g = two;
-    c->env = env, c->rel = rel, c->n = n, c->g = conj;
+    c->env = env, c->rel = rel, c->n = n, c->extra = extra, c->g = conj;
     if (!(c->var_name = tg_symbol_cstr(env->ctx, "_")))
         return NULL;
     return c;
@@ -1183,12 +1183,13 @@ static int first_answer(void *ud, tg_term *ans)
 int tgL_call_first(tgL_call *c, tg_term *const *args, tg_term **out, tg_error *err)
 {
     tg_env *env = c->env;
-    tg_term **fr = GC_MALLOC((c->n ? c->n : 1) * sizeof *fr);
+    unsigned n = c->n + c->extra;
+    tg_term **fr = GC_MALLOC((n ? n : 1) * sizeof *fr);
     if (!fr) {
         tgE_nomem(err);
         return -1;
     }
-    for (unsigned i = 0; i < c->n; i++)
+    for (unsigned i = 0; i < n; i++)
         if (!(fr[i] = args[i] ? args[i] : tgT_lvar_new(env->ctx, c->var_name, 0))) {
             tgE_nomem(err);
             return -1;
@@ -1200,6 +1201,6 @@ int tgL_call_first(tgL_call *c, tg_term *const *args, tg_term **out, tg_error *e
         return -1;
     if (!k)
         return 0;
-    tg_elements(ans, out, c->n);
+    tg_elements(ans, out, n);
     return 1;
 }

@@ -776,14 +776,52 @@ static int eval_defs(loader *L)
     return 0;
 }
 
-/* The relations named as rewriter items must now be relations of two
- * arguments. */
-static int check_relrefs(loader *L)
+/* The relations called by the conditions of rule r must now be defined,
+ * with that many arguments. */
+static int check_goals(loader *L, const tgW_rule *r)
 {
-    if (!L->nrelrefs)
+    for (const tgW_ins *i = r->body; i->op != E_FIRE; i++) {
+        if (i->op != E_GOAL)
+            continue;
+        tg_term *d = r->k[i->b], *name = tg_car(d);
+        long a = tgV_arity(L->rs, name);
+        if (a == i->c)
+            continue;
+        int64_t line = 0, col = 0;
+        tg_int_get(tg_nth(d, 2), &line);
+        tg_int_get(tg_nth(d, 3), &col);
+        size_t n;
+        const char *s = tg_symbol_name(name, &n);
+        char *g = tgW_show(tg_nth(d, 4));
+        if (a < 0)
+            tgE_set(L->err, TG_ERR_SYNTAX, r->file, (int)line, (int)col,
+                    "unknown condition or relation %.*s (define it with defrel) in %s", (int)n, s,
+                    g ? g : "?");
+        else
+            tgE_set(L->err, TG_ERR_SYNTAX, r->file, (int)line, (int)col,
+                    "relation %.*s takes %ld argument%s, called with %u in %s", (int)n, s, a,
+                    a == 1 ? "" : "s", (unsigned)i->c, g ? g : "?");
+        free(g);
+        return -1;
+    }
+    return 0;
+}
+
+/* The relations named as rewriter items must now be relations of two
+ * arguments, and those the new rules' conditions call must exist. */
+static int check_relrefs(loader *L, uint32_t nrules)
+{
+    int goals = 0;
+    for (uint32_t i = nrules; i < L->rs->nrules && !goals; i++)
+        for (const tgW_ins *p = L->rs->rules[i]->body; p->op != E_FIRE; p++)
+            goals |= p->op == E_GOAL;
+    if (!L->nrelrefs && !goals)
         return 0;
     if (!rules_env(L->rs, L->err))
         return -1;
+    for (uint32_t i = nrules; i < L->rs->nrules; i++)
+        if (check_goals(L, L->rs->rules[i]) < 0)
+            return -1;
     for (size_t i = 0; i < L->nrelrefs; i++) {
         const struct relref *r = &L->relrefs[i];
         long a = tgV_check(L->rs, r->name);
@@ -833,7 +871,7 @@ static int load(tg_rules *rs, const char *text, size_t len, const char *file, co
     if (real)
         L.files[L.nfiles++] = real;
     uint32_t nops = rs->nops, nrules = rs->nrules, nrws = rs->nrws;
-    if (load_text(&L, text, len, file) < 0 || eval_defs(&L) < 0 || check_relrefs(&L) < 0) {
+    if (load_text(&L, text, len, file) < 0 || eval_defs(&L) < 0 || check_relrefs(&L, nrules) < 0) {
         rollback(rs, nops, nrules, nrws);
         return -1;
     }
@@ -1002,7 +1040,7 @@ int tg_rules_eval_at(tg_rules *rs, tg_term *form, const char *file, int line, in
     if (h == L.sym[F_OP] || h == L.sym[F_RULE] || h == L.sym[F_INCLUDE] || h == L.sym[F_EQUIL] ||
         h == L.sym[F_WALK] || h == L.sym[F_SEQ]) {
         uint32_t nops = rs->nops, nrules = rs->nrules, nrws = rs->nrws;
-        if (load_form(&L, form) < 0 || eval_defs(&L) < 0 || check_relrefs(&L) < 0) {
+        if (load_form(&L, form) < 0 || eval_defs(&L) < 0 || check_relrefs(&L, nrules) < 0) {
             rollback(rs, nops, nrules, nrws);
             return -1;
         }

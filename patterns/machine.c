@@ -16,6 +16,7 @@
  * cycle, reported with the rules that fired since.
  */
 #include "rset.h"
+#include "relrw.h"
 #include "error.h"
 
 #include <gc/gc.h>
@@ -553,6 +554,16 @@ exec:
                 goto failed_rule;
             continue;
         }
+        case E_GOAL:
+            sp -= i->c;
+            rs->conditions++;
+            switch (tgV_goal(rs, K[i->b], M->vs + sp, i->c, R, f->rule, err)) {
+            case -1:
+                goto fail;
+            case 0:
+                goto failed_rule;
+            }
+            continue;
         case E_PRED: case E_NOT:
             sp--;
             if (pred(i->a, M->vs[sp]) != (i->op == E_PRED))

@@ -9,9 +9,11 @@
  * in the middle of a walk.
  */
 #include "relrw.h"
+#include "compile.h"
 #include "lang.h"
 
 #include <gc/gc.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -25,12 +27,16 @@ typedef struct both {
     tgW_rule *dir[2];
 } both;
 
-long tgV_check(tg_rules *rs, const tg_term *name)
+long tgV_arity(tg_rules *rs, const tg_term *name)
 {
     tgG_rel *rel = rs->env && tg_kind_of(name) == TG_SYMBOL ? tgG_rel_find(rs->env, name) : NULL;
-    if (!rel || (!rel->body && !rel->cfn))
-        return -1;
-    return rel->arity == 2 ? 0 : (long)rel->arity;
+    return !rel || (!rel->body && !rel->cfn) ? -1 : (long)rel->arity;
+}
+
+long tgV_check(tg_rules *rs, const tg_term *name)
+{
+    long a = tgV_arity(rs, name);
+    return a == 2 ? 0 : a;
 }
 
 tgW_rule *tgV_rule(tg_rules *rs, tg_term *name, int backward, tg_error *err)
@@ -57,7 +63,7 @@ tgW_rule *tgV_rule(tg_rules *rs, tg_term *name, int backward, tg_error *err)
         return b->dir[backward];
     tgW_rule *r = GC_MALLOC(sizeof *r);
     struct tgV_rel *v = GC_MALLOC(sizeof *v);
-    if (!r || !v || !(v->call = tgL_call_new(rs->env, tgG_rel_find(rs->env, name), 2)))
+    if (!r || !v || !(v->call = tgL_call_new(rs->env, tgG_rel_find(rs->env, name), 2, 0)))
         return tgE_nomem(err), NULL;
     v->backward = backward;
     r->name = name;
@@ -315,4 +321,131 @@ tg_term *tgV_normalize(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term 
             return NULL;
     }
     return NULL;
+}
+
+/* ---- relations as conditions -------------------------------------------- */
+
+typedef struct gsub {
+    tg_rules *rs;
+    const tgW_rule *r;
+    tg_term *const *R;
+    tg_term **outs, **lvars;    /* the goal's unbound variables and their logic variables */
+    size_t nout;
+} gsub;
+
+/* Template t with its variables replaced: bound ones by their values,
+ * the goal's by logic variables, wildcards by new ones.  Compiling bounds
+ * the nesting (TGW_MAXGOALDEPTH), so the recursion is bounded. */
+static tg_term *gsubst(gsub *g, tg_term *t)
+{
+    if (tg_kind_of(t) == TG_VAR) {
+        for (size_t i = 0; i < g->nout; i++)
+            if (g->outs[i] == t)
+                return g->lvars[i];
+        for (uint32_t i = 0; i < g->r->nvars; i++)
+            if (g->r->vars[i] == t)
+                return g->R[g->r->vregs[i]];
+        return tg_env_var(g->rs->env, "_");     /* ?_ */
+    }
+    if (!tgT_ispair(t) || tg_is_ground(t))
+        return t;
+    size_t n = tg_length(t);
+    tg_term *buf[16], **v = n <= 16 ? buf : GC_MALLOC(n * sizeof *v);
+    if (!v)
+        return NULL;
+    tg_iter it = {t, 0};
+    size_t i = 0;
+    for (tg_term *x; (x = tgT_iter_next(&it));)
+        if (!(v[i++] = gsubst(g, x)))
+            return NULL;
+    tg_term *tl = (tg_term *)it.node;
+    if (tl != TGT_NIL && !(tl = gsubst(g, tl)))
+        return NULL;
+    return tg_list(g->rs->ctx, n, v, tl == TGT_NIL ? NULL : tl);
+}
+
+static void goal_err(tg_error *err, const tgW_rule *r, tg_term *const *d, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void goal_err(tg_error *err, const tgW_rule *r, tg_term *const *d, const char *fmt, ...)
+{
+    int64_t line = 0, col = 0;
+    tg_int_get(d[2], &line);
+    tg_int_get(d[3], &col);
+    char msg[sizeof err->message];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    int nl;
+    const char *nm = name_of(r, &nl);
+    char *g = tgW_show(d[4]);
+    tgE_set(err, TG_ERR_ARG, r->file, r->file ? (int)line : 0, r->file ? (int)col : 0,
+            "rule %.*s: %s in %s", nl, nm, msg, g ? g : "?");
+    free(g);
+}
+
+int tgV_goal(tg_rules *rs, tg_term *desc, tg_term *const *args, unsigned nargs, tg_term **R,
+             const tgW_rule *r, tg_error *err)
+{
+    tg_term *d[5 + 2 * 64];
+    size_t nd = tg_elements(desc, d, sizeof d / sizeof *d);
+    int64_t mask = 0;
+    tg_int_get(d[1], &mask);
+    size_t nout = (nd - 5) / 2;
+    size_t nl;
+    const char *ns = tg_symbol_name(d[0], &nl);
+    tgG_rel *rel = rs->env ? tgG_rel_find(rs->env, d[0]) : NULL;
+    if (!rel || (!rel->body && !rel->cfn)) {
+        goal_err(err, r, d, "unknown relation %.*s", (int)nl, ns);
+        return -1;
+    }
+    if (rel->arity != nargs) {
+        goal_err(err, r, d, "relation %.*s takes %u argument%s, called with %u", (int)nl, ns,
+                 rel->arity, rel->arity == 1 ? "" : "s", nargs);
+        return -1;
+    }
+    tgL_call *call = tgW_map_get(&rs->relrw, desc);
+    if (!call && (!(call = tgL_call_new(rs->env, rel, nargs, (unsigned)nout)) ||
+                  tgW_map_put(&rs->relrw, desc, call) < 0))
+        return tgE_nomem(err), -1;
+    tg_term **a = GC_MALLOC((nargs + nout + 1) * sizeof *a), *outs[64];
+    if (!a)
+        return tgE_nomem(err), -1;
+    gsub g = {rs, r, R, outs, a + nargs, nout};
+    for (size_t i = 0; i < nout; i++) {
+        outs[i] = d[5 + 2 * i];
+        if (!(a[nargs + i] = tg_env_var(rs->env, "_")))
+            return tgE_nomem(err), -1;
+    }
+    for (unsigned i = 0; i < nargs; i++)
+        if (!(a[i] = (mask >> i) & 1 ? gsubst(&g, args[i]) : args[i]))
+            return tgE_nomem(err), -1;
+    tg_term **got = GC_MALLOC((nargs + nout + 1) * sizeof *got);
+    if (!got)
+        return tgE_nomem(err), -1;
+    int k = tgL_call_first(call, a, got, err);
+    if (k < 0) {
+        char msg[sizeof err->message];
+        snprintf(msg, sizeof msg, "%s", err ? err->message : "");
+        goal_err(err, r, d, "%s", msg);
+        return -1;
+    }
+    if (!k)
+        return 0;
+    for (size_t i = 0; i < nout; i++) {
+        tg_term *v = got[nargs + i];
+        if (!tg_is_ground(v)) {
+            size_t vl;
+            const char *vs = tg_var_name(outs[i], &vl);
+            char *p = tg_print(v, NULL);
+            goal_err(err, r, d, "relation %.*s leaves ?%.*s not ground (%.200s): a rule needs one term",
+                     (int)nl, ns, (int)vl, vs, p ? p : "a term with variables");
+            free(p);
+            return -1;
+        }
+        int64_t reg;
+        tg_int_get(d[6 + 2 * i], &reg);
+        R[reg] = v;
+    }
+    return 1;
 }

@@ -12,6 +12,8 @@
  * it is a relation of two arguments; otherwise -1 when there is no such
  * relation, or its arity. */
 long tgV_check(tg_rules *rs, const tg_term *name);
+/* The arity of relation name, -1 when there is none. */
+long tgV_arity(tg_rules *rs, const tg_term *name);
 /* The rule object of relation name used in one direction (made once per
  * rule set and kept); NULL with err filled when name is not a relation
  * of two arguments (any more). */
@@ -29,5 +31,12 @@ int tgV_step(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t, unsign
  * cycle (an error naming the relations that fired since). */
 tg_term *tgV_normalize(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t,
                        unsigned long long limit, tg_error *err);
+/* A relation called as a rule's condition (compile.c: E_GOAL): desc is
+ * (REL MASK LINE COL GOAL VAR REG ...), args its nargs arguments (templates
+ * where MASK says so), R the rule's registers.  1 when the relation has
+ * an answer (the goal's variables then in their registers), 0 when not,
+ * -1 with err filled (named at the condition's place). */
+int tgV_goal(tg_rules *rs, tg_term *desc, tg_term *const *args, unsigned nargs, tg_term **R,
+             const tgW_rule *r, tg_error *err);
 
 #endif

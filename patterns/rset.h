@@ -64,6 +64,7 @@ enum {
     E_PRED,         /* pop one; the rule fails unless predicate a holds */
     E_NOT,          /* pop one; the rule fails unless predicate a fails */
     E_STORE,        /* R[a] = the top (kept on the stack) */
+    E_GOAL,         /* pop c args; the rule fails unless relation K[b] (relrw.c) has an answer */
     E_FIRE,         /* the conditions hold: the rule fires (counts, limits, hooks) */
     E_RET           /* the top is the rule's result */
 };
