@@ -11,6 +11,7 @@
  */
 #include "lang.h"
 #include "builtin.h"
+#include "unify.h"
 
 #include <gc/gc.h>
 #include <limits.h>
@@ -1203,4 +1204,12 @@ int tgL_call_first(tgL_call *c, tg_term *const *args, tg_term **out, tg_error *e
         return 0;
     tg_elements(ans, out, n);
     return 1;
+}
+
+tg_term *tgL_name_vars(tg_env *env, tg_term *t)
+{
+    tgU_names *nm = tgU_names_new();
+    if (!nm || tgU_names_add(env, nm, t) < 0)
+        return NULL;
+    return tgU_walk_star(env, t, TGU_NOWALK, nm);
 }

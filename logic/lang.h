@@ -19,5 +19,8 @@ tgL_call *tgL_call_new(tg_env *env, tgG_rel *rel, unsigned n, unsigned extra);
  * out[i] the value of args[i] in that answer (bound variables replaced,
  * recursively), 0 when there is none, -1 with err filled. */
 int tgL_call_first(tgL_call *c, tg_term *const *args, tg_term **out, tg_error *err);
+/* t with its variables named _.0, _.1, ... in order of appearance, as
+ * answers print (for messages); NULL when out of memory. */
+tg_term *tgL_name_vars(tg_env *env, tg_term *t);
 
 #endif

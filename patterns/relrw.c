@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 struct tgV_rel {
+    tg_env *env;
     tgL_call *call;         /* (r ?0 ?1) with both arguments given at each call */
     int backward;
 };
@@ -66,6 +67,7 @@ tgW_rule *tgV_rule(tg_rules *rs, tg_term *name, int backward, tg_error *err)
     if (!r || !v || !(v->call = tgL_call_new(rs->env, tgG_rel_find(rs->env, name), 2, 0)))
         return tgE_nomem(err), NULL;
     v->backward = backward;
+    v->env = rs->env;
     r->name = name;
     r->backward = backward;
     r->rel = v;
@@ -112,7 +114,8 @@ static int apply(tgW_rule *r, tg_term *t, tg_term **out, tg_error *err)
     }
     if (!tg_is_ground(vals[!in])) {
         const char *nm = name_of(r, &len);
-        char *a = tg_print(vals[!in], NULL), *b = tg_print(t, NULL);
+        tg_term *named = tgL_name_vars(r->rel->env, vals[!in]);
+        char *a = named ? tg_print(named, NULL) : NULL, *b = tg_print(t, NULL);
         tgE_set(err, TG_ERR_ARG, NULL, 0, 0,
                 "relation %.*s%s rewrites %.200s to %.200s, which is not ground (a rewrite needs one term)",
                 len, nm, in ? " (reverse)" : "", b ? b : "a term", a ? a : "a term with variables");
@@ -215,8 +218,9 @@ static int push_val(norm *N, tg_term *v)
     return 0;
 }
 
-/* t came back while being normalized: the relations that fired since. */
-static void cycle(norm *N, tg_term *t)
+/* t came back while being normalized (given by rule last, if not NULL):
+ * the relations that fired since. */
+static void cycle(norm *N, tg_term *t, const tgW_rule *last)
 {
     size_t i = N->nc;
     while (i >= 2 && N->chain[i - 2] != t)
@@ -224,8 +228,8 @@ static void cycle(norm *N, tg_term *t)
     char names[400];
     size_t len = 0;
     names[0] = 0;
-    for (size_t j = i ? i : 0; j < N->nc && len < sizeof names - 80; j += 2) {
-        const tgW_rule *r = N->chain[j + 1];
+    for (size_t j = i ? i : 0; j <= N->nc && len < sizeof names - 80; j += 2) {
+        const tgW_rule *r = j < N->nc ? N->chain[j + 1] : last;
         if (!r)
             continue;
         int nl;
@@ -255,7 +259,7 @@ tg_term *tgV_normalize(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term 
         if (x) {
             tg_term *v = tgT_ispair(x) ? tgW_map_get(&N.memo, x) : x;
             if (v == INPROGRESS) {
-                cycle(&N, x);
+                cycle(&N, x, NULL);
                 return NULL;
             }
             if (!v) {
@@ -278,7 +282,7 @@ tg_term *tgV_normalize(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term 
         int k = node == f->t ? 0 : 1;
         tg_term *known = k ? tgW_map_get(&N.memo, node) : NULL;
         if (known == INPROGRESS) {
-            cycle(&N, node);
+            cycle(&N, node, NULL);
             return NULL;
         }
         if (!known) {
@@ -288,7 +292,7 @@ tg_term *tgV_normalize(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term 
                 /* rewritten: y is normalized in this frame */
                 tg_term *m = tgT_ispair(y) ? tgW_map_get(&N.memo, y) : y;
                 if (m == INPROGRESS) {
-                    cycle(&N, y);
+                    cycle(&N, y, by);
                     return NULL;
                 }
                 if (!m) {
@@ -437,7 +441,8 @@ int tgV_goal(tg_rules *rs, tg_term *desc, tg_term *const *args, unsigned nargs, 
         if (!tg_is_ground(v)) {
             size_t vl;
             const char *vs = tg_var_name(outs[i], &vl);
-            char *p = tg_print(v, NULL);
+            tg_term *named = tgL_name_vars(rs->env, v);
+            char *p = named ? tg_print(named, NULL) : NULL;
             goal_err(err, r, d, "relation %.*s leaves ?%.*s not ground (%.200s): a rule needs one term",
                      (int)nl, ns, (int)vl, vs, p ? p : "a term with variables");
             free(p);
