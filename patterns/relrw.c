@@ -185,7 +185,7 @@ typedef struct nframe {
 typedef struct norm {
     tg_rules *rs;
     tg_error *err;
-    tgW_map memo;           /* term -> normal form, or INPROGRESS */
+    tgW_map *memo;          /* term -> normal form, or INPROGRESS */
     nframe *fs;
     size_t nf, capf;
     tg_term **vals;
@@ -198,7 +198,7 @@ static int push_frame(norm *N, tg_term *t, const tgW_rule *by)
 {
     nframe *f = tgW_grow(N->fs, N->nf, &N->capf, N->nf + 1, sizeof *f);
     void **c = f ? tgW_grow(N->chain, N->nc, &N->capc, N->nc + 2, sizeof *c) : NULL;
-    if (!c || tgW_map_put(&N->memo, t, INPROGRESS) < 0)
+    if (!c || tgW_map_put(N->memo, t, INPROGRESS) < 0)
         return tgE_nomem(N->err), -1;
     N->fs = f, N->chain = c;
     f += N->nf++;
@@ -246,18 +246,21 @@ static void cycle(norm *N, tg_term *t, const tgW_rule *last)
 }
 
 tg_term *tgV_normalize(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t,
-                       unsigned long long limit, tg_error *err)
+                       unsigned long long limit, tgW_map *memo, tg_error *err)
 {
-    norm N = {rs, err, {0}, NULL, 0, 0, NULL, 0, 0, NULL, 0, 0};
+    norm N = {rs, err, memo, NULL, 0, 0, NULL, 0, 0, NULL, 0, 0};
     if (!tgT_ispair(t))
         return t;
+    tg_term *known = tgW_map_get(memo, t);
+    if (known && known != INPROGRESS)
+        return known;
     if (push_frame(&N, t, NULL) < 0)
         return NULL;
     while (N.nf) {
         nframe *f = &N.fs[N.nf - 1];
         tg_term *x = tgT_iter_next(&f->it);
         if (x) {
-            tg_term *v = tgT_ispair(x) ? tgW_map_get(&N.memo, x) : x;
+            tg_term *v = tgT_ispair(x) ? tgW_map_get(N.memo, x) : x;
             if (v == INPROGRESS) {
                 cycle(&N, x, NULL);
                 return NULL;
@@ -280,7 +283,7 @@ tg_term *tgV_normalize(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term 
         tg_term *y = NULL;
         tgW_rule *by = NULL;
         int k = node == f->t ? 0 : 1;
-        tg_term *known = k ? tgW_map_get(&N.memo, node) : NULL;
+        tg_term *known = k ? tgW_map_get(N.memo, node) : NULL;
         if (known == INPROGRESS) {
             cycle(&N, node, NULL);
             return NULL;
@@ -290,15 +293,15 @@ tg_term *tgV_normalize(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term 
                 return NULL;
             if (k) {
                 /* rewritten: y is normalized in this frame */
-                tg_term *m = tgT_ispair(y) ? tgW_map_get(&N.memo, y) : y;
+                tg_term *m = tgT_ispair(y) ? tgW_map_get(N.memo, y) : y;
                 if (m == INPROGRESS) {
                     cycle(&N, y, by);
                     return NULL;
                 }
                 if (!m) {
                     void **c = tgW_grow(N.chain, N.nc, &N.capc, N.nc + 4, sizeof *c);
-                    if (!c || tgW_map_put(&N.memo, y, INPROGRESS) < 0 ||
-                        (node != f->t && tgW_map_put(&N.memo, node, INPROGRESS) < 0))
+                    if (!c || tgW_map_put(N.memo, y, INPROGRESS) < 0 ||
+                        (node != f->t && tgW_map_put(N.memo, node, INPROGRESS) < 0))
                         return tgE_nomem(err), NULL;
                     N.chain = c;
                     if (node != f->t)
@@ -313,9 +316,9 @@ tg_term *tgV_normalize(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term 
         }
         tg_term *res = known ? known : node;
         for (size_t j = f->cb; j < N.nc; j += 2)
-            if (tgW_map_put(&N.memo, N.chain[j], res) < 0)
+            if (tgW_map_put(N.memo, N.chain[j], res) < 0)
                 return tgE_nomem(err), NULL;
-        if (tgW_map_put(&N.memo, node, res) < 0)
+        if (tgW_map_put(N.memo, node, res) < 0)
             return tgE_nomem(err), NULL;
         N.nc = f->cb;
         N.nf--;

@@ -27,10 +27,13 @@ int tgV_step(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t, unsign
 /* The normal form of t under the relations rels, innermost: the elements
  * of each compound node first, then the relations at the node, again on
  * what they give, until none has an answer; each term's normal form is
- * computed once.  A term met again while it is being normalized is a
- * cycle (an error naming the relations that fired since). */
+ * computed once and kept in memo (empty at first, then kept between
+ * calls with the same relations: they are functions of the term; after
+ * an error it holds marks and must be dropped).  A term met again while
+ * it is being normalized is a cycle (an error naming the relations that
+ * fired since). */
 tg_term *tgV_normalize(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t,
-                       unsigned long long limit, tg_error *err);
+                       unsigned long long limit, tgW_map *memo, tg_error *err);
 /* A relation called as a rule's condition (compile.c: E_GOAL): desc is
  * (REL MASK LINE COL GOAL VAR REG ...), args its nargs arguments (templates
  * where MASK says so), R the rule's registers.  1 when the relation has

@@ -443,7 +443,7 @@ static tg_term *equilibrium(runner *u, const tgW_plan *p, tg_term *t, size_t nod
     double ratio = p->rw ? p->rw->max_use_ratio : 0;
     unsigned long long limit = ratio > 0 ? (unsigned long long)(ratio * (double)(nodes ? nodes : 1)) + 1 : 0;
     tgW_run run = {&p->ix, 1, 0, limit, rs->hook, rs->hook_ud};
-    tgW_map seen = {0};
+    tgW_map seen = {0}, relmemo = {0};
     for (unsigned pass = 0; pass < MAX_PASSES; pass++) {
         if (u->prof)
             u->prof->passes++;
@@ -455,7 +455,7 @@ static tg_term *equilibrium(runner *u, const tgW_plan *p, tg_term *t, size_t nod
             if (!t1)
                 return NULL;
         }
-        if (p->nrels && !(t1 = tgV_normalize(rs, p->rels, p->nrels, t1, limit, u->err)))
+        if (p->nrels && !(t1 = tgV_normalize(rs, p->rels, p->nrels, t1, limit, &relmemo, u->err)))
             return NULL;
         for (size_t i = 0; i < p->nparts && t1; i++)
             t1 = run_plan(u, p->parts[i], t1);
