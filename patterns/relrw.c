@@ -108,7 +108,7 @@ static int apply(tgW_rule *r, tg_term *t, tg_term **out, tg_error *err)
             char msg[sizeof err->message];
             snprintf(msg, sizeof msg, "%s", err->message);
             const char *nm = name_of(r, &len);
-            tgE_set(err, err->code, NULL, 0, 0, "%s%.*s: %s", in ? "(reverse) " : "", len, nm, msg);
+            tgE_set(err, err->code, NULL, 0, 0, "%.*s%s: %s", len, nm, in ? " (reverse)" : "", msg);
         }
         return k;
     }

@@ -147,7 +147,7 @@ struct tg_rules {
     struct tgW_machine *m;      /* the machine's stacks, kept between runs */
     tgW_map memo;               /* redex -> normal form */
     tgW_map rwmap;              /* name -> rewriter */
-    tgW_map relrw;              /* relation name -> its rewrites (relrw.c) */
+    tgW_map relrw;              /* relrw.c: relation name -> its rewrites, condition -> its call */
     tg_term **forms;            /* the .rules form names, interned (load.c) */
     struct tgW_rw **rws;        /* in declaration order */
     uint32_t nrws;
