@@ -5,9 +5,12 @@
  * dot-distribute)) on the distributed sum (shape "flat"), and the same on
  * a sum of two-argument adds nested N deep (shape "nested": N rewrites
  * each way), against hand-written C functions doing the same rewrites
- * over the term API, measured in the same run.  Each figure is the median of REPS runs, each after a full
- * collection.  Usage: relrw [SIZE [REPS]]; needs srcdir (environment)
- * to find relrw.rules.
+ * over the term API, measured in the same run.  Each figure is the
+ * median of REPS runs, each after a full collection, in wall time and in
+ * the thread's CPU time (which leaves out the time other jobs of a loaded
+ * machine took, but also the wait for the collector's marker threads).
+ * Usage: relrw [SIZE [REPS]]; needs srcdir (environment) to find
+ * relrw.rules.
  */
 #define GC_THREADS 1
 #include <gc/gc.h>
@@ -23,6 +26,15 @@ static double now_ms(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+/* CPU time of the thread: on a loaded machine, wall times include the
+ * time other jobs ran; this does not (collector marker threads aside). */
+static double cpu_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
@@ -144,12 +156,17 @@ static void run(tg_ctx *ctx, const char *shape, const char *dir, job *j, tg_term
                 int reps)
 {
     double *tr = malloc((size_t)reps * sizeof *tr), *tc = malloc((size_t)reps * sizeof *tc);
+    double *ur = malloc((size_t)reps * sizeof *ur), *uc = malloc((size_t)reps * sizeof *uc);
     tg_error err;
+    unsigned long gcs = 0;
     for (int r = 0; r < reps; r++) {
         GC_gcollect();
-        double t0 = now_ms();
+        GC_word g0 = GC_get_gc_no();
+        double t0 = now_ms(), c0 = cpu_ms();
         tg_term *got = tg_rewrite(j->rs, j->spec, j->in, &err);
         tr[r] = now_ms() - t0;
+        ur[r] = cpu_ms() - c0;
+        gcs += (unsigned long)(GC_get_gc_no() - g0);
         if (!got)
             die(dir, &err);
         if (got != want) {
@@ -157,22 +174,28 @@ static void run(tg_ctx *ctx, const char *shape, const char *dir, job *j, tg_term
             exit(1);
         }
         GC_gcollect();
-        t0 = now_ms();
+        t0 = now_ms(), c0 = cpu_ms();
         got = j->ref(ctx, j->in);
         tc[r] = now_ms() - t0;
+        uc[r] = cpu_ms() - c0;
         if (got != want) {
             fprintf(stderr, "relrw: %s: wrong reference result\n", dir);
             exit(1);
         }
     }
     double mr = median_of(tr, reps), mc = median_of(tc, reps);
+    double mur = median_of(ur, reps), muc = median_of(uc, reps);
     printf("{\"bench\": \"dot-distribute\", \"shape\": \"%s\", \"direction\": \"%s\", "
            "\"size\": %ld, \"reps\": %d, \"median_ms\": %.3f, \"min_ms\": %.3f, "
            "\"ref\": \"hand-written C over the term API\", \"ref_median_ms\": %.4f, "
-           "\"ratio_to_ref\": %.1f}\n",
-           shape, dir, size, reps, mr, tr[0], mc, mc > 0 ? mr / mc : 0);
+           "\"ratio_to_ref\": %.1f, \"median_cpu_ms\": %.3f, \"ref_median_cpu_ms\": %.4f, "
+           "\"cpu_ratio_to_ref\": %.1f, \"collections_per_run\": %.1f}\n",
+           shape, dir, size, reps, mr, tr[0], mc, mc > 0 ? mr / mc : 0, mur, muc,
+           muc > 0 ? mur / muc : 0, (double)gcs / reps);
     free(tr);
     free(tc);
+    free(ur);
+    free(uc);
 }
 
 int main(int argc, char **argv)
