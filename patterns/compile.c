@@ -503,21 +503,35 @@ static const struct {
     {"app?", P_APP}, {"nil?", P_NIL},
 };
 
-/* Does t hold a variable that is not bound yet?  (Depth bounded: the
- * template is built recursively when the goal runs, relrw.c.) */
-static int has_unbound(tgW_comp *c, tg_term *t, unsigned depth, int *deep)
+/* Are the parts of t that hold variables nested more than
+ * TGW_MAXGOALDEPTH deep?  The functions below and the building of a
+ * template when the goal runs (relrw.c) recurse on those parts only, so
+ * checking this first bounds their recursion. */
+static int too_deep(const tg_term *t, unsigned depth)
 {
     if (depth > TGW_MAXGOALDEPTH)
-        return *deep = 1;
+        return 1;
+    if (!tgT_ispair(t) || tg_is_ground(t))
+        return 0;
+    tg_iter it = {t, 0};
+    for (tg_term *x; (x = tgT_iter_next(&it));)
+        if (too_deep(x, depth + 1))
+            return 1;
+    return (tg_term *)it.node != TGT_NIL && too_deep((tg_term *)it.node, depth + 1);
+}
+
+/* Does t hold a variable that is not bound yet (or a wildcard)? */
+static int has_unbound(tgW_comp *c, tg_term *t)
+{
     if (tg_kind_of(t) == TG_VAR)
         return is_wild(t) || var_reg(c, t) < 0;
     if (!tgT_ispair(t) || tg_is_ground(t))
         return 0;
     tg_iter it = {t, 0};
     for (tg_term *x; (x = tgT_iter_next(&it));)
-        if (has_unbound(c, x, depth + 1, deep))
+        if (has_unbound(c, x))
             return 1;
-    return (tg_term *)it.node != TGT_NIL && has_unbound(c, (tg_term *)it.node, depth + 1, deep);
+    return (tg_term *)it.node != TGT_NIL && has_unbound(c, (tg_term *)it.node);
 }
 
 /* The variables of t not bound yet (wildcards aside) into out, each once. */
@@ -561,12 +575,11 @@ static int goal(tgW_comp *c, tg_term *g, size_t n)
     uint64_t mask = 0;
     for (size_t i = 0; i < na; i++) {
         tg_term *a = tg_nth(g, i + 1);
-        int deep = 0;
-        if (has_unbound(c, a, 0, &deep)) {
-            if (deep) {
-                CERR_AT(c, a, "%s", "argument of a relation condition nested too deeply");
-                return -1;
-            }
+        if (too_deep(a, 0)) {
+            CERR_AT(c, a, "%s", "argument of a relation condition nested too deeply");
+            return -1;
+        }
+        if (has_unbound(c, a)) {
             mask |= 1ull << i;
             unbound_vars(c, a, outs, &nout, 64);
         }

@@ -86,6 +86,27 @@ int main(void)
     TAP_EQ_INT(load(rs, bad3, &err), -1, "an unknown item");
     TAP_EQ_STR(msg(&err), "f.rules:3:3: unknown rule, rewriter or relation nothing-here", "at the item");
 
+    /* a condition's template nested deeper than its limit (it is built
+     * recursively) is refused, even after an unbound variable */
+    TAP_EQ_INT(load(rs, "(op deepf (arity 1))", &err), 0, "deepf");
+    tg_term *wrap = tg_symbol_cstr(ctx, "w");
+    tg_term *qv = tg_var(ctx, "q", 1, 0), *lv = tg_var(ctx, "l", 1, 0);
+    tg_term *vdeep = tg_var(ctx, "d", 1, 0);
+    for (int i = 0; i < 100000; i++)
+        vdeep = tg_app(ctx, wrap, 1, &vdeep);
+    tg_term *targ[2] = {qv, vdeep};
+    tg_term *call[3] = {tg_symbol_cstr(ctx, "membero"), tg_list(ctx, 2, targ, NULL), lv};
+    tg_term *when[2] = {tg_symbol_cstr(ctx, "when"), tg_list(ctx, 3, call, NULL)};
+    tg_term *lhs[2] = {tg_symbol_cstr(ctx, "deepf"), lv};
+    tg_term *rule[6] = {tg_symbol_cstr(ctx, "rule"), tg_symbol_cstr(ctx, "deep-cond"),
+                        tg_list(ctx, 2, lhs, NULL), tg_symbol_cstr(ctx, "=>"), qv,
+                        tg_list(ctx, 2, when, NULL)};
+    tg_term *rf = tg_list(ctx, 6, rule, NULL);
+    TAP_EQ_INT(tg_rules_eval_at(rs, rf, "d.rules", 1, 1, NULL, NULL, NULL, &err), -1,
+               "a template 10^5 deep");
+    TAP_CHECK(strstr(err.message, "argument of a relation condition nested too deeply") != NULL,
+              "message: %.80s", err.message);
+
     /* a relation redefined with another arity: running the rewriter says so */
     TAP_EQ_INT(load(rs, "(defrel (two a b) (== a b)) (walk by-two two)", &err), 0, "two");
     TAP_EQ_INT(load(rs, "(defrel (two a b c) (== a b))", &err), 0, "two again, with three arguments");
