@@ -11,6 +11,7 @@
  */
 #include "lang.h"
 #include "builtin.h"
+#include "unify.h"
 
 #include <gc/gc.h>
 #include <limits.h>
@@ -1143,4 +1144,78 @@ tg_term *tg_run(tg_env *env, tg_term *form, tg_error *err)
     if (!l)
         tgE_nomem(err);
     return l;
+}
+
+/* ---- calls from C (relations used as rewrites) -------------------- */
+
+struct tgL_call {
+    tg_env *env;
+    tgG_rel *rel;
+    unsigned n, extra;
+    tgG_goal *g;            /* (conj (rel slot0 ... slotn-1) raw-reify of n + extra slots) */
+    tg_term *var_name;
+};
+
+tgL_call *tgL_call_new(tg_env *env, tgG_rel *rel, unsigned n, unsigned extra)
+{
+    tgL_call *c = GC_MALLOC(sizeof *c);
+    tgG_goal *conj = GC_MALLOC(sizeof *conj), *call = GC_MALLOC(sizeof *call),
+             *reify = GC_MALLOC(sizeof *reify);
+    tgG_goal **two = GC_MALLOC(2 * sizeof *two);
+    tgG_expr **args = GC_MALLOC((n ? n : 1) * sizeof *args);
+    if (!c || !conj || !call || !reify || !two || !args)
+        return NULL;
+    for (unsigned i = 0; i < n; i++) {
+        if (!(args[i] = GC_MALLOC(sizeof *args[i])))
+            return NULL;
+        args[i]->op = TGG_SLOT;
+        args[i]->slot = i;
+    }
+    call->op = TGG_CALL, call->rel = rel, call->n = n, call->args = args;
+    reify->op = TGG_REIFY, reify->type = 1, reify->n = n + extra;
+    two[0] = call, two[1] = reify;
+    conj->op = TGG_CONJ, conj->n = 2, conj->g = two;
+    c->env = env, c->rel = rel, c->n = n, c->extra = extra, c->g = conj;
+    if (!(c->var_name = tg_symbol_cstr(env->ctx, "_")))
+        return NULL;
+    return c;
+}
+
+static int first_answer(void *ud, tg_term *ans)
+{
+    *(tg_term **)ud = ans;
+    return 1;
+}
+
+int tgL_call_first(tgL_call *c, tg_term *const *args, tg_term **out, tg_error *err)
+{
+    tg_env *env = c->env;
+    unsigned n = c->n + c->extra;
+    tg_term **fr = GC_MALLOC((n ? n : 1) * sizeof *fr);
+    if (!fr) {
+        tgE_nomem(err);
+        return -1;
+    }
+    for (unsigned i = 0; i < n; i++)
+        if (!(fr[i] = args[i] ? args[i] : tgT_lvar_new(env->ctx, c->var_name, 0))) {
+            tgE_nomem(err);
+            return -1;
+        }
+    tg_term *ans = NULL;
+    env->err = err;
+    long k = tgG_run_frame(env, c->g, fr, 1, first_answer, &ans);
+    if (k < 0)
+        return -1;
+    if (!k)
+        return 0;
+    tg_elements(ans, out, n);
+    return 1;
+}
+
+tg_term *tgL_name_vars(tg_env *env, tg_term *t)
+{
+    tgU_names *nm = tgU_names_new();
+    if (!nm || tgU_names_add(env, nm, t) < 0)
+        return NULL;
+    return tgU_walk_star(env, t, TGU_NOWALK, nm);
 }

@@ -765,9 +765,15 @@ static void *machine(tg_env *env, cell *f0)
                 break;
             }
             case TGG_REIFY: {
-                tgS_state nl = *st;
-                nl.scope = 0;
-                tg_term *ans = tgY_reify(env, &nl, fr[0]);
+                tg_term *ans;
+                if (g->type) {  /* raw: the values of slots 0..n-1, walked */
+                    tg_term *l = tg_list(env->ctx, g->n, fr, NULL);
+                    ans = l ? tgU_walk_star(env, l, st->S, NULL) : NULL;
+                } else {
+                    tgS_state nl = *st;
+                    nl.scope = 0;
+                    ans = tgY_reify(env, &nl, fr[0]);
+                }
                 cell *a = ans ? mk(env, C_ANSWER, 0, ans, NULL, NULL) : NULL;
                 cell *tl = a ? mk(env, SU_FAIL, 2, NULL, NULL, NULL) : NULL;
                 s = tl ? mk(env, C_PAIR, 0, a, tl, NULL) : NULL;
@@ -1015,7 +1021,11 @@ fail:
 
 long tgG_run(tg_env *env, tgG_goal *g, unsigned nslots, long n, tgG_emit *emit, void *ud)
 {
-    tg_term **fr = GC_MALLOC((nslots ? nslots : 1) * sizeof *fr);
+    return tgG_run_frame(env, g, GC_MALLOC((nslots ? nslots : 1) * sizeof(tg_term *)), n, emit, ud);
+}
+
+long tgG_run_frame(tg_env *env, tgG_goal *g, tg_term **fr, long n, tgG_emit *emit, void *ud)
+{
     tgS_state *st = tgS_state_new(env->ctx, tgK_new_scope(env), NULL, NULL);
     tgA_reset(env);
     cell *f = fr && st ? mk(env, SU_APPLY, 0, g, fr, st) : NULL;

@@ -32,7 +32,7 @@ enum {
     TGG_FRESH,      /* suspend; make vars; then g[0] */
     TGG_CONDE,      /* suspend; new scope; mplus* of clauses g[i] */
     TGG_CALL,       /* rel set: that relation; else the relation value a */
-    TGG_REIFY,      /* the answer of run: reify slot 0 */
+    TGG_REIFY,      /* the answer of run: reify slot 0 (type 1: slots 0..n-1 walked, raw) */
     TGG_MASTER      /* a tabled call's producer records an answer */
 };
 
@@ -79,5 +79,8 @@ typedef int tgG_emit(void *ud, tg_term *answer);
  * slot 0) for at most n answers (n < 0: all).  Returns the number of
  * answers, or -1 with the error reported on env. */
 long tgG_run(tg_env *env, tgG_goal *g, unsigned nslots, long n, tgG_emit *emit, void *ud);
+/* The same on a frame the caller made (collector memory, its slots
+ * filled as g expects; fr NULL counts as out of memory). */
+long tgG_run_frame(tg_env *env, tgG_goal *g, tg_term **fr, long n, tgG_emit *emit, void *ud);
 
 #endif

@@ -807,6 +807,123 @@ static int cond_builtin(tgW_comp *c, tg_term *g, int neg)
     return 0;
 }
 
+/* Are the parts of t that hold variables nested more than
+ * TGW_MAXGOALDEPTH deep?  The functions below and the building of a
+ * template when the goal runs (relrw.c) recurse on those parts only, so
+ * checking this first bounds their recursion. */
+static int too_deep(const tg_term *t, unsigned depth)
+{
+    if (depth > TGW_MAXGOALDEPTH)
+        return 1;
+    if (!tgT_ispair(t) || tg_is_ground(t))
+        return 0;
+    tg_iter it = {t, 0};
+    for (tg_term *x; (x = tgT_iter_next(&it));)
+        if (too_deep(x, depth + 1))
+            return 1;
+    return (tg_term *)it.node != TGT_NIL && too_deep((tg_term *)it.node, depth + 1);
+}
+
+/* Does t hold a variable that is not bound yet (or a wildcard)? */
+static int has_unbound(tgW_comp *c, tg_term *t)
+{
+    if (tg_kind_of(t) == TG_VAR)
+        return is_wild(t) || var_reg(c, t) < 0;
+    if (!tgT_ispair(t) || tg_is_ground(t))
+        return 0;
+    tg_iter it = {t, 0};
+    for (tg_term *x; (x = tgT_iter_next(&it));)
+        if (has_unbound(c, x))
+            return 1;
+    return (tg_term *)it.node != TGT_NIL && has_unbound(c, (tg_term *)it.node);
+}
+
+/* The variables of t not bound yet (wildcards aside) into out, each once. */
+static void unbound_vars(tgW_comp *c, tg_term *t, tg_term **out, size_t *n, size_t max)
+{
+    if (tg_kind_of(t) == TG_VAR) {
+        if (is_wild(t) || var_reg(c, t) >= 0)
+            return;
+        for (size_t i = 0; i < *n; i++)
+            if (out[i] == t)
+                return;
+        if (*n < max)
+            out[(*n)++] = t;
+        return;
+    }
+    if (!tgT_ispair(t) || tg_is_ground(t))
+        return;
+    tg_iter it = {t, 0};
+    for (tg_term *x; (x = tgT_iter_next(&it));)
+        unbound_vars(c, x, out, n, max);
+    if ((tg_term *)it.node != TGT_NIL)
+        unbound_vars(c, (tg_term *)it.node, out, n, max);
+}
+
+/* A relation as a condition: (rel ARG ...).  An argument whose variables
+ * are all bound is evaluated like a right side; one with unbound
+ * variables is a template, built as written when the goal runs, its
+ * unbound variables fresh logic variables; the first answer binds them
+ * (registers from here on), for later conditions and the right side.
+ * The instruction's constant describes the goal for relrw.c:
+ * (REL MASK LINE COL GOAL VAR REG ...), MASK's bit i set when argument i
+ * is a template, GOAL the condition as written (for errors). */
+static int goal(tgW_comp *c, tg_term *g, size_t n)
+{
+    tg_term *outs[64];
+    size_t na = n - 1, nout = 0;
+    if (na > 62) {
+        CERR_AT(c, g, "%s", "a relation condition takes at most 62 arguments");
+        return -1;
+    }
+    uint64_t mask = 0;
+    for (size_t i = 0; i < na; i++) {
+        tg_term *a = tg_nth(g, i + 1);
+        if (too_deep(a, 0)) {
+            CERR_AT(c, a, "%s", "argument of a relation condition nested too deeply");
+            return -1;
+        }
+        if (has_unbound(c, a)) {
+            mask |= 1ull << i;
+            unbound_vars(c, a, outs, &nout, 64);
+        }
+    }
+    for (size_t i = 0; i < na; i++)
+        if (((mask >> i) & 1) ? expr_const(c, tg_nth(g, i + 1)) < 0
+                              : expr(c, tg_nth(g, i + 1), 0, 1) < 0)
+            return -1;
+    int line = c->line, col = c->col;
+    if (c->pos)
+        c->pos(c->pos_ud, g, &line, &col);
+    tg_ctx *ctx = c->rs->ctx;
+    tg_term *d[5 + 2 * 64];
+    size_t k = 0;
+    d[k++] = tg_car(g);
+    d[k++] = tg_int(ctx, (int64_t)mask);
+    d[k++] = tg_int(ctx, line);
+    d[k++] = tg_int(ctx, col);
+    d[k++] = g;
+    for (size_t i = 0; i < nout; i++) {
+        int r = newregs(c, 1, g);
+        if (r < 0 || var_bind(c, outs[i], r) < 0)
+            return -1;
+        d[k++] = outs[i];
+        d[k++] = tg_int(ctx, r);
+    }
+    tg_term *desc = tg_list(ctx, k, d, NULL);
+    if (!desc) {
+        cerr(c, g, "out of memory");
+        return -1;
+    }
+    tgW_ins *ins = emit(c, &c->body, E_GOAL);
+    if (!ins)
+        return -1;
+    ins->b = konst(c, desc);
+    ins->c = (uint16_t)na;
+    depth_add(c, -(int)na);
+    return c->failed ? -1 : 0;
+}
+
 static int cond(tgW_comp *c, tg_term *g)
 {
     size_t n = tgT_ispair(g) && tg_tail(g) == TGT_NIL ? tg_length(g) : 0;
@@ -850,7 +967,9 @@ static int cond(tgW_comp *c, tg_term *g)
                 return 0;
             }
     }
-    CERR_AT(c, g, "%s", "unknown condition (==, !=, a predicate such as const?, or (not ...))");
+    if (h && tg_kind_of(h) == TG_SYMBOL && !tgW_op_find(c->rs, h))
+        return goal(c, g, n);   /* a relation: checked when the load ends */
+    CERR_AT(c, g, "%s", "unknown condition (==, !=, a predicate such as const?, (not ...), or a relation call)");
     return -1;
 }
 

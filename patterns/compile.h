@@ -6,6 +6,7 @@
 #include "rset.h"
 
 #define TGW_MAXVARS 512
+#define TGW_MAXGOALDEPTH 200  /* templates in relation conditions (built recursively) */
 
 typedef struct tgW_vec {
     tgW_ins *v;

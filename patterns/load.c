@@ -9,6 +9,7 @@
 #include "compile.h"
 #include "arith.h"
 #include "rewriters.h"
+#include "relrw.h"
 #include "error.h"
 #include "reader.h"
 
@@ -141,6 +142,13 @@ typedef struct loader {
     tg_reader *rd;                      /* the reader of the current form */
     const char *file;
     int line, col;
+    struct relref {                     /* relations named as rewriter items, */
+        tg_term *name;                  /* checked once the relations are defined */
+        int backward;
+        const char *file;
+        int line, col;
+    } *relrefs;
+    size_t nrelrefs, caprelrefs;
 } loader;
 
 static void lerr(loader *L, const tg_term *at, const char *fmt, ...)
@@ -285,7 +293,25 @@ static int known_rule(tg_rules *rs, tg_term *name, int backward)
     return 0;
 }
 
-/* An item of a rewriter: NAME (a rule or a rewriter) or (reverse RULE). */
+/* An item that is neither a rule nor a rewriter: a relation, checked
+ * after the load's relation forms are evaluated (check_relrefs). */
+static int relref(loader *L, tg_term *x, tgW_item *it)
+{
+    struct relref *r = tgW_grow(L->relrefs, L->nrelrefs, &L->caprelrefs, L->nrelrefs + 1, sizeof *r);
+    char *f = GC_MALLOC_ATOMIC(strlen(L->file) + 1);
+    if (!r || !f)
+        return tgE_nomem(L->err), -1;
+    L->relrefs = r;
+    r += L->nrelrefs++;
+    r->name = it->name, r->backward = it->backward;
+    r->file = strcpy(f, L->file);
+    form_pos(L, x, &r->line, &r->col);
+    it->rel = 1;
+    return 0;
+}
+
+/* An item of a rewriter: NAME (a rule, a rewriter or a relation) or
+ * (reverse RULE-OR-RELATION). */
 static int parse_item(loader *L, tg_term *x, tgW_item *it)
 {
     tg_rules *rs = L->rs;
@@ -294,6 +320,8 @@ static int parse_item(loader *L, tg_term *x, tgW_item *it)
         tg_tail(x) == tg_nil() && tg_kind_of(tg_nth(x, 1)) == TG_SYMBOL) {
         it->name = tg_nth(x, 1);
         it->backward = 1;
+        if (!known_rule(rs, it->name, 0) && !tgW_rw_find(rs, it->name))
+            return relref(L, x, it);
         if (!known_rule(rs, it->name, 1)) {
             size_t n;
             const char *s = tg_symbol_name(it->name, &n);
@@ -310,12 +338,8 @@ static int parse_item(loader *L, tg_term *x, tgW_item *it)
     }
     it->name = x;
     it->rw = tgW_rw_find(rs, x);
-    if (!it->rw && !known_rule(rs, x, 0)) {
-        size_t n;
-        const char *s = tg_symbol_name(x, &n);
-        lerr(L, x, "unknown rule or rewriter %.*s", (int)n, s);
-        return -1;
-    }
+    if (!it->rw && !known_rule(rs, x, 0))
+        return relref(L, x, it);
     return 0;
 }
 
@@ -793,6 +817,72 @@ static int eval_defs(loader *L)
     return 0;
 }
 
+/* The relations called by the conditions of rule r must now be defined,
+ * with that many arguments. */
+static int check_goals(loader *L, const tgW_rule *r)
+{
+    for (const tgW_ins *i = r->body; i->op != E_FIRE; i++) {
+        if (i->op != E_GOAL)
+            continue;
+        tg_term *d = r->k[i->b], *name = tg_car(d);
+        long a = tgV_arity(L->rs, name);
+        if (a == i->c)
+            continue;
+        int64_t line = 0, col = 0;
+        tg_int_get(tg_nth(d, 2), &line);
+        tg_int_get(tg_nth(d, 3), &col);
+        size_t n;
+        const char *s = tg_symbol_name(name, &n);
+        char *g = tgW_show(tg_nth(d, 4));
+        if (a < 0)
+            tgE_set(L->err, TG_ERR_SYNTAX, r->file, (int)line, (int)col,
+                    "unknown condition or relation %.*s (define it with defrel) in %s", (int)n, s,
+                    g ? g : "?");
+        else
+            tgE_set(L->err, TG_ERR_SYNTAX, r->file, (int)line, (int)col,
+                    "relation %.*s takes %ld argument%s, called with %u in %s", (int)n, s, a,
+                    a == 1 ? "" : "s", (unsigned)i->c, g ? g : "?");
+        free(g);
+        return -1;
+    }
+    return 0;
+}
+
+/* The relations named as rewriter items must now be relations of two
+ * arguments, and those the new rules' conditions call must exist. */
+static int check_relrefs(loader *L, uint32_t nrules)
+{
+    int goals = 0;
+    for (uint32_t i = nrules; i < L->rs->nrules && !goals; i++)
+        for (const tgW_ins *p = L->rs->rules[i]->body; p->op != E_FIRE; p++)
+            goals |= p->op == E_GOAL;
+    if (!L->nrelrefs && !goals)
+        return 0;
+    if (!rules_env(L->rs, L->err))
+        return -1;
+    for (uint32_t i = nrules; i < L->rs->nrules; i++)
+        if (check_goals(L, L->rs->rules[i]) < 0)
+            return -1;
+    for (size_t i = 0; i < L->nrelrefs; i++) {
+        const struct relref *r = &L->relrefs[i];
+        long a = tgV_check(L->rs, r->name);
+        if (!a)
+            continue;
+        size_t n;
+        const char *s = tg_symbol_name(r->name, &n);
+        if (a < 0)
+            tgE_set(L->err, TG_ERR_SYNTAX, r->file, r->line, r->col,
+                    "unknown rule, rewriter or relation %.*s%s", (int)n, s,
+                    r->backward ? " in (reverse ...)" : "");
+        else
+            tgE_set(L->err, TG_ERR_SYNTAX, r->file, r->line, r->col,
+                    "relation %.*s takes %ld argument%s: a rewrite needs a relation of 2", (int)n, s,
+                    a, a == 1 ? "" : "s");
+        return -1;
+    }
+    return 0;
+}
+
 static int loader_init(loader *L, tg_rules *rs, tg_error *err)
 {
     memset(L, 0, sizeof *L);
@@ -822,7 +912,7 @@ static int load(tg_rules *rs, const char *text, size_t len, const char *file, co
     if (real)
         L.files[L.nfiles++] = real;
     uint32_t nops = rs->nops, nrules = rs->nrules, nrws = rs->nrws;
-    if (load_text(&L, text, len, file) < 0 || eval_defs(&L) < 0) {
+    if (load_text(&L, text, len, file) < 0 || eval_defs(&L) < 0 || check_relrefs(&L, nrules) < 0) {
         rollback(rs, nops, nrules, nrws);
         return -1;
     }
@@ -988,7 +1078,7 @@ static int eval_form(tg_rules *rs, tg_term *form, const char *file, int line, in
     if (h == L.sym[F_OP] || h == L.sym[F_RULE] || h == L.sym[F_INCLUDE] || h == L.sym[F_EQUIL] ||
         h == L.sym[F_WALK] || h == L.sym[F_SEQ]) {
         uint32_t nops = rs->nops, nrules = rs->nrules, nrws = rs->nrws;
-        if (load_form(&L, form) < 0 || eval_defs(&L) < 0) {
+        if (load_form(&L, form) < 0 || eval_defs(&L) < 0 || check_relrefs(&L, nrules) < 0) {
             rollback(rs, nops, nrules, nrws);
             return -1;
         }

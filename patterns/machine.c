@@ -17,6 +17,7 @@
  */
 #include "rset.h"
 #include "arith.h"
+#include "relrw.h"
 #include "error.h"
 
 #include <gc/gc.h>
@@ -624,6 +625,16 @@ exec:
                 goto failed_rule;
             continue;
         }
+        case E_GOAL:
+            sp -= i->c;
+            rs->conditions++;
+            switch (tgV_goal(rs, K[i->b], M->vs + sp, i->c, R, f->rule, err)) {
+            case -1:
+                goto fail;
+            case 0:
+                goto failed_rule;
+            }
+            continue;
         case E_PRED: case E_NOT:
             sp--;
             if (pred(i->a, M->vs[sp]) != (i->op == E_PRED))

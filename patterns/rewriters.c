@@ -11,6 +11,7 @@
  * back is a cycle reported with its rules, never an endless loop.
  */
 #include "rewriters.h"
+#include "relrw.h"
 #include "error.h"
 
 #include <gc/gc.h>
@@ -150,10 +151,10 @@ static int rules_named(tg_rules *rs, const tg_term *name, int backward, rvec *ou
 static tgW_plan *plan_of(tg_rules *rs, tgW_rw *rw, const tgW_query *q, const tagset *outer,
                          unsigned depth, tg_error *err);
 
-/* Add item it of a rewriter to plan p: its rules to p's rules, or a
- * nested rewriter as a part. */
-static int plan_item(tg_rules *rs, tgW_plan *p, rvec *rules, const tgW_item *it, const tgW_query *q,
-                     const tagset *outer, unsigned depth, tg_error *err)
+/* Add item it of a rewriter to plan p: its rules to p's rules (a
+ * relation to p's relations), or a nested rewriter as a part. */
+static int plan_item(tg_rules *rs, tgW_plan *p, rvec *rules, rvec *rels, const tgW_item *it,
+                     const tgW_query *q, const tagset *outer, unsigned depth, tg_error *err)
 {
     if (depth > MAX_NEST_RW) {
         size_t n;
@@ -169,7 +170,7 @@ static int plan_item(tg_rules *rs, tgW_plan *p, rvec *rules, const tgW_item *it,
         if (p->kind == TGW_EQUIL && it->rw->kind == TGW_EQUIL) {
             /* an equilibrium inside one: its rules join the outer ones */
             for (size_t i = 0; i < it->rw->nitems; i++)
-                if (plan_item(rs, p, rules, &it->rw->items[i], sq, &ts, depth + 1, err) < 0)
+                if (plan_item(rs, p, rules, rels, &it->rw->items[i], sq, &ts, depth + 1, err) < 0)
                     return -1;
             return 0;
         }
@@ -177,6 +178,15 @@ static int plan_item(tg_rules *rs, tgW_plan *p, rvec *rules, const tgW_item *it,
         if (!sub)
             return -1;
         return parts_push(p, sub) < 0 ? (tgE_nomem(err), -1) : 0;
+    }
+    if (it->rel) {
+        tgW_rule *r = tgV_rule(rs, it->name, it->backward, err);
+        if (!r)
+            return -1;
+        tagset ts = {r->name, r->tags, outer};
+        if (selected(q, &ts) && rpush(rels, r) < 0)
+            return tgE_nomem(err), -1;
+        return 0;
     }
     tgW_rule *r0 = NULL;
     rvec tmp = {0};
@@ -227,29 +237,31 @@ static tgW_plan *plan_of(tg_rules *rs, tgW_rw *rw, const tgW_query *q, const tag
             items[i].order = (uint32_t)i;
         qsort(items, rw->nitems, sizeof *items, cmp_pos);
     }
-    rvec rules = {0};
+    rvec rules = {0}, rels = {0};
     for (size_t i = 0; i < rw->nitems; i++) {
         if (rw->kind == TGW_SEQ && !items[i].rw) {
-            /* a rule in a sequence: a walk of its own */
-            if (plan_item(rs, p, &rules, &items[i], q, outer, depth, err) < 0)
+            /* a rule or relation in a sequence: a walk of its own */
+            if (plan_item(rs, p, &rules, &rels, &items[i], q, outer, depth, err) < 0)
                 return NULL;
-            if (rules.n) {
+            if (rules.n || rels.n) {
                 tgW_plan *w = GC_MALLOC(sizeof *w);
                 if (!w || tgW_index_build(rs, &w->ix, rules.v, rules.n) < 0)
                     return tgE_nomem(err), NULL;
                 w->kind = TGW_WALK_IN;
                 w->rules = rules.v, w->nrules = rules.n;
+                w->rels = rels.v, w->nrels = rels.n;
                 w->rw = rw;
-                rules = (rvec){0};
+                rules = (rvec){0}, rels = (rvec){0};
                 if (parts_push(p, w) < 0)
                     return tgE_nomem(err), NULL;
             }
             continue;
         }
-        if (plan_item(rs, p, &rules, &items[i], q, outer, depth, err) < 0)
+        if (plan_item(rs, p, &rules, &rels, &items[i], q, outer, depth, err) < 0)
             return NULL;
     }
     p->rules = rules.v, p->nrules = rules.n;
+    p->rels = rels.v, p->nrels = rels.n;
     if (tgW_index_build(rs, &p->ix, rules.v, rules.n) < 0)
         return tgE_nomem(err), NULL;
     return p;
@@ -315,20 +327,34 @@ static void rules_mark(const tgW_plan *p)
 {
     for (uint32_t i = 0; i < p->nrules; i++)
         p->rules[i]->fired0 = p->rules[i]->fired;
+    for (uint32_t i = 0; i < p->nrels; i++)
+        p->rels[i]->fired0 = p->rels[i]->fired;
+}
+
+/* One rewrite of t at its root: by the first of p's rules that
+ * applies, else by the first of its relations with an answer; t itself
+ * when none does, NULL with err filled. */
+static tg_term *step(runner *u, const tgW_plan *p, const tgW_run *run, tg_term *t)
+{
+    tg_term *y = p->nrules ? tgW_step(u->rs, run, t, u->err) : t;
+    if (!y || y != t || !p->nrels)
+        return y;
+    int k = tgV_step(u->rs, p->rels, p->nrels, t, run->limit, &y, u->err);
+    return k < 0 ? NULL : k ? y : t;
 }
 
 /* Walk t once: at each node (after its elements when inputs first,
  * before them when outputs first) one rewrite by the first rule that
- * applies.  What a rewrite gives is not walked again: with hash-consing
- * a right side can rebuild the very node it came from, which would
- * otherwise be rewritten forever. */
+ * applies, or else the first relation.  What a rewrite gives is not
+ * walked again: with hash-consing a right side can rebuild the very node
+ * it came from, which would otherwise be rewritten forever. */
 static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
 {
     tg_rules *rs = u->rs;
     tgW_run run = {&p->ix, 0, 1, 0, NULL, NULL};
     int in_first = p->kind == TGW_WALK_IN;
     if (!tgT_ispair(t))
-        return tgW_step(rs, &run, t, u->err);
+        return step(u, p, &run, t);
     typedef struct wf {
         tg_term *t;
         tg_iter it;
@@ -358,7 +384,7 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
     if (ac && !(t = tgW_ac_canon_deep(rs, t)))     /* flat first: see ac.c */
         goto oom;
     tg_term *start = t;
-    if (!in_first && (!(start = tgW_step(rs, &run, t, u->err)) || start != t))
+    if (!in_first && (!(start = step(u, p, &run, t)) || start != t))
         return start;   /* rewritten at the root: not walked again */
     GROW(st, n, cap, 1);
     st[n].t = start, st[n].it.node = start, st[n].it.i = 0, st[n].vb = nv;
@@ -370,7 +396,7 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
             tg_term *v = tgT_ispair(x) ? tgW_map_get(&done, x) : NULL;
             if (!v && tgT_ispair(x)) {
                 tg_term *y = x;
-                if (!in_first && !(y = tgW_step(rs, &run, x, u->err)))
+                if (!in_first && !(y = step(u, p, &run, x)))
                     goto out;
                 if (y == x) {
                     GROW(st, n, cap, 1);
@@ -392,7 +418,7 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
         tg_term *node = tg_list(rs->ctx, cnt, vals + w->vb, tail == TGT_NIL ? NULL : tail);
         if (!node || (ac && !(node = tgW_ac_canon(rs, node))))  /* its elements may have changed */
             goto oom;
-        if (in_first && !(node = tgW_step(rs, &run, node, u->err)))
+        if (in_first && !(node = step(u, p, &run, node)))
             goto out;
         nv = w->vb;
         tg_term *orig = w->t;
@@ -420,7 +446,7 @@ static tg_term *equilibrium(runner *u, const tgW_plan *p, tg_term *t, size_t nod
     double ratio = p->rw ? p->rw->max_use_ratio : 0;
     unsigned long long limit = ratio > 0 ? (unsigned long long)(ratio * (double)(nodes ? nodes : 1)) + 1 : 0;
     tgW_run run = {&p->ix, 1, 0, limit, rs->hook, rs->hook_ud};
-    tgW_map seen = {0};
+    tgW_map seen = {0}, relmemo = {0};
     for (unsigned pass = 0; pass < MAX_PASSES; pass++) {
         if (u->prof)
             u->prof->passes++;
@@ -432,6 +458,8 @@ static tg_term *equilibrium(runner *u, const tgW_plan *p, tg_term *t, size_t nod
             if (!t1)
                 return NULL;
         }
+        if (p->nrels && !(t1 = tgV_normalize(rs, p->rels, p->nrels, t1, limit, &relmemo, u->err)))
+            return NULL;
         for (size_t i = 0; i < p->nparts && t1; i++)
             t1 = run_plan(u, p->parts[i], t1);
         if (!t1)
@@ -476,7 +504,7 @@ static tg_term *run_plan(runner *u, const tgW_plan *p, tg_term *t)
     case TGW_WALK_IN: case TGW_WALK_OUT: {
         if (u->prof)
             u->prof->passes++;
-        tg_term *r = p->nrules ? walk(u, p, t) : t;
+        tg_term *r = p->nrules || p->nrels ? walk(u, p, t) : t;
         for (size_t i = 0; i < p->nparts && r; i++)
             r = run_plan(u, p->parts[i], r);
         return r;
@@ -495,6 +523,8 @@ static void collect_rules(const tgW_plan *p, rvec *out)
 {
     for (uint32_t i = 0; i < p->nrules; i++)
         rpush(out, p->rules[i]);
+    for (uint32_t i = 0; i < p->nrels; i++)
+        rpush(out, p->rels[i]);
     for (size_t i = 0; i < p->nparts; i++)
         collect_rules(p->parts[i], out);
 }

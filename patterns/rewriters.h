@@ -12,6 +12,7 @@ typedef struct tgW_item {
     tg_term *name;
     int backward;           /* (reverse RULE) */
     struct tgW_rw *rw;      /* a rewriter, or NULL for a rule */
+    int rel;                /* a relation of two arguments (relrw.c), not a rule */
     double pos;             /* in a sequence */
     uint32_t order;
 } tgW_item;
@@ -41,6 +42,8 @@ typedef struct tgW_plan {
     tgW_rule **rules;       /* its own rules ... */
     uint32_t nrules;
     tgW_index ix;           /* ... indexed */
+    tgW_rule **rels;        /* its relation rewrites (tried after the rules) */
+    uint32_t nrels;
     struct tgW_plan **parts;    /* nested rewriters, run after its rules */
     size_t nparts, capparts;
 } tgW_plan;

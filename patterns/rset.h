@@ -83,6 +83,7 @@ enum {
     E_PRED,         /* pop one; the rule fails unless predicate a holds */
     E_NOT,          /* pop one; the rule fails unless predicate a fails */
     E_STORE,        /* R[a] = the top (kept on the stack) */
+    E_GOAL,         /* pop c args; the rule fails unless relation K[b] (relrw.c) has an answer */
     E_FIRE,         /* the conditions hold: the rule fires (counts, limits, hooks) */
     E_RET,          /* the top is the rule's result */
     E_NUM,          /* pop c numbers, push built-in a of them (arith.h), or with
@@ -124,6 +125,7 @@ typedef struct tgW_rule {
     tg_term *tags;      /* a list of symbols */
     const char *file;
     int line, col;
+    struct tgV_rel *rel;    /* a relation used as a rewrite (relrw.c): no programs; else NULL */
     /* statistics */
     unsigned long long fired, tried, built;
     unsigned long long fired0;  /* fired at the start of the current run */
@@ -169,6 +171,7 @@ struct tg_rules {
     struct tgW_machine *m;      /* the machine's stacks, kept between runs */
     tgW_map memo;               /* redex -> normal form */
     tgW_map rwmap;              /* name -> rewriter */
+    tgW_map relrw;              /* relrw.c: relation name -> its rewrites, condition -> its call */
     tg_term **forms;            /* the .rules form names, interned (load.c) */
     struct tgW_rw **rws;        /* in declaration order */
     uint32_t nrws;
