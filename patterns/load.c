@@ -7,6 +7,7 @@
  * half a file.
  */
 #include "compile.h"
+#include "dispatch.h"
 #include "rewriters.h"
 #include "error.h"
 #include "reader.h"
@@ -70,6 +71,9 @@ int tgW_index_build(tg_rules *rs, tgW_index *ix, tgW_rule *const *rules, uint32_
         struct tgW_byop *b = &by[rules[i]->op->id];
         b->r[b->n++] = rules[i];
     }
+    tg_term *quote = tg_symbol_cstr(rs->ctx, "quote");
+    for (uint32_t o = 0; o < rs->nops && quote; o++)
+        by[o].disp = tgW_disp_build(by[o].r, by[o].n, quote);
     ix->by = by;
     ix->nops = rs->nops;
     return 0;

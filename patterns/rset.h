@@ -111,6 +111,7 @@ typedef struct tgW_index {
     struct tgW_byop {
         tgW_rule **r;
         uint32_t n;
+        struct tgW_disp *disp;  /* r by argument heads (dispatch.h), or NULL */
     } *by;
 } tgW_index;
 
