@@ -72,33 +72,47 @@ static int fits(const tgW_disp *d, int p, const tg_term *want, uint32_t c)
     return !want || (c < d->nkeys[p] && d->keys[p][c] == want);
 }
 
-/* Every cell: the rules, in order, that fit its classes. */
+/* The rules, in order, that fit the classes of cell c: their count, and
+ * into out (at d->rules + its start) unless NULL. */
+static uint32_t cell_fill(tgW_disp *d, uint32_t c, tgW_rule *const *rules, tg_term **const *keys,
+                          uint32_t n, tgW_rule **out)
+{
+    uint32_t cls[TGW_DISP_POS], rest = c;
+    for (int p = (int)d->npos - 1; p >= 0; p--) {
+        cls[p] = rest % (d->nkeys[p] + 1);
+        rest /= d->nkeys[p] + 1;
+    }
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        int ok = 1;
+        for (uint32_t p = 0; p < d->npos; p++)
+            ok &= fits(d, (int)p, keys[i][p], cls[p]);
+        if (ok && out)
+            out[m] = rules[i];
+        m += (uint32_t)ok;
+    }
+    if (out) {
+        d->cell[c][0] = (uint32_t)(out - d->rules);
+        d->cell[c][1] = m;
+    }
+    return m;
+}
+
+/* Every cell's rules, one array for all. */
 static int fill(tgW_disp *d, tgW_rule *const *rules, tg_term **const *keys, uint32_t n,
                 uint32_t ncells)
 {
-    d->cell = GC_MALLOC(ncells * sizeof *d->cell);
-    d->ncell = GC_MALLOC_ATOMIC(ncells * sizeof *d->ncell);
-    if (!d->cell || !d->ncell)
+    /* the cells' sizes are counted in a first pass, filled in the second */
+    size_t total = 0;
+    d->cell = GC_MALLOC_ATOMIC(ncells * sizeof *d->cell);
+    if (!d->cell)
         return -1;
-    for (uint32_t c = 0; c < ncells; c++) {
-        uint32_t cls[TGW_DISP_POS], rest = c;
-        for (int p = (int)d->npos - 1; p >= 0; p--) {
-            cls[p] = rest % (d->nkeys[p] + 1);
-            rest /= d->nkeys[p] + 1;
-        }
-        tgW_rule **v = GC_MALLOC(n * sizeof *v);
-        if (!v)
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass && !(d->rules = GC_MALLOC((total ? total : 1) * sizeof *d->rules)))
             return -1;
-        uint32_t m = 0;
-        for (uint32_t i = 0; i < n; i++) {
-            int ok = 1;
-            for (uint32_t p = 0; p < d->npos; p++)
-                ok &= fits(d, (int)p, keys[i][p], cls[p]);
-            if (ok)
-                v[m++] = rules[i];
-        }
-        d->cell[c] = v;
-        d->ncell[c] = m;
+        total = 0;
+        for (uint32_t c = 0; c < ncells; c++)
+            total += cell_fill(d, c, rules, keys, n, pass ? d->rules + total : NULL);
     }
     return 0;
 }

@@ -21,8 +21,8 @@ typedef struct tgW_disp {
     uint32_t npos;                      /* positions indexed (1 or 2) */
     uint32_t nkeys[TGW_DISP_POS];       /* keys named at each position */
     tg_term **keys[TGW_DISP_POS];       /* ... class i is keys[p][i], "other" is nkeys[p] */
-    tgW_rule ***cell;                   /* the rules of each pair of classes */
-    uint32_t *ncell;                    /* ... and their counts */
+    uint32_t (*cell)[2];                /* each pair of classes: its rules' start and count ... */
+    tgW_rule **rules;                   /* ... in this array */
 } tgW_disp;
 
 /* The index of the n rules of one op, or NULL when it would not help
@@ -67,8 +67,8 @@ static inline tgW_rule *const *tgW_disp_rules(const tgW_disp *d, tg_term *const 
     for (uint32_t p = 0; p < d->npos; p++)
         c = c * (d->nkeys[p] + 1) +
             (p < n ? tgW_disp_class(d, p, tgW_disp_key(args[p])) : d->nkeys[p]);
-    *nr = d->ncell[c];
-    return d->cell[c];
+    *nr = d->cell[c][1];
+    return d->rules + d->cell[c][0];
 }
 
 #endif

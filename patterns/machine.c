@@ -504,7 +504,9 @@ exec:
             /* the frame becomes the call's: arguments moved down */
             size_t base = f->base;
             c = i->c;
-            memmove(M->vs + base, M->vs + sp - c, c * sizeof *M->vs);
+            /* a few arguments, moved down (not a library call) */
+            for (uint32_t j = 0, from = (uint32_t)(sp - c - base); j < c; j++)
+                M->vs[base + j] = M->vs[base + from + j];
             sp = base + c;
             head = K[i->b], atom = i->pad, opid = i->a;
             f->rule->built++;
