@@ -35,6 +35,7 @@ typedef struct frame {
     const tgW_ins *pc;          /* where the body goes on after a call */
     tg_term *head;
     int atom;                   /* a nullary op written as a bare symbol */
+    int opened;                 /* memo: its current call is open (memo.open's top) */
 } frame;
 
 typedef struct tgW_machine {
@@ -314,7 +315,8 @@ static int fs_reserve(tgW_machine *M, size_t need)
 }
 
 /* The error of a call met again while being reduced (open in slot): the
- * rules fired since it was first met. */
+ * rules fired since it was first met ("..." for those of calls not
+ * remembered, memo.h). */
 static void cycle_error(tg_rules *rs, size_t slot, tg_error *err)
 {
     const tgW_memo *mt = &rs->m->memo;
@@ -335,6 +337,9 @@ static void cycle_error(tg_rules *rs, size_t slot, tg_error *err)
         if (w > 0)
             len += (size_t)w;
     }
+    /* calls of dropped ops came in between: their rules are not known */
+    if (i && mt->skipped != mt->open[i - 1].skipped && len < sizeof names - 8)
+        len += (size_t)snprintf(names + len, sizeof names - len, "%s...", len ? " -> " : "");
     tg_term *key = tgW_memo_key(mt, rs->ctx, slot);
     char *p = key ? tg_print(key, NULL) : NULL;
     tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "rewriting cycles: %s comes back after %s", p ? p : "a term",
@@ -356,10 +361,12 @@ static const tgW_index no_rules = {0, NULL};
 /* A call about to be reduced (its c arguments at args): 1 with *result
  * when its normal form is known (memo) or it has no rules (it is its own
  * normal form), 0 when its rules are to be tried (with memo, the call is
- * then open in the memo table), -1 with err filled. */
+ * then open in the memo table if *opened), -1 with err filled. */
 static int call_enter(tg_rules *rs, const tgW_index *ix, int memo, uint32_t opid, tg_term *head,
-                      int atom, uint32_t c, tg_term *const *args, tg_term **result, tg_error *err)
+                      int atom, uint32_t c, tg_term *const *args, tg_term **result, int *opened,
+                      tg_error *err)
 {
+    *opened = 0;
     /* no rules (a constructor): its own normal form, nothing to remember */
     if (!byop(ix, opid)->n) {
         *result = build(rs->ctx, head, atom, c, args);
@@ -367,9 +374,12 @@ static int call_enter(tg_rules *rs, const tgW_index *ix, int memo, uint32_t opid
     }
     if (!memo)
         return 0;
-    size_t slot = tgW_memo_enter(&rs->m->memo, rs->ctx, head, atom, c, args, result);
+    size_t slot = tgW_memo_enter(&rs->m->memo, rs->ctx, opid, head, atom, c, args, rs->rewrites, result);
     if (slot == (size_t)-1)
         return tgE_nomem(err), -1;
+    if (slot == TGW_MEMO_SKIP)
+        return 0;
+    *opened = 1;
     if (*result == TGW_MEMO_OPEN) {
         cycle_error(rs, slot, err);
         return -1;
@@ -414,7 +424,8 @@ call:
     /* c arguments at vs[sp - c]: op opid */
     {
         size_t base = sp - c, kn0 = M->memo.nopen;
-        int known = call_enter(rs, ix, memo, opid, head, atom, c, M->vs + base, &result, err);
+        int opened;
+        int known = call_enter(rs, ix, memo, opid, head, atom, c, M->vs + base, &result, &opened, err);
         if (known < 0)
             goto fail;
         if (known) {
@@ -429,6 +440,7 @@ call:
         f->base = (uint32_t)base, f->n = c;
         f->head = head, f->atom = atom;
         f->chain = (uint32_t)kn0;
+        f->opened = opened;
         f->rule = NULL;
     }
 
@@ -510,11 +522,13 @@ exec:
             sp = base + c;
             head = K[i->b], atom = i->pad, opid = i->a;
             f->rule->built++;
-            int known = call_enter(rs, bix, memo, opid, head, atom, c, M->vs + base, &result, err);
+            int opened;
+            int known = call_enter(rs, bix, memo, opid, head, atom, c, M->vs + base, &result, &opened, err);
             if (known < 0)
                 goto fail;
             if (known)
                 goto ret;
+            f->opened = opened;
             f->n = c, f->head = head, f->atom = atom;
             f->rules = call_rules(byop(bix, opid), M->vs + base, c, &f->nrules);
             f->ri = 0;
@@ -553,7 +567,7 @@ exec:
             tgW_rule *r = f->rule;
             rs->rewrites++;
             r->fired++;
-            if (memo)
+            if (f->opened)
                 M->memo.open[M->memo.nopen - 1].rule = r;
             if (run->limit && r->fired - r->fired0 > run->limit) {
                 size_t nl;
@@ -599,7 +613,7 @@ failed_rule:
 ret:
     /* result is the normal form of frame f's call */
     if (memo)
-        tgW_memo_close(&M->memo, f->chain, result);
+        tgW_memo_close(&M->memo, f->chain, result, rs->rewrites);
     sp = f->base;
     fp--;
 returned:
@@ -618,7 +632,7 @@ oom:
     tgE_nomem(err);
 fail:
     if (memo)   /* the open calls have no normal form */
-        tgW_memo_close(&M->memo, open0, NULL);
+        tgW_memo_close(&M->memo, open0, NULL, rs->rewrites);
     return NULL;
 }
 
