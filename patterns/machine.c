@@ -10,10 +10,11 @@
  * (a tail call): a chain such as (lt (s x) (s y)) -> (lt x y) runs in
  * constant space.  When no rule applies the call is its own normal form.
  *
- * With memo on, every call is first interned as a term (the redex) and
- * looked up in the rule set's memo table, which maps redexes to normal
- * forms; a redex being reduced maps to a marker, so meeting it again is a
- * cycle, reported with the rules that fired since.
+ * A call tries only the rules its op's index (dispatch.h) gives for the
+ * heads of its first arguments.  With memo on, every call of an op with
+ * rules is first looked up in the memo table (memo.h), which maps calls
+ * to normal forms; a call being reduced maps to a marker, so meeting it
+ * again is a cycle, reported with the rules that fired since.
  */
 #include "rset.h"
 #include "memo.h"

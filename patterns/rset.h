@@ -144,7 +144,6 @@ struct tg_rules {
     tgW_index all;              /* every forward rule */
     int index_stale;
     struct tgW_machine *m;      /* the machine's stacks, kept between runs */
-    tgW_map memo;               /* redex -> normal form */
     tgW_map rwmap;              /* name -> rewriter */
     tg_term **forms;            /* the .rules form names, interned (load.c) */
     struct tgW_rw **rws;        /* in declaration order */
