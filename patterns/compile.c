@@ -4,6 +4,7 @@
  * surprise when it fires.
  */
 #include "compile.h"
+#include "arith.h"
 #include "error.h"
 
 #include <gc/gc.h>
@@ -182,6 +183,15 @@ static size_t elems(const tg_term *t, tg_term **buf, size_t max, tg_term **tail)
 
 /* ---- left sides ------------------------------------------------------- */
 
+/* A num: built-in (arith.h), not an op. */
+static int is_builtin(const tg_term *h)
+{
+    size_t n;
+    const char *s = tg_kind_of(h) == TG_SYMBOL ? tg_symbol_name(h, &n) : NULL;
+    return s && tgQ_reserved(s, n);
+}
+
+
 static int quoted(tgW_comp *c, const tg_term *p, tg_term **out)
 {
     if (tgT_ispair(p) && p->e[0] == c->s_quote && tg_length(p) == 2 && tg_tail(p) == TGT_NIL) {
@@ -273,6 +283,10 @@ static int pat(tgW_comp *c, tgW_vec *m, tg_term *p, int reg, unsigned depth)
         return pat_args(c, m, buf, n, r0, depth);
     }
     int seg = tail != TGT_NIL;
+    if (is_builtin(head)) {
+        CERR_AT(c, p, "%s", "a num: built-in computes; it cannot be matched in a left side");
+        return -1;
+    }
     tgW_op *op = op_check(c, p, head, n - 1, seg);
     if (!op)
         return -1;
@@ -331,6 +345,10 @@ static int lhs(tgW_comp *c, tgW_rule *r, tg_term *l)
         return -1;
     }
     int seg = tail != TGT_NIL;
+    if (is_builtin(buf[0])) {
+        CERR_AT(c, l, "%s", "a num: built-in computes; it cannot be matched in a left side");
+        return -1;
+    }
     tgW_op *op = op_check(c, l, buf[0], n - 1, seg);
     if (!op)
         return -1;
@@ -412,6 +430,36 @@ static int emit_call(tgW_comp *c, tgW_op *op, tg_term *h, size_t n, int seg, int
     return c->failed ? -1 : 0;
 }
 
+/* A numeric built-in (arith.h) applied to the n - 1 expressions after
+ * buf[0]: its value pushed, or put in register `store` when >= 0. */
+static int expr_builtin(tgW_comp *c, tg_term *e, tg_term **buf, size_t n, int seg, int store,
+                        unsigned depth)
+{
+    size_t len;
+    const char *s = tg_symbol_name(buf[0], &len);
+    int amin, amax, test;
+    int id = tgQ_lookup(s, len, &amin, &amax, &test);
+    if (id < 0) {
+        CERR_AT(c, e, "unknown built-in %.*s", (int)len, s);
+        return -1;
+    }
+    if (seg || (int)n - 1 < amin || (amax >= 0 && (int)n - 1 > amax)) {
+        CERR_AT(c, e, "wrong arity: %.*s takes %d%s argument%s", (int)len, s, amin,
+                amax < 0 ? " or more" : "", amax == 1 ? "" : "s");
+        return -1;
+    }
+    for (size_t i = 1; i < n; i++)
+        if (expr(c, buf[i], 0, depth + 1) < 0)
+            return -1;
+    tgW_ins *i = emit(c, &c->body, E_NUM);
+    if (!i)
+        return -1;
+    i->a = (uint16_t)id, i->c = (uint16_t)(n - 1), i->pad = store >= 0;
+    i->d = store >= 0 ? (uint32_t)store : 0;
+    depth_add(c, (store >= 0 ? 0 : 1) - (int)(n - 1));
+    return 0;
+}
+
 static int expr(tgW_comp *c, tg_term *e, int tail, unsigned depth)
 {
     if (depth > MAX_NEST) {
@@ -454,6 +502,8 @@ static int expr(tgW_comp *c, tg_term *e, int tail, unsigned depth)
         depth_add(c, 1);
         return 0;
     }
+    if (is_builtin(h))
+        return expr_builtin(c, e, buf, n, seg, -1, depth);
     if (tg_kind_of(h) == TG_SYMBOL) {
         tgW_op *op = op_check(c, e, h, n - 1, seg);
         if (!op)
@@ -503,6 +553,26 @@ static const struct {
     {"app?", P_APP}, {"nil?", P_NIL},
 };
 
+/* (num:< A B) and the other comparisons as a condition: holds when the
+ * value is 1 (fails when 0, or, negated, when 1). */
+static int cond_builtin(tgW_comp *c, tg_term *g, int neg)
+{
+    size_t len;
+    const char *s = tg_symbol_name(tg_car(g), &len);
+    int amin, amax, test;
+    if (tgQ_lookup(s, len, &amin, &amax, &test) >= 0 && !test) {
+        CERR_AT(c, g, "%.*s is not a condition (compare its value with == or a num: comparison)",
+                (int)len, s);
+        return -1;
+    }
+    if (expr(c, g, 0, 1) < 0 || expr_const(c, tg_int(c->rs->ctx, 1)) < 0)
+        return -1;
+    if (!emit(c, &c->body, neg ? E_NE : E_EQ))
+        return -1;
+    depth_add(c, -2);
+    return 0;
+}
+
 static int cond(tgW_comp *c, tg_term *g)
 {
     size_t n = tgT_ispair(g) && tg_tail(g) == TGT_NIL ? tg_length(g) : 0;
@@ -528,6 +598,8 @@ static int cond(tgW_comp *c, tg_term *g)
             if (!h || tg_kind_of(h) != TG_SYMBOL)
                 hl = 0;
         }
+        if (h && is_builtin(h))
+            return cond_builtin(c, pg, neg);
         for (size_t i = 0; i < sizeof preds / sizeof *preds; i++)
             if (strlen(preds[i].name) == hl && !memcmp(preds[i].name, hs, hl)) {
                 if (n != 2) {
@@ -578,6 +650,43 @@ static int count_subterms(tgW_comp *c, tg_term *e)
     return 0;
 }
 
+/* The built-in calls of a right side are computed before the rule fires
+ * (each kept in a register where the right side reads it), so that one
+ * that declines makes the rule not fire rather than fail half-way. */
+static int hoist_builtins(tgW_comp *c, tg_term *rhs)
+{
+    tg_term **stack = NULL;
+    size_t n = 0, cap = 0;
+    if (!tgT_ispair(rhs))
+        return 0;
+    for (tg_term *x = rhs;; x = stack[--n]) {
+        if (x->e[0] == c->s_quote || (tg_is_ground(x) && tg_kind_of(x->e[0]) != TG_SYMBOL)) {
+            /* a constant */
+        } else if (is_builtin(x->e[0]) && share_find(c, x) < 0) {
+            tg_term *buf[256], *tl;
+            size_t k = elems(x, buf, 256, &tl);
+            if (k > 256) {
+                CERR_AT(c, x, "%s", "application with more than 255 arguments");
+                return -1;
+            }
+            int reg = newregs(c, 1, x);
+            if (reg < 0 || expr_builtin(c, x, buf, k, tl != TGT_NIL, reg, 1) < 0)
+                return -1;
+            share_note(c, x, reg);
+        } else {
+            tg_iter it = {x, 0};
+            for (tg_term *y; (y = tgT_iter_next(&it));)
+                if (tgT_ispair(y)) {
+                    if (!(stack = tgW_grow(stack, n, &cap, n + 1, sizeof *stack)))
+                        return cerr(c, NULL, "out of memory"), -1;
+                    stack[n++] = y;
+                }
+        }
+        if (!n)
+            return 0;
+    }
+}
+
 void tgW_comp_init(tgW_comp *c, tg_rules *rs, tg_error *err)
 {
     memset(c, 0, sizeof *c);
@@ -613,7 +722,7 @@ tgW_rule *tgW_compile_rule(tgW_comp *c, tg_term *name, tg_term *l, tg_term *rhs,
     for (size_t i = 0; i < nconds; i++)
         if (cond(c, conds[i]) < 0)
             return NULL;
-    if (!emit(c, &c->body, E_FIRE))
+    if (hoist_builtins(c, rhs) < 0 || !emit(c, &c->body, E_FIRE))
         return NULL;
     int rc = expr(c, rhs, 1, 0);
     if (rc < 0)

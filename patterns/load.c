@@ -8,6 +8,7 @@
  */
 #include "compile.h"
 #include "dispatch.h"
+#include "arith.h"
 #include "rewriters.h"
 #include "error.h"
 #include "reader.h"
@@ -19,6 +20,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_INCLUDE 64
 
@@ -217,6 +219,12 @@ static int load_op(loader *L, tg_term *form)
         char *p = tgW_show(form);
         lerr(L, form, "malformed op declaration (op NAME (arity N) ...) in %s", p ? p : "?");
         free(p);
+        return -1;
+    }
+    size_t nl;
+    const char *ns = tg_symbol_name(name, &nl);
+    if (tgQ_reserved(ns, nl)) {
+        lerr(L, form, "%.*s: names starting with num: are the numeric built-ins", (int)nl, ns);
         return -1;
     }
     tgW_op *op = GC_MALLOC(sizeof *op);
@@ -595,6 +603,34 @@ static char *resolve_path(const char *from, const char *name)
     return p;
 }
 
+#ifndef TGREL_RULESDIR
+#define TGREL_RULESDIR ""
+#endif
+
+/* A relative include not found beside the including file: the first
+ * readable name/dir in $TGREL_RULES_PATH (directories separated by
+ * colons), then in the installed rule library; NULL when none. */
+static char *search_rules_path(const char *name)
+{
+    const char *env = getenv("TGREL_RULES_PATH");
+    const char *lists[2] = {env ? env : "", TGREL_RULESDIR};
+    for (int l = 0; l < 2; l++)
+        for (const char *d = lists[l]; *d;) {
+            size_t dl = strcspn(d, ":");
+            char *p = dl ? malloc(dl + strlen(name) + 2) : NULL;
+            if (p) {
+                memcpy(p, d, dl);
+                p[dl] = '/';
+                strcpy(p + dl + 1, name);
+                if (access(p, R_OK) == 0)
+                    return p;
+                free(p);
+            }
+            d += dl + (d[dl] == ':');
+        }
+    return NULL;
+}
+
 static int load_include(loader *L, tg_term *form)
 {
     tg_term *f = tg_length(form) == 2 ? tg_nth(form, 1) : NULL;
@@ -606,6 +642,11 @@ static int load_include(loader *L, tg_term *form)
     const char *fs = tg_string_bytes(f, &flen);
     char *name = strndup(fs, flen);
     char *path = name ? resolve_path(L->file, name) : NULL;
+    if (path && name[0] != '/' && access(path, R_OK) != 0) {
+        char *found = search_rules_path(name);
+        if (found)
+            free(path), path = found;
+    }
     free(name);
     if (!path)
         return tgE_nomem(L->err), -1;
@@ -894,14 +935,10 @@ static int eval_rewrite(loader *L, tg_term *form, tg_term **value)
     return TG_EVAL_VALUE;
 }
 
-int tg_rules_eval(tg_rules *rs, tg_term *form, tg_answer_fn fn, void *ud, tg_term **value,
-                  tg_error *err)
-{
-    return tg_rules_eval_at(rs, form, NULL, 0, 0, fn, ud, value, err);
-}
-
-int tg_rules_eval_at(tg_rules *rs, tg_term *form, const char *file, int line, int col,
-                     tg_answer_fn fn, void *ud, tg_term **value, tg_error *err)
+/* Evaluate form, read at file:line:col (file NULL: no position), by rd
+ * when not NULL (then errors point at the subterm they are about). */
+static int eval_form(tg_rules *rs, tg_term *form, const char *file, int line, int col,
+                     tg_reader *rd, tg_answer_fn fn, void *ud, tg_term **value, tg_error *err)
 {
     if (value)
         *value = NULL;
@@ -916,6 +953,7 @@ int tg_rules_eval_at(tg_rules *rs, tg_term *form, const char *file, int line, in
             return tgE_nomem(err), -1;
         L.file = strcpy(f, file);
         L.line = line, L.col = col;
+        L.rd = rd;
     }
     tg_term *h = tgT_ispair(form) ? tg_car(form) : NULL;
     if (h && (h == L.sym[F_RUN] || h == L.sym[F_RUNSTAR] || h == L.sym[F_DEFREL] ||
@@ -962,6 +1000,28 @@ int tg_rules_eval_at(tg_rules *rs, tg_term *form, const char *file, int line, in
     return TG_EVAL_VALUE;
 }
 
+int tg_rules_eval(tg_rules *rs, tg_term *form, tg_answer_fn fn, void *ud, tg_term **value,
+                  tg_error *err)
+{
+    return eval_form(rs, form, NULL, 0, 0, NULL, fn, ud, value, err);
+}
+
+int tg_rules_eval_at(tg_rules *rs, tg_term *form, const char *file, int line, int col,
+                     tg_answer_fn fn, void *ud, tg_term **value, tg_error *err)
+{
+    return eval_form(rs, form, file, line, col, NULL, fn, ud, value, err);
+}
+
+int tg_rules_eval_read(tg_rules *rs, tg_reader *r, tg_term *form, tg_answer_fn fn, void *ud,
+                       tg_term **value, tg_error *err)
+{
+    if (!r)
+        return tgE_arg(err, "tg_rules_eval_read: NULL reader"), -1;
+    int line, col;
+    tg_reader_last_pos(r, &line, &col);
+    return eval_form(rs, form, tgR_file(r), line, col, r, fn, ud, value, err);
+}
+
 void tg_rules_counts(const tg_rules *rs, unsigned long long *rewrites, unsigned long long *conditions)
 {
     if (rewrites)
@@ -998,4 +1058,12 @@ void tg_rules_set_trace(tg_rules *rs, FILE *out, int on)
 int tg_rules_tracing(const tg_rules *rs)
 {
     return rs ? rs->trace_on : 0;
+}
+
+void tg_rules_interrupt(tg_rules *rs)
+{
+    if (!rs)
+        return;
+    rs->interrupt = 1;
+    tg_env_interrupt(rs->env);
 }

@@ -19,6 +19,7 @@
 #include "rset.h"
 #include "memo.h"
 #include "dispatch.h"
+#include "arith.h"
 #include "error.h"
 
 #include <gc/gc.h>
@@ -604,6 +605,20 @@ exec:
         case E_RET:
             result = M->vs[sp - 1];
             goto ret;
+        case E_NUM: {
+            tg_term *v;
+            int q = tgQ_apply(ctx, i->a, i->c, M->vs + sp - i->c, &v);
+            if (q < 0)
+                goto oom;
+            sp -= i->c;
+            if (!q)
+                goto failed_rule;
+            if (i->pad)
+                R[i->d] = v;
+            else
+                M->vs[sp++] = v;
+            continue;
+        }
         }
     }
 

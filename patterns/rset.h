@@ -65,7 +65,9 @@ enum {
     E_NOT,          /* pop one; the rule fails unless predicate a fails */
     E_STORE,        /* R[a] = the top (kept on the stack) */
     E_FIRE,         /* the conditions hold: the rule fires (counts, limits, hooks) */
-    E_RET           /* the top is the rule's result */
+    E_RET,          /* the top is the rule's result */
+    E_NUM           /* pop c numbers, push built-in a of them (arith.h), or with
+                     * pad set put it in R[d]; the rule fails when it declines */
 };
 
 enum {  /* built-in predicates of E_PRED */
