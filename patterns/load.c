@@ -7,6 +7,7 @@
  * half a file.
  */
 #include "compile.h"
+#include "dispatch.h"
 #include "arith.h"
 #include "rewriters.h"
 #include "relrw.h"
@@ -73,6 +74,9 @@ int tgW_index_build(tg_rules *rs, tgW_index *ix, tgW_rule *const *rules, uint32_
         struct tgW_byop *b = &by[rules[i]->op->id];
         b->r[b->n++] = rules[i];
     }
+    tg_term *quote = tg_symbol_cstr(rs->ctx, "quote");
+    for (uint32_t o = 0; o < rs->nops && quote; o++)
+        by[o].disp = tgW_disp_build(by[o].r, by[o].n, quote);
     ix->by = by;
     ix->nops = rs->nops;
     return 0;
@@ -970,13 +974,10 @@ tg_term *tg_normalize(tg_rules *rs, tg_term *t, unsigned flags, tg_error *err)
         return tgE_nomem(err), NULL;
     rs->rewrites = rs->conditions = 0;
     rs->interrupt = 0;
-    tgW_map_clear(&rs->memo);
     tgW_run run = {&rs->all, (flags & TG_NF_MEMO) != 0, 0, 0, NULL, rs};
     if (rs->trace_on && rs->trace)
         run.hook = tgW_trace_hook;
-    tg_term *r = tgW_normalize(rs, &run, t, err);
-    tgW_map_clear(&rs->memo);
-    return r;
+    return tgW_normalize(rs, &run, t, err);
 }
 
 tg_env *tg_rules_env(tg_rules *rs, tg_error *err)

@@ -10,12 +10,15 @@
  * (a tail call): a chain such as (lt (s x) (s y)) -> (lt x y) runs in
  * constant space.  When no rule applies the call is its own normal form.
  *
- * With memo on, every call is first interned as a term (the redex) and
- * looked up in the rule set's memo table, which maps redexes to normal
- * forms; a redex being reduced maps to a marker, so meeting it again is a
- * cycle, reported with the rules that fired since.
+ * A call tries only the rules its op's index (dispatch.h) gives for the
+ * heads of its first arguments.  With memo on, every call of an op with
+ * rules is first looked up in the memo table (memo.h), which maps calls
+ * to normal forms; a call being reduced maps to a marker, so meeting it
+ * again is a cycle, reported with the rules that fired since.
  */
 #include "rset.h"
+#include "memo.h"
+#include "dispatch.h"
 #include "arith.h"
 #include "relrw.h"
 #include "error.h"
@@ -30,11 +33,12 @@ typedef struct frame {
     uint32_t nrules, ri;
     uint32_t base, n;           /* arguments at vs[base..base+n) */
     uint32_t regs;              /* registers at vs[regs..] */
-    uint32_t chain;             /* memo: its redexes start at keys[chain] */
+    uint32_t chain;             /* memo: its open calls start at memo.open[chain] */
     tgW_rule *rule;             /* the rule whose body runs */
     const tgW_ins *pc;          /* where the body goes on after a call */
     tg_term *head;
     int atom;                   /* a nullary op written as a bare symbol */
+    int opened;                 /* memo: its current call is open (memo.open's top) */
 } frame;
 
 typedef struct tgW_machine {
@@ -42,14 +46,9 @@ typedef struct tgW_machine {
     size_t vcap;
     frame *fs;                  /* frames (collector memory: heads) */
     size_t fcap;
-    void **keys;                /* memo: (redex, rule fired) pairs of the open frames */
-    size_t kn, kcap;
+    tgW_memo memo;              /* calls to normal forms (memo on) */
     tgW_map done;               /* the input's nodes already normalized */
 } tgW_machine;
-
-/* The memo marker of a redex being reduced. */
-static tg_term inprogress_obj;
-#define INPROGRESS (&inprogress_obj)
 
 /* ---- growing arrays ------------------------------------------------- */
 
@@ -306,8 +305,10 @@ static tgW_machine *machine_get(tg_rules *rs)
 
 /* The whole stacks are kept (values above the top may be read back by
  * the frames below, so a copy takes all of them). */
-static int vs_reserve(tgW_machine *M, size_t need)
+static inline int vs_reserve(tgW_machine *M, size_t need)
 {
+    if (__builtin_expect(need <= M->vcap, 1))
+        return 0;
     tg_term **v = tgW_grow(M->vs, M->vcap, &M->vcap, need, sizeof *v);
     return v ? (M->vs = v, 0) : -1;
 }
@@ -316,17 +317,6 @@ static int fs_reserve(tgW_machine *M, size_t need)
 {
     frame *f = tgW_grow(M->fs, M->fcap, &M->fcap, need, sizeof *f);
     return f ? (M->fs = f, 0) : -1;
-}
-
-static int key_push(tgW_machine *M, tg_term *key)
-{
-    void **k = tgW_grow(M->keys, M->kn, &M->kcap, M->kn + 2, sizeof *k);
-    if (!k)
-        return -1;
-    M->keys = k;
-    M->keys[M->kn++] = key;
-    M->keys[M->kn++] = NULL;    /* the rule that fires there, once known */
-    return 0;
 }
 
 /* The c arguments on top of the stack (below top) of a call of an
@@ -362,18 +352,20 @@ static __attribute__((noinline)) long canon_top(tg_rules *rs, tgW_machine *M, ui
         c = (uint32_t)nc_;                                                    \
     } while (0)
 
-/* The error of a redex met again while being reduced: the rules fired
- * since it was first met. */
-static void cycle_error(tgW_machine *M, tg_term *key, tg_error *err)
+/* The error of a call met again while being reduced (open in slot): the
+ * rules fired since it was first met ("..." for those of calls not
+ * remembered, memo.h). */
+static void cycle_error(tg_rules *rs, size_t slot, tg_error *err)
 {
-    size_t i = M->kn;
-    while (i >= 2 && M->keys[i - 2] != key)
-        i -= 2;
+    const tgW_memo *mt = &rs->m->memo;
+    size_t i = mt->nopen;
+    while (i > 0 && mt->open[i - 1].slot != slot)
+        i--;
     char names[400];
     size_t len = 0;
     names[0] = 0;
-    for (size_t j = i ? i - 2 : 0; j < M->kn && len < sizeof names - 80; j += 2) {
-        const tgW_rule *r = M->keys[j + 1];
+    for (size_t j = i ? i - 1 : 0; j < mt->nopen && len < sizeof names - 80; j++) {
+        const tgW_rule *r = mt->open[j].rule;
         if (!r)
             continue;
         size_t nl;
@@ -383,7 +375,11 @@ static void cycle_error(tgW_machine *M, tg_term *key, tg_error *err)
         if (w > 0)
             len += (size_t)w;
     }
-    char *p = tg_print(key, NULL);
+    /* calls of dropped ops came in between: their rules are not known */
+    if (i && mt->skipped != mt->open[i - 1].skipped && len < sizeof names - 8)
+        len += (size_t)snprintf(names + len, sizeof names - len, "%s...", len ? " -> " : "");
+    tg_term *key = tgW_memo_key(mt, rs->ctx, slot);
+    char *p = key ? tg_print(key, NULL) : NULL;
     tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "rewriting cycles: %s comes back after %s", p ? p : "a term",
             len ? names : "no rule");
     free(p);
@@ -391,7 +387,7 @@ static void cycle_error(tgW_machine *M, tg_term *key, tg_error *err)
 
 static inline const struct tgW_byop *byop(const tgW_index *ix, uint32_t opid)
 {
-    static const struct tgW_byop none = {NULL, 0};
+    static const struct tgW_byop none = {NULL, 0, NULL};
     return opid < ix->nops ? &ix->by[opid] : &none;
 }
 
@@ -400,41 +396,44 @@ static inline const struct tgW_byop *byop(const tgW_index *ix, uint32_t opid)
  * Returns the normal form, NULL with err filled. */
 static const tgW_index no_rules = {0, NULL};
 
-/* Memo: the call as a term (*key) and its normal form if known: 1 with
- * *v, 0 when not known, -1 on a cycle or out of memory (err filled). */
-static int memo_look(tg_rules *rs, tg_term *head, int atom, uint32_t c, tg_term *const *args,
-                     tg_term **key, tg_term **v, tg_error *err)
-{
-    if (!(*key = build(rs->ctx, head, atom, c, args)))
-        return tgE_nomem(err), -1;
-    *v = tgW_map_get(&rs->memo, *key);
-    if (*v == INPROGRESS) {
-        cycle_error(rs->m, *key, err);
-        return -1;
-    }
-    return *v != NULL;
-}
-
 /* A call about to be reduced (its c arguments at args): 1 with *result
  * when its normal form is known (memo) or it has no rules (it is its own
  * normal form), 0 when its rules are to be tried (with memo, the call is
- * then on the key stack, in progress), -1 with err filled. */
+ * then open in the memo table if *opened), -1 with err filled. */
 static int call_enter(tg_rules *rs, const tgW_index *ix, int memo, uint32_t opid, tg_term *head,
-                      int atom, uint32_t c, tg_term *const *args, tg_term **result, tg_error *err)
+                      int atom, uint32_t c, tg_term *const *args, tg_term **result, int *opened,
+                      tg_error *err)
 {
-    tg_term *key = NULL;
-    if (memo) {
-        int m = memo_look(rs, head, atom, c, args, &key, result, err);
-        if (m)
-            return m;
-    }
+    *opened = 0;
+    /* no rules (a constructor): its own normal form, nothing to remember */
     if (!byop(ix, opid)->n) {
-        *result = memo ? key : build(rs->ctx, head, atom, c, args);
+        *result = build(rs->ctx, head, atom, c, args);
         return *result ? 1 : (tgE_nomem(err), -1);
     }
-    if (memo && (key_push(rs->m, key) < 0 || tgW_map_put(&rs->memo, key, INPROGRESS) < 0))
+    if (!memo)
+        return 0;
+    size_t slot = tgW_memo_enter(&rs->m->memo, rs->ctx, opid, head, atom, c, args, rs->rewrites, result);
+    if (slot == (size_t)-1)
         return tgE_nomem(err), -1;
-    return 0;
+    if (slot == TGW_MEMO_SKIP)
+        return 0;
+    *opened = 1;
+    if (*result == TGW_MEMO_OPEN) {
+        cycle_error(rs, slot, err);
+        return -1;
+    }
+    return *result != NULL;
+}
+
+/* The rules to try on a call of by's op with the c arguments at args:
+ * those whose left sides fit the heads of the first arguments. */
+static inline tgW_rule *const *call_rules(const struct tgW_byop *by, tg_term *const *args, uint32_t c,
+                                          uint32_t *nr)
+{
+    if (by->disp)
+        return tgW_disp_rules(by->disp, args, c, nr);
+    *nr = by->n;
+    return by->r;
 }
 
 static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term *head,
@@ -448,6 +447,7 @@ static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term 
     tg_ctx *ctx = rs->ctx;
     size_t sp = *spp;
     size_t fp0 = 0, fp;
+    size_t open0 = M->memo.nopen;   /* memo: the calls opened since */
     tg_term *result = NULL;
     frame *f = NULL;
     const tgW_ins *pc = NULL;
@@ -461,8 +461,9 @@ static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term 
 call:
     /* c arguments at vs[sp - c]: op opid */
     {
-        size_t base = sp - c, kn0 = M->kn;
-        int known = call_enter(rs, ix, memo, opid, head, atom, c, M->vs + base, &result, err);
+        size_t base = sp - c, kn0 = M->memo.nopen;
+        int opened;
+        int known = call_enter(rs, ix, memo, opid, head, atom, c, M->vs + base, &result, &opened, err);
         if (known < 0)
             goto fail;
         if (known) {
@@ -471,12 +472,13 @@ call:
         }
         if (fs_reserve(M, fp + 1) < 0)
             goto oom;
-        const struct tgW_byop *by = byop(ix, opid);
         f = &M->fs[fp++];
-        f->rules = by->r, f->nrules = by->n, f->ri = 0;
+        f->rules = call_rules(byop(ix, opid), M->vs + base, c, &f->nrules);
+        f->ri = 0;
         f->base = (uint32_t)base, f->n = c;
         f->head = head, f->atom = atom;
         f->chain = (uint32_t)kn0;
+        f->opened = opened;
         f->rule = NULL;
     }
 
@@ -506,7 +508,7 @@ try_rules:
         goto exec;
     }
     /* no rule applies: the call is a normal form */
-    result = memo ? M->keys[M->kn - 2] : build(ctx, f->head, f->atom, f->n, M->vs + f->base);
+    result = build(ctx, f->head, f->atom, f->n, M->vs + f->base);
     if (!result)
         goto oom;
     goto ret;
@@ -584,18 +586,22 @@ exec:
             /* the frame becomes the call's: arguments moved down */
             size_t base = f->base;
             c = i->c;
-            memmove(M->vs + base, M->vs + sp - c, c * sizeof *M->vs);
+            /* a few arguments, moved down (not a library call) */
+            for (uint32_t j = 0, from = (uint32_t)(sp - c - base); j < c; j++)
+                M->vs[base + j] = M->vs[base + from + j];
             sp = base + c;
             head = K[i->b], atom = i->pad, opid = i->a;
             f->rule->built++;
-            int known = call_enter(rs, bix, memo, opid, head, atom, c, M->vs + base, &result, err);
+            int opened;
+            int known = call_enter(rs, bix, memo, opid, head, atom, c, M->vs + base, &result, &opened, err);
             if (known < 0)
                 goto fail;
             if (known)
                 goto ret;
-            const struct tgW_byop *by = byop(bix, opid);
+            f->opened = opened;
             f->n = c, f->head = head, f->atom = atom;
-            f->rules = by->r, f->nrules = by->n, f->ri = 0;
+            f->rules = call_rules(byop(bix, opid), M->vs + base, c, &f->nrules);
+            f->ri = 0;
             goto try_rules;
         }
         case E_LIST: {
@@ -644,8 +650,8 @@ exec:
             tgW_rule *r = f->rule;
             rs->rewrites++;
             r->fired++;
-            if (memo)
-                M->keys[M->kn - 1] = r;
+            if (f->opened)
+                M->memo.open[M->memo.nopen - 1].rule = r;
             if (run->limit && r->fired - r->fired0 > run->limit) {
                 size_t nl;
                 const char *nm = tg_symbol_name(r->name, &nl);
@@ -703,12 +709,8 @@ failed_rule:
 
 ret:
     /* result is the normal form of frame f's call */
-    if (memo) {
-        for (size_t j = f->chain; j < M->kn; j += 2)
-            if (tgW_map_put(&rs->memo, M->keys[j], result) < 0)
-                goto oom;
-        M->kn = f->chain;
-    }
+    if (memo)
+        tgW_memo_close(&M->memo, f->chain, result, rs->rewrites);
     sp = f->base;
     fp--;
 returned:
@@ -726,11 +728,8 @@ returned:
 oom:
     tgE_nomem(err);
 fail:
-    if (memo) {     /* the open redexes have no normal form */
-        for (size_t j = fp > fp0 ? M->fs[fp0].chain : M->kn; j < M->kn; j += 2)
-            tgW_map_put(&rs->memo, M->keys[j], NULL);
-        M->kn = fp > fp0 ? M->fs[fp0].chain : M->kn;
-    }
+    if (memo)   /* the open calls have no normal form */
+        tgW_memo_close(&M->memo, open0, NULL, rs->rewrites);
     return NULL;
 }
 
@@ -769,15 +768,18 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
     tgW_machine *M = machine_get(rs);
     if (!M)
         return tgE_nomem(err), NULL;
-    M->kn = 0;
+    tgW_memo_clear(&M->memo);
     tgW_map_clear(&M->done);
     size_t sp = 0;
     walk *ws = NULL;
     size_t nw = 0, capw = 0;
     tg_term *res = NULL;
 
-    if (!tgT_ispair(t))
-        return norm_atom(rs, run, t, &sp, err);
+    if (!tgT_ispair(t)) {
+        res = norm_atom(rs, run, t, &sp, err);
+        tgW_memo_clear(&M->memo);
+        return res;
+    }
     if (vs_reserve(M, 1024) < 0)
         return tgE_nomem(err), NULL;
     if (tgW_ac_any(rs) && !(t = tgW_ac_canon_deep(rs, t)))  /* flat first: see ac.c */
@@ -858,6 +860,7 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
 #undef PUSHW
 out:
     tgW_map_clear(&M->done);
+    tgW_memo_clear(&M->memo);
     return res;
 oom:
     tgE_nomem(err);
@@ -884,7 +887,7 @@ tg_term *tgW_step(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err)
         return t;
     if (vs_reserve(M, n + 1024) < 0)
         return tgE_nomem(err), NULL;
-    M->kn = 0;
+    M->memo.nopen = 0;
     tg_elements(t, M->vs, n);
     sp = n;
     uint32_t na = (uint32_t)(n - 1);

@@ -452,9 +452,7 @@ static tg_term *equilibrium(runner *u, const tgW_plan *p, tg_term *t, size_t nod
             u->prof->passes++;
         tg_term *t1 = t;
         if (p->nrules) {
-            tgW_map_clear(&rs->memo);
             t1 = tgW_normalize(rs, &run, t, u->err);
-            tgW_map_clear(&rs->memo);
             if (!t1)
                 return NULL;
         }

@@ -137,6 +137,7 @@ typedef struct tgW_index {
     struct tgW_byop {
         tgW_rule **r;
         uint32_t n;
+        struct tgW_disp *disp;  /* r by argument heads (dispatch.h), or NULL */
     } *by;
 } tgW_index;
 
@@ -169,7 +170,6 @@ struct tg_rules {
     tgW_index all;              /* every forward rule */
     int index_stale;
     struct tgW_machine *m;      /* the machine's stacks, kept between runs */
-    tgW_map memo;               /* redex -> normal form */
     tgW_map rwmap;              /* name -> rewriter */
     tgW_map relrw;              /* relrw.c: relation name -> its rewrites, condition -> its call */
     tg_term **forms;            /* the .rules form names, interned (load.c) */

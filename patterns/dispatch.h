@@ -1,0 +1,74 @@
+/* dispatch.h - the rules of one op indexed by the heads of its first two
+ * arguments (module prefix tgW_disp_), so that a call tries only the
+ * rules that can match it.
+ *
+ * Each argument position p (0 and 1) has the keys the rules' left sides
+ * name there: the head symbol of an application pattern, or a constant.
+ * A call's argument has the key of its head (an application) or of
+ * itself (an atom); a key that no rule names is the class "other".  For
+ * each pair of classes the index holds the rules, in their order, whose
+ * patterns there are variables or name those keys: every other rule
+ * would fail its match on the heads alone.
+ */
+#ifndef TG_DISPATCH_H
+#define TG_DISPATCH_H
+
+#include "rset.h"
+
+#define TGW_DISP_POS 2      /* argument positions indexed */
+
+typedef struct tgW_disp {
+    uint32_t npos;                      /* positions indexed (1 or 2) */
+    uint32_t nkeys[TGW_DISP_POS];       /* keys named at each position */
+    tg_term **keys[TGW_DISP_POS];       /* ... class i is keys[p][i], "other" is nkeys[p] */
+    uint32_t (*cell)[2];                /* each pair of classes: its rules' start and count ... */
+    tgW_rule **rules;                   /* ... in this array */
+} tgW_disp;
+
+/* The index of the n rules of one op, or NULL when it would not help
+ * (fewer than two rules, nothing named in the arguments, a commutative,
+ * associative or variadic op, a left side with a segment at its root) or
+ * memory ran out (then the machine tries every rule, as it may). */
+tgW_disp *tgW_disp_build(tgW_rule *const *rules, uint32_t n, tg_term *quote);
+
+/* The key of an argument: its head when it is an application. */
+static inline tg_term *tgW_disp_key(tg_term *t)
+{
+    return tgT_ispair(t) ? t->e[0] : t;
+}
+
+/* The class of a key at position p: the keys are sorted by address. */
+static inline uint32_t tgW_disp_class(const tgW_disp *d, uint32_t p, tg_term *key)
+{
+    uint32_t n = d->nkeys[p];
+    tg_term *const *k = d->keys[p];
+    if (n <= 8) {
+        for (uint32_t i = 0; i < n; i++)
+            if (k[i] == key)
+                return i;
+        return n;
+    }
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if ((uintptr_t)k[mid] < (uintptr_t)key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && k[lo] == key ? lo : n;
+}
+
+/* The rules that may match a call of n arguments at args: *nr of them. */
+static inline tgW_rule *const *tgW_disp_rules(const tgW_disp *d, tg_term *const *args, uint32_t n,
+                                              uint32_t *nr)
+{
+    uint32_t c = 0;
+    for (uint32_t p = 0; p < d->npos; p++)
+        c = c * (d->nkeys[p] + 1) +
+            (p < n ? tgW_disp_class(d, p, tgW_disp_key(args[p])) : d->nkeys[p]);
+    *nr = d->cell[c][1];
+    return d->rules + d->cell[c][0];
+}
+
+#endif

@@ -1,0 +1,254 @@
+/* memo.c - the machine's memo table (see memo.h): open addressing with
+ * linear probing over entries that hold the call itself, so that the
+ * usual lookup (an op of at most two arguments) costs one hash of the
+ * argument pointers' hashes and one probe, and builds no term.
+ */
+#include "memo.h"
+
+#include <gc/gc.h>
+#include <string.h>
+
+tg_term tgW_memo_open_obj;
+
+/* meta: the 32-bit hash, the argument count, and flags; USED makes an
+ * occupied slot's meta non-zero.  Above them, the rewrites the call's
+ * reduction took (saturated): what a hit saves. */
+#define M_ATOM (1ull << 40)
+#define M_WHOLE (1ull << 41)
+#define M_USED (1ull << 42)
+#define M_KEY ((1ull << 43) - 1)
+#define COST_SHIFT 43
+#define COST_MAX ((1ull << (64 - COST_SHIFT)) - 1)
+
+#define FIRST_CHECK 4096    /* lookups of an op before it may be dropped */
+#define SAVE_RATIO 8
+
+static inline size_t home(uint32_t h, size_t cap)
+{
+    return (size_t)(((uint64_t)h * cap) >> 32);
+}
+
+/* The meta word of a call: its hash, count and flags. */
+static uint64_t key_meta(tg_term *head, int atom, uint32_t n, tg_term *const *args, int whole)
+{
+    uint64_t acc = tgT_hash52(head) * 0x9E3779B97F4A7C15ull + n * 0x589965CC75374CC3ull +
+                   (uint64_t)atom;
+    if (!whole)
+        for (uint32_t i = 0; i < n; i++)
+            acc += tgT_hash52(args[i]) * (i ? 0x165667B19E3779F9ull : 0xC2B2AE3D27D4EB4Full);
+    acc = (acc ^ (acc >> 30)) * 0xBF58476D1CE4E5B9ull;
+    acc = (acc ^ (acc >> 27)) * 0x94D049BB133111EBull;
+    uint64_t flags = M_USED | (atom ? M_ATOM : 0) | (whole ? M_WHOLE : 0);
+    return (acc >> 32) | (uint64_t)(whole ? 0 : n) << 32 | flags;
+}
+
+static inline int same(const tgW_mentry *e, uint64_t meta, tg_term *head, uint32_t n,
+                       tg_term *const *args)
+{
+    if ((e->meta & M_KEY) != meta || e->head != head)
+        return 0;
+    if (meta & M_WHOLE)
+        return 1;
+    for (uint32_t i = 0; i < n; i++)
+        if (e->a[i] != args[i])
+            return 0;
+    return 1;
+}
+
+/* Twice the room, the closed unknown entries dropped; the open stack's
+ * slots follow their entries. */
+static int grow(tgW_memo *m)
+{
+    size_t cap = m->cap ? 2 * m->cap : 1024;
+    tgW_mentry *e = GC_MALLOC(cap * sizeof *e);
+    if (!e)
+        return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < m->cap; i++) {
+        tgW_mentry *o = &m->e[i];
+        if (!o->meta || !o->nf)
+            continue;
+        size_t j = home((uint32_t)o->meta, cap);
+        while (e[j].meta)
+            j = j + 1 == cap ? 0 : j + 1;
+        e[j] = *o;
+        n++;
+        o->head = (tg_term *)(uintptr_t)j;     /* the old table is garbage now */
+    }
+    for (size_t k = 0; k < m->nopen; k++)
+        m->open[k].slot = (size_t)(uintptr_t)m->e[m->open[k].slot].head;
+    m->e = e;
+    m->cap = cap;
+    m->n = n;
+    return 0;
+}
+
+static int open_push(tgW_memo *m, size_t slot, uint32_t op, unsigned long long rewrites)
+{
+    if (m->nopen == m->capopen) {
+        tgW_mopen *o = tgW_grow(m->open, m->nopen, &m->capopen, m->nopen + 1, sizeof *o);
+        if (!o)
+            return -1;
+        m->open = o;
+    }
+    tgW_mopen *o = &m->open[m->nopen++];
+    o->slot = slot;
+    o->rule = NULL;
+    o->start = rewrites;
+    o->skipped = m->skipped;
+    o->op = op;
+    return 0;
+}
+
+/* The counts of op; NULL when out of memory. */
+static tgW_mstat *stat_of(tgW_memo *m, uint32_t op)
+{
+    if (op < m->nstat)
+        return &m->stat[op];
+    size_t cap = m->nstat ? 2 * m->nstat : 64;
+    while (cap <= op)
+        cap *= 2;
+    tgW_mstat *st = GC_MALLOC_ATOMIC(cap * sizeof *st);
+    if (!st)
+        return NULL;
+    memset(st, 0, cap * sizeof *st);
+    if (m->nstat)
+        memcpy(st, m->stat, m->nstat * sizeof *st);
+    m->stat = st;
+    m->nstat = cap;
+    return &st[op];
+}
+
+/* Whether the call is the watched one. */
+static int watched(const tgW_memo *m, tg_term *head, int atom, uint32_t n, tg_term *const *args)
+{
+    if (m->watch[0] != head || m->watch_n != n || m->watch_atom != atom)
+        return 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (m->watch[1 + i] != args[i])
+            return 0;
+    return 1;
+}
+
+/* A call of a dropped op (at most TGW_MEMO_INLINE arguments): 1 when it
+ * is to be remembered anyway (the 2^k-th, then watched, or the watched
+ * one), else 0. */
+static int watch_point(tgW_memo *m, tg_term *head, int atom, uint32_t n, tg_term *const *args)
+{
+    if (watched(m, head, atom, n, args))
+        return 1;
+    uint64_t k = ++m->skipped;
+    if (k & (k - 1))
+        return 0;
+    m->watch[0] = head;
+    for (uint32_t i = 0; i < n; i++)
+        m->watch[1 + i] = args[i];
+    m->watch_n = n;
+    m->watch_atom = atom;
+    return 1;
+}
+
+/* The normal forms of the calls of the op whose symbol is head are let
+ * go (the entries stay, unknown): they are no longer looked up, and
+ * would keep large terms alive (reversed lists, say).  Its open calls
+ * let theirs go when they close. */
+static void forget(tgW_memo *m, tg_term *head)
+{
+    for (size_t i = 0; i < m->cap; i++) {
+        tgW_mentry *e = &m->e[i];
+        if (e->meta && !(e->meta & M_WHOLE) && e->head == head && e->nf != TGW_MEMO_OPEN)
+            e->nf = NULL;
+    }
+}
+
+/* After a lookup of an op still remembered: drop it when its hits have
+ * saved fewer than one rewrite per SAVE_RATIO lookups.  Lenient: where
+ * calls share suffixes (comparisons of Peano numbers) the first hits
+ * save little and the later ones whole chains. */
+static void judge(tgW_memo *m, tgW_mstat *st, tg_term *head)
+{
+    uint64_t k = ++st->lookups;
+    if (k >= FIRST_CHECK && !(k & (k - 1)) && st->saved * SAVE_RATIO < k) {
+        st->dropped = 1;
+        forget(m, head);
+    }
+}
+
+size_t tgW_memo_enter(tgW_memo *m, tg_ctx *ctx, uint32_t op, tg_term *head, int atom, uint32_t n,
+                      tg_term *const *args, unsigned long long rewrites, tg_term **nf)
+{
+    int whole = n > TGW_MEMO_INLINE;
+    tgW_mstat *st = stat_of(m, op);
+    if (!st)
+        return (size_t)-1;
+    /* calls of more arguments are always remembered (no watch for them) */
+    int counted = !st->dropped || whole;
+    if (!counted && !watch_point(m, head, atom, n, args)) {
+        *nf = NULL;
+        return TGW_MEMO_SKIP;
+    }
+    if (whole && !(head = tg_app(ctx, head, n, args)))
+        return (size_t)-1;
+    if (2 * (m->n + 1) > m->cap && grow(m) < 0)
+        return (size_t)-1;
+    uint64_t meta = key_meta(head, atom, n, args, whole);
+    size_t i = home((uint32_t)meta, m->cap);
+    for (;; i = i + 1 == m->cap ? 0 : i + 1) {
+        tgW_mentry *e = &m->e[i];
+        if (!e->meta) {
+            e->meta = meta;
+            e->head = head;
+            for (uint32_t k = 0; k < n && !whole; k++)
+                e->a[k] = args[k];
+            m->n++;
+            break;
+        }
+        if (same(e, meta, head, n, args)) {
+            if ((*nf = e->nf)) {
+                if (counted) {
+                    st->saved += e->meta >> COST_SHIFT;
+                    judge(m, st, head);
+                }
+                return i;
+            }
+            break;
+        }
+    }
+    if (counted)
+        judge(m, st, head);
+    if (open_push(m, i, op, rewrites) < 0)
+        return (size_t)-1;
+    m->e[i].nf = TGW_MEMO_OPEN;
+    *nf = NULL;
+    return i;
+}
+
+void tgW_memo_close(tgW_memo *m, size_t from, tg_term *nf, unsigned long long rewrites)
+{
+    for (size_t k = from; k < m->nopen; k++) {
+        tgW_mentry *e = &m->e[m->open[k].slot];
+        unsigned long long cost = rewrites - m->open[k].start;
+        uint32_t op = m->open[k].op;
+        /* a dropped op's normal forms are not kept (see forget) */
+        e->nf = op < m->nstat && m->stat[op].dropped && !(e->meta & M_WHOLE) ? NULL : nf;
+        e->meta = (e->meta & M_KEY) | (cost < COST_MAX ? cost : COST_MAX) << COST_SHIFT;
+    }
+    if (from < m->nopen)
+        m->nopen = from;
+}
+
+tg_term *tgW_memo_key(const tgW_memo *m, tg_ctx *ctx, size_t slot)
+{
+    const tgW_mentry *e = &m->e[slot];
+    if (e->meta & M_WHOLE)
+        return e->head;
+    if (e->meta & M_ATOM)
+        return e->head;
+    return tg_app(ctx, e->head, (size_t)(e->meta >> 32 & 0xff), e->a);
+}
+
+void tgW_memo_clear(tgW_memo *m)
+{
+    memset(m, 0, sizeof *m);
+    m->watch_n = UINT32_MAX;
+}

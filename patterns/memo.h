@@ -1,0 +1,93 @@
+/* memo.h - the machine's memo table (module prefix tgW_memo_): calls
+ * (an op's head and its normalized arguments) to their normal forms,
+ * for one normalization with memo on.
+ *
+ * A call is its key as it stands on the value stack: the head and up to
+ * two arguments inline, so a lookup is one probe and needs no term to be
+ * built; a call with more arguments is keyed by its interned term.  The
+ * table also keeps the stack of open calls (those being reduced): an
+ * entry's slot moves when the table grows, and the table renumbers the
+ * open ones then.
+ *
+ * Remembering costs a probe of a large table per call, and keeps every
+ * normal form alive; where calls never repeat (a Peano addition, a list
+ * copy) that is all loss.  So each op's lookups and the rewrites its hits
+ * saved are counted, and an op whose hits saved fewer than one rewrite
+ * per 8 lookups (checked at 4096 lookups and each doubling) is dropped:
+ * its calls are no longer remembered for the rest of the normalization.
+ * Cycles through dropped ops are still found, Brent's way: every 2^k-th
+ * call of a dropped op is remembered as usual and watched, and a call of
+ * a dropped op equal to the watched one is looked up; a cycle of length
+ * L entered after T such calls is reported after at most about T + L.
+ */
+#ifndef TG_MEMO_H
+#define TG_MEMO_H
+
+#include "rset.h"
+
+#define TGW_MEMO_INLINE 2   /* arguments kept in an entry */
+
+typedef struct tgW_mentry {
+    tg_term *head;      /* the op's symbol, or the whole call (more arguments) */
+    tg_term *nf;        /* the normal form, TGW_MEMO_OPEN, or NULL (unknown) */
+    tg_term *a[TGW_MEMO_INLINE];
+    uint64_t meta;      /* 0: empty slot; else hash, count and flags (memo.c) */
+} tgW_mentry;
+
+/* An open call: its slot and the rule that fired on it (NULL until one
+ * does), for the cycle report. */
+typedef struct tgW_mopen {
+    size_t slot;
+    tgW_rule *rule;
+    unsigned long long start;   /* rewrites when it opened */
+    uint64_t skipped;           /* calls not remembered before it opened */
+    uint32_t op;
+} tgW_mopen;
+
+/* What remembering the calls of one op gave. */
+typedef struct tgW_mstat {
+    uint64_t lookups, saved;
+    int dropped;
+} tgW_mstat;
+
+typedef struct tgW_memo {
+    tgW_mentry *e;      /* collector memory: keys and normal forms stay alive */
+    size_t cap, n;
+    tgW_mopen *open;    /* collector memory */
+    size_t nopen, capopen;
+    tgW_mstat *stat;    /* by op id */
+    size_t nstat;
+    uint64_t skipped;   /* calls of dropped ops */
+    tg_term *watch[1 + TGW_MEMO_INLINE];    /* head and arguments of the watched call */
+    uint32_t watch_n;   /* its argument count; UINT32_MAX: none */
+    int watch_atom;
+} tgW_memo;
+
+/* The marker of a call being reduced. */
+extern tg_term tgW_memo_open_obj;
+#define TGW_MEMO_OPEN (&tgW_memo_open_obj)
+
+#define TGW_MEMO_SKIP ((size_t)-2)
+
+/* Look up the call of op `op` (head, atom: a bare nullary symbol) with
+ * the n arguments at args, `rewrites` having been done so far.  Returns
+ * its slot; *nf is its normal form, or TGW_MEMO_OPEN when it is being
+ * reduced (a cycle), or NULL when it is not known: it then becomes open
+ * (pushed on the open stack, marked).  Returns TGW_MEMO_SKIP (*nf NULL)
+ * when the call is not remembered (its op was dropped), (size_t)-1 when
+ * out of memory. */
+size_t tgW_memo_enter(tgW_memo *m, tg_ctx *ctx, uint32_t op, tg_term *head, int atom, uint32_t n,
+                      tg_term *const *args, unsigned long long rewrites, tg_term **nf);
+
+/* The open calls from the open stack's position `from` on get normal
+ * form nf (NULL: unknown again, after an error) and are closed;
+ * `rewrites` have been done so far. */
+void tgW_memo_close(tgW_memo *m, size_t from, tg_term *nf, unsigned long long rewrites);
+
+/* The call in slot as a term (for messages); NULL when out of memory. */
+tg_term *tgW_memo_key(const tgW_memo *m, tg_ctx *ctx, size_t slot);
+
+/* Forget everything (the memory goes to the collector). */
+void tgW_memo_clear(tgW_memo *m);
+
+#endif
