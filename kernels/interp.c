@@ -184,6 +184,9 @@ static int bind_inputs(const tgH_sched *s, tgI_state *st, const tg_array *in, tg
             return -1;
         }
         bool ok = a->ndim == n->ndim;
+        /* bindings made by this input are undone on an error, so the
+         * message shows only what earlier inputs fixed */
+        memcpy(st->symv + g->nsyms, st->symv, (size_t)g->nsyms * sizeof *st->symv);
         for (int d = 0; ok && d < n->ndim; d++) {
             tgV_size c = n->shape[d];
             if (a->shape[d] < 0)
@@ -198,6 +201,7 @@ static int bind_inputs(const tgH_sched *s, tgI_state *st, const tg_array *in, tg
         if (!ok) {
             tgI_arr tmp = {.ndim = a->ndim < 0 || a->ndim > TGV_MAXDIM ? 0 : a->ndim};
             memcpy(tmp.shape, a->shape, sizeof tmp.shape);
+            memcpy(st->symv, st->symv + g->nsyms, (size_t)g->nsyms * sizeof *st->symv);
             expected_str(s, st, n, want, sizeof want);
             tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "kernels: input %s: expected shape %s, got %s", name,
                     want, shape_str(&tmp, got, sizeof got));
@@ -788,7 +792,7 @@ int tgI_init(tgI_state *st, const tgH_sched *s)
     st->nregs = maxreg;
     st->nslots = s->nslots;
     st->vals = calloc((size_t)g->n + 1, sizeof *st->vals);
-    st->symv = calloc((size_t)g->nsyms + 1, sizeof *st->symv);
+    st->symv = calloc(2 * (size_t)g->nsyms + 1, sizeof *st->symv);   /* values, then a copy */
     st->slots = calloc((size_t)s->nslots + 1, sizeof *st->slots);
     st->slotcap = calloc((size_t)s->nslots + 1, sizeof *st->slotcap);
     st->slotneed = calloc((size_t)s->nslots + 1, sizeof *st->slotneed);

@@ -128,16 +128,19 @@ static int order_units(const tgV_graph *g, const int *unit, int nu, int *order)
 static int make_steps(tgH_sched *s, const int *unit, int nu, const int *order)
 {
     const tgV_graph *g = s->g;
-    int *pos = ints((size_t)nu, 0), *count = ints((size_t)nu, 0);
+    int *pos = ints((size_t)nu, 0), *count = ints((size_t)nu, 0), *nargs = ints((size_t)nu, 0);
+    int *inmark = ints((size_t)g->n, -1);
     bool *used_out = GC_MALLOC_ATOMIC((size_t)g->n + 1);
-    if (!pos || !count || !used_out)
+    if (!pos || !count || !nargs || !inmark || !used_out)
         return -1;
     memset(used_out, 0, (size_t)g->n + 1);
     for (int k = 0; k < nu; k++)
         pos[order[k]] = k;
     for (int v = 0; v < g->n; v++) {
-        if (unit[v] >= 0)
+        if (unit[v] >= 0) {
             count[unit[v]]++;
+            nargs[unit[v]] += g->nodes[v].nargs;
+        }
         for (int i = 0; i < g->nodes[v].nargs; i++)
             if (unit[g->nodes[v].args[i]] != unit[v] || unit[v] < 0)
                 used_out[g->nodes[v].args[i]] = true;
@@ -163,11 +166,7 @@ static int make_steps(tgH_sched *s, const int *unit, int nu, const int *order)
             st->nodes = ints((size_t)c, -1);
             st->outs = ints((size_t)c, -1);
             /* a loop reads at most every argument of every member */
-            size_t maxin = 0;
-            for (int w = v; w < g->n; w++)
-                if (unit[w] == unit[v])
-                    maxin += (size_t)g->nodes[w].nargs;
-            st->ins = ints(maxin, -1);
+            st->ins = ints((size_t)nargs[unit[v]], -1);
             if (!st->nodes || !st->outs || !st->ins)
                 return -1;
         }
@@ -178,11 +177,10 @@ static int make_steps(tgH_sched *s, const int *unit, int nu, const int *order)
             int a = n->args[i];
             if (unit[a] == unit[v] && unit[v] >= 0)
                 continue;
-            bool seen = false;
-            for (int j = 0; j < st->nins && !seen; j++)
-                seen = st->ins[j] == a;
-            if (!seen)
+            if (inmark[a] != unit[v]) {   /* not yet read by this step */
+                inmark[a] = unit[v];
                 st->ins[st->nins++] = a;
+            }
         }
     }
     return 0;

@@ -395,7 +395,7 @@ static int type_alloc(builder *b, tgV_node *n, tg_term **argt, int nt)
 }
 
 /* Axis list (AXIS ...) of a reduction or transpose into a mask. */
-static int axes_of(builder *b, tgV_node *n, tg_term *list, int ndim, int *order, int *count)
+static int axes_of(builder *b, tgV_node *n, tg_term *list, int ndim, int8_t *order, int *count)
 {
     tg_iter it;
     tg_term *e;
@@ -414,7 +414,7 @@ static int axes_of(builder *b, tgV_node *n, tg_term *list, int ndim, int *order,
             return fail(b, n->term, "an axis is repeated");
         mask |= 1u << a;
         if (order)
-            order[k] = (int)a;
+            order[k] = (int8_t)a;
         k++;
     }
     n->axes = mask;
@@ -505,7 +505,7 @@ static int type_layout(builder *b, tgV_node *n, tg_term **argt, int nt)
                 (used & (1u << a)))
                 return fail(b, n->term, "a dimshuffle pattern holds axes (each once) and x");
             used |= 1u << a;
-            n->perm[n->ndim] = (int)a;
+            n->perm[n->ndim] = (int8_t)a;
             n->shape[n->ndim++] = x->shape[a];
         }
         for (int i = 0; i < x->ndim; i++)

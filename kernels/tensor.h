@@ -41,7 +41,7 @@ typedef struct tgV_node {
     /* op parameters */
     union { double f; int64_t i; } value;   /* CONST: in the class of dtype */
     int input;              /* INPUT: its position */
-    int perm[TGV_MAXDIM];   /* TRANSPOSE / DIMSHUFFLE: source axis, -1 new */
+    int8_t perm[TGV_MAXDIM];  /* TRANSPOSE / DIMSHUFFLE: source axis, -1 new */
     uint32_t axes;          /* reductions: bit mask of reduced axes */
 } tgV_node;
 

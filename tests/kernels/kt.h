@@ -14,26 +14,26 @@
 #include "tgrel.h"
 
 static unsigned long long kt_seed = 88172645463325252ull;
-static uint64_t kt_rand(void)
+static TAP_UNUSED_ uint64_t kt_rand(void)
 {
     kt_seed ^= kt_seed << 13;
     kt_seed ^= kt_seed >> 7;
     kt_seed ^= kt_seed << 17;
     return kt_seed;
 }
-static double kt_unif(double lo, double hi)
+static TAP_UNUSED_ double kt_unif(double lo, double hi)
 {
     return lo + (hi - lo) * (double)(kt_rand() >> 11) / 9007199254740992.0;
 }
 
-static size_t kt_esize(tg_dtype d)
+static TAP_UNUSED_ size_t kt_esize(tg_dtype d)
 {
     static const size_t s[] = {1, 4, 8, 4, 8};
     return s[d];
 }
 
 /* Compile: ins is text of input terms, outs text of output terms. */
-static tg_fn *kt_compile(tg_ctx *ctx, const char *ins, const char *outs, const unsigned char *kept,
+static TAP_UNUSED_ tg_fn *kt_compile(tg_ctx *ctx, const char *ins, const char *outs, const unsigned char *kept,
                          int interpret, tg_error *err)
 {
     tg_term *it[16], *ot[16];
@@ -58,7 +58,7 @@ typedef struct kt_arr {
     void *block;
 } kt_arr;
 
-static void kt_make(kt_arr *k, tg_dtype d, int ndim, const int64_t *shape, int strided)
+static TAP_UNUSED_ void kt_make(kt_arr *k, tg_dtype d, int ndim, const int64_t *shape, int strided)
 {
     int64_t n = 1;
     for (int i = 0; i < ndim; i++)
@@ -75,7 +75,7 @@ static void kt_make(kt_arr *k, tg_dtype d, int ndim, const int64_t *shape, int s
     }
 }
 
-static char *kt_ptr(const tg_array *a, const int64_t *idx)
+static TAP_UNUSED_ char *kt_ptr(const tg_array *a, const int64_t *idx)
 {
     char *p = a->data;
     for (int i = 0; i < a->ndim; i++)
@@ -83,7 +83,7 @@ static char *kt_ptr(const tg_array *a, const int64_t *idx)
     return p;
 }
 
-static long double kt_get(const tg_array *a, const int64_t *idx)
+static TAP_UNUSED_ long double kt_get(const tg_array *a, const int64_t *idx)
 {
     const char *p = kt_ptr(a, idx);
     switch (a->dtype) {
@@ -95,7 +95,7 @@ static long double kt_get(const tg_array *a, const int64_t *idx)
     }
 }
 
-static int64_t kt_geti(const tg_array *a, const int64_t *idx)
+static TAP_UNUSED_ int64_t kt_geti(const tg_array *a, const int64_t *idx)
 {
     const char *p = kt_ptr(a, idx);
     switch (a->dtype) {
@@ -106,7 +106,7 @@ static int64_t kt_geti(const tg_array *a, const int64_t *idx)
     }
 }
 
-static void kt_set(const tg_array *a, const int64_t *idx, long double v)
+static TAP_UNUSED_ void kt_set(const tg_array *a, const int64_t *idx, long double v)
 {
     char *p = kt_ptr(a, idx);
     switch (a->dtype) {
@@ -118,7 +118,7 @@ static void kt_set(const tg_array *a, const int64_t *idx, long double v)
     }
 }
 
-static int64_t kt_count(const tg_array *a)
+static TAP_UNUSED_ int64_t kt_count(const tg_array *a)
 {
     int64_t n = 1;
     for (int i = 0; i < a->ndim; i++)
@@ -127,7 +127,7 @@ static int64_t kt_count(const tg_array *a)
 }
 
 /* Next index in C order; 0 after the last. */
-static int kt_next(int ndim, const int64_t *shape, int64_t *idx)
+static TAP_UNUSED_ int kt_next(int ndim, const int64_t *shape, int64_t *idx)
 {
     for (int d = ndim - 1; d >= 0; d--) {
         if (++idx[d] < shape[d])
@@ -138,7 +138,7 @@ static int kt_next(int ndim, const int64_t *shape, int64_t *idx)
 }
 
 /* Fill with uniform values in [lo, hi) (integers: rounded down). */
-static void kt_fill(const tg_array *a, double lo, double hi)
+static TAP_UNUSED_ void kt_fill(const tg_array *a, double lo, double hi)
 {
     int64_t idx[TG_MAXDIM] = {0};
     if (kt_count(a) == 0)
@@ -151,7 +151,7 @@ static void kt_fill(const tg_array *a, double lo, double hi)
 
 /* The index into an operand of rank r (shape sh) for result index I of
  * rank R under broadcasting. */
-static void kt_bidx(int R, const int64_t *I, int r, const int64_t *sh, int64_t *out)
+static TAP_UNUSED_ void kt_bidx(int R, const int64_t *I, int r, const int64_t *sh, int64_t *out)
 {
     for (int k = 0; k < r; k++)
         out[k] = sh[k] == 1 ? 0 : I[R - r + k];
@@ -171,7 +171,7 @@ static TAP_UNUSED_ const char *kt_shape(int ndim, const int64_t *shape)
 }
 
 /* Relative closeness with NaN == NaN and infinities exact. */
-static int kt_close(long double got, long double want, long double rel)
+static TAP_UNUSED_ int kt_close(long double got, long double want, long double rel)
 {
     if (isnan(want))
         return isnan(got);
