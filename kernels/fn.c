@@ -2,11 +2,14 @@
  * tg_fn_compile runs types -> schedule, tg_fn_call runs the schedule. */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <gc/gc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
+#include "cache.h"
 #include "interp.h"
 
 struct tg_fn {
@@ -14,7 +17,47 @@ struct tg_fn {
     tgH_sched *s;
     tg_term *schedule;      /* made on first request */
     tgI_state st;
+    void *so;               /* the compiled loops (dlopen handle) or NULL */
 };
+
+/* Compile the loops of fn to native code; on failure the interpreter
+ * runs them, with a warning on stderr. */
+static void go_native(tg_fn *fn, const tg_fn_options *opt)
+{
+    const tgH_sched *s = fn->s;
+    int loops = 0;
+    for (int k = 0; k < s->nsteps; k++)
+        loops += tgJ_compiles(&s->steps[k]);
+    if (!loops)
+        return;
+    size_t len;
+    char *src = tgJ_source(s, &len);
+    tg_error err;
+    int hit, why;
+    void *so = src ? tgQ_load(src, len, opt ? opt->cc : NULL, opt ? opt->cflags : NULL, &hit, &why, &err)
+                   : NULL;
+    free(src);
+    fn->st.kern = so ? calloc((size_t)s->nsteps, sizeof *fn->st.kern) : NULL;
+    for (int k = 0; fn->st.kern && k < s->nsteps; k++)
+        if (tgJ_compiles(&s->steps[k])) {
+            char name[40];
+            snprintf(name, sizeof name, "tgk_loop%d", k);
+            void *f = dlsym(so, name);
+            memcpy(&fn->st.kern[k], &f, sizeof f);  /* object to function pointer */
+            if (!f) {
+                free(fn->st.kern);
+                fn->st.kern = NULL;
+                snprintf(err.message, sizeof err.message, "kernels: %s missing from the compiled code", name);
+            }
+        }
+    if (fn->st.kern) {
+        fn->so = so;
+        return;
+    }
+    if (so)
+        dlclose(so);
+    fprintf(stderr, "tgrel: warning: %s; running the interpreter\n", err.message);
+}
 
 void tg_array_init(tg_array *a, tg_dtype dtype, int ndim, const int64_t *shape, void *data)
 {
@@ -48,6 +91,8 @@ tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
         GC_FREE(fn);
         return tgE_nomem(err), NULL;
     }
+    if (!opt || !opt->interpret)
+        go_native(fn, opt);
     return fn;
 }
 
@@ -67,10 +112,14 @@ tg_term *tg_fn_schedule(const tg_fn *fn)
     return fn->schedule;
 }
 
+int tg_fn_native(const tg_fn *fn) { return fn && fn->st.kern != NULL; }
+
 void tg_fn_free(tg_fn *fn)
 {
     if (!fn)
         return;
     tgI_free(&fn->st);
+    if (fn->so)
+        dlclose(fn->so);
     GC_FREE(fn);
 }

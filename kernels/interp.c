@@ -359,6 +359,21 @@ static void eval_node(loopctx *L, const tgV_node *n, reg *out, int m)
             out[j].i = wrap32(out[j].i);
 }
 
+/* A compiled loop: operand pointers and strides over the loop shape. */
+static void run_native(tgI_state *st, const tgH_step *step, tgJ_loop_fn fn)
+{
+    const tgI_arr *sh = &st->vals[step->node];
+    int nio = step->nins + step->nouts, nd = sh->ndim;
+    int64_t strides[(nio > 0 ? nio : 1) * (nd > 0 ? nd : 1)];
+    char *base[nio > 0 ? nio : 1];
+    for (int k = 0; k < nio; k++) {
+        const tgI_arr *a = &st->vals[k < step->nins ? step->ins[k] : step->outs[k - step->nins]];
+        loop_strides(a, sh, strides + k * nd);
+        base[k] = a->data;
+    }
+    fn(sh->shape, base, strides);
+}
+
 static void run_loop(const tgH_sched *s, tgI_state *st, const tgH_step *step, int *pos)
 {
     const tgV_graph *g = s->g;
@@ -811,7 +826,7 @@ void tgI_free(tgI_state *st)
     for (int i = 0; st->slots && i < st->nslots; i++)
         free(st->slots[i]);
     free(st->vals), free(st->symv), free(st->slots), free(st->slotcap);
-    free(st->slotneed), free(st->regs), free(st->consts), free(st->regof);
+    free(st->slotneed), free(st->regs), free(st->consts), free(st->regof), free(st->kern);
     memset(st, 0, sizeof *st);
 }
 
@@ -923,7 +938,10 @@ int tgI_run(const tgH_sched *s, tgI_state *st, const tg_array *in, tg_array *out
                 if (a >= 0 && s->output[w] < 0 && is_c_contig(&st->vals[a]))
                     st->vals[w].data = st->vals[a].data;
             }
-            run_loop(s, st, step, pos);
+            if (st->kern && st->kern[k])
+                run_native(st, step, st->kern[k]);
+            else
+                run_loop(s, st, step, pos);
             break;
         case TGH_REDUCE:
             if (run_reduce(s, st, v, err) < 0)

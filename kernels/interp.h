@@ -4,7 +4,7 @@
 #ifndef TG_KERNELS_INTERP_H
 #define TG_KERNELS_INTERP_H
 
-#include "schedule.h"
+#include "codegen.h"
 
 /* A value at run time: like tg_array (strides in bytes). */
 typedef struct tgI_arr {
@@ -27,6 +27,7 @@ typedef struct tgI_state {
     size_t nregs;
     int *regof;             /* per loop member: its block register */
     int64_t *consts;        /* per node: storage of a constant's value */
+    tgJ_loop_fn *kern;      /* per step: compiled loop, or NULL */
 } tgI_state;
 
 int tgI_init(tgI_state *st, const tgH_sched *s);

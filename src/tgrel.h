@@ -360,6 +360,11 @@ typedef struct tg_fn_options {
     const unsigned char *kept;
     /* nonzero: run the schedule in the interpreter */
     int interpret;
+    /* the C compiler and its flags for the generated code; NULL: $TGREL_CC
+     * or "cc", $TGREL_CFLAGS or "-O2 -march=native -fno-math-errno
+     * -ffp-contract=off -fopenmp-simd" */
+    const char *cc;
+    const char *cflags;
 } tg_fn_options;
 
 /* Compile outputs over inputs, each input an (input NAME DTYPE (SIZE ...))
@@ -373,6 +378,9 @@ tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
  * is written through its strides.  0, or -1 with err naming the input and
  * the shape expected, or the subterm whose sizes disagree. */
 int tg_fn_call(tg_fn *fn, const tg_array *inputs, tg_array *outputs, tg_error *err);
+/* 1 when fn runs compiled code, 0 when it runs in the interpreter
+ * (asked for, or no compiler: a warning then went to stderr). */
+int tg_fn_native(const tg_fn *fn);
 /* The schedule as a term: loops, reductions, buffer slots. */
 tg_term *tg_fn_schedule(const tg_fn *fn);
 void tg_fn_free(tg_fn *fn);

@@ -13,6 +13,9 @@
 #include "harness.h"
 #include "tgrel.h"
 
+/* 0: compiled code, 1: the interpreter; tests run on both. */
+static int kt_path TAP_UNUSED_;
+
 static unsigned long long kt_seed = 88172645463325252ull;
 static TAP_UNUSED_ uint64_t kt_rand(void)
 {
@@ -46,7 +49,7 @@ static TAP_UNUSED_ tg_fn *kt_compile(tg_ctx *ctx, const char *ins, const char *o
     while (r && no < 16 && tg_reader_next(r, &ot[no], err) == 1)
         no++;
     tg_reader_free(r);
-    tg_fn_options o = {kept, interpret};
+    tg_fn_options o = {kept, interpret, NULL, NULL};
     return tg_fn_compile(ctx, ni, it, no, ot, &o, err);
 }
 

@@ -83,7 +83,7 @@ static void test_unary(void)
                 snprintf(ins, sizeof ins, "(input x %s %s)", dnames[dt], sym_shape(r, "n"));
                 snprintf(outs, sizeof outs, "(%s (input x %s %s))", ops[o].name, dnames[dt], sym_shape(r, "n"));
                 tg_error err;
-                tg_fn *fn = kt_compile(ctx, ins, outs, NULL, 1, &err);
+                tg_fn *fn = kt_compile(ctx, ins, outs, NULL, kt_path, &err);
                 if (!fn) {
                     bad++;
                     tap_diag("compile %s: %s", outs, err.message);
@@ -205,7 +205,7 @@ static void test_binary(void)
                 snprintf(outs, sizeof outs, "(%s (input x %s %s) (input y %s %s))", ops[o], dnames[dt], dx,
                          dnames[dt], dy);
                 tg_error err;
-                tg_fn *fn = kt_compile(ctx, ins, outs, NULL, 1, &err);
+                tg_fn *fn = kt_compile(ctx, ins, outs, NULL, kt_path, &err);
                 if (!fn) {
                     bad++;
                     tap_diag("compile %s: %s", outs, err.message);
@@ -270,7 +270,7 @@ static void test_binary(void)
 /* Evaluate one output over x (float64 vector) and compare with values. */
 static int eval1(const char *ins, const char *outs, tg_array *in, tg_array *out, tg_error *err)
 {
-    tg_fn *fn = kt_compile(ctx, ins, outs, NULL, 1, err);
+    tg_fn *fn = kt_compile(ctx, ins, outs, NULL, kt_path, err);
     if (!fn)
         return -1;
     memset(out, 0, sizeof *out);
@@ -357,7 +357,7 @@ static void test_reductions(void)
                 snprintf(ins, sizeof ins, "(input x %s %s)", dnames[dt], sym_shape(r, "n"));
                 snprintf(outs, sizeof outs, "(%s (input x %s %s)%s)", ops[o], dnames[dt], sym_shape(r, "n"), axes);
                 tg_error err;
-                tg_fn *fn = kt_compile(ctx, ins, outs, NULL, 1, &err);
+                tg_fn *fn = kt_compile(ctx, ins, outs, NULL, kt_path, &err);
                 if (!fn) {
                     bad++;
                     tap_diag("compile %s: %s", outs, err.message);
@@ -466,7 +466,7 @@ static void test_dot(void)
             snprintf(outs, sizeof outs, tr ? "(dot (transpose %s) (input b %s %s))" : "(dot %s (input b %s %s))", a,
                      dnames[dt], rb == 2 ? "(k n)" : "(k)");
             tg_error err;
-            tg_fn *fn = kt_compile(ctx, ins, outs, NULL, 1, &err);
+            tg_fn *fn = kt_compile(ctx, ins, outs, NULL, kt_path, &err);
             if (!fn) {
                 bad++;
                 tap_diag("compile %s: %s", outs, err.message);
@@ -534,7 +534,7 @@ static void test_fused_expression(void)
                        " (true_div (sin (input z float64 (n)))"
                        " (add 1 (mul (input x float64 (n)) (input x float64 (n))))))";
     tg_error err;
-    tg_fn *fn = kt_compile(ctx, ins, outs, NULL, 1, &err);
+    tg_fn *fn = kt_compile(ctx, ins, outs, NULL, kt_path, &err);
     TAP_CHECK(fn != NULL, "compile exp(x)*y + sin(z)/(1+x*x)");
     int64_t n = 1000;
     kt_arr x, y, z;
@@ -558,12 +558,16 @@ int main(void)
 {
     tg_error err;
     ctx = tg_ctx_new(&err);
-    test_unary();
-    test_binary();
-    test_special_values();
-    test_reductions();
-    test_dot();
-    test_fused_expression();
+    for (kt_path = 0; kt_path < 2; kt_path++) {
+        tap_diag("%s", kt_path ? "the interpreter" : "compiled code");
+        kt_seed = 88172645463325252ull;     /* the same cases on both paths */
+        test_unary();
+        test_binary();
+        test_special_values();
+        test_reductions();
+        test_dot();
+        test_fused_expression();
+    }
     tg_ctx_free(ctx);
     return TAP_DONE();
 }

@@ -23,7 +23,7 @@ static const char *compile_error(const char *ins, const char *outs)
 {
     static char msg[600];
     tg_error err;
-    tg_fn *fn = kt_compile(ctx, ins, outs, NULL, 1, &err);
+    tg_fn *fn = kt_compile(ctx, ins, outs, NULL, kt_path, &err);
     if (fn) {
         tg_fn_free(fn);
         return "";
@@ -92,7 +92,7 @@ static void test_errors(void)
     /* call time: the input and the shape expected */
     tg_error err;
     tg_fn *fn = kt_compile(ctx, "(input x float64 (n 3)) (input y float64 (n))",
-                           "(add (input x float64 (n 3)) (dimshuffle (input y float64 (n)) (0 x)))", NULL, 1, &err);
+                           "(add (input x float64 (n 3)) (dimshuffle (input y float64 (n)) (0 x)))", NULL, kt_path, &err);
     TAP_CHECK(fn != NULL, "compile with a symbolic size shared by two inputs");
     double d[64] = {0};
     int64_t sx[2] = {4, 3}, sy[1] = {5}, sbad[2] = {4, 2};
@@ -119,7 +119,7 @@ static void test_errors(void)
                "a caller-provided output of the wrong shape");
     tg_fn_free(fn);
 
-    fn = kt_compile(ctx, "(input x float64 (n))", "(reshape (input x float64 (n)) (2 3))", NULL, 1, &err);
+    fn = kt_compile(ctx, "(input x float64 (n))", "(reshape (input x float64 (n)) (2 3))", NULL, kt_path, &err);
     TAP_CHECK(fn != NULL, "compile a reshape of a symbolic size");
     tg_array_init(&in[0], TG_FLOAT64, 1, sy, d);
     memset(&out, 0, sizeof out);
@@ -128,7 +128,7 @@ static void test_errors(void)
                "the error names the subterm");
     tg_fn_free(fn);
 
-    fn = kt_compile(ctx, "(input x float64 (n))", "(max (input x float64 (n)))", NULL, 1, &err);
+    fn = kt_compile(ctx, "(input x float64 (n))", "(max (input x float64 (n)))", NULL, kt_path, &err);
     sy[0] = 0;
     tg_array_init(&in[0], TG_FLOAT64, 1, sy, d);
     TAP_EQ_INT(tg_fn_call(fn, in, &out, &err), -1, "max of an empty vector fails");
@@ -141,7 +141,7 @@ static const char *dtype_of(const char *expr)
 {
     static const char *const names[] = {"bool", "int32", "int64", "float32", "float64"};
     tg_error err;
-    tg_fn *fn = kt_compile(ctx, "(input x int32 (n)) (input y float32 (n)) (input b bool (n))", expr, NULL, 1, &err);
+    tg_fn *fn = kt_compile(ctx, "(input x int32 (n)) (input y float32 (n)) (input b bool (n))", expr, NULL, kt_path, &err);
     static char cmsg[600];
     if (!fn)
         return snprintf(cmsg, sizeof cmsg, "%s", err.message), cmsg;
@@ -182,7 +182,7 @@ static void test_dtypes(void)
 
     /* values: the float32 literal is rounded before the product */
     tg_error err;
-    tg_fn *fn = kt_compile(ctx, "(input y float32 (n))", "(mul (input y float32 (n)) 0.1)", NULL, 1, &err);
+    tg_fn *fn = kt_compile(ctx, "(input y float32 (n))", "(mul (input y float32 (n)) 0.1)", NULL, kt_path, &err);
     int64_t n = 1;
     float y = 3.0f, got = 0;
     tg_array in, out;
@@ -192,7 +192,7 @@ static void test_dtypes(void)
     tg_fn_free(fn);
 
     /* int32 wraps, casts saturate and send NaN to 0 */
-    fn = kt_compile(ctx, "(input x int32 (n))", "(add (input x int32 (n)) 1)", NULL, 1, &err);
+    fn = kt_compile(ctx, "(input x int32 (n))", "(add (input x int32 (n)) 1)", NULL, kt_path, &err);
     int32_t xi = INT32_MAX, xo = 0;
     tg_array_init(&in, TG_INT32, 1, &n, &xi);
     tg_array_init(&out, TG_INT32, 1, &n, &xo);
@@ -201,7 +201,7 @@ static void test_dtypes(void)
     double xs[4] = {1e30, -1e30, NAN, -2.7};
     int32_t cs[4];
     n = 4;
-    fn = kt_compile(ctx, "(input x float64 (n))", "(cast int32 (input x float64 (n)))", NULL, 1, &err);
+    fn = kt_compile(ctx, "(input x float64 (n))", "(cast int32 (input x float64 (n)))", NULL, kt_path, &err);
     tg_array_init(&in, TG_FLOAT64, 1, &n, xs);
     tg_array_init(&out, TG_INT32, 1, &n, cs);
     TAP_CHECK(fn && tg_fn_call(fn, &in, &out, &err) == 0 && cs[0] == INT32_MAX && cs[1] == INT32_MIN &&
@@ -230,7 +230,7 @@ static void test_layout(void)
     tg_array in, out;
     tg_array_init(&in, TG_FLOAT64, 2, s23, a);
 
-    tg_fn *fn = kt_compile(ctx, "(input a float64 (m n))", "(transpose (input a float64 (m n)))", NULL, 1, &err);
+    tg_fn *fn = kt_compile(ctx, "(input a float64 (m n))", "(transpose (input a float64 (m n)))", NULL, kt_path, &err);
     int ok = fn && run_f64(fn, 1, &in, &out) == 0 && out.ndim == 2 && out.shape[0] == 3 && out.shape[1] == 2;
     double *o = out.data;
     TAP_CHECK(ok && o[0] == 1 && o[1] == 4 && o[2] == 2 && o[3] == 5 && o[4] == 3 && o[5] == 6, "transpose");
@@ -238,14 +238,14 @@ static void test_layout(void)
     tg_fn_free(fn);
 
     /* reshape of a transposed (non-contiguous) view copies in C order */
-    fn = kt_compile(ctx, "(input a float64 (m n))", "(reshape (transpose (input a float64 (m n))) (6))", NULL, 1, &err);
+    fn = kt_compile(ctx, "(input a float64 (m n))", "(reshape (transpose (input a float64 (m n))) (6))", NULL, kt_path, &err);
     ok = fn && run_f64(fn, 1, &in, &out) == 0 && out.ndim == 1 && out.shape[0] == 6;
     o = out.data;
     TAP_CHECK(ok && o[0] == 1 && o[1] == 4 && o[2] == 2 && o[5] == 6, "reshape of a transpose");
     free(out.data);
     tg_fn_free(fn);
 
-    fn = kt_compile(ctx, "(input a float64 (m n))", "(reshape (input a float64 (m n)) (3 2))", NULL, 1, &err);
+    fn = kt_compile(ctx, "(input a float64 (m n))", "(reshape (input a float64 (m n)) (3 2))", NULL, kt_path, &err);
     ok = fn && run_f64(fn, 1, &in, &out) == 0 && out.shape[0] == 3 && out.shape[1] == 2;
     o = out.data;
     TAP_CHECK(ok && o[0] == 1 && o[3] == 4 && o[5] == 6 && o != a, "reshape of a contiguous input (copied out)");
@@ -259,7 +259,7 @@ static void test_layout(void)
     tg_array_init(&ins2[0], TG_FLOAT64, 1, &s3, v);
     tg_array_init(&ins2[1], TG_FLOAT64, 1, &s3, v);
     fn = kt_compile(ctx, "(input x float64 (n)) (input y float64 (k))",
-                    "(add (dimshuffle (input x float64 (n)) (0 x)) (input y float64 (k)))", NULL, 1, &err);
+                    "(add (dimshuffle (input x float64 (n)) (0 x)) (input y float64 (k)))", NULL, kt_path, &err);
     ok = fn && run_f64(fn, 2, ins2, &out) == 0 && out.ndim == 2 && out.shape[0] == 3 && out.shape[1] == 3;
     o = out.data;
     TAP_CHECK(ok && o[0] == 20 && o[1] == 30 && o[3] == 30 && o[8] == 60, "dimshuffle (0 x) broadcasts an outer sum");
@@ -269,7 +269,7 @@ static void test_layout(void)
     /* alloc, switch, n-ary add, weak literals */
     fn = kt_compile(ctx, "(input x float64 (n))",
                     "(add (alloc 1.5 n 2) (dimshuffle (switch (gt (input x float64 (n)) 15) (input x float64 (n)) 0) (0 x)) 1 2)",
-                    NULL, 1, &err);
+                    NULL, kt_path, &err);
     ok = fn && run_f64(fn, 1, &ins2[0], &out) == 0 && out.ndim == 2 && out.shape[0] == 3 && out.shape[1] == 2;
     o = out.data;
     TAP_CHECK(ok && o[0] == 4.5 && o[1] == 4.5 && o[2] == 24.5 && o[5] == 34.5, "alloc, switch and a 4-ary add");
@@ -280,7 +280,8 @@ static void test_layout(void)
     tg_term *x = tg_read_cstr(ctx, "(input x float64 (n))", &err);
     tg_term *e = tg_read_cstr(ctx, "(exp (input x float64 (n)))", &err);
     tg_term *outs[3] = {e, e, x};
-    fn = tg_fn_compile(ctx, 1, &x, 3, outs, NULL, &err);
+    tg_fn_options opt = {NULL, kt_path, NULL, NULL};
+    fn = tg_fn_compile(ctx, 1, &x, 3, outs, &opt, &err);
     tg_array o3[3];
     memset(o3, 0, sizeof o3);
     ok = fn && tg_fn_call(fn, &ins2[0], o3, &err) == 0;
@@ -293,7 +294,7 @@ static void test_layout(void)
 
     /* strided caller output */
     double big[12] = {0};
-    fn = kt_compile(ctx, "(input x float64 (n))", "(mul 2 (input x float64 (n)))", NULL, 1, &err);
+    fn = kt_compile(ctx, "(input x float64 (n))", "(mul 2 (input x float64 (n)))", NULL, kt_path, &err);
     tg_array so;
     tg_array_init(&so, TG_FLOAT64, 1, &s3, big + 8);
     so.strides[0] = -32;
@@ -308,7 +309,7 @@ static void test_schedule(void)
     const char *ins = "(input x float64 (n)) (input y float64 (n)) (input z float64 (n))";
     const char *expr = "(add (mul (exp (input x float64 (n))) (input y float64 (n)))"
                        " (true_div (sin (input z float64 (n))) (add 1 (mul (input x float64 (n)) (input x float64 (n))))))";
-    tg_fn *fn = kt_compile(ctx, ins, expr, NULL, 1, &err);
+    tg_fn *fn = kt_compile(ctx, ins, expr, NULL, kt_path, &err);
     const char *s = show(tg_fn_schedule(fn));
     TAP_EQ_INT(count_in(s, "(loop"), 1, "exp(x)*y + sin(z)/(1+x*x) is one loop");
     TAP_EQ_INT(count_in(s, "(slot "), 0, "and needs no intermediate buffer");
@@ -322,7 +323,7 @@ static void test_schedule(void)
     /* a reduction splits the loops; the sum's input is a slot; after the
      * reduction a second loop reuses ... */
     fn = kt_compile(ctx, "(input x float64 (n))",
-                    "(mul (exp (input x float64 (n))) (sum (mul (input x float64 (n)) 2)))", NULL, 1, &err);
+                    "(mul (exp (input x float64 (n))) (sum (mul (input x float64 (n)) 2)))", NULL, kt_path, &err);
     s = show(tg_fn_schedule(fn));
     TAP_EQ_INT(count_in(s, "(loop"), 2, "a reduction between elementwise work: two loops");
     TAP_EQ_INT(count_in(s, "(reduce"), 1, "and one reduction");
@@ -345,7 +346,7 @@ static void test_buffers(void)
     const char *ins = "(input x float64 (n n))";
     const char *expr = "(neg (dot (sin (dot (exp (input x float64 (n n))) (exp (input x float64 (n n)))))"
                        " (sin (dot (exp (input x float64 (n n))) (exp (input x float64 (n n)))))))";
-    tg_fn *fn = kt_compile(ctx, ins, expr, NULL, 1, &err);
+    tg_fn *fn = kt_compile(ctx, ins, expr, NULL, kt_path, &err);
     const char *s = show(tg_fn_schedule(fn));
     int sl[8];
     int ns = slots_of(s, sl, 8);
@@ -392,8 +393,8 @@ static void test_buffers(void)
     const char *e2 = "(dot (exp (input x float64 (n n))) (input y float64 (n n)))";
     const char *i2 = "(input x float64 (n n)) (input y float64 (n n))";
     unsigned char donate[2] = {0, 1}, keep[2] = {1, 1};
-    tg_fn *f1 = kt_compile(ctx, i2, e2, donate, 1, &err);
-    tg_fn *f2 = kt_compile(ctx, i2, e2, keep, 1, &err);
+    tg_fn *f1 = kt_compile(ctx, i2, e2, donate, kt_path, &err);
+    tg_fn *f2 = kt_compile(ctx, i2, e2, keep, kt_path, &err);
     TAP_CHECK(strstr(show(tg_fn_schedule(f1)), "(inplace x)") != NULL, "a donated input is planned for in-place");
     TAP_CHECK(strstr(show(tg_fn_schedule(f2)), "inplace") == NULL, "a kept input is not");
     double x1[9], x2[9], y[9], r1[9], r2[9];
@@ -434,7 +435,7 @@ static void test_fusion_identical(void)
     kt_arr xa, ya, za;
     kt_make(&xa, TG_FLOAT64, 1, &n, 0), kt_make(&ya, TG_FLOAT64, 1, &n, 0), kt_make(&za, TG_FLOAT64, 1, &n, 0);
     kt_fill(&xa.a, -3, 3), kt_fill(&ya.a, -3, 3), kt_fill(&za.a, -3, 3);
-    tg_fn *fused = kt_compile(ctx, ins, expr, NULL, 1, &err);
+    tg_fn *fused = kt_compile(ctx, ins, expr, NULL, kt_path, &err);
     tg_array in[3] = {xa.a, ya.a, za.a}, out = {0};
     int ok = fused && tg_fn_call(fused, in, &out, &err) == 0;
     /* one op per function: a = exp x; b = a*y; c = sin z; d = x*x; e = 1+d; f = c/e; g = b+f */
@@ -455,7 +456,7 @@ static void test_fusion_identical(void)
         if (k == 4) args[4][0] = v[3];
         if (k == 5) args[5][0] = v[2], args[5][1] = v[4];
         if (k == 6) args[6][0] = v[1], args[6][1] = v[5];
-        tg_fn *f = kt_compile(ctx, steps[k][0], steps[k][1], NULL, 1, &err);
+        tg_fn *f = kt_compile(ctx, steps[k][0], steps[k][1], NULL, kt_path, &err);
         ok = f && tg_fn_call(f, args[k], &v[k], &err) == 0;
         tg_fn_free(f);
     }
@@ -465,6 +466,53 @@ static void test_fusion_identical(void)
         free(v[k].data);
     free(out.data), free(xa.block), free(ya.block), free(za.block);
     tg_fn_free(fused);
+}
+
+/* Compiled code and the interpreter give the same bits, NaN and signed
+ * zeros included; without a compiler the interpreter runs. */
+static void test_paths_agree(void)
+{
+    tg_error err;
+    const char *ins = "(input x float64 (n)) (input y float32 (n)) (input i int32 (n))";
+    const char *outs =
+        "(add (mul (exp (input x float64 (n))) (input y float32 (n))) (true_div (sin (input x float64 (n)))"
+        " (add 1 (mul (input x float64 (n)) (input x float64 (n))))))"
+        " (switch (lt (input i int32 (n)) 0) (sigmoid (input y float32 (n))) (tanh (input x float64 (n))))"
+        " (maximum (mul (input i int32 (n)) 7 (input i int32 (n))) (cast int32 (input x float64 (n))))"
+        " (pow (abs (input y float32 (n))) (neg (input x float64 (n))))"
+        " (minimum (log1p (input x float64 (n))) (sqrt (input y float32 (n))))";
+    int64_t n = 517;
+    kt_arr x, y, i;
+    kt_make(&x, TG_FLOAT64, 1, &n, 0), kt_make(&y, TG_FLOAT32, 1, &n, 1), kt_make(&i, TG_INT32, 1, &n, 0);
+    kt_fill(&x.a, -4, 4), kt_fill(&y.a, -4, 4), kt_fill(&i.a, -1e5, 1e5);
+    double *xv = x.a.data;
+    xv[0] = NAN, xv[1] = -0.0, xv[2] = INFINITY, xv[3] = -INFINITY, xv[4] = 1e300;
+    tg_array in[3] = {x.a, y.a, i.a}, o[2][5];
+    memset(o, 0, sizeof o);
+    int ok = 1;
+    for (int p = 0; p < 2; p++) {
+        tg_fn *fn = kt_compile(ctx, ins, outs, NULL, p, &err);
+        ok &= fn && tg_fn_native(fn) == !p && tg_fn_call(fn, in, o[p], &err) == 0;
+        tg_fn_free(fn);
+    }
+    for (int k = 0; ok && k < 5; k++)
+        ok = o[0][k].dtype == o[1][k].dtype &&
+             memcmp(o[0][k].data, o[1][k].data, (size_t)n * kt_esize(o[0][k].dtype)) == 0;
+    TAP_CHECK(ok, "compiled code and the interpreter agree bit for bit on five mixed-dtype outputs");
+    for (int p = 0; p < 2; p++)
+        for (int k = 0; k < 5; k++)
+            free(o[p][k].data);
+    /* no compiler: a warning and the interpreter */
+    tg_fn_options opt = {NULL, 0, "tgrel-no-such-compiler", NULL};
+    tg_term *xt = tg_read_cstr(ctx, "(input x float64 (n))", &err);
+    tg_term *e = tg_read_cstr(ctx, "(exp (input x float64 (n)))", &err);
+    tg_fn *fn = tg_fn_compile(ctx, 1, &xt, 1, &e, &opt, &err);
+    tg_array out = {0};
+    ok = fn && !tg_fn_native(fn) && tg_fn_call(fn, &x.a, &out, &err) == 0 && ((double *)out.data)[5] == exp(xv[5]);
+    TAP_CHECK(ok, "without a compiler the interpreter runs");
+    free(out.data);
+    tg_fn_free(fn);
+    free(x.block), free(y.block), free(i.block);
 }
 
 /* (neg (neg ... x)) a million deep: one loop, two registers, exact. */
@@ -477,6 +525,7 @@ static void test_deep(void)
         t = tg_app(ctx, neg, 1, &t);
     tg_fn *fn = tg_fn_compile(ctx, 1, &x, 1, &t, NULL, &err);
     TAP_CHECK(fn != NULL, "compile a chain a million deep");
+    TAP_CHECK(fn && !tg_fn_native(fn), "too long a loop for the C compiler stays in the interpreter");
     double xv[3] = {1.5, -2, 0.0}, ov[3];
     int64_t n = 3;
     tg_array in, out;
@@ -493,13 +542,17 @@ int main(void)
 {
     tg_error err;
     ctx = tg_ctx_new(&err);
-    test_errors();
-    test_dtypes();
-    test_layout();
-    test_schedule();
-    test_buffers();
-    test_fusion_identical();
+    for (kt_path = 0; kt_path < 2; kt_path++) {
+        tap_diag("%s", kt_path ? "the interpreter" : "compiled code");
+        test_errors();
+        test_dtypes();
+        test_layout();
+        test_schedule();
+        test_buffers();
+        test_fusion_identical();
+    }
     test_deep();
+    test_paths_agree();
     tg_ctx_free(ctx);
     return TAP_DONE();
 }
