@@ -28,7 +28,12 @@
 extern char **environ;
 
 static const char magic[8] = {'T', 'G', 'K', 'C', 'A', 'C', 'H', '1'};
-#define TGQ_DEFAULT_FLAGS "-O2 -march=native -fno-math-errno -ffp-contract=off -fopenmp-simd"
+#ifdef HAVE_LIBMVEC
+#define TGQ_MVEC " -DTGK_MVEC"
+#else
+#define TGQ_MVEC ""
+#endif
+#define TGQ_DEFAULT_FLAGS "-O2 -march=native -fno-math-errno -ffp-contract=off -fopenmp-simd" TGQ_MVEC
 
 /* ---- hashing --------------------------------------------------------- */
 
@@ -178,6 +183,9 @@ static int run_cc(const char *cc, const char *flags, const char *out, const char
     argv[k++] = "-o";
     argv[k++] = (char *)out;
     argv[k++] = (char *)src;
+#ifdef HAVE_LIBMVEC
+    argv[k++] = "-lmvec";
+#endif
     argv[k++] = "-lm";
     argv[k] = NULL;
     posix_spawn_file_actions_t fa;

@@ -177,8 +177,8 @@ static int bind_inputs(const tgH_sched *s, tgI_state *st, const tg_array *in, tg
         const tgV_node *n = &g->nodes[g->inputs[i]];
         const tg_array *a = &in[i];
         char name[120], want[200], got[200];
-        tgV_show(tg_nth(n->term, 1), name, sizeof name);
         if (a->dtype != n->dtype) {
+            tgV_show(tg_nth(n->term, 1), name, sizeof name);
             tgE_set(err, TG_ERR_TYPE, NULL, 0, 0, "kernels: input %s: expected dtype %s, got %s", name,
                     tgV_dtype_name(n->dtype), tgV_dtype_name(a->dtype));
             return -1;
@@ -203,6 +203,7 @@ static int bind_inputs(const tgH_sched *s, tgI_state *st, const tg_array *in, tg
             memcpy(tmp.shape, a->shape, sizeof tmp.shape);
             memcpy(st->symv, st->symv + g->nsyms, (size_t)g->nsyms * sizeof *st->symv);
             expected_str(s, st, n, want, sizeof want);
+            tgV_show(tg_nth(n->term, 1), name, sizeof name);
             tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "kernels: input %s: expected shape %s, got %s", name,
                     want, shape_str(&tmp, got, sizeof got));
             return -1;
@@ -211,6 +212,7 @@ static int bind_inputs(const tgH_sched *s, tgI_state *st, const tg_array *in, tg
         v->ndim = a->ndim;
         memcpy(v->shape, a->shape, sizeof v->shape);
         if (!a->data && count(v) > 0) {
+            tgV_show(tg_nth(n->term, 1), name, sizeof name);
             tgE_set(err, TG_ERR_ARG, NULL, 0, 0, "kernels: input %s: no data", name);
             return -1;
         }
@@ -813,7 +815,8 @@ int tgI_init(tgI_state *st, const tgH_sched *s)
     st->slotneed = calloc((size_t)s->nslots + 1, sizeof *st->slotneed);
     st->regs = malloc((maxreg + 2) * TGI_BLOCK * sizeof(reg));
     st->consts = calloc((size_t)g->n + 1, sizeof *st->consts);
-    if (!st->regof || !st->vals || !st->symv || !st->slots || !st->slotcap || !st->slotneed ||
+    st->pos = malloc(((size_t)g->n + 1) * sizeof *st->pos);
+    if (!st->pos || !st->regof || !st->vals || !st->symv || !st->slots || !st->slotcap || !st->slotneed ||
         !st->regs || !st->consts) {
         tgI_free(st);
         return -1;
@@ -827,6 +830,7 @@ void tgI_free(tgI_state *st)
         free(st->slots[i]);
     free(st->vals), free(st->symv), free(st->slots), free(st->slotcap);
     free(st->slotneed), free(st->regs), free(st->consts), free(st->regof), free(st->kern);
+    free(st->pos);
     memset(st, 0, sizeof *st);
 }
 
@@ -919,12 +923,8 @@ int tgI_run(const tgH_sched *s, tgI_state *st, const tg_array *in, tg_array *out
     const tgV_graph *g = s->g;
     unsigned char owned[g->noutputs > 0 ? g->noutputs : 1];
     memset(owned, 0, sizeof owned);
-    int *pos = malloc(((size_t)g->n + 1) * sizeof *pos);
+    int *pos = st->pos;
     int rc = -1;
-    if (!pos) {
-        tgE_nomem(err);
-        goto done;
-    }
     if (bind_inputs(s, st, in, err) < 0 || prepare(s, st, out, owned, err) < 0)
         goto done;
     for (int k = 0; k < s->nsteps; k++) {
@@ -977,6 +977,5 @@ done:
                 free(out[i].data);
                 out[i].data = NULL;
             }
-    free(pos);
     return rc;
 }

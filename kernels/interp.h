@@ -27,6 +27,7 @@ typedef struct tgI_state {
     size_t nregs;
     int *regof;             /* per loop member: its block register */
     int64_t *consts;        /* per node: storage of a constant's value */
+    int *pos;               /* per node: register of the loop running */
     tgJ_loop_fn *kern;      /* per step: compiled loop, or NULL */
 } tgI_state;
 

@@ -99,7 +99,13 @@ static void test_unary(void)
                 } else {
                     int64_t idx[4] = {0};
                     bad += out.dtype != (tg_dtype)dt || out.ndim != r;
-                    long double tol = dt == TG_FLOAT64 ? 4e-16L : 2.5e-7L;
+                    /* glibc's scalar functions are within 1 ulp, libmvec's
+                     * (compiled float64 loops) within 4; sigmoid adds a
+                     * division */
+                    long double ulps = kt_path == 0 && dt == TG_FLOAT64 ? 4 : 1.5;
+                    if (!strcmp(ops[o].name, "sigmoid"))
+                        ulps += 2;
+                    long double tol = ulps * (dt == TG_FLOAT64 ? 2.3e-16L : 1.2e-7L);
                     if (kt_count(&out) > 0)
                         do {
                             long double xv = kt_get(&x.a, idx), want = ops[o].f(xv);
@@ -243,7 +249,7 @@ static void test_binary(void)
                                     want = (float)want;
                                 long double tol = cmp ? 0 : dt == TG_FLOAT64 ? 3e-16L : 1.2e-7L;
                                 if (!strcmp(ops[o], "pow"))
-                                    tol *= 4;
+                                    tol *= kt_path ? 4 : 8;
                                 long double got = kt_get(&out, I);
                                 if (!kt_close(got, want, tol) && bad++ < 3)
                                     tap_diag("%s(%.17Lg, %.17Lg) = %.17Lg, want %.17Lg", ops[o],
@@ -546,10 +552,10 @@ static void test_fused_expression(void)
         long double xv = kt_get(&x.a, &i), yv = kt_get(&y.a, &i), zv = kt_get(&z.a, &i);
         long double want = expl(xv) * yv + sinl(zv) / (1 + xv * xv);
         long double mag = fabsl(expl(xv) * yv) + fabsl(sinl(zv) / (1 + xv * xv));
-        if (fabsl(kt_get(&out, &i) - want) > 6e-16L * mag)
+        if (fabsl(kt_get(&out, &i) - want) > (kt_path ? 6e-16L : 1.6e-15L) * mag)
             bad++;
     }
-    TAP_CHECK(bad == 0, "exp(x)*y + sin(z)/(1+x*x) within 6e-16 relative of long double");
+    TAP_CHECK(bad == 0, "exp(x)*y + sin(z)/(1+x*x) within %g relative of long double", kt_path ? 6e-16 : 1.6e-15);
     free(out.data), free(x.block), free(y.block), free(z.block);
     tg_fn_free(fn);
 }
