@@ -591,6 +591,20 @@ static int run_reduce(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
     return 0;
 }
 
+/* r = alpha*r + beta*c, elementwise (a GEMM whose alpha or beta is 0). */
+typedef struct combctx {
+    const tgI_arr *r, *c;
+    double alpha, beta;
+} combctx;
+
+static void comb_visit(void *ud, int64_t orr, int64_t oc)
+{
+    combctx *X = ud;
+    reg v;
+    v.f = X->alpha * ld_f(X->r->data + orr, X->r->dtype) + X->beta * ld_f(X->c->data + oc, X->c->dtype);
+    st_elem(X->r->data + orr, X->r->dtype, v);
+}
+
 /* A contiguous copy of a (as dtype d), for BLAS; malloc'd. */
 static char *contig_copy(const tgI_arr *a, tg_dtype d, tgI_arr *out)
 {
@@ -640,6 +654,29 @@ static int run_dot(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
     const tgV_node *n = &s->g->nodes[v];
     const tgI_arr *A = &st->vals[n->args[0]], *B = &st->vals[n->args[1]], *C = &st->vals[v];
     tg_dtype d = n->dtype;
+    /* a GEMM: alpha and beta are products of scalars, C is first copied
+     * (broadcast) into the result, which the dgemm then updates */
+    double alpha = 1, beta = 0;
+    const tgI_arr *Cin = NULL;
+    tgI_arr cview;
+    if (n->op == TGV_GEMM) {
+        beta = 1;
+        for (int i = 3; i < n->nargs; i++) {
+            const tgI_arr *a = &st->vals[n->args[i]];
+            double x = ld_f(a->data, a->dtype);
+            if (d == TG_FLOAT32)
+                x = (float)x;
+            if (i < 3 + n->nalpha)
+                alpha *= x;
+            else
+                beta *= x;
+        }
+        Cin = &st->vals[n->args[2]];
+        cview = *Cin;
+        cview.ndim = C->ndim;
+        memcpy(cview.shape, C->shape, sizeof cview.shape);
+        loop_strides(Cin, C, cview.strides);
+    }
     int64_t m, k, k2, nn, ars, acs, brs, bcs;
     as_matrix(A, true, &m, &k, &ars, &acs);
     as_matrix(B, false, &k2, &nn, &brs, &bcs);
@@ -694,16 +731,29 @@ static int run_dot(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
         }
         tc.data = fc;
     }
+    /* BLAS skips A*B when alpha is 0 and C when beta is 0, losing NaN
+     * and inf there: then the product is taken alone and combined after */
+    bool split = Cin && (alpha == 0 || beta == 0);
+    double a0 = alpha, b0 = beta;
+    if (split)
+        alpha = 1, beta = 0;
+    else if (Cin)
+        copy_arr(fc ? &tc : C, &cview);
     if (total > 0) {
         int ldc = (int)(nn > 1 ? nn : 1);
         if (d == TG_FLOAT64)
             cblas_dgemm(CblasRowMajor, transa ? CblasTrans : CblasNoTrans, transb ? CblasTrans : CblasNoTrans,
-                        (int)m, (int)nn, (int)k, 1.0, (const double *)A->data, (int)lda,
-                        (const double *)B->data, (int)ldb, 0.0, (double *)cd, ldc);
+                        (int)m, (int)nn, (int)k, alpha, (const double *)A->data, (int)lda,
+                        (const double *)B->data, (int)ldb, beta, (double *)cd, ldc);
         else
             cblas_sgemm(CblasRowMajor, transa ? CblasTrans : CblasNoTrans, transb ? CblasTrans : CblasNoTrans,
-                        (int)m, (int)nn, (int)k, 1.0f, (const float *)A->data, (int)lda,
-                        (const float *)B->data, (int)ldb, 0.0f, (float *)cd, ldc);
+                        (int)m, (int)nn, (int)k, (float)alpha, (const float *)A->data, (int)lda,
+                        (const float *)B->data, (int)ldb, (float)beta, (float *)cd, ldc);
+    }
+    if (split) {
+        combctx X = {fc ? &tc : C, &cview, a0, b0};
+        const tgI_arr *R = X.r;
+        for_each(R->ndim, R->shape, R->strides, cview.strides, comb_visit, &X);
     }
     if (fc)
         copy_arr(C, &tc);
@@ -948,6 +998,7 @@ int tgI_run(const tgH_sched *s, tgI_state *st, const tg_array *in, tg_array *out
                 goto done;
             break;
         case TGH_DOT:
+        case TGH_GEMM:
             if (run_dot(s, st, v, err) < 0)
                 goto done;
             break;

@@ -36,6 +36,97 @@ static bool same_shape(const tgV_node *a, const tgV_node *b)
     return a->ndim == b->ndim && memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof *a->shape) == 0;
 }
 
+/* ---- alpha*dot(A,B) + beta*C as one GEMM ------------------------------ */
+
+/* t as [scalars...] * dot: the dot node, scalars appended to sc. */
+static int scaled_dot(const tgV_graph *g, int t, const int *users, int *sc, int *nsc)
+{
+    const tgV_node *n = &g->nodes[t];
+    if (n->op == TGV_DOT)
+        return t;
+    if (n->op != TGV_MUL || users[t] != 1)
+        return -1;
+    int d = -1, k = *nsc;
+    for (int i = 0; i < n->nargs; i++) {
+        int a = n->args[i];
+        if (g->nodes[a].op == TGV_DOT && d < 0)
+            d = a;
+        else if (g->nodes[a].ndim == 0)
+            sc[k++] = a;
+        else
+            return -1;
+    }
+    if (d >= 0)
+        *nsc = k;
+    return d;
+}
+
+/* c as [scalars...] * C: C, with the scalars appended to sc. */
+static int scaled_value(const tgV_graph *g, int c, const int *users, int *sc, int *nsc)
+{
+    const tgV_node *n = &g->nodes[c];
+    if (n->op != TGV_MUL || users[c] != 1)
+        return c;
+    int x = -1, k = *nsc;
+    for (int i = 0; i < n->nargs; i++) {
+        int a = n->args[i];
+        if (g->nodes[a].ndim == 0)
+            sc[k++] = a;
+        else if (x < 0)
+            x = a;
+        else
+            return c;   /* two array factors: a product, not a scaling */
+    }
+    if (x < 0)
+        return c;
+    *nsc = k;
+    return x;
+}
+
+/* Rewrite (add [s*]dot(A,B) [s*]C) with dot of two matrices into one
+ * GEMM node when the dot and the products are used nowhere else. */
+static int fuse_gemm(tgV_graph *g)
+{
+    int *users = ints((size_t)g->n, 0);
+    if (!users)
+        return -1;
+    for (int v = 0; v < g->n; v++)
+        for (int i = 0; i < g->nodes[v].nargs; i++)
+            users[g->nodes[v].args[i]]++;
+    for (int i = 0; i < g->noutputs; i++)
+        users[g->outputs[i]] += 2;
+    for (int v = 0; v < g->n; v++) {
+        tgV_node *n = &g->nodes[v];
+        if (n->op != TGV_ADD || n->nargs != 2 || !tgV_is_float(n->dtype))
+            continue;
+        for (int w = 0; w < 2; w++) {
+            int t = n->args[w], c = n->args[1 - w];
+            int sc[2 * 64], na = 0, nb;
+            if (g->nodes[t].nargs > 64 || g->nodes[c].nargs > 64)
+                continue;
+            int d = scaled_dot(g, t, users, sc, &na);
+            if (d < 0 || users[d] != 1 || g->nodes[d].ndim != 2 || g->nodes[d].dtype != n->dtype ||
+                !same_shape(&g->nodes[d], n))
+                continue;
+            nb = na;
+            int x = scaled_value(g, c, users, sc, &nb);
+            int *args = GC_MALLOC_ATOMIC((size_t)(3 + nb) * sizeof *args);
+            if (!args)
+                return -1;
+            args[0] = g->nodes[d].args[0], args[1] = g->nodes[d].args[1], args[2] = x;
+            memcpy(args + 3, sc, (size_t)nb * sizeof *args);
+            g->nodes[d].dead = true;
+            if (t != d)
+                g->nodes[t].dead = true;
+            if (x != c)
+                g->nodes[c].dead = true;
+            n->op = TGV_GEMM, n->args = args, n->nargs = 3 + nb, n->nalpha = na;
+            break;
+        }
+    }
+    return 0;
+}
+
 /* unit[v]: the step computing v (-1 for leaves); returns the unit count. */
 static int assign_units(const tgV_graph *g, int *unit, int *level)
 {
@@ -58,7 +149,7 @@ static int assign_units(const tgV_graph *g, int *unit, int *level)
             lv = l > lv ? l : lv;
         }
         level[v] = lv;
-        if (is_leaf(n)) {
+        if (is_leaf(n) || n->dead) {
             unit[v] = -1;
             continue;
         }
@@ -137,6 +228,8 @@ static int make_steps(tgH_sched *s, const int *unit, int nu, const int *order)
     for (int k = 0; k < nu; k++)
         pos[order[k]] = k;
     for (int v = 0; v < g->n; v++) {
+        if (g->nodes[v].dead)
+            continue;
         if (unit[v] >= 0) {
             count[unit[v]]++;
             nargs[unit[v]] += g->nodes[v].nargs;
@@ -160,6 +253,7 @@ static int make_steps(tgH_sched *s, const int *unit, int nu, const int *order)
             st->node = v;
             st->kind = tgV_elementwise(n->op) ? TGH_LOOP
                      : n->op == TGV_DOT ? TGH_DOT
+                     : n->op == TGV_GEMM ? TGH_GEMM
                      : n->op == TGV_RESHAPE ? TGH_RESHAPE
                      : n->op == TGV_TRANSPOSE || n->op == TGV_DIMSHUFFLE ? TGH_VIEW : TGH_REDUCE;
             int c = count[unit[v]];
@@ -270,6 +364,8 @@ tgH_sched *tgH_schedule(tgV_graph *g, const unsigned char *kept, tg_error *err)
     if (!s || !unit || !level)
         return tgE_nomem(err), NULL;
     s->g = g;
+    if (fuse_gemm(g) < 0)
+        return tgE_nomem(err), NULL;
     int nu = assign_units(g, unit, level);
     int *order = nu >= 0 ? ints((size_t)nu, -1) : NULL;
     if (nu < 0 || !order || order_units(g, unit, nu, order) < 0 ||
@@ -329,9 +425,15 @@ static void put_op(const tgH_sched *s, tgB_buf *b, int v)
     if (n->op == TGV_CAST)
         tgB_printf(b, " %s", tgV_dtype_name(n->dtype));
     for (int i = 0; i < n->nargs; i++) {
+        if (n->op == TGV_GEMM && (i == 3 || i == 3 + n->nalpha))
+            tgB_puts(b, i == 3 ? " (alpha" : ") (beta");
+        if (n->op == TGV_GEMM && i == 3 + n->nalpha && i == 3)
+            tgB_puts(b, ") (beta");
         tgB_putc(b, ' ');
         put_name(s, b, n->args[i]);
     }
+    if (n->op == TGV_GEMM)
+        tgB_puts(b, n->nargs == 3 ? " (alpha) (beta)" : n->nargs == 3 + n->nalpha ? ") (beta)" : ")");
     if (n->op >= TGV_SUM && n->op <= TGV_MEAN) {
         tgB_puts(b, " (");
         const tgV_node *x = &s->g->nodes[n->args[0]];
@@ -384,7 +486,7 @@ tg_term *tgH_term(const tgH_sched *s, tg_error *err)
         tgB_putc(&b, ')');
     }
     tgB_putc(&b, ')');
-    static const char *const kinds[] = {"loop", "reduce", "dot", "view", "reshape"};
+    static const char *const kinds[] = {"loop", "reduce", "dot", "view", "reshape", "gemm"};
     for (int k = 0; k < s->nsteps; k++) {
         const tgH_step *st = &s->steps[k];
         tgB_printf(&b, "\n  (%s", kinds[st->kind]);

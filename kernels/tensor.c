@@ -61,6 +61,8 @@ const char *tgV_op_name(tgV_op op)
         return "input";
     if (op == TGV_CONST)
         return "const";
+    if (op == TGV_GEMM)
+        return "gemm";
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
         if (ops[i].op == op)
             return ops[i].name;

@@ -22,6 +22,7 @@ typedef enum tgV_op {
     /* the rest */
     TGV_SUM, TGV_PROD, TGV_MAX, TGV_MIN, TGV_MEAN,
     TGV_DOT, TGV_TRANSPOSE, TGV_DIMSHUFFLE, TGV_RESHAPE,
+    TGV_GEMM,   /* made by the schedule: alpha*dot(A,B) + beta*C */
     TGV_NOPS
 } tgV_op;
 
@@ -43,6 +44,8 @@ typedef struct tgV_node {
     int input;              /* INPUT: its position */
     int8_t perm[TGV_MAXDIM];  /* TRANSPOSE / DIMSHUFFLE: source axis, -1 new */
     uint32_t axes;          /* reductions: bit mask of reduced axes */
+    int nalpha;             /* GEMM: args are A B C alpha... beta... */
+    bool dead;              /* absorbed into a GEMM: not computed */
 } tgV_node;
 
 typedef struct tgV_graph {

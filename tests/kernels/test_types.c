@@ -479,6 +479,66 @@ static void test_fusion_identical(void)
     tg_fn_free(fused);
 }
 
+/* alpha*dot(A,B) + beta*C is one GEMM call, with C broadcast. */
+static void test_gemm(void)
+{
+    tg_error err;
+    const char *ins = "(input a float64 (m k)) (input b float64 (k n)) (input c float64 (m n))"
+                      " (input bias float64 (n)) (input s float64 ())";
+    const char *A = "(input a float64 (m k))", *B = "(input b float64 (k n))", *C = "(input c float64 (m n))";
+    const char *bias = "(input bias float64 (n))", *S = "(input s float64 ())";
+    char e1[600], e2[600], e3[600];
+    snprintf(e1, sizeof e1, "(add (mul 2 (dot %s %s)) (mul %s %s))", A, B, S, C);
+    snprintf(e2, sizeof e2, "(add %s (dot %s %s))", bias, A, B);
+    snprintf(e3, sizeof e3, "(add (dot %s %s) (dot %s %s))", A, B, A, B);
+    int64_t m = 3, k = 4, n = 5, sa[2] = {3, 4}, sb[2] = {4, 5}, sc[2] = {3, 5};
+    kt_arr a, b, c, bi, sv;
+    kt_make(&a, TG_FLOAT64, 2, sa, 0), kt_make(&b, TG_FLOAT64, 2, sb, 1), kt_make(&c, TG_FLOAT64, 2, sc, 0);
+    kt_make(&bi, TG_FLOAT64, 1, &n, 0), kt_make(&sv, TG_FLOAT64, 0, NULL, 0);
+    kt_fill(&a.a, -2, 2), kt_fill(&b.a, -2, 2), kt_fill(&c.a, -2, 2), kt_fill(&bi.a, -2, 2);
+    *(double *)sv.a.data = 0.75;
+    tg_array in[5] = {a.a, b.a, c.a, bi.a, sv.a};
+    const char *exprs[3] = {e1, e2, e3};
+    for (int q = 0; q < 3; q++) {
+        tg_fn *fn = kt_compile(ctx, ins, exprs[q], NULL, kt_path, &err);
+        const char *sched = fn ? show(tg_fn_schedule(fn)) : err.message;
+        if (q < 2)
+            TAP_CHECK(strstr(sched, "(gemm") && !strstr(sched, "(loop") && !strstr(sched, "(dot"),
+                      "%s is one GEMM step", q ? "bias + dot(A,B)" : "2*dot(A,B) + s*C");
+        else
+            TAP_CHECK(strstr(sched, "(dot") && !strstr(sched, "(gemm"), "a dot used twice is not fused");
+        tg_array out = {0};
+        int ok = fn && tg_fn_call(fn, in, &out, &err) == 0;
+        for (int64_t i = 0; ok && i < m; i++)
+            for (int64_t j = 0; ok && j < n; j++) {
+                long double acc = 0;
+                for (int64_t p = 0; p < k; p++) {
+                    int64_t ia[2] = {i, p}, ib[2] = {p, j};
+                    acc += kt_get(&a.a, ia) * kt_get(&b.a, ib);
+                }
+                int64_t ic[2] = {i, j};
+                long double want = q == 0 ? 2 * acc + 0.75L * kt_get(&c.a, ic)
+                                 : q == 1 ? acc + kt_get(&bi.a, &j) : 2 * acc;
+                ok = fabsl(kt_get(&out, ic) - want) <= 1e-14L * (fabsl(want) + 1);
+            }
+        TAP_CHECK(ok, "and computes the right values (%d)", q);
+        free(out.data);
+        tg_fn_free(fn);
+    }
+    /* beta 0 must still carry a NaN of C, alpha 0 an inf of A */
+    tg_fn *fn = kt_compile(ctx, ins, e1, NULL, kt_path, &err);
+    *(double *)sv.a.data = 0;
+    int64_t i00[2] = {0, 0};
+    kt_set(&c.a, i00, NAN);
+    tg_array out = {0};
+    int ok = fn && tg_fn_call(fn, in, &out, &err) == 0;
+    TAP_CHECK(ok && isnan(((double *)out.data)[0]) && !isnan(((double *)out.data)[1]),
+              "a zero beta keeps NaN * 0 = NaN");
+    free(out.data);
+    tg_fn_free(fn);
+    free(a.block), free(b.block), free(c.block), free(bi.block), free(sv.block);
+}
+
 /* Compiled code and the interpreter give the same bits, NaN and signed
  * zeros included; without a compiler the interpreter runs. */
 static void test_paths_agree(void)
@@ -582,6 +642,7 @@ int main(void)
         test_schedule();
         test_buffers();
         test_fusion_identical();
+        test_gemm();
     }
     test_deep();
     test_paths_agree();
