@@ -33,7 +33,12 @@ static const char magic[8] = {'T', 'G', 'K', 'C', 'A', 'C', 'H', '1'};
 #else
 #define TGQ_MVEC ""
 #endif
-#define TGQ_DEFAULT_FLAGS "-O2 -march=native -fno-math-errno -ffp-contract=off -fopenmp-simd" TGQ_MVEC
+#ifdef TGREL_OPENMP_FLAG
+#define TGQ_OMP " " TGREL_OPENMP_FLAG
+#else
+#define TGQ_OMP " -fopenmp-simd"
+#endif
+#define TGQ_DEFAULT_FLAGS "-O2 -march=native -fno-math-errno -ffp-contract=off" TGQ_OMP TGQ_MVEC
 
 /* ---- hashing --------------------------------------------------------- */
 
