@@ -262,6 +262,22 @@ static int build(const char *dir, const char *key, const char *path, const char 
     return 0;
 }
 
+/* The OpenMP runtime that compiled kernels link must never be unloaded:
+ * its worker threads outlive the parallel regions, and would be left
+ * running in unmapped code when the last kernel using it is closed.  So
+ * it is loaded once here with RTLD_NODELETE, before any kernel. */
+static void pin_openmp(void)
+{
+#ifdef TGREL_OPENMP_FLAG
+    static int pinned;
+    if (!pinned) {
+        pinned = 1;
+        if (!dlopen("libgomp.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE))
+            dlopen("libomp.so", RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
+    }
+#endif
+}
+
 void *tgQ_load(const char *src, size_t len, const char *cc, const char *cflags, int *hit, int *why,
                tg_error *err)
 {
@@ -306,6 +322,7 @@ void *tgQ_load(const char *src, size_t len, const char *cc, const char *cflags, 
     close(fd);
     if (rc < 0)
         return NULL;
+    pin_openmp();
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *e = dlerror();
