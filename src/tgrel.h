@@ -361,6 +361,68 @@ void tg_rules_interrupt(tg_rules *rs);
 void tg_rules_counts(const tg_rules *rs, unsigned long long *rewrites,
                      unsigned long long *conditions);
 
+/* ---- tensor functions (kernels) ----------------------------------- */
+
+/* Element types of arrays. */
+typedef enum tg_dtype {
+    TG_BOOL = 0,        /* one byte, 0 or 1 */
+    TG_INT32,
+    TG_INT64,
+    TG_FLOAT32,
+    TG_FLOAT64
+} tg_dtype;
+
+#define TG_MAXDIM 8
+
+/* An array the caller owns: element (i0, ..., ik) is at
+ * (char *)data + i0*strides[0] + ... + ik*strides[k] (strides in bytes,
+ * any sign, 0 for a broadcast axis). */
+typedef struct tg_array {
+    tg_dtype dtype;
+    int ndim;                       /* 0 .. TG_MAXDIM */
+    int64_t shape[TG_MAXDIM];
+    int64_t strides[TG_MAXDIM];
+    void *data;
+} tg_array;
+
+/* Fill a as a C-contiguous array over data. */
+void tg_array_init(tg_array *a, tg_dtype dtype, int ndim, const int64_t *shape, void *data);
+
+/* A compiled tensor function (see doc/kernels.md for the op vocabulary). */
+typedef struct tg_fn tg_fn;
+
+typedef struct tg_fn_options {
+    /* kept[i] nonzero: input i must not be written; zero: the function may
+     * use its memory for intermediates once it is no longer needed.  NULL
+     * means every input is kept. */
+    const unsigned char *kept;
+    /* nonzero: run the schedule in the interpreter */
+    int interpret;
+    /* the C compiler and its flags for the generated code; NULL: $TGREL_CC
+     * or "cc", $TGREL_CFLAGS or "-O2 -march=native -fno-math-errno
+     * -ffp-contract=off -fopenmp-simd" */
+    const char *cc;
+    const char *cflags;
+} tg_fn_options;
+
+/* Compile outputs over inputs, each input an (input NAME DTYPE (SIZE ...))
+ * term; opt may be NULL.  NULL with err filled (naming the subterm) on an
+ * unknown op or a dtype or shape mismatch known at compile time. */
+tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout,
+                     tg_term *const *outputs, const tg_fn_options *opt, tg_error *err);
+/* Run fn on nin arrays; for each output, a NULL data asks the function to
+ * allocate it (malloc: release with free) and fill dtype, shape and
+ * strides; otherwise the array must have the output's dtype and shape and
+ * is written through its strides.  0, or -1 with err naming the input and
+ * the shape expected, or the subterm whose sizes disagree. */
+int tg_fn_call(tg_fn *fn, const tg_array *inputs, tg_array *outputs, tg_error *err);
+/* 1 when fn runs compiled code, 0 when it runs in the interpreter
+ * (asked for, or no compiler: a warning then went to stderr). */
+int tg_fn_native(const tg_fn *fn);
+/* The schedule as a term: loops, reductions, buffer slots. */
+tg_term *tg_fn_schedule(const tg_fn *fn);
+void tg_fn_free(tg_fn *fn);
+
 #ifdef __cplusplus
 }
 #endif

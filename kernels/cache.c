@@ -1,0 +1,334 @@
+/* cache.c - the compile cache of generated kernels (module prefix tgX_).
+ *
+ * An entry is DIR/KEY.so, KEY the hash of compiler, flags and source.  A
+ * 24-byte trailer (magic, then the hash of every byte before it) is
+ * appended to the shared object (the loader ignores bytes past its
+ * segments), so a truncated or corrupt entry is noticed and rebuilt.
+ * Builders take an exclusive flock on DIR/KEY.lock, so two processes
+ * compiling one program do not collide, and write to a temporary name
+ * that is renamed into place, so readers never see half an entry. */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "error.h"
+
+extern char **environ;
+
+static const char magic[8] = {'T', 'G', 'K', 'C', 'A', 'C', 'H', '1'};
+#ifdef HAVE_LIBMVEC
+#define TGQ_MVEC " -DTGK_MVEC"
+#else
+#define TGQ_MVEC ""
+#endif
+#ifdef TGREL_OPENMP_FLAG
+#define TGQ_OMP " " TGREL_OPENMP_FLAG
+#else
+#define TGQ_OMP " -fopenmp-simd"
+#endif
+#define TGQ_DEFAULT_FLAGS "-O2 -march=native -fno-math-errno -ffp-contract=off" TGQ_OMP TGQ_MVEC
+
+/* ---- hashing --------------------------------------------------------- */
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+static void hash128(const void *p, size_t n, uint64_t out[2])
+{
+    const unsigned char *s = p;
+    uint64_t a = 0x243F6A8885A308D3ull ^ n, b = 0x13198A2E03707344ull;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        a = (a ^ w) * 0x9E3779B97F4A7C15ull;
+        a = a << 31 | a >> 33;
+        b = (b + w) * 0xC2B2AE3D27D4EB4Full;
+        b ^= b >> 29;
+    }
+    uint64_t w = 0;
+    memcpy(&w, s + i, n - i);
+    a = mix64(a ^ w ^ (uint64_t)(n - i) << 56);
+    b = mix64(b + w + a);
+    out[0] = a, out[1] = mix64(b ^ 0x452821E638D01377ull);
+}
+
+void tgX_hash_hex(const void *p, size_t n, char out[33])
+{
+    uint64_t h[2];
+    hash128(p, n, h);
+    snprintf(out, 33, "%016llx%016llx", (unsigned long long)h[0], (unsigned long long)h[1]);
+}
+
+/* ---- the directory ------------------------------------------------------- */
+
+static int mkdirs(const char *path)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp)
+        return -1;
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    return mkdir(tmp, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+int tgX_dir(char *buf, size_t size)
+{
+    const char *d = getenv("TGREL_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+    int n;
+    if (d && *d)
+        n = snprintf(buf, size, "%s", d);
+    else if (x && *x)
+        n = snprintf(buf, size, "%s/tgrel", x);
+    else if (h && *h)
+        n = snprintf(buf, size, "%s/.cache/tgrel", h);
+    else
+        return -1;
+    return n > 0 && (size_t)n < size ? 0 : -1;
+}
+
+/* ---- entries --------------------------------------------------------------- */
+
+static char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        if (n == cap) {
+            char *nb = realloc(buf, cap ? 2 * cap : 65536);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = nb, cap = cap ? 2 * cap : 65536;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
+/* An entry is intact when its trailer's hash matches its contents. */
+static int intact(const char *path)
+{
+    size_t n;
+    char *buf = read_all(path, &n);
+    int ok = 0;
+    if (buf && n > 24 && memcmp(buf + n - 24, magic, 8) == 0) {
+        uint64_t h[2];
+        hash128(buf, n - 24, h);
+        ok = memcmp(buf + n - 16, h, 16) == 0;
+    }
+    free(buf);
+    return ok;
+}
+
+static int append_trailer(const char *path)
+{
+    size_t n;
+    char *buf = read_all(path, &n);
+    if (!buf)
+        return -1;
+    uint64_t h[2];
+    hash128(buf, n, h);
+    free(buf);
+    FILE *f = fopen(path, "ab");
+    if (!f)
+        return -1;
+    int ok = fwrite(magic, 1, 8, f) == 8 && fwrite(h, 1, 16, f) == 16;
+    ok &= fflush(f) == 0 && fsync(fileno(f)) == 0;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+/* Run cc flags -shared -fPIC -o out src, its messages into log; the exit
+ * status, or -1 when it could not be started at all, 127 when the
+ * compiler is missing. */
+static int run_cc(const char *cc, const char *flags, const char *out, const char *src, const char *log)
+{
+    char fl[2048];
+    snprintf(fl, sizeof fl, "%s", flags);
+    char *argv[80];
+    int k = 0;
+    argv[k++] = (char *)cc;
+    for (char *tok = strtok(fl, " \t"); tok && k < 70; tok = strtok(NULL, " \t"))
+        argv[k++] = tok;
+    argv[k++] = "-shared";
+    argv[k++] = "-fPIC";
+    argv[k++] = "-o";
+    argv[k++] = (char *)out;
+    argv[k++] = (char *)src;
+#ifdef HAVE_LIBMVEC
+    argv[k++] = "-lmvec";
+#endif
+    argv[k++] = "-lm";
+    argv[k] = NULL;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, cc, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0)
+        return rc == ENOENT ? 127 : -1;
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* First line of the compiler's messages, for the error. */
+static void first_line(const char *log, char *buf, size_t size)
+{
+    size_t n;
+    char *text = read_all(log, &n);
+    buf[0] = 0;
+    if (text) {
+        size_t i = 0;
+        while (i < n && i + 1 < size && text[i] != '\n')
+            buf[i] = text[i], i++;
+        buf[i] = 0;
+        free(text);
+    }
+}
+
+/* Compile into tmp names and rename into place (the lock is held). */
+static int build(const char *dir, const char *key, const char *path, const char *src, size_t len,
+                 const char *cc, const char *flags, int *why, tg_error *err)
+{
+    char csrc[4200], tmp[4200], log[4200];
+    long pid = (long)getpid();
+    snprintf(csrc, sizeof csrc, "%s/%s.%ld.c", dir, key, pid);
+    snprintf(tmp, sizeof tmp, "%s/%s.%ld.so", dir, key, pid);
+    snprintf(log, sizeof log, "%s/%s.%ld.log", dir, key, pid);
+    FILE *f = fopen(csrc, "wb");
+    if (!f || fwrite(src, 1, len, f) != len || fclose(f) != 0) {
+        if (f)
+            fclose(f);
+        *why = TGQ_FAILED;
+        return tgE_set(err, TG_ERR_IO, NULL, 0, 0, "kernels: cannot write %s", csrc), -1;
+    }
+    int rc = run_cc(cc, flags, tmp, csrc, log);
+    char msg[300];
+    first_line(log, msg, sizeof msg);
+    unlink(log);
+    unlink(csrc);
+    if (rc != 0) {
+        unlink(tmp);
+        *why = rc == 127 ? TGQ_NO_COMPILER : TGQ_FAILED;
+        if (rc == 127)
+            tgE_set(err, TG_ERR_IO, NULL, 0, 0, "kernels: no C compiler '%s' found", cc);
+        else
+            tgE_set(err, TG_ERR_IO, NULL, 0, 0, "kernels: %s failed (status %d): %s", cc, rc, msg);
+        return -1;
+    }
+    if (append_trailer(tmp) < 0 || rename(tmp, path) < 0) {
+        unlink(tmp);
+        *why = TGQ_FAILED;
+        return tgE_set(err, TG_ERR_IO, NULL, 0, 0, "kernels: cannot store %s", path), -1;
+    }
+    return 0;
+}
+
+/* The OpenMP runtime that compiled kernels link must never be unloaded:
+ * its worker threads outlive the parallel regions, and would be left
+ * running in unmapped code when the last kernel using it is closed.  So
+ * it is loaded once here with RTLD_NODELETE, before any kernel. */
+static void pin_openmp(void)
+{
+#ifdef TGREL_OPENMP_FLAG
+    static int pinned;
+    if (!pinned) {
+        pinned = 1;
+        if (!dlopen("libgomp.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE))
+            dlopen("libomp.so", RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
+    }
+#endif
+}
+
+void *tgX_load(const char *src, size_t len, const char *cc, const char *cflags, int *hit, int *why,
+               tg_error *err)
+{
+    char dir[4096], path[4200], lock[4200], key[33];
+    *hit = 0, *why = TGQ_FAILED;
+    if (!cc)
+        cc = getenv("TGREL_CC");
+    if (!cc || !*cc)
+        cc = "cc";
+    if (!cflags)
+        cflags = getenv("TGREL_CFLAGS");
+    if (!cflags)
+        cflags = TGQ_DEFAULT_FLAGS;
+    if (tgX_dir(dir, sizeof dir) < 0 || mkdirs(dir) < 0)
+        return tgE_set(err, TG_ERR_IO, NULL, 0, 0, "kernels: no usable cache directory"), NULL;
+    /* the key covers compiler, flags and source */
+    size_t hl = strlen(cc) + strlen(cflags) + len + 2;
+    char *all = malloc(hl);
+    if (!all)
+        return tgE_nomem(err), NULL;
+    memcpy(all, cc, strlen(cc) + 1);
+    memcpy(all + strlen(cc) + 1, cflags, strlen(cflags) + 1);
+    memcpy(all + strlen(cc) + strlen(cflags) + 2, src, len);
+    tgX_hash_hex(all, hl, key);
+    free(all);
+    snprintf(path, sizeof path, "%s/%s.so", dir, key);
+    snprintf(lock, sizeof lock, "%s/%s.lock", dir, key);
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return tgE_set(err, TG_ERR_IO, NULL, 0, 0, "kernels: cannot open %s", lock), NULL;
+    while (flock(fd, LOCK_EX) < 0)
+        if (errno != EINTR) {
+            close(fd);
+            return tgE_set(err, TG_ERR_IO, NULL, 0, 0, "kernels: cannot lock %s", lock), NULL;
+        }
+    int rc = 0;
+    if (intact(path))
+        *hit = 1;
+    else
+        rc = build(dir, key, path, src, len, cc, cflags, why, err);
+    flock(fd, LOCK_UN);
+    close(fd);
+    if (rc < 0)
+        return NULL;
+    pin_openmp();
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        tgE_set(err, TG_ERR_IO, NULL, 0, 0, "kernels: cannot load %s: %s", path, e ? e : "?");
+        return NULL;
+    }
+    *why = TGQ_OK;
+    return h;
+}

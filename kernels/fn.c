@@ -1,0 +1,125 @@
+/* fn.c - the public API of tensor functions (module prefix tgO_):
+ * tg_fn_compile runs types -> schedule, tg_fn_call runs the schedule. */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <gc/gc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "cache.h"
+#include "interp.h"
+
+struct tg_fn {
+    tgV_graph *g;
+    tgH_sched *s;
+    tg_term *schedule;      /* made on first request */
+    tgI_state st;
+    void *so;               /* the compiled loops (dlopen handle) or NULL */
+};
+
+/* Compile the loops of fn to native code; on failure the interpreter
+ * runs them, with a warning on stderr. */
+static void go_native(tg_fn *fn, const tg_fn_options *opt)
+{
+    const tgH_sched *s = fn->s;
+    int loops = 0;
+    for (int k = 0; k < s->nsteps; k++)
+        loops += tgJ_compiles(&s->steps[k]);
+    if (!loops)
+        return;
+    size_t len;
+    char *src = tgJ_source(s, &len);
+    tg_error err;
+    int hit, why;
+    void *so = src ? tgX_load(src, len, opt ? opt->cc : NULL, opt ? opt->cflags : NULL, &hit, &why, &err)
+                   : NULL;
+    free(src);
+    fn->st.kern = so ? calloc((size_t)s->nsteps, sizeof *fn->st.kern) : NULL;
+    for (int k = 0; fn->st.kern && k < s->nsteps; k++)
+        if (tgJ_compiles(&s->steps[k])) {
+            char name[40];
+            snprintf(name, sizeof name, "tgk_loop%d", k);
+            void *f = dlsym(so, name);
+            memcpy(&fn->st.kern[k], &f, sizeof f);  /* object to function pointer */
+            if (!f) {
+                free(fn->st.kern);
+                fn->st.kern = NULL;
+                snprintf(err.message, sizeof err.message, "kernels: %s missing from the compiled code", name);
+            }
+        }
+    if (fn->st.kern) {
+        fn->so = so;
+        return;
+    }
+    if (so)
+        dlclose(so);
+    fprintf(stderr, "tgrel: warning: %s; running the interpreter\n", err.message);
+}
+
+void tg_array_init(tg_array *a, tg_dtype dtype, int ndim, const int64_t *shape, void *data)
+{
+    memset(a, 0, sizeof *a);
+    a->dtype = dtype;
+    a->ndim = ndim < 0 ? 0 : ndim > TG_MAXDIM ? TG_MAXDIM : ndim;
+    a->data = data;
+    int64_t s = (int64_t)tgV_dtype_size(dtype);
+    for (int d = a->ndim - 1; d >= 0; d--) {
+        a->shape[d] = shape[d];
+        a->strides[d] = s;
+        s *= shape[d] ? shape[d] : 1;
+    }
+}
+
+tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout,
+                     tg_term *const *outputs, const tg_fn_options *opt, tg_error *err)
+{
+    tgV_graph *g = tgV_build(ctx, nin, inputs, nout, outputs, err);
+    if (!g)
+        return NULL;
+    tgH_sched *s = tgH_schedule(g, opt ? opt->kept : NULL, err);
+    if (!s)
+        return NULL;
+    /* uncollectable: the caller may keep it where the collector does not look */
+    tg_fn *fn = GC_MALLOC_UNCOLLECTABLE(sizeof *fn);
+    if (!fn)
+        return tgE_nomem(err), NULL;
+    fn->g = g, fn->s = s;
+    if (tgI_init(&fn->st, s) < 0) {
+        GC_FREE(fn);
+        return tgE_nomem(err), NULL;
+    }
+    if (!opt || !opt->interpret)
+        go_native(fn, opt);
+    return fn;
+}
+
+int tg_fn_call(tg_fn *fn, const tg_array *inputs, tg_array *outputs, tg_error *err)
+{
+    if (!fn || (fn->g->ninputs && !inputs) || !outputs)
+        return tgE_arg(err, "kernels: tg_fn_call needs a function, inputs and outputs"), -1;
+    return tgI_run(fn->s, &fn->st, inputs, outputs, err);
+}
+
+tg_term *tg_fn_schedule(const tg_fn *fn)
+{
+    if (!fn)
+        return NULL;
+    if (!fn->schedule)
+        ((tg_fn *)fn)->schedule = tgH_term(fn->s, NULL);
+    return fn->schedule;
+}
+
+int tg_fn_native(const tg_fn *fn) { return fn && fn->st.kern != NULL; }
+
+void tg_fn_free(tg_fn *fn)
+{
+    if (!fn)
+        return;
+    tgI_free(&fn->st);
+    if (fn->so)
+        dlclose(fn->so);
+    GC_FREE(fn);
+}

@@ -1,0 +1,1032 @@
+/* interp.c - runs a schedule without a compiler (module prefix tgI_).
+ * A fused loop evaluates its cluster one block of up to TGI_BLOCK
+ * elements of the innermost axis at a time: every node is a block
+ * register (doubles for float dtypes, int64 for integers and bool), so the
+ * op dispatch is paid once per block, not per element. */
+#include "config.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "interp.h"
+
+#define TGI_BLOCK 256
+
+typedef union reg {
+    double f;
+    int64_t i;
+} reg;
+
+/* ---- elements ----------------------------------------------------------- */
+
+static double ld_f(const char *p, tg_dtype d)
+{
+    switch (d) {
+    case TG_FLOAT64: { double v; memcpy(&v, p, 8); return v; }
+    case TG_FLOAT32: { float v; memcpy(&v, p, 4); return v; }
+    case TG_INT64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
+    case TG_INT32: { int32_t v; memcpy(&v, p, 4); return v; }
+    default: return *(const unsigned char *)p != 0;
+    }
+}
+
+static int64_t ld_i(const char *p, tg_dtype d)
+{
+    switch (d) {
+    case TG_INT64: { int64_t v; memcpy(&v, p, 8); return v; }
+    case TG_INT32: { int32_t v; memcpy(&v, p, 4); return v; }
+    case TG_BOOL: return *(const unsigned char *)p != 0;
+    default: return 0;   /* floats are loaded with ld_f */
+    }
+}
+
+static void st_elem(char *p, tg_dtype d, reg v)
+{
+    switch (d) {
+    case TG_FLOAT64: memcpy(p, &v.f, 8); break;
+    case TG_FLOAT32: { float f = (float)v.f; memcpy(p, &f, 4); break; }
+    case TG_INT64: memcpy(p, &v.i, 8); break;
+    case TG_INT32: { int32_t x = (int32_t)(uint32_t)(uint64_t)v.i; memcpy(p, &x, 4); break; }
+    default: *(unsigned char *)p = v.i != 0;
+    }
+}
+
+static reg ld_reg(const char *p, tg_dtype d)
+{
+    reg r;
+    if (tgV_is_float(d))
+        r.f = ld_f(p, d);
+    else
+        r.i = ld_i(p, d);
+    return r;
+}
+
+/* Float to integer: toward zero, saturating, NaN gives 0 (C leaves this
+ * undefined; the generated code uses the same helper). */
+static int64_t f2i(double x)
+{
+    if (x != x)
+        return 0;
+    if (x >= 9223372036854775807.0)
+        return INT64_MAX;
+    if (x <= -9223372036854775808.0)
+        return INT64_MIN;
+    return (int64_t)x;
+}
+
+static int64_t wrap32(int64_t v) { return (int32_t)(uint32_t)(uint64_t)v; }
+
+/* Convert register value v from dtype `from` to dtype `to`. */
+static reg convert(reg v, tg_dtype from, tg_dtype to)
+{
+    reg r;
+    bool ff = tgV_is_float(from), ft = tgV_is_float(to);
+    if (ft) {
+        r.f = ff ? v.f : (double)v.i;
+        if (to == TG_FLOAT32)
+            r.f = (double)(float)r.f;
+    } else if (to == TG_BOOL) {
+        r.i = ff ? v.f != 0 : v.i != 0;
+    } else {
+        r.i = ff ? f2i(v.f) : v.i;
+        if (to == TG_INT32)
+            r.i = ff ? wrap32(r.i < INT32_MIN ? INT32_MIN : r.i > INT32_MAX ? INT32_MAX : r.i)
+                     : wrap32(r.i);
+    }
+    return r;
+}
+
+/* ---- sizes and shapes ---------------------------------------------------- */
+
+static int64_t conc(const tgI_state *st, tgV_size s) { return s >= 0 ? s : st->symv[-s - 1]; }
+
+static int64_t count(const tgI_arr *a)
+{
+    int64_t n = 1;
+    for (int d = 0; d < a->ndim; d++)
+        n *= a->shape[d];
+    return n;
+}
+
+static void c_strides(tgI_arr *a)
+{
+    int64_t s = (int64_t)tgV_dtype_size(a->dtype);
+    for (int d = a->ndim - 1; d >= 0; d--) {
+        a->strides[d] = s;
+        s *= a->shape[d] ? a->shape[d] : 1;
+    }
+}
+
+static bool is_c_contig(const tgI_arr *a)
+{
+    int64_t s = (int64_t)tgV_dtype_size(a->dtype);
+    for (int d = a->ndim - 1; d >= 0; d--) {
+        if (a->shape[d] != 1 && a->strides[d] != s)
+            return false;
+        s *= a->shape[d];
+    }
+    return true;
+}
+
+static const char *shape_str(const tgI_arr *a, char *buf, size_t n)
+{
+    size_t o = (size_t)snprintf(buf, n, "(");
+    for (int d = 0; d < a->ndim && o + 24 < n; d++)
+        o += (size_t)snprintf(buf + o, n - o, d ? " %lld" : "%lld", (long long)a->shape[d]);
+    snprintf(buf + o, n - o, ")");
+    return buf;
+}
+
+/* "(n 3) with n = 4" for an input's declared shape. */
+static void expected_str(const tgH_sched *s, const tgI_state *st, const tgV_node *n, char *buf, size_t len)
+{
+    size_t o = (size_t)snprintf(buf, len, "(");
+    for (int d = 0; d < n->ndim && o + 40 < len; d++) {
+        tgV_size c = n->shape[d];
+        if (c >= 0) {
+            o += (size_t)snprintf(buf + o, len - o, d ? " %lld" : "%lld", (long long)c);
+        } else {
+            size_t l;
+            const char *name = tg_symbol_name(s->g->syms[-c - 1], &l);
+            o += (size_t)snprintf(buf + o, len - o, "%s%.*s", d ? " " : "", (int)l, name);
+        }
+    }
+    o += (size_t)snprintf(buf + o, len - o, ")");
+    for (int d = 0; d < n->ndim && o + 40 < len; d++) {
+        tgV_size c = n->shape[d];
+        if (c < 0 && st->symv[-c - 1] >= 0) {
+            size_t l;
+            const char *name = tg_symbol_name(s->g->syms[-c - 1], &l);
+            o += (size_t)snprintf(buf + o, len - o, " with %.*s = %lld", (int)l, name,
+                                  (long long)st->symv[-c - 1]);
+            break;
+        }
+    }
+}
+
+static int bind_inputs(const tgH_sched *s, tgI_state *st, const tg_array *in, tg_error *err)
+{
+    const tgV_graph *g = s->g;
+    for (int k = 0; k < g->nsyms; k++)
+        st->symv[k] = -1;
+    for (int i = 0; i < g->ninputs; i++) {
+        const tgV_node *n = &g->nodes[g->inputs[i]];
+        const tg_array *a = &in[i];
+        char name[120], want[200], got[200];
+        if (a->dtype != n->dtype) {
+            tgV_show(tg_nth(n->term, 1), name, sizeof name);
+            tgE_set(err, TG_ERR_TYPE, NULL, 0, 0, "kernels: input %s: expected dtype %s, got %s", name,
+                    tgV_dtype_name(n->dtype), tgV_dtype_name(a->dtype));
+            return -1;
+        }
+        bool ok = a->ndim == n->ndim;
+        /* bindings made by this input are undone on an error, so the
+         * message shows only what earlier inputs fixed */
+        memcpy(st->symv + g->nsyms, st->symv, (size_t)g->nsyms * sizeof *st->symv);
+        for (int d = 0; ok && d < n->ndim; d++) {
+            tgV_size c = n->shape[d];
+            if (a->shape[d] < 0)
+                ok = false;
+            else if (c >= 0)
+                ok = a->shape[d] == c;
+            else if (st->symv[-c - 1] < 0)
+                st->symv[-c - 1] = a->shape[d];
+            else
+                ok = st->symv[-c - 1] == a->shape[d];
+        }
+        if (!ok) {
+            tgI_arr tmp = {.ndim = a->ndim < 0 || a->ndim > TGV_MAXDIM ? 0 : a->ndim};
+            memcpy(tmp.shape, a->shape, sizeof tmp.shape);
+            memcpy(st->symv, st->symv + g->nsyms, (size_t)g->nsyms * sizeof *st->symv);
+            expected_str(s, st, n, want, sizeof want);
+            tgV_show(tg_nth(n->term, 1), name, sizeof name);
+            tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "kernels: input %s: expected shape %s, got %s", name,
+                    want, shape_str(&tmp, got, sizeof got));
+            return -1;
+        }
+        tgI_arr *v = &st->vals[g->inputs[i]];
+        v->ndim = a->ndim;
+        memcpy(v->shape, a->shape, sizeof v->shape);
+        if (!a->data && count(v) > 0) {
+            tgV_show(tg_nth(n->term, 1), name, sizeof name);
+            tgE_set(err, TG_ERR_ARG, NULL, 0, 0, "kernels: input %s: no data", name);
+            return -1;
+        }
+        v->dtype = a->dtype, v->ndim = a->ndim, v->data = a->data;
+        memcpy(v->shape, a->shape, sizeof v->shape);
+        memcpy(v->strides, a->strides, sizeof v->strides);
+    }
+    return 0;
+}
+
+/* ---- loops ---------------------------------------------------------------- */
+
+/* Where a loop reads input a: byte strides aligned to the loop's shape
+ * (zero on broadcast axes). */
+static void loop_strides(const tgI_arr *a, const tgI_arr *shape, int64_t *out)
+{
+    int off = shape->ndim - a->ndim;
+    for (int d = 0; d < shape->ndim; d++) {
+        int k = d - off;
+        out[d] = k < 0 || a->shape[k] == 1 ? 0 : a->strides[k];
+    }
+}
+
+typedef struct loopctx {
+    const tgV_graph *g;
+    const tgH_step *step;
+    reg **r;                /* per cluster position, then per input */
+    reg *tmp;
+    int *pos;               /* node -> register index (valid for this loop) */
+} loopctx;
+
+/* The block of arg a of node n, converted to n's compute dtype. */
+static const reg *arg_block(loopctx *L, const tgV_node *n, int a, tg_dtype to, int m, reg *tmp)
+{
+    const tgV_node *an = &L->g->nodes[a];
+    const reg *src = L->r[L->pos[a]];
+    if (an->dtype == to || (an->dtype == TG_FLOAT32 && to == TG_FLOAT64))
+        return src;
+    (void)n;
+    for (int j = 0; j < m; j++)
+        tmp[j] = convert(src[j], an->dtype, to);
+    return tmp;
+}
+
+static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+static double fmaxn(double a, double b) { return a != a ? a : b != b ? b : a > b ? a : b; }
+static double fminn(double a, double b) { return a != a ? a : b != b ? b : a < b ? a : b; }
+
+static int64_t ipow(int64_t b, int64_t e)
+{
+    if (e < 0)
+        return b == 1 ? 1 : b == -1 ? (e & 1 ? -1 : 1) : 0;
+    uint64_t r = 1, x = (uint64_t)b;
+    while (e) {
+        if (e & 1)
+            r *= x;
+        x *= x;
+        e >>= 1;
+    }
+    return (int64_t)r;
+}
+
+/* Evaluate node n of a loop on m elements. */
+static void eval_node(loopctx *L, const tgV_node *n, reg *out, int m)
+{
+    tg_dtype cd = n->cdt;
+    bool fl = tgV_is_float(cd);
+    reg *t0 = L->tmp, *t1 = L->tmp + TGI_BLOCK;
+    if (n->op == TGV_SWITCH) {
+        const reg *c = arg_block(L, n, n->args[0], TG_BOOL, m, t0);
+        const reg *x = arg_block(L, n, n->args[1], cd, m, t1);
+        for (int j = 0; j < m; j++)
+            out[j] = c[j].i ? x[j] : out[j];
+        const reg *y = arg_block(L, n, n->args[2], cd, m, t1);
+        for (int j = 0; j < m; j++)
+            out[j] = c[j].i ? out[j] : y[j];
+        return;
+    }
+    if (n->op == TGV_CAST || n->op == TGV_ALLOC) {
+        const reg *x = arg_block(L, n, n->args[0], n->dtype, m, t0);
+        if (x != out)
+            memcpy(out, x, (size_t)m * sizeof *out);
+        return;
+    }
+    const reg *a = arg_block(L, n, n->args[0], cd, m, t0);
+    if (n->nargs == 1) {
+        for (int j = 0; j < m; j++) {
+            double x = a[j].f;
+            int64_t xi = a[j].i;
+            switch (n->op) {
+            case TGV_ADD: case TGV_MUL: out[j] = a[j]; break;
+            case TGV_NEG: if (fl) out[j].f = -x; else out[j].i = (int64_t)(0 - (uint64_t)xi); break;
+            case TGV_EXP: out[j].f = exp(x); break;
+            case TGV_LOG: out[j].f = log(x); break;
+            case TGV_LOG1P: out[j].f = log1p(x); break;
+            case TGV_SQRT: out[j].f = sqrt(x); break;
+            case TGV_SIN: out[j].f = sin(x); break;
+            case TGV_COS: out[j].f = cos(x); break;
+            case TGV_TANH: out[j].f = tanh(x); break;
+            case TGV_SIGMOID: out[j].f = sigmoid(x); break;
+            case TGV_ABS: if (fl) out[j].f = fabs(x); else out[j].i = xi < 0 ? (int64_t)(0 - (uint64_t)xi) : xi; break;
+            default: break;
+            }
+        }
+    } else {
+        if (a != out)
+            memcpy(out, a, (size_t)m * sizeof *out);
+        for (int k = 1; k < n->nargs; k++) {
+            const reg *b = arg_block(L, n, n->args[k], cd, m, t1);
+            for (int j = 0; j < m; j++) {
+                double x = out[j].f, y = b[j].f;
+                int64_t xi = out[j].i, yi = b[j].i;
+                switch (n->op) {
+                case TGV_ADD: if (fl) out[j].f = x + y; else out[j].i = (int64_t)((uint64_t)xi + (uint64_t)yi); break;
+                case TGV_SUB: if (fl) out[j].f = x - y; else out[j].i = (int64_t)((uint64_t)xi - (uint64_t)yi); break;
+                case TGV_MUL: if (fl) out[j].f = x * y; else out[j].i = (int64_t)((uint64_t)xi * (uint64_t)yi); break;
+                case TGV_DIV: out[j].f = x / y; break;
+                case TGV_POW: if (fl) out[j].f = pow(x, y); else out[j].i = ipow(xi, yi); break;
+                case TGV_MAXIMUM: if (fl) out[j].f = fmaxn(x, y); else out[j].i = xi > yi ? xi : yi; break;
+                case TGV_MINIMUM: if (fl) out[j].f = fminn(x, y); else out[j].i = xi < yi ? xi : yi; break;
+                case TGV_LT: out[j].i = fl ? x < y : xi < yi; break;
+                case TGV_LE: out[j].i = fl ? x <= y : xi <= yi; break;
+                case TGV_GT: out[j].i = fl ? x > y : xi > yi; break;
+                case TGV_GE: out[j].i = fl ? x >= y : xi >= yi; break;
+                case TGV_EQ: out[j].i = fl ? x == y : xi == yi; break;
+                case TGV_NEQ: out[j].i = fl ? x != y : xi != yi; break;
+                default: break;
+                }
+            }
+            /* n-ary add / mul round after each step, as a chain of binary ops would */
+            if (cd == TG_FLOAT32 && n->op < TGV_LT)
+                for (int j = 0; j < m; j++)
+                    out[j].f = (double)(float)out[j].f;
+            else if (cd == TG_INT32 && n->op < TGV_LT)
+                for (int j = 0; j < m; j++)
+                    out[j].i = wrap32(out[j].i);
+        }
+        return;
+    }
+    if (cd == TG_FLOAT32 && n->dtype == TG_FLOAT32)
+        for (int j = 0; j < m; j++)
+            out[j].f = (double)(float)out[j].f;
+    else if (n->dtype == TG_INT32)
+        for (int j = 0; j < m; j++)
+            out[j].i = wrap32(out[j].i);
+}
+
+/* A compiled loop: operand pointers and strides over the loop shape. */
+static void run_native(tgI_state *st, const tgH_step *step, tgJ_loop_fn fn)
+{
+    const tgI_arr *sh = &st->vals[step->node];
+    int nio = step->nins + step->nouts, nd = sh->ndim;
+    int64_t strides[(nio > 0 ? nio : 1) * (nd > 0 ? nd : 1)];
+    char *base[nio > 0 ? nio : 1];
+    for (int k = 0; k < nio; k++) {
+        const tgI_arr *a = &st->vals[k < step->nins ? step->ins[k] : step->outs[k - step->nins]];
+        loop_strides(a, sh, strides + k * nd);
+        base[k] = a->data;
+    }
+    fn(sh->shape, base, strides);
+}
+
+static void run_loop(const tgH_sched *s, tgI_state *st, const tgH_step *step, int *pos)
+{
+    const tgV_graph *g = s->g;
+    const tgI_arr *sh = &st->vals[step->node];
+    int nd = sh->ndim;
+    int64_t total = count(sh);
+    if (total == 0)
+        return;
+    reg *R = (reg *)st->regs;
+    reg *r[step->nnodes + step->nins > 0 ? step->nnodes + step->nins : 1];
+    for (int k = 0; k < step->nins; k++) {
+        pos[step->ins[k]] = k;
+        r[k] = R + (size_t)k * TGI_BLOCK;
+    }
+    for (int k = 0; k < step->nnodes; k++) {
+        pos[step->nodes[k]] = step->nins + k;
+        r[step->nins + k] = R + (size_t)st->regof[step->nodes[k]] * TGI_BLOCK;
+    }
+    loopctx L = {g, step, r, R + st->nregs * TGI_BLOCK, pos};
+    /* strides of inputs and outputs over the loop shape */
+    int nio = step->nins + step->nouts;
+    int64_t strides[nio > 0 ? nio : 1][TGV_MAXDIM];
+    char *base[nio > 0 ? nio : 1];
+    const tgI_arr *arr[nio > 0 ? nio : 1];
+    for (int k = 0; k < nio; k++) {
+        int v = k < step->nins ? step->ins[k] : step->outs[k - step->nins];
+        arr[k] = &st->vals[v];
+        loop_strides(arr[k], sh, strides[k]);
+        base[k] = arr[k]->data;
+    }
+    int64_t inner = nd ? sh->shape[nd - 1] : 1;
+    int64_t outer = inner ? total / inner : 0;
+    int64_t idx[TGV_MAXDIM] = {0};
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t j0 = 0; j0 < inner; j0 += TGI_BLOCK) {
+            int m = (int)(inner - j0 < TGI_BLOCK ? inner - j0 : TGI_BLOCK);
+            for (int k = 0; k < step->nins; k++) {
+                int64_t is = nd ? strides[k][nd - 1] : 0;
+                const char *p = base[k] + j0 * is;
+                reg *dst = r[k];
+                tg_dtype d = arr[k]->dtype;
+                if (d == TG_FLOAT64 && is == 8)
+                    memcpy(dst, p, (size_t)m * 8);
+                else
+                    for (int j = 0; j < m; j++)
+                        dst[j] = ld_reg(p + j * is, d);
+            }
+            /* every load is done before the first store, so an output
+             * may overwrite an input read at the same index (in place) */
+            for (int k = 0, o = 0; k < step->nnodes; k++) {
+                int v = step->nodes[k];
+                reg *dst = r[step->nins + k];
+                eval_node(&L, &g->nodes[v], dst, m);
+                if (o < step->nouts && step->outs[o] == v) {
+                    int q = step->nins + o++;
+                    int64_t os = nd ? strides[q][nd - 1] : 0;
+                    char *p = base[q] + j0 * os;
+                    tg_dtype d = arr[q]->dtype;
+                    if (d == TG_FLOAT64 && os == 8)
+                        memcpy(p, dst, (size_t)m * 8);
+                    else
+                        for (int j = 0; j < m; j++)
+                            st_elem(p + j * os, d, dst[j]);
+                }
+            }
+        }
+        /* next outer index */
+        for (int d = nd - 2; d >= 0; d--) {
+            for (int k = 0; k < nio; k++)
+                base[k] += strides[k][d];
+            if (++idx[d] < sh->shape[d])
+                break;
+            for (int k = 0; k < nio; k++)
+                base[k] -= strides[k][d] * sh->shape[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+/* ---- reductions, dot, layout --------------------------------------------- */
+
+/* Call fn(ud, offset_a, offset_b) over every index of shape (ndim, shape),
+ * with byte offsets through strides sa and sb. */
+typedef void (*visit_fn)(void *ud, int64_t oa, int64_t ob);
+static void for_each(int ndim, const int64_t *shape, const int64_t *sa, const int64_t *sb,
+                     visit_fn fn, void *ud)
+{
+    int64_t idx[TGV_MAXDIM] = {0}, oa = 0, ob = 0;
+    for (int d = 0; d < ndim; d++)
+        if (shape[d] == 0)
+            return;
+    for (;;) {
+        fn(ud, oa, ob);
+        int d = ndim - 1;
+        for (; d >= 0; d--) {
+            oa += sa[d], ob += sb[d];
+            if (++idx[d] < shape[d])
+                break;
+            oa -= sa[d] * shape[d], ob -= sb[d] * shape[d];
+            idx[d] = 0;
+        }
+        if (d < 0)
+            return;
+    }
+}
+
+typedef struct redctx {
+    tgV_op op;
+    const tgI_arr *x;
+    reg *acc;
+    bool fl;
+} redctx;
+
+static void red_visit(void *ud, int64_t ox, int64_t oacc)
+{
+    redctx *R = ud;
+    reg *a = (reg *)((char *)R->acc + oacc);
+    const char *p = R->x->data + ox;
+    if (R->fl) {
+        double v = ld_f(p, R->x->dtype);
+        switch (R->op) {
+        case TGV_PROD: a->f *= v; break;
+        case TGV_MAX: a->f = a->f != a->f ? a->f : v != v || v > a->f ? v : a->f; break;
+        case TGV_MIN: a->f = a->f != a->f ? a->f : v != v || v < a->f ? v : a->f; break;
+        default: a->f += v;
+        }
+    } else {
+        int64_t v = ld_i(p, R->x->dtype);
+        switch (R->op) {
+        case TGV_PROD: a->i = (int64_t)((uint64_t)a->i * (uint64_t)v); break;
+        case TGV_MAX: a->i = v > a->i ? v : a->i; break;
+        case TGV_MIN: a->i = v < a->i ? v : a->i; break;
+        default: a->i = (int64_t)((uint64_t)a->i + (uint64_t)v);
+        }
+    }
+}
+
+typedef struct copyctx {
+    const tgI_arr *src, *dst;
+    const reg *acc;         /* when set: source registers in dtype `from` */
+    tg_dtype from;
+} copyctx;
+
+static void copy_visit(void *ud, int64_t od, int64_t os)
+{
+    copyctx *C = ud;
+    reg v = C->acc ? *(const reg *)((const char *)C->acc + os)
+                   : ld_reg(C->src->data + os, C->src->dtype);
+    tg_dtype from = C->acc ? C->from : C->src->dtype;
+    st_elem(C->dst->data + od, C->dst->dtype, convert(v, from, C->dst->dtype));
+}
+
+/* Write registers (C order over dst's shape, in dtype from) into dst. */
+static void store_regs(const tgI_arr *dst, const reg *acc, tg_dtype from)
+{
+    int64_t rs[TGV_MAXDIM], s = (int64_t)sizeof(reg);
+    for (int d = dst->ndim - 1; d >= 0; d--)
+        rs[d] = s, s *= dst->shape[d];
+    copyctx C = {NULL, dst, acc, from};
+    for_each(dst->ndim, dst->shape, dst->strides, rs, copy_visit, &C);
+}
+
+static void copy_arr(const tgI_arr *dst, const tgI_arr *src)
+{
+    copyctx C = {src, dst, NULL, TG_BOOL};
+    for_each(dst->ndim, dst->shape, dst->strides, src->strides, copy_visit, &C);
+}
+
+static int run_reduce(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
+{
+    const tgV_node *n = &s->g->nodes[v];
+    const tgI_arr *x = &st->vals[n->args[0]], *y = &st->vals[v];
+    int64_t nout = count(y), nred = 1;
+    bool fl = tgV_is_float(x->dtype) || n->op == TGV_MEAN;
+    for (int d = 0; d < x->ndim; d++)
+        if (n->axes & (1u << d))
+            nred *= x->shape[d];
+    if (nred == 0 && nout > 0 && (n->op == TGV_MAX || n->op == TGV_MIN)) {
+        char buf[200];
+        tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "kernels: in %s: %s of an empty axis",
+                tgV_show(n->term, buf, sizeof buf), tgV_op_name(n->op));
+        return -1;
+    }
+    reg *acc = malloc((size_t)(nout ? nout : 1) * sizeof *acc);
+    if (!acc)
+        return tgE_nomem(err), -1;
+    for (int64_t i = 0; i < nout; i++) {
+        if (fl)
+            acc[i].f = n->op == TGV_PROD ? 1 : n->op == TGV_MAX ? -INFINITY
+                     : n->op == TGV_MIN ? INFINITY : 0;
+        else
+            acc[i].i = n->op == TGV_PROD ? 1 : n->op == TGV_MAX ? INT64_MIN
+                     : n->op == TGV_MIN ? INT64_MAX : 0;
+    }
+    /* accumulator offsets: C order over kept axes, 0 on reduced ones */
+    int64_t as[TGV_MAXDIM], stride = (int64_t)sizeof(reg);
+    for (int d = x->ndim - 1; d >= 0; d--) {
+        if (n->axes & (1u << d)) {
+            as[d] = 0;
+        } else {
+            as[d] = stride;
+            stride *= x->shape[d];
+        }
+    }
+    redctx R = {n->op, x, acc, fl};
+    for_each(x->ndim, x->shape, x->strides, as, red_visit, &R);
+    tg_dtype from = fl ? TG_FLOAT64 : TG_INT64;
+    if (n->op == TGV_MEAN)
+        for (int64_t i = 0; i < nout; i++)
+            acc[i].f /= (double)nred;
+    store_regs(y, acc, from);
+    free(acc);
+    return 0;
+}
+
+/* r = alpha*r + beta*c, elementwise (a GEMM whose alpha or beta is 0). */
+typedef struct combctx {
+    const tgI_arr *r, *c;
+    double alpha, beta;
+} combctx;
+
+static void comb_visit(void *ud, int64_t orr, int64_t oc)
+{
+    combctx *X = ud;
+    reg v;
+    v.f = X->alpha * ld_f(X->r->data + orr, X->r->dtype) + X->beta * ld_f(X->c->data + oc, X->c->dtype);
+    st_elem(X->r->data + orr, X->r->dtype, v);
+}
+
+/* A contiguous copy of a (as dtype d), for BLAS; malloc'd. */
+static char *contig_copy(const tgI_arr *a, tg_dtype d, tgI_arr *out)
+{
+    *out = *a;
+    out->dtype = d;
+    c_strides(out);
+    out->data = malloc((size_t)(count(a) ? count(a) : 1) * tgV_dtype_size(d));
+    if (out->data)
+        copy_arr(out, a);
+    return out->data;
+}
+
+/* x as a (rows, cols) matrix: vectors are one row (first operand) or
+ * one column (second). */
+static void as_matrix(const tgI_arr *x, bool first, int64_t *rows, int64_t *cols, int64_t *rs, int64_t *cs)
+{
+    if (x->ndim == 2) {
+        *rows = x->shape[0], *cols = x->shape[1], *rs = x->strides[0], *cs = x->strides[1];
+    } else if (first) {
+        *rows = 1, *cols = x->shape[0], *rs = 0, *cs = x->strides[0];
+    } else {
+        *rows = x->shape[0], *cols = 1, *rs = x->strides[0], *cs = 0;
+    }
+}
+
+/* BLAS can read a matrix with unit stride along one axis and a leading
+ * dimension of at least the other extent. */
+static bool blas_ok(int64_t rows, int64_t cols, int64_t rs, int64_t cs, size_t es, bool *trans, int64_t *ld)
+{
+    if ((cs == (int64_t)es || cols <= 1) && rs % (int64_t)es == 0 && rs / (int64_t)es >= (cols > 1 ? cols : 1)) {
+        *trans = false, *ld = rs / (int64_t)es;
+        return true;
+    }
+    if ((rs == (int64_t)es || rows <= 1) && cs % (int64_t)es == 0 && cs / (int64_t)es >= (rows > 1 ? rows : 1)) {
+        *trans = true, *ld = cs / (int64_t)es;
+        return true;
+    }
+    if (rows <= 1 && cols <= 1) {
+        *trans = false, *ld = 1;
+        return true;
+    }
+    return false;
+}
+
+static int run_dot(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
+{
+    const tgV_node *n = &s->g->nodes[v];
+    const tgI_arr *A = &st->vals[n->args[0]], *B = &st->vals[n->args[1]], *C = &st->vals[v];
+    tg_dtype d = n->dtype;
+    /* a GEMM: alpha and beta are products of scalars, C is first copied
+     * (broadcast) into the result, which the dgemm then updates */
+    double alpha = 1, beta = 0;
+    const tgI_arr *Cin = NULL;
+    tgI_arr cview;
+    if (n->op == TGV_GEMM) {
+        beta = 1;
+        for (int i = 3; i < n->nargs; i++) {
+            const tgI_arr *a = &st->vals[n->args[i]];
+            double x = ld_f(a->data, a->dtype);
+            if (d == TG_FLOAT32)
+                x = (float)x;
+            if (i < 3 + n->nalpha)
+                alpha *= x;
+            else
+                beta *= x;
+        }
+        Cin = &st->vals[n->args[2]];
+        cview = *Cin;
+        cview.ndim = C->ndim;
+        memcpy(cview.shape, C->shape, sizeof cview.shape);
+        loop_strides(Cin, C, cview.strides);
+    }
+    int64_t m, k, k2, nn, ars, acs, brs, bcs;
+    as_matrix(A, true, &m, &k, &ars, &acs);
+    as_matrix(B, false, &k2, &nn, &brs, &bcs);
+    (void)k2;
+    int64_t total = m * nn;
+    reg *acc = NULL;
+    if (!tgV_is_float(d)) {
+        acc = calloc((size_t)(total ? total : 1), sizeof *acc);
+        if (!acc)
+            return tgE_nomem(err), -1;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < nn; j++) {
+                uint64_t sum = 0;
+                for (int64_t p = 0; p < k; p++)
+                    sum += (uint64_t)ld_i(A->data + i * ars + p * acs, A->dtype) *
+                           (uint64_t)ld_i(B->data + p * brs + j * bcs, B->dtype);
+                acc[i * nn + j].i = (int64_t)sum;
+            }
+        store_regs(C, acc, TG_INT64);
+        free(acc);
+        return 0;
+    }
+    size_t es = tgV_dtype_size(d);
+    tgI_arr ta, tb, tc;
+    char *fa = NULL, *fb = NULL, *fc = NULL;
+    bool transa, transb;
+    int64_t lda, ldb;
+    if (A->dtype != d || !blas_ok(m, k, ars, acs, es, &transa, &lda)) {
+        if (!(fa = contig_copy(A, d, &ta)))
+            return tgE_nomem(err), -1;
+        A = &ta;
+        as_matrix(A, true, &m, &k, &ars, &acs);
+        blas_ok(m, k, ars, acs, es, &transa, &lda);
+    }
+    if (B->dtype != d || !blas_ok(k, nn, brs, bcs, es, &transb, &ldb)) {
+        if (!(fb = contig_copy(B, d, &tb))) {
+            free(fa);
+            return tgE_nomem(err), -1;
+        }
+        B = &tb;
+        as_matrix(B, false, &k2, &nn, &brs, &bcs);
+        blas_ok(k, nn, brs, bcs, es, &transb, &ldb);
+    }
+    /* the result: written straight when C-contiguous */
+    char *cd = C->data;
+    if (!is_c_contig(C)) {
+        tc = *C;
+        c_strides(&tc);
+        if (!(fc = cd = malloc((size_t)(total ? total : 1) * es))) {
+            free(fa), free(fb);
+            return tgE_nomem(err), -1;
+        }
+        tc.data = fc;
+    }
+    /* BLAS skips A*B when alpha is 0 and C when beta is 0, losing NaN
+     * and inf there: then the product is taken alone and combined after */
+    bool split = Cin && (alpha == 0 || beta == 0);
+    double a0 = alpha, b0 = beta;
+    if (split)
+        alpha = 1, beta = 0;
+    else if (Cin)
+        copy_arr(fc ? &tc : C, &cview);
+    if (total > 0) {
+        int ldc = (int)(nn > 1 ? nn : 1);
+        if (d == TG_FLOAT64)
+            cblas_dgemm(CblasRowMajor, transa ? CblasTrans : CblasNoTrans, transb ? CblasTrans : CblasNoTrans,
+                        (int)m, (int)nn, (int)k, alpha, (const double *)A->data, (int)lda,
+                        (const double *)B->data, (int)ldb, beta, (double *)cd, ldc);
+        else
+            cblas_sgemm(CblasRowMajor, transa ? CblasTrans : CblasNoTrans, transb ? CblasTrans : CblasNoTrans,
+                        (int)m, (int)nn, (int)k, (float)alpha, (const float *)A->data, (int)lda,
+                        (const float *)B->data, (int)ldb, (float)beta, (float *)cd, ldc);
+    }
+    if (split) {
+        combctx X = {fc ? &tc : C, &cview, a0, b0};
+        const tgI_arr *R = X.r;
+        for_each(R->ndim, R->shape, R->strides, cview.strides, comb_visit, &X);
+    }
+    if (fc)
+        copy_arr(C, &tc);
+    free(fa), free(fb), free(fc);
+    return 0;
+}
+
+static void run_view(const tgH_sched *s, tgI_state *st, int v)
+{
+    const tgV_node *n = &s->g->nodes[v];
+    const tgI_arr *x = &st->vals[n->args[0]];
+    tgI_arr *y = &st->vals[v];
+    y->data = x->data;
+    for (int d = 0; d < n->ndim; d++) {
+        int p = n->perm[d];
+        y->strides[d] = p < 0 ? 0 : x->strides[p];
+    }
+}
+
+static int run_reshape(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
+{
+    const tgV_node *n = &s->g->nodes[v];
+    const tgI_arr *x = &st->vals[n->args[0]];
+    tgI_arr *y = &st->vals[v];
+    if (count(x) != count(y)) {
+        char buf[200], a[100], b[100];
+        tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "kernels: in %s: cannot reshape %s to %s",
+                tgV_show(n->term, buf, sizeof buf), shape_str(x, a, sizeof a), shape_str(y, b, sizeof b));
+        return -1;
+    }
+    if (is_c_contig(x)) {
+        y->data = x->data;
+        c_strides(y);
+        return 0;
+    }
+    /* copy in C order: view the slot with x's shape, copy, then reshape */
+    tgI_arr tmp = *x;
+    tmp.data = y->data;
+    c_strides(&tmp);
+    copy_arr(&tmp, x);
+    c_strides(y);
+    return 0;
+}
+
+/* ---- the run ---------------------------------------------------------------- */
+
+/* Block registers of each loop's members: a register is reused once the
+ * member it holds has had its last use inside the loop, so a long chain
+ * needs two, not one per node.  Inputs hold registers 0 .. nins-1. */
+static size_t alloc_regs(const tgH_sched *s, int *regof, int *lastuse, int *freel, int *stamp)
+{
+    const tgV_graph *g = s->g;
+    size_t maxreg = 0;
+    for (int k = 0; k < s->nsteps; k++) {
+        const tgH_step *step = &s->steps[k];
+        if (step->kind != TGH_LOOP)
+            continue;
+        for (int j = 0; j < step->nnodes; j++)
+            stamp[step->nodes[j]] = k;
+        for (int j = 0; j < step->nnodes; j++) {
+            const tgV_node *n = &g->nodes[step->nodes[j]];
+            for (int i = 0; i < n->nargs; i++)
+                lastuse[n->args[i]] = j;
+        }
+        int nfree = 0, top = step->nins;
+        for (int j = 0; j < step->nnodes; j++) {
+            int v = step->nodes[j];
+            regof[v] = nfree ? freel[--nfree] : top++;
+            /* an argument whose last use is here gives its register back
+             * after this node, which may read it while writing its own */
+            const tgV_node *n = &g->nodes[v];
+            for (int i = 0; i < n->nargs; i++) {
+                int a = n->args[i];
+                if (stamp[a] == k && lastuse[a] == j) {
+                    freel[nfree++] = regof[a];
+                    lastuse[a] = -1;    /* a repeated argument frees once */
+                }
+            }
+        }
+        if ((size_t)top > maxreg)
+            maxreg = (size_t)top;
+    }
+    return maxreg;
+}
+
+int tgI_init(tgI_state *st, const tgH_sched *s)
+{
+    const tgV_graph *g = s->g;
+    memset(st, 0, sizeof *st);
+    st->regof = malloc(((size_t)g->n + 1) * sizeof *st->regof);
+    int *lastuse = malloc(((size_t)g->n + 1) * sizeof *lastuse);
+    int *freel = malloc(((size_t)g->n + 1) * sizeof *freel);
+    int *stamp = malloc(((size_t)g->n + 1) * sizeof *stamp);
+    size_t maxreg = 0;
+    if (st->regof && lastuse && freel && stamp) {
+        for (int v = 0; v < g->n; v++)
+            st->regof[v] = stamp[v] = -1;
+        maxreg = alloc_regs(s, st->regof, lastuse, freel, stamp);
+    }
+    free(lastuse);
+    free(freel);
+    free(stamp);
+    st->nregs = maxreg;
+    st->nslots = s->nslots;
+    st->vals = calloc((size_t)g->n + 1, sizeof *st->vals);
+    st->symv = calloc(2 * (size_t)g->nsyms + 1, sizeof *st->symv);   /* values, then a copy */
+    st->slots = calloc((size_t)s->nslots + 1, sizeof *st->slots);
+    st->slotcap = calloc((size_t)s->nslots + 1, sizeof *st->slotcap);
+    st->slotneed = calloc((size_t)s->nslots + 1, sizeof *st->slotneed);
+    st->regs = malloc((maxreg + 2) * TGI_BLOCK * sizeof(reg));
+    st->consts = calloc((size_t)g->n + 1, sizeof *st->consts);
+    st->pos = malloc(((size_t)g->n + 1) * sizeof *st->pos);
+    if (!st->pos || !st->regof || !st->vals || !st->symv || !st->slots || !st->slotcap || !st->slotneed ||
+        !st->regs || !st->consts) {
+        tgI_free(st);
+        return -1;
+    }
+    return 0;
+}
+
+void tgI_free(tgI_state *st)
+{
+    for (int i = 0; st->slots && i < st->nslots; i++)
+        free(st->slots[i]);
+    free(st->vals), free(st->symv), free(st->slots), free(st->slotcap);
+    free(st->slotneed), free(st->regs), free(st->consts), free(st->regof), free(st->kern);
+    free(st->pos);
+    memset(st, 0, sizeof *st);
+}
+
+/* Shapes of all nodes, and output arrays (allocated when asked). */
+static int prepare(const tgH_sched *s, tgI_state *st, tg_array *out, unsigned char *owned, tg_error *err)
+{
+    const tgV_graph *g = s->g;
+    for (int v = 0; v < g->n; v++) {
+        const tgV_node *n = &g->nodes[v];
+        tgI_arr *a = &st->vals[v];
+        if (n->op == TGV_INPUT)
+            continue;
+        a->dtype = n->dtype, a->ndim = n->ndim, a->data = NULL;
+        for (int d = 0; d < n->ndim; d++)
+            a->shape[d] = conc(st, n->shape[d]);
+        c_strides(a);
+        if (n->op == TGV_CONST) {
+            reg r;
+            if (tgV_is_float(n->dtype))
+                r.f = n->value.f;
+            else
+                r.i = n->value.i;
+            a->data = (char *)&st->consts[v];
+            st_elem(a->data, n->dtype, r);
+        }
+    }
+    for (int i = 0; i < g->noutputs; i++) {
+        const tgI_arr *a = &st->vals[g->outputs[i]];
+        tg_array *o = &out[i];
+        if (!o->data) {
+            size_t bytes = (size_t)count(a) * tgV_dtype_size(a->dtype);
+            if (!(o->data = malloc(bytes ? bytes : 1)))
+                return tgE_nomem(err), -1;
+            owned[i] = 1;
+            o->dtype = a->dtype, o->ndim = a->ndim;
+            memset(o->shape, 0, sizeof o->shape), memset(o->strides, 0, sizeof o->strides);
+            memcpy(o->shape, a->shape, (size_t)a->ndim * sizeof *a->shape);
+            memcpy(o->strides, a->strides, (size_t)a->ndim * sizeof *a->strides);
+            continue;
+        }
+        bool ok = o->dtype == a->dtype && o->ndim == a->ndim;
+        for (int d = 0; ok && d < a->ndim; d++)
+            ok = o->shape[d] == a->shape[d];
+        if (!ok) {
+            char want[120], got[120];
+            tgI_arr tmp = {.ndim = o->ndim < 0 || o->ndim > TGV_MAXDIM ? 0 : o->ndim};
+            memcpy(tmp.shape, o->shape, sizeof tmp.shape);
+            tgE_set(err, TG_ERR_RANGE, NULL, 0, 0,
+                    "kernels: output %d: expected %s %s, got %s %s", i, tgV_dtype_name(a->dtype),
+                    shape_str(a, want, sizeof want), tgV_dtype_name(o->dtype),
+                    shape_str(&tmp, got, sizeof got));
+            return -1;
+        }
+    }
+    /* computed outputs write straight into the output arrays */
+    for (int v = 0; v < g->n; v++) {
+        int i = s->output[v];
+        tgV_op op = g->nodes[v].op;
+        if (i < 0 || op == TGV_INPUT || op == TGV_CONST || op == TGV_TRANSPOSE ||
+            op == TGV_DIMSHUFFLE || op == TGV_RESHAPE)
+            continue;
+        tgI_arr *a = &st->vals[v];
+        a->data = out[i].data;
+        memcpy(a->strides, out[i].strides, (size_t)a->ndim * sizeof *a->strides);
+    }
+    /* the workspace */
+    memset(st->slotneed, 0, (size_t)s->nslots * sizeof *st->slotneed);
+    for (int v = 0; v < g->n; v++)
+        if (s->slot[v] >= 0) {
+            size_t b = (size_t)count(&st->vals[v]) * tgV_dtype_size(g->nodes[v].dtype);
+            if (b > st->slotneed[s->slot[v]])
+                st->slotneed[s->slot[v]] = b;
+        }
+    for (int k = 0; k < s->nslots; k++)
+        if (st->slotneed[k] > st->slotcap[k] || !st->slots[k]) {
+            size_t want = st->slotneed[k] ? st->slotneed[k] : 8;
+            char *p = realloc(st->slots[k], want);
+            if (!p)
+                return tgE_nomem(err), -1;
+            st->slots[k] = p, st->slotcap[k] = want;
+        }
+    for (int v = 0; v < g->n; v++)
+        if (s->slot[v] >= 0 && !st->vals[v].data)
+            st->vals[v].data = st->slots[s->slot[v]];
+    return 0;
+}
+
+int tgI_run(const tgH_sched *s, tgI_state *st, const tg_array *in, tg_array *out, tg_error *err)
+{
+    const tgV_graph *g = s->g;
+    unsigned char owned[g->noutputs > 0 ? g->noutputs : 1];
+    memset(owned, 0, sizeof owned);
+    int *pos = st->pos;
+    int rc = -1;
+    if (bind_inputs(s, st, in, err) < 0 || prepare(s, st, out, owned, err) < 0)
+        goto done;
+    for (int k = 0; k < s->nsteps; k++) {
+        const tgH_step *step = &s->steps[k];
+        int v = step->node;
+        switch (step->kind) {
+        case TGH_LOOP:
+            for (int j = 0; j < step->nouts; j++) {
+                int w = step->outs[j], a = s->inplace[w];
+                /* a donated input: reuse its memory when laid out as ours */
+                if (a >= 0 && s->output[w] < 0 && is_c_contig(&st->vals[a]))
+                    st->vals[w].data = st->vals[a].data;
+            }
+            if (st->kern && st->kern[k])
+                run_native(st, step, st->kern[k]);
+            else
+                run_loop(s, st, step, pos);
+            break;
+        case TGH_REDUCE:
+            if (run_reduce(s, st, v, err) < 0)
+                goto done;
+            break;
+        case TGH_DOT:
+        case TGH_GEMM:
+            if (run_dot(s, st, v, err) < 0)
+                goto done;
+            break;
+        case TGH_VIEW:
+            run_view(s, st, v);
+            break;
+        case TGH_RESHAPE:
+            if (run_reshape(s, st, v, err) < 0)
+                goto done;
+            break;
+        }
+    }
+    for (int i = 0; i < g->noutputs; i++) {
+        const tgI_arr *a = &st->vals[g->outputs[i]];
+        if (a->data == out[i].data)
+            continue;
+        tgI_arr o = {out[i].dtype, out[i].ndim, {0}, {0}, out[i].data};
+        memcpy(o.shape, out[i].shape, sizeof o.shape);
+        memcpy(o.strides, out[i].strides, sizeof o.strides);
+        copy_arr(&o, a);
+    }
+    rc = 0;
+done:
+    if (rc < 0)
+        for (int i = 0; i < g->noutputs; i++)
+            if (owned[i]) {
+                free(out[i].data);
+                out[i].data = NULL;
+            }
+    return rc;
+}

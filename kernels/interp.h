@@ -1,0 +1,40 @@
+/* interp.h - the built-in interpreter of schedules (module prefix tgI_):
+ * binds symbolic sizes from the call's arrays, plans the workspace and
+ * runs fused loops block by block.  See doc/kernels.md. */
+#ifndef TG_KERNELS_INTERP_H
+#define TG_KERNELS_INTERP_H
+
+#include "codegen.h"
+
+/* A value at run time: like tg_array (strides in bytes). */
+typedef struct tgI_arr {
+    tg_dtype dtype;
+    int ndim;
+    int64_t shape[TGV_MAXDIM];
+    int64_t strides[TGV_MAXDIM];
+    char *data;
+} tgI_arr;
+
+/* What a function keeps between calls (malloc'd memory, never terms). */
+typedef struct tgI_state {
+    tgI_arr *vals;          /* per node */
+    int64_t *symv;          /* per size class */
+    char **slots;           /* workspace slots and their capacities */
+    size_t *slotcap;
+    size_t *slotneed;
+    int nslots;
+    double *regs;           /* loop block registers */
+    size_t nregs;
+    int *regof;             /* per loop member: its block register */
+    int64_t *consts;        /* per node: storage of a constant's value */
+    int *pos;               /* per node: register of the loop running */
+    tgJ_loop_fn *kern;      /* per step: compiled loop, or NULL */
+} tgI_state;
+
+int tgI_init(tgI_state *st, const tgH_sched *s);
+void tgI_free(tgI_state *st);
+/* Run s on the inputs, writing the outputs (allocating those with NULL
+ * data); 0 or -1 with err filled. */
+int tgI_run(const tgH_sched *s, tgI_state *st, const tg_array *in, tg_array *out, tg_error *err);
+
+#endif

@@ -1,0 +1,781 @@
+/* tensor.c - from tensor terms to the typed graph (module prefix tgV_):
+ * op lookup, dtype promotion, broadcasting with symbolic sizes kept in a
+ * union-find, and the compile-time errors that name the subterm. */
+#include "config.h"
+
+#include <gc/gc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "tensor.h"
+
+/* What an op looks like as a term: arity bounds (max -1: any) and which
+ * arguments are tensors (from tlo, up to thi or the end when thi is -1). */
+typedef struct opinfo {
+    const char *name;
+    tgV_op op;
+    int min, max, tlo, thi;
+} opinfo;
+
+static const opinfo ops[] = {
+    {"add", TGV_ADD, 1, -1, 0, -1}, {"sub", TGV_SUB, 2, 2, 0, -1},
+    {"mul", TGV_MUL, 1, -1, 0, -1}, {"true_div", TGV_DIV, 2, 2, 0, -1},
+    {"neg", TGV_NEG, 1, 1, 0, -1}, {"pow", TGV_POW, 2, 2, 0, -1},
+    {"exp", TGV_EXP, 1, 1, 0, -1}, {"log", TGV_LOG, 1, 1, 0, -1},
+    {"log1p", TGV_LOG1P, 1, 1, 0, -1}, {"sqrt", TGV_SQRT, 1, 1, 0, -1},
+    {"sin", TGV_SIN, 1, 1, 0, -1}, {"cos", TGV_COS, 1, 1, 0, -1},
+    {"tanh", TGV_TANH, 1, 1, 0, -1}, {"sigmoid", TGV_SIGMOID, 1, 1, 0, -1},
+    {"abs", TGV_ABS, 1, 1, 0, -1}, {"maximum", TGV_MAXIMUM, 2, 2, 0, -1},
+    {"minimum", TGV_MINIMUM, 2, 2, 0, -1},
+    {"lt", TGV_LT, 2, 2, 0, -1}, {"le", TGV_LE, 2, 2, 0, -1},
+    {"gt", TGV_GT, 2, 2, 0, -1}, {"ge", TGV_GE, 2, 2, 0, -1},
+    {"eq", TGV_EQ, 2, 2, 0, -1}, {"neq", TGV_NEQ, 2, 2, 0, -1},
+    {"switch", TGV_SWITCH, 3, 3, 0, -1}, {"cast", TGV_CAST, 2, 2, 1, 1},
+    {"alloc", TGV_ALLOC, 1, 1 + TGV_MAXDIM, 0, 0},
+    {"sum", TGV_SUM, 1, 2, 0, 0}, {"prod", TGV_PROD, 1, 2, 0, 0},
+    {"max", TGV_MAX, 1, 2, 0, 0}, {"min", TGV_MIN, 1, 2, 0, 0},
+    {"mean", TGV_MEAN, 1, 2, 0, 0}, {"dot", TGV_DOT, 2, 2, 0, -1},
+    {"transpose", TGV_TRANSPOSE, 1, 2, 0, 0}, {"dimshuffle", TGV_DIMSHUFFLE, 2, 2, 0, 0},
+    {"reshape", TGV_RESHAPE, 2, 2, 0, 0},
+};
+
+static const char *const dtype_names[] = {"bool", "int32", "int64", "float32", "float64"};
+
+const char *tgV_dtype_name(tg_dtype d) { return (unsigned)d < 5 ? dtype_names[d] : "?"; }
+
+size_t tgV_dtype_size(tg_dtype d)
+{
+    static const size_t sz[] = {1, 4, 8, 4, 8};
+    return sz[d];
+}
+
+bool tgV_is_float(tg_dtype d) { return d == TG_FLOAT32 || d == TG_FLOAT64; }
+
+bool tgV_elementwise(tgV_op op) { return op >= TGV_ADD && op <= TGV_ALLOC; }
+
+const char *tgV_op_name(tgV_op op)
+{
+    if (op == TGV_INPUT)
+        return "input";
+    if (op == TGV_CONST)
+        return "const";
+    if (op == TGV_GEMM)
+        return "gemm";
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+        if (ops[i].op == op)
+            return ops[i].name;
+    return "?";
+}
+
+const char *tgV_show(const tg_term *t, char *buf, size_t size)
+{
+    char *p = tg_print(t, NULL);
+    if (!p) {
+        snprintf(buf, size, "?");
+        return buf;
+    }
+    if (strlen(p) >= size && size > 4)
+        snprintf(buf, size, "%.*s...", (int)(size - 4), p);
+    else
+        snprintf(buf, size, "%s", p);
+    free(p);
+    return buf;
+}
+
+/* ---- building state --------------------------------------------------- */
+
+typedef struct builder {
+    tgV_graph *g;
+    tg_term **keys;         /* term -> node map, open addressing */
+    int *vals;
+    size_t mcap;
+    tg_error *err;
+    char buf[200];
+} builder;
+
+static const char *show(builder *b, const tg_term *t) { return tgV_show(t, b->buf, sizeof b->buf); }
+
+static int fail(builder *b, const tg_term *t, const char *what)
+{
+    tgE_set(b->err, TG_ERR_TYPE, NULL, 0, 0, "kernels: in %s: %s", show(b, t), what);
+    return -1;
+}
+
+static int map_get(const builder *b, const tg_term *t)
+{
+    size_t i = tg_hash(t) & (b->mcap - 1);
+    for (; b->keys[i]; i = (i + 1) & (b->mcap - 1))
+        if (b->keys[i] == t)
+            return b->vals[i];
+    return -1;
+}
+
+static int map_put(builder *b, tg_term *t, int v)
+{
+    if (2 * (size_t)(b->g->n + 1) >= b->mcap) {
+        size_t ncap = b->mcap * 2;
+        tg_term **nk = GC_MALLOC(ncap * sizeof *nk);
+        int *nv = GC_MALLOC_ATOMIC(ncap * sizeof *nv);
+        if (!nk || !nv)
+            return tgE_nomem(b->err), -1;
+        tg_term **ok = b->keys;
+        int *ov = b->vals;
+        size_t ocap = b->mcap;
+        b->keys = nk, b->vals = nv, b->mcap = ncap;
+        for (size_t i = 0; i < ocap; i++)
+            if (ok[i])
+                map_put(b, ok[i], ov[i]);
+    }
+    size_t i = tg_hash(t) & (b->mcap - 1);
+    while (b->keys[i])
+        i = (i + 1) & (b->mcap - 1);
+    b->keys[i] = t, b->vals[i] = v;
+    return 0;
+}
+
+/* A new node for t (zeroed), or NULL when out of memory. */
+static tgV_node *new_node(builder *b, tg_term *t, tgV_op op)
+{
+    tgV_graph *g = b->g;
+    if (g->n == g->cap) {
+        int ncap = g->cap ? 2 * g->cap : 64;
+        tgV_node *nn = GC_MALLOC((size_t)ncap * sizeof *nn);
+        if (!nn)
+            return tgE_nomem(b->err), NULL;
+        if (g->n)
+            memcpy(nn, g->nodes, (size_t)g->n * sizeof *nn);
+        g->nodes = nn, g->cap = ncap;
+    }
+    if (map_put(b, t, g->n) < 0)
+        return NULL;
+    tgV_node *n = &g->nodes[g->n++];
+    memset(n, 0, sizeof *n);
+    n->term = t, n->op = op;
+    return n;
+}
+
+/* ---- sizes --------------------------------------------------------------- */
+
+static int uf_find(const tgV_graph *g, int k)
+{
+    while (g->uf[k] != k)
+        k = g->uf[k];
+    return k;
+}
+
+tgV_size tgV_canon(const tgV_graph *g, tgV_size s)
+{
+    if (s >= 0)
+        return s;
+    int r = uf_find(g, (int)(-s - 1));
+    return g->symval[r] >= 0 ? g->symval[r] : -(tgV_size)r - 1;
+}
+
+/* The size named by term t: an integer >= 0 or a symbol. */
+static int size_of(builder *b, tg_term *ctx_term, tg_term *t, tgV_size *out)
+{
+    tgV_graph *g = b->g;
+    int64_t v;
+    if (tg_kind_of(t) == TG_INT) {
+        if (tg_int_get(t, &v) < 0 || v < 0)
+            return fail(b, ctx_term, "a size must be a non-negative integer or a symbol");
+        *out = v;
+        return 0;
+    }
+    if (tg_kind_of(t) != TG_SYMBOL)
+        return fail(b, ctx_term, "a size must be a non-negative integer or a symbol");
+    for (int k = 0; k < g->nsyms; k++)
+        if (g->syms[k] == t) {
+            *out = tgV_canon(g, -(tgV_size)k - 1);
+            return 0;
+        }
+    if (g->nsyms == g->symcap) {
+        int nc = g->symcap ? 2 * g->symcap : 16;
+        tg_term **ns = GC_MALLOC((size_t)nc * sizeof *ns);
+        int *nu = GC_MALLOC_ATOMIC((size_t)nc * sizeof *nu);
+        int64_t *nv = GC_MALLOC_ATOMIC((size_t)nc * sizeof *nv);
+        if (!ns || !nu || !nv)
+            return tgE_nomem(b->err), -1;
+        if (g->nsyms) {
+            memcpy(ns, g->syms, (size_t)g->nsyms * sizeof *ns);
+            memcpy(nu, g->uf, (size_t)g->nsyms * sizeof *nu);
+            memcpy(nv, g->symval, (size_t)g->nsyms * sizeof *nv);
+        }
+        g->syms = ns, g->uf = nu, g->symval = nv, g->symcap = nc;
+    }
+    int k = g->nsyms++;
+    g->syms[k] = t, g->uf[k] = k, g->symval[k] = -1;
+    *out = -(tgV_size)k - 1;
+    return 0;
+}
+
+static void size_text(const tgV_graph *g, tgV_size s, char *buf, size_t n)
+{
+    s = tgV_canon(g, s);
+    if (s >= 0) {
+        snprintf(buf, n, "%lld", (long long)s);
+    } else {
+        size_t len;
+        const char *name = tg_symbol_name(g->syms[-s - 1], &len);
+        snprintf(buf, n, "%.*s", (int)len, name);
+    }
+}
+
+/* "(3 n)" */
+static const char *shape_text(const tgV_graph *g, int ndim, const tgV_size *sh, char *buf, size_t n)
+{
+    size_t o = 0;
+    buf[o++] = '(';
+    for (int i = 0; i < ndim && o + 24 < n; i++) {
+        char one[64];
+        size_text(g, sh[i], one, sizeof one);
+        o += (size_t)snprintf(buf + o, n - o, "%s%s", i ? " " : "", one);
+    }
+    snprintf(buf + o, n - o, ")");
+    return buf;
+}
+
+/* Record that sizes a and b are equal; an error at t when they are two
+ * different static sizes. */
+static int unify(builder *b, tg_term *t, tgV_size a, tgV_size c, const char *what)
+{
+    tgV_graph *g = b->g;
+    a = tgV_canon(g, a), c = tgV_canon(g, c);
+    if (a == c)
+        return 0;
+    if (a >= 0 && c >= 0) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "%s: size %lld does not match size %lld", what, (long long)a,
+                 (long long)c);
+        return fail(b, t, msg);
+    }
+    if (a >= 0)
+        g->symval[-c - 1] = a;
+    else if (c >= 0)
+        g->symval[-a - 1] = c;
+    else
+        g->uf[-c - 1] = (int)(-a - 1);
+    return 0;
+}
+
+/* Broadcast shape s (ndim k) into the running result r (ndim *rn). */
+static int broadcast(builder *b, tg_term *t, tgV_size *r, int *rn, const tgV_size *s, int k)
+{
+    tgV_graph *g = b->g;
+    if (k > *rn) {
+        memmove(r + (k - *rn), r, (size_t)*rn * sizeof *r);
+        for (int i = 0; i < k - *rn; i++)
+            r[i] = 1;
+        *rn = k;
+    }
+    for (int i = 0; i < k; i++) {
+        tgV_size *d = &r[*rn - k + i];
+        tgV_size x = tgV_canon(g, *d), y = tgV_canon(g, s[i]);
+        if (x == y || y == 1)
+            continue;
+        if (x == 1) {
+            *d = y;
+            continue;
+        }
+        if (x >= 0 && y >= 0) {
+            char msg[300], sa[120], sb[120];
+            snprintf(msg, sizeof msg, "shapes %s and %s do not broadcast",
+                     shape_text(g, *rn, r, sa, sizeof sa), shape_text(g, k, s, sb, sizeof sb));
+            return fail(b, t, msg);
+        }
+        if (unify(b, t, x, y, "broadcasting") < 0)
+            return -1;
+        *d = tgV_canon(g, x);
+    }
+    return 0;
+}
+
+/* ---- dtypes ------------------------------------------------------------ */
+
+static int parse_dtype(tg_term *t, tg_dtype *out)
+{
+    size_t len;
+    const char *s = tg_symbol_name(t, &len);
+    if (!s)
+        return -1;
+    for (int i = 0; i < 5; i++)
+        if (strlen(dtype_names[i]) == len && memcmp(s, dtype_names[i], len) == 0)
+            return *out = (tg_dtype)i, 0;
+    return -1;
+}
+
+static tg_dtype promote2(tg_dtype a, tg_dtype c)
+{
+    bool fa = tgV_is_float(a), fc = tgV_is_float(c);
+    if (fa == fc)
+        return a > c ? a : c;
+    tg_dtype f = fa ? a : c, i = fa ? c : a;
+    return f == TG_FLOAT32 && i == TG_BOOL ? TG_FLOAT32 : TG_FLOAT64;
+}
+
+/* The promoted dtype of a node's tensor arguments from..to-1: weak
+ * literals only decide the kind (integer / float) unless all are weak. */
+static tg_dtype promote(const tgV_graph *g, const tgV_node *n, int from, int to, bool *weak)
+{
+    bool any_strong = false, weak_float = false;
+    tg_dtype s = TG_BOOL, w = TG_BOOL;
+    for (int i = from; i < to; i++) {
+        const tgV_node *a = &g->nodes[n->args[i]];
+        if (a->weak) {
+            w = promote2(w, a->dtype);
+            weak_float |= tgV_is_float(a->dtype);
+        } else {
+            s = any_strong ? promote2(s, a->dtype) : a->dtype;
+            any_strong = true;
+        }
+    }
+    *weak = !any_strong;
+    if (!any_strong)
+        return w;
+    if (weak_float && !tgV_is_float(s))
+        return TG_FLOAT64;
+    if (w != TG_BOOL && s == TG_BOOL)
+        return TG_INT64;
+    return s;
+}
+
+/* ---- node typing ------------------------------------------------------- */
+
+static int type_elementwise(builder *b, tgV_node *n, tg_term **argt)
+{
+    tgV_graph *g = b->g;
+    bool weak;
+    int first = n->op == TGV_SWITCH ? 1 : 0;
+    tg_dtype p = promote(g, n, first, n->nargs, &weak);
+    n->weak = weak;
+    n->cdt = p;
+    switch (n->op) {
+    case TGV_ADD: case TGV_SUB: case TGV_MUL: case TGV_NEG: case TGV_POW:
+        n->dtype = p == TG_BOOL ? TG_INT64 : p;
+        break;
+    case TGV_DIV: case TGV_EXP: case TGV_LOG: case TGV_LOG1P: case TGV_SQRT:
+    case TGV_SIN: case TGV_COS: case TGV_TANH: case TGV_SIGMOID:
+        n->dtype = tgV_is_float(p) ? p : TG_FLOAT64;
+        break;
+    case TGV_LT: case TGV_LE: case TGV_GT: case TGV_GE: case TGV_EQ: case TGV_NEQ:
+        n->dtype = TG_BOOL;
+        break;
+    case TGV_CAST:
+        if (parse_dtype(argt[0], &n->dtype) < 0)
+            return fail(b, n->term, "cast needs a dtype: float64 float32 int64 int32 bool");
+        n->weak = false;
+        break;
+    default:
+        n->dtype = p;
+    }
+    if (n->op < TGV_LT || n->op > TGV_NEQ)
+        n->cdt = n->dtype;
+    for (int i = 0; i < n->nargs; i++) {
+        tgV_node *a = &g->nodes[n->args[i]];
+        if (broadcast(b, n->term, n->shape, &n->ndim, a->shape, a->ndim) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int type_alloc(builder *b, tgV_node *n, tg_term **argt, int nt)
+{
+    tgV_node *v = &b->g->nodes[n->args[0]];
+    n->dtype = n->cdt = v->dtype, n->weak = false;
+    n->ndim = nt - 1;
+    for (int i = 1; i < nt; i++)
+        if (size_of(b, n->term, argt[i], &n->shape[i - 1]) < 0)
+            return -1;
+    tgV_size tmp[TGV_MAXDIM];
+    int tn = n->ndim;
+    memcpy(tmp, n->shape, sizeof tmp);
+    if (v->ndim > n->ndim)
+        return fail(b, n->term, "the value has more axes than the shape");
+    return broadcast(b, n->term, tmp, &tn, v->shape, v->ndim);
+}
+
+/* Axis list (AXIS ...) of a reduction or transpose into a mask. */
+static int axes_of(builder *b, tgV_node *n, tg_term *list, int ndim, int8_t *order, int *count)
+{
+    tg_iter it;
+    tg_term *e;
+    uint32_t mask = 0;
+    int k = 0;
+    if (tg_kind_of(list) != TG_PAIR && tg_kind_of(list) != TG_NIL)
+        return fail(b, n->term, "expected a list of axes");
+    tg_iter_init(&it, list);
+    while ((e = tg_iter_next(&it))) {
+        int64_t a;
+        if (tg_kind_of(e) != TG_INT || tg_int_get(e, &a) < 0 || a < -ndim || a >= ndim)
+            return fail(b, n->term, "an axis is out of range");
+        if (a < 0)
+            a += ndim;
+        if (mask & (1u << a))
+            return fail(b, n->term, "an axis is repeated");
+        mask |= 1u << a;
+        if (order)
+            order[k] = (int8_t)a;
+        k++;
+    }
+    n->axes = mask;
+    if (count)
+        *count = k;
+    return 0;
+}
+
+static int type_reduce(builder *b, tgV_node *n, tg_term **argt, int nt)
+{
+    tgV_node *x = &b->g->nodes[n->args[0]];
+    if (nt == 2) {
+        if (axes_of(b, n, argt[1], x->ndim, NULL, NULL) < 0)
+            return -1;
+    } else {
+        n->axes = x->ndim ? (uint32_t)((1ull << x->ndim) - 1) : 0;
+    }
+    tg_dtype d = x->dtype;
+    if (n->op == TGV_SUM || n->op == TGV_PROD)
+        n->dtype = d == TG_BOOL || d == TG_INT32 ? TG_INT64 : d;
+    else if (n->op == TGV_MEAN)
+        n->dtype = tgV_is_float(d) ? d : TG_FLOAT64;
+    else
+        n->dtype = d;
+    n->weak = x->weak;
+    for (int i = 0; i < x->ndim; i++)
+        if (!(n->axes & (1u << i)))
+            n->shape[n->ndim++] = x->shape[i];
+    return 0;
+}
+
+static int type_dot(builder *b, tgV_node *n)
+{
+    tgV_graph *g = b->g;
+    tgV_node *x = &g->nodes[n->args[0]], *y = &g->nodes[n->args[1]];
+    bool weak;
+    if (x->ndim < 1 || x->ndim > 2 || y->ndim < 1 || y->ndim > 2)
+        return fail(b, n->term, "dot takes vectors and matrices");
+    tg_dtype p = promote(g, n, 0, 2, &weak);
+    n->dtype = p == TG_BOOL ? TG_INT64 : p;
+    if (unify(b, n->term, x->shape[x->ndim - 1], y->shape[0], "dot") < 0)
+        return -1;
+    if (x->ndim == 2)
+        n->shape[n->ndim++] = x->shape[0];
+    if (y->ndim == 2)
+        n->shape[n->ndim++] = y->shape[1];
+    return 0;
+}
+
+static int type_layout(builder *b, tgV_node *n, tg_term **argt, int nt)
+{
+    tgV_graph *g = b->g;
+    tgV_node *x = &g->nodes[n->args[0]];
+    n->dtype = x->dtype, n->weak = x->weak;
+    if (n->op == TGV_TRANSPOSE) {
+        int k = x->ndim;
+        n->ndim = x->ndim;
+        if (nt == 2) {
+            if (axes_of(b, n, argt[1], x->ndim, n->perm, &k) < 0)
+                return -1;
+            if (k != x->ndim)
+                return fail(b, n->term, "the permutation must name every axis once");
+        } else {
+            for (int i = 0; i < k; i++)
+                n->perm[i] = k - 1 - i;
+        }
+        for (int i = 0; i < k; i++)
+            n->shape[i] = x->shape[n->perm[i]];
+        return 0;
+    }
+    if (n->op == TGV_DIMSHUFFLE) {
+        tg_iter it;
+        tg_term *e;
+        uint32_t used = 0;
+        tg_iter_init(&it, argt[1]);
+        while ((e = tg_iter_next(&it))) {
+            int64_t a;
+            size_t len;
+            const char *s = tg_symbol_name(e, &len);
+            if (n->ndim == TGV_MAXDIM)
+                return fail(b, n->term, "too many axes");
+            if (s && len == 1 && s[0] == 'x') {
+                n->perm[n->ndim] = -1;
+                n->shape[n->ndim++] = 1;
+                continue;
+            }
+            if (tg_kind_of(e) != TG_INT || tg_int_get(e, &a) < 0 || a < 0 || a >= x->ndim ||
+                (used & (1u << a)))
+                return fail(b, n->term, "a dimshuffle pattern holds axes (each once) and x");
+            used |= 1u << a;
+            n->perm[n->ndim] = (int8_t)a;
+            n->shape[n->ndim++] = x->shape[a];
+        }
+        for (int i = 0; i < x->ndim; i++)
+            if (!(used & (1u << i)) && tgV_canon(g, x->shape[i]) != 1)
+                return fail(b, n->term, "dimshuffle can only drop axes of static size 1");
+        return 0;
+    }
+    /* reshape */
+    tg_iter it;
+    tg_term *e;
+    if (tg_kind_of(argt[1]) != TG_PAIR && tg_kind_of(argt[1]) != TG_NIL)
+        return fail(b, n->term, "reshape needs a list of sizes");
+    tg_iter_init(&it, argt[1]);
+    while ((e = tg_iter_next(&it))) {
+        if (n->ndim == TGV_MAXDIM)
+            return fail(b, n->term, "too many axes");
+        if (size_of(b, n->term, e, &n->shape[n->ndim++]) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- leaves ------------------------------------------------------------- */
+
+static int make_const(builder *b, tg_term *t, tg_dtype d, tg_term *v, bool weak)
+{
+    tgV_node *n = new_node(b, t, TGV_CONST);
+    if (!n)
+        return -1;
+    n->dtype = d, n->weak = weak;
+    double f;
+    int64_t i;
+    if (tg_double_get(v, &f) == 0) {
+        if (!tgV_is_float(d))
+            return fail(b, t, "a float value for an integer dtype");
+        n->value.f = d == TG_FLOAT32 ? (double)(float)f : f;
+    } else if (tg_kind_of(v) == TG_INT) {
+        if (tg_int_get(v, &i) < 0)
+            return fail(b, t, "the integer does not fit in 64 bits");
+        if (tgV_is_float(d))
+            n->value.f = d == TG_FLOAT32 ? (double)(float)i : (double)i;
+        else if (d == TG_BOOL)
+            n->value.i = i != 0;
+        else if (d == TG_INT32 && (i < INT32_MIN || i > INT32_MAX))
+            return fail(b, t, "the integer does not fit in int32");
+        else
+            n->value.i = i;
+    } else {
+        return fail(b, t, "a constant must be a number");
+    }
+    return 0;
+}
+
+static int make_input(builder *b, tg_term *t, int pos)
+{
+    tg_term *a[4];
+    size_t k = tg_elements(t, a, 4);
+    size_t len;
+    const char *h = k ? tg_symbol_name(a[0], &len) : NULL;
+    if (!h || len != 5 || memcmp(h, "input", 5) != 0 || k != 4 || tg_tail(t) != tg_nil())
+        return fail(b, t, "an input is (input NAME DTYPE (SIZE ...))");
+    if (map_get(b, t) >= 0)
+        return fail(b, t, "the input is given twice");
+    tg_dtype d;
+    if (parse_dtype(a[2], &d) < 0)
+        return fail(b, t, "unknown dtype (float64 float32 int64 int32 bool)");
+    tgV_node *n = new_node(b, t, TGV_INPUT);
+    if (!n)
+        return -1;
+    n->dtype = d, n->input = pos;
+    tg_iter it;
+    tg_term *e;
+    if (tg_kind_of(a[3]) != TG_PAIR && tg_kind_of(a[3]) != TG_NIL)
+        return fail(b, t, "an input's shape is a list of sizes");
+    tg_iter_init(&it, a[3]);
+    while ((e = tg_iter_next(&it))) {
+        if (n->ndim == TGV_MAXDIM)
+            return fail(b, t, "too many axes");
+        tgV_size s;
+        if (size_of(b, t, e, &s) < 0)
+            return -1;
+        n->shape[n->ndim++] = s;
+    }
+    return 0;
+}
+
+static const opinfo *lookup(tg_term *t)
+{
+    size_t len;
+    tg_term *h = tg_car(t);
+    const char *s = h ? tg_symbol_name(h, &len) : NULL;
+    if (!s)
+        return NULL;
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+        if (strlen(ops[i].name) == len && memcmp(ops[i].name, s, len) == 0)
+            return &ops[i];
+    return NULL;
+}
+
+/* ---- the walk ------------------------------------------------------------ */
+
+/* Type an op node whose tensor arguments all have nodes. */
+static int make_op(builder *b, tg_term *t, const opinfo *oi, tg_term **argt, int nt)
+{
+    int th = oi->thi < 0 ? nt - 1 : oi->thi;
+    tgV_node *n = new_node(b, t, oi->op);
+    if (!n)
+        return -1;
+    int *args = GC_MALLOC_ATOMIC((size_t)(th - oi->tlo + 1) * sizeof *args);
+    if (!args)
+        return tgE_nomem(b->err), -1;
+    for (int i = oi->tlo; i <= th; i++)
+        args[i - oi->tlo] = map_get(b, argt[i]);
+    n->args = args, n->nargs = th - oi->tlo + 1;
+    if (tgV_elementwise(oi->op) && oi->op != TGV_ALLOC)
+        return type_elementwise(b, n, argt);
+    switch (oi->op) {
+    case TGV_ALLOC: return type_alloc(b, n, argt, nt);
+    case TGV_SUM: case TGV_PROD: case TGV_MAX: case TGV_MIN: case TGV_MEAN:
+        return type_reduce(b, n, argt, nt);
+    case TGV_DOT: return type_dot(b, n);
+    default: return type_layout(b, n, argt, nt);
+    }
+}
+
+/* Give term t and everything under it a node, with an explicit stack. */
+static int build_term(builder *b, tg_term *root)
+{
+    size_t cap = 64, sp = 0;
+    tg_term **stack = GC_MALLOC(cap * sizeof *stack);
+    if (!stack)
+        return tgE_nomem(b->err), -1;
+    stack[sp++] = root;
+    while (sp) {
+        tg_term *t = stack[sp - 1];
+        if (map_get(b, t) >= 0) {
+            sp--;
+            continue;
+        }
+        tg_kind k = tg_kind_of(t);
+        if (k == TG_INT || k == TG_DOUBLE) {
+            sp--;
+            if (make_const(b, t, k == TG_INT ? TG_INT64 : TG_FLOAT64, t, true) < 0)
+                return -1;
+            continue;
+        }
+        if (k != TG_PAIR)
+            return fail(b, t, "not a tensor term (an op, a declared input or a number)");
+        size_t hl;
+        const char *hs = tg_symbol_name(tg_car(t), &hl);
+        if (hs && hl == 5 && memcmp(hs, "input", 5) == 0)
+            return fail(b, t, "this input is not among the function's inputs");
+        tg_term *argt[2 + TGV_MAXDIM + 1];
+        size_t nt = tg_length(t) - 1;
+        if (hs && hl == 5 && memcmp(hs, "const", 5) == 0) {
+            tg_term *a[3];
+            tg_dtype d;
+            if (tg_elements(t, a, 3) != 3 || parse_dtype(a[1], &d) < 0)
+                return fail(b, t, "a constant is (const DTYPE NUMBER)");
+            sp--;
+            if (make_const(b, t, d, a[2], false) < 0)
+                return -1;
+            continue;
+        }
+        const opinfo *oi = lookup(t);
+        if (!oi)
+            return fail(b, t, "unknown op");
+        if (tg_tail(t) != tg_nil() || (int)nt < oi->min || (oi->max >= 0 && (int)nt > oi->max))
+            return fail(b, t, "wrong number of arguments");
+        tg_term **all = argt;
+        if (nt > sizeof argt / sizeof *argt) {  /* a long add / mul */
+            all = GC_MALLOC((nt + 1) * sizeof *all);
+            if (!all)
+                return tgE_nomem(b->err), -1;
+        }
+        tg_iter it;
+        tg_iter_init(&it, t);
+        tg_iter_next(&it);
+        for (size_t i = 0; i < nt; i++)
+            all[i] = tg_iter_next(&it);
+        int th = oi->thi < 0 ? (int)nt - 1 : oi->thi;
+        size_t before = sp;
+        for (int i = oi->tlo; i <= th; i++)
+            if (map_get(b, all[i]) < 0) {
+                if (sp == cap) {
+                    tg_term **ns = GC_MALLOC(2 * cap * sizeof *ns);
+                    if (!ns)
+                        return tgE_nomem(b->err), -1;
+                    memcpy(ns, stack, cap * sizeof *ns);
+                    stack = ns, cap *= 2;
+                }
+                stack[sp++] = all[i];
+            }
+        if (sp != before)
+            continue;
+        sp--;
+        if (make_op(b, t, oi, all, (int)nt) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Every symbol class must be bound by some input (or be static). */
+static int check_bound(builder *b)
+{
+    tgV_graph *g = b->g;
+    for (int k = 0; k < g->nsyms; k++) {
+        tgV_size c = tgV_canon(g, -(tgV_size)k - 1);
+        if (c >= 0)
+            continue;
+        bool found = false;
+        for (int i = 0; i < g->ninputs && !found; i++) {
+            const tgV_node *n = &g->nodes[g->inputs[i]];
+            for (int d = 0; d < n->ndim; d++)
+                found |= tgV_canon(g, n->shape[d]) == c;
+        }
+        if (!found) {
+            char msg[200];
+            size_t len;
+            const char *s = tg_symbol_name(g->syms[k], &len);
+            snprintf(msg, sizeof msg, "size %.*s is not the size of any input", (int)len, s);
+            for (int i = 0; i < g->n; i++)
+                for (int d = 0; d < g->nodes[i].ndim; d++)
+                    if (tgV_canon(g, g->nodes[i].shape[d]) == c)
+                        return fail(b, g->nodes[i].term, msg);
+            return fail(b, g->syms[k], msg);
+        }
+    }
+    return 0;
+}
+
+tgV_graph *tgV_build(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout,
+                     tg_term *const *outputs, tg_error *err)
+{
+    builder b = {0};
+    b.err = err;
+    if (!ctx || (nin && !inputs) || !nout || !outputs)
+        return tgE_arg(err, "kernels: a context, inputs and at least one output are needed"), NULL;
+    b.g = GC_MALLOC(sizeof *b.g);
+    b.mcap = 128;
+    b.keys = GC_MALLOC(b.mcap * sizeof *b.keys);
+    b.vals = GC_MALLOC_ATOMIC(b.mcap * sizeof *b.vals);
+    tgV_graph *g = b.g;
+    if (!g || !b.keys || !b.vals)
+        return tgE_nomem(err), NULL;
+    g->ctx = ctx;
+    g->inputs = GC_MALLOC_ATOMIC((nin + 1) * sizeof *g->inputs);
+    g->outputs = GC_MALLOC_ATOMIC(nout * sizeof *g->outputs);
+    if (!g->inputs || !g->outputs)
+        return tgE_nomem(err), NULL;
+    for (size_t i = 0; i < nin; i++) {
+        if (!inputs[i])
+            return tgE_arg(err, "kernels: a NULL input term"), NULL;
+        if (make_input(&b, inputs[i], (int)i) < 0)
+            return NULL;
+        g->inputs[g->ninputs++] = g->n - 1;
+    }
+    for (size_t i = 0; i < nout; i++) {
+        if (!outputs[i])
+            return tgE_arg(err, "kernels: a NULL output term"), NULL;
+        if (build_term(&b, outputs[i]) < 0)
+            return NULL;
+        g->outputs[g->noutputs++] = map_get(&b, outputs[i]);
+    }
+    if (check_bound(&b) < 0)
+        return NULL;
+    for (int i = 0; i < g->n; i++)
+        for (int d = 0; d < g->nodes[i].ndim; d++)
+            g->nodes[i].shape[d] = tgV_canon(g, g->nodes[i].shape[d]);
+    return g;
+}

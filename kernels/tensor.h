@@ -1,0 +1,78 @@
+/* tensor.h - the typed graph of a tensor program (module prefix tgV_):
+ * one node per distinct subterm, with its op, dtype and symbolic shape.
+ * See doc/kernels.md. */
+#ifndef TG_KERNELS_TENSOR_H
+#define TG_KERNELS_TENSOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tgrel.h"
+
+#define TGV_MAXDIM TG_MAXDIM
+
+typedef enum tgV_op {
+    TGV_INPUT, TGV_CONST,
+    /* elementwise */
+    TGV_ADD, TGV_SUB, TGV_MUL, TGV_DIV, TGV_NEG, TGV_POW,
+    TGV_EXP, TGV_LOG, TGV_LOG1P, TGV_SQRT, TGV_SIN, TGV_COS, TGV_TANH, TGV_SIGMOID,
+    TGV_ABS, TGV_MAXIMUM, TGV_MINIMUM,
+    TGV_LT, TGV_LE, TGV_GT, TGV_GE, TGV_EQ, TGV_NEQ,
+    TGV_SWITCH, TGV_CAST, TGV_ALLOC,
+    /* the rest */
+    TGV_SUM, TGV_PROD, TGV_MAX, TGV_MIN, TGV_MEAN,
+    TGV_DOT, TGV_TRANSPOSE, TGV_DIMSHUFFLE, TGV_RESHAPE,
+    TGV_GEMM,   /* made by the schedule: alpha*dot(A,B) + beta*C */
+    TGV_NOPS
+} tgV_op;
+
+/* A size: >= 0 is a static size, < 0 is the symbol class -(s + 1). */
+typedef int64_t tgV_size;
+
+typedef struct tgV_node {
+    tg_term *term;          /* the subterm this node computes */
+    tgV_op op;
+    tg_dtype dtype;
+    tg_dtype cdt;           /* the dtype the op computes in (comparisons: promoted args) */
+    bool weak;              /* a bare number literal */
+    int nargs;
+    int *args;              /* node indices */
+    int ndim;
+    tgV_size shape[TGV_MAXDIM];
+    /* op parameters */
+    union { double f; int64_t i; } value;   /* CONST: in the class of dtype */
+    int input;              /* INPUT: its position */
+    int8_t perm[TGV_MAXDIM];  /* TRANSPOSE / DIMSHUFFLE: source axis, -1 new */
+    uint32_t axes;          /* reductions: bit mask of reduced axes */
+    int nalpha;             /* GEMM: args are A B C alpha... beta... */
+    bool dead;              /* absorbed into a GEMM: not computed */
+} tgV_node;
+
+typedef struct tgV_graph {
+    tg_ctx *ctx;
+    tgV_node *nodes;        /* arguments before users */
+    int n, cap;
+    tg_term **syms;         /* size symbols; class of symbol k is uf[k] */
+    int *uf;
+    int64_t *symval;        /* static value of a class root, -1 if none */
+    int nsyms, symcap;
+    int *inputs, ninputs;   /* node per input position */
+    int *outputs, noutputs;
+} tgV_graph;
+
+/* Build the typed graph of outputs over inputs; NULL with err filled
+ * (naming the subterm) on an unknown op, a dtype or shape mismatch. */
+tgV_graph *tgV_build(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout,
+                     tg_term *const *outputs, tg_error *err);
+
+const char *tgV_dtype_name(tg_dtype d);
+size_t tgV_dtype_size(tg_dtype d);
+bool tgV_is_float(tg_dtype d);
+bool tgV_elementwise(tgV_op op);
+const char *tgV_op_name(tgV_op op);
+/* The class root of symbol class c (a tgV_size < 0 in, < 0 or static out). */
+tgV_size tgV_canon(const tgV_graph *g, tgV_size s);
+/* Printed form of a term cut to fit in buf (for error messages). */
+const char *tgV_show(const tg_term *t, char *buf, size_t size);
+
+#endif
