@@ -282,8 +282,10 @@ static int short_decimal(double a, uint64_t *m, int *j)
     return 0;
 }
 
-/* m * 10^-j as %.{k}g writes it, k being the significant digits of m, and
- * with ".0" when that has neither a point nor an exponent. */
+/* m * 10^-j with the significant digits of m: positional (with ".0" when
+ * it would have no point) from 1e-4 up, which in this range (below 1e15)
+ * is what people read best (100.0, not %g's 1e+02, as Python's repr); an
+ * exponent below 1e-4. */
 static size_t format_decimal(char *out, int neg, uint64_t m, int j)
 {
     char dig[24], *e = dig + sizeof dig, *q = e;
@@ -300,7 +302,7 @@ static size_t format_decimal(char *out, int neg, uint64_t m, int j)
     x = nd - 1 - j;     /* the exponent of the leading digit */
     if (neg)
         out[n++] = '-';
-    if (x < -4 || x >= k) {
+    if (x < -4) {
         out[n++] = q[0];
         if (k > 1) {
             out[n++] = '.';

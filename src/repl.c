@@ -31,6 +31,7 @@
 #include <editline/readline.h>
 #endif
 
+#include "arrays.h"
 #include "repl.h"
 #include "selftest.h"
 
@@ -132,6 +133,16 @@ static void report(const repl *R, const tg_error *err)
         fflush(stdout);
         fprintf(stderr, "%s\n", msg);
     }
+}
+
+/* Report err at the entry's position when it has none of its own. */
+static void report_here(const repl *R, tg_error *err)
+{
+    if (err->line == 0 && R->line > 0) {
+        err->line = R->line, err->column = 1;
+        snprintf(err->file, sizeof err->file, "%s", R->name);
+    }
+    report(R, err);
 }
 
 /* Report a message of the program itself (a command's usage, ...) at
@@ -794,6 +805,124 @@ static int cmd_dot(repl *R, const char *name, const char *args)
     return rc;
 }
 
+/* The distinct (input NAME DTYPE (SIZE ...)) subterms of t, in the
+ * order met; their number, or -1 (too many, or out of memory). */
+static int find_inputs(tg_ctx *ctx, tg_term *t, tg_term **in, int max)
+{
+    tg_term *input = tg_symbol_cstr(ctx, "input");
+    tvec st = {0};
+    pset seen = {0};
+    int n = 0, rc = tv_push(&st, t);
+    while (rc == 0 && st.n) {
+        tg_term *x = st.v[--st.n];
+        int found;
+        if (tg_kind_of(x) != TG_PAIR)
+            continue;
+        size_t *c = ps_slot(&seen, x, &found);
+        if (!c) {
+            rc = -1;
+        } else if (found) {
+            continue;
+        } else if (tg_car(x) == input) {
+            if (n == max)
+                rc = -1;
+            else
+                in[n++] = x;
+        } else {
+            rc = push_children(&st, x, 1);
+        }
+    }
+    free(st.v);
+    ps_free(&seen);
+    return rc < 0 ? -1 : n;
+}
+
+enum { MAX_INPUTS = 32 };
+
+/* Array a for input in from the bindings ((NAME VALUE) ...): a literal
+ * value or a .npy file name (a string); 0 or 1 after reporting. */
+static int bind_input(repl *R, tg_term *in, tg_term *const *b, int nb, tg_array *a)
+{
+    tg_term *name = tg_nth(in, 1);
+    int dt = tg_length(in) == 4 ? tgM_dtype_of(tg_nth(in, 2)) : -1;
+    size_t len;
+    const char *s = tg_kind_of(name) == TG_SYMBOL ? tg_symbol_name(name, &len) : NULL;
+    char what[160];
+    snprintf(what, sizeof what, "%.*s", s ? (int)(len > 100 ? 100 : len) : 1, s ? s : "?");
+    if (!s || dt < 0) {
+        complain(R, "malformed input %s: (input NAME DTYPE (SIZE ...))", what);
+        return 1;
+    }
+    for (int i = 0; i < nb; i++) {
+        if (tg_kind_of(b[i]) != TG_PAIR || tg_length(b[i]) != 2 || tg_car(b[i]) != name)
+            continue;
+        tg_term *v = tg_nth(b[i], 1);
+        tg_error err;
+        tg_error_clear(&err);
+        size_t pl;
+        const char *path = tg_kind_of(v) == TG_STRING ? tg_string_bytes(v, &pl) : NULL;
+        char *p = path ? strndup(path, pl) : NULL;
+        int rc = path ? (p ? tgM_array_read_npy(p, a, &err) : -1)
+                      : tgM_array_from_term(v, (tg_dtype)dt, a, &err);
+        free(p);
+        if (rc < 0) {
+            char msg[700];
+            snprintf(msg, sizeof msg, "input %s: %s", what, err.message);
+            complain(R, "%s", msg);
+            return 1;
+        }
+        return 0;
+    }
+    complain(R, "no value for input %s: give (NAME VALUE) after the term", what);
+    return 1;
+}
+
+/* :eval TERM (NAME VALUE) ...: compile TERM (the tensor vocabulary of
+ * doc/kernels.md) and run it on the arrays given. */
+static int cmd_eval(repl *R, const char *name, const char *args)
+{
+    tg_term *t[1 + MAX_INPUTS], *in[MAX_INPUTS];
+    tg_array arr[MAX_INPUTS], out;
+    int n = read_args(R, name, args, t, 1, 1 + MAX_INPUTS, "TERM (NAME VALUE-OR-\"FILE.npy\") ...");
+    if (n < 0)
+        return 1;
+    int nin = find_inputs(R->ctx, t[0], in, MAX_INPUTS);
+    if (nin < 0) {
+        complain(R, "%s", "more than 32 inputs");
+        return 1;
+    }
+    int rc = 0, made = 0;
+    for (; made < nin && rc == 0; made++)
+        rc = bind_input(R, in[made], t + 1, n - 1, &arr[made]);
+    if (rc)
+        made--;
+    tg_fn *fn = NULL;
+    tg_error err;
+    tg_error_clear(&err);
+    if (rc == 0 && !(fn = tg_fn_compile(R->ctx, (size_t)nin, in, 1, t, NULL, &err))) {
+        report_here(R, &err);
+        rc = 1;
+    }
+    memset(&out, 0, sizeof out);
+    if (rc == 0 && tg_fn_call(fn, arr, &out, &err) < 0) {
+        report_here(R, &err);
+        rc = 1;
+    }
+    if (rc == 0) {
+        tg_term *v = tgM_array_to_term(R->ctx, &out);
+        if (v)
+            print_term(R, v);
+        else
+            complain(R, "%s", "out of memory");
+        rc = !v;
+    }
+    free(out.data);
+    for (int i = 0; i < made; i++)
+        free(arr[i].data);
+    tg_fn_free(fn);
+    return rc;
+}
+
 static int cmd_quit(repl *R, const char *name, const char *args)
 {
     (void)name, (void)args;
@@ -837,6 +966,8 @@ static const command commands[] = {
     {"profile", "", "the profile of the last rewrite", ":profile", cmd_profile},
     {"tree", "TERM", "show TERM as a tree, shared subterms named", ":tree (f (g a) (g a))", cmd_tree},
     {"dot", "TERM [FILE]", "TERM as Graphviz (.dot, or .svg/.png/.pdf)", ":dot (f (g a) (g a)) t.svg", cmd_dot},
+    {"eval", "TERM (NAME VALUE)...", "compile a tensor term and run it on arrays (lists or .npy files)",
+     ":eval (add (input x float64 (3)) 1) (x (1 2 3))", cmd_eval},
     {"shared", "[on|off]", "print repeated subterms once: X where *1 = ...", ":shared on", cmd_shared},
     {"quit", "", "leave (Ctrl-D too)", ":quit", cmd_quit},
     {NULL, NULL, NULL, NULL, NULL}

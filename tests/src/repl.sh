@@ -238,6 +238,69 @@ t "--check reports each bad file" 1 "" "$tmp/bad.rules:2:*$tmp/nope.rules*" \
 t "--check needs files" 2 "" "*--check needs at least one file*" "$TGREL" --check
 t "--check takes no -e" 2 "" "*--check takes files*" "$TGREL" --check -e a
 
+# :eval compiles a tensor term and runs it on literal arrays or .npy files
+input ':eval (add (input x float64 (3)) 1) (x (1 2 3))' \
+      ':eval (mul (input a int64 (2 2)) (input b int64 (2))) (a ((1 2) (3 4))) (b (10 100))' \
+      ':eval (sum (input x float64 (n 2)) (1)) (x ((1 2) (3 4) (5 6)))' \
+      ':eval (lt (input x int32 (2)) 2) (x (1 5))' \
+      ':eval (neg (input x float64 ())) (x 5/2)' \
+      ':eval (input x float64 (2 0)) (x (() ()))'
+t ":eval runs tensor terms on literal arrays" 0 "(2.0 3.0 4.0)
+((10 200) (30 400))
+(3.0 7.0 11.0)
+(1 0)
+-2.5
+(() ())" "" "$TGREL"
+
+input ':eval (add (input x float64 (3)) 1)' \
+      ':eval (add (input x float64 (3)) 1) (x (1 2))' \
+      ':eval (add (input x float64 (3)) 1) (x (1 (2) 3))' \
+      ':eval (add (input x int64 (2)) 1) (x (1 1.5))' \
+      ':eval (frob (input x float64 (2))) (x (1 2))' \
+      'after'
+t ":eval errors name the input and the session goes on" 1 "after" \
+"<stdin>:1:1: no value for input x: give (NAME VALUE) after the term
+<stdin>:2:1: kernels: input x: expected shape (3), got (2)
+<stdin>:3:1: input x: not a rectangular array of numbers
+<stdin>:4:1: input x: an element is not a int64 value
+<stdin>:5:1: *frob*" "$TGREL"
+
+# mknpy FILE DESCR SHAPE FORTRAN DATA: a .npy file (version 1, the header
+# padded to 128 bytes); DATA is printf text of the elements' bytes
+mknpy() {
+    hdr="{'descr': '$2', 'fortran_order': $4, 'shape': $3, }"
+    pad=$((128 - 10 - ${#hdr} - 1))
+    {
+        printf '\223NUMPY\001\000'
+        printf "\\$(printf %03o $((${#hdr} + pad + 1)))\\000"
+        printf '%s' "$hdr"
+        printf "%${pad}s\n" ""
+        printf "$5"
+    } >"$1"
+}
+mknpy "$tmp/x.npy" '<f8' '(2,)' False '\000\000\000\000\000\000\360\077\000\000\000\000\000\000\000\100'
+mknpy "$tmp/m.npy" '<i4' '(2, 1)' False '\007\000\000\000\011\000\000\000'
+mknpy "$tmp/f.npy" '<f8' '(2,)' True '\000\000\000\000\000\000\360\077\000\000\000\000\000\000\000\100'
+mknpy "$tmp/b.npy" '>f8' '(2,)' False '\000\000\000\000\000\000\360\077\000\000\000\000\000\000\000\100'
+mknpy "$tmp/t.npy" '<f8' '(3,)' False '\000\000\000\000\000\000\360\077'
+printf 'not an array' >"$tmp/n.npy"
+input ":eval (mul (input x float64 (2)) 3) (x \"$tmp/x.npy\")" \
+      ":eval (add (input m int32 (2 1)) (input k int32 (3))) (m \"$tmp/m.npy\") (k (0 10 20))"
+t ":eval reads .npy files" 0 "(3.0 6.0)
+((7 17 27) (9 19 29))" "" "$TGREL"
+
+input ":eval (neg (input x float64 (2))) (x \"$tmp/f.npy\")" \
+      ":eval (neg (input x float64 (2))) (x \"$tmp/b.npy\")" \
+      ":eval (neg (input x float64 (3))) (x \"$tmp/t.npy\")" \
+      ":eval (neg (input x float64 (3))) (x \"$tmp/n.npy\")" \
+      ":eval (neg (input x float64 (3))) (x \"$tmp/none.npy\")"
+t "bad .npy files are reported with their name" 1 "" \
+"<stdin>:1:1: input x: $tmp/f.npy: Fortran order is not supported
+<stdin>:2:1: input x: $tmp/b.npy: unsupported dtype (bool, int32, int64, float32 or float64, little-endian)
+<stdin>:3:1: input x: $tmp/t.npy: truncated data
+<stdin>:4:1: input x: $tmp/n.npy: not a .npy file (version 1 to 3)
+<stdin>:5:1: input x: *none.npy*" "$TGREL"
+
 src=${srcdir:-.}
 n=$((n + 1))
 missing=

@@ -218,7 +218,11 @@ static void test_numbers(void)
     check_print(D(1e100), "1e+100", "1e100");
     check_print(D(1e21), "1e+21", "1e21");
     check_print(D(1e-300), "1e-300", "1e-300");
-    check_print(D(100.0), "1e+02", "100.0 (shortest %g form)");
+    check_print(D(100.0), "100.0", "100.0 (positional below 1e15)");
+    check_print(D(10.0), "10.0", "10.0");
+    check_print(D(1e14), "100000000000000.0", "1e14 positional");
+    check_print(D(1e15), "1e+15", "1e15 with an exponent");
+    check_print(D(-2500.0), "-2500.0", "-2500.0");
     check_print(D(123.0), "123.0", "123.0");
     check_print(D(12345678.0), "12345678.0", "12345678.0");
     check_print(D(9007199254740992.0), "9007199254740992.0", "2^53");
@@ -237,6 +241,8 @@ static void test_numbers(void)
 }
 
 /* The rule "first p in 1..17 whose %.{p}g reads back", done the slow way. */
+/* The printer's rule written plainly: the fewest %g digits that read
+ * back, positional from 1e-4 to 1e15. */
 static void naive_double(char *out, double v)
 {
     char tmp[64];
@@ -260,6 +266,10 @@ static void naive_double(char *out, double v)
         if (a == b)
             break;
     }
+    /* positional from 1e-4 to 1e15 whatever %g chose */
+    int x = v == 0 ? 0 : (int)floor(log10(fabs(strtod(tmp, NULL))));
+    if (x >= -4 && x < 15 && v != 0)
+        snprintf(tmp, sizeof tmp, "%.*f", p - 1 - x > 0 ? p - 1 - x : 0, v);
     if (!strpbrk(tmp, ".en"))
         strcat(tmp, ".0");
     strcpy(out, tmp);

@@ -1,0 +1,327 @@
+/* arrays.c - arrays for the REPL's :eval: from nested lists of numbers,
+ * from .npy files (numpy's format: a magic string, a header that is a
+ * Python dict literal, then the raw elements), and back to terms.
+ * Nothing recurses: arrays have at most TG_MAXDIM dimensions, walked with
+ * index vectors. */
+#include "config.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arrays.h"
+
+static const char *dtype_names[] = {"bool", "int32", "int64", "float32", "float64"};
+static const size_t dtype_size[] = {1, 4, 8, 4, 8};
+
+int tgM_dtype_of(const tg_term *name)
+{
+    size_t n;
+    const char *s = tg_kind_of(name) == TG_SYMBOL ? tg_symbol_name(name, &n) : NULL;
+    for (int i = 0; s && i < 5; i++)
+        if (strlen(dtype_names[i]) == n && !memcmp(dtype_names[i], s, n))
+            return i;
+    return -1;
+}
+
+/* Store number x as element i of a's contiguous data; -1 when it does not
+ * fit the dtype. */
+static int put(tg_array *a, size_t i, const tg_term *x)
+{
+    int64_t v;
+    double d;
+    int isint = tg_int_get(x, &v) == 0;
+    if (isint)
+        d = (double)v;
+    else if (tg_double_get(x, &d) < 0) {
+        mpq_t q;
+        mpq_init(q);
+        int ok = tg_rat_get_mpq(x, q) == 0;
+        d = ok ? mpq_get_d(q) : 0;
+        mpq_clear(q);
+        if (!ok)
+            return -1;
+    }
+    char *p = (char *)a->data + i * dtype_size[a->dtype];
+    switch (a->dtype) {
+    case TG_BOOL:
+        if (!isint || (v != 0 && v != 1))
+            return -1;
+        *(unsigned char *)p = (unsigned char)v;
+        return 0;
+    case TG_INT32:
+        if (!isint || v < INT32_MIN || v > INT32_MAX)
+            return -1;
+        *(int32_t *)p = (int32_t)v;
+        return 0;
+    case TG_INT64:
+        if (!isint)
+            return -1;
+        *(int64_t *)p = v;
+        return 0;
+    case TG_FLOAT32:
+        *(float *)p = (float)d;
+        return 0;
+    case TG_FLOAT64:
+        *(double *)p = d;
+        return 0;
+    }
+    return -1;
+}
+
+static int64_t shape_count(const tg_array *a)
+{
+    int64_t n = 1;
+    for (int k = 0; k < a->ndim; k++)
+        n *= a->shape[k];
+    return n;
+}
+
+/* The shape of t from its first elements at each depth. */
+static int shape_of(const tg_term *t, tg_array *a, tg_error *err)
+{
+    a->ndim = 0;
+    while (tg_kind_of(t) == TG_PAIR || t == tg_nil()) {
+        if (a->ndim == TG_MAXDIM) {
+            tg_error_set(err, TG_ERR_RANGE, "more than %d dimensions", TG_MAXDIM);
+            return -1;
+        }
+        size_t n = tg_length(t);
+        a->shape[a->ndim++] = (int64_t)n;
+        if (n == 0)
+            break;
+        t = tg_car(t);
+    }
+    int64_t n = 1;
+    for (int k = 0; k < a->ndim; k++) {
+        if (a->shape[k] && n > ((int64_t)1 << 32) / a->shape[k]) {
+            tg_error_set(err, TG_ERR_RANGE, "array too large");
+            return -1;
+        }
+        n *= a->shape[k];
+    }
+    return 0;
+}
+
+int tgM_array_from_term(const tg_term *t, tg_dtype dtype, tg_array *a, tg_error *err)
+{
+    memset(a, 0, sizeof *a);
+    a->dtype = dtype;
+    if (shape_of(t, a, err) < 0)
+        return -1;
+    int64_t count = shape_count(a);
+    a->data = malloc((size_t)(count ? count : 1) * dtype_size[dtype]);
+    if (!a->data) {
+        tg_error_set(err, TG_ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    int64_t shape[TG_MAXDIM];
+    memcpy(shape, a->shape, sizeof shape);
+    tg_array_init(a, dtype, a->ndim, shape, a->data);
+    /* walk the lists depth-first with one iterator per dimension */
+    tg_iter it[TG_MAXDIM];
+    int depth = 0;
+    size_t i = 0;
+    if (a->ndim == 0) {
+        if (put(a, 0, t) < 0)
+            goto bad;
+        return 0;
+    }
+    if (tg_tail(t) != tg_nil())
+        goto ragged;
+    tg_iter_init(&it[0], t);
+    for (;;) {
+        tg_term *x = tg_iter_next(&it[depth]);
+        if (!x) {
+            if (depth == 0)
+                break;
+            depth--;
+            continue;
+        }
+        if (depth + 1 < a->ndim) {
+            if ((tg_kind_of(x) != TG_PAIR && x != tg_nil()) || tg_tail(x) != tg_nil() ||
+                (int64_t)tg_length(x) != a->shape[depth + 1])
+                goto ragged;
+            tg_iter_init(&it[++depth], x);
+            continue;
+        }
+        if (tg_kind_of(x) == TG_PAIR || x == tg_nil())
+            goto ragged;
+        if (put(a, i++, x) < 0)
+            goto bad;
+    }
+    if ((int64_t)i != count)
+        goto ragged;
+    return 0;
+ragged:
+    free(a->data);
+    a->data = NULL;
+    tg_error_set(err, TG_ERR_TYPE, "not a rectangular array of numbers");
+    return -1;
+bad:
+    free(a->data);
+    a->data = NULL;
+    tg_error_set(err, TG_ERR_TYPE, "an element is not a %s value", dtype_names[dtype]);
+    return -1;
+}
+
+/* ---- .npy -------------------------------------------------------------- */
+
+/* The text after key in the header dict ('descr': ...), or NULL. */
+static const char *npy_field(const char *h, const char *key)
+{
+    const char *p = strstr(h, key);
+    if (!p)
+        return NULL;
+    p += strlen(key);
+    while (*p == ' ' || *p == '\'' || *p == '"' || *p == ':')
+        p++;
+    return p;
+}
+
+static int npy_dtype(const char *d)
+{
+    static const char *descr[] = {"|b1", "<i4", "<i8", "<f4", "<f8"};
+    for (int i = 0; i < 5; i++)
+        if (!strncmp(d, descr[i], 3))
+            return i;
+    return -1;
+}
+
+static int npy_fail(tg_error *err, const char *path, const char *why)
+{
+    tg_error_set(err, TG_ERR_IO, "%s: %s", path, why);
+    return -1;
+}
+
+int tgM_array_read_npy(const char *path, tg_array *a, tg_error *err)
+{
+    size_t len;
+    memset(a, 0, sizeof *a);
+    tg_error e;
+    tg_error_clear(&e);
+    char *f = tg_slurp_file(path, &len, &e);
+    if (!f)
+        return npy_fail(err, path, e.message);
+    const unsigned char *u = (const unsigned char *)f;
+    if (len < 10 || memcmp(f, "\x93NUMPY", 6) != 0 || u[6] < 1 || u[6] > 3) {
+        free(f);
+        return npy_fail(err, path, "not a .npy file (version 1 to 3)");
+    }
+    size_t hl, off;
+    if (u[6] == 1) {
+        hl = (size_t)u[8] | (size_t)u[9] << 8;
+        off = 10;
+    } else {
+        hl = len < 12 ? SIZE_MAX : (size_t)u[8] | (size_t)u[9] << 8 | (size_t)u[10] << 16 |
+                                   (size_t)u[11] << 24;
+        off = 12;
+    }
+    if (hl > len - off) {
+        free(f);
+        return npy_fail(err, path, "truncated header");
+    }
+    char *h = strndup(f + off, hl);
+    const char *d = h ? npy_field(h, "descr") : NULL;
+    const char *fo = h ? npy_field(h, "fortran_order") : NULL;
+    const char *sh = h ? npy_field(h, "shape") : NULL;
+    int dt = d ? npy_dtype(d) : -1;
+    const char *why = !h ? "out of memory" : dt < 0 ? "unsupported dtype (bool, int32, int64, float32 or float64, little-endian)"
+                      : !fo || strncmp(fo, "False", 5) ? "Fortran order is not supported"
+                      : !sh || *sh != '(' ? "no shape in the header" : NULL;
+    if (!why) {
+        a->dtype = (tg_dtype)dt;
+        for (const char *p = sh + 1; !why && *p && *p != ')';) {
+            while (*p == ' ' || *p == ',')
+                p++;
+            if (*p == ')')
+                break;
+            char *end;
+            long long v = strtoll(p, &end, 10);
+            if (end == p || v < 0 || a->ndim == TG_MAXDIM)
+                why = "bad shape in the header";
+            else
+                a->shape[a->ndim++] = v, p = end;
+        }
+    }
+    int64_t count = 1;
+    for (int k = 0; !why && k < a->ndim; k++) {
+        if (a->shape[k] && count > ((int64_t)1 << 40) / a->shape[k])
+            why = "array too large";
+        count *= a->shape[k];
+    }
+    size_t bytes = why ? 0 : (size_t)count * dtype_size[dt];
+    if (!why && bytes > len - off - hl)
+        why = "truncated data";
+    if (!why && !(a->data = malloc(bytes ? bytes : 1)))
+        why = "out of memory";
+    if (!why) {
+        int64_t shape[TG_MAXDIM];
+        memcpy(shape, a->shape, sizeof shape);
+        memcpy(a->data, f + off + hl, bytes);
+        tg_array_init(a, a->dtype, a->ndim, shape, a->data);
+    }
+    free(h);
+    free(f);
+    return why ? npy_fail(err, path, why) : 0;
+}
+
+/* ---- back to terms --------------------------------------------------------- */
+
+static tg_term *element(tg_ctx *ctx, const tg_array *a, const int64_t *idx)
+{
+    const char *p = a->data;
+    for (int k = 0; k < a->ndim; k++)
+        p += idx[k] * a->strides[k];
+    switch (a->dtype) {
+    case TG_BOOL: return tg_int(ctx, *(const unsigned char *)p != 0);
+    case TG_INT32: return tg_int(ctx, *(const int32_t *)p);
+    case TG_INT64: return tg_int(ctx, *(const int64_t *)p);
+    case TG_FLOAT32: return tg_double(ctx, *(const float *)p);
+    case TG_FLOAT64: return tg_double(ctx, *(const double *)p);
+    }
+    return NULL;
+}
+
+tg_term *tgM_array_to_term(tg_ctx *ctx, const tg_array *a)
+{
+    int64_t count = shape_count(a);
+    int64_t idx[TG_MAXDIM] = {0};
+    if (a->ndim == 0)
+        return element(ctx, a, idx);
+    /* the leaves in order, then grouped into lists from the last axis */
+    size_t cap = (size_t)(count ? count : 1);
+    tg_term **v = malloc(cap * sizeof *v);
+    if (!v)
+        return NULL;
+    for (int64_t i = 0; i < count; i++) {
+        if (!(v[i] = element(ctx, a, idx)))
+            goto oom;
+        for (int k = a->ndim - 1; k >= 0 && ++idx[k] == a->shape[k]; k--)
+            idx[k] = 0;
+    }
+    size_t n = (size_t)count;
+    for (int d = a->ndim - 1; d >= 0; d--) {
+        size_t outer = 1;
+        for (int k = 0; k < d; k++)
+            outer *= (size_t)a->shape[k];
+        size_t w = (size_t)a->shape[d];
+        if (outer > cap) {      /* an empty axis below: more lists than leaves */
+            tg_term **b = realloc(v, outer * sizeof *v);
+            if (!b)
+                goto oom;
+            v = b, cap = outer;
+        }
+        for (size_t j = 0; j < outer; j++)
+            if (!(v[j] = tg_list(ctx, w, w ? v + j * w : NULL, tg_nil())))
+                goto oom;
+        n = outer;
+    }
+    tg_term *t = n ? v[0] : tg_nil();
+    free(v);
+    return t;
+oom:
+    free(v);
+    return NULL;
+}
