@@ -8,6 +8,7 @@
  */
 #include "compile.h"
 #include "rewriters.h"
+#include "prov.h"
 #include "error.h"
 #include "reader.h"
 
@@ -118,12 +119,12 @@ static void rollback(tg_rules *rs, uint32_t nops, uint32_t nrules, uint32_t nrws
 enum { F_OP, F_RULE, F_INCLUDE, F_DEFREL, F_TABLED, F_FACT, F_FACTS, F_ARITY, F_ASSOC, F_COMM,
        F_TO, F_BOTH, F_WHEN, F_NORMALIZE, F_MEMO, F_RUN, F_RUNSTAR, F_TAGS, F_EQUIL, F_WALK,
        F_SEQ, F_ORDER, F_IN2OUT, F_OUT2IN, F_MAXUSE, F_REVERSE, F_QUERY, F_INCL, F_REQ, F_EXCL,
-       F_SUBQ, F_REWRITE, F_PROFILE, F_TRACE, F_ON, F_OFF, NF };
+       F_SUBQ, F_REWRITE, F_PROFILE, F_TRACE, F_ON, F_OFF, F_PROV, F_WHY, NF };
 static const char *const form_names[NF] = {
     "op", "rule", "include", "defrel", "tabled", "fact", "facts", "arity", "assoc", "comm",
     "=>", "<=>", "when", "normalize", "memo", "run", "run*", "tags", "equilibrium", "walk",
     "sequence", "order", "in-to-out", "out-to-in", "max-use-ratio", "reverse", "query", "include",
-    "require", "exclude", "subquery", "rewrite", "profile", "trace", "on", "off"
+    "require", "exclude", "subquery", "rewrite", "profile", "trace", "on", "off", "provenance", "why"
 };
 
 typedef struct loader {
@@ -843,8 +844,12 @@ tg_term *tg_normalize(tg_rules *rs, tg_term *t, unsigned flags, tg_error *err)
     tgW_run run = {&rs->all, (flags & TG_NF_MEMO) != 0, 0, 0, NULL, rs};
     if (rs->trace_on && rs->trace)
         run.hook = tgW_trace_hook;
+    if (rs->prov)
+        tgO_begin(rs->prov, t);
     tg_term *r = tgW_normalize(rs, &run, t, err);
     tgW_map_clear(&rs->memo);
+    if (rs->prov)
+        rs->prov->result = r;
     return r;
 }
 
@@ -890,6 +895,39 @@ static int eval_rewrite(loader *L, tg_term *form, tg_term **value)
     if (!r)
         return -1;
     *value = r;
+    return TG_EVAL_VALUE;
+}
+
+/* (provenance on), (provenance off), (why TERM): the chain is printed
+ * to the trace stream when there is one, else it is the form's value. */
+static int eval_provenance(loader *L, tg_term *form, tg_term **value)
+{
+    tg_rules *rs = L->rs;
+    tg_term *x = tg_length(form) == 2 && tg_tail(form) == tg_nil() ? tg_nth(form, 1) : NULL;
+    if (tg_car(form) == L->sym[F_PROV]) {
+        if (x != L->sym[F_ON] && x != L->sym[F_OFF]) {
+            char *p = tgW_show(form);
+            lerr(L, form, "malformed provenance: (provenance on) or (provenance off) in %s", p ? p : "?");
+            free(p);
+            return -1;
+        }
+        if (tgO_set(rs, x == L->sym[F_ON], 0) < 0)
+            return tgE_nomem(L->err), -1;
+        return TG_EVAL_DEFINE;
+    }
+    if (!x) {
+        char *p = tgW_show(form);
+        lerr(L, form, "malformed why: (why TERM) in %s", p ? p : "?");
+        free(p);
+        return -1;
+    }
+    if (rs->trace)
+        return tgO_print_why(rs, x, rs->trace, L->err) < 0 ? -1 : TG_EVAL_DEFINE;
+    tg_term *v = tgO_why(rs, x, L->err);
+    if (!v)
+        return -1;
+    if (value)
+        *value = v;
     return TG_EVAL_VALUE;
 }
 
@@ -947,6 +985,8 @@ int tg_rules_eval_at(tg_rules *rs, tg_term *form, const char *file, int line, in
         rs->trace_on = tg_nth(form, 1) == L.sym[F_ON];
         return TG_EVAL_DEFINE;
     }
+    if (h == L.sym[F_PROV] || h == L.sym[F_WHY])
+        return eval_provenance(&L, form, value);
     if (h == L.sym[F_OP] || h == L.sym[F_RULE] || h == L.sym[F_INCLUDE] || h == L.sym[F_EQUIL] ||
         h == L.sym[F_WALK] || h == L.sym[F_SEQ]) {
         uint32_t nops = rs->nops, nrules = rs->nrules, nrws = rs->nrws;
@@ -997,4 +1037,30 @@ void tg_rules_set_trace(tg_rules *rs, FILE *out, int on)
 int tg_rules_tracing(const tg_rules *rs)
 {
     return rs ? rs->trace_on : 0;
+}
+
+int tg_rules_set_provenance(tg_rules *rs, int on, size_t cap, tg_error *err)
+{
+    if (!rs)
+        return tgE_arg(err, "tg_rules_set_provenance: NULL rule set"), -1;
+    return tgO_set(rs, on, cap) < 0 ? (tgE_nomem(err), -1) : 0;
+}
+
+int tg_rules_provenance(const tg_rules *rs)
+{
+    return rs && rs->prov;
+}
+
+tg_term *tg_rules_why(tg_rules *rs, tg_term *t, tg_error *err)
+{
+    if (!rs || !t)
+        return tgE_arg(err, "tg_rules_why: NULL argument"), NULL;
+    return tgO_why(rs, t, err);
+}
+
+int tg_rules_print_why(tg_rules *rs, tg_term *t, FILE *out, tg_error *err)
+{
+    if (!rs || !t || !out)
+        return tgE_arg(err, "tg_rules_print_why: NULL argument"), -1;
+    return tgO_print_why(rs, t, out, err);
 }

@@ -16,6 +16,7 @@
  * cycle, reported with the rules that fired since.
  */
 #include "rset.h"
+#include "prov.h"
 #include "error.h"
 
 #include <gc/gc.h>
@@ -417,6 +418,7 @@ static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term 
     tg_term **R = NULL;
     tg_term *const *K = NULL;
     unsigned long long steps = 0;
+    tgO_prov *pv = rs->prov;    /* provenance: NULL when off */
 
     /* frames above the ones of enclosing runs: none (reduce is not reentrant) */
     fp = fp0;
@@ -519,6 +521,8 @@ exec:
             sp = base + c;
             head = K[i->b], atom = i->pad, opid = i->a;
             f->rule->built++;
+            if (pv && tgO_done(pv, fp - 1, build(ctx, head, atom, c, M->vs + base)) < 0)
+                goto oom;
             int known = call_enter(rs, bix, memo, opid, head, atom, c, M->vs + base, &result, err);
             if (known < 0)
                 goto fail;
@@ -582,6 +586,8 @@ exec:
                 }
                 R = M->vs + f->regs;
             }
+            if (pv && tgO_fire_at(pv, r, build(ctx, f->head, f->atom, f->n, M->vs + f->base), fp - 1) < 0)
+                goto oom;
             if ((++steps & 0xffff) == 0) {
                 if (rs->interrupt) {
                     tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "interrupted");
@@ -597,6 +603,8 @@ exec:
         }
         case E_RET:
             result = M->vs[sp - 1];
+            if (pv && tgO_done(pv, fp - 1, result) < 0)
+                goto oom;
             goto ret;
         }
     }
@@ -645,6 +653,7 @@ typedef struct walk {
     tg_term *t;
     tg_iter it;
     size_t vbase;
+    uint32_t pos;       /* provenance: its position id */
 } walk;
 
 /* The op a symbol names, with rules or not. */
@@ -679,7 +688,10 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
     walk *ws = NULL;
     size_t nw = 0, capw = 0;
     tg_term *res = NULL;
+    tgO_prov *pv = rs->prov;
 
+    if (pv)
+        tgO_at(pv, tgO_pass(pv));
     if (!tgT_ispair(t))
         return norm_atom(rs, run, t, &sp, err);
     if (vs_reserve(M, 1024) < 0)
@@ -698,6 +710,9 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
         }                                                                     \
         ws[nw].t = (x), ws[nw].it.node = (x), ws[nw].it.i = 0;                \
         ws[nw].vbase = sp;                                                    \
+        ws[nw].pos = !pv ? 0 : nw ? tgO_pos(pv, ws[nw - 1].pos,               \
+                                            (uint32_t)(sp - ws[nw - 1].vbase)) \
+                                  : pv->at;                                   \
         nw++;                                                                 \
     } while (0)
 
@@ -711,6 +726,8 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
                 PUSHW(x);
                 continue;
             }
+            if (pv)
+                tgO_at_arg(pv, w->pos, (uint32_t)(sp - w->vbase));
             if (!v && !(v = (x == w->t->e[0] && w->it.node == w->t && w->it.i == 1)
                                 ? x : norm_atom(rs, run, x, &sp, err)))
                 goto out;
@@ -727,6 +744,8 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
             int known;
             uint32_t id = op_id(rs, h, &known);
             /* arguments above the head: reduce consumes them */
+            if (pv)
+                tgO_at(pv, w->pos);
             nf = reduce(rs, run, id, h, 0, (uint32_t)(n - 1), &sp, err);
             if (!nf)
                 goto out;
@@ -740,6 +759,8 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
                 goto oom;
             sp = vb;
         }
+        if (pv && tgO_link(pv, nf, node) < 0)
+            goto oom;
         nw--;
         if (!nw) {
             res = nf;

@@ -11,6 +11,7 @@
  * back is a cycle reported with its rules, never an endless loop.
  */
 #include "rewriters.h"
+#include "prov.h"
 #include "error.h"
 
 #include <gc/gc.h>
@@ -327,12 +328,17 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
     tg_rules *rs = u->rs;
     tgW_run run = {&p->ix, 0, 1, 0, NULL, NULL};
     int in_first = p->kind == TGW_WALK_IN;
+    tgO_prov *pv = rs->prov;
+    uint32_t root = pv ? tgO_pass(pv) : 0;
+    if (pv)
+        tgO_at(pv, root);
     if (!tgT_ispair(t))
         return tgW_step(rs, &run, t, u->err);
     typedef struct wf {
         tg_term *t;
         tg_iter it;
         size_t vb;
+        uint32_t pos;       /* provenance: its position id */
     } wf;
     wf *st = NULL;
     size_t n = 0, cap = 0;
@@ -359,6 +365,7 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
         return start;   /* rewritten at the root: not walked again */
     GROW(st, n, cap, 1);
     st[n].t = start, st[n].it.node = start, st[n].it.i = 0, st[n].vb = nv;
+    st[n].pos = root;
     n++;
     while (n) {
         wf *w = &st[n - 1];
@@ -367,12 +374,16 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
             tg_term *v = tgT_ispair(x) ? tgW_map_get(&done, x) : NULL;
             if (!v && tgT_ispair(x)) {
                 tg_term *y = x;
+                uint32_t pos = pv ? tgO_pos(pv, w->pos, (uint32_t)(nv - w->vb)) : 0;
+                if (pv)
+                    tgO_at(pv, pos);
                 if (!in_first && !(y = tgW_step(rs, &run, x, u->err)))
                     goto out;
                 if (y == x) {
                     GROW(st, n, cap, 1);
                     w = &st[n - 1];
                     st[n].t = x, st[n].it.node = x, st[n].it.i = 0, st[n].vb = nv;
+                    st[n].pos = pos;
                     n++;
                     continue;
                 }
@@ -389,10 +400,14 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
         tg_term *node = tg_list(rs->ctx, cnt, vals + w->vb, tail == TGT_NIL ? NULL : tail);
         if (!node)
             goto oom;
+        if (pv)
+            tgO_at(pv, w->pos);
         if (in_first && !(node = tgW_step(rs, &run, node, u->err)))
             goto out;
         nv = w->vb;
         tg_term *orig = w->t;
+        if (pv && tgO_link(pv, node, orig) < 0)
+            goto oom;
         n--;
         if (!n) {
             res = node;
@@ -526,9 +541,13 @@ tg_term *tgW_rewrite(tg_rules *rs, tgW_rw *rw, const tgW_query *q, tg_term *t, t
     rs->hook_ud = rs;
     rs->rewrites = rs->conditions = 0;
     rs->interrupt = 0;
+    if (rs->prov)
+        tgO_begin(rs->prov, t);
     double t0 = now_ms();
     tg_term *r = run_plan(&u, p, t);
     prof->ms = now_ms() - t0;
+    if (rs->prov)
+        rs->prov->result = r;
     for (uint32_t i = 0; i < rules.n; i++) {
         prof->fired[i] = rules.v[i]->fired - prof->fired[i];
         prof->built[i] = rules.v[i]->built - prof->built[i];

@@ -154,6 +154,7 @@ struct tg_rules {
     int trace_on;               /* ... when on */
     int (*hook)(void *ud, struct tgW_rule *r, tg_term *before, tg_term *const *R);
     void *hook_ud;
+    struct tgO_prov *prov;      /* the firing log (prov.h), NULL when off */
     unsigned long long rewrites, conditions;
     unsigned long long max_steps;   /* 0: no limit */
     volatile int interrupt;
