@@ -37,6 +37,7 @@ static int ops_push(tg_rules *rs, tgW_op *op)
     rs->ops = n;
     op->id = rs->nops;
     rs->ops[rs->nops++] = op;
+    tgW_plans_clear(rs);
     return tgW_map_put(&rs->opmap, op->name, op);
 }
 
@@ -48,6 +49,7 @@ static int rules_push(tg_rules *rs, tgW_rule *r)
     rs->rules = n;
     rs->rules[rs->nrules++] = r;
     rs->index_stale = 1;
+    tgW_plans_clear(rs);
     if (!r->backward && !tgW_map_get(&rs->rulemap, r->name))
         return tgW_map_put(&rs->rulemap, r->name, r);
     return 0;
@@ -112,6 +114,7 @@ static void rollback(tg_rules *rs, uint32_t nops, uint32_t nrules, uint32_t nrws
         if (!rs->rules[i]->backward && !tgW_map_get(&rs->rulemap, rs->rules[i]->name))
             tgW_map_put(&rs->rulemap, rs->rules[i]->name, rs->rules[i]);
     rs->index_stale = 1;
+    tgW_plans_clear(rs);
 }
 
 /* ---- loading ------------------------------------------------------------ */
@@ -272,10 +275,8 @@ static int check_tags(loader *L, tg_term *w)
 
 static int known_rule(tg_rules *rs, tg_term *name, int backward)
 {
-    for (uint32_t i = 0; i < rs->nrules; i++)
-        if (rs->rules[i]->name == name && rs->rules[i]->backward == backward)
-            return 1;
-    return 0;
+    uint32_t first;
+    return tgW_rules_named(rs, name, backward, &first) > 0;
 }
 
 /* An item of a rewriter: NAME (a rule or a rewriter) or (reverse RULE). */
@@ -319,6 +320,7 @@ static int rws_push(tg_rules *rs, tgW_rw *rw)
         return -1;
     rs->rws = n;
     rs->rws[rs->nrws++] = rw;
+    tgW_plans_clear(rs);
     return tgW_map_put(&rs->rwmap, rw->name, rw);
 }
 
@@ -877,6 +879,19 @@ static int eval_normalize(loader *L, tg_term *form, tg_term **value)
     return TG_EVAL_VALUE;
 }
 
+/* t rewritten by spec, whose plan is made once until the next load. */
+static tg_term *rewrite_spec(loader *L, tg_term *spec, tg_term *t)
+{
+    tgW_cplan *cp = tgW_plan_cached(L->rs, spec);
+    if (!cp) {
+        tgW_query *q;
+        tgW_rw *rw = parse_spec(L, spec, &q);
+        if (!rw || !(cp = tgW_plan_make(L->rs, spec, rw, q, L->err)))
+            return NULL;
+    }
+    return tgW_rewrite_plan(L->rs, cp, t, L->err);
+}
+
 /* (rewrite SPEC TERM) */
 static int eval_rewrite(loader *L, tg_term *form, tg_term **value)
 {
@@ -887,11 +902,7 @@ static int eval_rewrite(loader *L, tg_term *form, tg_term **value)
         free(p);
         return -1;
     }
-    tgW_query *q;
-    tgW_rw *rw = parse_spec(L, tg_nth(form, 1), &q);
-    if (!rw)
-        return -1;
-    tg_term *r = tgW_rewrite(L->rs, rw, q, tg_nth(form, 2), L->err);
+    tg_term *r = rewrite_spec(L, tg_nth(form, 1), tg_nth(form, 2));
     if (!r)
         return -1;
     *value = r;
@@ -1016,9 +1027,7 @@ tg_term *tg_rewrite(tg_rules *rs, tg_term *spec, tg_term *t, tg_error *err)
     loader L;
     if (loader_init(&L, rs, err) < 0)
         return NULL;
-    tgW_query *q;
-    tgW_rw *rw = parse_spec(&L, spec, &q);
-    return rw ? tgW_rewrite(rs, rw, q, t, err) : NULL;
+    return rewrite_spec(&L, spec, t);
 }
 
 tg_term *tg_rules_profile(tg_rules *rs)

@@ -145,6 +145,7 @@ struct tg_rules {
     struct tgW_machine *m;      /* the machine's stacks, kept between runs */
     tgW_map memo;               /* redex -> normal form */
     tgW_map rwmap;              /* name -> rewriter */
+    tgW_map plans;              /* rewrite spec -> tgW_cplan, until the next load */
     tg_term **forms;            /* the .rules form names, interned (load.c) */
     struct tgW_rw **rws;        /* in declaration order */
     uint32_t nrws;
