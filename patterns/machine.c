@@ -521,7 +521,7 @@ exec:
             sp = base + c;
             head = K[i->b], atom = i->pad, opid = i->a;
             f->rule->built++;
-            if (pv && tgO_done(pv, fp - 1, build(ctx, head, atom, c, M->vs + base)) < 0)
+            if (pv && tgO_done_call(pv, ctx, fp - 1, head, atom, c, M->vs + base) < 0)
                 goto oom;
             int known = call_enter(rs, bix, memo, opid, head, atom, c, M->vs + base, &result, err);
             if (known < 0)
@@ -586,7 +586,7 @@ exec:
                 }
                 R = M->vs + f->regs;
             }
-            if (pv && tgO_fire_at(pv, r, build(ctx, f->head, f->atom, f->n, M->vs + f->base), fp - 1) < 0)
+            if (pv && tgO_fire_at(pv, ctx, r, f->head, f->atom, f->n, M->vs + f->base, fp - 1) < 0)
                 goto oom;
             if ((++steps & 0xffff) == 0) {
                 if (rs->interrupt) {

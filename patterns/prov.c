@@ -72,7 +72,7 @@ void tgO_begin(tgO_prov *p, tg_term *input)
 /* Position ids start at 1; 0 is "not known" (the table is full). */
 static uint32_t pos_new(tgO_prov *p, uint32_t parent, uint32_t i)
 {
-    if (p->npos + 1 >= 4 * p->limit + 1024)
+    if (p->npos + 1 >= 2 * p->limit + 1024)
         return 0;
     size_t c1 = p->cappos, c2 = p->cappos, c3 = p->cappos;
     uint32_t *pa = grow(p->parent, p->cappos, &c1, p->npos + 2, sizeof *pa, 0);
@@ -106,10 +106,15 @@ static uint32_t here(tgO_prov *p)
     return p->at;
 }
 
-int tgO_fire_at(tgO_prov *p, tgW_rule *r, tg_term *before, size_t d)
+/* The call of head to args as a term (NULL when out of memory). */
+static tg_term *call_term(tg_ctx *ctx, tg_term *head, int atom, uint32_t n, tg_term *const *args)
 {
-    if (!before)
-        return -1;
+    return atom ? head : tg_app(ctx, head, n, args);
+}
+
+int tgO_fire_at(tgO_prov *p, tg_ctx *ctx, tgW_rule *r, tg_term *head, int atom, uint32_t n,
+                tg_term *const *args, size_t d)
+{
     p->total++;
     uint32_t *o = grow(p->open, p->capopen, &p->capopen, d + 1, sizeof *o, 0);
     if (!o)
@@ -117,7 +122,10 @@ int tgO_fire_at(tgO_prov *p, tgW_rule *r, tg_term *before, size_t d)
     p->open = o;
     o[d] = 0;
     if (p->n >= p->limit)
-        return 0;   /* counted, not logged */
+        return 0;   /* counted, not logged (nor built) */
+    tg_term *before = call_term(ctx, head, atom, n, args);
+    if (!before)
+        return -1;
     tgO_fire *l = grow(p->log, p->n, &p->cap, p->n + 1, sizeof *l, 1);
     if (!l)
         return -1;
@@ -137,8 +145,40 @@ int tgO_fire_at(tgO_prov *p, tgW_rule *r, tg_term *before, size_t d)
     return 0;
 }
 
-/* Add (time, k or orig) to t's history in map m; 0 or -1. */
-static int hist_add(tgW_map *m, tg_term *t, uint32_t time, uint32_t k, tg_term *orig)
+/* The firings that gave one term, in the order they completed (their
+ * ends never decrease).  A term given once, the common case, has no
+ * such list: its map value is the firing number, tagged odd. */
+typedef struct prods {
+    uint32_t n, cap;
+    uint32_t k[];
+} prods;
+
+static int prod_add(tgW_map *m, tg_term *t, uint32_t k)
+{
+    void *v = tgW_map_get(m, t);
+    if (!v)
+        return tgW_map_put(m, t, (void *)(((uintptr_t)k << 1) | 1));
+    prods *ps = ((uintptr_t)v & 1) ? NULL : v;
+    if (!ps || ps->n == ps->cap) {
+        uint32_t n = ps ? ps->n : 1, nc = 2 * n;
+        prods *q = GC_MALLOC_ATOMIC(sizeof *q + nc * sizeof q->k[0]);
+        if (!q)
+            return -1;
+        if (ps)
+            memcpy(q->k, ps->k, n * sizeof q->k[0]);
+        else
+            q->k[0] = (uint32_t)((uintptr_t)v >> 1);
+        q->n = n, q->cap = nc;
+        if (tgW_map_put(m, t, q) < 0)
+            return -1;
+        ps = q;
+    }
+    ps->k[ps->n++] = k;
+    return 0;
+}
+
+/* Add (time, orig) to the links of t in map m; 0 or -1. */
+static int hist_add(tgW_map *m, tg_term *t, uint32_t time, tg_term *orig)
 {
     tgO_hist *h = tgW_map_get(m, t);
     if (!h) {
@@ -148,29 +188,22 @@ static int hist_add(tgW_map *m, tg_term *t, uint32_t time, uint32_t k, tg_term *
     if (h->n == h->cap) {
         uint32_t nc = h->cap ? 2 * h->cap : 1;
         uint32_t *tm = GC_MALLOC_ATOMIC(nc * sizeof *tm);
-        uint32_t *ks = orig ? NULL : GC_MALLOC_ATOMIC(nc * sizeof *ks);
-        tg_term **os = orig ? GC_MALLOC(nc * sizeof *os) : NULL;
-        if (!tm || (!orig && !ks) || (orig && !os))
+        tg_term **os = GC_MALLOC(nc * sizeof *os);
+        if (!tm || !os)
             return -1;
         if (h->n) {
             memcpy(tm, h->time, h->n * sizeof *tm);
-            if (ks)
-                memcpy(ks, h->k, h->n * sizeof *ks);
-            if (os)
-                memcpy(os, h->orig, h->n * sizeof *os);
+            memcpy(os, h->orig, h->n * sizeof *os);
         }
-        h->time = tm, h->k = ks, h->orig = os, h->cap = nc;
+        h->time = tm, h->orig = os, h->cap = nc;
     }
     h->time[h->n] = time;
-    if (orig)
-        h->orig[h->n] = orig;
-    else
-        h->k[h->n] = k;
+    h->orig[h->n] = orig;
     h->n++;
     return 0;
 }
 
-/* The last entry of t's history in m at a time <= bound: its index, or -1. */
+/* The last link of t in m at a time <= bound: its index, or -1. */
 static long hist_find(const tgW_map *m, const tg_term *t, uint32_t bound, const tgO_hist **hp)
 {
     const tgO_hist *h = tgW_map_get(m, t);
@@ -188,6 +221,14 @@ static long hist_find(const tgW_map *m, const tg_term *t, uint32_t bound, const 
     return lo;
 }
 
+int tgO_done_call(tgO_prov *p, tg_ctx *ctx, size_t d, tg_term *head, int atom, uint32_t n,
+                  tg_term *const *args)
+{
+    if (d >= p->capopen || !p->open[d])
+        return 0;
+    return tgO_done(p, d, call_term(ctx, head, atom, n, args));
+}
+
 int tgO_done(tgO_prov *p, size_t d, tg_term *after)
 {
     if (!after)
@@ -201,15 +242,15 @@ int tgO_done(tgO_prov *p, size_t d, tg_term *after)
     e->end = (uint32_t)p->n;
     if (e->cond)    /* what a condition computes is compared, not kept */
         return 0;
-    return hist_add(&p->producer, after, (uint32_t)p->n, k, NULL);
+    return prod_add(&p->producer, after, k);
 }
 
 int tgO_link(tgO_prov *p, tg_term *nf, tg_term *orig)
 {
-    if (nf == orig || p->nlinks >= 4 * p->limit + 1024)
+    if (nf == orig || p->nlinks >= p->limit + 1024)
         return 0;
     p->nlinks++;
-    return hist_add(&p->from, nf, (uint32_t)p->n, 0, orig);
+    return hist_add(&p->from, nf, (uint32_t)p->n, orig);
 }
 
 /* ---- the walk back ------------------------------------------------------ */
@@ -218,9 +259,25 @@ int tgO_link(tgO_prov *p, tg_term *nf, tg_term *orig)
  * were logged; 0 when none. */
 static uint32_t producer(const tgO_prov *p, tg_term *t, uint32_t bound)
 {
-    const tgO_hist *h;
-    long i = hist_find(&p->producer, t, bound, &h);
-    return i < 0 ? 0 : h->k[i];
+    void *v = tgW_map_get(&p->producer, t);
+    if (!v)
+        return 0;
+    if ((uintptr_t)v & 1) {
+        uint32_t k = (uint32_t)((uintptr_t)v >> 1);
+        return p->log[k - 1].end <= bound ? k : 0;
+    }
+    const prods *ps = v;
+    if (p->log[ps->k[0] - 1].end > bound)
+        return 0;
+    uint32_t lo = 0, hi = ps->n - 1;    /* the end of k[lo] <= bound */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo + 1) / 2;
+        if (p->log[ps->k[mid] - 1].end <= bound)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return ps->k[lo];
 }
 
 typedef struct item {

@@ -34,14 +34,12 @@ typedef struct tgO_fire {
     int cond;                   /* it fired while a condition was tested */
 } tgO_fire;
 
-/* The history of one term, in time order: the firings that gave it
- * (time: when each completed), or the nodes a pass rebuilt into it
- * around rewritten arguments (time: when). */
+/* The nodes a pass rebuilt into one term around rewritten arguments, in
+ * time order (time: firings logged when). */
 typedef struct tgO_hist {
     uint32_t n, cap;
     uint32_t *time;
-    uint32_t *k;                /* firings */
-    tg_term **orig;             /* rebuilt nodes */
+    tg_term **orig;
 } tgO_hist;
 
 typedef struct tgO_prov {
@@ -55,7 +53,7 @@ typedef struct tgO_prov {
     size_t npos, cappos;
     uint32_t at, atparent, atidx;   /* the position of the node being reduced */
     uint32_t pass;
-    tgW_map producer;           /* after -> its tgO_hist of firings */
+    tgW_map producer;           /* after -> the firings that gave it (prov.c) */
     tgW_map from;               /* rebuilt node -> its tgO_hist of old nodes */
     size_t nlinks;
     tg_term *input;             /* of the last run */
@@ -80,11 +78,16 @@ static inline void tgO_at_arg(tgO_prov *p, uint32_t pos, uint32_t i)
 {
     p->at = 0, p->atparent = pos, p->atidx = i;
 }
-/* Rule r fires on before in the frame at depth d (0: a node of the
- * term).  0, or -1 when out of memory. */
-int tgO_fire_at(tgO_prov *p, tgW_rule *r, tg_term *before, size_t d);
-/* The right side of the firing open at depth d gave after. */
+/* Rule r fires in the frame at depth d (0: a node of the term) on the
+ * call of head (a bare symbol when atom) to the n arguments args.  0, or
+ * -1 when out of memory. */
+int tgO_fire_at(tgO_prov *p, tg_ctx *ctx, tgW_rule *r, tg_term *head, int atom, uint32_t n,
+                tg_term *const *args, size_t d);
+/* The right side of the firing open at depth d gave after, or ends in
+ * the call of head to args (a tail call).  0, or -1. */
 int tgO_done(tgO_prov *p, size_t d, tg_term *after);
+int tgO_done_call(tgO_prov *p, tg_ctx *ctx, size_t d, tg_term *head, int atom, uint32_t n,
+                  tg_term *const *args);
 
 /* A pass turned node orig into nf without a rule firing at it (its
  * arguments were rewritten).  0, or -1 when out of memory. */
