@@ -13,6 +13,9 @@
  *                  rewrite with it off.
  * Usage: rewrite [scale]  (scale 1 = full size)
  */
+#define GC_THREADS 1
+#include <gc/gc.h>
+
 #include "tgrel.h"
 
 #include <stdio.h>
@@ -73,7 +76,8 @@ static char *rules_text(void)
 /* A tree of n leaves: (add L R) over (fI (neg (neg (mul xJ 1)))) leaves. */
 static tg_term *term(tg_ctx *ctx, long n, long *k)
 {
-    tg_term **st = malloc((size_t)(n + 1) * sizeof *st);
+    /* collector memory: it holds the only pointers to the subtrees */
+    tg_term **st = GC_MALLOC((size_t)(n + 1) * sizeof *st);
     long sp = 0;
     tg_term *add = tg_symbol_cstr(ctx, "add"), *neg = tg_symbol_cstr(ctx, "neg");
     tg_term *mul = tg_symbol_cstr(ctx, "mul"), *one = tg_int(ctx, 1);
@@ -99,9 +103,7 @@ static tg_term *term(tg_ctx *ctx, long n, long *k)
         sp -= 2;
         st[sp++] = tg_app(ctx, add, 2, two);
     }
-    tg_term *t = st[0];
-    free(st);
-    return t;
+    return st[0];
 }
 
 static void bench(const char *name, tg_rules *rs, tg_term *spec, tg_term *t, long reps, int prov)
