@@ -1,4 +1,4 @@
-/* cache.c - the compile cache of generated kernels (module prefix tgX_).
+/* cache.c - the compile cache of generated kernels (module prefix tgZ_).
  *
  * An entry is DIR/KEY.so, KEY the hash of compiler, flags and source.  A
  * 24-byte trailer (magic, then the hash of every byte before it) is
@@ -71,7 +71,7 @@ static void hash128(const void *p, size_t n, uint64_t out[2])
     out[0] = a, out[1] = mix64(b ^ 0x452821E638D01377ull);
 }
 
-void tgX_hash_hex(const void *p, size_t n, char out[33])
+void tgZ_hash_hex(const void *p, size_t n, char out[33])
 {
     uint64_t h[2];
     hash128(p, n, h);
@@ -95,7 +95,7 @@ static int mkdirs(const char *path)
     return mkdir(tmp, 0755) < 0 && errno != EEXIST ? -1 : 0;
 }
 
-int tgX_dir(char *buf, size_t size)
+int tgZ_dir(char *buf, size_t size)
 {
     const char *d = getenv("TGREL_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
     int n;
@@ -278,7 +278,7 @@ static void pin_openmp(void)
 #endif
 }
 
-void *tgX_load(const char *src, size_t len, const char *cc, const char *cflags, int *hit, int *why,
+void *tgZ_load(const char *src, size_t len, const char *cc, const char *cflags, int *hit, int *why,
                tg_error *err)
 {
     char dir[4096], path[4200], lock[4200], key[33];
@@ -291,7 +291,7 @@ void *tgX_load(const char *src, size_t len, const char *cc, const char *cflags, 
         cflags = getenv("TGREL_CFLAGS");
     if (!cflags)
         cflags = TGQ_DEFAULT_FLAGS;
-    if (tgX_dir(dir, sizeof dir) < 0 || mkdirs(dir) < 0)
+    if (tgZ_dir(dir, sizeof dir) < 0 || mkdirs(dir) < 0)
         return tgE_set(err, TG_ERR_IO, NULL, 0, 0, "kernels: no usable cache directory"), NULL;
     /* the key covers compiler, flags and source */
     size_t hl = strlen(cc) + strlen(cflags) + len + 2;
@@ -301,7 +301,7 @@ void *tgX_load(const char *src, size_t len, const char *cc, const char *cflags, 
     memcpy(all, cc, strlen(cc) + 1);
     memcpy(all + strlen(cc) + 1, cflags, strlen(cflags) + 1);
     memcpy(all + strlen(cc) + strlen(cflags) + 2, src, len);
-    tgX_hash_hex(all, hl, key);
+    tgZ_hash_hex(all, hl, key);
     free(all);
     snprintf(path, sizeof path, "%s/%s.so", dir, key);
     snprintf(lock, sizeof lock, "%s/%s.lock", dir, key);

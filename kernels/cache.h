@@ -1,5 +1,5 @@
 /* cache.h - compiling generated C into a shared object through an
- * on-disk cache (module prefix tgX_).  See doc/kernels.md. */
+ * on-disk cache (module prefix tgZ_).  See doc/kernels.md. */
 #ifndef TG_KERNELS_CACHE_H
 #define TG_KERNELS_CACHE_H
 
@@ -7,7 +7,7 @@
 
 #include "tgrel.h"
 
-/* What tgX_load found when it failed. */
+/* What tgZ_load found when it failed. */
 enum { TGQ_OK = 0, TGQ_NO_COMPILER, TGQ_FAILED };
 
 /* dlopen a shared object built from src with compiler cc and flags
@@ -15,14 +15,14 @@ enum { TGQ_OK = 0, TGQ_NO_COMPILER, TGQ_FAILED };
  * cache when an intact entry is there, else compiled, verified and
  * stored.  NULL with err filled and *why set on failure.  *hit tells
  * whether the entry came from the cache. */
-void *tgX_load(const char *src, size_t len, const char *cc, const char *cflags, int *hit, int *why,
+void *tgZ_load(const char *src, size_t len, const char *cc, const char *cflags, int *hit, int *why,
                tg_error *err);
 
 /* The cache directory in use: $TGREL_CACHE_DIR, else $XDG_CACHE_HOME/tgrel,
  * else $HOME/.cache/tgrel; written into buf.  -1 when none can be named. */
-int tgX_dir(char *buf, size_t size);
+int tgZ_dir(char *buf, size_t size);
 
 /* 128-bit hash of bytes, as 32 hex digits and a NUL in out. */
-void tgX_hash_hex(const void *p, size_t n, char out[33]);
+void tgZ_hash_hex(const void *p, size_t n, char out[33]);
 
 #endif

@@ -1,4 +1,4 @@
-/* fn.c - the public API of tensor functions (module prefix tgO_):
+/* fn.c - the public API of tensor functions (only public tg_fn_ names):
  * tg_fn_compile runs types -> schedule, tg_fn_call runs the schedule. */
 #include "config.h"
 
@@ -34,7 +34,7 @@ static void go_native(tg_fn *fn, const tg_fn_options *opt)
     char *src = tgJ_source(s, &len);
     tg_error err;
     int hit, why;
-    void *so = src ? tgX_load(src, len, opt ? opt->cc : NULL, opt ? opt->cflags : NULL, &hit, &why, &err)
+    void *so = src ? tgZ_load(src, len, opt ? opt->cc : NULL, opt ? opt->cflags : NULL, &hit, &why, &err)
                    : NULL;
     free(src);
     fn->st.kern = so ? calloc((size_t)s->nsteps, sizeof *fn->st.kern) : NULL;

@@ -11,6 +11,7 @@
 #include "arith.h"
 #include "rewriters.h"
 #include "relrw.h"
+#include "prov.h"
 #include "error.h"
 #include "reader.h"
 
@@ -40,6 +41,7 @@ static int ops_push(tg_rules *rs, tgW_op *op)
     rs->ops = n;
     op->id = rs->nops;
     rs->ops[rs->nops++] = op;
+    tgW_plans_clear(rs);
     return tgW_map_put(&rs->opmap, op->name, op);
 }
 
@@ -51,6 +53,7 @@ static int rules_push(tg_rules *rs, tgW_rule *r)
     rs->rules = n;
     rs->rules[rs->nrules++] = r;
     rs->index_stale = 1;
+    tgW_plans_clear(rs);
     if (!r->backward && !tgW_map_get(&rs->rulemap, r->name))
         return tgW_map_put(&rs->rulemap, r->name, r);
     return 0;
@@ -118,6 +121,7 @@ static void rollback(tg_rules *rs, uint32_t nops, uint32_t nrules, uint32_t nrws
         if (!rs->rules[i]->backward && !tgW_map_get(&rs->rulemap, rs->rules[i]->name))
             tgW_map_put(&rs->rulemap, rs->rules[i]->name, rs->rules[i]);
     rs->index_stale = 1;
+    tgW_plans_clear(rs);
 }
 
 /* ---- loading ------------------------------------------------------------ */
@@ -125,12 +129,12 @@ static void rollback(tg_rules *rs, uint32_t nops, uint32_t nrules, uint32_t nrws
 enum { F_OP, F_RULE, F_INCLUDE, F_DEFREL, F_TABLED, F_FACT, F_FACTS, F_ARITY, F_ASSOC, F_COMM,
        F_TO, F_BOTH, F_WHEN, F_NORMALIZE, F_MEMO, F_RUN, F_RUNSTAR, F_TAGS, F_EQUIL, F_WALK,
        F_SEQ, F_ORDER, F_IN2OUT, F_OUT2IN, F_MAXUSE, F_REVERSE, F_QUERY, F_INCL, F_REQ, F_EXCL,
-       F_SUBQ, F_REWRITE, F_PROFILE, F_TRACE, F_ON, F_OFF, NF };
+       F_SUBQ, F_REWRITE, F_PROFILE, F_TRACE, F_ON, F_OFF, F_PROV, F_WHY, NF };
 static const char *const form_names[NF] = {
     "op", "rule", "include", "defrel", "tabled", "fact", "facts", "arity", "assoc", "comm",
     "=>", "<=>", "when", "normalize", "memo", "run", "run*", "tags", "equilibrium", "walk",
     "sequence", "order", "in-to-out", "out-to-in", "max-use-ratio", "reverse", "query", "include",
-    "require", "exclude", "subquery", "rewrite", "profile", "trace", "on", "off"
+    "require", "exclude", "subquery", "rewrite", "profile", "trace", "on", "off", "provenance", "why"
 };
 
 typedef struct loader {
@@ -291,10 +295,8 @@ static int check_tags(loader *L, tg_term *w)
 
 static int known_rule(tg_rules *rs, tg_term *name, int backward)
 {
-    for (uint32_t i = 0; i < rs->nrules; i++)
-        if (rs->rules[i]->name == name && rs->rules[i]->backward == backward)
-            return 1;
-    return 0;
+    uint32_t first;
+    return tgW_rules_named(rs, name, backward, &first) > 0;
 }
 
 /* An item that is neither a rule nor a rewriter: a relation, checked
@@ -354,6 +356,7 @@ static int rws_push(tg_rules *rs, tgW_rw *rw)
         return -1;
     rs->rws = n;
     rs->rws[rs->nrws++] = rw;
+    tgW_plans_clear(rs);
     return tgW_map_put(&rs->rwmap, rw->name, rw);
 }
 
@@ -829,7 +832,7 @@ static int check_goals(loader *L, const tgW_rule *r)
         if (i->op != E_GOAL)
             continue;
         tg_term *d = r->k[i->b], *name = tg_car(d);
-        long a = tgV_arity(L->rs, name);
+        long a = tgD_arity(L->rs, name);
         if (a == i->c)
             continue;
         int64_t line = 0, col = 0;
@@ -869,7 +872,7 @@ static int check_relrefs(loader *L, uint32_t nrules)
             return -1;
     for (size_t i = 0; i < L->nrelrefs; i++) {
         const struct relref *r = &L->relrefs[i];
-        long a = tgV_check(L->rs, r->name);
+        long a = tgD_check(L->rs, r->name);
         if (!a)
             continue;
         size_t n;
@@ -977,7 +980,12 @@ tg_term *tg_normalize(tg_rules *rs, tg_term *t, unsigned flags, tg_error *err)
     tgW_run run = {&rs->all, (flags & TG_NF_MEMO) != 0, 0, 0, NULL, rs};
     if (rs->trace_on && rs->trace)
         run.hook = tgW_trace_hook;
-    return tgW_normalize(rs, &run, t, err);
+    if (rs->prov)
+        tgO_begin(rs->prov, t);
+    tg_term *r = tgW_normalize(rs, &run, t, err);
+    if (rs->prov)
+        rs->prov->result = r;
+    return r;
 }
 
 tg_env *tg_rules_env(tg_rules *rs, tg_error *err)
@@ -1004,6 +1012,19 @@ static int eval_normalize(loader *L, tg_term *form, tg_term **value)
     return TG_EVAL_VALUE;
 }
 
+/* t rewritten by spec, whose plan is made once until the next load. */
+static tg_term *rewrite_spec(loader *L, tg_term *spec, tg_term *t)
+{
+    tgW_cplan *cp = tgW_plan_cached(L->rs, spec);
+    if (!cp) {
+        tgW_query *q;
+        tgW_rw *rw = parse_spec(L, spec, &q);
+        if (!rw || !(cp = tgW_plan_make(L->rs, spec, rw, q, L->err)))
+            return NULL;
+    }
+    return tgW_rewrite_plan(L->rs, cp, t, L->err);
+}
+
 /* (rewrite SPEC TERM) */
 static int eval_rewrite(loader *L, tg_term *form, tg_term **value)
 {
@@ -1014,14 +1035,43 @@ static int eval_rewrite(loader *L, tg_term *form, tg_term **value)
         free(p);
         return -1;
     }
-    tgW_query *q;
-    tgW_rw *rw = parse_spec(L, tg_nth(form, 1), &q);
-    if (!rw)
-        return -1;
-    tg_term *r = tgW_rewrite(L->rs, rw, q, tg_nth(form, 2), L->err);
+    tg_term *r = rewrite_spec(L, tg_nth(form, 1), tg_nth(form, 2));
     if (!r)
         return -1;
     *value = r;
+    return TG_EVAL_VALUE;
+}
+
+/* (provenance on), (provenance off), (why TERM): the chain is printed
+ * to the trace stream when there is one, else it is the form's value. */
+static int eval_provenance(loader *L, tg_term *form, tg_term **value)
+{
+    tg_rules *rs = L->rs;
+    tg_term *x = tg_length(form) == 2 && tg_tail(form) == tg_nil() ? tg_nth(form, 1) : NULL;
+    if (tg_car(form) == L->sym[F_PROV]) {
+        if (x != L->sym[F_ON] && x != L->sym[F_OFF]) {
+            char *p = tgW_show(form);
+            lerr(L, form, "malformed provenance: (provenance on) or (provenance off) in %s", p ? p : "?");
+            free(p);
+            return -1;
+        }
+        if (tgO_set(rs, x == L->sym[F_ON], 0) < 0)
+            return tgE_nomem(L->err), -1;
+        return TG_EVAL_DEFINE;
+    }
+    if (!x) {
+        char *p = tgW_show(form);
+        lerr(L, form, "malformed why: (why TERM) in %s", p ? p : "?");
+        free(p);
+        return -1;
+    }
+    if (rs->trace)
+        return tgO_print_why(rs, x, rs->trace, L->err) < 0 ? -1 : TG_EVAL_DEFINE;
+    tg_term *v = tgO_why(rs, x, L->err);
+    if (!v)
+        return -1;
+    if (value)
+        *value = v;
     return TG_EVAL_VALUE;
 }
 
@@ -1076,6 +1126,8 @@ static int eval_form(tg_rules *rs, tg_term *form, const char *file, int line, in
         rs->trace_on = tg_nth(form, 1) == L.sym[F_ON];
         return TG_EVAL_DEFINE;
     }
+    if (h == L.sym[F_PROV] || h == L.sym[F_WHY])
+        return eval_provenance(&L, form, value);
     if (h == L.sym[F_OP] || h == L.sym[F_RULE] || h == L.sym[F_INCLUDE] || h == L.sym[F_EQUIL] ||
         h == L.sym[F_WALK] || h == L.sym[F_SEQ]) {
         uint32_t nops = rs->nops, nrules = rs->nrules, nrws = rs->nrws;
@@ -1127,9 +1179,7 @@ tg_term *tg_rewrite(tg_rules *rs, tg_term *spec, tg_term *t, tg_error *err)
     loader L;
     if (loader_init(&L, rs, err) < 0)
         return NULL;
-    tgW_query *q;
-    tgW_rw *rw = parse_spec(&L, spec, &q);
-    return rw ? tgW_rewrite(rs, rw, q, t, err) : NULL;
+    return rewrite_spec(&L, spec, t);
 }
 
 tg_term *tg_rules_profile(tg_rules *rs)
@@ -1156,4 +1206,30 @@ void tg_rules_interrupt(tg_rules *rs)
         return;
     rs->interrupt = 1;
     tg_env_interrupt(rs->env);
+}
+
+int tg_rules_set_provenance(tg_rules *rs, int on, size_t cap, tg_error *err)
+{
+    if (!rs)
+        return tgE_arg(err, "tg_rules_set_provenance: NULL rule set"), -1;
+    return tgO_set(rs, on, cap) < 0 ? (tgE_nomem(err), -1) : 0;
+}
+
+int tg_rules_provenance(const tg_rules *rs)
+{
+    return rs && rs->prov;
+}
+
+tg_term *tg_rules_why(tg_rules *rs, tg_term *t, tg_error *err)
+{
+    if (!rs || !t)
+        return tgE_arg(err, "tg_rules_why: NULL argument"), NULL;
+    return tgO_why(rs, t, err);
+}
+
+int tg_rules_print_why(tg_rules *rs, tg_term *t, FILE *out, tg_error *err)
+{
+    if (!rs || !t || !out)
+        return tgE_arg(err, "tg_rules_print_why: NULL argument"), -1;
+    return tgO_print_why(rs, t, out, err);
 }

@@ -21,6 +21,7 @@
 #include "dispatch.h"
 #include "arith.h"
 #include "relrw.h"
+#include "prov.h"
 #include "error.h"
 
 #include <gc/gc.h>
@@ -454,6 +455,7 @@ static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term 
     tg_term **R = NULL;
     tg_term *const *K = NULL;
     unsigned long long steps = 0;
+    tgO_prov *pv = rs->prov;    /* provenance: NULL when off */
 
     /* frames above the ones of enclosing runs: none (reduce is not reentrant) */
     fp = fp0;
@@ -593,6 +595,8 @@ exec:
             head = K[i->b], atom = i->pad, opid = i->a;
             f->rule->built++;
             int opened;
+            if (pv && tgO_done_call(pv, ctx, fp - 1, head, atom, c, M->vs + base) < 0)
+                goto oom;
             int known = call_enter(rs, bix, memo, opid, head, atom, c, M->vs + base, &result, &opened, err);
             if (known < 0)
                 goto fail;
@@ -634,7 +638,7 @@ exec:
         case E_GOAL:
             sp -= i->c;
             rs->conditions++;
-            switch (tgV_goal(rs, K[i->b], M->vs + sp, i->c, R, f->rule, err)) {
+            switch (tgD_goal(rs, K[i->b], M->vs + sp, i->c, R, f->rule, err)) {
             case -1:
                 goto fail;
             case 0:
@@ -670,6 +674,8 @@ exec:
                 }
                 R = M->vs + f->regs;
             }
+            if (pv && tgO_fire_at(pv, ctx, r, f->head, f->atom, f->n, M->vs + f->base, fp - 1) < 0)
+                goto oom;
             if ((++steps & 0xffff) == 0) {
                 if (rs->interrupt) {
                     tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "interrupted");
@@ -685,6 +691,8 @@ exec:
         }
         case E_RET:
             result = M->vs[sp - 1];
+            if (pv && tgO_done(pv, fp - 1, result) < 0)
+                goto oom;
             goto ret;
         case E_NUM: {
             tg_term *v;
@@ -740,6 +748,7 @@ typedef struct walk {
     tg_term *t;
     tg_iter it;
     size_t vbase;
+    uint32_t pos;       /* provenance: its position id */
 } walk;
 
 /* The op a symbol names, with rules or not. */
@@ -774,7 +783,10 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
     walk *ws = NULL;
     size_t nw = 0, capw = 0;
     tg_term *res = NULL;
+    tgO_prov *pv = rs->prov;
 
+    if (pv)
+        tgO_at(pv, tgO_pass(pv));
     if (!tgT_ispair(t)) {
         res = norm_atom(rs, run, t, &sp, err);
         tgW_memo_clear(&M->memo);
@@ -798,6 +810,9 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
         }                                                                     \
         ws[nw].t = (x), ws[nw].it.node = (x), ws[nw].it.i = 0;                \
         ws[nw].vbase = sp;                                                    \
+        ws[nw].pos = !pv ? 0 : nw ? tgO_pos(pv, ws[nw - 1].pos,               \
+                                            (uint32_t)(sp - ws[nw - 1].vbase)) \
+                                  : pv->at;                                   \
         nw++;                                                                 \
     } while (0)
 
@@ -811,6 +826,8 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
                 PUSHW(x);
                 continue;
             }
+            if (pv)
+                tgO_at_arg(pv, w->pos, (uint32_t)(sp - w->vbase));
             if (!v && !(v = (x == w->t->e[0] && w->it.node == w->t && w->it.i == 1)
                                 ? x : norm_atom(rs, run, x, &sp, err)))
                 goto out;
@@ -835,6 +852,8 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
                 na = (uint32_t)nc;
             }
             /* arguments above the head: reduce consumes them */
+            if (pv)
+                tgO_at(pv, w->pos);
             nf = reduce(rs, run, id, h, 0, na, &sp, err);
             if (!nf)
                 goto out;
@@ -848,6 +867,8 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
                 goto oom;
             sp = vb;
         }
+        if (pv && tgO_link(pv, nf, node) < 0)
+            goto oom;
         nw--;
         if (!nw) {
             res = nf;

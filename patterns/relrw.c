@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-struct tgV_rel {
+struct tgD_rel {
     tg_env *env;
     tgL_call *call;         /* (r ?0 ?1) with both arguments given at each call */
     int backward;
@@ -28,21 +28,21 @@ typedef struct both {
     tgW_rule *dir[2];
 } both;
 
-long tgV_arity(tg_rules *rs, const tg_term *name)
+long tgD_arity(tg_rules *rs, const tg_term *name)
 {
     tgG_rel *rel = rs->env && tg_kind_of(name) == TG_SYMBOL ? tgG_rel_find(rs->env, name) : NULL;
     return !rel || (!rel->body && !rel->cfn) ? -1 : (long)rel->arity;
 }
 
-long tgV_check(tg_rules *rs, const tg_term *name)
+long tgD_check(tg_rules *rs, const tg_term *name)
 {
-    long a = tgV_arity(rs, name);
+    long a = tgD_arity(rs, name);
     return a == 2 ? 0 : a;
 }
 
-tgW_rule *tgV_rule(tg_rules *rs, tg_term *name, int backward, tg_error *err)
+tgW_rule *tgD_rule(tg_rules *rs, tg_term *name, int backward, tg_error *err)
 {
-    long a = tgV_check(rs, name);
+    long a = tgD_check(rs, name);
     size_t nl;
     const char *ns = tg_kind_of(name) == TG_SYMBOL ? tg_symbol_name(name, &nl) : (nl = 1, "?");
     if (a < 0) {
@@ -63,7 +63,7 @@ tgW_rule *tgV_rule(tg_rules *rs, tg_term *name, int backward, tg_error *err)
     if (b->dir[backward])
         return b->dir[backward];
     tgW_rule *r = GC_MALLOC(sizeof *r);
-    struct tgV_rel *v = GC_MALLOC(sizeof *v);
+    struct tgD_rel *v = GC_MALLOC(sizeof *v);
     if (!r || !v || !(v->call = tgL_call_new(rs->env, tgG_rel_find(rs->env, name), 2, 0)))
         return tgE_nomem(err), NULL;
     v->backward = backward;
@@ -127,7 +127,7 @@ static int apply(tgW_rule *r, tg_term *t, tg_term **out, tg_error *err)
     return 1;
 }
 
-/* tgV_step, and which rule fired in *by. */
+/* tgD_step, and which rule fired in *by. */
 static int step_by(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t,
                    unsigned long long limit, tg_term **out, tgW_rule **by, tg_error *err)
 {
@@ -160,7 +160,7 @@ static int step_by(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t,
     return 0;
 }
 
-int tgV_step(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t, unsigned long long limit,
+int tgD_step(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t, unsigned long long limit,
              tg_term **out, tg_error *err)
 {
     tgW_rule *by;
@@ -245,7 +245,7 @@ static void cycle(norm *N, tg_term *t, const tgW_rule *last)
     free(p);
 }
 
-tg_term *tgV_normalize(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t,
+tg_term *tgD_normalize(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t,
                        unsigned long long limit, tgW_map *memo, tg_error *err)
 {
     norm N = {rs, err, memo, NULL, 0, 0, NULL, 0, 0, NULL, 0, 0};
@@ -391,7 +391,7 @@ static void goal_err(tg_error *err, const tgW_rule *r, tg_term *const *d, const 
     free(g);
 }
 
-int tgV_goal(tg_rules *rs, tg_term *desc, tg_term *const *args, unsigned nargs, tg_term **R,
+int tgD_goal(tg_rules *rs, tg_term *desc, tg_term *const *args, unsigned nargs, tg_term **R,
              const tgW_rule *r, tg_error *err)
 {
     tg_term *d[5 + 2 * 64];

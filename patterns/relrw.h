@@ -1,5 +1,5 @@
 /* relrw.h - relations of two arguments used as rewrites (module prefix
- * tgV_): a relation r rewrites a term t to the first answer of
+ * tgD_): a relation r rewrites a term t to the first answer of
  * (r t ?out), and (reverse r) to the first answer of (r ?out t).  Each
  * direction is a rule object without programs (rset.h: rule->rel), so
  * that plans, tags, queries and profiles treat it as they treat rules. */
@@ -11,18 +11,18 @@
 /* How relation name stands in the rule set's logic environment: 0 when
  * it is a relation of two arguments; otherwise -1 when there is no such
  * relation, or its arity. */
-long tgV_check(tg_rules *rs, const tg_term *name);
+long tgD_check(tg_rules *rs, const tg_term *name);
 /* The arity of relation name, -1 when there is none. */
-long tgV_arity(tg_rules *rs, const tg_term *name);
+long tgD_arity(tg_rules *rs, const tg_term *name);
 /* The rule object of relation name used in one direction (made once per
  * rule set and kept); NULL with err filled when name is not a relation
  * of two arguments (any more). */
-tgW_rule *tgV_rule(tg_rules *rs, tg_term *name, int backward, tg_error *err);
+tgW_rule *tgD_rule(tg_rules *rs, tg_term *name, int backward, tg_error *err);
 /* One rewrite of compound term t by the first of the n relation rules
  * rels that has an answer other than t: 1 with *out, 0 when none has, -1
  * with err filled (an error in the search, an answer that is not ground,
  * a rule firing more than limit times in this run when limit is not 0). */
-int tgV_step(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t, unsigned long long limit,
+int tgD_step(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t, unsigned long long limit,
              tg_term **out, tg_error *err);
 /* The normal form of t under the relations rels, innermost: the elements
  * of each compound node first, then the relations at the node, again on
@@ -32,14 +32,14 @@ int tgV_step(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t, unsign
  * an error it holds marks and must be dropped).  A term met again while
  * it is being normalized is a cycle (an error naming the relations that
  * fired since). */
-tg_term *tgV_normalize(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t,
+tg_term *tgD_normalize(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t,
                        unsigned long long limit, tgW_map *memo, tg_error *err);
 /* A relation called as a rule's condition (compile.c: E_GOAL): desc is
  * (REL MASK LINE COL GOAL VAR REG ...), args its nargs arguments (templates
  * where MASK says so), R the rule's registers.  1 when the relation has
  * an answer (the goal's variables then in their registers), 0 when not,
  * -1 with err filled (named at the condition's place). */
-int tgV_goal(tg_rules *rs, tg_term *desc, tg_term *const *args, unsigned nargs, tg_term **R,
+int tgD_goal(tg_rules *rs, tg_term *desc, tg_term *const *args, unsigned nargs, tg_term **R,
              const tgW_rule *r, tg_error *err);
 
 #endif

@@ -12,6 +12,7 @@
  */
 #include "rewriters.h"
 #include "relrw.h"
+#include "prov.h"
 #include "error.h"
 
 #include <gc/gc.h>
@@ -134,18 +135,15 @@ static int parts_push(tgW_plan *p, tgW_plan *part)
     return 0;
 }
 
-/* Every compiled rule of one direction of the rule named name, in
- * order (alternative left sides are several). */
-static int rules_named(tg_rules *rs, const tg_term *name, int backward, rvec *out)
+uint32_t tgW_rules_named(const tg_rules *rs, const tg_term *name, int backward, uint32_t *first)
 {
-    int found = 0;
-    for (uint32_t i = 0; i < rs->nrules; i++)
-        if (rs->rules[i]->name == name && rs->rules[i]->backward == backward) {
-            found = 1;
-            if (rpush(out, rs->rules[i]) < 0)
-                return -1;
-        }
-    return found;
+    uint32_t i = 0, n = 0;
+    while (i < rs->nrules && (rs->rules[i]->name != name || rs->rules[i]->backward != backward))
+        i++;
+    *first = i;
+    while (i + n < rs->nrules && rs->rules[i + n]->name == name && rs->rules[i + n]->backward == backward)
+        n++;
+    return n;
 }
 
 static tgW_plan *plan_of(tg_rules *rs, tgW_rw *rw, const tgW_query *q, const tagset *outer,
@@ -180,7 +178,7 @@ static int plan_item(tg_rules *rs, tgW_plan *p, rvec *rules, rvec *rels, const t
         return parts_push(p, sub) < 0 ? (tgE_nomem(err), -1) : 0;
     }
     if (it->rel) {
-        tgW_rule *r = tgV_rule(rs, it->name, it->backward, err);
+        tgW_rule *r = tgD_rule(rs, it->name, it->backward, err);
         if (!r)
             return -1;
         tagset ts = {r->name, r->tags, outer};
@@ -188,18 +186,15 @@ static int plan_item(tg_rules *rs, tgW_plan *p, rvec *rules, rvec *rels, const t
             return tgE_nomem(err), -1;
         return 0;
     }
-    tgW_rule *r0 = NULL;
-    rvec tmp = {0};
-    if (rules_named(rs, it->name, it->backward, &tmp) < 0)
-        return tgE_nomem(err), -1;
-    if (!tmp.n)
+    uint32_t first, n = tgW_rules_named(rs, it->name, it->backward, &first);
+    if (!n)
         return 0;
-    r0 = tmp.v[0];
+    tgW_rule *r0 = rs->rules[first];
     tagset ts = {r0->name, r0->tags, outer};
     if (!selected(q, &ts))
         return 0;
-    for (uint32_t i = 0; i < tmp.n; i++)
-        if (rpush(rules, tmp.v[i]) < 0)
+    for (uint32_t i = 0; i < n; i++)
+        if (rpush(rules, rs->rules[first + i]) < 0)
             return tgE_nomem(err), -1;
     return 0;
 }
@@ -315,6 +310,45 @@ size_t tgW_count_nodes(tg_ctx *ctx, tg_term *t)
     return count;
 }
 
+/* Keep t to count its nodes when the profile is asked for. */
+static int prof_note(tgW_prof *prof, tg_term *t)
+{
+    if (prof->ncounted && prof->counted[prof->ncounted - 1] == t)
+        return 0;
+    tg_term **v = tgW_grow(prof->counted, prof->ncounted, &prof->capcounted, prof->ncounted + 1, sizeof *v);
+    if (!v)
+        return -1;
+    prof->counted = v;
+    v[prof->ncounted++] = t;
+    return 0;
+}
+
+/* The node counts of the profile, once: each distinct term counted once. */
+static int prof_count(tg_rules *rs, tgW_prof *prof)
+{
+    if (prof->nodes_known)
+        return 0;
+    tgW_map done = {0};
+    size_t max = 0;
+    for (size_t i = 0; i < prof->ncounted; i++) {
+        tg_term *t = prof->counted[i];
+        if (tgW_map_get(&done, t))
+            continue;
+        size_t n = tgW_count_nodes(rs->ctx, t);
+        if (tgW_map_put(&done, t, (void *)(uintptr_t)(n + 1)) < 0)
+            return -1;
+        if (n > max)
+            max = n;
+    }
+    /* start and end are among the terms counted */
+    prof->nodes_start = (size_t)(uintptr_t)tgW_map_get(&done, prof->start) - 1;
+    prof->nodes_end = prof->end ? (size_t)(uintptr_t)tgW_map_get(&done, prof->end) - 1 : 0;
+    prof->nodes_max = max;
+    prof->nodes_known = 1;
+    prof->counted = NULL, prof->ncounted = prof->capcounted = 0;
+    return 0;
+}
+
 typedef struct runner {
     tg_rules *rs;
     tg_error *err;
@@ -339,7 +373,7 @@ static tg_term *step(runner *u, const tgW_plan *p, const tgW_run *run, tg_term *
     tg_term *y = p->nrules ? tgW_step(u->rs, run, t, u->err) : t;
     if (!y || y != t || !p->nrels)
         return y;
-    int k = tgV_step(u->rs, p->rels, p->nrels, t, run->limit, &y, u->err);
+    int k = tgD_step(u->rs, p->rels, p->nrels, t, run->limit, &y, u->err);
     return k < 0 ? NULL : k ? y : t;
 }
 
@@ -353,12 +387,17 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
     tg_rules *rs = u->rs;
     tgW_run run = {&p->ix, 0, 1, 0, NULL, NULL};
     int in_first = p->kind == TGW_WALK_IN;
+    tgO_prov *pv = rs->prov;
+    uint32_t root = pv ? tgO_pass(pv) : 0;
+    if (pv)
+        tgO_at(pv, root);
     if (!tgT_ispair(t))
         return step(u, p, &run, t);
     typedef struct wf {
         tg_term *t;
         tg_iter it;
         size_t vb;
+        uint32_t pos;       /* provenance: its position id */
     } wf;
     wf *st = NULL;
     size_t n = 0, cap = 0;
@@ -388,6 +427,7 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
         return start;   /* rewritten at the root: not walked again */
     GROW(st, n, cap, 1);
     st[n].t = start, st[n].it.node = start, st[n].it.i = 0, st[n].vb = nv;
+    st[n].pos = root;
     n++;
     while (n) {
         wf *w = &st[n - 1];
@@ -396,12 +436,16 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
             tg_term *v = tgT_ispair(x) ? tgW_map_get(&done, x) : NULL;
             if (!v && tgT_ispair(x)) {
                 tg_term *y = x;
+                uint32_t pos = pv ? tgO_pos(pv, w->pos, (uint32_t)(nv - w->vb)) : 0;
+                if (pv)
+                    tgO_at(pv, pos);
                 if (!in_first && !(y = step(u, p, &run, x)))
                     goto out;
                 if (y == x) {
                     GROW(st, n, cap, 1);
                     w = &st[n - 1];
                     st[n].t = x, st[n].it.node = x, st[n].it.i = 0, st[n].vb = nv;
+                    st[n].pos = pos;
                     n++;
                     continue;
                 }
@@ -418,10 +462,14 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
         tg_term *node = tg_list(rs->ctx, cnt, vals + w->vb, tail == TGT_NIL ? NULL : tail);
         if (!node || (ac && !(node = tgW_ac_canon(rs, node))))  /* its elements may have changed */
             goto oom;
+        if (pv)
+            tgO_at(pv, w->pos);
         if (in_first && !(node = step(u, p, &run, node)))
             goto out;
         nv = w->vb;
         tg_term *orig = w->t;
+        if (pv && tgO_link(pv, node, orig) < 0)
+            goto oom;
         n--;
         if (!n) {
             res = node;
@@ -456,17 +504,14 @@ static tg_term *equilibrium(runner *u, const tgW_plan *p, tg_term *t, size_t nod
             if (!t1)
                 return NULL;
         }
-        if (p->nrels && !(t1 = tgV_normalize(rs, p->rels, p->nrels, t1, limit, &relmemo, u->err)))
+        if (p->nrels && !(t1 = tgD_normalize(rs, p->rels, p->nrels, t1, limit, &relmemo, u->err)))
             return NULL;
         for (size_t i = 0; i < p->nparts && t1; i++)
             t1 = run_plan(u, p->parts[i], t1);
         if (!t1)
             return NULL;
-        if (u->prof) {
-            size_t nn = tgW_count_nodes(rs->ctx, t1);
-            if (nn > u->prof->nodes_max)
-                u->prof->nodes_max = nn;
-        }
+        if (u->prof && prof_note(u->prof, t1) < 0)
+            return tgE_nomem(u->err), NULL;
         if (t1 == t)
             return t;
         if (tgW_map_get(&seen, t1)) {
@@ -492,9 +537,10 @@ static tg_term *equilibrium(runner *u, const tgW_plan *p, tg_term *t, size_t nod
 static tg_term *run_plan(runner *u, const tgW_plan *p, tg_term *t)
 {
     tg_rules *rs = u->rs;
-    size_t nodes = u->prof || p->kind == TGW_EQUIL ? tgW_count_nodes(rs->ctx, t) : 0;
-    if (u->prof && nodes > u->prof->nodes_max)
-        u->prof->nodes_max = nodes;
+    /* the node count only for a max-use ratio; the profile's, later */
+    size_t nodes = p->kind == TGW_EQUIL && p->rw && p->rw->max_use_ratio > 0 ? tgW_count_nodes(rs->ctx, t) : 0;
+    if (u->prof && prof_note(u->prof, t) < 0)
+        return tgE_nomem(u->err), NULL;
     rules_mark(p);
     switch (p->kind) {
     case TGW_EQUIL:
@@ -527,50 +573,83 @@ static void collect_rules(const tgW_plan *p, rvec *out)
         collect_rules(p->parts[i], out);
 }
 
-tg_term *tgW_rewrite(tg_rules *rs, tgW_rw *rw, const tgW_query *q, tg_term *t, tg_error *err)
+tgW_cplan *tgW_plan_cached(tg_rules *rs, tg_term *spec)
+{
+    return tgW_map_get(&rs->plans, spec);
+}
+
+void tgW_plans_clear(tg_rules *rs)
+{
+    tgW_map_clear(&rs->plans);
+}
+
+tgW_cplan *tgW_plan_make(tg_rules *rs, tg_term *spec, tgW_rw *rw, const tgW_query *q, tg_error *err)
 {
     tagset top = {NULL, TGT_NIL, NULL};
     tgW_plan *p = plan_of(rs, rw, q, &top, 0, err);
     if (!p)
         return NULL;
-    tgW_prof *prof = GC_MALLOC(sizeof *prof);
-    if (!prof)
+    tgW_cplan *cp = GC_MALLOC(sizeof *cp);
+    if (!cp)
         return tgE_nomem(err), NULL;
     rvec rules = {0};
     collect_rules(p, &rules);
-    prof->rules = rules.v, prof->nrules = rules.n;
-    prof->fired = GC_MALLOC_ATOMIC((rules.n ? rules.n : 1) * sizeof *prof->fired);
-    prof->built = GC_MALLOC_ATOMIC((rules.n ? rules.n : 1) * sizeof *prof->built);
-    prof->tried = GC_MALLOC_ATOMIC((rules.n ? rules.n : 1) * sizeof *prof->tried);
+    cp->p = p, cp->rules = rules.v, cp->nrules = rules.n;
+    if (spec && tgW_map_put(&rs->plans, spec, cp) < 0)
+        return tgE_nomem(err), NULL;
+    return cp;
+}
+
+tg_term *tgW_rewrite(tg_rules *rs, tgW_rw *rw, const tgW_query *q, tg_term *t, tg_error *err)
+{
+    tgW_cplan *cp = tgW_plan_make(rs, NULL, rw, q, err);
+    return cp ? tgW_rewrite_plan(rs, cp, t, err) : NULL;
+}
+
+tg_term *tgW_rewrite_plan(tg_rules *rs, const tgW_cplan *cp, tg_term *t, tg_error *err)
+{
+    tgW_plan *p = cp->p;
+    tgW_prof *prof = GC_MALLOC(sizeof *prof);
+    if (!prof)
+        return tgE_nomem(err), NULL;
+    uint32_t n = cp->nrules;
+    prof->rules = cp->rules, prof->nrules = n;
+    prof->fired = GC_MALLOC_ATOMIC((n ? n : 1) * sizeof *prof->fired);
+    prof->built = GC_MALLOC_ATOMIC((n ? n : 1) * sizeof *prof->built);
+    prof->tried = GC_MALLOC_ATOMIC((n ? n : 1) * sizeof *prof->tried);
     if (!prof->fired || !prof->built || !prof->tried)
         return tgE_nomem(err), NULL;
-    for (uint32_t i = 0; i < rules.n; i++) {
-        prof->fired[i] = rules.v[i]->fired;
-        prof->built[i] = rules.v[i]->built;
-        prof->tried[i] = rules.v[i]->tried;
+    for (uint32_t i = 0; i < n; i++) {
+        prof->fired[i] = cp->rules[i]->fired;
+        prof->built[i] = cp->rules[i]->built;
+        prof->tried[i] = cp->rules[i]->tried;
     }
-    prof->name = rw->name;
-    prof->nodes_start = tgW_count_nodes(rs->ctx, t);
-    prof->nodes_max = prof->nodes_start;
+    prof->name = p->rw->name;
+    prof->start = t;
+    if (prof_note(prof, t) < 0)
+        return tgE_nomem(err), NULL;
     runner u = {rs, err, prof};
     rs->hook = rs->trace_on && rs->trace ? tgW_trace_hook : NULL;
     rs->hook_ud = rs;
     rs->rewrites = rs->conditions = 0;
     rs->interrupt = 0;
+    if (rs->prov)
+        tgO_begin(rs->prov, t);
     double t0 = now_ms();
     tg_term *r = run_plan(&u, p, t);
     prof->ms = now_ms() - t0;
-    for (uint32_t i = 0; i < rules.n; i++) {
-        prof->fired[i] = rules.v[i]->fired - prof->fired[i];
-        prof->built[i] = rules.v[i]->built - prof->built[i];
-        prof->tried[i] = rules.v[i]->tried - prof->tried[i];
+    if (rs->prov)
+        rs->prov->result = r;
+    for (uint32_t i = 0; i < n; i++) {
+        prof->fired[i] = cp->rules[i]->fired - prof->fired[i];
+        prof->built[i] = cp->rules[i]->built - prof->built[i];
+        prof->tried[i] = cp->rules[i]->tried - prof->tried[i];
     }
     prof->rewrites = rs->rewrites;
     prof->conditions = rs->conditions;
-    if (r)
-        prof->nodes_end = tgW_count_nodes(rs->ctx, r);
-    if (prof->nodes_end > prof->nodes_max)
-        prof->nodes_max = prof->nodes_end;
+    prof->end = r;
+    if (r && prof_note(prof, r) < 0)
+        return tgE_nomem(err), NULL;
     prof->ok = r != NULL;
     rs->last = prof;
     return r;
@@ -611,8 +690,8 @@ static tg_term *list_of(tg_rules *rs, size_t n, ...)
 
 tg_term *tgW_profile_term(tg_rules *rs)
 {
-    const tgW_prof *p = rs->last;
-    if (!p)
+    tgW_prof *p = rs->last;
+    if (!p || prof_count(rs, p) < 0)
         return NULL;
     tg_ctx *ctx = rs->ctx;
     tg_term **fired = GC_MALLOC((p->nrules + 1) * sizeof *fired);

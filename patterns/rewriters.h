@@ -59,13 +59,41 @@ typedef struct tgW_prof {
     uint32_t nrules;
     unsigned long long *fired, *built, *tried;
     int ok;
+    /* node counts are taken when the profile is asked for: the terms to
+     * count (the input, each part's input, each equilibrium pass's
+     * result, the result) are kept until then */
+    tg_term **counted;
+    size_t ncounted, capcounted;
+    tg_term *start, *end;
+    int nodes_known;
 } tgW_prof;
+
+/* A rewriter resolved under one spec (its name or a query), with every
+ * rule its parts use: kept in rs->plans until the next load. */
+typedef struct tgW_cplan {
+    tgW_plan *p;
+    tgW_rule **rules;
+    uint32_t nrules;
+} tgW_cplan;
 
 tgW_rw *tgW_rw_find(const tg_rules *rs, const tg_term *name);
 size_t tgW_count_nodes(tg_ctx *ctx, tg_term *t);
 /* Rewrite t with rw (its items chosen by q, NULL for all); the profile
  * goes to rs->last.  NULL with err filled. */
 tg_term *tgW_rewrite(tg_rules *rs, tgW_rw *rw, const tgW_query *q, tg_term *t, tg_error *err);
+/* The plan cached for spec since the last load, or NULL. */
+tgW_cplan *tgW_plan_cached(tg_rules *rs, tg_term *spec);
+/* Resolve rw under q into a plan, cached for spec (when not NULL).
+ * NULL with err filled. */
+tgW_cplan *tgW_plan_make(tg_rules *rs, tg_term *spec, tgW_rw *rw, const tgW_query *q, tg_error *err);
+/* Forget the cached plans: rules, ops or rewriters changed. */
+void tgW_plans_clear(tg_rules *rs);
+/* Rewrite t with a resolved rewriter (as tgW_rewrite). */
+tg_term *tgW_rewrite_plan(tg_rules *rs, const tgW_cplan *cp, tg_term *t, tg_error *err);
+/* The compiled rules of one direction of the rule named name, in load
+ * order (alternative left sides are several; they are contiguous in
+ * rs->rules): how many, from *first. */
+uint32_t tgW_rules_named(const tg_rules *rs, const tg_term *name, int backward, uint32_t *first);
 
 /* The last rewrite's profile as a term (no times, so that it can be
  * compared): (profile NAME (passes P) (nodes START END MAX) (rewrites N)

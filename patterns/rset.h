@@ -125,7 +125,7 @@ typedef struct tgW_rule {
     tg_term *tags;      /* a list of symbols */
     const char *file;
     int line, col;
-    struct tgV_rel *rel;    /* a relation used as a rewrite (relrw.c): no programs; else NULL */
+    struct tgD_rel *rel;    /* a relation used as a rewrite (relrw.c): no programs; else NULL */
     /* statistics */
     unsigned long long fired, tried, built;
     unsigned long long fired0;  /* fired at the start of the current run */
@@ -172,6 +172,7 @@ struct tg_rules {
     struct tgW_machine *m;      /* the machine's stacks, kept between runs */
     tgW_map rwmap;              /* name -> rewriter */
     tgW_map relrw;              /* relrw.c: relation name -> its rewrites, condition -> its call */
+    tgW_map plans;              /* rewrite spec -> tgW_cplan, until the next load */
     tg_term **forms;            /* the .rules form names, interned (load.c) */
     struct tgW_rw **rws;        /* in declaration order */
     uint32_t nrws;
@@ -181,6 +182,7 @@ struct tg_rules {
     int trace_on;               /* ... when on */
     int (*hook)(void *ud, struct tgW_rule *r, tg_term *before, tg_term *const *R);
     void *hook_ud;
+    struct tgO_prov *prov;      /* the firing log (prov.h), NULL when off */
     unsigned long long rewrites, conditions;
     unsigned long long max_steps;   /* 0: no limit */
     volatile int interrupt;

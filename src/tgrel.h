@@ -357,6 +357,21 @@ tg_term *tg_rules_list(tg_rules *rs, tg_list_kind kind, tg_error *err);
  * a signal handler (it only sets a flag); a request made while nothing
  * runs is dropped when the next run starts. */
 void tg_rules_interrupt(tg_rules *rs);
+/* Provenance (see doc/rules.md): while on, tg_normalize and tg_rewrite
+ * log each rule firing (at most cap of them, 0: a million) so that
+ * tg_rules_why can say which firings a term of the result came from.
+ * Switching it on or off drops the log.  0, or -1 with err filled. */
+int tg_rules_set_provenance(tg_rules *rs, int on, size_t cap, tg_error *err);
+int tg_rules_provenance(const tg_rules *rs);
+/* The firings t (the last result or a subterm of it) depends on, in the
+ * order they fired: (why T (firings LOGGED TOTAL) (K RULE (pass P)
+ * POSITION BEFORE AFTER) ...), RULE being NAME or (reverse NAME) and
+ * POSITION (at I ...) (argument indices from the root of the term pass P
+ * rewrote) or (in K) (a call of firing K's right side).  NULL with err
+ * filled: provenance off, no result, t not in it. */
+tg_term *tg_rules_why(tg_rules *rs, tg_term *t, tg_error *err);
+/* The same printed to out, one firing per line.  0 or -1. */
+int tg_rules_print_why(tg_rules *rs, tg_term *t, FILE *out, tg_error *err);
 /* Rule applications and condition tests of the last tg_normalize. */
 void tg_rules_counts(const tg_rules *rs, unsigned long long *rewrites,
                      unsigned long long *conditions);
