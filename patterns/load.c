@@ -58,21 +58,39 @@ int tgW_index_build(tg_rules *rs, tgW_index *ix, tgW_rule *const *rules, uint32_
     tgW_rule **all = GC_MALLOC((n ? n : 1) * sizeof *all);
     if (!by || !all)
         return -1;
+    /* a rule for any op (TGW_ANYOP: a C rewriter) goes in every op's list */
+    size_t nany = 0;
     for (uint32_t i = 0; i < n; i++)
-        by[rules[i]->op->id].n++;
+        if (rules[i]->op->id == TGW_ANYOP)
+            nany++;
+        else
+            by[rules[i]->op->id].n++;
+    if (nany && rs->nops &&
+        !(all = GC_MALLOC((n + nany * rs->nops) * sizeof *all)))
+        return -1;
     tgW_rule **p = all;
     for (uint32_t o = 0; o < rs->nops; o++) {
         by[o].r = p;
-        p += by[o].n;
+        p += by[o].n + nany;
         by[o].n = 0;
     }
     for (uint32_t i = 0; i < n; i++) {
+        if (rules[i]->op->id == TGW_ANYOP) {
+            for (uint32_t o = 0; o < rs->nops; o++)
+                by[o].r[by[o].n++] = rules[i];
+            continue;
+        }
         struct tgW_byop *b = &by[rules[i]->op->id];
         b->r[b->n++] = rules[i];
     }
     ix->by = by;
     ix->nops = rs->nops;
     return 0;
+}
+
+int tgW_rule_add(tg_rules *rs, tgW_rule *r)
+{
+    return rules_push(rs, r);
 }
 
 /* The index of every forward rule, for tg_normalize. */

@@ -16,6 +16,7 @@
  * cycle, reported with the rules that fired since.
  */
 #include "rset.h"
+#include "cext.h"
 #include "error.h"
 
 #include <gc/gc.h>
@@ -598,6 +599,60 @@ exec:
         case E_RET:
             result = M->vs[sp - 1];
             goto ret;
+        case E_CEXT: {
+            tg_term *call = build(ctx, f->head, f->atom, f->n, M->vs + f->base), *out = NULL;
+            if (!call)
+                goto oom;
+            int rc = tgX_rewrite(rs, i->a, f->rule, call, &out, err);
+            if (rc < 0)
+                goto fail;
+            if (!rc)
+                goto failed_rule;
+            R[0] = out;
+            M->vs[sp++] = out;
+            continue;
+        }
+        case E_CRET: {
+            /* a C rewriter's result: a call of an op with rules is reduced
+             * in this frame (its arguments taken as they are) */
+            tg_term *t = M->vs[sp - 1];
+            tgW_op *op = run->step || !tgT_ispair(t) || tgT_kind(t->e[0]) != TG_SYMBOL ||
+                                 tg_tail(t) != TGT_NIL
+                             ? NULL
+                             : tgW_op_find(rs, t->e[0]);
+            if (!op || !byop(bix, op->id)->n) {
+                result = t;
+                goto ret;
+            }
+            size_t base = f->base;
+            c = (uint32_t)(tg_length(t) - 1);
+            if (vs_reserve(M, base + c + 1 + 64) < 0)
+                goto oom;
+            tg_iter it = {t, 1};
+            for (uint32_t k = 0; k < c; k++)
+                M->vs[base + k] = tgT_iter_next(&it);
+            sp = base + c;
+            head = t->e[0], atom = 0, opid = op->id;
+            int known = call_enter(rs, bix, memo, opid, head, atom, c, M->vs + base, &result, err);
+            if (known < 0)
+                goto fail;
+            if (known)
+                goto ret;
+            const struct tgW_byop *by = byop(bix, opid);
+            f->n = c, f->head = head, f->atom = atom;
+            f->rules = by->r, f->nrules = by->n, f->ri = 0;
+            goto try_rules;
+        }
+        case E_CPRED: {
+            sp -= i->c;
+            rs->conditions++;
+            int rc = tgX_pred_call(rs, i->a, M->vs + sp, i->c, err);
+            if (rc < 0)
+                goto fail;
+            if (rc == i->pad)
+                goto failed_rule;
+            continue;
+        }
         }
     }
 
@@ -668,8 +723,21 @@ static tg_term *norm_atom(tg_rules *rs, const tgW_run *run, tg_term *t, size_t *
     return reduce(rs, run, id, t, 1, 0, sp, err);
 }
 
+/* The machine's stacks are the rule set's: a C function it calls may not
+ * run it again. */
+static int reentered(const tg_rules *rs, tg_error *err)
+{
+    if (!tgX_busy(rs))
+        return 0;
+    tgE_set(err, TG_ERR_ARG, NULL, 0, 0,
+            "a C rewriter or predicate may not rewrite with its own rule set");
+    return 1;
+}
+
 tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err)
 {
+    if (reentered(rs, err))
+        return NULL;
     tgW_machine *M = machine_get(rs);
     if (!M)
         return tgE_nomem(err), NULL;
@@ -760,6 +828,8 @@ oom:
 
 tg_term *tgW_step(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err)
 {
+    if (reentered(rs, err))
+        return NULL;
     tgW_machine *M = machine_get(rs);
     if (!M)
         return tgE_nomem(err), NULL;

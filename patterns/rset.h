@@ -25,6 +25,10 @@ enum {
     TGW_VARIADIC = 4    /* amax is unbounded */
 };
 
+/* The id of the op of a rule that applies to every op (a C node
+ * rewriter registered for any op). */
+#define TGW_ANYOP UINT32_MAX
+
 typedef struct tgW_op {
     tg_term *name;      /* a symbol */
     uint32_t id;
@@ -65,7 +69,10 @@ enum {
     E_NOT,          /* pop one; the rule fails unless predicate a fails */
     E_STORE,        /* R[a] = the top (kept on the stack) */
     E_FIRE,         /* the conditions hold: the rule fires (counts, limits, hooks) */
-    E_RET           /* the top is the rule's result */
+    E_RET,          /* the top is the rule's result */
+    E_CEXT,         /* C node rewriter a on the call (cext.h) */
+    E_CRET,         /* the top is a C rewriter's result (cext.h) */
+    E_CPRED         /* pop c; the rule fails unless C predicate a holds (negated: pad) */
 };
 
 enum {  /* built-in predicates of E_PRED */
@@ -157,10 +164,13 @@ struct tg_rules {
     unsigned long long rewrites, conditions;
     unsigned long long max_steps;   /* 0: no limit */
     volatile int interrupt;
+    struct tgX_ext *ext;        /* C rewriters and predicates (cext.c) */
 };
 
 tgW_op *tgW_op_find(const tg_rules *rs, const tg_term *name);
 int tgW_index_build(tg_rules *rs, tgW_index *ix, tgW_rule *const *rules, uint32_t n);
+/* Add a compiled rule to rs (its name goes to the rule map). */
+int tgW_rule_add(tg_rules *rs, tgW_rule *r);
 
 /* How a run of the machine goes. */
 typedef struct tgW_run {
