@@ -533,8 +533,11 @@ static int load_rule(loader *L, tg_term *form)
         size_t len;
         const char *s = tg_symbol_name(name, &len);
         const tgW_rule *o = tgW_map_get(&rs->rulemap, name);
-        lerr(L, form, "rule %.*s defined twice (first at %s:%d:%d)", (int)len, s,
-             o->file ? o->file : "?", o->line, o->col);
+        if (!o->line)   /* a C node rewriter (cext.c) */
+            lerr(L, form, "rule %.*s defined twice (first as a C node rewriter)", (int)len, s);
+        else
+            lerr(L, form, "rule %.*s defined twice (first at %s:%d:%d)", (int)len, s,
+                 o->file ? o->file : "?", o->line, o->col);
         return -1;
     }
     /* conditions: every (when ...) after the right side */
