@@ -299,7 +299,7 @@ static size_t count_nodes(tg_term *const *roots, size_t nroots)
 /* ---- the hand-written reference pass ------------------------------------ */
 
 /* The same rewrite as a walk inputs first: every node rebuilt from its
- * rewritten elements, then (true_div (mul a b) c) with c == b gives a,
+ * rewritten elements (itself when none changed), then (true_div (mul a b) c) with c == b gives a,
  * with c == a gives b.  Memoized by node, an explicit stack. */
 static tg_term *ref_pass(tg_ctx *ctx, tg_term *root, tg_term *mul, tg_term *div, size_t hint,
                          long *rewrites)
@@ -310,13 +310,14 @@ static tg_term *ref_pass(tg_ctx *ctx, tg_term *root, tg_term *mul, tg_term *div,
         tg_term *t;
         tg_iter it;
         size_t vb;
+        int changed;
     } fr;
     size_t cap = 1024, n = 0, vcap = 4096, nv = 0;
     fr *st = malloc(cap * sizeof *st);
     tg_term **vals = GC_MALLOC(vcap * sizeof *vals);
     tg_term *res = NULL;
     *rewrites = 0;
-    st[n].t = root, st[n].vb = 0;
+    st[n].t = root, st[n].vb = 0, st[n].changed = 0;
     tg_iter_init(&st[n++].it, root);
     while (n) {
         fr *f = &st[n - 1];
@@ -326,7 +327,7 @@ static tg_term *ref_pass(tg_ctx *ctx, tg_term *root, tg_term *mul, tg_term *div,
             if (!v) {
                 if (n == cap)
                     st = realloc(st, (cap *= 2) * sizeof *st);
-                st[n].t = x, st[n].vb = nv;
+                st[n].t = x, st[n].vb = nv, st[n].changed = 0;
                 tg_iter_init(&st[n++].it, x);
                 continue;
             }
@@ -336,11 +337,12 @@ static tg_term *ref_pass(tg_ctx *ctx, tg_term *root, tg_term *mul, tg_term *div,
                 vals = nvs, vcap *= 2;
             }
             vals[nv++] = v;
+            f->changed |= v != x;
             continue;
         }
         tg_term **e = vals + f->vb;
         size_t k = nv - f->vb;
-        tg_term *node = tg_list(ctx, k, e, NULL);
+        tg_term *node = f->changed ? tg_list(ctx, k, e, NULL) : f->t;
         if (k == 3 && e[0] == div && tg_kind_of(e[1]) == TG_PAIR && tg_length(e[1]) == 3 &&
             tg_car(e[1]) == mul) {
             tg_term *a = tg_nth(e[1], 1), *b = tg_nth(e[1], 2);
@@ -352,10 +354,12 @@ static tg_term *ref_pass(tg_ctx *ctx, tg_term *root, tg_term *mul, tg_term *div,
         pmap_put(&done, f->t, node);
         nv = f->vb;
         n--;
-        if (!n)
+        if (!n) {
             res = node;
-        else
+        } else {
             vals[nv++] = node;
+            st[n - 1].changed |= node != f->t;
+        }
     }
     free(st);
     return res;

@@ -264,42 +264,63 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* Distinct compound nodes of t (a DAG). */
+/* Distinct compound nodes of t (a DAG).  Every node it meets is
+ * reachable from t, which the caller holds, so the set and the stack are
+ * plain malloc memory the collector need not scan (profiles count large
+ * graphs several times per rewrite: this is on their path). */
 size_t tgW_count_nodes(tg_ctx *ctx, tg_term *t)
 {
     (void)ctx;
-    tgW_map seen = {0};
-    tg_term **st = NULL;
-    size_t n = 0, cap = 0, count = 0;
     if (!tgT_ispair(t))
         return 0;
-#define PUSH(x)                                                                 \
-    do {                                                                        \
-        if (n == cap) {                                                         \
-            size_t nc = cap ? 2 * cap : 256;                                    \
-            tg_term **ns = GC_MALLOC(nc * sizeof *ns);                          \
-            if (!ns)                                                            \
-                return count;                                                   \
-            if (n)                                                              \
-                memcpy(ns, st, n * sizeof *ns);                                 \
-            st = ns, cap = nc;                                                  \
-        }                                                                       \
-        st[n++] = (x);                                                          \
-    } while (0)
-    PUSH(t);
-    tgW_map_put(&seen, t, t);
+    size_t cap = 1024, used = 0, n = 0, scap = 256, count = 0;
+    const tg_term **set = calloc(cap, sizeof *set);
+    const tg_term **st = malloc(scap * sizeof *st);
+    if (!set || !st)
+        goto out;
+    st[n++] = t;
+    set[(uintptr_t)t * 0x9E3779B97F4A7C15ull >> 40 & (cap - 1)] = t;
+    used = 1;
     while (n) {
-        tg_term *x = st[--n];
+        const tg_term *x = st[--n];
         count++;
         tg_iter it = {x, 0};
-        for (tg_term *e; (e = tgT_iter_next(&it));)
-            if (tgT_ispair(e) && !tgW_map_get(&seen, e)) {
-                if (tgW_map_put(&seen, e, e) < 0)
-                    return count;
-                PUSH(e);
+        for (tg_term *e; (e = tgT_iter_next(&it));) {
+            if (!tgT_ispair(e))
+                continue;
+            if (2 * (used + 1) > cap) {     /* grow the set */
+                const tg_term **ns = calloc(2 * cap, sizeof *ns);
+                if (!ns)
+                    goto out;
+                for (size_t i = 0; i < cap; i++)
+                    if (set[i]) {
+                        size_t j = (uintptr_t)set[i] * 0x9E3779B97F4A7C15ull >> 40 & (2 * cap - 1);
+                        while (ns[j])
+                            j = (j + 1) & (2 * cap - 1);
+                        ns[j] = set[i];
+                    }
+                free(set);
+                set = ns, cap *= 2;
             }
+            size_t j = (uintptr_t)e * 0x9E3779B97F4A7C15ull >> 40 & (cap - 1);
+            while (set[j] && set[j] != e)
+                j = (j + 1) & (cap - 1);
+            if (set[j])
+                continue;
+            set[j] = e;
+            used++;
+            if (n == scap) {
+                const tg_term **ns = realloc(st, 2 * scap * sizeof *ns);
+                if (!ns)
+                    goto out;
+                st = ns, scap *= 2;
+            }
+            st[n++] = e;
+        }
     }
-#undef PUSH
+out:
+    free(set);
+    free(st);
     return count;
 }
 
@@ -307,7 +328,20 @@ typedef struct runner {
     tg_rules *rs;
     tg_error *err;
     tgW_prof *prof;
+    tg_term *counted;       /* the last term counted ... */
+    size_t ncounted;        /* ... and its node count */
 } runner;
+
+/* tgW_count_nodes, remembering the last answer: a rewrite counts its
+ * input, each pass's result and its output, often the same term. */
+static size_t count_nodes(runner *u, tg_term *t)
+{
+    if (t != u->counted) {
+        u->ncounted = tgW_count_nodes(u->rs->ctx, t);
+        u->counted = t;
+    }
+    return u->ncounted;
+}
 
 static tg_term *run_plan(runner *u, const tgW_plan *p, tg_term *t);
 
@@ -333,6 +367,7 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
         tg_term *t;
         tg_iter it;
         size_t vb;
+        int changed;    /* an element was rewritten: the node is built again */
     } wf;
     wf *st = NULL;
     size_t n = 0, cap = 0;
@@ -358,7 +393,7 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
     if (!in_first && (!(start = tgW_step(rs, &run, t, u->err)) || start != t))
         return start;   /* rewritten at the root: not walked again */
     GROW(st, n, cap, 1);
-    st[n].t = start, st[n].it.node = start, st[n].it.i = 0, st[n].vb = nv;
+    st[n].t = start, st[n].it.node = start, st[n].it.i = 0, st[n].vb = nv, st[n].changed = 0;
     n++;
     while (n) {
         wf *w = &st[n - 1];
@@ -373,6 +408,7 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
                     GROW(st, n, cap, 1);
                     w = &st[n - 1];
                     st[n].t = x, st[n].it.node = x, st[n].it.i = 0, st[n].vb = nv;
+                    st[n].changed = 0;
                     n++;
                     continue;
                 }
@@ -382,11 +418,14 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
             }
             GROW(vals, nv, capv, 1);
             vals[nv++] = v ? v : x;
+            w->changed |= v && v != x;
             continue;
         }
         tg_term *tail = (tg_term *)w->it.node;
         size_t cnt = nv - w->vb;
-        tg_term *node = tg_list(rs->ctx, cnt, vals + w->vb, tail == TGT_NIL ? NULL : tail);
+        /* unchanged elements: the node itself (what building it would find) */
+        tg_term *node = !w->changed ? w->t
+                                    : tg_list(rs->ctx, cnt, vals + w->vb, tail == TGT_NIL ? NULL : tail);
         if (!node)
             goto oom;
         if (in_first && !(node = tgW_step(rs, &run, node, u->err)))
@@ -402,6 +441,7 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
             goto oom;
         GROW(vals, nv, capv, 1);
         vals[nv++] = node;
+        st[n - 1].changed |= node != orig;
     }
 #undef GROW
 out:
@@ -434,7 +474,7 @@ static tg_term *equilibrium(runner *u, const tgW_plan *p, tg_term *t, size_t nod
         if (!t1)
             return NULL;
         if (u->prof) {
-            size_t nn = tgW_count_nodes(rs->ctx, t1);
+            size_t nn = count_nodes(u, t1);
             if (nn > u->prof->nodes_max)
                 u->prof->nodes_max = nn;
         }
@@ -462,8 +502,7 @@ static tg_term *equilibrium(runner *u, const tgW_plan *p, tg_term *t, size_t nod
 
 static tg_term *run_plan(runner *u, const tgW_plan *p, tg_term *t)
 {
-    tg_rules *rs = u->rs;
-    size_t nodes = u->prof || p->kind == TGW_EQUIL ? tgW_count_nodes(rs->ctx, t) : 0;
+    size_t nodes = u->prof || p->kind == TGW_EQUIL ? count_nodes(u, t) : 0;
     if (u->prof && nodes > u->prof->nodes_max)
         u->prof->nodes_max = nodes;
     rules_mark(p);
@@ -519,9 +558,9 @@ tg_term *tgW_rewrite(tg_rules *rs, tgW_rw *rw, const tgW_query *q, tg_term *t, t
         prof->tried[i] = rules.v[i]->tried;
     }
     prof->name = rw->name;
-    prof->nodes_start = tgW_count_nodes(rs->ctx, t);
+    runner u = {rs, err, prof, NULL, 0};
+    prof->nodes_start = count_nodes(&u, t);
     prof->nodes_max = prof->nodes_start;
-    runner u = {rs, err, prof};
     rs->hook = rs->trace_on && rs->trace ? tgW_trace_hook : NULL;
     rs->hook_ud = rs;
     rs->rewrites = rs->conditions = 0;
@@ -537,7 +576,7 @@ tg_term *tgW_rewrite(tg_rules *rs, tgW_rw *rw, const tgW_query *q, tg_term *t, t
     prof->rewrites = rs->rewrites;
     prof->conditions = rs->conditions;
     if (r)
-        prof->nodes_end = tgW_count_nodes(rs->ctx, r);
+        prof->nodes_end = count_nodes(&u, r);
     if (prof->nodes_end > prof->nodes_max)
         prof->nodes_max = prof->nodes_end;
     prof->ok = r != NULL;
