@@ -861,7 +861,7 @@ tg_term *tg_normalize(tg_rules *rs, tg_term *t, unsigned flags, tg_error *err)
     rs->rewrites = rs->conditions = 0;
     rs->interrupt = 0;
     tgW_map_clear(&rs->memo);
-    tgW_run run = {&rs->all, (flags & TG_NF_MEMO) != 0, 0, 0, NULL, rs};
+    tgW_run run = {&rs->all, (flags & TG_NF_MEMO) != 0, 0, 0, NULL, rs, 0};
     if (rs->trace_on && rs->trace)
         run.hook = tgW_trace_hook;
     tg_term *r = tgW_normalize(rs, &run, t, err);

@@ -124,6 +124,18 @@ int tgW_map_put(tgW_map *m, void *key, void *val)
     return 0;
 }
 
+void tgW_map_reserve(tgW_map *m, size_t n)
+{
+    if (m->n || 2 * n <= m->cap || n > ((size_t)1 << 40))
+        return;     /* only an empty map is sized at once */
+    size_t cap = 64;
+    while (cap < 2 * n)
+        cap *= 2;
+    void **kv = GC_MALLOC(2 * cap * sizeof *kv);
+    if (kv)
+        m->kv = kv, m->cap = cap;
+}
+
 void tgW_map_clear(tgW_map *m)
 {
     m->kv = NULL;
@@ -752,6 +764,12 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
         return norm_atom(rs, run, t, &sp, err);
     if (vs_reserve(M, 1024) < 0)
         return tgE_nomem(err), NULL;
+    /* sized once rather than grown (and rehashed) from empty on a large graph */
+    if (run->nodes > 1024) {
+        tgW_map_reserve(&M->done, run->nodes);
+        if (run->memo)
+            tgW_map_reserve(&rs->memo, run->nodes + run->nodes / 2);
+    }
 
 #define PUSHW(x)                                                              \
     do {                                                                      \

@@ -359,7 +359,7 @@ static void rules_mark(const tgW_plan *p)
 static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
 {
     tg_rules *rs = u->rs;
-    tgW_run run = {&p->ix, 0, 1, 0, NULL, NULL};
+    tgW_run run = {&p->ix, 0, 1, 0, NULL, NULL, 0};
     int in_first = p->kind == TGW_WALK_IN;
     if (!tgT_ispair(t))
         return tgW_step(rs, &run, t, u->err);
@@ -456,7 +456,7 @@ static tg_term *equilibrium(runner *u, const tgW_plan *p, tg_term *t, size_t nod
     tg_rules *rs = u->rs;
     double ratio = p->rw ? p->rw->max_use_ratio : 0;
     unsigned long long limit = ratio > 0 ? (unsigned long long)(ratio * (double)(nodes ? nodes : 1)) + 1 : 0;
-    tgW_run run = {&p->ix, 1, 0, limit, rs->hook, rs->hook_ud};
+    tgW_run run = {&p->ix, 1, 0, limit, rs->hook, rs->hook_ud, nodes};
     tgW_map seen = {0};
     for (unsigned pass = 0; pass < MAX_PASSES; pass++) {
         if (u->prof)

@@ -135,6 +135,8 @@ void *tgW_grow(void *arr, size_t n, size_t *cap, size_t need, size_t size);
 void *tgW_map_get(const tgW_map *m, const void *key);
 int tgW_map_put(tgW_map *m, void *key, void *val);
 void tgW_map_clear(tgW_map *m);
+/* Room for n entries without growing (a hint: nothing when out of memory). */
+void tgW_map_reserve(tgW_map *m, size_t n);
 
 struct tg_rules {
     tg_ctx *ctx;
@@ -181,6 +183,7 @@ typedef struct tgW_run {
     /* called at each firing with the redex and the rule's registers */
     int (*hook)(void *ud, tgW_rule *r, tg_term *before, tg_term *const *R);
     void *hook_ud;
+    size_t nodes;           /* the term's node count when known (0: not), to size the maps */
 } tgW_run;
 
 /* Normal form of t under run->ix (innermost); NULL with err filled. */
