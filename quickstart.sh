@@ -40,8 +40,12 @@ make -C "$build" -j"$jobs"
 
 case $1 in
 run)
-    echo "+ $build/tgrel examples/terms.tg examples/logic.tg"
-    "$build/tgrel" examples/terms.tg examples/logic.tg
+    # The REPL on the bundled example: the tour script first, then, at a
+    # terminal, the prompt with the example's rules loaded.
+    interactive=
+    [ -t 0 ] && interactive=-i
+    echo "+ $build/tgrel examples/algebra.rules -f examples/tour.tgs $interactive"
+    "$build/tgrel" examples/algebra.rules -f examples/tour.tgs $interactive
     ;;
 test)
     make -C "$build" -j"$jobs" check

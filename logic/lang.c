@@ -1003,6 +1003,12 @@ void tg_env_set_occurs_check(tg_env *env, int on)
     env->occurs_check = on != 0;
 }
 
+void tg_env_interrupt(tg_env *env)
+{
+    if (env)
+        env->interrupt = 1;
+}
+
 typedef struct emit_ctx {
     tg_answer_fn fn;
     void *ud;

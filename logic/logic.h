@@ -9,6 +9,8 @@
 #ifndef TG_LOGIC_H
 #define TG_LOGIC_H
 
+#include <signal.h>
+
 #include "subst.h"
 #include "error.h"
 
@@ -49,6 +51,7 @@ struct tg_env {
     void *tables;           /* answer tables of the running query (table.c) */
     tgK_vec canon;          /* the variables of canonical terms: the i-th met */
     unsigned long nlambda;  /* lambdas made, to name them */
+    volatile sig_atomic_t interrupt;    /* tg_env_interrupt: stop the query */
 };
 
 static inline uint64_t tgK_new_scope(tg_env *env) { return ++env->next_scope; }

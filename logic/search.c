@@ -700,6 +700,12 @@ static void *machine(tg_env *env, cell *f0)
                     tgK_error(env, TG_ERR_ARG, "undefined relation %.*s", len, nm);
                     goto fail;
                 }
+                /* every search that runs long calls relations: checking
+                 * here is enough to stop it */
+                if (env->interrupt) {
+                    tgK_error(env, TG_ERR_RANGE, "interrupted");
+                    goto fail;
+                }
                 if (rel->arity != g->n) {
                     int len;
                     const char *nm = rel_name(rel, &len);
@@ -1016,6 +1022,7 @@ long tgG_run(tg_env *env, tgG_goal *g, unsigned nslots, long n, tgG_emit *emit, 
     long count = 0;
     env->oom = 0;
     env->failed = 0;
+    env->interrupt = 0;
     if (!f)
         goto oom;
     while (n != 0) {

@@ -914,14 +914,10 @@ static int eval_rewrite(loader *L, tg_term *form, tg_term **value)
     return TG_EVAL_VALUE;
 }
 
-int tg_rules_eval(tg_rules *rs, tg_term *form, tg_answer_fn fn, void *ud, tg_term **value,
-                  tg_error *err)
-{
-    return tg_rules_eval_at(rs, form, NULL, 0, 0, fn, ud, value, err);
-}
-
-int tg_rules_eval_at(tg_rules *rs, tg_term *form, const char *file, int line, int col,
-                     tg_answer_fn fn, void *ud, tg_term **value, tg_error *err)
+/* Evaluate form, read at file:line:col (file NULL: no position), by rd
+ * when not NULL (then errors point at the subterm they are about). */
+static int eval_form(tg_rules *rs, tg_term *form, const char *file, int line, int col,
+                     tg_reader *rd, tg_answer_fn fn, void *ud, tg_term **value, tg_error *err)
 {
     if (value)
         *value = NULL;
@@ -936,6 +932,7 @@ int tg_rules_eval_at(tg_rules *rs, tg_term *form, const char *file, int line, in
             return tgE_nomem(err), -1;
         L.file = strcpy(f, file);
         L.line = line, L.col = col;
+        L.rd = rd;
     }
     tg_term *h = tgT_ispair(form) ? tg_car(form) : NULL;
     if (h && (h == L.sym[F_RUN] || h == L.sym[F_RUNSTAR] || h == L.sym[F_DEFREL] ||
@@ -982,6 +979,28 @@ int tg_rules_eval_at(tg_rules *rs, tg_term *form, const char *file, int line, in
     return TG_EVAL_VALUE;
 }
 
+int tg_rules_eval(tg_rules *rs, tg_term *form, tg_answer_fn fn, void *ud, tg_term **value,
+                  tg_error *err)
+{
+    return eval_form(rs, form, NULL, 0, 0, NULL, fn, ud, value, err);
+}
+
+int tg_rules_eval_at(tg_rules *rs, tg_term *form, const char *file, int line, int col,
+                     tg_answer_fn fn, void *ud, tg_term **value, tg_error *err)
+{
+    return eval_form(rs, form, file, line, col, NULL, fn, ud, value, err);
+}
+
+int tg_rules_eval_read(tg_rules *rs, tg_reader *r, tg_term *form, tg_answer_fn fn, void *ud,
+                       tg_term **value, tg_error *err)
+{
+    if (!r)
+        return tgE_arg(err, "tg_rules_eval_read: NULL reader"), -1;
+    int line, col;
+    tg_reader_last_pos(r, &line, &col);
+    return eval_form(rs, form, tgR_file(r), line, col, r, fn, ud, value, err);
+}
+
 void tg_rules_counts(const tg_rules *rs, unsigned long long *rewrites, unsigned long long *conditions)
 {
     if (rewrites)
@@ -1018,4 +1037,12 @@ void tg_rules_set_trace(tg_rules *rs, FILE *out, int on)
 int tg_rules_tracing(const tg_rules *rs)
 {
     return rs ? rs->trace_on : 0;
+}
+
+void tg_rules_interrupt(tg_rules *rs)
+{
+    if (!rs)
+        return;
+    rs->interrupt = 1;
+    tg_env_interrupt(rs->env);
 }

@@ -1,9 +1,9 @@
-/* main.c - the tgrel program: reads top-level forms (from -e arguments,
- * files or standard input) and evaluates them in one logic environment:
- * definitions print nothing, a run prints its answer list (each answer as
- * soon as it is found), any other term is printed back in canonical form;
- * `--run-tests` runs golden test files (selftest.c).  The REPL comes
- * here later. */
+/* main.c - the tgrel program: evaluates top-level forms from -e
+ * arguments and files in one rule set (definitions print nothing, a run
+ * prints its answer list as the answers come, a normal form or any other
+ * term is printed back in canonical form), then runs the REPL (repl.c) on
+ * standard input or a script; `--check` validates rule files,
+ * `--run-tests` runs golden test files (selftest.c). */
 #include "config.h"
 
 #include <stdint.h>
@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include "repl.h"
 #include "selftest.h"
 #include "tgrel.h"
 
@@ -18,13 +21,16 @@ enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
 
 /* One source of terms, in command-line order. */
 typedef struct input {
-    enum { IN_EXPR, IN_FILE, IN_STDIN } kind;
+    enum { IN_EXPR, IN_FILE, IN_STDIN, IN_SCRIPT } kind;
     const char *arg;
 } input;
 
 typedef struct options {
     int shared;             /* --shared: print with tg_print_shared */
     int run_tests;          /* --run-tests: arguments are .test files */
+    int check;              /* --check: arguments are .rules files to validate */
+    int machine;            /* --machine: for programs driving tgrel */
+    int interactive;        /* -i: the REPL after the other inputs */
     input *inputs;
     int ninputs;
     char **files;           /* positional arguments (for --run-tests) */
@@ -32,16 +38,24 @@ typedef struct options {
 } options;
 
 static const char usage_text[] =
-    "usage: tgrel [--shared] [-e EXPR]... [FILE]...\n"
+    "usage: tgrel [OPTION]... [FILE]...\n"
+    "       tgrel --check FILE.rules...\n"
     "       tgrel [--shared] --run-tests FILE.test...\n"
     "\n"
-    "Evaluate top-level forms: (defrel ...) defines a relation, (run ...)\n"
-    "and (run* ...) print their answer list, any other term is printed\n"
-    "back in canonical form, one per line.  Forms come from -e arguments\n"
-    "and files, in order, or from standard input when there are none (or\n"
-    "from the FILE '-').\n"
+    "Evaluate top-level forms: (op ...) and (rule ...) define, (normalize\n"
+    "TERM) and (rewrite NAME TERM) print a result, (defrel ...) defines a\n"
+    "relation, (run ...) prints its answer list; any other term is printed\n"
+    "back in canonical form.  Forms come from FILEs and -e arguments, in\n"
+    "order; without any (or with -i after them) tgrel reads standard input:\n"
+    "at a terminal it is the REPL (prompt, line editing, history, :help),\n"
+    "from a pipe the same without a prompt.\n"
     "\n"
     "  -e, --expr EXPR   read terms from the text EXPR\n"
+    "  -f, --file SCRIPT run SCRIPT as REPL input (forms and :commands)\n"
+    "  -i, --interactive read standard input after the other inputs\n"
+    "      --machine     for programs: no prompt, errors on standard output\n"
+    "                    as '!error ...', the line ';;end' after each entry\n"
+    "      --check       load each FILE as rules and report its errors\n"
     "      --shared      name repeated subterms: X where *1 = ...\n"
     "      --run-tests   run test files: cases separated by blank lines,\n"
     "                    an input line then the expected output lines\n"
@@ -90,6 +104,17 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (strncmp(a, "--expr=", 7) == 0) {
             o->inputs[o->ninputs].kind = IN_EXPR;
             o->inputs[o->ninputs++].arg = a + 7;
+        } else if (strcmp(a, "-f") == 0 || strcmp(a, "--file") == 0) {
+            if (i + 1 >= argc)
+                return usage_error("option '%s' needs an argument", a);
+            o->inputs[o->ninputs].kind = IN_SCRIPT;
+            o->inputs[o->ninputs++].arg = argv[++i];
+        } else if (strcmp(a, "-i") == 0 || strcmp(a, "--interactive") == 0) {
+            o->interactive = 1;
+        } else if (strcmp(a, "--machine") == 0) {
+            o->machine = 1;
+        } else if (strcmp(a, "--check") == 0) {
+            o->check = 1;
         } else if (strcmp(a, "--shared") == 0) {
             o->shared = 1;
         } else if (strcmp(a, "--run-tests") == 0) {
@@ -104,42 +129,19 @@ static int parse_args(int argc, char **argv, options *o)
             return usage_error("unknown option '%s'", a);
         }
     }
-    if (o->run_tests) {
+    if (o->run_tests && o->check)
+        return usage_error("%s", "--run-tests and --check do not go together");
+    if (o->run_tests || o->check) {
+        const char *opt = o->run_tests ? "--run-tests" : "--check";
         if (o->ninputs != o->nfiles)
-            return usage_error("%s", "--run-tests takes test files, not -e");
+            return usage_error("%s takes files, not -e or -f", opt);
         if (o->nfiles == 0)
-            return usage_error("%s", "--run-tests needs at least one test file");
-    } else if (o->ninputs == 0) {
-        o->inputs[0].kind = IN_STDIN;
-        o->inputs[0].arg = "-";
-        o->ninputs = 1;
+            return usage_error("%s needs at least one file", opt);
+    } else if (o->ninputs == 0 || o->interactive) {
+        o->inputs[o->ninputs].kind = IN_STDIN;
+        o->inputs[o->ninputs++].arg = "-";
     }
     return -1;
-}
-
-/* All of a stream, however long, in a malloc'd buffer. */
-static char *read_stream(FILE *f, size_t *len)
-{
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap)
-            break;
-        char *bigger = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-        if (!bigger) {
-            free(buf);
-            return NULL;
-        }
-        buf = bigger;
-        cap *= 2;
-    }
-    if (buf && ferror(f)) {
-        free(buf);
-        return NULL;
-    }
-    *len = n;
-    return buf;
 }
 
 static void report(const tg_error *err)
@@ -148,82 +150,62 @@ static void report(const tg_error *err)
     fprintf(stderr, "%s\n", tg_error_format(err, msg, sizeof msg));
 }
 
-/* Evaluate t, printing to stdout; returns 0, or 1 after reporting an
- * error at the form's position. */
-static int eval_print(tg_rules *env, tg_reader *r, const char *name, tg_term *t, const options *o)
-{
-    tg_error err;
-    tg_error_clear(&err);
-    if (tgM_eval_print(env, r, name ? name : "<string>", t, o->shared, stdout, &err) == 0)
-        return 0;
-    if (err.line == 0) {
-        tg_reader_last_pos(r, &err.line, &err.column);
-        snprintf(err.file, sizeof err.file, "%s", name ? name : "<string>");
-    }
-    fflush(stdout);
-    report(&err);
-    return 1;
-}
-
-/* Read and evaluate every form of text; returns the number of errors. */
-static int echo_terms(tg_rules *env, tg_ctx *ctx, const char *text, size_t len,
-                      const char *name, const options *o)
-{
-    tg_error err;
-    int errors = 0;
-    tg_error_clear(&err);
-    tg_reader *r = tg_reader_new(ctx, text, len, name, &err);
-    if (!r) {
-        report(&err);
-        return 1;
-    }
-    for (;;) {
-        tg_term *t = NULL;
-        int rc = tg_reader_next(r, &t, &err);
-        if (rc == 0)
-            break;
-        if (rc < 0) {
-            report(&err);
-            tg_error_clear(&err);
-            errors++;
-            continue;
-        }
-        errors += eval_print(env, r, name, t, o);
-    }
-    tg_reader_free(r);
-    return errors;
-}
-
-static int echo_input(tg_rules *env, tg_ctx *ctx, const input *in, const options *o)
+/* Evaluate one input; returns the number of entries with errors. */
+static int eval_input(tg_rules *rs, tg_ctx *ctx, const input *in, const options *o, int *quit)
 {
     tg_error err;
     size_t len = 0;
     char *text;
     int errors;
+    tgM_repl_opts ro = {0, o->machine, o->shared};
     tg_error_clear(&err);
     switch (in->kind) {
     case IN_EXPR:
-        return echo_terms(env, ctx, in->arg, strlen(in->arg), NULL, o);
+        return tgM_eval_text(ctx, rs, in->arg, strlen(in->arg), NULL, 1, &ro);
     case IN_STDIN:
-        text = read_stream(stdin, &len);
-        if (!text) {
-            fputs("tgrel: cannot read standard input\n", stderr);
+        ro.interactive = !o->machine && isatty(STDIN_FILENO);
+        return tgM_repl(ctx, rs, stdin, "<stdin>", &ro, quit);
+    case IN_SCRIPT: {
+        FILE *f = fopen(in->arg, "r");
+        if (!f) {
+            tg_error_set(&err, TG_ERR_IO, "cannot open %s", in->arg);
+            report(&err);
             return 1;
         }
-        errors = echo_terms(env, ctx, text, len, "<stdin>", o);
-        free(text);
+        errors = tgM_repl(ctx, rs, f, in->arg, &ro, quit);
+        fclose(f);
         return errors;
+    }
     case IN_FILE:
+        if (strcmp(in->arg, "-") == 0)
+            return tgM_repl(ctx, rs, stdin, "<stdin>", &ro, quit);
         text = tg_slurp_file(in->arg, &len, &err);
         if (!text) {
             report(&err);
             return 1;
         }
-        errors = echo_terms(env, ctx, text, len, in->arg, o);
+        errors = tgM_eval_text(ctx, rs, text, len, in->arg, 1, &ro);
         free(text);
         return errors;
     }
     return 0;
+}
+
+/* --check: load each file into a rule set of its own. */
+static int check_files(tg_ctx *ctx, const options *o)
+{
+    int errors = 0;
+    for (int i = 0; i < o->nfiles; i++) {
+        tg_error err;
+        tg_error_clear(&err);
+        tg_rules *rs = tg_rules_new(ctx, &err);
+        if (!rs || tg_rules_load_file(rs, o->files[i], &err) < 0) {
+            report(&err);
+            errors++;
+        }
+        tg_rules_free(rs);
+    }
+    return errors ? EXIT_INPUT : 0;
 }
 
 static int run(const options *o)
@@ -238,6 +220,8 @@ static int run(const options *o)
     int status;
     if (o->run_tests) {
         status = tgM_run_tests(ctx, o->files, o->nfiles, o->shared);
+    } else if (o->check) {
+        status = check_files(ctx, o);
     } else {
         int errors = 0;
         tg_rules *env = tg_rules_new(ctx, &err);
@@ -246,8 +230,9 @@ static int run(const options *o)
             tg_ctx_free(ctx);
             return EXIT_INPUT;
         }
-        for (int i = 0; i < o->ninputs; i++)
-            errors += echo_input(env, ctx, &o->inputs[i], o);
+        int quit = 0;
+        for (int i = 0; i < o->ninputs && !quit; i++)
+            errors += eval_input(env, ctx, &o->inputs[i], o, &quit);
         tg_rules_free(env);
         status = errors ? EXIT_INPUT : 0;
     }

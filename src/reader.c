@@ -227,6 +227,7 @@ struct tg_reader {
     size_t start;           /* where the term being read began */
     int last_line, last_col;
     size_t pos_off, pos_lstart, pos_line;   /* position cache */
+    size_t line0;           /* lines before the text (tg_reader_first_line) */
     char *scratch;          /* malloc: decoded strings, number text */
     size_t capscratch;
     const char *file;       /* "<string>" or filecopy */
@@ -262,6 +263,7 @@ static void tgR_linecol(tg_reader *r, size_t off, int *line, int *col)
     r->pos_line = ln;
     r->pos_lstart = lstart;
     size_t c = off - lstart + 1;
+    ln += r->line0;
     *line = ln > INT_MAX ? INT_MAX : (int)ln;
     *col = c > INT_MAX ? INT_MAX : (int)c;
 }
@@ -399,6 +401,18 @@ void tgR_track_positions(tg_reader *r, int on)
     r->track = on != 0;
 }
 
+void tg_reader_track_positions(tg_reader *r, int on)
+{
+    if (r)
+        tgR_track_positions(r, on);
+}
+
+void tg_reader_first_line(tg_reader *r, int line)
+{
+    if (r)
+        r->line0 = line > 1 ? (size_t)line - 1 : 0;
+}
+
 int tgR_pos(const tg_reader *r, const tg_term *sub, int *line, int *col)
 {
     if (!r || !r->track || !r->pused || !sub)
@@ -423,7 +437,7 @@ int tgR_pos(const tg_reader *r, const tg_term *sub, int *line, int *col)
         else
             hi = mid;
     }
-    size_t ln = lo + 1, c = off - (lo ? r->nls[lo - 1] + 1 : 0) + 1;
+    size_t ln = r->line0 + lo + 1, c = off - (lo ? r->nls[lo - 1] + 1 : 0) + 1;
     if (line)
         *line = ln > INT_MAX ? INT_MAX : (int)ln;
     if (col)

@@ -164,15 +164,13 @@ static int put_answer(void *ud, tg_term *t)
     return 0;
 }
 
-int tgM_eval_print(tg_rules *env, tg_reader *r, const char *file, tg_term *t, int shared, FILE *out, tg_error *err)
+int tgM_eval_print(tg_rules *env, tg_reader *r, tg_term *t, int shared, FILE *out, tg_error *err)
 {
     answers a = { out, 0, 0 };
     tg_term *value = NULL;
     tg_rules_set_trace(env, out, tg_rules_tracing(env));
-    int line = 0, col = 0;
-    if (r)
-        tg_reader_last_pos(r, &line, &col);
-    int rc = tg_rules_eval_at(env, t, r ? file : NULL, line, col, put_answer, &a, &value, err);
+    int rc = r ? tg_rules_eval_read(env, r, t, put_answer, &a, &value, err)
+               : tg_rules_eval(env, t, put_answer, &a, &value, err);
     if (rc == TG_EVAL_RUN && !a.oom) {
         fputs(a.count ? ")\n" : "()\n", out);
         return 0;
@@ -239,7 +237,7 @@ static void run_input(tg_ctx *ctx, tg_rules *env, const tcase *c, int shared, li
                 push_line(out, xstrdup("!cannot capture output"));
                 break;
             }
-            int failed = tgM_eval_print(env, r, "<test>", t, shared, f, &err) < 0;
+            int failed = tgM_eval_print(env, r, t, shared, f, &err) < 0;
             fclose(f);
             push_text(out, text, len);
             free(text);

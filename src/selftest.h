@@ -12,12 +12,12 @@
  * malloc'd, NULL when out of memory. */
 char *tgM_print_term(const tg_term *t, int shared, size_t *len);
 
-/* Evaluate t (read by r from file) in the rule set env and write what
+/* Evaluate t (just read by r, or NULL) in the rule set env and write what
  * the program prints for it to out: the answer list of a run (each
  * answer written as soon as it is found), a normal form, or t itself,
  * then a newline; nothing for a definition.  Returns 0, or -1 with err
  * filled on an error. */
-int tgM_eval_print(tg_rules *env, tg_reader *r, const char *file, tg_term *t, int shared,
+int tgM_eval_print(tg_rules *env, tg_reader *r, tg_term *t, int shared,
                    FILE *out, tg_error *err);
 
 /* Run the cases of the nfiles test files; prints TAP on stdout.  Returns

@@ -190,6 +190,14 @@ tg_reader *tg_reader_new(tg_ctx *ctx, const char *text, size_t len,
  * filled).  After an error the reader skips the rest of the bad top-level
  * form, so the next call goes on with the following one. */
 int tg_reader_next(tg_reader *r, tg_term **out, tg_error *err);
+/* Number the text's first line `line` (>= 1) instead of 1, in errors and
+ * positions: for a program that reads a stream piece by piece (a REPL
+ * entry starting on line 12 of its input).  Call before reading. */
+void tg_reader_first_line(tg_reader *r, int line);
+/* Record where each subterm of the forms read from now on began (off by
+ * default: it costs a table per form), so that tg_rules_eval_read can
+ * point an error at the subterm it is about. */
+void tg_reader_track_positions(tg_reader *r, int on);
 /* Position (1-based) where the last term returned began. */
 void tg_reader_last_pos(const tg_reader *r, int *line, int *column);
 void tg_reader_free(tg_reader *r);
@@ -224,6 +232,10 @@ void tg_env_free(tg_env *env);
 /* Unification checks that a variable is not bound to a term containing
  * it (on by default; off is faster and unsound on cyclic goals). */
 void tg_env_set_occurs_check(tg_env *env, int on);
+/* Ask the running query of env to stop: it fails with "interrupted".
+ * Safe to call from a signal handler (it only sets a flag); a request
+ * made while no query runs is dropped when the next one starts. */
+void tg_env_interrupt(tg_env *env);
 
 /* Called with each answer of a run as it is found; return nonzero to
  * stop the run there. */
@@ -304,6 +316,12 @@ int tg_rules_eval(tg_rules *rs, tg_term *form, tg_answer_fn fn, void *ud, tg_ter
  * ops and rules it defines then name. */
 int tg_rules_eval_at(tg_rules *rs, tg_term *form, const char *file, int line, int column,
                      tg_answer_fn fn, void *ud, tg_term **value, tg_error *err);
+/* The same for a form r has just read (tg_reader_next): errors and
+ * definitions name r's file and the form's position, and with position
+ * tracking on (tg_reader_track_positions) errors point at the subterm
+ * they are about. */
+int tg_rules_eval_read(tg_rules *rs, tg_reader *r, tg_term *form, tg_answer_fn fn, void *ud,
+                       tg_term **value, tg_error *err);
 /* The logic environment of the rule set's relations (made on first use). */
 tg_env *tg_rules_env(tg_rules *rs, tg_error *err);
 /* Rewrite t with a named rewriter (declared by equilibrium, walk or
@@ -319,6 +337,22 @@ tg_term *tg_rules_profile(tg_rules *rs);
  * set; (trace on) and (trace off) forms switch it too. */
 void tg_rules_set_trace(tg_rules *rs, FILE *out, int on);
 int tg_rules_tracing(const tg_rules *rs);
+
+typedef enum tg_list_kind {
+    TG_LIST_OPS,        /* (op NAME PROP ...) in declaration order */
+    TG_LIST_RULES,      /* (rule NAME LHS => RHS [(tags ...)]) in load order, one per
+                         * left side; a both-ways rule is written with <=> */
+    TG_LIST_REWRITERS,  /* (equilibrium|walk|sequence NAME CLAUSE ... ITEM ...) */
+    TG_LIST_RELATIONS   /* (NAME ARITY) of each defined relation, sorted by name */
+} tg_list_kind;
+/* What the rule set holds, as a list of terms (the forms that would
+ * declare it again); NULL with err filled on a bad kind or out of memory. */
+tg_term *tg_rules_list(tg_rules *rs, tg_list_kind kind, tg_error *err);
+/* Ask the running tg_normalize, tg_rewrite or relation query of rs to
+ * stop: it fails with "interrupted" at its next step.  Safe to call from
+ * a signal handler (it only sets a flag); a request made while nothing
+ * runs is dropped when the next run starts. */
+void tg_rules_interrupt(tg_rules *rs);
 /* Rule applications and condition tests of the last tg_normalize. */
 void tg_rules_counts(const tg_rules *rs, unsigned long long *rewrites,
                      unsigned long long *conditions);

@@ -296,6 +296,12 @@ static void results(tg_ctx *c)
     TAP_CHECK(rewrite(rs, "fg", "(undeclared (f x))", &err) == rd("(undeclared (g x))"),
               "not on undeclared heads (constants)");
 
+    /* listed apart from the rules */
+    tg_term *l = tg_rules_list(rs, TG_LIST_RULES, &err);
+    TAP_EQ_STR(show(tg_nth(l, 0)), "(c-rewriter sub-to-add sub)", "listed as a C rewriter");
+    TAP_EQ_STR(show(tg_nth(l, 3)), "(rule add-neg (add ?x (neg ?x)) => 0)", "next to the rules");
+    TAP_EQ_STR(show(tg_nth(l, 4)), "(c-rewriter f-to-g _)", "for any op");
+
     /* rewriting from a callback with the same rule set is refused */
     TAP_EQ_INT(tg_rules_def_rewriter(rs, "reenter", "k", NULL, reentering, rs, &err), 0, "reenter");
     TAP_EQ_INT(load(rs, "(walk re reenter)", &err), 0, "its walk");

@@ -1,6 +1,7 @@
 #!/bin/sh
 # exports.sh - the shared libtgrel must export only tg_ symbols (internal
-# functions use prefixes such as tgE_ and stay hidden).
+# functions use prefixes such as tgE_ and stay hidden), and doc/api.md
+# must document each of them.
 
 lib=${top_builddir:-.}/.libs/libtgrel.so
 if [ ! -f "$lib" ] || ! command -v nm >/dev/null 2>&1; then
@@ -26,5 +27,16 @@ else
     failed=1
     echo "not ok 2 - tg_ symbols are exported"
 fi
-echo "1..2"
+api=${srcdir:-.}/doc/api.md
+undocumented=$(printf '%s\n' "$syms" | grep '^tg_' | while read -r s; do
+    grep -q "\\b$s\\b" "$api" || echo "$s"
+done)
+if [ -z "$undocumented" ]; then
+    echo "ok 3 - doc/api.md documents every exported function"
+else
+    failed=1
+    echo "not ok 3 - doc/api.md documents every exported function"
+    printf '%s\n' "$undocumented" | sed 's/^/#   not in doc\/api.md: /'
+fi
+echo "1..3"
 [ $failed = 0 ]

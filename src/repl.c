@@ -1,0 +1,1155 @@
+/* repl.c - the read-eval-print loop of the tgrel program (prefix tgM_).
+ *
+ * Input comes a line at a time, from readline (or libedit) when a person
+ * sits at a terminal, else from the stream as it is (a pipe, a script):
+ * an entry is complete when its parentheses, strings and comments are
+ * closed, so a form may span lines.  An entry that starts with `:` is a
+ * command (commands[] below, each with its help text); anything else is
+ * forms, evaluated in the rule set one after the other as the program
+ * evaluates files.  Errors print and the loop goes on.  Ctrl-C at the
+ * terminal interrupts the running rewrite or query (tg_rules_interrupt)
+ * or drops the line being typed.  The tree and Graphviz views are here
+ * too, with their own pointer set (the program links only the public
+ * library).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#if defined(HAVE_READLINE)
+#include <readline/history.h>
+#include <readline/readline.h>
+#elif defined(HAVE_LIBEDIT)
+#include <editline/readline.h>
+#endif
+
+#include "repl.h"
+#include "selftest.h"
+
+enum { HISTORY_MAX = 1000, TREE_DEPTH = 48, TREE_FLAT = 60 };
+
+typedef struct repl {
+    tg_ctx *ctx;
+    tg_rules *rs;
+    const tgM_repl_opts *o;
+    const char *name;       /* the input's name in errors */
+    int line;               /* where the entry being run starts */
+    const char *entry;      /* the text of the entry being run */
+    char *argtext;          /* a command's entry with the :name blanked out,
+                             * so that its arguments read at their place */
+    int shared;             /* :shared on */
+    int quit;
+} repl;
+
+/* ---- entries: when is the input whole -------------------------------- */
+
+/* Skip a "..." or |...| run from just after its opening byte; returns the
+ * offset after the closing byte, or len when it is still open. */
+static size_t skip_quoted(const char *s, size_t i, size_t len, char close)
+{
+    for (; i < len; i++) {
+        if (s[i] == '\\')
+            i++;
+        else if (s[i] == close)
+            return i + 1;
+    }
+    return len + 1;
+}
+
+static int is_delim(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' ||
+           c == '(' || c == ')' || c == '[' || c == ']' || c == '"' || c == ';';
+}
+
+int tgM_incomplete(const char *s, size_t len)
+{
+    long depth = 0, nest = 0;
+    int pending = 0;        /* a quote prefix or #; waits for its datum */
+    for (size_t i = 0; i < len;) {
+        char c = s[i];
+        if (nest) {             /* inside #| |#, which nest */
+            if (c == '|' && i + 1 < len && s[i + 1] == '#')
+                nest--, i += 2;
+            else if (c == '#' && i + 1 < len && s[i + 1] == '|')
+                nest++, i += 2;
+            else
+                i++;
+            continue;
+        }
+        if (c == ';') {
+            while (i < len && s[i] != '\n')
+                i++;
+        } else if (c == '#' && i + 1 < len && s[i + 1] == '|') {
+            nest = 1, i += 2;
+        } else if (c == '#' && i + 1 < len && s[i + 1] == ';') {
+            pending = 1, i += 2;
+        } else if (c == '"' || c == '|') {
+            if ((i = skip_quoted(s, i + 1, len, c)) > len)
+                return 1;
+            pending = 0;
+        } else if (c == '\'' || c == '`' || c == ',') {
+            pending = 1, i += 1 + (c == ',' && i + 1 < len && s[i + 1] == '@');
+        } else if (c == '(' || c == '[') {
+            depth++, i++, pending = 0;
+        } else if (c == ')' || c == ']') {
+            depth--, i++;
+        } else if (is_delim(c)) {
+            i++;
+        } else {
+            while (i < len && !is_delim(s[i])) {
+                if (s[i] == '|') {      /* ?|a b| and a|b c|d: quoted parts */
+                    if ((i = skip_quoted(s, i + 1, len, '|')) > len)
+                        return 1;
+                } else {
+                    i++;
+                }
+            }
+            pending = 0;
+        }
+    }
+    return nest > 0 || depth > 0 || pending;
+}
+
+/* ---- output ------------------------------------------------------------ */
+
+static void report(const repl *R, const tg_error *err)
+{
+    char msg[1024];
+    tg_error_format(err, msg, sizeof msg);
+    if (R->o->machine) {
+        fflush(stdout);
+        printf("!error %s\n", msg);
+    } else {
+        fflush(stdout);
+        fprintf(stderr, "%s\n", msg);
+    }
+}
+
+/* Report a message of the program itself (a command's usage, ...) at
+ * the entry's position. */
+static void complain(const repl *R, const char *fmt, const char *arg)
+{
+    tg_error err;
+    tg_error_clear(&err);
+    tg_error_set(&err, TG_ERR_ARG, fmt, arg);
+    if (R->line > 0) {
+        err.line = R->line, err.column = 1;
+        snprintf(err.file, sizeof err.file, "%s", R->name);
+    }
+    report(R, &err);
+}
+
+static void print_term(const repl *R, const tg_term *t)
+{
+    size_t n;
+    char *s = tgM_print_term(t, R->shared, &n);
+    if (!s) {
+        complain(R, "%s", "out of memory printing");
+        return;
+    }
+    fwrite(s, 1, n, stdout);
+    putchar('\n');
+    free(s);
+}
+
+/* ---- forms ------------------------------------------------------------- */
+
+/* Evaluate and print one form read by r; 0, or 1 after reporting. */
+static int eval_form(repl *R, tg_reader *r, tg_term *t)
+{
+    tg_error err;
+    tg_error_clear(&err);
+    if (tgM_eval_print(R->rs, r, t, R->shared, stdout, &err) == 0)
+        return 0;
+    if (err.line == 0) {
+        tg_reader_last_pos(r, &err.line, &err.column);
+        snprintf(err.file, sizeof err.file, "%s", R->name);
+    }
+    report(R, &err);
+    return 1;
+}
+
+/* Read and evaluate every form of text, whose first line is line `line`
+ * of the input; returns the number of errors. */
+static int eval_text(repl *R, const char *text, size_t len, int line)
+{
+    tg_error err;
+    int errors = 0;
+    tg_error_clear(&err);
+    tg_reader *r = tg_reader_new(R->ctx, text, len, R->name, &err);
+    if (!r) {
+        report(R, &err);
+        return 1;
+    }
+    tg_reader_first_line(r, line);
+    tg_reader_track_positions(r, 1);    /* errors point at subterms */
+    for (;;) {
+        tg_term *t = NULL;
+        int rc = tg_reader_next(r, &t, &err);
+        if (rc == 0)
+            break;
+        if (rc < 0) {
+            report(R, &err);
+            tg_error_clear(&err);
+            errors++;
+            continue;
+        }
+        errors += eval_form(R, r, t);
+    }
+    tg_reader_free(r);
+    return errors;
+}
+
+int tgM_eval_text(tg_ctx *ctx, tg_rules *rs, const char *text, size_t len, const char *name,
+                  int line, const tgM_repl_opts *o)
+{
+    repl R = {.ctx = ctx, .rs = rs, .o = o, .name = name ? name : "<string>", .line = line,
+              .shared = o->shared};
+    return eval_text(&R, text, len, line);
+}
+
+/* The terms of a command's argument text: between min and max of them
+ * into t[]; their number, or -1 after reporting. */
+static int read_args(repl *R, const char *cmd, const char *text, tg_term **t, int min, int max,
+                     const char *usage)
+{
+    tg_error err;
+    tg_error_clear(&err);
+    if (R->argtext)
+        text = R->argtext;
+    tg_reader *r = tg_reader_new(R->ctx, text, strlen(text), R->name, &err);
+    int n = 0;
+    if (r && R->argtext)
+        tg_reader_first_line(r, R->line);
+    if (!r) {
+        report(R, &err);
+        return -1;
+    }
+    for (;;) {
+        tg_term *x;
+        int rc = tg_reader_next(r, &x, &err);
+        if (rc < 0) {
+            report(R, &err);
+            tg_reader_free(r);
+            return -1;
+        }
+        if (rc == 0)
+            break;
+        if (n == max) {
+            n = max + 1;
+            break;
+        }
+        t[n++] = x;
+    }
+    tg_reader_free(r);
+    if (n < min || n > max) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "usage: :%s %s", cmd, usage);
+        complain(R, "%s", msg);
+        return -1;
+    }
+    return n;
+}
+
+/* Evaluate the form (head args...) built from a command's arguments. */
+static int eval_built(repl *R, const char *head, tg_term *const *args, int n)
+{
+    tg_term *x[4] = {tg_symbol_cstr(R->ctx, head)};
+    for (int i = 0; i < n; i++)
+        x[i + 1] = args[i];
+    tg_term *form = x[0] ? tg_list(R->ctx, (size_t)n + 1, x, tg_nil()) : NULL;
+    if (!form) {
+        complain(R, "%s", "out of memory");
+        return 1;
+    }
+    tg_error err;
+    tg_error_clear(&err);
+    if (tgM_eval_print(R->rs, NULL, form, R->shared, stdout, &err) == 0)
+        return 0;
+    if (err.line == 0 && R->line > 0) {     /* the command's own position */
+        err.line = R->line, err.column = 1;
+        snprintf(err.file, sizeof err.file, "%s", R->name);
+    }
+    report(R, &err);
+    return 1;
+}
+
+/* ---- a pointer set (for the views) --------------------------------------- */
+
+typedef struct pset {
+    const void **k;
+    size_t *v;
+    size_t n, cap;
+} pset;
+
+static size_t ps_home(const void *p, size_t cap)
+{
+    uint64_t h = (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 32) & (cap - 1);
+}
+
+/* The slot of p (found or empty); grows first when needed; NULL on OOM. */
+static size_t *ps_slot(pset *s, const void *p, int *found)
+{
+    if (2 * (s->n + 1) > s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 64;
+        const void **k = calloc(cap, sizeof *k);
+        size_t *v = calloc(cap, sizeof *v);
+        if (!k || !v) {
+            free(k), free(v);
+            return NULL;
+        }
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->k[i]) {
+                size_t j = ps_home(s->k[i], cap);
+                while (k[j])
+                    j = (j + 1) & (cap - 1);
+                k[j] = s->k[i], v[j] = s->v[i];
+            }
+        free(s->k), free(s->v);
+        s->k = k, s->v = v, s->cap = cap;
+    }
+    size_t i = ps_home(p, s->cap);
+    while (s->k[i] && s->k[i] != p)
+        i = (i + 1) & (s->cap - 1);
+    *found = s->k[i] != NULL;
+    if (!*found)
+        s->k[i] = p, s->v[i] = 0, s->n++;
+    return &s->v[i];
+}
+
+static void ps_free(pset *s)
+{
+    free(s->k), free(s->v);
+}
+
+/* A growable array of terms (malloc'd: the terms are held elsewhere). */
+typedef struct tvec {
+    tg_term **v;
+    size_t n, cap;
+} tvec;
+
+static int tv_push(tvec *a, tg_term *t)
+{
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? 2 * a->cap : 64;
+        tg_term **v = realloc(a->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        a->v = v, a->cap = cap;
+    }
+    a->v[a->n++] = t;
+    return 0;
+}
+
+/* Push the children of x (its elements, then a dotted tail) in reverse
+ * order, so that they pop in order. */
+static int push_children(tvec *a, tg_term *x, size_t from)
+{
+    size_t base = a->n;
+    tg_iter it;
+    tg_iter_init(&it, x);
+    size_t i = 0;
+    for (tg_term *e; (e = tg_iter_next(&it)); i++)
+        if (i >= from && tv_push(a, e) < 0)
+            return -1;
+    if (tg_tail(x) != tg_nil() && tv_push(a, tg_tail(x)) < 0)
+        return -1;
+    for (size_t l = base, r = a->n; l + 1 < r; l++, r--) {
+        tg_term *t = a->v[l];
+        a->v[l] = a->v[r - 1], a->v[r - 1] = t;
+    }
+    return 0;
+}
+
+/* Count how often each compound subterm of t is met; subterms met again
+ * are not entered again (an explicit stack: terms may be deep). */
+static int count_uses(pset *s, tg_term *t)
+{
+    tvec st = {0};
+    int rc = tv_push(&st, t);
+    while (rc == 0 && st.n) {
+        tg_term *x = st.v[--st.n];
+        int found;
+        size_t *c = tg_kind_of(x) == TG_PAIR ? ps_slot(s, x, &found) : NULL;
+        if (tg_kind_of(x) != TG_PAIR)
+            continue;
+        if (!c)
+            rc = -1;
+        else if ((*c)++ == 0)
+            rc = push_children(&st, x, 0);
+    }
+    free(st.v);
+    return rc;
+}
+
+static int all_atoms(tg_term *x)
+{
+    if (tg_tail(x) != tg_nil())
+        return 0;
+    tg_iter it;
+    tg_iter_init(&it, x);
+    for (tg_term *e; (e = tg_iter_next(&it));)
+        if (tg_kind_of(e) == TG_PAIR)
+            return 0;
+    return 1;
+}
+
+/* Print t (atoms and flat lists) after indent and prefix; 0 or -1. */
+static int tree_line(FILE *out, size_t depth, const char *prefix, const tg_term *t)
+{
+    size_t n;
+    char *s = t ? tg_print(t, &n) : NULL;
+    if (t && !s)
+        return -1;
+    fprintf(out, "%*s%s%s\n", (int)(2 * depth), "", prefix, s ? s : "...");
+    free(s);
+    return 0;
+}
+
+/* The tree view of t: one node a line, children indented under their
+ * head; a subterm met more than once is named *N where it is first shown
+ * and written *N after that.  Lists of atoms that fit are shown flat.
+ * Deeper than TREE_DEPTH levels shows "...". */
+static int print_tree(FILE *out, tg_term *t)
+{
+    pset uses = {0}, names = {0};
+    tvec st = {0};
+    size_t *depth = NULL, capd = 0;
+    size_t named = 0;
+    int rc = count_uses(&uses, t);
+    if (rc == 0)
+        rc = tv_push(&st, t);
+    while (rc == 0 && st.n) {
+        if (capd < st.cap) {
+            size_t *d = realloc(depth, st.cap * sizeof *d);
+            if (!d) {
+                rc = -1;
+                break;
+            }
+            if (!depth)
+                d[0] = 0;
+            depth = d, capd = st.cap;
+        }
+        tg_term *x = st.v[--st.n];
+        size_t d = depth[st.n];
+        char prefix[32] = "";
+        if (!x || tg_kind_of(x) != TG_PAIR) {
+            rc = tree_line(out, d, "", x);
+            continue;
+        }
+        int found;
+        size_t *u = ps_slot(&uses, x, &found);
+        size_t *nm = u && *u > 1 ? ps_slot(&names, x, &found) : NULL;
+        if (u && *u > 1 && !nm) {
+            rc = -1;
+            break;
+        }
+        if (nm && found) {
+            fprintf(out, "%*s*%zu\n", (int)(2 * d), "", *nm);
+            continue;
+        }
+        if (nm)
+            snprintf(prefix, sizeof prefix, "*%zu = ", *nm = ++named);
+        tg_term *head = tg_car(x);
+        if (all_atoms(x) && tg_length(x) <= TREE_FLAT / 4) {
+            rc = tree_line(out, d, prefix, x);
+            continue;
+        }
+        int atom_head = tg_kind_of(head) != TG_PAIR;
+        if (atom_head) {
+            rc = tree_line(out, d, prefix, head);
+        } else {
+            fprintf(out, "%*s%s(...)\n", (int)(2 * d), "", prefix);
+        }
+        size_t base = st.n;
+        if (rc == 0)
+            rc = d >= TREE_DEPTH ? tv_push(&st, NULL) : push_children(&st, x, atom_head);
+        if (rc == 0 && st.cap > capd) {
+            size_t *dd = realloc(depth, st.cap * sizeof *dd);
+            if (!dd)
+                rc = -1;
+            else
+                depth = dd, capd = st.cap;
+        }
+        for (size_t i = base; rc == 0 && i < st.n; i++)
+            depth[i] = d + 1;
+    }
+    ps_free(&uses), ps_free(&names);
+    free(st.v), free(depth);
+    return rc;
+}
+
+/* ---- Graphviz ------------------------------------------------------------ */
+
+/* t's printed text as a dot label (quotes and backslashes escaped, long
+ * texts cut). */
+static int dot_label(FILE *out, const tg_term *t)
+{
+    size_t n;
+    char *s = tg_print(t, &n);
+    if (!s)
+        return -1;
+    fputc('"', out);
+    for (size_t i = 0; i < n && i < 40; i++) {
+        if (s[i] == '"' || s[i] == '\\')
+            fputc('\\', out);
+        fputc(s[i] == '\n' ? ' ' : s[i], out);
+    }
+    fputs(n > 40 ? "...\"" : "\"", out);
+    free(s);
+    return 0;
+}
+
+/* The id of x (dot node n<id>), made on first sight; a new node is
+ * pushed on todo to be written. */
+static long dot_id(pset *ids, tvec *todo, tg_term *x)
+{
+    int found;
+    size_t *v = ps_slot(ids, x, &found);
+    if (!v)
+        return -1;
+    if (!found) {
+        *v = ids->n;
+        if (tv_push(todo, x) < 0)
+            return -1;
+    }
+    return (long)*v;
+}
+
+/* t as a Graphviz digraph: one node per distinct subterm (hash-consing
+ * makes shared subterms one node), edges to the arguments in order. */
+static int write_dot(FILE *out, tg_term *t)
+{
+    pset ids = {0};
+    tvec todo = {0};
+    int rc = dot_id(&ids, &todo, t) < 0 ? -1 : 0;
+    fputs("digraph term {\n  ordering=out;\n  node [shape=box, fontname=\"monospace\"];\n", out);
+    while (rc == 0 && todo.n) {
+        tg_term *x = todo.v[--todo.n];
+        long me = dot_id(&ids, &todo, x);
+        int atom_head = tg_kind_of(x) == TG_PAIR && tg_kind_of(tg_car(x)) != TG_PAIR;
+        fprintf(out, "  n%ld [label=", me);
+        if (dot_label(out, tg_kind_of(x) != TG_PAIR ? x : atom_head ? tg_car(x) : tg_nil()) < 0) {
+            rc = -1;
+            break;
+        }
+        fputs(tg_kind_of(x) == TG_PAIR ? "];\n" : ", shape=plaintext];\n", out);
+        if (tg_kind_of(x) != TG_PAIR)
+            continue;
+        tvec kids = {0};
+        rc = push_children(&kids, x, atom_head);
+        size_t nk = kids.n;
+        for (size_t i = 0; rc == 0 && i < nk; i++) {
+            long c = dot_id(&ids, &todo, kids.v[nk - 1 - i]);
+            if (c < 0)
+                rc = -1;
+            else if (nk > 1)
+                fprintf(out, "  n%ld -> n%ld [label=\"%zu\"];\n", me, c, i + 1);
+            else
+                fprintf(out, "  n%ld -> n%ld;\n", me, c);
+        }
+        free(kids.v);
+    }
+    fputs("}\n", out);
+    ps_free(&ids);
+    free(todo.v);
+    return rc;
+}
+
+/* Run Graphviz: dot -T<format> -o out in; 0, or -1 when it failed (127:
+ * not installed). */
+static int run_graphviz(const char *format, const char *in, const char *out)
+{
+    char T[32];
+    snprintf(T, sizeof T, "-T%s", format);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        execlp("dot", "dot", T, "-o", out, in, (char *)NULL);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* :dot TERM [FILE]: to standard output, a .dot file, or an image through
+ * Graphviz (.svg, .png, .pdf). */
+static int dot_to(repl *R, tg_term *t, const char *file)
+{
+    const char *ext = file ? strrchr(file, '.') : NULL;
+    int image = ext && (!strcmp(ext, ".svg") || !strcmp(ext, ".png") || !strcmp(ext, ".pdf"));
+    if (!file)
+        return write_dot(stdout, t) < 0 ? (complain(R, "%s", "out of memory"), 1) : 0;
+    char tmp[] = "/tmp/tgrel-dot-XXXXXX";
+    int fd = image ? mkstemp(tmp) : -1;
+    FILE *f = image ? (fd >= 0 ? fdopen(fd, "w") : NULL) : fopen(file, "w");
+    if (!f) {
+        if (fd >= 0)
+            close(fd), unlink(tmp);
+        complain(R, "cannot write %s", image ? "a temporary file" : file);
+        return 1;
+    }
+    int rc = write_dot(f, t);
+    if (fclose(f) != 0 || rc < 0) {
+        if (image)
+            unlink(tmp);
+        complain(R, "cannot write %s", file);
+        return 1;
+    }
+    if (!image)
+        return 0;
+    int st = run_graphviz(ext + 1, tmp, file);
+    unlink(tmp);
+    if (st == 127) {
+        complain(R, "%s", "Graphviz is not installed (apt-get install graphviz); write a .dot file instead");
+        return 1;
+    }
+    if (st != 0) {
+        complain(R, "Graphviz failed to write %s", file);
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- commands ------------------------------------------------------------ */
+
+typedef struct command {
+    const char *name;
+    const char *args;       /* the synopsis of its arguments */
+    const char *help;       /* one line */
+    const char *example;
+    int (*fn)(repl *R, const char *name, const char *args);
+} command;
+
+static const command commands[];
+
+static int print_list(repl *R, tg_list_kind kind)
+{
+    tg_error err;
+    tg_error_clear(&err);
+    tg_term *l = tg_rules_list(R->rs, kind, &err);
+    if (!l) {
+        report(R, &err);
+        return 1;
+    }
+    tg_iter it;
+    tg_iter_init(&it, l);
+    for (tg_term *x; (x = tg_iter_next(&it));)
+        print_term(R, x);
+    return 0;
+}
+
+static int cmd_list(repl *R, const char *name, const char *args)
+{
+    if (*args) {
+        complain(R, ":%s takes no argument", name);
+        return 1;
+    }
+    tg_list_kind k = !strcmp(name, "ops") ? TG_LIST_OPS
+                   : !strcmp(name, "rules") ? TG_LIST_RULES
+                   : !strcmp(name, "relations") ? TG_LIST_RELATIONS : TG_LIST_REWRITERS;
+    return print_list(R, k);
+}
+
+/* A file name: the text as it is, or a string term ("a b.rules"). */
+static char *file_arg(repl *R, const char *args)
+{
+    if (*args != '"')
+        return strdup(args);
+    tg_term *t;
+    if (read_args(R, "load", args, &t, 1, 1, "FILE") < 0)
+        return NULL;
+    size_t n;
+    const char *s = tg_string_bytes(t, &n);
+    return s ? strndup(s, n) : NULL;
+}
+
+static int cmd_load(repl *R, const char *name, const char *args)
+{
+    (void)name;
+    if (!*args) {
+        complain(R, "%s", "usage: :load FILE");
+        return 1;
+    }
+    char *path = file_arg(R, args);
+    if (!path)
+        return 1;
+    tg_error err;
+    tg_error_clear(&err);
+    int rc = tg_rules_load_file(R->rs, path, &err);
+    if (rc < 0)
+        report(R, &err);
+    else if (!R->o->machine && R->o->interactive)
+        printf("loaded %s\n", path);
+    free(path);
+    return rc < 0;
+}
+
+static int cmd_rewrite(repl *R, const char *name, const char *args)
+{
+    tg_term *t[2];
+    if (read_args(R, name, args, t, 2, 2, "REWRITER-OR-QUERY TERM") < 0)
+        return 1;
+    return eval_built(R, "rewrite", t, 2);
+}
+
+static int cmd_normalize(repl *R, const char *name, const char *args)
+{
+    tg_term *t[2];
+    int n = read_args(R, name, args, t, 1, 2, "TERM [memo]");
+    return n < 0 ? 1 : eval_built(R, "normalize", t, n);
+}
+
+/* on / off / nothing (then *state is left alone); -1 on anything else */
+static int on_off(repl *R, const char *name, const char *args, int *state)
+{
+    if (!*args)
+        return 0;
+    if (!strcmp(args, "on") || !strcmp(args, "off")) {
+        *state = !strcmp(args, "on");
+        return 0;
+    }
+    complain(R, "usage: :%s [on|off]", name);
+    return -1;
+}
+
+static int cmd_trace(repl *R, const char *name, const char *args)
+{
+    int on = tg_rules_tracing(R->rs);
+    if (on_off(R, name, args, &on) < 0)
+        return 1;
+    tg_rules_set_trace(R->rs, stdout, on);
+    printf("trace %s\n", on ? "on" : "off");
+    return 0;
+}
+
+static int cmd_shared(repl *R, const char *name, const char *args)
+{
+    if (on_off(R, name, args, &R->shared) < 0)
+        return 1;
+    printf("shared %s\n", R->shared ? "on" : "off");
+    return 0;
+}
+
+static int cmd_profile(repl *R, const char *name, const char *args)
+{
+    if (*args) {
+        complain(R, ":%s takes no argument", name);
+        return 1;
+    }
+    tg_term *p = tg_rules_profile(R->rs);
+    if (!p) {
+        complain(R, "%s", "no rewrite has run yet");
+        return 1;
+    }
+    print_term(R, p);
+    return 0;
+}
+
+static int cmd_tree(repl *R, const char *name, const char *args)
+{
+    tg_term *t;
+    if (read_args(R, name, args, &t, 1, 1, "TERM") < 0)
+        return 1;
+    if (print_tree(stdout, t) < 0) {
+        complain(R, "%s", "out of memory");
+        return 1;
+    }
+    return 0;
+}
+
+static int cmd_dot(repl *R, const char *name, const char *args)
+{
+    tg_term *t[2];
+    int n = read_args(R, name, args, t, 1, 2, "TERM [FILE]");
+    if (n < 0)
+        return 1;
+    char *file = NULL;
+    if (n == 2) {
+        size_t len;
+        const char *s = tg_kind_of(t[1]) == TG_STRING ? tg_string_bytes(t[1], &len)
+                        : tg_kind_of(t[1]) == TG_SYMBOL ? tg_symbol_name(t[1], &len) : NULL;
+        if (!s || !(file = strndup(s, len))) {
+            complain(R, "%s", "usage: :dot TERM [FILE] (FILE a name or a string)");
+            return 1;
+        }
+    }
+    int rc = dot_to(R, t[0], file);
+    free(file);
+    return rc;
+}
+
+static int cmd_quit(repl *R, const char *name, const char *args)
+{
+    (void)name, (void)args;
+    R->quit = 1;
+    return 0;
+}
+
+static const command *find_command(const char *name);
+
+static int cmd_help(repl *R, const char *name, const char *args)
+{
+    (void)name;
+    if (*args) {
+        const command *c = find_command(args[0] == ':' ? args + 1 : args);
+        if (!c) {
+            complain(R, "no command :%s (:help lists them)", args[0] == ':' ? args + 1 : args);
+            return 1;
+        }
+        printf(":%s %s\n    %s\n    example: %s\n", c->name, c->args, c->help, c->example);
+        return 0;
+    }
+    puts("Type a form to evaluate it: (op ...), (rule ...), (normalize TERM),\n"
+         "(rewrite NAME TERM), (defrel ...), (run N (q) GOAL...), or any term\n"
+         "to see it back.  A form may span lines.  Commands:");
+    for (const command *c = commands; c->name; c++)
+        printf("  :%-10s %-24s %s\n", c->name, c->args, c->help);
+    puts(":help COMMAND shows an example.");
+    return 0;
+}
+
+static const command commands[] = {
+    {"help", "[COMMAND]", "list the commands, or show one with an example", ":help rewrite", cmd_help},
+    {"load", "FILE", "load a .rules file (all or nothing)", ":load examples/algebra.rules", cmd_load},
+    {"ops", "", "list the declared ops", ":ops", cmd_list},
+    {"rules", "", "list the rules", ":rules", cmd_list},
+    {"rewriters", "", "list the rewriters (databases)", ":rewriters", cmd_list},
+    {"relations", "", "list the relations with their arity", ":relations", cmd_list},
+    {"rewrite", "SPEC TERM", "rewrite TERM with a rewriter or a query", ":rewrite (query simplify (exclude div-self)) (true_div x x)", cmd_rewrite},
+    {"normalize", "TERM [memo]", "normal form of TERM under every rule", ":normalize (add (s z) (s z))", cmd_normalize},
+    {"trace", "[on|off]", "print each rule firing, before and after", ":trace on", cmd_trace},
+    {"profile", "", "the profile of the last rewrite", ":profile", cmd_profile},
+    {"tree", "TERM", "show TERM as a tree, shared subterms named", ":tree (f (g a) (g a))", cmd_tree},
+    {"dot", "TERM [FILE]", "TERM as Graphviz (.dot, or .svg/.png/.pdf)", ":dot (f (g a) (g a)) t.svg", cmd_dot},
+    {"shared", "[on|off]", "print repeated subterms once: X where *1 = ...", ":shared on", cmd_shared},
+    {"quit", "", "leave (Ctrl-D too)", ":quit", cmd_quit},
+    {NULL, NULL, NULL, NULL, NULL}
+};
+
+static const command *find_command(const char *name)
+{
+    for (const command *c = commands; c->name; c++)
+        if (!strcmp(c->name, name))
+            return c;
+    if (!strcmp(name, "q") || !strcmp(name, "exit"))
+        return find_command("quit");
+    if (!strcmp(name, "databases"))
+        return find_command("rewriters");
+    return NULL;
+}
+
+/* Run the command line (after its ':'), trimmed; 0 or 1 (an error). */
+static int run_command(repl *R, char *line)
+{
+    char *p = line;
+    while (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
+        p++;
+    /* the entry again, blanks up to the arguments (columns stay right) */
+    size_t off = (size_t)(p - line), all = strlen(line);
+    char *blanked = malloc(all + (size_t)(line - R->entry) + 1);
+    if (blanked) {
+        memset(blanked, ' ', (size_t)(line - R->entry) + off);
+        memcpy(blanked + (line - R->entry) + off, p, all - off + 1);
+    }
+    char *args = p;
+    if (*p)
+        *args++ = '\0';
+    while (*args == ' ' || *args == '\t' || *args == '\n' || *args == '\r')
+        args++;
+    for (char *e = args + strlen(args); e > args && (e[-1] == ' ' || e[-1] == '\t' ||
+                                                     e[-1] == '\n' || e[-1] == '\r');)
+        *--e = '\0';
+    const command *c = find_command(line);
+    int rc = 1;
+    R->argtext = blanked;
+    if (!c)
+        complain(R, "unknown command :%s (:help lists them)", line);
+    else
+        rc = c->fn(R, c->name, args);
+    R->argtext = NULL;
+    free(blanked);
+    return rc;
+}
+
+/* ---- the terminal: signals, history, completion -------------------------- */
+
+static tg_rules *volatile sig_rules;   /* what Ctrl-C interrupts */
+static volatile sig_atomic_t sig_reading, sig_hit;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    sig_hit = 1;
+    if (!sig_reading) {
+        if (sig_rules)
+            tg_rules_interrupt(sig_rules);
+        return;
+    }
+#if defined(HAVE_READLINE)
+    /* drop the line being typed and prompt again (what shells do) */
+    if (write(STDOUT_FILENO, "\n", 1) < 0)
+        return;
+    rl_on_new_line();
+    rl_replace_line("", 0);
+    rl_set_prompt("tgrel> ");   /* a continued entry is dropped too */
+    rl_redisplay();
+#endif
+}
+
+static char *history_path(void)
+{
+    const char *home = getenv("HOME");
+    const char *file = getenv("TGREL_HISTORY");
+    if (file)
+        return *file ? strdup(file) : NULL;
+    if (!home || !*home)
+        return NULL;
+    size_t n = strlen(home) + 32;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/.tgrel_history", home);
+    return p;
+}
+
+static repl *complete_repl;     /* the REPL completion draws names from */
+static tg_term *complete_names; /* the names, gathered at a completion's start */
+
+/* Every op, rule, rewriter and relation name of the rule set. */
+static tg_term *all_names(repl *R)
+{
+    tg_term *names = tg_nil();
+    for (int k = TG_LIST_OPS; k <= TG_LIST_RELATIONS && names; k++) {
+        tg_term *l = tg_rules_list(R->rs, (tg_list_kind)k, NULL);
+        tg_iter it;
+        tg_iter_init(&it, l ? l : tg_nil());
+        for (tg_term *x; names && (x = tg_iter_next(&it));) {
+            tg_term *nm = k == TG_LIST_RELATIONS ? tg_car(x) : tg_nth(x, 1);
+            if (nm && tg_kind_of(nm) == TG_SYMBOL)
+                names = tg_cons(R->ctx, nm, names);
+        }
+    }
+    return names;
+}
+
+#if defined(HAVE_READLINE) || defined(HAVE_LIBEDIT)
+static char *complete_command(const char *text, int state)
+{
+    static const command *c;
+    if (!state)
+        c = commands;
+    size_t n = strlen(text);
+    for (; c->name; c++)
+        if (text[0] == ':' && !strncmp(c->name, text + 1, n - 1)) {
+            char *s = malloc(strlen(c->name) + 2);
+            if (s)
+                sprintf(s, ":%s", (c++)->name);
+            return s;
+        }
+    return NULL;
+}
+
+static char *complete_name(const char *text, int state)
+{
+    static tg_iter it;
+    if (!state) {
+        complete_names = all_names(complete_repl);
+        tg_iter_init(&it, complete_names ? complete_names : tg_nil());
+    }
+    size_t n = strlen(text);
+    for (tg_term *x; (x = tg_iter_next(&it));) {
+        size_t len;
+        const char *s = tg_symbol_name(x, &len);
+        if (len >= n && !strncmp(s, text, n))
+            return strndup(s, len);
+    }
+    return NULL;
+}
+
+static char **complete(const char *text, int start, int end)
+{
+    (void)end;
+    rl_attempted_completion_over = 1;   /* no file names */
+    if (start == 0 && text[0] == ':')
+        return rl_completion_matches(text, complete_command);
+    return rl_completion_matches(text, complete_name);
+}
+#endif
+
+/* ---- input ------------------------------------------------------------------ */
+
+/* The next line (malloc'd, without its newline), or NULL at the end. */
+static char *get_line(repl *R, FILE *in, const char *prompt)
+{
+#if defined(HAVE_READLINE) || defined(HAVE_LIBEDIT)
+    if (R->o->interactive) {
+        sig_reading = 1;
+        char *l = readline(prompt);
+        sig_reading = 0;
+        return l;
+    }
+#endif
+    (void)R, (void)prompt;
+    char *l = NULL;
+    size_t cap = 0;
+    ssize_t n = getline(&l, &cap, in);
+    if (n < 0) {
+        free(l);
+        return NULL;
+    }
+    if (n > 0 && l[n - 1] == '\n')
+        l[--n] = '\0';
+    return l;
+}
+
+typedef struct entry {
+    char *text;
+    size_t len, cap;
+    int line;           /* the input line it starts on */
+} entry;
+
+static int entry_add(entry *e, const char *l)
+{
+    size_t n = strlen(l);
+    if (e->len + n + 2 > e->cap) {
+        size_t cap = (e->len + n + 2) * 2;
+        char *t = realloc(e->text, cap);
+        if (!t)
+            return -1;
+        e->text = t, e->cap = cap;
+    }
+    memcpy(e->text + e->len, l, n);
+    e->len += n;
+    e->text[e->len++] = '\n';
+    e->text[e->len] = '\0';
+    return 0;
+}
+
+static int blank(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r')
+            return 0;
+    return 1;
+}
+
+/* Evaluate one whole entry: a command or forms. */
+static int run_entry(repl *R, entry *e)
+{
+    size_t i = 0;
+    while (i < e->len && (e->text[i] == ' ' || e->text[i] == '\t'))
+        i++;
+    sig_hit = 0;
+    R->line = e->line;
+    R->entry = e->text;
+    int errors = e->text[i] == ':' ? run_command(R, e->text + i + 1)
+                                   : eval_text(R, e->text, e->len, e->line);
+    if (R->o->machine)
+        puts(TGM_END);
+    fflush(stdout);
+    return errors != 0;
+}
+
+int tgM_repl(tg_ctx *ctx, tg_rules *rs, FILE *in, const char *name, const tgM_repl_opts *o,
+             int *quit)
+{
+    repl R = {.ctx = ctx, .rs = rs, .o = o, .name = name, .shared = o->shared};
+    entry e = {NULL, 0, 0, 1};
+    int errors = 0, lineno = 0;
+    char *hist = NULL;
+    struct sigaction sa, old;
+    if (o->interactive) {
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_sigint;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, &old);
+        sig_rules = rs;
+        complete_repl = &R;
+#if defined(HAVE_READLINE) || defined(HAVE_LIBEDIT)
+        rl_readline_name = "tgrel";
+#if defined(HAVE_READLINE)
+        rl_catch_signals = 0;   /* on_sigint handles Ctrl-C at the prompt */
+#endif
+        rl_attempted_completion_function = complete;
+        rl_basic_word_break_characters = " \t\n()[]'`,\"";
+        hist = history_path();
+        if (hist) {
+            read_history(hist);
+            stifle_history(HISTORY_MAX);
+        }
+#endif
+        printf("tgrel %s - :help lists the commands, Ctrl-D leaves\n", TG_VERSION);
+    }
+    for (;;) {
+        char *l = get_line(&R, in, e.len ? "  ...> " : "tgrel> ");
+        if (sig_hit && o->interactive) {   /* Ctrl-C while typing: drop the entry */
+            sig_hit = 0;
+            e.len = 0;
+        }
+        if (!l)
+            break;
+        lineno++;
+        if (!e.len) {
+            if (blank(l, strlen(l))) {
+                free(l);
+                continue;
+            }
+            e.line = lineno;
+        }
+        int oom = entry_add(&e, l) < 0;
+        free(l);
+        if (oom) {
+            complain(&R, "%s", "out of memory");
+            e.len = 0;
+            errors++;
+            continue;
+        }
+        if (tgM_incomplete(e.text, e.len))
+            continue;
+#if defined(HAVE_READLINE) || defined(HAVE_LIBEDIT)
+        if (o->interactive) {
+            e.text[e.len - 1] = '\0';       /* the entry, without its last newline */
+            add_history(e.text);
+            e.text[e.len - 1] = '\n';
+        }
+#endif
+        errors += run_entry(&R, &e);
+        e.len = 0;
+        if (R.quit)
+            break;
+    }
+    if (e.len && !R.quit)      /* the input ended inside an entry: its error */
+        errors += run_entry(&R, &e);
+    if (o->interactive) {
+#if defined(HAVE_READLINE) || defined(HAVE_LIBEDIT)
+        if (hist)
+            write_history(hist);
+#endif
+        if (!R.quit)
+            putchar('\n');
+        sigaction(SIGINT, &old, NULL);
+        sig_rules = NULL;
+        complete_repl = NULL;
+    }
+    free(hist);
+    free(e.text);
+    if (quit)
+        *quit = R.quit;
+    /* a person saw each error as it came: the session itself succeeded */
+    return o->interactive ? 0 : errors;
+}

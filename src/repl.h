@@ -1,0 +1,40 @@
+/* repl.h - the read-eval-print loop of the tgrel program (program-only,
+ * prefix tgM_): entries read line by line from a terminal (prompt, line
+ * editing, history, completion, Ctrl-C), a pipe or a script; the :
+ * commands; the machine mode for programs that drive tgrel. */
+#ifndef TG_REPL_H
+#define TG_REPL_H
+
+#include <stdio.h>
+
+#include "tgrel.h"
+
+typedef struct tgM_repl_opts {
+    int interactive;    /* a person at a terminal: prompt, editing, history */
+    int machine;        /* no prompt; errors on stdout as "!error ..."; a
+                         * TGM_END line after each entry's output */
+    int shared;         /* print repeated subterms once (*1 = ...) */
+} tgM_repl_opts;
+
+/* The line that ends each entry's output in machine mode. */
+#define TGM_END ";;end"
+
+/* Read entries from in (named name in errors) until its end or :quit,
+ * evaluating each in rs.  Returns the number of entries that had errors
+ * (0 for an interactive session, whose errors a person saw); *quit is
+ * set when :quit ended the loop. */
+int tgM_repl(tg_ctx *ctx, tg_rules *rs, FILE *in, const char *name, const tgM_repl_opts *o,
+             int *quit);
+
+/* Read and evaluate every form of text (len bytes, named name in
+ * errors, its first line numbered line) as the REPL does, without
+ * commands; returns the number of errors. */
+int tgM_eval_text(tg_ctx *ctx, tg_rules *rs, const char *text, size_t len, const char *name,
+                  int line, const tgM_repl_opts *o);
+
+/* 1 when text (len bytes) is not yet a whole entry: a list, string,
+ * quoted symbol or block comment left open, or a quote prefix with no
+ * datum after it; the REPL then reads another line. */
+int tgM_incomplete(const char *text, size_t len);
+
+#endif

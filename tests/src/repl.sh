@@ -1,0 +1,262 @@
+#!/bin/sh
+# repl.sh - TAP tests of the REPL as programs use it: entries read from a
+# pipe (multi-line forms, :commands, errors that do not stop the session),
+# scripts (-f), -i, the machine mode and --check.  The terminal side
+# (prompt, completion, Ctrl-C, history) is tested by test_repl_pty.c.
+# Run by `make check` with $TGREL set; by hand: TGREL=./tgrel sh tests/src/repl.sh
+
+TGREL=${TGREL:-./tgrel}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tgrel-repl.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+n=0
+failed=0
+
+# t DESC STATUS OUT ERR CMD...: run CMD with $tmp/in as standard input;
+# OUT is the exact standard output, ERR a shell pattern for standard error.
+t() {
+    desc=$1 want_status=$2 want_out=$3 want_err=$4
+    shift 4
+    "$@" <"$tmp/in" >"$tmp/out" 2>"$tmp/err"
+    status=$?
+    got_out=$(cat "$tmp/out")
+    got_err=$(cat "$tmp/err")
+    n=$((n + 1))
+    ok=yes
+    [ "$status" = "$want_status" ] || ok=no
+    [ "$got_out" = "$want_out" ] || ok=no
+    # shellcheck disable=SC2254  # want_err is a pattern
+    case $got_err in
+        $want_err) ;;
+        *) ok=no ;;
+    esac
+    if [ $ok = yes ]; then
+        echo "ok $n - $desc"
+    else
+        failed=$((failed + 1))
+        echo "not ok $n - $desc"
+        echo "#   command: $*"
+        echo "#   status: expected $want_status, got $status"
+        printf '%s\n' "$want_out" | sed 's/^/#   expected stdout: /'
+        printf '%s\n' "$got_out" | sed 's/^/#        got stdout: /'
+        printf '%s\n' "$want_err" | sed 's/^/#   expected stderr: /'
+        printf '%s\n' "$got_err" | sed 's/^/#        got stderr: /'
+    fi
+}
+
+# input LINE...: standard input of the next tests, one argument a line
+input() {
+    printf '%s\n' "$@" >"$tmp/in"
+}
+
+nl='
+'
+
+cat >"$tmp/alg.rules" <<'RULES'
+(op add (arity 2) comm)
+(op mul (arity 2) comm)
+(op neg (arity 1))
+(rule add-zero (add 0 ?x) => ?x (tags fast))
+(rule neg-neg (neg (neg ?x)) => ?x)
+(op twice (arity 1))
+(rule twice-add (twice ?x) <=> (add ?x ?x))
+(equilibrium simplify (tags canon) add-zero neg-neg)
+RULES
+
+input '(op f (arity 1))' '(rule r (f ?x)' '   => ?x)' '(normalize' '  (f (f a)))'
+t "a form may span lines" 0 "a" "" "$TGREL"
+
+input '"((" ; (' '#| ( |# (f' ' ' "  '" '  x)'
+t "strings, comments and a quote do not end or open an entry" 0 '"(("'"${nl}(f 'x)" "" "$TGREL"
+
+input '|a (b|' '?|c d|'
+t "quoted symbols and variables with parentheses are one line each" 0 "|a (b|${nl}?|c d|" "" "$TGREL"
+
+input "(f" "  (g"
+t "input that ends inside an entry reports it where it started" 1 "" "<stdin>:3:1: unterminated list (opened at 2:3)" "$TGREL"
+
+input ':ops' ':rules' ':rewriters'
+t ":ops, :rules, :rewriters list what a file declared" 0 \
+"(op add (arity 2) comm)
+(op mul (arity 2) comm)
+(op neg (arity 1))
+(op twice (arity 1))
+(rule add-zero (add 0 ?x) => ?x (tags fast))
+(rule neg-neg (neg (neg ?x)) => ?x)
+(rule twice-add (twice ?x) <=> (add ?x ?x))
+(equilibrium simplify (tags canon) add-zero neg-neg)" "" "$TGREL" "$tmp/alg.rules" -
+
+input '(defrel (twice x y) (conso x x y))' ':relations'
+"$TGREL" >"$tmp/rels" <"$tmp/in" 2>&1
+n=$((n + 1))
+if grep -qx '(twice 2)' "$tmp/rels" && grep -qx '(appendo 3)' "$tmp/rels"; then
+    if grep -q lambda "$tmp/rels"; then
+        failed=$((failed + 1))
+        echo "not ok $n - :relations lists no anonymous relations"
+    else
+        echo "ok $n - :relations lists defined and library relations with their arity"
+    fi
+else
+    failed=$((failed + 1))
+    echo "not ok $n - :relations lists defined and library relations with their arity"
+    sed 's/^/#   got: /' "$tmp/rels"
+fi
+
+input ":load $tmp/alg.rules" ':rewrite simplify (add 0 (neg (neg y)))' ':profile'
+t ":load, :rewrite and :profile" 0 "y
+(profile simplify (passes 2) (nodes 3 0 3) (rewrites 2) (conditions 0) (rules (add-zero 1 0) (neg-neg 1 0)) (never-fired))" "" "$TGREL"
+
+input ":rewrite (query simplify (exclude neg-neg)) (add 0 (neg (neg y)))"
+t ":rewrite takes a query" 0 "(neg (neg y))" "" "$TGREL" "$tmp/alg.rules" -
+
+input ':normalize (add 0 (twice z))' ':normalize (add 0 z) memo'
+t ":normalize, with and without memo" 0 "(add z z)${nl}z" "" "$TGREL" "$tmp/alg.rules" -
+
+input ':trace on' ':normalize (add 0 (neg (neg b)))' ':trace off' ':normalize (neg (neg c))' ':trace'
+t ":trace prints each firing until it is switched off" 0 "trace on
+neg-neg: (neg (neg b)) => b
+add-zero: (add 0 b) => b
+b
+trace off
+c
+trace off" "" "$TGREL" "$tmp/alg.rules" -
+
+printf '(op g (arity 1))\n(rule bad (g ?x) => ?y)\n' >"$tmp/bad.rules"
+input ":load $tmp/bad.rules" ':rules'
+t ":load of a bad file reports file:line:column and loads nothing" 1 "" \
+    "$tmp/bad.rules:2:*?y is not bound by the left side*" "$TGREL"
+
+input ":load $tmp/nope.rules" 'ok'
+t ":load of a missing file names it and the session goes on" 1 "ok" "*$tmp/nope.rules*" "$TGREL"
+
+input ':frob' 'a' ':rewrite x' 'b'
+t "an unknown command or bad usage reports the line and the session goes on" 1 "a${nl}b" \
+"<stdin>:1:1: unknown command :frob (:help lists them)
+<stdin>:3:1: usage: :rewrite REWRITER-OR-QUERY TERM" "$TGREL"
+
+input ':rewrite simplify (add 0' '   (neg x)))'
+t "errors in a command's arguments point at their line and column" 1 "" "<stdin>:2:12: unexpected ')'" "$TGREL"
+
+input ':help rewrite' ':help nothing'
+t ":help COMMAND shows an example, an unknown one is an error" 1 \
+":rewrite SPEC TERM
+    rewrite TERM with a rewriter or a query
+    example: :rewrite (query simplify (exclude div-self)) (true_div x x)" \
+"<stdin>:2:1: no command :nothing (:help lists them)" "$TGREL"
+
+input ':help'
+"$TGREL" <"$tmp/in" >"$tmp/help" 2>&1
+n=$((n + 1))
+missing=
+for c in help load ops rules rewriters relations rewrite normalize trace profile tree dot shared quit; do
+    grep -q "^  :$c " "$tmp/help" || missing="$missing $c"
+done
+if [ -z "$missing" ]; then
+    echo "ok $n - :help lists every command"
+else
+    failed=$((failed + 1))
+    echo "not ok $n - :help lists every command (missing:$missing)"
+fi
+
+input ':tree (f (g a b) (g a b) (h (g a b) (k (l m) n)))'
+t ":tree shows one node a line and names shared subterms" 0 "f
+  *1 = (g a b)
+  *1
+  h
+    *1
+    k
+      (l m)
+      n" "" "$TGREL"
+
+input ':tree ((f x) y . z)'
+t ":tree shows a compound head and a dotted tail" 0 "(...)
+  (f x)
+  y
+  z" "" "$TGREL"
+
+input ':dot (f (g a) (g a))'
+t ":dot writes one node per distinct subterm" 0 'digraph term {
+  ordering=out;
+  node [shape=box, fontname="monospace"];
+  n1 [label="f"];
+  n1 -> n2 [label="1"];
+  n1 -> n2 [label="2"];
+  n2 [label="g"];
+  n2 -> n3;
+  n3 [label="a", shape=plaintext];
+}' "" "$TGREL"
+
+input ":dot (h \"q\\\"\") \"$tmp/t.dot\""
+t ":dot FILE writes the file" 0 "" "" "$TGREL"
+n=$((n + 1))
+if grep -qF 'n2 [label="\"q\\\"\"", shape=plaintext];' "$tmp/t.dot"; then
+    echo "ok $n - dot labels escape quotes and backslashes"
+else
+    failed=$((failed + 1))
+    echo "not ok $n - dot labels escape quotes and backslashes"
+    sed 's/^/#   /' "$tmp/t.dot"
+fi
+
+input ":dot (f a) $tmp/t.svg"
+if command -v dot >/dev/null 2>&1; then
+    t ":dot FILE.svg runs Graphviz" 0 "" "" "$TGREL"
+else
+    t ":dot FILE.svg without Graphviz says what to install" 1 "" "*apt-get install graphviz*" "$TGREL"
+fi
+
+input ':shared on' '(f (g a) (g a))' ':shared off' '(f (g a) (g a))'
+t ":shared names repeated subterms" 0 "shared on
+(f *1 *1) where *1 = (g a)
+shared off
+(f (g a) (g a))" "" "$TGREL"
+
+input 'a' ':quit' 'b'
+t ":quit stops reading" 0 "a" "" "$TGREL"
+
+input '(op p (arity 1))' ':frob' '(p' '  x)' 'c'
+t "--machine: errors on standard output and ;;end after each entry" 1 ";;end
+!error <stdin>:2:1: unknown command :frob (:help lists them)
+;;end
+(p x)
+;;end
+c
+;;end" "" "$TGREL" --machine
+
+printf '(op q (arity 1))\n:rules\n(rule r (q ?x) => ?x)\n:rules\n\n(normalize (q 1))\n:nope\n' >"$tmp/script"
+: >"$tmp/in"
+t "-f runs a script of forms and commands, errors name it" 1 "(rule r (q ?x) => ?x)${nl}1" \
+    "$tmp/script:7:1: unknown command :nope*" "$TGREL" -f "$tmp/script"
+
+t "-f of a missing script" 1 "" "*cannot open $tmp/none*" "$TGREL" -f "$tmp/none"
+
+input '(normalize (add 0 k))'
+t "-i reads standard input after files and -e" 0 "e${nl}k" "" "$TGREL" "$tmp/alg.rules" -e e -i
+
+: >"$tmp/in"
+t "--check of good files prints nothing" 0 "" "" "$TGREL" --check "$tmp/alg.rules" "$tmp/alg.rules"
+t "--check reports each bad file" 1 "" "$tmp/bad.rules:2:*$tmp/nope.rules*" \
+    "$TGREL" --check "$tmp/bad.rules" "$tmp/alg.rules" "$tmp/nope.rules"
+t "--check needs files" 2 "" "*--check needs at least one file*" "$TGREL" --check
+t "--check takes no -e" 2 "" "*--check takes files*" "$TGREL" --check -e a
+
+src=${srcdir:-.}
+n=$((n + 1))
+missing=
+for c in $(sed -n 's/^  :\([a-z]*\) .*/\1/p' "$tmp/help"); do
+    grep -q ":$c" "$src/doc/tgrel.1" || missing="$missing :$c"
+done
+sed 's/\\-/-/g' "$src/doc/tgrel.1" >"$tmp/man"
+for o in $("$TGREL" --help | sed -n 's/^ *\(-[a-z]\)*,* *\(--[a-z-]*\).*/\2/p'); do
+    grep -q -- "$o" "$tmp/man" || missing="$missing $o"
+done
+if [ -z "$missing" ]; then
+    echo "ok $n - the man page documents every command and option"
+else
+    failed=$((failed + 1))
+    echo "not ok $n - the man page documents every command and option (missing:$missing)"
+fi
+: >"$tmp/in"
+t "the bundled tour runs as its transcript shows" 0 "$(cat "$src/tests/src/data/tour.out")" "" \
+    "$TGREL" "$src/examples/algebra.rules" -f "$src/examples/tour.tgs"
+
+echo "1..$n"
+[ $failed = 0 ]

@@ -1,0 +1,189 @@
+/* test_repl_pty.c - the REPL as a person at a terminal meets it: tgrel
+ * runs on a pseudo-terminal and the test types at it, then waits for
+ * what should appear: the prompt, the continuation prompt of a form left
+ * open, tab completion of commands and names, Ctrl-C stopping a rewrite
+ * that never ends and a search that never ends (the session goes on),
+ * Ctrl-C dropping a half-typed entry, Ctrl-D leaving, and the history
+ * file written.  The program is $TGREL. */
+#define _XOPEN_SOURCE 700
+#define _DEFAULT_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+enum { WAIT_MS = 20000 };
+
+static char screen[1 << 16];    /* everything the program wrote */
+static size_t nscreen, seen;    /* ... and how far expect() has matched */
+
+static long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+/* Read what the program writes until text appears after the last match
+ * (1), or the time is up or the program ended (0). */
+static int expect(int fd, const char *text)
+{
+    long end = now_ms() + WAIT_MS;
+    for (;;) {
+        screen[nscreen] = '\0';
+        char *at = strstr(screen + seen, text);
+        if (at) {
+            seen = (size_t)(at - screen) + strlen(text);
+            return 1;
+        }
+        long left = end - now_ms();
+        struct pollfd p = {fd, POLLIN, 0};
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+            return 0;
+        ssize_t n = read(fd, screen + nscreen, sizeof screen - 1 - nscreen);
+        if (n <= 0)
+            return 0;
+        nscreen += (size_t)n;
+    }
+}
+
+static void type(int fd, const char *s)
+{
+    size_t n = strlen(s);
+    while (n) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        s += w, n -= (size_t)w;
+    }
+}
+
+/* Start prog on a new pseudo-terminal; its master side, or -1. */
+static int spawn(const char *prog, const char *history, pid_t *pid)
+{
+    int m = posix_openpt(O_RDWR | O_NOCTTY);
+    if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0)
+        return -1;
+    const char *sname = ptsname(m);
+    if (!sname)
+        return -1;
+    *pid = fork();
+    if (*pid < 0)
+        return -1;
+    if (*pid == 0) {
+        setsid();
+        int s = open(sname, O_RDWR);
+        if (s < 0)
+            _exit(126);
+        dup2(s, 0), dup2(s, 1), dup2(s, 2);
+        if (s > 2)
+            close(s);
+        close(m);
+        setenv("TERM", "dumb", 1);
+        setenv("INPUTRC", "/dev/null", 1);
+        setenv("TGREL_HISTORY", history, 1);
+        execl(prog, prog, (char *)NULL);
+        _exit(127);
+    }
+    return m;
+}
+
+static void dump_screen(void)
+{
+    printf("# the terminal showed:\n# ");
+    for (size_t i = 0; i < nscreen; i++) {
+        putchar(screen[i] == '\r' ? ' ' : screen[i]);
+        if (screen[i] == '\n')
+            fputs("# ", stdout);
+    }
+    putchar('\n');
+}
+
+int main(void)
+{
+    const char *prog = getenv("TGREL");
+    char history[] = "/tmp/tgrel-pty-history-XXXXXX";
+    int hfd = mkstemp(history);
+    if (!prog || hfd < 0) {
+        TAP_CHECK(0, "TGREL is set and a temporary file can be made");
+        return TAP_DONE();
+    }
+    close(hfd);
+    pid_t pid;
+    int fd = spawn(prog, history, &pid);
+    TAP_CHECK(fd >= 0, "tgrel starts on a pseudo-terminal");
+    if (fd < 0)
+        return TAP_DONE();
+
+    TAP_CHECK(expect(fd, "tgrel> "), "a banner and the prompt");
+    type(fd, "(op add (arity 2))\r");
+    TAP_CHECK(expect(fd, "tgrel> "), "a definition prints nothing and prompts again");
+    type(fd, "(normalize\r");
+    TAP_CHECK(expect(fd, "  ...> "), "a form left open gets the continuation prompt");
+    type(fd, "  (add a b))\r");
+    TAP_CHECK(expect(fd, "(add a b)\r\n"), "the form is evaluated once closed");
+
+    type(fd, ":he\t");
+    TAP_CHECK(expect(fd, ":help "), "tab completes a command");
+    type(fd, "\r");
+    TAP_CHECK(expect(fd, "list the commands"), "and the command runs");
+    type(fd, "(ad\t");
+    TAP_CHECK(expect(fd, "(add "), "tab completes an op name");
+    type(fd, "x y)\r");
+    TAP_CHECK(expect(fd, "(add x y)\r\n"), "the completed form is evaluated");
+
+    type(fd, "(op f (arity 1))\r(rule loop (f ?x) => (f ?x))\r(normalize (f a))\r");
+    usleep(300 * 1000);
+    type(fd, "\x03");
+    TAP_CHECK(expect(fd, "interrupted"), "Ctrl-C stops a rewrite that never ends");
+    type(fd, "after\r");
+    TAP_CHECK(expect(fd, "after\r\n"), "the session goes on after it");
+
+    type(fd, "(defrel (loopo x) (loopo x))\r(run 1 (q) (loopo q))\r");
+    usleep(300 * 1000);
+    type(fd, "\x03");
+    TAP_CHECK(expect(fd, "interrupted"), "Ctrl-C stops a search that never ends");
+
+    type(fd, "(dropped\r");
+    TAP_CHECK(expect(fd, "  ...> "), "an entry is half typed");
+    type(fd, "\x03");
+    type(fd, "kept\r");
+    TAP_CHECK(expect(fd, "kept\r\n"), "Ctrl-C drops the half-typed entry, the next one runs");
+
+    type(fd, "\x04");
+    int status = -1;
+    long end = now_ms() + WAIT_MS;
+    while (now_ms() < end && waitpid(pid, &status, WNOHANG) == 0) {
+        char buf[256];
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 100) > 0 && read(fd, buf, sizeof buf) <= 0)
+            usleep(10 * 1000);
+    }
+    TAP_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "Ctrl-D leaves with status 0");
+    if (status == -1)
+        kill(pid, SIGKILL), waitpid(pid, &status, 0);
+
+    FILE *h = fopen(history, "r");
+    char line[256];
+    int found = 0;
+    while (h && fgets(line, sizeof line, h))
+        found |= strstr(line, "(op add (arity 2))") != NULL;
+    if (h)
+        fclose(h);
+    TAP_CHECK(found, "the history file holds the entries typed");
+    unlink(history);
+    if (tap_failed_)
+        dump_screen();
+    close(fd);
+    return TAP_DONE();
+}
