@@ -569,8 +569,10 @@ static const variant variants[] = {
 };
 #define NVAR (sizeof variants / sizeof *variants)
 
-/* One timed run of variant v (-1: the reference pass) in a fresh context. */
-static double run_once(const opts *o, const graph *g, int v, long *rewrites, long *passes)
+/* One timed run of variant v (-1: the reference pass) in a fresh context
+ * (not inlined: valgrind --tool=callgrind --toggle-collect=run_once
+ * counts the timed runs alone). */
+static __attribute__((noinline)) double run_once(const opts *o, const graph *g, int v, long *rewrites, long *passes)
 {
     tg_error err;
     tg_ctx *ctx = tg_ctx_new(&err);
