@@ -44,6 +44,7 @@ typedef struct tgW_machine {
     void **keys;                /* memo: (redex, rule fired) pairs of the open frames */
     size_t kn, kcap;
     tgW_map done;               /* the input's nodes already normalized */
+    tg_term *stepped;           /* tgW_step: the term whose call is reduced */
 } tgW_machine;
 
 /* The memo marker of a redex being reduced. */
@@ -612,7 +613,12 @@ exec:
             result = M->vs[sp - 1];
             goto ret;
         case E_CEXT: {
-            tg_term *call = build(ctx, f->head, f->atom, f->n, M->vs + f->base), *out = NULL;
+            /* the call as a term: known when stepping (the only call with
+             * rules is the stepped term) and with memo (its key) */
+            tg_term *call = run->step ? M->stepped
+                            : memo    ? M->keys[M->kn - 2]
+                                      : build(ctx, f->head, f->atom, f->n, M->vs + f->base);
+            tg_term *out = NULL;
             if (!call)
                 goto oom;
             int rc = tgX_rewrite(rs, i->a, f->rule, call, &out, err);
@@ -854,8 +860,12 @@ tg_term *tgW_step(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err)
     tgW_run one = *run;
     one.step = 1;
     size_t sp = 0;
-    if (!tgT_ispair(t))
-        return norm_atom(rs, &one, t, &sp, err);
+    if (!tgT_ispair(t)) {
+        M->stepped = t;     /* a nullary op's call is its symbol */
+        tg_term *r = norm_atom(rs, &one, t, &sp, err);
+        M->stepped = NULL;
+        return r;
+    }
     tg_term *h = t->e[0];
     size_t n = tg_length(t);
     if (tgT_kind(h) != TG_SYMBOL || tg_tail(t) != TGT_NIL)
@@ -869,7 +879,10 @@ tg_term *tgW_step(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err)
     M->kn = 0;
     tg_elements(t, M->vs, n);
     sp = n;
-    return reduce(rs, &one, id, h, 0, (uint32_t)(n - 1), &sp, err);
+    M->stepped = t;
+    tg_term *r = reduce(rs, &one, id, h, 0, (uint32_t)(n - 1), &sp, err);
+    M->stepped = NULL;
+    return r;
 }
 
 /* Right sides are nested at most as deep as compiling allows, so this

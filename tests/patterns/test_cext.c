@@ -79,6 +79,13 @@ static tg_term *grow(tg_ctx *c, tg_term *node, void *ud, tg_error *err)
     return tg_app(c, tg_car(node), 1, &node);
 }
 
+/* ten -> 10 (a nullary op: the node is the symbol). */
+static tg_term *ten_def(tg_ctx *c, tg_term *node, void *ud, tg_error *err)
+{
+    (void)ud, (void)err;
+    return node == tg_symbol_cstr(c, "ten") ? tg_int(c, 10) : NULL;
+}
+
 /* (swap a b) -> (swap b a): an oscillation. */
 static tg_term *swap(tg_ctx *c, tg_term *node, void *ud, tg_error *err)
 {
@@ -295,6 +302,14 @@ static void results(tg_ctx *c)
     TAP_EQ_INT((uintptr_t)st[2], 4, "called on every declared op's node (add, f, exp, f)");
     TAP_CHECK(rewrite(rs, "fg", "(undeclared (f x))", &err) == rd("(undeclared (g x))"),
               "not on undeclared heads (constants)");
+
+    /* a nullary op */
+    TAP_EQ_INT(load(rs, "(op ten (arity 0))", &err), 0, "a nullary op");
+    TAP_EQ_INT(tg_rules_def_rewriter(rs, "ten-def", "ten", NULL, ten_def, NULL, &err), 0, "ten-def");
+    TAP_EQ_INT(load(rs, "(walk wt ten-def) (equilibrium et ten-def)", &err), 0, "its rewriters");
+    TAP_CHECK(rewrite(rs, "wt", "ten", &err) == rd("10"), "in a walk: the symbol is the node");
+    TAP_CHECK(rewrite(rs, "et", "(k ten)", &err) == rd("(k 10)"), "in an equilibrium");
+    TAP_CHECK(tg_normalize(rs, rd("(k ten)"), 0, &err) == rd("(k 10)"), "tg_normalize");
 
     /* listed apart from the rules */
     tg_term *l = tg_rules_list(rs, TG_LIST_RULES, &err);
