@@ -298,8 +298,10 @@ static size_t count_nodes(tg_term *const *roots, size_t nroots)
 
 /* ---- the hand-written reference pass ------------------------------------ */
 
-/* The same rewrite as a walk inputs first: every node rebuilt from its
- * rewritten elements (itself when none changed), then (true_div (mul a b) c) with c == b gives a,
+/* The same rewrite as a walk inputs first (results are compared once
+ * the arguments of commutative ops are put in the engine's canonical
+ * order): every node rebuilt from its rewritten elements (itself when
+ * none changed), then (true_div (mul a b) c) with c == b gives a,
  * with c == a gives b.  Memoized by node, an explicit stack. */
 static tg_term *ref_pass(tg_ctx *ctx, tg_term *root, tg_term *mul, tg_term *div, size_t hint,
                          long *rewrites)
@@ -469,7 +471,12 @@ static char *db_text(const opts *o)
     sb_add(&b, "(rule bench-mul-div-cancel (true_div (mul ?x ?y) ?y) => ?x)\n"
                "(walk walk-rule bench-mul-div-cancel)\n(walk walk-c bench-mul-div-cancel-c)\n"
                "(equilibrium eq-rule bench-mul-div-cancel)\n"
-               "(equilibrium eq-c bench-mul-div-cancel-c)\n");
+               "(equilibrium eq-c bench-mul-div-cancel-c)\n"
+               /* fill never occurs in the graph: this only puts the
+                * arguments of commutative ops in canonical order, to
+                * compare a term with the reference's */
+               "(rule bench-never (fill ?x ?y) => ?x)\n"
+               "(equilibrium canonical-order bench-never)\n");
     for (size_t i = 0; i < NCANON; i++)
         if (strcmp(canon[i], "@"))
             sb_add(&b, "(rule bench-c%02zu %s)\n", i, canon[i]);
@@ -623,11 +630,14 @@ static int part_a(const opts *o)
     tg_term *ref = ref_pass(ctx, root, s.op[O_MUL], s.op[O_DIV], (size_t)g.n, &ref_rw);
     tg_rules *rs = make_rules(ctx, o, 0);
     tg_term *result[NVAR];
+    tg_term *canonical = tg_symbol_cstr(ctx, "canonical-order");
     for (size_t v = 0; v < NVAR; v++) {
         result[v] = tg_rewrite(rs, spec_of(ctx, o, variants[v].spec, variants[v].canon_db), root, &err);
-        if (!result[v])
+        if (!result[v] || !(result[v] = tg_rewrite(rs, canonical, result[v], &err)))
             die(variants[v].spec, &err);
     }
+    if (!(ref = tg_rewrite(rs, canonical, ref, &err)))
+        die("canonical order", &err);
 
     /* the runs of the variants interleaved, so that a noisy moment of a
      * shared machine spreads over all of them */

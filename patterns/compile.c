@@ -5,6 +5,7 @@
  */
 #include "compile.h"
 #include "cext.h"
+#include "arith.h"
 #include "error.h"
 
 #include <gc/gc.h>
@@ -183,6 +184,15 @@ static size_t elems(const tg_term *t, tg_term **buf, size_t max, tg_term **tail)
 
 /* ---- left sides ------------------------------------------------------- */
 
+/* A num: built-in (arith.h), not an op. */
+static int is_builtin(const tg_term *h)
+{
+    size_t n;
+    const char *s = tg_kind_of(h) == TG_SYMBOL ? tg_symbol_name(h, &n) : NULL;
+    return s && tgQ_reserved(s, n);
+}
+
+
 static int quoted(tgW_comp *c, const tg_term *p, tg_term **out)
 {
     if (tgT_ispair(p) && p->e[0] == c->s_quote && tg_length(p) == 2 && tg_tail(p) == TGT_NIL) {
@@ -193,6 +203,8 @@ static int quoted(tgW_comp *c, const tg_term *p, tg_term **out)
 }
 
 static int pat(tgW_comp *c, tgW_vec *m, tg_term *p, int reg, unsigned depth);
+static int ac_node(tgW_comp *c, tgW_vec *m, tg_term *p, const tgW_op *op, tg_term *const *a0, size_t k0,
+                   tg_term *tail, int reg, tgW_rule *root, unsigned depth);
 
 /* Subterm t will be in register reg: a later occurrence reads it there. */
 static void share_note(tgW_comp *c, tg_term *t, int reg)
@@ -274,10 +286,17 @@ static int pat(tgW_comp *c, tgW_vec *m, tg_term *p, int reg, unsigned depth)
         return pat_args(c, m, buf, n, r0, depth);
     }
     int seg = tail != TGT_NIL;
+    if (is_builtin(head)) {
+        CERR_AT(c, p, "%s", "a num: built-in computes; it cannot be matched in a left side");
+        return -1;
+    }
     tgW_op *op = op_check(c, p, head, n - 1, seg);
     if (!op)
         return -1;
     share_note(c, p, reg);
+    int ac = ac_node(c, m, p, op, buf + 1, n - 1, tail, reg, NULL, depth);
+    if (ac)
+        return ac < 0 ? -1 : 0;
     if (!seg && (op->flags & TGW_COMM) && n == 3) {
         if (++c->ncomm > MAX_COMM) {
             CERR_AT(c, p, "%s", "too many commutative subpatterns in one rule");
@@ -298,6 +317,217 @@ static int pat(tgW_comp *c, tgW_vec *m, tg_term *p, int reg, unsigned depth)
     if (pat_args(c, m, buf + 1, n - 1, r0, depth) < 0)
         return -1;
     return seg ? pat(c, m, tail, r0 + (int)(n - 1), depth + 1) : 0;
+}
+
+/* ---- assoc / comm nodes (run by ac.c) ----------------------------------- */
+
+#define MAX_ACNODES 256     /* ac.c: MAXNODES */
+
+static tgW_ins *ac_emit(tgW_comp *c, tgW_vec *m, uint8_t op, unsigned a, unsigned b, unsigned cc,
+                        uint32_t d)
+{
+    tgW_ins *i = emit(c, m, op);
+    if (i)
+        i->a = (uint16_t)a, i->b = (uint16_t)b, i->c = (uint16_t)cc, i->d = d;
+    return i;
+}
+
+/* The arguments a[0..k) of a pattern of assoc op op with nested
+ * applications of op spliced in, into out (at most 255); their count,
+ * -1 on an error. */
+static int ac_flat(tgW_comp *c, tg_term *p, const tgW_op *op, tg_term *const *a, size_t k,
+                   tg_term **out)
+{
+    tg_term *stack[256];
+    size_t ns = 0, n = 0;
+    for (size_t i = k; i-- > 0;)
+        stack[ns++] = a[i];
+    while (ns) {
+        tg_term *x = stack[--ns], *q;
+        if ((op->flags & TGW_ASSOC) && tgT_ispair(x) && x->e[0] == op->name && !quoted(c, x, &q)) {
+            if (tg_tail(x) != TGT_NIL) {
+                CERR_AT(c, x, "%s", "a segment inside a pattern of the same associative op");
+                return -1;
+            }
+            size_t l = tg_length(x);
+            if (ns + l > 256) {
+                CERR_AT(c, p, "%s", "pattern with more than 255 arguments");
+                return -1;
+            }
+            for (size_t j = l; j-- > 1;)
+                stack[ns++] = tg_nth(x, j);
+            continue;
+        }
+        if (n == 255) {
+            CERR_AT(c, p, "%s", "pattern with more than 255 arguments");
+            return -1;
+        }
+        out[n++] = x;
+    }
+    return (int)n;
+}
+
+/* Register r holds a variable's absorbed arguments (op). */
+static void ac_group_note(tgW_comp *c, const tgW_op *op, int r)
+{
+    if (c->ngroups < TGW_MAXVARS) {
+        c->gregs[c->ngroups] = (uint32_t)r;
+        c->gops[c->ngroups++] = op;
+    }
+}
+
+/* The direct variable arguments of a bag node: those bound before
+ * (elsewhere, or by the node's other arguments) taken first, then each
+ * met for the first time given one argument, a group, or all that is
+ * left (the last one), and taken again at its later occurrences. */
+static int ac_vars(tgW_comp *c, tgW_vec *m, const tgW_op *op, uint32_t id, tg_term **v, size_t nv,
+                   int absorb)
+{
+    size_t nfree = 0;
+    for (size_t i = 0; i < nv; i++) {
+        int r = is_wild(v[i]) ? -1 : var_reg(c, v[i]);
+        if (r >= 0 && !ac_emit(c, m, M_ACTAKE, id, (unsigned)r, 0, 0))
+            return -1;
+        int first = 1;
+        for (size_t j = 0; j < i; j++)
+            first &= v[j] != v[i] || is_wild(v[i]);
+        nfree += first && r < 0;
+    }
+    for (size_t i = 0, seen = 0; i < nv; i++) {
+        tg_term *x = v[i];
+        int first = 1, cnt = 1;
+        for (size_t j = 0; j < i; j++)
+            first &= x != v[j] || is_wild(x);
+        if (!first || (!is_wild(x) && var_reg(c, x) >= 0))
+            continue;   /* taken above, or below with its first occurrence */
+        for (size_t j = i + 1; j < nv; j++)
+            cnt += x == v[j] && !is_wild(x);
+        int r = newregs(c, 1, x);
+        if (r < 0)
+            return -1;
+        seen++;
+        tgW_ins *ins = !absorb ? ac_emit(c, m, M_ACONE, id, 0xffff, 0, (uint32_t)r)
+            : seen == nfree && cnt == 1 ? ac_emit(c, m, M_ACALL, id, 0, 0, (uint32_t)r)
+            : ac_emit(c, m, M_ACGROUP, id, 0, (unsigned)(nfree - seen), (uint32_t)r);
+        if (!ins || (!is_wild(x) && var_bind(c, x, r) < 0))
+            return -1;
+        if (absorb)
+            ac_group_note(c, op, r);
+        while (--cnt > 0)
+            if (!ac_emit(c, m, M_ACTAKE, id, (unsigned)r, 0, 0))
+                return -1;
+    }
+    return 0;
+}
+
+/* A bag node (a comm op): constants taken first, then the other
+ * non-variable arguments (a choice each), then the variables. */
+static int ac_bag(tgW_comp *c, tgW_vec *m, const tgW_op *op, uint32_t id, tg_term **a, size_t k,
+                  int absorb, unsigned depth)
+{
+    tg_term *v[256], *q;
+    size_t nv = 0;
+    for (size_t i = 0; i < k; i++)
+        if (!tgT_ispair(a[i]) && tg_kind_of(a[i]) != TG_VAR) {
+            if (!ac_emit(c, m, M_ACTAKE, id, konst(c, a[i]), 0, 0))
+                return -1;
+            m->v[m->n - 1].pad = 1;
+        } else if (tgT_ispair(a[i]) && quoted(c, a[i], &q)) {
+            if (!ac_emit(c, m, M_ACTAKE, id, konst(c, q), 0, 0))
+                return -1;
+            m->v[m->n - 1].pad = 1;
+        }
+    for (size_t i = 0; i < k; i++) {
+        if (tg_kind_of(a[i]) == TG_VAR) {
+            v[nv++] = a[i];
+            continue;
+        }
+        if (!tgT_ispair(a[i]) || quoted(c, a[i], &q))
+            continue;
+        tg_term *h = a[i]->e[0];
+        int r = newregs(c, 1, a[i]);
+        unsigned hk = tg_kind_of(h) == TG_SYMBOL ? konst(c, h) : 0xffff;
+        if (r < 0 || !ac_emit(c, m, M_ACONE, id, hk, 0, (uint32_t)r) || pat(c, m, a[i], r, depth + 1) < 0)
+            return -1;
+    }
+    return ac_vars(c, m, op, id, v, nv, absorb);
+}
+
+/* A sequence node (an assoc op that is not comm): the arguments in
+ * order, a variable first met taking a run of them. */
+static int ac_seq(tgW_comp *c, tgW_vec *m, const tgW_op *op, uint32_t id, tg_term **a, size_t k,
+                  unsigned depth)
+{
+    for (size_t i = 0; i < k; i++) {
+        tg_term *x = a[i];
+        int r = tg_kind_of(x) == TG_VAR && !is_wild(x) ? var_reg(c, x) : -1;
+        if (r >= 0) {
+            if (!ac_emit(c, m, M_ASTAKE, id, (unsigned)r, 0, 0))
+                return -1;
+            continue;
+        }
+        if ((r = newregs(c, 1, x)) < 0)
+            return -1;
+        if (tg_kind_of(x) != TG_VAR) {
+            if (!ac_emit(c, m, M_ASONE, id, 0, 0, (uint32_t)r) || pat(c, m, x, r, depth + 1) < 0)
+                return -1;
+            continue;
+        }
+        tgW_ins *ins = ac_emit(c, m, M_ASRUN, id, 0, (unsigned)(k - 1 - i), (uint32_t)r);
+        if (!ins || (!is_wild(x) && var_bind(c, x, r) < 0))
+            return -1;
+        ins->pad = i == k - 1;
+        ac_group_note(c, op, r);
+    }
+    return ac_emit(c, m, M_ACEND, id, 0, 0, 0) ? 0 : -1;
+}
+
+/* Pattern p = (op a[0..k) . tail) of an assoc or comm op, its subject in
+ * register reg (root: the call itself, for rule root).  1 when compiled
+ * here, 0 when the plain instructions do (not assoc / comm, a comm op of
+ * two arguments, an assoc op with a segment or fewer than two
+ * arguments), -1 on an error. */
+static int ac_node(tgW_comp *c, tgW_vec *m, tg_term *p, const tgW_op *op, tg_term *const *a0, size_t k0,
+                   tg_term *tail, int reg, tgW_rule *root, unsigned depth)
+{
+    int comm = (op->flags & TGW_COMM) != 0, assoc = (op->flags & TGW_ASSOC) != 0;
+    int seg = tail != TGT_NIL;
+    if (!comm && !assoc)
+        return 0;
+    tg_term *a[256];
+    int k = ac_flat(c, p, op, a0, k0, a);
+    if (k < 0)
+        return -1;
+    if (comm && !assoc && !seg && k == 2)
+        return 0;
+    if (!comm && (seg || k < 2))
+        return 0;
+    int absorb = assoc && !seg && k >= 2;
+    if (c->nac == MAX_ACNODES) {
+        CERR_AT(c, p, "%s", "too many assoc / comm subpatterns in one rule");
+        return -1;
+    }
+    uint32_t id = c->nac++;
+    if (root) {
+        root->seg = 1;  /* registers apart from the call's arguments */
+        c->nregs = 0;
+    }
+    uint32_t mode = (root ? TGW_AC_ROOT : 0) | (!seg && !absorb ? TGW_AC_EXACT : 0) |
+                    (!comm ? TGW_AC_SEQ : 0) | (assoc ? TGW_AC_FLAT : 0);
+    if (!ac_emit(c, m, M_ACOPEN, root ? 0 : (unsigned)reg, konst(c, op->name), id,
+                 mode | (uint32_t)k << 8))
+        return -1;
+    if (!comm)
+        return ac_seq(c, m, op, id, a, (size_t)k, depth) < 0 ? -1 : 1;
+    if (ac_bag(c, m, op, id, a, (size_t)k, absorb, depth) < 0)
+        return -1;
+    if (seg) {
+        int r = newregs(c, 1, tail);
+        if (r < 0 || !ac_emit(c, m, M_ACREST, id, 0, 0, (uint32_t)r) || pat(c, m, tail, r, depth + 1) < 0)
+            return -1;
+        return 1;
+    }
+    return ac_emit(c, m, M_ACEND, id, 0, 0, 0) ? 1 : -1;
 }
 
 /* The left side: an op application (or a nullary op's bare symbol).
@@ -332,6 +562,10 @@ static int lhs(tgW_comp *c, tgW_rule *r, tg_term *l)
         return -1;
     }
     int seg = tail != TGT_NIL;
+    if (is_builtin(buf[0])) {
+        CERR_AT(c, l, "%s", "a num: built-in computes; it cannot be matched in a left side");
+        return -1;
+    }
     tgW_op *op = op_check(c, l, buf[0], n - 1, seg);
     if (!op)
         return -1;
@@ -339,6 +573,9 @@ static int lhs(tgW_comp *c, tgW_rule *r, tg_term *l)
     unsigned k = (unsigned)(n - 1);
     r->seg = seg;
     c->nregs = k + seg;
+    int ac = ac_node(c, m, l, op, buf + 1, k, tail, 0, r, 0);
+    if (ac)
+        return ac < 0 ? -1 : 0;
     if (!seg && (op->flags & TGW_COMM) && k == 2) {
         c->ncomm++;
         int r0 = newregs(c, 2, l);
@@ -382,6 +619,15 @@ static int expr_var(tgW_comp *c, tg_term *e)
         return -1;
     i->a = (uint16_t)r;
     depth_add(c, 1);
+    for (uint32_t g = 0; g < c->ngroups; g++)
+        if (c->gregs[g] == (uint32_t)r) {
+            /* absorbed arguments: a new application, to be reduced */
+            const tgW_op *op = c->gops[g];
+            if (!(i = emit(c, &c->body, E_NORM)))
+                return -1;
+            i->a = (uint16_t)op->id, i->b = konst(c, op->name);
+            return c->failed ? -1 : 0;
+        }
     return 0;
 }
 
@@ -399,10 +645,16 @@ static int expr_const(tgW_comp *c, tg_term *t)
  * tail, if seg) are on the stack. */
 static int emit_call(tgW_comp *c, tgW_op *op, tg_term *h, size_t n, int seg, int atom, int tail)
 {
-    tgW_ins *i = emit(c, &c->body, seg ? E_CALLV : tail ? E_CALLT : E_CALL);
+    /* an assoc / comm op's arguments are put in canonical order first
+     * (no tail call then: E_CALL and E_CALLT stay as they were) */
+    int ac = (op->flags & (TGW_ASSOC | TGW_COMM)) != 0;
+    tgW_ins *i = emit(c, &c->body, seg ? E_CALLV : ac ? E_CALLAC : tail ? E_CALLT : E_CALL);
     if (!i)
         return -1;
     i->a = (uint16_t)op->id, i->b = konst(c, h), i->c = (uint16_t)n, i->pad = (uint8_t)atom;
+    i->d = (uint32_t)ac;
+    if (ac)
+        tail = 0;
     if (op->id > 65535) {
         cerr(c, h, "too many ops");
         return -1;
@@ -411,6 +663,36 @@ static int emit_call(tgW_comp *c, tgW_op *op, tg_term *h, size_t n, int seg, int
     if (tail && !seg)
         return c->failed ? -1 : 1;      /* no E_RET after it */
     return c->failed ? -1 : 0;
+}
+
+/* A numeric built-in (arith.h) applied to the n - 1 expressions after
+ * buf[0]: its value pushed, or put in register `store` when >= 0. */
+static int expr_builtin(tgW_comp *c, tg_term *e, tg_term **buf, size_t n, int seg, int store,
+                        unsigned depth)
+{
+    size_t len;
+    const char *s = tg_symbol_name(buf[0], &len);
+    int amin, amax, test;
+    int id = tgQ_lookup(s, len, &amin, &amax, &test);
+    if (id < 0) {
+        CERR_AT(c, e, "unknown built-in %.*s", (int)len, s);
+        return -1;
+    }
+    if (seg || (int)n - 1 < amin || (amax >= 0 && (int)n - 1 > amax)) {
+        CERR_AT(c, e, "wrong arity: %.*s takes %d%s argument%s", (int)len, s, amin,
+                amax < 0 ? " or more" : "", amax == 1 ? "" : "s");
+        return -1;
+    }
+    for (size_t i = 1; i < n; i++)
+        if (expr(c, buf[i], 0, depth + 1) < 0)
+            return -1;
+    tgW_ins *i = emit(c, &c->body, E_NUM);
+    if (!i)
+        return -1;
+    i->a = (uint16_t)id, i->c = (uint16_t)(n - 1), i->pad = store >= 0;
+    i->d = store >= 0 ? (uint32_t)store : 0;
+    depth_add(c, (store >= 0 ? 0 : 1) - (int)(n - 1));
+    return 0;
 }
 
 static int expr(tgW_comp *c, tg_term *e, int tail, unsigned depth)
@@ -455,6 +737,8 @@ static int expr(tgW_comp *c, tg_term *e, int tail, unsigned depth)
         depth_add(c, 1);
         return 0;
     }
+    if (is_builtin(h))
+        return expr_builtin(c, e, buf, n, seg, -1, depth);
     if (tg_kind_of(h) == TG_SYMBOL) {
         tgW_op *op = op_check(c, e, h, n - 1, seg);
         if (!op)
@@ -526,6 +810,26 @@ static int cond_cpred(tgW_comp *c, tg_term *g, tg_term *h, size_t n, int neg)
     return 0;
 }
 
+/* (num:< A B) and the other comparisons as a condition: holds when the
+ * value is 1 (fails when 0, or, negated, when 1). */
+static int cond_builtin(tgW_comp *c, tg_term *g, int neg)
+{
+    size_t len;
+    const char *s = tg_symbol_name(tg_car(g), &len);
+    int amin, amax, test;
+    if (tgQ_lookup(s, len, &amin, &amax, &test) >= 0 && !test) {
+        CERR_AT(c, g, "%.*s is not a condition (compare its value with == or a num: comparison)",
+                (int)len, s);
+        return -1;
+    }
+    if (expr(c, g, 0, 1) < 0 || expr_const(c, tg_int(c->rs->ctx, 1)) < 0)
+        return -1;
+    if (!emit(c, &c->body, neg ? E_NE : E_EQ))
+        return -1;
+    depth_add(c, -2);
+    return 0;
+}
+
 static int cond(tgW_comp *c, tg_term *g)
 {
     size_t n = tgT_ispair(g) && tg_tail(g) == TGT_NIL ? tg_length(g) : 0;
@@ -551,6 +855,8 @@ static int cond(tgW_comp *c, tg_term *g)
             if (!h || tg_kind_of(h) != TG_SYMBOL)
                 hl = 0;
         }
+        if (h && is_builtin(h))
+            return cond_builtin(c, pg, neg);
         for (size_t i = 0; i < sizeof preds / sizeof *preds; i++)
             if (strlen(preds[i].name) == hl && !memcmp(preds[i].name, hs, hl)) {
                 if (n != 2) {
@@ -603,6 +909,43 @@ static int count_subterms(tgW_comp *c, tg_term *e)
     return 0;
 }
 
+/* The built-in calls of a right side are computed before the rule fires
+ * (each kept in a register where the right side reads it), so that one
+ * that declines makes the rule not fire rather than fail half-way. */
+static int hoist_builtins(tgW_comp *c, tg_term *rhs)
+{
+    tg_term **stack = NULL;
+    size_t n = 0, cap = 0;
+    if (!tgT_ispair(rhs))
+        return 0;
+    for (tg_term *x = rhs;; x = stack[--n]) {
+        if (x->e[0] == c->s_quote || (tg_is_ground(x) && tg_kind_of(x->e[0]) != TG_SYMBOL)) {
+            /* a constant */
+        } else if (is_builtin(x->e[0]) && share_find(c, x) < 0) {
+            tg_term *buf[256], *tl;
+            size_t k = elems(x, buf, 256, &tl);
+            if (k > 256) {
+                CERR_AT(c, x, "%s", "application with more than 255 arguments");
+                return -1;
+            }
+            int reg = newregs(c, 1, x);
+            if (reg < 0 || expr_builtin(c, x, buf, k, tl != TGT_NIL, reg, 1) < 0)
+                return -1;
+            share_note(c, x, reg);
+        } else {
+            tg_iter it = {x, 0};
+            for (tg_term *y; (y = tgT_iter_next(&it));)
+                if (tgT_ispair(y)) {
+                    if (!(stack = tgW_grow(stack, n, &cap, n + 1, sizeof *stack)))
+                        return cerr(c, NULL, "out of memory"), -1;
+                    stack[n++] = y;
+                }
+        }
+        if (!n)
+            return 0;
+    }
+}
+
 void tgW_comp_init(tgW_comp *c, tg_rules *rs, tg_error *err)
 {
     memset(c, 0, sizeof *c);
@@ -616,7 +959,7 @@ tgW_rule *tgW_compile_rule(tgW_comp *c, tg_term *name, tg_term *l, tg_term *rhs,
                            size_t nconds, int backward)
 {
     c->match.n = c->body.n = 0;
-    c->nk = c->nvars = c->nregs = c->ncomm = c->nshared = 0;
+    c->nk = c->nvars = c->nregs = c->ncomm = c->nshared = c->nac = c->ngroups = 0;
     c->k = NULL, c->capk = 0;
     c->match.v = c->body.v = NULL, c->match.cap = c->body.cap = 0;
     c->depth = c->maxdepth = 0;
@@ -638,18 +981,27 @@ tgW_rule *tgW_compile_rule(tgW_comp *c, tg_term *name, tg_term *l, tg_term *rhs,
     for (size_t i = 0; i < nconds; i++)
         if (cond(c, conds[i]) < 0)
             return NULL;
-    if (!emit(c, &c->body, E_FIRE))
+    if (hoist_builtins(c, rhs) < 0 || !emit(c, &c->body, E_FIRE))
         return NULL;
     int rc = expr(c, rhs, 1, 0);
     if (rc < 0)
         return NULL;
     if (rc == 0 && !emit(c, &c->body, E_RET))
         return NULL;
+    if (c->nac) {   /* the plain matcher hands the rule over at once */
+        tgW_ins *i = emit(c, &c->match, M_DONE);
+        if (!i)
+            return NULL;
+        memmove(c->match.v + 1, c->match.v, (c->match.n - 1) * sizeof *c->match.v);
+        memset(c->match.v, 0, sizeof *c->match.v);
+        c->match.v[0].op = M_ACRULE;
+    }
     r->match = c->match.v;
     r->body = c->body.v;
     r->k = c->k;
     r->nk = c->nk;
     r->nregs = c->nregs;
+    r->ac = c->nac > 0;
     r->nvars = c->nvars;
     r->vars = GC_MALLOC((c->nvars ? c->nvars : 1) * sizeof *r->vars);
     r->vregs = GC_MALLOC_ATOMIC((c->nvars ? c->nvars : 1) * sizeof *r->vregs);

@@ -28,6 +28,12 @@ typedef struct tgW_comp {
     tg_term *vars[TGW_MAXVARS];
     uint32_t vregs[TGW_MAXVARS];
     uint32_t nvars, nregs, ncomm;
+    uint32_t nac;               /* assoc / comm nodes of the left side */
+    /* the registers of variables that absorb several arguments (an
+     * application of the op, built by the match: not a normal form) */
+    uint32_t gregs[TGW_MAXVARS];
+    const tgW_op *gops[TGW_MAXVARS];
+    uint32_t ngroups;
     /* sharing: compound subterms met before, with the register that will
      * hold their normal form (left-side subterms: the matched term) */
     tg_term *shared[TGW_MAXVARS];

@@ -7,6 +7,7 @@
  * half a file.
  */
 #include "compile.h"
+#include "arith.h"
 #include "rewriters.h"
 #include "error.h"
 #include "reader.h"
@@ -18,6 +19,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_INCLUDE 64
 
@@ -231,6 +233,12 @@ static int load_op(loader *L, tg_term *form)
         char *p = tgW_show(form);
         lerr(L, form, "malformed op declaration (op NAME (arity N) ...) in %s", p ? p : "?");
         free(p);
+        return -1;
+    }
+    size_t nl;
+    const char *ns = tg_symbol_name(name, &nl);
+    if (tgQ_reserved(ns, nl)) {
+        lerr(L, form, "%.*s: names starting with num: are the numeric built-ins", (int)nl, ns);
         return -1;
     }
     tgW_op *op = GC_MALLOC(sizeof *op);
@@ -612,6 +620,34 @@ static char *resolve_path(const char *from, const char *name)
     return p;
 }
 
+#ifndef TGREL_RULESDIR
+#define TGREL_RULESDIR ""
+#endif
+
+/* A relative include not found beside the including file: the first
+ * readable name/dir in $TGREL_RULES_PATH (directories separated by
+ * colons), then in the installed rule library; NULL when none. */
+static char *search_rules_path(const char *name)
+{
+    const char *env = getenv("TGREL_RULES_PATH");
+    const char *lists[2] = {env ? env : "", TGREL_RULESDIR};
+    for (int l = 0; l < 2; l++)
+        for (const char *d = lists[l]; *d;) {
+            size_t dl = strcspn(d, ":");
+            char *p = dl ? malloc(dl + strlen(name) + 2) : NULL;
+            if (p) {
+                memcpy(p, d, dl);
+                p[dl] = '/';
+                strcpy(p + dl + 1, name);
+                if (access(p, R_OK) == 0)
+                    return p;
+                free(p);
+            }
+            d += dl + (d[dl] == ':');
+        }
+    return NULL;
+}
+
 static int load_include(loader *L, tg_term *form)
 {
     tg_term *f = tg_length(form) == 2 ? tg_nth(form, 1) : NULL;
@@ -623,6 +659,11 @@ static int load_include(loader *L, tg_term *form)
     const char *fs = tg_string_bytes(f, &flen);
     char *name = strndup(fs, flen);
     char *path = name ? resolve_path(L->file, name) : NULL;
+    if (path && name[0] != '/' && access(path, R_OK) != 0) {
+        char *found = search_rules_path(name);
+        if (found)
+            free(path), path = found;
+    }
     free(name);
     if (!path)
         return tgE_nomem(L->err), -1;

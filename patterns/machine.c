@@ -16,6 +16,7 @@
  * cycle, reported with the rules that fired since.
  */
 #include "rset.h"
+#include "arith.h"
 #include "cext.h"
 #include "error.h"
 
@@ -200,8 +201,8 @@ typedef struct choice {
     int alt;
 } choice;
 
-/* Match rule r against the n arguments A, filling R: 1, 0 (no match), or
- * -1 when out of memory. */
+/* Match rule r against the n arguments A, filling R: 1, 0 (no match),
+ * -1 when out of memory, -2 for a rule that tgW_ac_match runs. */
 static int match(tg_ctx *ctx, const tgW_rule *r, tg_term **A, uint32_t n, tg_term **R)
 {
     choice cs[MAXCHOICE];
@@ -271,6 +272,8 @@ static int match(tg_ctx *ctx, const tgW_rule *r, tg_term **A, uint32_t n, tg_ter
         }
         case M_DONE:
             return 1;
+        default:        /* M_ACRULE */
+            return -2;
         }
         pc++;
         continue;
@@ -338,6 +341,39 @@ static int key_push(tgW_machine *M, tg_term *key)
     M->keys[M->kn++] = NULL;    /* the rule that fires there, once known */
     return 0;
 }
+
+/* The c arguments on top of the stack (below top) of a call of an
+ * assoc / comm op put in canonical order (ac.c): flattened, which may
+ * make more of them, and sorted.  Their new count, -1 when out of
+ * memory.  Out of line and without pointers to reduce's locals, which
+ * then stay in registers. */
+static __attribute__((noinline)) long canon_top(tg_rules *rs, tgW_machine *M, uint32_t opid,
+                                                tg_term *head, size_t top, uint32_t c)
+{
+    uint32_t fl = rs->ops[opid]->flags;
+    size_t base = top - c;
+    size_t nn = tgW_ac_flatlen(head, fl, M->vs + base, c);
+    if (nn > UINT32_MAX / 2)
+        return -1;
+    if (nn != c) {
+        if (vs_reserve(M, base + nn + 64) < 0)
+            return -1;
+        tgW_ac_flatten(head, M->vs + base, c, nn);
+    }
+    if ((fl & TGW_COMM) && tgW_ac_sort(M->vs + base, nn) < 0)
+        return -1;
+    return (long)nn;
+}
+
+/* canon_top on the call being made in reduce (its sp and c). */
+#define CANON_CALL()                                                          \
+    do {                                                                      \
+        long nc_ = canon_top(rs, M, opid, head, sp, c);                       \
+        if (nc_ < 0)                                                          \
+            goto oom;                                                         \
+        sp = sp - c + (size_t)nc_;                                            \
+        c = (uint32_t)nc_;                                                    \
+    } while (0)
 
 /* The error of a redex met again while being reduced: the rules fired
  * since it was first met. */
@@ -466,8 +502,13 @@ try_rules:
         R = M->vs + regs;
         r->tried++;
         int m = match(ctx, r, M->vs + f->base, f->n, R);
-        if (m < 0)
-            goto oom;
+        if (m < 0) {
+            if (m == -1)
+                goto oom;
+            /* -2: modulo assoc / comm (ac.c) */
+            if ((m = tgW_ac_match(rs, r, M->vs + f->base, f->n, R, err)) < 0)
+                goto fail;
+        }
         if (!m)
             continue;
         f->rule = r;
@@ -521,8 +562,35 @@ exec:
             sp += len;
             f->pc = pc;
             opid = i->a, head = K[i->b], atom = 0, c = (uint32_t)(i->c + len);
+            if (i->d)
+                CANON_CALL();
             ix = bix;
             f->rule->built++;
+            goto call;
+        }
+        case E_CALLAC:
+            f->pc = pc;
+            opid = i->a, head = K[i->b], atom = i->pad, c = i->c;
+            CANON_CALL();
+            ix = bix;
+            f->rule->built++;
+            goto call;
+        case E_NORM: {
+            /* a variable's absorbed arguments (ac.c): a call if several */
+            tg_term *x = M->vs[sp - 1];
+            if (!tgT_ispair(x) || x->e[0] != K[i->b])
+                continue;
+            size_t len = tg_length(x) - 1;
+            sp--;
+            if (vs_reserve(M, sp + len + 64) < 0)
+                goto oom;
+            R = M->vs + f->regs;
+            tg_iter it = {x, 1};
+            for (tg_term *y; (y = tgT_iter_next(&it));)
+                M->vs[sp++] = y;
+            f->pc = pc;
+            opid = i->a, head = K[i->b], atom = 0, c = (uint32_t)len;
+            ix = bix;
             goto call;
         }
         case E_CALLT: {
@@ -545,6 +613,9 @@ exec:
         }
         case E_LIST: {
             tg_term *t = tg_list(ctx, i->c, M->vs + sp - i->c, NULL);
+            /* a computed head may name an assoc / comm op */
+            if (t && tgT_ispair(t) && tgT_kind(t->e[0]) == TG_SYMBOL)
+                t = tgW_ac_canon(rs, t);
             if (!t)
                 goto oom;
             sp -= i->c;
@@ -615,9 +686,9 @@ exec:
         case E_CEXT: {
             /* the call as a term: known when stepping (the only call with
              * rules is the stepped term) and with memo (its key) */
-            tg_term *call = run->step ? M->stepped
-                            : memo    ? M->keys[M->kn - 2]
-                                      : build(ctx, f->head, f->atom, f->n, M->vs + f->base);
+            tg_term *call = run->step && M->stepped ? M->stepped
+                            : memo                  ? M->keys[M->kn - 2]
+                                                    : build(ctx, f->head, f->atom, f->n, M->vs + f->base);
             tg_term *out = NULL;
             if (!call)
                 goto oom;
@@ -634,6 +705,9 @@ exec:
             /* a C rewriter's result: a call of an op with rules is reduced
              * in this frame (its arguments taken as they are) */
             tg_term *t = M->vs[sp - 1];
+            /* an assoc / comm op's call in canonical order (ac.c) */
+            if (tgT_ispair(t) && tgT_kind(t->e[0]) == TG_SYMBOL && !(t = tgW_ac_canon(rs, t)))
+                goto oom;
             tgW_op *op = run->step || !tgT_ispair(t) || tgT_kind(t->e[0]) != TG_SYMBOL ||
                                  tg_tail(t) != TGT_NIL
                              ? NULL
@@ -651,6 +725,8 @@ exec:
                 M->vs[base + k] = tgT_iter_next(&it);
             sp = base + c;
             head = t->e[0], atom = 0, opid = op->id;
+            if (op->flags & (TGW_ASSOC | TGW_COMM))
+                CANON_CALL();
             int known = call_enter(rs, bix, memo, opid, head, atom, c, M->vs + base, &result, err);
             if (known < 0)
                 goto fail;
@@ -669,6 +745,20 @@ exec:
                 goto fail;
             if (rc == i->pad)
                 goto failed_rule;
+            continue;
+        }
+        case E_NUM: {
+            tg_term *v;
+            int q = tgQ_apply(ctx, i->a, i->c, M->vs + sp - i->c, &v);
+            if (q < 0)
+                goto oom;
+            sp -= i->c;
+            if (!q)
+                goto failed_rule;
+            if (i->pad)
+                R[i->d] = v;
+            else
+                M->vs[sp++] = v;
             continue;
         }
         }
@@ -776,6 +866,8 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
         if (run->memo)
             tgW_map_reserve(&rs->memo, run->nodes + run->nodes / 2);
     }
+    if (tgW_ac_any(rs) && !(t = tgW_ac_canon_deep(rs, t)))  /* flat first: see ac.c */
+        return tgE_nomem(err), NULL;
 
 #define PUSHW(x)                                                              \
     do {                                                                      \
@@ -818,8 +910,16 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
         if (tail == TGT_NIL && tgT_kind(h) == TG_SYMBOL) {
             int known;
             uint32_t id = op_id(rs, h, &known);
+            uint32_t na = (uint32_t)(n - 1);
+            if (known && (rs->ops[id]->flags & (TGW_ASSOC | TGW_COMM))) {
+                long nc = canon_top(rs, M, id, h, sp, na);
+                if (nc < 0)
+                    goto oom;
+                sp = sp - na + (size_t)nc;
+                na = (uint32_t)nc;
+            }
             /* arguments above the head: reduce consumes them */
-            nf = reduce(rs, run, id, h, 0, (uint32_t)(n - 1), &sp, err);
+            nf = reduce(rs, run, id, h, 0, na, &sp, err);
             if (!nf)
                 goto out;
             sp = vb;
@@ -879,15 +979,26 @@ tg_term *tgW_step(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err)
     M->kn = 0;
     tg_elements(t, M->vs, n);
     sp = n;
+    uint32_t na = (uint32_t)(n - 1);
+    /* a C rewriter gets t itself as the call, unless its arguments are
+     * put in another order here */
     M->stepped = t;
-    tg_term *r = reduce(rs, &one, id, h, 0, (uint32_t)(n - 1), &sp, err);
+    if (rs->ops[id]->flags & (TGW_ASSOC | TGW_COMM)) {
+        long nc = canon_top(rs, M, id, h, sp, na);
+        if (nc < 0)
+            return tgE_nomem(err), NULL;
+        sp = sp - na + (size_t)nc;
+        na = (uint32_t)nc;
+        M->stepped = NULL;
+    }
+    tg_term *r = reduce(rs, &one, id, h, 0, na, &sp, err);
     M->stepped = NULL;
     return r;
 }
 
 /* Right sides are nested at most as deep as compiling allows, so this
  * recursion is bounded. */
-static tg_term *subst(tg_ctx *ctx, const tgW_rule *r, tg_term *const *R, tg_term *e)
+static tg_term *subst(tg_rules *rs, const tgW_rule *r, tg_term *const *R, tg_term *e)
 {
     if (tg_kind_of(e) == TG_VAR) {
         for (uint32_t i = 0; i < r->nvars; i++)
@@ -904,15 +1015,16 @@ static tg_term *subst(tg_ctx *ctx, const tgW_rule *r, tg_term *const *R, tg_term
     tg_iter it = {e, 0};
     size_t i = 0;
     for (tg_term *x; (x = tgT_iter_next(&it));)
-        if (!(v[i++] = subst(ctx, r, R, x)))
+        if (!(v[i++] = subst(rs, r, R, x)))
             return NULL;
     tg_term *tl = (tg_term *)it.node;
-    if (tl != TGT_NIL && !(tl = subst(ctx, r, R, tl)))
+    if (tl != TGT_NIL && !(tl = subst(rs, r, R, tl)))
         return NULL;
-    return tg_list(ctx, n, v, tl);
+    tg_term *t = tg_list(rs->ctx, n, v, tl);
+    return t ? tgW_ac_canon(rs, t) : NULL;
 }
 
 tg_term *tgW_instantiate(tg_rules *rs, const tgW_rule *r, tg_term *const *R)
 {
-    return subst(rs->ctx, r, R, r->rhs);
+    return subst(rs, r, R, r->rhs);
 }

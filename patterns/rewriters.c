@@ -389,6 +389,9 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
             (arr) = na, (cp) = nc;                                              \
         }                                                                       \
     } while (0)
+    int ac = tgW_ac_any(rs);
+    if (ac && !(t = tgW_ac_canon_deep(rs, t)))     /* flat first: see ac.c */
+        goto oom;
     tg_term *start = t;
     if (!in_first && (!(start = tgW_step(rs, &run, t, u->err)) || start != t))
         return start;   /* rewritten at the root: not walked again */
@@ -426,7 +429,7 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
         /* unchanged elements: the node itself (what building it would find) */
         tg_term *node = !w->changed ? w->t
                                     : tg_list(rs->ctx, cnt, vals + w->vb, tail == TGT_NIL ? NULL : tail);
-        if (!node)
+        if (!node || (ac && !(node = tgW_ac_canon(rs, node))))  /* its elements may have changed */
             goto oom;
         if (in_first && !(node = tgW_step(rs, &run, node, u->err)))
             goto out;

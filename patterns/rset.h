@@ -51,7 +51,26 @@ enum {
     M_SAME,         /* R[a] == R[b] (a variable met again) */
     M_COMM,         /* choice: R[d], R[d+1] = R[a]'s two arguments, in order, then swapped */
     M_ROOTCOMM,     /* choice: R[d], R[d+1] = the call's two arguments, then swapped */
-    M_DONE
+    M_DONE,
+    /* modulo assoc / comm (ac.c): node c's state; see tgW_ac_match */
+    M_ACRULE,       /* first of such a rule: match() leaves it to tgW_ac_match */
+    M_ACOPEN,       /* node c = R[a] (or the call, d & TGW_AC_ROOT) is (K[b] ...); d: mode | k << 8 */
+    M_ACONE,        /* choice: R[d] = an unused argument of node a (head K[b] unless b == 0xffff) */
+    M_ACTAKE,       /* node a: R[b] (K[b] if pad) taken (its arguments, if an application of the op) */
+    M_ACGROUP,      /* choice: R[d] = a nonempty part of node a's unused arguments, c left over */
+    M_ACALL,        /* R[d] = node a's unused arguments (at least one), as one term */
+    M_ACREST,       /* R[d] = the list of node a's unused arguments */
+    M_ACEND,        /* node a has no unused argument */
+    M_ASONE,        /* sequence node a: R[d] = the next argument */
+    M_ASRUN,        /* choice: R[d] = the next run of arguments, c left over (pad: all the rest) */
+    M_ASTAKE        /* sequence node a: the next arguments are R[b] */
+};
+
+enum {  /* the mode of M_ACOPEN (low bits of d) */
+    TGW_AC_ROOT = 1,    /* the node is the call itself */
+    TGW_AC_EXACT = 2,   /* exactly k arguments (else at least k) */
+    TGW_AC_SEQ = 4,     /* assoc only: arguments taken in order */
+    TGW_AC_FLAT = 8     /* assoc: a taken application of the op stands for its arguments */
 };
 
 /* Body instructions: a value stack; R as left by the match. */
@@ -60,7 +79,7 @@ enum {
     E_CONST,        /* push K[a] */
     E_CALL,         /* pop c args, push the normal form of (K[b] args) (op id a) */
     E_CALLT,        /* the same as the rule's result (a tail call) */
-    E_CALLV,        /* like E_CALL; the top is a list spliced after c args */
+    E_CALLV,        /* like E_CALL; the top is a list spliced after c args (d: as E_CALLAC) */
     E_LIST,         /* pop c elements, push the list of them (no rule applies to it) */
     E_LISTT,        /* pop a tail then c elements: the list with that tail */
     E_EQ,           /* pop two; the rule fails unless they are the same term */
@@ -70,6 +89,10 @@ enum {
     E_STORE,        /* R[a] = the top (kept on the stack) */
     E_FIRE,         /* the conditions hold: the rule fires (counts, limits, hooks) */
     E_RET,          /* the top is the rule's result */
+    E_NUM,          /* pop c numbers, push built-in a of them (arith.h), or with
+                     * pad set put it in R[d]; the rule fails when it declines */
+    E_NORM,         /* the top, a variable's absorbed arguments: if (K[b] ...), reduced (op id a) */
+    E_CALLAC,       /* E_CALL of an assoc / comm op: the args put in canonical order first */
     E_CEXT,         /* C node rewriter a on the call (cext.h) */
     E_CRET,         /* the top is a C rewriter's result (cext.h) */
     E_CPRED         /* pop c; the rule fails unless C predicate a holds (negated: pad) */
@@ -101,6 +124,7 @@ typedef struct tgW_rule {
     uint32_t maxstack;  /* body stack depth */
     uint32_t nk;
     int seg;            /* the root has a segment: registers are copies */
+    int ac;             /* the match has assoc / comm nodes (M_ACRULE first) */
     tg_term **vars;     /* the left side's variables ... */
     uint32_t *vregs;    /* ... and their registers, for instantiating */
     uint32_t nvars;
@@ -166,6 +190,7 @@ struct tg_rules {
     unsigned long long rewrites, conditions;
     unsigned long long max_steps;   /* 0: no limit */
     volatile int interrupt;
+    struct tgW_acs *acs;        /* matching modulo assoc / comm: scratch (ac.c) */
     struct tgX_ext *ext;        /* C rewriters and predicates (cext.c) */
 };
 
@@ -193,5 +218,33 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
 tg_term *tgW_step(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err);
 /* Rule r's right side with the variables its match bound in R. */
 tg_term *tgW_instantiate(tg_rules *rs, const tgW_rule *r, tg_term *const *R);
+
+/* ---- assoc / comm (ac.c) ---------------------------------------------- */
+
+/* Most alternatives (choice-point retries) one match modulo assoc / comm
+ * may try before it is an error. */
+#define TGW_AC_MAX_RETRIES 1000000
+
+/* Match rule r (r->ac) against the call's n arguments A, filling R: 1, 0
+ * (no match), -1 with err filled (out of memory, or more than
+ * TGW_AC_MAX_RETRIES alternatives). */
+int tgW_ac_match(tg_rules *rs, const tgW_rule *r, tg_term **A, uint32_t n, tg_term **R, tg_error *err);
+/* The argument count of an application of head (op flags fl) to the n
+ * arguments a once nested applications of an assoc op are spliced in. */
+size_t tgW_ac_flatlen(const tg_term *head, uint32_t fl, tg_term *const *a, size_t n);
+/* Splice them in, in place: a has room for nn = tgW_ac_flatlen(...). */
+void tgW_ac_flatten(const tg_term *head, tg_term **a, size_t n, size_t nn);
+/* Sort a[0..n) by tg_compare (stable merge sort, O(n log n)); -1 when
+ * out of memory. */
+int tgW_ac_sort(tg_term **a, size_t n);
+/* t with its root in canonical form (its arguments are already): an
+ * application of an assoc op flattened, of a comm op sorted; NULL when
+ * out of memory. */
+tg_term *tgW_ac_canon(tg_rules *rs, tg_term *t);
+/* The whole of t in canonical form (explicit stacks, linear in its size
+ * but for the sorting); NULL when out of memory. */
+tg_term *tgW_ac_canon_deep(tg_rules *rs, tg_term *t);
+/* Whether the rule set declares an assoc or comm op. */
+int tgW_ac_any(const tg_rules *rs);
 
 #endif

@@ -185,6 +185,20 @@ static inline tg_term *tgT_iter_next(tg_iter *it) {
  * not be a pair unless it is a full chunk. */
 tg_term *tgT_chunk(tg_ctx *ctx, unsigned m, tg_term *const *e, tg_term *rest);
 
+/* Build (e[0] .. e[n-1] . rest), n >= 1, in its canonical chunks, where
+ * rest is not a pair or is a full chunk (term_list.c). */
+tg_term *tgT_build_chunks(tg_ctx *ctx, size_t n, tg_term *const *e, tg_term *rest);
+
+/* The interned integer of GMP limbs d with GMP's signed size (beyond
+ * the immediate range), and the rational of normalized numerator and
+ * denominator limbs (denominator > 1); NULL when out of memory. */
+tg_term *tgT_big_intern(tg_ctx *ctx, int64_t size, const mp_limb_t *d);
+tg_term *tgT_rat_intern(tg_ctx *ctx, int32_t ns, const mp_limb_t *nd, int32_t ds,
+                        const mp_limb_t *dd);
+
+/* -1, 0 or 1: the order of two number terms (term_num.c; see tg_compare). */
+int tgT_num_cmp(const tg_term *a, const tg_term *b);
+
 /* Make the context's table keep hash tags in the low pointer bits only,
  * as it does by itself when a node lies above the addresses the high tag
  * bits assume; for tests of that path. */

@@ -10,9 +10,13 @@
  * Every call that can fail takes a tg_error * (may be NULL), fills it, and
  * returns NULL or -1.  The library never exits or aborts on bad input.
  *
- * Threads: a context and its terms belong to one thread at a time.  Two
- * contexts may be used from two threads at once; such threads must be
- * known to the collector (GC_register_my_thread or GC_pthread_create).
+ * Threads: a context and everything made in it (terms, readers, rule
+ * sets, logic environments, queries) belong to one thread at a time.  Two
+ * contexts may be used from two threads at once: the library keeps no
+ * state outside a context; such threads must be known to the collector
+ * (GC_register_my_thread or GC_pthread_create).  The interrupt calls
+ * (tg_rules_interrupt, tg_env_interrupt) are the exception: they may be
+ * called from any thread or a signal handler.
  */
 #ifndef TGREL_H
 #define TGREL_H

@@ -241,7 +241,8 @@ static void mul_div(tg_ctx *c)
     rewrite(rs, "canon-c", "(true_div (mul y x) y)", &err);
     tg_rules_set_trace(rs, NULL, 0);
     fclose(tr);
-    TAP_EQ_STR(buf, "mul-div-cancel-c: (true_div (mul y x) y) => x\n", "trace line");
+    /* mul is commutative: its arguments are in canonical order */
+    TAP_EQ_STR(buf, "mul-div-cancel-c: (true_div (mul x y) y) => x\n", "trace line");
     free(buf);
 
     /* tg_normalize uses it too (every forward rule) */
@@ -297,9 +298,9 @@ static void results(tg_ctx *c)
     void *st[3] = {tg_symbol_cstr(c, "f"), tg_symbol_cstr(c, "g"), 0};
     TAP_EQ_INT(tg_rules_def_rewriter(rs, "f-to-g", NULL, NULL, f_to_g, st, &err), 0, "for any op");
     TAP_EQ_INT(load(rs, "(walk fg f-to-g)", &err), 0, "its walk");
-    TAP_CHECK(rewrite(rs, "fg", "(add (f (exp x)) (f y z))", &err) == rd("(add (g (exp x)) (g y z))"),
+    TAP_CHECK(rewrite(rs, "fg", "(sub (f (exp x)) (f y z))", &err) == rd("(sub (g (exp x)) (g y z))"),
               "any op: f -> g at every arity");
-    TAP_EQ_INT((uintptr_t)st[2], 4, "called on every declared op's node (add, f, exp, f)");
+    TAP_EQ_INT((uintptr_t)st[2], 4, "called on every declared op's node (sub, f, exp, f)");
     TAP_CHECK(rewrite(rs, "fg", "(undeclared (f x))", &err) == rd("(undeclared (g x))"),
               "not on undeclared heads (constants)");
 

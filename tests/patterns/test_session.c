@@ -91,6 +91,24 @@ static void listing(tg_ctx *ctx)
               "a bad kind is an argument error (%s)", msg(&err));
     TAP_CHECK(tg_rules_list(NULL, TG_LIST_OPS, &err) == NULL, "no rule set");
     tg_rules_free(empty);
+
+    /* tracing, as the REPL's :trace switches it */
+    FILE *f = tmpfile();
+    tg_rules_set_trace(rs, f, 1);
+    TAP_EQ_INT(tg_rules_tracing(rs), 1, "tracing on");
+    tg_normalize(rs, tg_read_cstr(ctx, "(neg (neg (add 0 b)))", &err), 0, &err);
+    tg_rules_set_trace(rs, f, 0);
+    TAP_EQ_INT(tg_rules_tracing(rs), 0, "tracing off");
+    tg_normalize(rs, tg_read_cstr(ctx, "(neg (neg c))", &err), 0, &err);
+    char buf[256] = "";
+    rewind(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    TAP_EQ_STR(buf, "add-zero: (add 0 b) => b\nneg-neg: (neg (neg b)) => (f b)\n",
+               "each firing is traced while on, none after");
+    TAP_EQ_INT(tg_rules_tracing(NULL), 0, "no rule set: not tracing");
+    tg_rules_set_trace(NULL, stdout, 1);    /* allowed, does nothing */
     tg_rules_free(rs);
 }
 

@@ -1,0 +1,563 @@
+/* term_table.c - the weak hash-cons table: its bucket arrays, the
+ * collector hooks that prune it after each mark phase (and push a busy
+ * table as a root instead), growth, narrowing of the pointer tags, the
+ * invariant check for the tests, and contexts.  Interning (term.c) probes
+ * and fills it through term_table.h.
+ *
+ * The table is an array of buckets of node pointers in malloc'd or
+ * mapped memory, which the collector does not scan: the table alone keeps
+ * no term alive.  After each collection's mark phase (world still stopped) the
+ * entries whose node went unmarked are removed, which makes the table weak
+ * at no per-node cost.  A context whose owning thread was stopped in the
+ * middle of a table operation ("busy") cannot be pruned safely, so its
+ * table is pushed as a root for that one collection instead.
+ *
+ * Each bucket has a control word of hash bytes, matched a whole bucket at
+ * a time, and slots that hold the node pointer with more hash bits and a
+ * displacement in its unused low and high bits, which spares nearly every
+ * dereference of a non-matching node and lets a rebuild find hashes
+ * without reading nodes; a busy table pushed as a root is untagged for
+ * the mark phase and retagged before the world restarts.
+ */
+#include "term_table.h"
+#include "error.h"
+
+#define GC_THREADS 1   /* thread registration API; no pthread redirects needed here */
+#include <gc/gc.h>
+#include <gc/gc_mark.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
+
+/* ---- bucket arrays ------------------------------------------------ */
+
+/* See term_table.h for the header of each array.  A large
+ * array is mapped directly, starting on a 2 MiB boundary, and asks for
+ * transparent huge pages: a random probe into a table of many megabytes
+ * then costs no TLB miss, and growing it takes a few page faults instead
+ * of one per 4 KiB (zeroing is the kernel's). */
+#define HUGE_BYTES ((size_t)2 << 20)
+static size_t table_bytes(size_t nb)
+{
+    return ((nb + 1) * sizeof(bucket) + 4095) & ~(size_t)4095;
+}
+static bucket *table_alloc(size_t nb, int wide)
+{
+    char *p = NULL;
+    size_t n = table_bytes(nb);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (n >= HUGE_BYTES) {
+        char *m = mmap(NULL, n + HUGE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+        if (m == MAP_FAILED)
+            return NULL;
+        size_t lead = (HUGE_BYTES - ((uintptr_t)m & (HUGE_BYTES - 1))) & (HUGE_BYTES - 1);
+        if (lead)
+            munmap(m, lead);
+        munmap(m + lead + n, HUGE_BYTES - lead);
+        madvise(m + lead, n, MADV_HUGEPAGE);
+        p = m + lead;
+        /* A write to each page now: a rebuild reads a bucket before it
+         * writes it, and the first read of a page maps the shared zero
+         * page, which the write then has to replace (two faults). */
+        for (size_t k = 0; k < n; k += 4096)
+            ((volatile char *)p)[k] = 0;
+    }
+#endif
+    if (!p) {   /* small, or not Linux (table_free tells them apart the same way) */
+        if (posix_memalign((void **)&p, 64, n))
+            return NULL;
+        memset(p, 0, n);
+    }
+    bucket *a = (bucket *)p + 1;
+    a[-1].s[0] = wide ? TAG_LO | TAG_HI : TAG_LO;
+    a[-1].s[1] = nb;
+    return a;
+}
+static void table_free(bucket *a)
+{
+    if (!a)
+        return;
+    size_t n = table_bytes(tbl_nb(a));
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (n >= HUGE_BYTES) {
+        munmap(a - 1, n);
+        return;
+    }
+#endif
+    free(a - 1);
+}
+
+/* ---- the collector hooks (process-wide, as the collector is) ------- */
+
+static tg_ctx *registry;
+int tgT_term_kind;           /* objects scanned whole, last word included */
+static GC_on_collection_event_proc prev_event;
+static GC_push_other_roots_proc prev_push;
+static pthread_once_t gc_once = PTHREAD_ONCE_INIT;
+
+static void prune(tg_ctx *ctx);
+
+/* A busy table is pushed as a root; its tags would hide the pointers
+ * from the collector, so they are stripped for the mark phase and put
+ * back (from the nodes' hashes: every entry was marked) before the world
+ * restarts.  The owning thread is stopped meanwhile and finds its table
+ * as it left it.  The control words are pushed too; they seldom look
+ * like addresses of the heap, and one that did would only keep a node
+ * alive through that collection. */
+static void untag(bucket *a)
+{
+    uintptr_t m = tbl_tagmask(a);
+    size_t nb = tbl_nb(a);
+    for (size_t i = 0; i < nb; i++)
+        for (int j = 0; j < BSLOTS; j++)
+            a[i].s[j] &= ~m;
+    GC_push_all(a, a + nb);
+}
+/* Every non-empty slot, whatever its control byte says: place() stores
+ * the slot before its byte, and a thread stopped in between must find
+ * its entry tagged. */
+static void retag(bucket *a)
+{
+    uintptr_t m = tbl_tagmask(a);
+    size_t nb = tbl_nb(a);
+    for (size_t i = 0; i < nb; i++)
+        for (int j = 0; j < BSLOTS; j++)
+            if (a[i].s[j]) {    /* during a rebuild's start, tab and old_tab are one array */
+                tg_term *t = (tg_term *)(a[i].s[j] & ~m);
+                uint32_t h = t->h.hash;
+                size_t d = (i + nb - home_in(h, nb)) % nb;
+                a[i].s[j] = (uintptr_t)t | (ptag(h) & m) | (d < DISP ? d : DISP);
+            }
+}
+static void retag_all(void)
+{
+    for (tg_ctx *c = registry; c; c = c->next)
+        if (c->untagged) {
+            retag(c->tab);
+            if (c->old_tab)
+                retag(c->old_tab);
+            c->untagged = 0;
+        }
+}
+
+/* Retagging at the end of marking, or before the world restarts if the
+ * collector abandoned the mark phase. */
+static void GC_CALLBACK on_event(GC_EventType ev)
+{
+    if (ev == GC_EVENT_MARK_END) {
+        retag_all();
+        for (tg_ctx *c = registry; c; c = c->next)
+            if (!atomic_load_explicit(&c->busy, memory_order_relaxed))
+                prune(c);
+    } else if (ev == GC_EVENT_PRE_START_WORLD)
+        retag_all();
+    if (prev_event)
+        prev_event(ev);
+}
+
+static void GC_CALLBACK push_roots(void)
+{
+    for (tg_ctx *c = registry; c; c = c->next)
+        if (atomic_load_explicit(&c->busy, memory_order_relaxed)) {
+            c->untagged = 1;
+            untag(c->tab);
+            if (c->old_tab)
+                untag(c->old_tab);
+        }
+    if (prev_push)
+        prev_push();
+}
+
+static void gc_setup(void)
+{
+    GC_init();
+    GC_allow_register_threads();
+    /* With interior pointers on, NORMAL objects get one extra byte and
+     * their last word is not scanned; our own kind scans the whole
+     * object, so a node can use every byte of its granules.  Objects are
+     * cleared by the collector when it sweeps them: a batch waiting on a
+     * context's free list is reachable from the context and scanned, and
+     * the stale words of dead objects in it would otherwise keep whole
+     * chains of garbage alive (the logic core's streams and states). */
+    tgT_term_kind = (int)GC_new_kind(GC_new_free_list(), 0 | GC_DS_LENGTH, 1, 1);
+    /* Each collection costs a sweep of every table and a mark of all live
+     * data; with a small heap the collector would run every hundred
+     * kilobytes or so.  A logic search allocates short-lived states fast
+     * while its pending branches stay live, and collecting every MiB
+     * marked them over and over (a third of the time of some searches).
+     * Allow at least 8 MiB between collections, unless the embedder
+     * chose a floor. */
+    if (GC_get_min_bytes_allocd() <= 1)
+        GC_set_min_bytes_allocd((size_t)8 << 20);
+    prev_event = GC_get_on_collection_event();
+    GC_set_on_collection_event(on_event);
+    prev_push = GC_get_push_other_roots();
+    GC_set_push_other_roots(push_roots);
+}
+
+static void *GC_CALLBACK link_ctx(void *p)
+{
+    tg_ctx *ctx = p;
+    ctx->next = registry;
+    registry = ctx;
+    return NULL;
+}
+
+static void *GC_CALLBACK unlink_ctx(void *p)
+{
+    for (tg_ctx **pp = &registry; *pp; pp = &(*pp)->next)
+        if (*pp == p) {
+            *pp = ((tg_ctx *)p)->next;
+            break;
+        }
+    return NULL;
+}
+
+/* ---- the table ---------------------------------------------------- */
+
+/* At most 49 entries per 8 buckets (0.875 of the slots); growing by 3/2
+ * leaves 0.583 of them used, so a live 2-argument node takes 32 bytes
+ * and 10.4 to 15.7 bytes of table. */
+#define LOAD_NUM 49         /* entries per LOAD_DEN buckets */
+#define LOAD_DEN 8
+#define GROW_NUM 3
+#define GROW_DEN 2
+#define MIN_BUCKETS 128     /* 8 KiB */
+
+static size_t limit_for(size_t nb)
+{
+    return nb / LOAD_DEN * LOAD_NUM + nb % LOAD_DEN * LOAD_NUM / LOAD_DEN;
+}
+
+/* Count an entry that lies in bucket `at`, away from its home `from`, in
+ * the overflow records of the buckets between. */
+static void count_passes(bucket *a, size_t nb, size_t from, size_t at, uint32_t h)
+{
+    for (size_t k = from; k != at; k = next_bucket(k, nb)) {
+        uint64_t c = a[k].ctrl;
+        if ((c & CT_OVF_COUNT) != CT_OVF_COUNT)
+            c += CT_OVF_ONE;
+        a[k].ctrl = c | ct_filter(h);
+    }
+}
+
+/* The hash of the entry in slot j of a bucket, of control word ctrl, of
+ * an array of nb >= 64 buckets with wide tags, without reading its node:
+ * the byte and the tags give the low 26 bits, and its home bucket k says
+ * the hash lies in [lo, lo + 2^32 / nb), where lo = ceil(k * 2^32 / nb):
+ * a window of at most 2^26 values, which holds one with those low bits.
+ * The home is known when the entry lies fewer than 3 buckets from it. */
+#define RECON_BITS 26
+#define RECON_MIN_BUCKETS ((size_t)1 << (32 - RECON_BITS))
+static inline uint32_t recon_hash(uint64_t ctrl, unsigned j, uintptr_t v, uint32_t lo)
+{
+#if TAG_WIDE
+    uint32_t low = ((uint32_t)(ctrl >> (8 * j)) & 0x7F) | (uint32_t)(v & 12) << 5 |
+                   (uint32_t)(v >> TAG_HI_SHIFT) << 9;
+    return lo + ((low - lo) & ((1u << RECON_BITS) - 1));
+#else
+    (void)ctrl, (void)j, (void)v;
+    return lo;      /* never called: narrow tags hold too few bits */
+#endif
+}
+static uint32_t lo_of(size_t k, size_t nb)
+{
+    return (uint32_t)((((uint64_t)k << 32) + nb - 1) / nb);
+}
+
+/* Place every entry of array old (tag mask omask) in the empty array na.
+ * With wide tags the hash of nearly every entry follows from its slot
+ * (see recon_hash), so the pass reads only the two arrays, nearly
+ * sequentially (homes are monotonic in the hash).  Otherwise it reads
+ * the nodes, fetched some buckets ahead so that the misses overlap. */
+#define REBUILD_PREFETCH 3      /* buckets */
+static void move_all(const bucket *old, size_t onb, uintptr_t omask, bucket *na, size_t nnb)
+{
+    uintptr_t nmask = tbl_tagmask(na);
+    int recon = TAG_WIDE && omask != TAG_LO && onb >= RECON_MIN_BUCKETS;
+    /* lo[d] = ceil((i - d) * 2^32 / onb) for displacements d of 0 to 2;
+     * lo[0] stepped as a quotient and a remainder */
+    uint64_t qstep = ((uint64_t)1 << 32) / onb, rstep = ((uint64_t)1 << 32) % onb, q = 0, r = 0;
+    uint32_t lo[3] = {lo_of(onb - 1, onb), lo_of(onb - 2, onb), 0};
+    for (size_t i = 0; i < onb; i++) {
+        if (i + REBUILD_PREFETCH < onb) {
+            const bucket *p = &old[i + REBUILD_PREFETCH];
+            for (uint64_t m = p->ctrl & CT_SLOTS; m; m &= m - 1) {
+                uintptr_t v = p->s[ct_slot(m)];
+                if (!recon || (v & DISP) == DISP)
+                    __builtin_prefetch((void *)(v & ~omask));
+            }
+        }
+        const bucket *b = &old[i];
+        uint64_t c = b->ctrl;
+        lo[2] = lo[1];
+        lo[1] = lo[0];
+        lo[0] = (uint32_t)(q + (r != 0));
+        for (uint64_t m = c & CT_SLOTS; m; m &= m - 1) {
+            unsigned j = ct_slot(m);
+            uintptr_t v = b->s[j], d = v & DISP;
+            uintptr_t t = v & ~omask;
+            uint32_t h = recon && d != DISP ? recon_hash(c, j, v, lo[d]) : ((tg_term *)t)->h.hash;
+#ifdef TGT_CHECK_RECON
+            if (h != ((tg_term *)t)->h.hash)
+                abort();
+#endif
+            place(na, nnb, nmask, t, h);
+        }
+        q += qstep;
+        r += rstep;
+        if (r >= onb) {
+            q++;
+            r -= onb;
+        }
+    }
+}
+
+/* Move every entry to a new array of nnb buckets (the caller is inside
+ * enter/leave): to grow, or to give up wide tags.  Fails only when memory
+ * is exhausted; the table then stays as it is. */
+static int rebuild(tg_ctx *ctx, size_t nnb, int wide)
+{
+    bucket *na = table_alloc(nnb, wide);
+    if (!na)
+        return -1;
+    bucket *old = ctx->tab;
+    /* The collector may look at a busy context at any instruction: the
+     * old array stays pushed until the new one is published. */
+    ctx->old_tab = old;
+    atomic_signal_fence(memory_order_seq_cst);
+    move_all(old, ctx->nb, ctx->tagmask, na, nnb);
+    ctx->tab = na;
+    atomic_signal_fence(memory_order_seq_cst);
+    ctx->old_tab = NULL;
+    atomic_signal_fence(memory_order_seq_cst);
+    ctx->nb = nnb;
+    ctx->tagmask = tbl_tagmask(na);
+    ctx->limit = limit_for(nnb);
+    table_free(old);
+    return 0;
+}
+
+/* Grow by 3/2 (inside enter/leave). */
+int tgT_grow(tg_ctx *ctx)
+{
+    return rebuild(ctx, ctx->nb / GROW_DEN * GROW_NUM + ctx->nb % GROW_DEN * GROW_NUM / GROW_DEN,
+                   ctx->tagmask != TAG_LO);
+}
+
+/* Give up the high tag bits (inside enter/leave): a node about to be
+ * stored lies above 2^47.  Returns -1 when memory is exhausted. */
+int tgT_narrow_busy(tg_ctx *ctx)
+{
+    return rebuild(ctx, ctx->nb, 0);
+}
+
+void tgT_busy(tg_ctx *ctx, int on)
+{
+    if (on)
+        enter(ctx);
+    else
+        leave(ctx);
+}
+
+void tgT_narrow(tg_ctx *ctx)
+{
+    enter(ctx);
+    if (ctx->tagmask != TAG_LO)
+        rebuild(ctx, ctx->nb, 0);
+    leave(ctx);
+}
+
+const char *tgT_table_check(const tg_ctx *ctx)
+{
+    const bucket *a = ctx->tab;
+    size_t nb = ctx->nb, n = 0;
+    uintptr_t mask = ctx->tagmask;
+    if (tbl_nb(a) != nb || tbl_tagmask(a) != mask)
+        return "the array's header disagrees with the context";
+    size_t *pass = calloc(nb, sizeof *pass);
+    uint64_t *filter = calloc(nb, sizeof *filter);
+    if (!pass || !filter) {
+        free(pass);
+        free(filter);
+        return NULL;
+    }
+    const char *bad = NULL;
+    for (size_t i = 0; i < nb && !bad; i++)
+        for (unsigned j = 0; j < BSLOTS && !bad; j++) {
+            uint64_t byte = a[i].ctrl >> (8 * j) & 0xFF;
+            uintptr_t v = a[i].s[j];
+            if (!byte != !v) {
+                bad = "a slot and its control byte disagree";
+                break;
+            }
+            if (!v)
+                continue;
+            n++;
+            const tg_term *t = (const tg_term *)(v & ~mask);
+            uint32_t h = t->h.hash;
+            size_t home = home_in(h, nb), d = (i + nb - home) % nb;
+            if (byte != ct_byte(h))
+                bad = "a control byte is not its node's";
+            else if ((v & mask) != ((ptag(h) & mask) | (d < DISP ? d : DISP)))
+                bad = "a pointer tag is not its node's";
+            for (size_t k = home; k != i; k = next_bucket(k, nb)) {
+                pass[k]++;
+                filter[k] |= ct_filter(h);
+            }
+        }
+    if (!bad && n != ctx->count)
+        bad = "the entry count is wrong";
+    for (size_t k = 0; k < nb && !bad; k++) {
+        size_t ovf = (a[k].ctrl & CT_OVF_COUNT) >> CT_OVF_SHIFT;
+        if (ovf != CT_OVF_MAX && ovf != pass[k])
+            bad = "an overflow count is wrong";
+        else if ((a[k].ctrl & filter[k]) != filter[k])
+            bad = "an overflow filter lacks a bit";
+        else if (!ovf && (a[k].ctrl & CT_OVF_FILTER))
+            bad = "an overflow filter outlives its count";
+    }
+    free(pass);
+    free(filter);
+    return bad;
+}
+
+/* Remove the entries of nodes the last mark phase did not reach.  Runs
+ * with the world stopped and the allocation lock held: no allocation.
+ * An entry is removed by clearing its slot and byte; no survivor moves.
+ * The overflow records are counted again from the survivors (their
+ * homes from their displacements, or from their nodes' hashes when that
+ * is 3 or more), so that a count saturated since the last collection
+ * does not stay so.  The pass starts after a bucket no entry passed, so
+ * that each survivor comes after the buckets it passed, which are then
+ * final; without such a bucket the records are all cleared first. */
+#define CT_OVF_BYTE (CT_OVF_COUNT | CT_OVF_FILTER)
+static void prune(tg_ctx *ctx)
+{
+    bucket *a = ctx->tab;
+    size_t nb = ctx->nb, dead = 0, start = 0;
+    uintptr_t mask = ctx->tagmask;
+    if (!a)
+        return;
+    while (start < nb && (a[start].ctrl & CT_OVF_COUNT))
+        start++;
+    uint64_t keep = ~CT_OVF_BYTE;
+    if (start == nb) {
+        for (size_t i = 0; i < nb; i++)
+            a[i].ctrl &= ~CT_OVF_BYTE;
+        keep = ~(uint64_t)0;
+        start = 0;
+    } else
+        start = next_bucket(start, nb);
+    for (size_t n = 0, i = start; n < nb; n++, i = next_bucket(i, nb)) {
+        uint64_t c = a[i].ctrl & keep;
+        for (uint64_t m = c & CT_SLOTS; m; m &= m - 1) {
+            unsigned j = ct_slot(m);
+            uintptr_t v = a[i].s[j], d = v & DISP;
+            tg_term *t = (tg_term *)(v & ~mask);
+            if (GC_is_marked(t)) {
+                if (d)  /* never passes bucket i itself */
+                    count_passes(a, nb, d < DISP ? (i + nb - d) % nb : home_in(t->h.hash, nb), i,
+                                 (uint32_t)(c >> (8 * j)));
+                continue;
+            }
+            a[i].s[j] = 0;
+            c &= ~((uint64_t)0xFF << (8 * j));
+            dead++;
+        }
+        a[i].ctrl = c;
+    }
+    ctx->retaining = dead * 2 <= ctx->count;
+    ctx->count -= dead;
+    ctx->survivors = ctx->count;
+    if (!dead)
+        return;
+    ctx->reclaimed += dead;
+    ctx->prunes++;
+}
+
+/* The table is at its load limit (called not busy).  Rather than grow it
+ * to hold entries that are likely dead, collect first when the last
+ * prune of this context (if any) found most entries dead, the entries
+ * made since outnumber those it left, the table is past a small size,
+ * and the heap holds little besides what was allocated since the last
+ * collection (so that the collection is cheap; otherwise the collector's
+ * own pacing decides).  Without this, a context that makes short-lived
+ * terms in a large, mostly free heap lets its table grow to one entry per
+ * node the heap can hold, and every probe misses the cache.  Otherwise,
+ * or if the collection left the table full, grow.  Returns -1 only when
+ * out of memory with the table full. */
+#define FORCE_MIN_BUCKETS ((size_t)1 << 13)   /* 512 KiB */
+int tgT_make_room(tg_ctx *ctx)
+{
+    if (!ctx->retaining && ctx->nb >= FORCE_MIN_BUCKETS && ctx->forced != ctx->prunes + 1 &&
+        ctx->count - ctx->survivors > ctx->survivors) {
+        GC_word heap, freeb, unmapped, since, total;
+        GC_get_heap_usage_safe(&heap, &freeb, &unmapped, &since, &total);
+        GC_word used = heap - freeb;   /* both exclude unmapped memory */
+        if (used < since + 2 * since) {
+            ctx->forced = ctx->prunes + 1;
+            GC_gcollect();
+            if (ctx->count < ctx->limit)
+                return 0;
+        }
+    }
+    int r = 0;
+    enter(ctx);
+    if (ctx->count >= ctx->limit && tgT_grow(ctx)) {
+        if (ctx->count + 1 < ctx->nb * BSLOTS)
+            ctx->limit = ctx->count + 1;    /* out of memory: fill up further */
+        else
+            r = -1;
+    }
+    leave(ctx);
+    return r;
+}
+
+/* ---- contexts ----------------------------------------------------- */
+
+tg_ctx *tg_ctx_new(tg_error *err)
+{
+    pthread_once(&gc_once, gc_setup);
+    tg_ctx *ctx = GC_MALLOC_UNCOLLECTABLE(sizeof *ctx);
+    if (!ctx) {
+        tgE_set(err, TG_ERR_NOMEM, NULL, 0, 0, "out of memory creating a context");
+        return NULL;
+    }
+    memset(ctx, 0, sizeof *ctx);
+    ctx->tab = table_alloc(MIN_BUCKETS, TAG_WIDE);
+    if (!ctx->tab) {
+        GC_FREE(ctx);
+        tgE_set(err, TG_ERR_NOMEM, NULL, 0, 0, "out of memory creating a context");
+        return NULL;
+    }
+    ctx->nb = MIN_BUCKETS;
+    ctx->tagmask = tbl_tagmask(ctx->tab);
+    ctx->limit = limit_for(MIN_BUCKETS);
+    atomic_init(&ctx->busy, 0);
+    GC_call_with_alloc_lock(link_ctx, ctx);
+    return ctx;
+}
+
+void tg_ctx_free(tg_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    GC_call_with_alloc_lock(unlink_ctx, ctx);
+    table_free(ctx->tab);
+    GC_FREE(ctx);
+}
+
+void tg_ctx_stats(const tg_ctx *ctx, tg_stats *out)
+{
+    out->live = ctx->count;
+    out->capacity = ctx->nb * BSLOTS;
+    out->table_bytes = table_bytes(ctx->nb);
+    out->created = ctx->created;
+    out->reclaimed = ctx->reclaimed;
+}
+

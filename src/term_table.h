@@ -1,0 +1,212 @@
+/* term_table.h - the layout of the weak hash-cons table, shared by
+ * term_table.c (the table's life: arrays, growth, the collector's hooks,
+ * pruning, contexts) and term.c (interning, which probes and fills it).
+ * Private to those two files; the rest of the library sees terms through
+ * term.h.  The table is described in term_table.c and doc/internals.md.
+ */
+#ifndef TG_TERM_TABLE_H
+#define TG_TERM_TABLE_H
+
+#include "term.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+/* Free lists refilled with GC_generic_malloc_many, by size in 16-byte
+ * granules; the largest is a full chunk with its tail, which the miss path
+ * of intern_chunk takes from a free list without calling the collector. */
+#define TGT_CHUNK_GRANULES (((TGT_CHUNK + 2) * sizeof(void *) + 15) / 16)
+#define TGT_NFREE (TGT_CHUNK_GRANULES > 6 ? TGT_CHUNK_GRANULES : 6)
+
+struct tg_ctx {
+    struct bucket *tab;     /* malloc'd or mapped, not scanned; described by its header */
+    size_t nb;              /* copies of the current array's header, for the probes */
+    uintptr_t tagmask;
+    struct bucket *old_tab; /* during a rebuild: the previous array */
+    size_t count;
+    size_t limit;           /* grow past this many entries */
+    atomic_int busy;
+    int untagged;           /* a collection stripped the tags of this busy table */
+    unsigned long prunes;   /* bumped by each prune that removed entries */
+    size_t created, reclaimed;
+    size_t survivors;       /* entries left by the last prune */
+    int retaining;          /* the last prune found most entries alive */
+    unsigned long forced;   /* prunes + 1 when this context last forced a collection */
+    uint64_t next_lvar;     /* ids of runtime logic variables */
+    void *freelist[TGT_NFREE + 1];
+    tg_ctx *next;           /* registry of live contexts */
+};
+
+/* ---- buckets ------------------------------------------------------ */
+
+/* The table is an array of 64-byte buckets: a control word and 7 slots.
+ * The control word has one byte per slot, 0 when the slot is empty and
+ * 0x80 | the low 7 bits of its node's hash otherwise, and in its top
+ * byte the bucket's overflow record: in its low 4 bits, how many entries
+ * whose home is this bucket or an earlier one were placed beyond it
+ * because it was full (saturating: at 15 it stays 15), and in its high 4
+ * bits a filter of them, one bit set by each such entry, chosen by two
+ * bits of its hash (both counted again at each prune, see there).  A probe reads
+ * the home bucket's control word, finds the slots whose byte matches with
+ * a few word operations, and goes on to the next bucket only when its
+ * own filter bit is set.  Where in its bucket an entry lies changes no
+ * branch, so consecutive lookups overlap their cache misses; with
+ * linear probing over single slots, the end of each probe was a branch
+ * on the missed slot that the processor could not predict.
+ *
+ * A slot holds a node pointer with more hash bits in the bits a pointer
+ * leaves unused: 4 low bits (nodes are 16-byte aligned) and, on 64-bit
+ * systems, bits 47 to 63 (the user-space addresses of the usual 64-bit
+ * systems stay below 2^47; a context that meets a node above gives up
+ * the high bits, see tgT_narrow_busy).  Bits 0 and 1 hold how many buckets
+ * the entry lies beyond its home (3: three or more), bits 2 and 3 hash
+ * bits 7 and 8, bits 47 to 63 hash bits 9 to 25.  A byte match is
+ * confirmed on these before the node is read, so a probe dereferences
+ * nearly only the node it is looking for.  The home bucket comes from the high end of the hash
+ * (multiply-shift, any number of buckets), the byte and tags from its
+ * low end, so entries of one bucket almost never share them. */
+#define BSLOTS 7
+typedef struct bucket {
+    uint64_t ctrl;
+    uintptr_t s[BSLOTS];
+} bucket;
+
+#define CT_7F 0x7F7F7F7F7F7F7F7Full
+#define CT_ONES 0x0101010101010101ull
+#define CT_SLOTS 0x0080808080808080ull  /* the top bit of each slot's byte */
+#define CT_OVF_SHIFT 56
+#define CT_OVF_ONE ((uint64_t)1 << CT_OVF_SHIFT)
+#define CT_OVF_MAX 15u      /* the count's 4 bits */
+#define CT_OVF_COUNT ((uint64_t)CT_OVF_MAX << CT_OVF_SHIFT)
+#define CT_OVF_FILTER ((uint64_t)0xF << (CT_OVF_SHIFT + 4))
+
+/* The filter bit of hash h in an overflow byte: one of 4, by hash bits 0
+ * and 1, which say nothing of the home. */
+static inline uint64_t ct_filter(uint32_t h)
+{
+    return (uint64_t)1 << (CT_OVF_SHIFT + 4 + (h & 3));
+}
+
+static inline uint64_t ct_byte(uint32_t h)
+{
+    return 0x80 | (h & 0x7F);
+}
+/* The top bit of each slot byte of ctrl equal to the byte of `rep`
+ * (rep = ct_byte(h) * CT_ONES); exact, no carries between bytes. */
+static inline uint64_t ct_match(uint64_t ctrl, uint64_t rep)
+{
+    uint64_t x = ctrl ^ rep;
+    return ~(((x & CT_7F) + CT_7F) | x | CT_7F) & CT_SLOTS;
+}
+static inline unsigned ct_slot(uint64_t m)
+{
+    return (unsigned)__builtin_ctzll(m) >> 3;
+}
+
+#define TAG_LO ((uintptr_t)15)
+#define DISP ((uintptr_t)3)      /* the displacement bits */
+#if UINTPTR_MAX > 0xffffffffu
+#define TAG_HI_SHIFT 47
+#define TAG_HI (~(uintptr_t)0 << TAG_HI_SHIFT)
+#define TAG_WIDE 1
+#else
+#define TAG_HI ((uintptr_t)0)
+#define TAG_WIDE 0
+#endif
+
+/* The pointer tag of hash h at home (displacement 0).  Bits outside the
+ * tag mask are junk: a probe compares under the mask, and place() masks. */
+static inline uintptr_t ptag(uint32_t h)
+{
+#if TAG_WIDE
+    return (uintptr_t)h << (TAG_HI_SHIFT - 9) | (h >> 5 & 12);     /* bits 9..25 to 47..63 */
+#else
+    return h >> 5 & 12;
+#endif
+}
+/* The tag expected one bucket further on. */
+static inline uintptr_t ptag_next(uintptr_t pt)
+{
+    return pt + ((pt & DISP) != DISP);
+}
+
+/* Multiply-shift range reduction: any number of buckets, not only powers
+ * of 2, so the table can grow by less than 2x and stay dense. */
+static inline size_t home_in(uint32_t h, size_t nb)
+{
+    return (size_t)(((uint64_t)h * nb) >> 32);
+}
+
+/* Bucket arrays.  A 64-byte header before each array describes it (its
+ * tag mask and its number of buckets), so that the collector's hooks can
+ * untag and retag an array whatever state a rebuild has reached.  A large
+ * array is mapped directly, starting on a 2 MiB boundary, and asks for
+ * transparent huge pages: a random probe into a table of many megabytes
+ * then costs no TLB miss, and growing it takes a few page faults instead
+ * of one per 4 KiB (zeroing is the kernel's). */
+static inline uintptr_t tbl_tagmask(const bucket *a)
+{
+    return a[-1].s[0];
+}
+static inline size_t tbl_nb(const bucket *a)
+{
+    return a[-1].s[1];
+}
+
+/* Entering and leaving a table operation.  The signal fence keeps the
+ * compiler from moving table accesses across the flag; the collector
+ * reads the flag only after the thread has been stopped. */
+static inline void enter(tg_ctx *ctx)
+{
+    atomic_store_explicit(&ctx->busy, 1, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+}
+static inline void leave(tg_ctx *ctx)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    atomic_store_explicit(&ctx->busy, 0, memory_order_relaxed);
+}
+
+static inline size_t next_bucket(size_t i, size_t nb)
+{
+    return i + 1 == nb ? 0 : i + 1;
+}
+
+/* Put v, the untagged pointer to a node of hash h, in the first bucket
+ * from its home that has a free slot, counting it in the overflow count
+ * of each full bucket it passes.  The slot is stored before its control
+ * byte (see retag). */
+static inline void place(bucket *a, size_t nb, uintptr_t mask, uintptr_t v, uint32_t h)
+{
+    size_t i = home_in(h, nb);
+    v |= ptag(h) & mask;
+    for (;;) {
+        uint64_t c = a[i].ctrl, e = ~c & CT_SLOTS;
+        if (__builtin_expect(e != 0, 1)) {
+            unsigned j = ct_slot(e);
+            a[i].s[j] = v;
+            a[i].ctrl = c | ct_byte(h) << (8 * j);
+            return;
+        }
+        if ((c & CT_OVF_COUNT) != CT_OVF_COUNT)
+            c += CT_OVF_ONE;
+        a[i].ctrl = c | ct_filter(h);
+        v = ptag_next(v);
+        i = next_bucket(i, nb);
+    }
+}
+
+/* The collector kind of term nodes (term_table.c sets it up). */
+extern int tgT_term_kind;
+
+/* Grow the table by 3/2, or give up its high tag bits (both inside
+ * enter/leave); 0, or -1 when out of memory (the table is then as it
+ * was). */
+int tgT_grow(tg_ctx *ctx);
+int tgT_narrow_busy(tg_ctx *ctx);
+
+/* The table is at its load limit (called not busy): collect or grow.
+ * Returns -1 only when out of memory with the table full. */
+int tgT_make_room(tg_ctx *ctx);
+
+#endif
