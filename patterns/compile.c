@@ -4,6 +4,7 @@
  * surprise when it fires.
  */
 #include "compile.h"
+#include "cext.h"
 #include "arith.h"
 #include "error.h"
 
@@ -787,6 +788,28 @@ static const struct {
     {"app?", P_APP}, {"nil?", P_NIL},
 };
 
+/* (NAME ARG ...) of a C predicate (cext.c), n elements, negated when
+ * under not: its arguments evaluated, then the test. */
+static int cond_cpred(tgW_comp *c, tg_term *g, tg_term *h, size_t n, int neg)
+{
+    long p = tgX_pred_find(c->rs, h);
+    unsigned ar = tgX_pred_arity(c->rs, p);
+    if (n - 1 != ar) {
+        CERR_AT(c, g, "wrong arity: predicate %s takes %u argument%s, given %zu",
+                tg_symbol_name(h, NULL), ar, ar == 1 ? "" : "s", n - 1);
+        return -1;
+    }
+    for (size_t i = 1; i < n; i++)
+        if (expr(c, tg_nth(g, i), 0, 1) < 0)
+            return -1;
+    tgW_ins *ins = emit(c, &c->body, E_CPRED);
+    if (!ins)
+        return -1;
+    ins->a = (uint16_t)p, ins->c = (uint16_t)ar, ins->pad = (uint8_t)neg;
+    depth_add(c, -(int)ar);
+    return 0;
+}
+
 /* (num:< A B) and the other comparisons as a condition: holds when the
  * value is 1 (fails when 0, or, negated, when 1). */
 static int cond_builtin(tgW_comp *c, tg_term *g, int neg)
@@ -966,6 +989,8 @@ static int cond(tgW_comp *c, tg_term *g)
                 depth_add(c, -1);
                 return 0;
             }
+        if (h && tg_kind_of(h) == TG_SYMBOL && tgX_pred_find(c->rs, h) >= 0)
+            return cond_cpred(c, pg, h, n, neg);
     }
     if (h && tg_kind_of(h) == TG_SYMBOL && !tgW_op_find(c->rs, h))
         return goal(c, g, n);   /* a relation: checked when the load ends */

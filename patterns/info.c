@@ -94,16 +94,24 @@ static int has_backward(const tg_rules *rs, const tgW_rule *r)
 
 /* (rule NAME LHS => RHS [(tags ...)]), one per left side (a rule with
  * alternative left sides lists each); the backward direction of a <=>
- * rule is its forward entry, written with <=>. */
+ * rule is its forward entry, written with <=>.  A C node rewriter is
+ * (c-rewriter NAME OP [(tags ...)]), OP _ when it is for every op. */
 static tg_term *rule_form(lister *l, const tg_rules *rs, const tgW_rule *r)
 {
     tg_term *x[6];
     size_t n = 0;
-    x[n++] = sym(l, "rule");
-    x[n++] = r->name;
-    x[n++] = r->lhs;
-    x[n++] = sym(l, has_backward(rs, r) ? "<=>" : "=>");
-    x[n++] = r->rhs;
+    if (r->body && r->body[0].op == E_CEXT) {
+        /* a C node rewriter (cext.c): (c-rewriter NAME OP [(tags ...)]) */
+        x[n++] = sym(l, "c-rewriter");
+        x[n++] = r->name;
+        x[n++] = r->op->name;
+    } else {
+        x[n++] = sym(l, "rule");
+        x[n++] = r->name;
+        x[n++] = r->lhs;
+        x[n++] = sym(l, has_backward(rs, r) ? "<=>" : "=>");
+        x[n++] = r->rhs;
+    }
     if (r->tags && r->tags != tg_nil()) {
         tg_term *t[1] = {sym(l, "tags")};
         x[n++] = list(l, 1, t, r->tags);

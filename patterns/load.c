@@ -65,15 +65,28 @@ int tgW_index_build(tg_rules *rs, tgW_index *ix, tgW_rule *const *rules, uint32_
     tgW_rule **all = GC_MALLOC((n ? n : 1) * sizeof *all);
     if (!by || !all)
         return -1;
+    /* a rule for any op (TGW_ANYOP: a C rewriter) goes in every op's list */
+    size_t nany = 0;
     for (uint32_t i = 0; i < n; i++)
-        by[rules[i]->op->id].n++;
+        if (rules[i]->op->id == TGW_ANYOP)
+            nany++;
+        else
+            by[rules[i]->op->id].n++;
+    if (nany && rs->nops &&
+        !(all = GC_MALLOC((n + nany * rs->nops) * sizeof *all)))
+        return -1;
     tgW_rule **p = all;
     for (uint32_t o = 0; o < rs->nops; o++) {
         by[o].r = p;
-        p += by[o].n;
+        p += by[o].n + nany;
         by[o].n = 0;
     }
     for (uint32_t i = 0; i < n; i++) {
+        if (rules[i]->op->id == TGW_ANYOP) {
+            for (uint32_t o = 0; o < rs->nops; o++)
+                by[o].r[by[o].n++] = rules[i];
+            continue;
+        }
         struct tgW_byop *b = &by[rules[i]->op->id];
         b->r[b->n++] = rules[i];
     }
@@ -83,6 +96,11 @@ int tgW_index_build(tg_rules *rs, tgW_index *ix, tgW_rule *const *rules, uint32_
     ix->by = by;
     ix->nops = rs->nops;
     return 0;
+}
+
+int tgW_rule_add(tg_rules *rs, tgW_rule *r)
+{
+    return rules_push(rs, r);
 }
 
 /* The index of every forward rule, for tg_normalize. */
@@ -554,8 +572,11 @@ static int load_rule(loader *L, tg_term *form)
         size_t len;
         const char *s = tg_symbol_name(name, &len);
         const tgW_rule *o = tgW_map_get(&rs->rulemap, name);
-        lerr(L, form, "rule %.*s defined twice (first at %s:%d:%d)", (int)len, s,
-             o->file ? o->file : "?", o->line, o->col);
+        if (!o->line)   /* a C node rewriter (cext.c) */
+            lerr(L, form, "rule %.*s defined twice (first as a C node rewriter)", (int)len, s);
+        else
+            lerr(L, form, "rule %.*s defined twice (first at %s:%d:%d)", (int)len, s,
+                 o->file ? o->file : "?", o->line, o->col);
         return -1;
     }
     /* conditions: every (when ...) after the right side */
@@ -977,7 +998,7 @@ tg_term *tg_normalize(tg_rules *rs, tg_term *t, unsigned flags, tg_error *err)
         return tgE_nomem(err), NULL;
     rs->rewrites = rs->conditions = 0;
     rs->interrupt = 0;
-    tgW_run run = {&rs->all, (flags & TG_NF_MEMO) != 0, 0, 0, NULL, rs};
+    tgW_run run = {&rs->all, (flags & TG_NF_MEMO) != 0, 0, 0, NULL, rs, 0};
     if (rs->trace_on && rs->trace)
         run.hook = tgW_trace_hook;
     if (rs->prov)

@@ -22,6 +22,7 @@
 #include "arith.h"
 #include "relrw.h"
 #include "prov.h"
+#include "cext.h"
 #include "error.h"
 
 #include <gc/gc.h>
@@ -49,6 +50,7 @@ typedef struct tgW_machine {
     size_t fcap;
     tgW_memo memo;              /* calls to normal forms (memo on) */
     tgW_map done;               /* the input's nodes already normalized */
+    tg_term *stepped;           /* tgW_step: the term whose call is reduced */
 } tgW_machine;
 
 /* ---- growing arrays ------------------------------------------------- */
@@ -123,6 +125,18 @@ int tgW_map_put(tgW_map *m, void *key, void *val)
     m->kv[2 * i] = key;
     m->kv[2 * i + 1] = val;
     return 0;
+}
+
+void tgW_map_reserve(tgW_map *m, size_t n)
+{
+    if (m->n || 2 * n <= m->cap || n > ((size_t)1 << 40))
+        return;     /* only an empty map is sized at once */
+    size_t cap = 64;
+    while (cap < 2 * n)
+        cap *= 2;
+    void **kv = GC_MALLOC(2 * cap * sizeof *kv);
+    if (kv)
+        m->kv = kv, m->cap = cap;
 }
 
 void tgW_map_clear(tgW_map *m)
@@ -694,6 +708,71 @@ exec:
             if (pv && tgO_done(pv, fp - 1, result) < 0)
                 goto oom;
             goto ret;
+        case E_CEXT: {
+            /* the call as a term: known when stepping (the only call with
+             * rules is the stepped term) and with memo (its key) */
+            tg_term *call = run->step && M->stepped ? M->stepped
+                                                    : build(ctx, f->head, f->atom, f->n, M->vs + f->base);
+            tg_term *out = NULL;
+            if (!call)
+                goto oom;
+            int rc = tgX_rewrite(rs, i->a, f->rule, call, &out, err);
+            if (rc < 0)
+                goto fail;
+            if (!rc)
+                goto failed_rule;
+            R[0] = out;
+            M->vs[sp++] = out;
+            continue;
+        }
+        case E_CRET: {
+            /* a C rewriter's result: a call of an op with rules is reduced
+             * in this frame (its arguments taken as they are) */
+            tg_term *t = M->vs[sp - 1];
+            /* an assoc / comm op's call in canonical order (ac.c) */
+            if (tgT_ispair(t) && tgT_kind(t->e[0]) == TG_SYMBOL && !(t = tgW_ac_canon(rs, t)))
+                goto oom;
+            tgW_op *op = run->step || !tgT_ispair(t) || tgT_kind(t->e[0]) != TG_SYMBOL ||
+                                 tg_tail(t) != TGT_NIL
+                             ? NULL
+                             : tgW_op_find(rs, t->e[0]);
+            if (!op || !byop(bix, op->id)->n) {
+                result = t;
+                goto ret;
+            }
+            size_t base = f->base;
+            c = (uint32_t)(tg_length(t) - 1);
+            if (vs_reserve(M, base + c + 1 + 64) < 0)
+                goto oom;
+            tg_iter it = {t, 1};
+            for (uint32_t k = 0; k < c; k++)
+                M->vs[base + k] = tgT_iter_next(&it);
+            sp = base + c;
+            head = t->e[0], atom = 0, opid = op->id;
+            if (op->flags & (TGW_ASSOC | TGW_COMM))
+                CANON_CALL();
+            int opened;
+            int known = call_enter(rs, bix, memo, opid, head, atom, c, M->vs + base, &result, &opened, err);
+            if (known < 0)
+                goto fail;
+            if (known)
+                goto ret;
+            f->opened = opened;
+            f->n = c, f->head = head, f->atom = atom;
+            f->rules = call_rules(byop(bix, opid), M->vs + base, c, &f->nrules);
+            f->ri = 0;
+            goto try_rules;
+        }
+        case E_CPRED: {
+            sp -= i->c;
+            rs->conditions++;
+            int rc = tgX_pred_call(rs, i->a, M->vs + sp, i->c, err);
+            if (rc < 0)
+                goto fail;
+            if (rc == i->pad)
+                goto failed_rule;
+            continue;
+        }
         case E_NUM: {
             tg_term *v;
             int q = tgQ_apply(ctx, i->a, i->c, M->vs + sp - i->c, &v);
@@ -772,8 +851,21 @@ static tg_term *norm_atom(tg_rules *rs, const tgW_run *run, tg_term *t, size_t *
     return reduce(rs, run, id, t, 1, 0, sp, err);
 }
 
+/* The machine's stacks are the rule set's: a C function it calls may not
+ * run it again. */
+static int reentered(const tg_rules *rs, tg_error *err)
+{
+    if (!tgX_busy(rs))
+        return 0;
+    tgE_set(err, TG_ERR_ARG, NULL, 0, 0,
+            "a C rewriter or predicate may not rewrite with its own rule set");
+    return 1;
+}
+
 tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err)
 {
+    if (reentered(rs, err))
+        return NULL;
     tgW_machine *M = machine_get(rs);
     if (!M)
         return tgE_nomem(err), NULL;
@@ -794,6 +886,9 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
     }
     if (vs_reserve(M, 1024) < 0)
         return tgE_nomem(err), NULL;
+    /* sized once rather than grown (and rehashed) from empty on a large graph */
+    if (run->nodes > 1024)
+        tgW_map_reserve(&M->done, run->nodes);
     if (tgW_ac_any(rs) && !(t = tgW_ac_canon_deep(rs, t)))  /* flat first: see ac.c */
         return tgE_nomem(err), NULL;
 
@@ -890,14 +985,20 @@ oom:
 
 tg_term *tgW_step(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err)
 {
+    if (reentered(rs, err))
+        return NULL;
     tgW_machine *M = machine_get(rs);
     if (!M)
         return tgE_nomem(err), NULL;
     tgW_run one = *run;
     one.step = 1;
     size_t sp = 0;
-    if (!tgT_ispair(t))
-        return norm_atom(rs, &one, t, &sp, err);
+    if (!tgT_ispair(t)) {
+        M->stepped = t;     /* a nullary op's call is its symbol */
+        tg_term *r = norm_atom(rs, &one, t, &sp, err);
+        M->stepped = NULL;
+        return r;
+    }
     tg_term *h = t->e[0];
     size_t n = tg_length(t);
     if (tgT_kind(h) != TG_SYMBOL || tg_tail(t) != TGT_NIL)
@@ -912,14 +1013,20 @@ tg_term *tgW_step(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err)
     tg_elements(t, M->vs, n);
     sp = n;
     uint32_t na = (uint32_t)(n - 1);
+    /* a C rewriter gets t itself as the call, unless its arguments are
+     * put in another order here */
+    M->stepped = t;
     if (rs->ops[id]->flags & (TGW_ASSOC | TGW_COMM)) {
         long nc = canon_top(rs, M, id, h, sp, na);
         if (nc < 0)
             return tgE_nomem(err), NULL;
         sp = sp - na + (size_t)nc;
         na = (uint32_t)nc;
+        M->stepped = NULL;
     }
-    return reduce(rs, &one, id, h, 0, na, &sp, err);
+    tg_term *r = reduce(rs, &one, id, h, 0, na, &sp, err);
+    M->stepped = NULL;
+    return r;
 }
 
 /* Right sides are nested at most as deep as compiling allows, so this

@@ -271,42 +271,63 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* Distinct compound nodes of t (a DAG). */
+/* Distinct compound nodes of t (a DAG).  Every node it meets is
+ * reachable from t, which the caller holds, so the set and the stack are
+ * plain malloc memory the collector need not scan (profiles count large
+ * graphs several times per rewrite: this is on their path). */
 size_t tgW_count_nodes(tg_ctx *ctx, tg_term *t)
 {
     (void)ctx;
-    tgW_map seen = {0};
-    tg_term **st = NULL;
-    size_t n = 0, cap = 0, count = 0;
     if (!tgT_ispair(t))
         return 0;
-#define PUSH(x)                                                                 \
-    do {                                                                        \
-        if (n == cap) {                                                         \
-            size_t nc = cap ? 2 * cap : 256;                                    \
-            tg_term **ns = GC_MALLOC(nc * sizeof *ns);                          \
-            if (!ns)                                                            \
-                return count;                                                   \
-            if (n)                                                              \
-                memcpy(ns, st, n * sizeof *ns);                                 \
-            st = ns, cap = nc;                                                  \
-        }                                                                       \
-        st[n++] = (x);                                                          \
-    } while (0)
-    PUSH(t);
-    tgW_map_put(&seen, t, t);
+    size_t cap = 1024, used = 0, n = 0, scap = 256, count = 0;
+    const tg_term **set = calloc(cap, sizeof *set);
+    const tg_term **st = malloc(scap * sizeof *st);
+    if (!set || !st)
+        goto out;
+    st[n++] = t;
+    set[(uintptr_t)t * 0x9E3779B97F4A7C15ull >> 40 & (cap - 1)] = t;
+    used = 1;
     while (n) {
-        tg_term *x = st[--n];
+        const tg_term *x = st[--n];
         count++;
         tg_iter it = {x, 0};
-        for (tg_term *e; (e = tgT_iter_next(&it));)
-            if (tgT_ispair(e) && !tgW_map_get(&seen, e)) {
-                if (tgW_map_put(&seen, e, e) < 0)
-                    return count;
-                PUSH(e);
+        for (tg_term *e; (e = tgT_iter_next(&it));) {
+            if (!tgT_ispair(e))
+                continue;
+            if (2 * (used + 1) > cap) {     /* grow the set */
+                const tg_term **ns = calloc(2 * cap, sizeof *ns);
+                if (!ns)
+                    goto out;
+                for (size_t i = 0; i < cap; i++)
+                    if (set[i]) {
+                        size_t j = (uintptr_t)set[i] * 0x9E3779B97F4A7C15ull >> 40 & (2 * cap - 1);
+                        while (ns[j])
+                            j = (j + 1) & (2 * cap - 1);
+                        ns[j] = set[i];
+                    }
+                free(set);
+                set = ns, cap *= 2;
             }
+            size_t j = (uintptr_t)e * 0x9E3779B97F4A7C15ull >> 40 & (cap - 1);
+            while (set[j] && set[j] != e)
+                j = (j + 1) & (cap - 1);
+            if (set[j])
+                continue;
+            set[j] = e;
+            used++;
+            if (n == scap) {
+                const tg_term **ns = realloc(st, 2 * scap * sizeof *ns);
+                if (!ns)
+                    goto out;
+                st = ns, scap *= 2;
+            }
+            st[n++] = e;
+        }
     }
-#undef PUSH
+out:
+    free(set);
+    free(st);
     return count;
 }
 
@@ -385,7 +406,7 @@ static tg_term *step(runner *u, const tgW_plan *p, const tgW_run *run, tg_term *
 static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
 {
     tg_rules *rs = u->rs;
-    tgW_run run = {&p->ix, 0, 1, 0, NULL, NULL};
+    tgW_run run = {&p->ix, 0, 1, 0, NULL, NULL, 0};
     int in_first = p->kind == TGW_WALK_IN;
     tgO_prov *pv = rs->prov;
     uint32_t root = pv ? tgO_pass(pv) : 0;
@@ -398,6 +419,7 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
         tg_iter it;
         size_t vb;
         uint32_t pos;       /* provenance: its position id */
+        int changed;    /* an element was rewritten: the node is built again */
     } wf;
     wf *st = NULL;
     size_t n = 0, cap = 0;
@@ -426,7 +448,7 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
     if (!in_first && (!(start = step(u, p, &run, t)) || start != t))
         return start;   /* rewritten at the root: not walked again */
     GROW(st, n, cap, 1);
-    st[n].t = start, st[n].it.node = start, st[n].it.i = 0, st[n].vb = nv;
+    st[n].t = start, st[n].it.node = start, st[n].it.i = 0, st[n].vb = nv, st[n].changed = 0;
     st[n].pos = root;
     n++;
     while (n) {
@@ -446,6 +468,7 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
                     w = &st[n - 1];
                     st[n].t = x, st[n].it.node = x, st[n].it.i = 0, st[n].vb = nv;
                     st[n].pos = pos;
+                    st[n].changed = 0;
                     n++;
                     continue;
                 }
@@ -455,11 +478,14 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
             }
             GROW(vals, nv, capv, 1);
             vals[nv++] = v ? v : x;
+            w->changed |= v && v != x;
             continue;
         }
         tg_term *tail = (tg_term *)w->it.node;
         size_t cnt = nv - w->vb;
-        tg_term *node = tg_list(rs->ctx, cnt, vals + w->vb, tail == TGT_NIL ? NULL : tail);
+        /* unchanged elements: the node itself (what building it would find) */
+        tg_term *node = !w->changed ? w->t
+                                    : tg_list(rs->ctx, cnt, vals + w->vb, tail == TGT_NIL ? NULL : tail);
         if (!node || (ac && !(node = tgW_ac_canon(rs, node))))  /* its elements may have changed */
             goto oom;
         if (pv)
@@ -479,6 +505,7 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
             goto oom;
         GROW(vals, nv, capv, 1);
         vals[nv++] = node;
+        st[n - 1].changed |= node != orig;
     }
 #undef GROW
 out:
@@ -493,7 +520,7 @@ static tg_term *equilibrium(runner *u, const tgW_plan *p, tg_term *t, size_t nod
     tg_rules *rs = u->rs;
     double ratio = p->rw ? p->rw->max_use_ratio : 0;
     unsigned long long limit = ratio > 0 ? (unsigned long long)(ratio * (double)(nodes ? nodes : 1)) + 1 : 0;
-    tgW_run run = {&p->ix, 1, 0, limit, rs->hook, rs->hook_ud};
+    tgW_run run = {&p->ix, 1, 0, limit, rs->hook, rs->hook_ud, nodes};
     tgW_map seen = {0}, relmemo = {0};
     for (unsigned pass = 0; pass < MAX_PASSES; pass++) {
         if (u->prof)

@@ -25,6 +25,10 @@ enum {
     TGW_VARIADIC = 4    /* amax is unbounded */
 };
 
+/* The id of the op of a rule that applies to every op (a C node
+ * rewriter registered for any op). */
+#define TGW_ANYOP UINT32_MAX
+
 typedef struct tgW_op {
     tg_term *name;      /* a symbol */
     uint32_t id;
@@ -89,7 +93,10 @@ enum {
     E_NUM,          /* pop c numbers, push built-in a of them (arith.h), or with
                      * pad set put it in R[d]; the rule fails when it declines */
     E_NORM,         /* the top, a variable's absorbed arguments: if (K[b] ...), reduced (op id a) */
-    E_CALLAC        /* E_CALL of an assoc / comm op: the args put in canonical order first */
+    E_CALLAC,       /* E_CALL of an assoc / comm op: the args put in canonical order first */
+    E_CEXT,         /* C node rewriter a on the call (cext.h) */
+    E_CRET,         /* the top is a C rewriter's result (cext.h) */
+    E_CPRED         /* pop c; the rule fails unless C predicate a holds (negated: pad) */
 };
 
 enum {  /* built-in predicates of E_PRED */
@@ -155,6 +162,8 @@ void *tgW_grow(void *arr, size_t n, size_t *cap, size_t need, size_t size);
 void *tgW_map_get(const tgW_map *m, const void *key);
 int tgW_map_put(tgW_map *m, void *key, void *val);
 void tgW_map_clear(tgW_map *m);
+/* Room for n entries without growing (a hint: nothing when out of memory). */
+void tgW_map_reserve(tgW_map *m, size_t n);
 
 struct tg_rules {
     tg_ctx *ctx;
@@ -187,10 +196,13 @@ struct tg_rules {
     unsigned long long max_steps;   /* 0: no limit */
     volatile int interrupt;
     struct tgW_acs *acs;        /* matching modulo assoc / comm: scratch (ac.c) */
+    struct tgX_ext *ext;        /* C rewriters and predicates (cext.c) */
 };
 
 tgW_op *tgW_op_find(const tg_rules *rs, const tg_term *name);
 int tgW_index_build(tg_rules *rs, tgW_index *ix, tgW_rule *const *rules, uint32_t n);
+/* Add a compiled rule to rs (its name goes to the rule map). */
+int tgW_rule_add(tg_rules *rs, tgW_rule *r);
 
 /* How a run of the machine goes. */
 typedef struct tgW_run {
@@ -201,6 +213,7 @@ typedef struct tgW_run {
     /* called at each firing with the redex and the rule's registers */
     int (*hook)(void *ud, tgW_rule *r, tg_term *before, tg_term *const *R);
     void *hook_ud;
+    size_t nodes;           /* the term's node count when known (0: not), to size the maps */
 } tgW_run;
 
 /* Normal form of t under run->ix (innermost); NULL with err filled. */

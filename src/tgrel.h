@@ -376,6 +376,35 @@ int tg_rules_print_why(tg_rules *rs, tg_term *t, FILE *out, tg_error *err);
 void tg_rules_counts(const tg_rules *rs, unsigned long long *rewrites,
                      unsigned long long *conditions);
 
+/* A node rewriter written in C (PyTensor's node_rewriter): given a node,
+ * an application of the op it tracks, return its replacement, or NULL
+ * (or node itself) for no change.  Filling err (tg_error_set) stops the
+ * rewrite with an error naming the rewriter and the node.  It may build
+ * terms in ctx, but must not rewrite, load or register with the rule set
+ * that calls it (such calls fail). */
+typedef tg_term *(*tg_node_rewriter_fn)(tg_ctx *ctx, tg_term *node, void *ud, tg_error *err);
+/* Register fn as the node rewriter `name` of the rule set: a rule of that
+ * name for rewriters, queries, profiles and traces.  op names the
+ * declared op whose nodes it gets (NULL: every declared op); tags (NULL
+ * or white-space separated symbols) are its tags for queries.
+ * Registering a name again replaces the function (same op only).  0, or
+ * -1 with err filled (NULL argument, unknown op, name of a rule or
+ * rewriter). */
+int tg_rules_def_rewriter(tg_rules *rs, const char *name, const char *op, const char *tags,
+                          tg_node_rewriter_fn fn, void *ud, tg_error *err);
+/* A condition written in C, for (when (NAME ARG ...)) and (when (not
+ * (NAME ARG ...))) in rules: 1 when it holds for the arguments (normal
+ * forms), 0 when not, -1 (or err filled) to stop the rewrite with an
+ * error naming it. */
+typedef int (*tg_predicate_fn)(tg_ctx *ctx, tg_term *const *args, unsigned nargs, void *ud,
+                               tg_error *err);
+/* Register fn as predicate `name` of arity arguments.  Rules using it
+ * must be loaded after (before, the name is an unknown condition).
+ * Registering a name again replaces the function (same arity only).  0,
+ * or -1 with err filled. */
+int tg_rules_def_predicate(tg_rules *rs, const char *name, unsigned arity, tg_predicate_fn fn,
+                           void *ud, tg_error *err);
+
 /* ---- tensor functions (kernels) ----------------------------------- */
 
 /* Element types of arrays. */

@@ -31,5 +31,21 @@ answer 2: ((1 2) (3))
 answer 3: ((1 2 3) ())
 3 answers"
 
+ex mul_div_cancel "input:   (true_div (mul (add y z) x) (add y z))
+result:  x
+profile: (profile canonicalize-c (passes 2) (nodes 3 0 3) (rewrites 1) (conditions 0) (rules (mul-div-cancel-c 1 0)) (never-fired))
+result:  x
+profile: (profile canonicalize-rule (passes 2) (nodes 3 0 3) (rewrites 1) (conditions 0) (rules (mul-div-cancel 1 0)) (never-fired))
+input:   (true_div (mul y x) y)
+result:  x
+profile: (profile canonicalize-c (passes 2) (nodes 2 0 2) (rewrites 1) (conditions 0) (rules (mul-div-cancel-c 1 0)) (never-fired))
+result:  x
+profile: (profile canonicalize-rule (passes 2) (nodes 2 0 2) (rewrites 1) (conditions 0) (rules (mul-div-cancel 1 0)) (never-fired))
+input:   (true_div (mul x y) z)
+result:  (true_div (mul x y) z)
+profile: (profile canonicalize-c (passes 1) (nodes 2 2 2) (rewrites 0) (conditions 0) (rules) (never-fired mul-div-cancel-c))
+result:  (true_div (mul x y) z)
+profile: (profile canonicalize-rule (passes 1) (nodes 2 2 2) (rewrites 0) (conditions 0) (rules) (never-fired mul-div-cancel))"
+
 echo "1..$n"
 [ $failed = 0 ]
