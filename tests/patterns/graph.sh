@@ -46,6 +46,6 @@ check 7 "its rules are in the database" \
     test "$(echo "$out" | grep -c '"rules":62.*"same_as_rule_db":true')" -eq 2
 out=$("$GRAPH" --nodes 3000 --merge-nodes 1000 --reps 1 --rules "$extra" --with no-such-rule 2>&1)
 check 8 "an unknown name is an error naming it" \
-    sh -c 'echo "$1" | grep -q "unknown rule or rewriter no-such-rule"' x "$out"
+    sh -c 'echo "$1" | grep -q "unknown rule, rewriter or relation no-such-rule"' x "$out"
 [ $failed -eq 0 ] || echo "$out" | sed 's/^/# /'
 exit $failed
