@@ -608,17 +608,22 @@ exec:
             sp = base + c;
             head = K[i->b], atom = i->pad, opid = i->a;
             f->rule->built++;
-            int opened;
             if (pv && tgO_done_call(pv, ctx, fp - 1, head, atom, c, M->vs + base) < 0)
                 goto oom;
-            int known = call_enter(rs, bix, memo, opid, head, atom, c, M->vs + base, &result, &opened, err);
+        }
+        tail_call: {
+            /* the frame becomes the call of head (opid, atom) on its c
+             * arguments, at its base: E_CALLT and a C rewriter's result */
+            int opened;
+            tg_term **args = M->vs + f->base;
+            int known = call_enter(rs, bix, memo, opid, head, atom, c, args, &result, &opened, err);
             if (known < 0)
                 goto fail;
             if (known)
                 goto ret;
             f->opened = opened;
             f->n = c, f->head = head, f->atom = atom;
-            f->rules = call_rules(byop(bix, opid), M->vs + base, c, &f->nrules);
+            f->rules = call_rules(byop(bix, opid), args, c, &f->nrules);
             f->ri = 0;
             goto try_rules;
         }
@@ -751,17 +756,7 @@ exec:
             head = t->e[0], atom = 0, opid = op->id;
             if (op->flags & (TGW_ASSOC | TGW_COMM))
                 CANON_CALL();
-            int opened;
-            int known = call_enter(rs, bix, memo, opid, head, atom, c, M->vs + base, &result, &opened, err);
-            if (known < 0)
-                goto fail;
-            if (known)
-                goto ret;
-            f->opened = opened;
-            f->n = c, f->head = head, f->atom = atom;
-            f->rules = call_rules(byop(bix, opid), M->vs + base, c, &f->nrules);
-            f->ri = 0;
-            goto try_rules;
+            goto tail_call;
         }
         case E_CPRED: {
             sp -= i->c;

@@ -4,19 +4,9 @@
  * the schedule term, with results identical to unfused evaluation; terms
  * a million deep. */
 #include "kt.h"
+#include "tgtest.h"
 
 static tg_ctx *ctx;
-
-static char *show(const tg_term *t)
-{
-    static char buf[4][4096];
-    static int k;
-    char *p = t ? tg_print(t, NULL) : NULL;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s", p ? p : "(null)");
-    free(p);
-    return buf[k];
-}
 
 /* The error message of compiling outs over ins ("" when it compiles). */
 static const char *compile_error(const char *ins, const char *outs)
@@ -310,7 +300,7 @@ static void test_schedule(void)
     const char *expr = "(add (mul (exp (input x float64 (n))) (input y float64 (n)))"
                        " (true_div (sin (input z float64 (n))) (add 1 (mul (input x float64 (n)) (input x float64 (n))))))";
     tg_fn *fn = kt_compile(ctx, ins, expr, NULL, kt_path, &err);
-    const char *s = show(tg_fn_schedule(fn));
+    const char *s = tap_show(tg_fn_schedule(fn));
     TAP_EQ_INT(count_in(s, "(loop"), 1, "exp(x)*y + sin(z)/(1+x*x) is one loop");
     TAP_EQ_INT(count_in(s, "(slot "), 0, "and needs no intermediate buffer");
     TAP_EQ_STR(s,
@@ -324,7 +314,7 @@ static void test_schedule(void)
      * reduction a second loop reuses ... */
     fn = kt_compile(ctx, "(input x float64 (n))",
                     "(mul (exp (input x float64 (n))) (sum (mul (input x float64 (n)) 2)))", NULL, kt_path, &err);
-    s = show(tg_fn_schedule(fn));
+    s = tap_show(tg_fn_schedule(fn));
     TAP_EQ_INT(count_in(s, "(loop"), 2, "a reduction between elementwise work: two loops");
     TAP_EQ_INT(count_in(s, "(reduce"), 1, "and one reduction");
     tg_fn_free(fn);
@@ -347,7 +337,7 @@ static void test_buffers(void)
     const char *expr = "(neg (dot (sin (dot (exp (input x float64 (n n))) (exp (input x float64 (n n)))))"
                        " (sin (dot (exp (input x float64 (n n))) (exp (input x float64 (n n)))))))";
     tg_fn *fn = kt_compile(ctx, ins, expr, NULL, kt_path, &err);
-    const char *s = show(tg_fn_schedule(fn));
+    const char *s = tap_show(tg_fn_schedule(fn));
     int sl[8];
     int ns = slots_of(s, sl, 8);
     if (ns != 4)
@@ -395,8 +385,8 @@ static void test_buffers(void)
     unsigned char donate[2] = {0, 1}, keep[2] = {1, 1};
     tg_fn *f1 = kt_compile(ctx, i2, e2, donate, kt_path, &err);
     tg_fn *f2 = kt_compile(ctx, i2, e2, keep, kt_path, &err);
-    TAP_CHECK(strstr(show(tg_fn_schedule(f1)), "(inplace x)") != NULL, "a donated input is planned for in-place");
-    TAP_CHECK(strstr(show(tg_fn_schedule(f2)), "inplace") == NULL, "a kept input is not");
+    TAP_CHECK(strstr(tap_show(tg_fn_schedule(f1)), "(inplace x)") != NULL, "a donated input is planned for in-place");
+    TAP_CHECK(strstr(tap_show(tg_fn_schedule(f2)), "inplace") == NULL, "a kept input is not");
     double x1[9], x2[9], y[9], r1[9], r2[9];
     for (int i = 0; i < 9; i++)
         x1[i] = x2[i] = 0.3 * i - 1, y[i] = 1 - 0.2 * i;
@@ -501,7 +491,7 @@ static void test_gemm(void)
     const char *exprs[3] = {e1, e2, e3};
     for (int q = 0; q < 3; q++) {
         tg_fn *fn = kt_compile(ctx, ins, exprs[q], NULL, kt_path, &err);
-        const char *sched = fn ? show(tg_fn_schedule(fn)) : err.message;
+        const char *sched = fn ? tap_show(tg_fn_schedule(fn)) : err.message;
         if (q < 2)
             TAP_CHECK(strstr(sched, "(gemm") && !strstr(sched, "(loop") && !strstr(sched, "(dot"),
                       "%s is one GEMM step", q ? "bias + dot(A,B)" : "2*dot(A,B) + s*C");
@@ -648,7 +638,7 @@ static void test_deep(void)
     int ok = fn && tg_fn_call(fn, &in, &out, &err) == 0;
     TAP_CHECK(ok && ov[0] == 1.5 && ov[1] == -2 && ov[2] == 0 && !signbit(ov[2]), "and run it");
     tg_term *s = fn ? tg_fn_schedule(fn) : NULL;
-    TAP_CHECK(s && tg_length(s) == 5 && strncmp(show(tg_nth(s, 2)), "(loop", 5) == 0, "its schedule is one loop");
+    TAP_CHECK(s && tg_length(s) == 5 && strncmp(tap_show(tg_nth(s, 2)), "(loop", 5) == 0, "its schedule is one loop");
     tg_fn_free(fn);
 }
 

@@ -4,17 +4,7 @@
  * column. */
 #include "harness.h"
 #include "tgrel.h"
-
-static char *show(const tg_term *t)
-{
-    static char buf[4][512];
-    static int k;
-    char *p = t ? tg_print(t, NULL) : NULL;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s", p ? p : "(null)");
-    free(p);
-    return buf[k];
-}
+#include "tgtest.h"
 
 static tg_term *rd(tg_ctx *ctx, const char *s)
 {
@@ -46,13 +36,13 @@ static void test_canonical(tg_ctx *ctx, tg_rules *rs)
     TAP_CHECK(ab && nf(rs, rd(ctx, "(add b a)"), TG_NF_MEMO) == ab, "and with memo");
     TAP_CHECK(ab != nf(rs, rd(ctx, "(add a b b)"), 0), "(add a b b) is another term");
     tg_term *in = nf(rs, rd(ctx, "(f (mul (add c b) a))"), 0);
-    TAP_EQ_STR(show(in), "(f (mul a (add b c)))", "inside other terms");
+    TAP_EQ_STR(tap_show(in), "(f (mul a (add b c)))", "inside other terms");
     TAP_CHECK(in == nf(rs, rd(ctx, "(f (mul a (add (add c) b)))"), 0), "one pointer inside too");
     /* a trace shows the redex and the instantiated right side canonical,
      * an absorbed group as the application it stands for */
     FILE *tr = tmpfile();
     tg_rules_set_trace(rs, tr, 1);
-    TAP_EQ_STR(show(nf(rs, rd(ctx, "(add c 0 b)"), 0)), "(add b c)", "add-zero absorbs (add b c)");
+    TAP_EQ_STR(tap_show(nf(rs, rd(ctx, "(add c 0 b)"), 0)), "(add b c)", "add-zero absorbs (add b c)");
     tg_rules_set_trace(rs, NULL, 0);
     char line[200] = "";
     rewind(tr);
@@ -62,7 +52,7 @@ static void test_canonical(tg_ctx *ctx, tg_rules *rs)
     TAP_EQ_STR(line, "add-zero: (add 0 b c) => (add b c)\n", "the trace line");
     /* a walk rebuilds nodes in canonical form */
     tg_error err;
-    TAP_EQ_STR(show(tg_rewrite(rs, rd(ctx, "once"), rd(ctx, "(f (add c (neg (neg b)) a))"), &err)),
+    TAP_EQ_STR(tap_show(tg_rewrite(rs, rd(ctx, "once"), rd(ctx, "(f (add c (neg (neg b)) a))"), &err)),
                "(f (add a b c))", "a walk's rebuilt node is sorted");
 }
 
@@ -119,7 +109,7 @@ static void test_wide(tg_ctx *ctx, tg_rules *rs)
         if (i != 500)
             ok = tg_int_get(tg_iter_next(&it), &v) == 0 && v == i;
     }
-    TAP_CHECK(ok, "cancelling in 10^5 arguments: (add 1 ... 99999) without 500 (%s...)", show(tg_car(r)));
+    TAP_CHECK(ok, "cancelling in 10^5 arguments: (add 1 ... 99999) without 500 (%s...)", tap_show(tg_car(r)));
 }
 
 static void test_deep(tg_ctx *ctx, tg_rules *rs)
@@ -146,7 +136,7 @@ static void test_deep(tg_ctx *ctx, tg_rules *rs)
     tg_term *v = tg_symbol_cstr(ctx, "q");
     for (long i = 0; i < n; i++)
         v = tg_app(ctx, neg, 1, (tg_term *[]){tg_app(ctx, add, 2, (tg_term *[]){v, a})});
-    TAP_EQ_STR(show(nf(rs, v, 0)), "(dneg (add a q))", "10^5 nested AC matches");
+    TAP_EQ_STR(tap_show(nf(rs, v, 0)), "(dneg (add a q))", "10^5 nested AC matches");
 }
 
 static void test_errors(tg_ctx *ctx, tg_rules *rs)
@@ -172,7 +162,7 @@ static void test_errors(tg_ctx *ctx, tg_rules *rs)
                "blow.rules:2:3: matching rule blow-up modulo assoc / comm tried more than 1000000 "
                "alternatives: stopped",
                "the bound's error names the rule");
-    TAP_EQ_STR(show(nf(rs, rd(ctx, "(blow (add 7 5 5))"), 0)), "7",
+    TAP_EQ_STR(tap_show(nf(rs, rd(ctx, "(blow (add 7 5 5))"), 0)), "7",
                "the bound is per match: the next one goes on");
 }
 

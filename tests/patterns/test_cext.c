@@ -6,23 +6,7 @@
  * conditions, and the registration errors. */
 #include "harness.h"
 #include "tgrel.h"
-
-static char *show(const tg_term *t)
-{
-    static char buf[4][1024];
-    static int k;
-    char *p = t ? tg_print(t, NULL) : NULL;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s", p ? p : "(null)");
-    free(p);
-    return buf[k];
-}
-
-static const char *msg(const tg_error *err)
-{
-    static char buf[1200];
-    return tg_error_format(err, buf, sizeof buf);
-}
+#include "tgtest.h"
 
 static tg_ctx *ctx;
 
@@ -177,7 +161,7 @@ static void mul_div(tg_ctx *c)
                      "(sequence seq-c (1 mul-div-cancel-c) (2 canon-r))\n";
     TAP_EQ_INT(load(rs, db, &err), 0, "a database naming it");
     if (err.code)
-        TAP_DIAG("%s", msg(&err));
+        TAP_DIAG("%s", tap_msg(&err));
     static const char *const cases[][2] = {
         {"(true_div (mul x y) y)", "x"},
         {"(true_div (mul y x) y)", "x"},
@@ -190,12 +174,12 @@ static void mul_div(tg_ctx *c)
         tg_term *want = rd(cases[i][1]);
         tg_term *rc = rewrite(rs, "canon-c", cases[i][0], &err);
         char pc[600];
-        snprintf(pc, sizeof pc, "%s", show(tg_rules_profile(rs)));
+        snprintf(pc, sizeof pc, "%s", tap_show(tg_rules_profile(rs)));
         tg_term *rr = rewrite(rs, "canon-r", cases[i][0], &err);
         char pr[600];
-        snprintf(pr, sizeof pr, "%s", show(tg_rules_profile(rs)));
-        TAP_CHECK(rc == want, "C rewriter: %s -> %s (%s)", cases[i][0], show(rc), cases[i][1]);
-        TAP_CHECK(rr == want, "rule: %s -> %s", cases[i][0], show(rr));
+        snprintf(pr, sizeof pr, "%s", tap_show(tg_rules_profile(rs)));
+        TAP_CHECK(rc == want, "C rewriter: %s -> %s (%s)", cases[i][0], tap_show(rc), cases[i][1]);
+        TAP_CHECK(rr == want, "rule: %s -> %s", cases[i][0], tap_show(rr));
         /* the profiles differ only in the names */
         char *p = strstr(pc, "mul-div-cancel-c");
         if (p)
@@ -208,7 +192,7 @@ static void mul_div(tg_ctx *c)
     /* the example: merged by hash-consing, one rewrite */
     TAP_CHECK(rewrite(rs, "canon-c", "(true_div (mul (add y z) x) (add y z))", &err) == rd("x"),
               "(add y z) is one node: no merge step");
-    TAP_EQ_STR(show(tg_rules_profile(rs)),
+    TAP_EQ_STR(tap_show(tg_rules_profile(rs)),
                "(profile canon-c (passes 2) (nodes 3 0 3) (rewrites 1) (conditions 0) "
                "(rules (mul-div-cancel-c 1 0)) (never-fired))",
                "golden profile of the C rewriter");
@@ -279,7 +263,7 @@ static void results(tg_ctx *c)
     TAP_EQ_INT(load(rs, db, &err), 0, "db");
     TAP_CHECK(rewrite(rs, "canon", "(exp (sub fresh1 fresh1))", &err) == rd("(exp 0)"),
               "(sub a a) -> (add a (neg a)) -> 0");
-    TAP_EQ_STR(show(tg_rules_profile(rs)),
+    TAP_EQ_STR(tap_show(tg_rules_profile(rs)),
                "(profile canon (passes 2) (nodes 2 1 2) (rewrites 2) (conditions 0) "
                "(rules (sub-to-add 1 2) (add-neg 1 0)) (never-fired))",
                "two nodes created, and the result's root reduced in the same pass");
@@ -314,9 +298,9 @@ static void results(tg_ctx *c)
 
     /* listed apart from the rules */
     tg_term *l = tg_rules_list(rs, TG_LIST_RULES, &err);
-    TAP_EQ_STR(show(tg_nth(l, 0)), "(c-rewriter sub-to-add sub)", "listed as a C rewriter");
-    TAP_EQ_STR(show(tg_nth(l, 3)), "(rule add-neg (add ?x (neg ?x)) => 0)", "next to the rules");
-    TAP_EQ_STR(show(tg_nth(l, 4)), "(c-rewriter f-to-g _)", "for any op");
+    TAP_EQ_STR(tap_show(tg_nth(l, 0)), "(c-rewriter sub-to-add sub)", "listed as a C rewriter");
+    TAP_EQ_STR(tap_show(tg_nth(l, 3)), "(rule add-neg (add ?x (neg ?x)) => 0)", "next to the rules");
+    TAP_EQ_STR(tap_show(tg_nth(l, 4)), "(c-rewriter f-to-g _)", "for any op");
 
     /* rewriting from a callback with the same rule set is refused */
     TAP_EQ_INT(tg_rules_def_rewriter(rs, "reenter", "k", NULL, reentering, rs, &err), 0, "reenter");
@@ -347,7 +331,7 @@ static void predicates(tg_ctx *c)
     TAP_EQ_INT(load(rs, ops, &err), 0, "ops");
     const char *uses = "(rule small-exp (exp ?x) => 1 (when (small? ?x)))";
     TAP_EQ_INT(load(rs, uses, &err), -1, "a predicate not registered yet");
-    TAP_EQ_STR(msg(&err),
+    TAP_EQ_STR(tap_msg(&err),
                "cext.rules:1:37: unknown condition or relation small? (define it with defrel) in (small? ?x)",
                "is an unknown condition at its position");
     TAP_EQ_INT(tg_rules_def_predicate(rs, "small?", 1, small_p, (void *)(intptr_t)10, &err), 0,
@@ -360,11 +344,11 @@ static void predicates(tg_ctx *c)
                      "(equilibrium canon small-exp big-neg add-same sub-computed)\n";
     TAP_EQ_INT(load(rs, db, &err), 0, "then rules load");
     if (err.code)
-        TAP_DIAG("%s", msg(&err));
+        TAP_DIAG("%s", tap_msg(&err));
     TAP_CHECK(rewrite(rs, "canon", "(f (exp 3))", &err) == rd("(f 1)"), "(when (small? ?x)) holds");
     TAP_CHECK(rewrite(rs, "canon", "(f (exp 30))", &err) == rd("(f (exp 30))"), "and fails");
     TAP_CHECK(rewrite(rs, "canon", "(f (neg 30) (neg 3))", &err) == rd("(f 0 (neg 3))"), "under not");
-    TAP_EQ_STR(show(tg_rules_profile(rs)),
+    TAP_EQ_STR(tap_show(tg_rules_profile(rs)),
                "(profile canon (passes 2) (nodes 3 2 3) (rewrites 1) (conditions 3) "
                "(rules (big-neg 1 0)) (never-fired small-exp add-same sub-computed))",
                "C predicate tests count as conditions (one each pass for (neg 3))");
@@ -382,7 +366,7 @@ static void predicates(tg_ctx *c)
                "tg_rules_def_predicate: small? was registered with arity 1 (rules may use it), not 2",
                "its message");
     TAP_EQ_INT(load(rs, "(rule r2 (exp ?x) => 2 (when (same-head? ?x)))", &err), -1, "wrong arity in a rule");
-    TAP_EQ_STR(msg(&err),
+    TAP_EQ_STR(tap_msg(&err),
                "cext.rules:1:30: wrong arity: predicate same-head? takes 2 arguments, given 1 in (same-head? ?x)",
                "its message");
     TAP_EQ_INT(load(rs, "(rule r3 (exp ?x) => 2 (when (not (zero? ?x))))", &err), -1, "unknown under not");
@@ -421,7 +405,7 @@ static void registration(tg_ctx *c)
     TAP_EQ_INT(tg_rules_def_rewriter(rs, "c1", "neg", NULL, swap, NULL, &err), -1, "again for another op");
     TAP_EQ_STR(err.message, "tg_rules_def_rewriter: c1 was registered for op exp", "its message");
     TAP_EQ_INT(load(rs, "(rule c1 (neg ?x) => ?x)", &err), -1, "a rule may not take its name");
-    TAP_EQ_STR(msg(&err), "cext.rules:1:1: rule c1 defined twice (first as a C node rewriter)",
+    TAP_EQ_STR(tap_msg(&err), "cext.rules:1:1: rule c1 defined twice (first as a C node rewriter)",
                "its message");
     TAP_EQ_INT(load(rs, "(walk c1 r1)", &err), -1, "nor a rewriter");
     TAP_EQ_INT(load(rs, "(walk w2 c1 nosuch)", &err), -1, "a failed load naming it ...");

@@ -4,19 +4,9 @@
  * GMP. */
 #include "harness.h"
 #include "tgrel.h"
+#include "tgtest.h"
 
 #define DEEP 1000000
-
-static char *show(const tg_term *t)
-{
-    static char buf[4][512];
-    static int k;
-    char *p = t ? tg_print(t, NULL) : NULL;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s", p ? p : "(null)");
-    free(p);
-    return buf[k];
-}
 
 static tg_term *sym(tg_ctx *ctx, const char *s) { return tg_symbol_cstr(ctx, s); }
 
@@ -47,7 +37,7 @@ int main(void)
     tg_rules *rs = tg_rules_new(ctx, &err);
     TAP_EQ_INT(tg_rules_load_file(rs, tap_path("patterns/lib/all.rules"), &err), 0, "load all.rules");
     tg_term *t = tg_read_cstr(ctx, "(add (mul 2 (dot (transpose (transpose A)) B)) (mul 3 (mul 1 C)))", &err);
-    TAP_EQ_STR(show(rw(ctx, rs, "default", t)), "(gemm C 2 A B 3)", "default: gemm");
+    TAP_EQ_STR(tap_show(rw(ctx, rs, "default", t)), "(gemm C 2 A B 3)", "default: gemm");
 
     /* through the rules path, the first directory that has the file */
     char path[4200];
@@ -57,20 +47,20 @@ int main(void)
     const char *inc = "(include \"all.rules\")";
     TAP_EQ_INT(tg_rules_load_string(rs2, inc, strlen(inc), NULL, &err), 0, "include through TGREL_RULES_PATH");
     t = tg_read_cstr(ctx, "(exp (log (sigmoid (neg (neg x)))))", &err);
-    TAP_EQ_STR(show(rw(ctx, rs2, "canonicalize", t)), "(sigmoid x)", "canonicalize from the rules path");
+    TAP_EQ_STR(tap_show(rw(ctx, rs2, "canonicalize", t)), "(sigmoid x)", "canonicalize from the rules path");
 
     /* 10^6 deep: neg-neg down a chain onto add-zero */
     tg_term *x = sym(ctx, "x");
     t = app2(ctx, "add", tg_int(ctx, 0), x);
     for (long i = 0; i < DEEP; i++)
         t = app1(ctx, "neg", t);
-    TAP_EQ_STR(show(rw(ctx, rs, "canonicalize", t)), "x", "neg chain 10^6 deep");
+    TAP_EQ_STR(tap_show(rw(ctx, rs, "canonicalize", t)), "x", "neg chain 10^6 deep");
 
     /* 10^6 deep: abs-abs, then the guard (known_nonneg (exp x)) */
     t = app1(ctx, "exp", x);
     for (long i = 0; i < DEEP; i++)
         t = app1(ctx, "abs", t);
-    TAP_EQ_STR(show(rw(ctx, rs, "canonicalize", t)), "(exp x)", "abs chain 10^6 deep, guarded");
+    TAP_EQ_STR(tap_show(rw(ctx, rs, "canonicalize", t)), "(exp x)", "abs chain 10^6 deep, guarded");
 
     /* 10^6 deep: folding (sub i (sub i-1 ... 0)), computed alongside.  (A
      * chain of add would flatten into one sum of 10^6 arguments, which the

@@ -3,21 +3,11 @@
  * arguments. */
 #include "harness.h"
 #include "tgrel.h"
+#include "tgtest.h"
 
 #ifndef DEEP
 #define DEEP 1000000
 #endif
-
-static char *show(const tg_term *t)
-{
-    static char buf[4][2048];
-    static int k;
-    char *p = t ? tg_print(t, NULL) : NULL;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s", p ? p : "(null)");
-    free(p);
-    return buf[k];
-}
 
 static tg_term *rd(tg_ctx *ctx, const char *text)
 {
@@ -61,7 +51,7 @@ int main(void)
     TAP_EQ_INT(tg_rules_provenance(rs), 0, "off by default");
     tg_term *in = rd(ctx, "(pair (true_div (mul (neg (neg a)) b) b) (neg (neg c)))");
     tg_term *out = tg_normalize(rs, in, 0, &err);
-    TAP_EQ_STR(show(out), "(pair a c)", "normal form");
+    TAP_EQ_STR(tap_show(out), "(pair a c)", "normal form");
     TAP_CHECK(tg_rules_why(rs, out, &err) == NULL, "why with provenance off");
     TAP_CHECK(strstr(err.message, "provenance is off") != NULL, "message: %s", err.message);
 
@@ -71,11 +61,11 @@ int main(void)
     TAP_CHECK(tg_rules_why(rs, out, &err) == NULL, "no result yet");
     TAP_CHECK(strstr(err.message, "no result to explain") != NULL, "message: %s", err.message);
     TAP_CHECK(tg_normalize(rs, in, 0, &err) == out, "the same normal form with provenance on");
-    TAP_EQ_STR(show(tg_rules_why(rs, rd(ctx, "a"), &err)),
+    TAP_EQ_STR(tap_show(tg_rules_why(rs, rd(ctx, "a"), &err)),
                "(why a (firings 3 3) (1 neg-neg (pass 1) (at 1 1 2) (neg (neg a)) a)"
                " (2 mul-div-cancel (pass 1) (at 1) (true_div (mul a b) b) a))",
                "why a: a chain of two");
-    TAP_EQ_STR(show(tg_rules_why(rs, out, &err)),
+    TAP_EQ_STR(tap_show(tg_rules_why(rs, out, &err)),
                "(why (pair a c) (firings 3 3) (1 neg-neg (pass 1) (at 1 1 2) (neg (neg a)) a)"
                " (2 mul-div-cancel (pass 1) (at 1) (true_div (mul a b) b) a)"
                " (3 neg-neg (pass 1) (at 2) (neg (neg c)) c))",
@@ -92,19 +82,19 @@ int main(void)
     TAP_EQ_INT(rc, -1, "print rc on an error");
 
     /* a rewrite replaces the log; the result with no firing has an empty chain */
-    TAP_EQ_STR(show(tg_rewrite(rs, rd(ctx, "canon"), rd(ctx, "(f b)"), &err)), "(f b)", "rewrite");
-    TAP_EQ_STR(show(tg_rules_why(rs, rd(ctx, "(f b)"), &err)), "(why (f b) (firings 0 0))",
+    TAP_EQ_STR(tap_show(tg_rewrite(rs, rd(ctx, "canon"), rd(ctx, "(f b)"), &err)), "(f b)", "rewrite");
+    TAP_EQ_STR(tap_show(tg_rules_why(rs, rd(ctx, "(f b)"), &err)), "(why (f b) (firings 0 0))",
                "no firing");
-    TAP_EQ_STR(show(tg_rewrite(rs, rd(ctx, "canon"), rd(ctx, "(f (neg (neg b)))"), &err)), "(f b)",
+    TAP_EQ_STR(tap_show(tg_rewrite(rs, rd(ctx, "canon"), rd(ctx, "(f (neg (neg b)))"), &err)), "(f b)",
                "rewrite");
-    TAP_EQ_STR(show(tg_rules_why(rs, rd(ctx, "(f b)"), &err)),
+    TAP_EQ_STR(tap_show(tg_rules_why(rs, rd(ctx, "(f b)"), &err)),
                "(why (f b) (firings 1 1) (1 neg-neg (pass 1) (at 1) (neg (neg b)) b))", "rewrite why");
 
     /* the cap: firings past it are counted, not logged */
     TAP_EQ_INT(tg_rules_set_provenance(rs, 1, 2, &err), 0, "cap 2");
     tg_term *lt = tg_normalize(rs, rd(ctx, "(lt (s (s (s z))) (s (s (s (s z)))))"), 0, &err);
-    TAP_EQ_STR(show(lt), "true", "lt");
-    TAP_EQ_STR(show(tg_rules_why(rs, lt, &err)), "(why true (firings 2 4))",
+    TAP_EQ_STR(tap_show(lt), "true", "lt");
+    TAP_EQ_STR(tap_show(tg_rules_why(rs, lt, &err)), "(why true (firings 2 4))",
                "the firing that gave the result is past the cap");
     TAP_EQ_STR(printed(rs, lt, &rc),
                "why true: 0 firings\n  (the log holds the first 2 of 4 firings: the chain may be cut short)\n",
@@ -133,7 +123,7 @@ int main(void)
     for (int i = 0; i < 32; i++)
         strcat(want, " 1");
     strcat(want, ")");
-    TAP_EQ_STR(show(tg_nth(tg_nth(w, 3), 3)), want, "a deep position: its depth and innermost 32 indices");
+    TAP_EQ_STR(tap_show(tg_nth(tg_nth(w, 3), 3)), want, "a deep position: its depth and innermost 32 indices");
 
     /* switching off drops the log; a .rules form switches too */
     TAP_EQ_INT(tg_rules_set_provenance(rs, 0, 0, &err), 0, "switch off");
@@ -145,7 +135,7 @@ int main(void)
     tg_normalize(rs, rd(ctx, "(neg (neg q))"), 0, &err);
     TAP_EQ_INT(tg_rules_eval(rs, rd(ctx, "(why q)"), NULL, NULL, &v, &err), TG_EVAL_VALUE,
                "(why q) without a trace stream is a value");
-    TAP_EQ_STR(show(v), "(why q (firings 1 1) (1 neg-neg (pass 1) (at) (neg (neg q)) q))", "its value");
+    TAP_EQ_STR(tap_show(v), "(why q (firings 1 1) (1 neg-neg (pass 1) (at) (neg (neg q)) q))", "its value");
     TAP_EQ_INT(tg_rules_eval(rs, rd(ctx, "(provenance off)"), NULL, NULL, &v, &err), TG_EVAL_DEFINE,
                "(provenance off)");
     TAP_EQ_INT(tg_rules_provenance(rs), 0, "off by a form");

@@ -6,23 +6,7 @@
  * deep (no C recursion). */
 #include "harness.h"
 #include "tgrel.h"
-
-static char *show(const tg_term *t)
-{
-    static char buf[4][512];
-    static int k;
-    char *p = t ? tg_print(t, NULL) : NULL;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s", p ? p : "(null)");
-    free(p);
-    return buf[k];
-}
-
-static const char *msg(const tg_error *err)
-{
-    static char buf[1200];
-    return tg_error_format(err, buf, sizeof buf);
-}
+#include "tgtest.h"
 
 static int load(tg_rules *rs, const char *text, tg_error *err)
 {
@@ -58,7 +42,7 @@ int main(void)
                      "    (== out `(add . ,dots))\n"
                      "    (mapo (lambda (t d) (== d `(dot ,A ,t))) terms dots)))\n";
     TAP_EQ_INT(load(rs, ok, &err), 0, "relation defined after its rewriters");
-    TAP_EQ_STR(show(rw(ctx, rs, "distribute", rd(ctx, "(dot A (add x y))"), &err)),
+    TAP_EQ_STR(tap_show(rw(ctx, rs, "distribute", rd(ctx, "(dot A (add x y))"), &err)),
                "(add (dot A x) (dot A y))", "it rewrites");
 
     /* errors name the offending item or condition; nothing stays */
@@ -67,7 +51,7 @@ int main(void)
                       "(walk w f-id\n"
                       "   (reverse appendo))\n";
     TAP_EQ_INT(load(rs, bad, &err), -1, "a relation of three arguments as an item");
-    TAP_EQ_STR(msg(&err), "f.rules:4:4: relation appendo takes 3 arguments: a rewrite needs a relation of 2",
+    TAP_EQ_STR(tap_msg(&err), "f.rules:4:4: relation appendo takes 3 arguments: a rewrite needs a relation of 2",
                "at the item");
     TAP_CHECK(rw(ctx, rs, "w", rd(ctx, "(f a)"), &err) == NULL, "the walk is gone");
     TAP_EQ_INT(load(rs, "(op f (arity 2))", &err), 0, "and so is the op (declared again differently)");
@@ -78,13 +62,13 @@ int main(void)
                        "  (when (not (nil? ?l)) (halveso ?l ?a)))\n"
                        "(walk w2 nothing-here)\n";
     TAP_EQ_INT(load(rs, bad2, &err), -1, "an unknown relation as a condition");
-    TAP_EQ_STR(msg(&err), "f.rules:4:25: unknown condition or relation halveso (define it with defrel) "
+    TAP_EQ_STR(tap_msg(&err), "f.rules:4:25: unknown condition or relation halveso (define it with defrel) "
                "in (halveso ?l ?a)", "at the condition");
     const char *bad3 = "(op g (arity 1))\n"
                        "(walk w2\n"
                        "  nothing-here)\n";
     TAP_EQ_INT(load(rs, bad3, &err), -1, "an unknown item");
-    TAP_EQ_STR(msg(&err), "f.rules:3:3: unknown rule, rewriter or relation nothing-here", "at the item");
+    TAP_EQ_STR(tap_msg(&err), "f.rules:3:3: unknown rule, rewriter or relation nothing-here", "at the item");
 
     /* a condition's template nested deeper than its limit (it is built
      * recursively) is refused, even after an unbound variable */

@@ -3,17 +3,7 @@
  * normalizing, rewriting with profiles and traces, and bad arguments. */
 #include "harness.h"
 #include "tgrel.h"
-
-static char *show(const tg_term *t)
-{
-    static char buf[4][512];
-    static int k;
-    char *p = t ? tg_print(t, NULL) : NULL;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s", p ? p : "(null)");
-    free(p);
-    return buf[k];
-}
+#include "tgtest.h"
 
 static tg_term *nf(tg_ctx *ctx, tg_rules *rs, const char *text, unsigned flags)
 {
@@ -46,8 +36,8 @@ int main(void)
 
     /* a file and the file it includes */
     TAP_EQ_INT(tg_rules_load_file(rs, tap_path("tests/patterns/data/fib.rules"), &err), 0, "load fib.rules");
-    TAP_EQ_STR(show(nf(ctx, rs, "(fib (s (s (s (s (s d0))))))", 0)), "(s (s (s (s (s d0)))))", "fib 5");
-    TAP_EQ_STR(show(nf(ctx, rs, "(fib (s (s (s (s (s d0))))))", TG_NF_MEMO)), "(s (s (s (s (s d0)))))",
+    TAP_EQ_STR(tap_show(nf(ctx, rs, "(fib (s (s (s (s (s d0))))))", 0)), "(s (s (s (s (s d0)))))", "fib 5");
+    TAP_EQ_STR(tap_show(nf(ctx, rs, "(fib (s (s (s (s (s d0))))))", TG_NF_MEMO)), "(s (s (s (s (s d0)))))",
                "fib 5 with memo");
     unsigned long long rw, cond;
     nf(ctx, rs, "(fib (s (s (s (s (s (s (s (s d0)))))))))", 0);
@@ -62,7 +52,7 @@ int main(void)
     TAP_EQ_INT(tg_rules_load_file(rs, tap_path("tests/patterns/data/bad.rules"), &err), -1, "bad.rules");
     TAP_EQ_STR(msg(&err), "bad.rules:4:10: unknown op frob (declare it with (op frob ...)) in (frob ?x)",
                "error at the subterm");
-    TAP_EQ_STR(show(nf(ctx, rs, "(twice (s d0))", 0)), "(twice (s d0))", "the good rule before it is gone");
+    TAP_EQ_STR(tap_show(nf(ctx, rs, "(twice (s d0))", 0)), "(twice (s d0))", "the good rule before it is gone");
     TAP_EQ_INT(tg_rules_load_string(rs, "(op twice (arity 1))", 20, NULL, &err), 0,
                "the op it declared is gone too: declaring it again differently is fine");
 
@@ -87,7 +77,7 @@ int main(void)
     tg_term *in = tg_read_cstr(ctx, "(true_div (mul y x) y)", &err);
     FILE *tr = tmpfile();
     tg_rules_set_trace(rs, tr, 1);
-    TAP_EQ_STR(show(tg_rewrite(rs, spec, in, &err)), "x", "x*y/y");
+    TAP_EQ_STR(tap_show(tg_rewrite(rs, spec, in, &err)), "x", "x*y/y");
     tg_rules_set_trace(rs, NULL, 0);
     char line[256] = "";
     rewind(tr);
@@ -95,11 +85,11 @@ int main(void)
         line[0] = 0;
     fclose(tr);
     TAP_EQ_STR(line, "mul-div: (true_div (mul x y) y) => x\n", "trace line");
-    TAP_EQ_STR(show(tg_rules_profile(rs)),
+    TAP_EQ_STR(tap_show(tg_rules_profile(rs)),
                "(profile canon (passes 2) (nodes 2 0 2) (rewrites 1) (conditions 0) (rules (mul-div 1 0)) (never-fired))",
                "profile");
     tg_term *q = tg_read_cstr(ctx, "(query canon (exclude mul-div))", &err);
-    TAP_EQ_STR(show(tg_rewrite(rs, q, in, &err)), "(true_div (mul y x) y)", "query");
+    TAP_EQ_STR(tap_show(tg_rewrite(rs, q, in, &err)), "(true_div (mul y x) y)", "query");
     tg_term *nosuch = tg_read_cstr(ctx, "nosuch", &err);
     TAP_CHECK(tg_rewrite(rs, nosuch, in, &err) == NULL, "unknown database");
     TAP_EQ_STR(err.message, "unknown database nosuch (declare it with equilibrium, walk or sequence)",
@@ -109,7 +99,7 @@ int main(void)
     tg_term *v = NULL;
     tg_term *form = tg_read_cstr(ctx, "(normalize (plus (s d0) (s d0)))", &err);
     TAP_EQ_INT(tg_rules_eval(rs, form, NULL, NULL, &v, &err), TG_EVAL_VALUE, "eval normalize");
-    TAP_EQ_STR(show(v), "(s (s d0))", "its value");
+    TAP_EQ_STR(tap_show(v), "(s (s d0))", "its value");
     form = tg_read_cstr(ctx, "(rule r9 (frob ?x) => ?x)", &err);
     TAP_EQ_INT(tg_rules_eval_at(rs, form, "f.rules", 7, 3, NULL, NULL, &v, &err), -1, "eval a bad rule");
     TAP_EQ_STR(msg(&err), "f.rules:7:3: unknown op frob (declare it with (op frob ...)) in (frob ?x)",

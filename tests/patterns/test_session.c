@@ -10,23 +10,7 @@
 
 #include "harness.h"
 #include "tgrel.h"
-
-static char *show(const tg_term *t)
-{
-    static char buf[4][2048];
-    static int k;
-    char *p = t ? tg_print(t, NULL) : NULL;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s", p ? p : "(null)");
-    free(p);
-    return buf[k];
-}
-
-static const char *msg(const tg_error *err)
-{
-    static char buf[1200];
-    return tg_error_format(err, buf, sizeof buf);
-}
+#include "tgtest.h"
 
 static tg_rules *volatile to_interrupt;
 
@@ -59,14 +43,14 @@ static void listing(tg_ctx *ctx)
         "(equilibrium e (tags t1 t2) (max-use-ratio 3) w)\n"
         "(defrel (pairo p) (fresh (a b) (== p (cons a b))))\n";
     TAP_EQ_INT(tg_rules_load_string(rs, text, strlen(text), NULL, &err), 0, "a rule set to list");
-    TAP_EQ_STR(show(tg_rules_list(rs, TG_LIST_OPS, &err)),
+    TAP_EQ_STR(tap_show(tg_rules_list(rs, TG_LIST_OPS, &err)),
                "((op add (arity 2+) assoc comm) (op neg (arity 1)) (op f (arity 1 3) pure (cost 2)) (op any))",
                "ops with their arity, flags and properties");
-    TAP_EQ_STR(show(tg_rules_list(rs, TG_LIST_RULES, &err)),
+    TAP_EQ_STR(tap_show(tg_rules_list(rs, TG_LIST_RULES, &err)),
                "((rule add-zero (add 0 ?x) => ?x (tags fast)) (rule add-zero (add ?x 0) => ?x (tags fast)) "
                "(rule neg-neg (neg (neg ?x)) <=> (f ?x)))",
                "rules, one per left side, <=> for both ways");
-    TAP_EQ_STR(show(tg_rules_list(rs, TG_LIST_REWRITERS, &err)),
+    TAP_EQ_STR(tap_show(tg_rules_list(rs, TG_LIST_REWRITERS, &err)),
                "((walk w (order out-to-in) add-zero (reverse neg-neg)) (sequence s (2 w) (1.5 add-zero)) "
                "(equilibrium e (tags t1 t2) (max-use-ratio 3.0) w))",
                "rewriters with their clauses and items");
@@ -75,8 +59,8 @@ static void listing(tg_ctx *ctx)
     tg_term *prev = NULL;
     for (size_t i = 0; rels && i < tg_length(rels); i++) {
         tg_term *r = tg_nth(rels, i);
-        pairo |= !strcmp(show(r), "(pairo 1)");
-        appendo |= !strcmp(show(r), "(appendo 3)");
+        pairo |= !strcmp(tap_show(r), "(pairo 1)");
+        appendo |= !strcmp(tap_show(r), "(appendo 3)");
         if (prev && tg_compare(tg_car(prev), tg_car(r)) >= 0)
             sorted = 0;
         prev = r;
@@ -84,11 +68,11 @@ static void listing(tg_ctx *ctx)
     TAP_CHECK(pairo && appendo && sorted, "relations: defined and library ones, sorted, with arity");
 
     tg_rules *empty = tg_rules_new(ctx, &err);
-    TAP_EQ_STR(show(tg_rules_list(empty, TG_LIST_RELATIONS, &err)), "()", "no relations before any is used");
-    TAP_EQ_STR(show(tg_rules_list(empty, TG_LIST_OPS, &err)), "()", "an empty rule set lists nothing");
+    TAP_EQ_STR(tap_show(tg_rules_list(empty, TG_LIST_RELATIONS, &err)), "()", "no relations before any is used");
+    TAP_EQ_STR(tap_show(tg_rules_list(empty, TG_LIST_OPS, &err)), "()", "an empty rule set lists nothing");
     tg_error_clear(&err);
     TAP_CHECK(tg_rules_list(rs, (tg_list_kind)42, &err) == NULL && err.code == TG_ERR_ARG,
-              "a bad kind is an argument error (%s)", msg(&err));
+              "a bad kind is an argument error (%s)", tap_msg(&err));
     TAP_CHECK(tg_rules_list(NULL, TG_LIST_OPS, &err) == NULL, "no rule set");
     tg_rules_free(empty);
 
@@ -130,14 +114,14 @@ static void interrupts(tg_ctx *ctx)
     tg_rules_interrupt(rs);
     const char *ok = "(op g (arity 1)) (rule g-a (g ?x) => a)";
     TAP_EQ_INT(tg_rules_load_string(rs, ok, strlen(ok), NULL, &err), 0, "more rules");
-    TAP_EQ_STR(show(tg_normalize(rs, tg_read_cstr(ctx, "(g b)", &err), 0, &err)), "a",
+    TAP_EQ_STR(tap_show(tg_normalize(rs, tg_read_cstr(ctx, "(g b)", &err), 0, &err)), "a",
                "the next normalize runs to the end");
 
     interrupt_soon(rs);
     tg_error_clear(&err);
     tg_term *spec = tg_symbol_cstr(ctx, "e");
     TAP_CHECK(tg_rewrite(rs, spec, t, &err) == NULL, "an endless rewrite is interrupted (%s)",
-              msg(&err));
+              tap_msg(&err));
 
     interrupt_soon(rs);
     tg_error_clear(&err);
@@ -149,7 +133,7 @@ static void interrupts(tg_ctx *ctx)
     TAP_CHECK(tg_eval(env, tg_read_cstr(ctx, "(defrel (nevero x) (nevero x))", &err), NULL, NULL, NULL,
                       &err) >= 0, "a relation in an environment");
     tg_env_interrupt(env);      /* dropped: nothing runs */
-    TAP_EQ_STR(show(tg_run(env, tg_read_cstr(ctx, "(run 1 (q) (== q 1))", &err), &err)), "(1)",
+    TAP_EQ_STR(tap_show(tg_run(env, tg_read_cstr(ctx, "(run 1 (q) (== q 1))", &err), &err)), "(1)",
                "a request made between queries is dropped");
     tg_env_interrupt(NULL);     /* allowed, does nothing */
     tg_env_free(env);
@@ -171,21 +155,21 @@ static void reading(tg_ctx *ctx)
     TAP_EQ_INT(tg_rules_eval_read(rs, r, form, NULL, NULL, NULL, &err), TG_EVAL_DEFINE, "define it");
     TAP_EQ_INT(tg_reader_next(r, &form, &err), 1, "read the rule");
     TAP_EQ_INT(tg_rules_eval_read(rs, r, form, NULL, NULL, NULL, &err), -1, "a bad rule");
-    TAP_EQ_STR(msg(&err), "entry:42:4: unknown op q (declare it with (op q ...)) in (q ?x)",
+    TAP_EQ_STR(tap_msg(&err), "entry:42:4: unknown op q (declare it with (op q ...)) in (q ?x)",
                "the error is at the subterm, lines counted from the first line given");
     tg_reader_free(r);
 
     r = tg_reader_new(ctx, "(rule r (p ?x) => (q ?x))", 25, "flat", &err);
     TAP_EQ_INT(tg_reader_next(r, &form, &err), 1, "read without tracking");
     TAP_EQ_INT(tg_rules_eval_read(rs, r, form, NULL, NULL, NULL, &err), -1, "a bad rule again");
-    TAP_EQ_STR(msg(&err), "flat:1:1: unknown op q (declare it with (op q ...)) in (q ?x)",
+    TAP_EQ_STR(tap_msg(&err), "flat:1:1: unknown op q (declare it with (op q ...)) in (q ?x)",
                "without tracking the error is at the form");
     tg_reader_free(r);
 
     r = tg_reader_new(ctx, "\n  )", 4, "bad", &err);
     tg_reader_first_line(r, 7);
     TAP_EQ_INT(tg_reader_next(r, &form, &err), -1, "a syntax error");
-    TAP_EQ_STR(msg(&err), "bad:8:3: unexpected ')'", "reported at the offset line");
+    TAP_EQ_STR(tap_msg(&err), "bad:8:3: unexpected ')'", "reported at the offset line");
     tg_reader_free(r);
 
     TAP_EQ_INT(tg_rules_eval_read(rs, NULL, form, NULL, NULL, NULL, &err), -1, "no reader");

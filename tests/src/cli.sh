@@ -1,46 +1,14 @@
 #!/bin/sh
 # cli.sh - TAP tests of the tgrel command line: where terms come from,
 # error reports, exit statuses, --shared and --run-tests.
-# Run by `make check` with $TGREL set; by hand: TGREL=./tgrel sh tests/src/cli.sh
+# Run by `make check` with $TGREL set; by hand, from the build directory:
+# TGREL=./tgrel srcdir=.. sh ../tests/src/cli.sh
 
 TGREL=${TGREL:-./tgrel}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tgrel-cli.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-n=0
-failed=0
-: >"$tmp/in"
-
-# t DESC STATUS OUT ERR CMD...: run CMD with $tmp/in as standard input;
-# OUT is the exact standard output, ERR a shell pattern for standard error.
-t() {
-    desc=$1 want_status=$2 want_out=$3 want_err=$4
-    shift 4
-    "$@" <"$tmp/in" >"$tmp/out" 2>"$tmp/err"
-    status=$?
-    got_out=$(cat "$tmp/out")
-    got_err=$(cat "$tmp/err")
-    n=$((n + 1))
-    ok=yes
-    [ "$status" = "$want_status" ] || ok=no
-    [ "$got_out" = "$want_out" ] || ok=no
-    # shellcheck disable=SC2254  # want_err is a pattern
-    case $got_err in
-        $want_err) ;;
-        *) ok=no ;;
-    esac
-    if [ $ok = yes ]; then
-        echo "ok $n - $desc"
-    else
-        failed=$((failed + 1))
-        echo "not ok $n - $desc"
-        echo "#   command: $*"
-        echo "#   status: expected $want_status, got $status"
-        printf '%s\n' "$want_out" | sed 's/^/#   expected stdout: /'
-        printf '%s\n' "$got_out" | sed 's/^/#        got stdout: /'
-        printf '%s\n' "$want_err" | sed 's/^/#   expected stderr: /'
-        printf '%s\n' "$got_err" | sed 's/^/#        got stderr: /'
-    fi
-}
+# shellcheck source=tests/src/tap.sh
+. "${srcdir:-.}/tests/src/tap.sh"
 
 nl='
 '
