@@ -805,7 +805,15 @@ static int load_text(loader *L, const char *text, size_t len, const char *file)
         return -1;
     L->rd = rd;
     tgR_track_positions(rd, 1);
-    L->file = file ? file : "<string>";
+    /* ops, rules and rewriters keep the name: a copy in collector memory
+     * (the caller's string, an include's path, may be freed once loaded) */
+    const char *name = file ? file : "<string>";
+    char *copy = GC_MALLOC_ATOMIC(strlen(name) + 1);
+    if (!copy) {
+        tg_reader_free(rd);
+        return tgE_nomem(L->err), -1;
+    }
+    L->file = strcpy(copy, name);
     int rc;
     tg_term *form;
     while ((rc = tg_reader_next(rd, &form, L->err)) > 0) {

@@ -8,6 +8,8 @@
 #include <signal.h>
 #include <sys/time.h>
 
+#include <gc/gc.h>
+
 #include "harness.h"
 #include "tgrel.h"
 #include "tgtest.h"
@@ -142,6 +144,30 @@ static void interrupts(tg_ctx *ctx)
     tg_rules_free(rs);
 }
 
+/* Ops, rules and rewriters keep the name of the file they came from after
+ * the load (an include's path is freed once it is loaded). */
+static void file_names(tg_ctx *ctx)
+{
+    tg_error err;
+    tg_rules *rs = tg_rules_new(ctx, &err);
+    TAP_EQ_INT(tg_rules_load_file(rs, tap_path("tests/patterns/data/fib.rules"), &err), 0,
+               "a file with an include");
+    GC_gcollect();
+    char *junk[64];     /* reuse freed malloc memory */
+    for (int i = 0; i < 64; i++)
+        junk[i] = malloc(strlen(tap_path("tests/patterns/data/peano.rules")) + 1),
+        memset(junk[i], 'x', strlen(tap_path("tests/patterns/data/peano.rules")) + 1),
+        junk[i][strlen(tap_path("tests/patterns/data/peano.rules"))] = 0;
+    const char *again = "(op s (arity 5))";
+    TAP_EQ_INT(tg_rules_load_string(rs, again, strlen(again), "again.rules", &err), -1,
+               "an op declared again differently");
+    TAP_CHECK(strstr(err.message, "peano.rules:") != NULL,
+              "the error names the included file of the first declaration (%s)", err.message);
+    for (int i = 0; i < 64; i++)
+        free(junk[i]);
+    tg_rules_free(rs);
+}
+
 static void reading(tg_ctx *ctx)
 {
     tg_error err;
@@ -184,6 +210,7 @@ int main(void)
     tg_ctx *ctx = tg_ctx_new(&err);
     listing(ctx);
     interrupts(ctx);
+    file_names(ctx);
     reading(ctx);
     tg_ctx_free(ctx);
     return TAP_DONE();
