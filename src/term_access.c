@@ -21,6 +21,8 @@ const char *tg_kind_name(tg_kind k)
 
 static const char *bytes_of(const tg_term *t, tg_kind kind, size_t *len)
 {
+    if (!t)
+        return NULL;
     if (tgT_kind(t) != kind)
         return NULL;
     if (len)
@@ -38,22 +40,30 @@ const char *tg_string_bytes(const tg_term *t, size_t *len)
 }
 const char *tg_var_name(const tg_term *t, size_t *len)
 {
+    if (!t)
+        return NULL;
     if (tgT_kind(t) != TG_VAR)
         return NULL;
     return bytes_of(((const tgT_var *)t)->name, TG_SYMBOL, len);
 }
 uint64_t tg_var_id(const tg_term *t)
 {
+    if (!t)
+        return 0;
     return tgT_kind(t) == TG_VAR ? ((const tgT_var *)t)->id : 0;
 }
 
 int tg_is_ground(const tg_term *t)
 {
+    if (!t)
+        return 1;
     return tgT_ground(t);
 }
 
 uint32_t tg_hash(const tg_term *t)
 {
+    if (!t)
+        return 0;
     return tgT_hash(t);
 }
 

@@ -52,11 +52,15 @@ tg_term *tg_nil(void)
 
 tg_term *tg_car(const tg_term *t)
 {
+    if (!t)
+        return NULL;
     return tgT_ispair(t) ? t->e[0] : NULL;
 }
 
 tg_term *tg_cdr(tg_ctx *ctx, const tg_term *t)
 {
+    if (!t)
+        return NULL;
     if (!tgT_ispair(t))
         return NULL;
     if (t->h.n == 1)
@@ -66,6 +70,8 @@ tg_term *tg_cdr(tg_ctx *ctx, const tg_term *t)
 
 size_t tg_length(const tg_term *t)
 {
+    if (!t)
+        return 0;
     size_t n = 0;
     for (; tgT_ispair(t); t = tgT_rest(t))
         n += t->h.n;
@@ -74,6 +80,8 @@ size_t tg_length(const tg_term *t)
 
 tg_term *tg_nth(const tg_term *t, size_t i)
 {
+    if (!t)
+        return NULL;
     for (; tgT_ispair(t); t = tgT_rest(t)) {
         if (i < t->h.n)
             return t->e[i];
@@ -84,6 +92,8 @@ tg_term *tg_nth(const tg_term *t, size_t i)
 
 tg_term *tg_tail(const tg_term *t)
 {
+    if (!t)
+        return NULL;
     while (tgT_ispair(t))
         t = tgT_rest(t);
     return (tg_term *)t;
@@ -91,6 +101,8 @@ tg_term *tg_tail(const tg_term *t)
 
 size_t tg_elements(const tg_term *t, tg_term **out, size_t max)
 {
+    if (!t)
+        return 0;
     size_t n = 0;
     for (; tgT_ispair(t); t = tgT_rest(t))
         for (unsigned i = 0; i < t->h.n; i++, n++)
@@ -107,6 +119,8 @@ void tg_iter_init(tg_iter *it, const tg_term *list)
 
 tg_term *tg_iter_next(tg_iter *it)
 {
+    if (!it || !it->node)
+        return NULL;
     return tgT_iter_next(it);
 }
 

@@ -122,6 +122,8 @@ static void rat_view(const tg_term *t, mpq_t out)
 
 int tg_int_get(const tg_term *t, int64_t *out)
 {
+    if (!t)
+        return -1;
     if (tgT_isfix(t)) {
         *out = tgT_fixval(t);
         return 0;
@@ -145,6 +147,8 @@ int tg_int_get(const tg_term *t, int64_t *out)
 
 int tg_int_get_mpz(const tg_term *t, mpz_t out)
 {
+    if (!t)
+        return -1;
     if (tgT_isfix(t)) {
         mpz_set_i64(out, tgT_fixval(t));
         return 0;
@@ -159,6 +163,8 @@ int tg_int_get_mpz(const tg_term *t, mpz_t out)
 
 int tg_rat_get_mpq(const tg_term *t, mpq_t out)
 {
+    if (!t)
+        return -1;
     if (tgT_kind(t) == TG_INT) {
         tg_int_get_mpz(t, mpq_numref(out));
         mpz_set_ui(mpq_denref(out), 1);
@@ -174,6 +180,8 @@ int tg_rat_get_mpq(const tg_term *t, mpq_t out)
 
 int tg_double_get(const tg_term *t, double *out)
 {
+    if (!t)
+        return -1;
     if (tgT_kind(t) != TG_DOUBLE)
         return -1;
     *out = ((const tgT_dbl *)t)->v;

@@ -101,6 +101,7 @@ typedef enum tg_kind {
     TG_PAIR         /* non-empty list: car . cdr */
 } tg_kind;
 
+/* The kind of t, which must not be NULL. */
 tg_kind tg_kind_of(const tg_term *t);
 const char *tg_kind_name(tg_kind k);
 
@@ -163,8 +164,9 @@ void tg_iter_init(tg_iter *it, const tg_term *list);
 tg_term *tg_iter_next(tg_iter *it);
 tg_term *tg_iter_rest(tg_ctx *ctx, tg_iter *it);
 
-/* Accessors; they return -1 / NULL and fill err when t is of another
- * kind. */
+/* Accessors; they return -1 / NULL when t is of another kind or NULL
+ * (so do tg_car, tg_cdr, tg_nth, tg_tail, tg_length: 0, tg_elements: 0,
+ * tg_iter_next). */
 int tg_int_get(const tg_term *t, int64_t *out);          /* -1 when it does not fit */
 int tg_int_get_mpz(const tg_term *t, mpz_t out);          /* out must be initialized */
 int tg_rat_get_mpq(const tg_term *t, mpq_t out);          /* ints too; out initialized */

@@ -353,9 +353,38 @@ static void test_batch(void)
               "n = 0 takes no argument array");
 }
 
+/* NULL where a term is expected: the accessors answer "not that kind". */
+static void test_null(void)
+{
+    size_t len = 7;
+    int64_t v;
+    double d;
+    mpz_t z;
+    mpq_t q;
+    mpz_init(z);
+    mpq_init(q);
+    tg_iter it;
+    tg_iter_init(&it, NULL);
+    tg_term *out[2];
+    TAP_CHECK(tg_symbol_name(NULL, &len) == NULL && tg_string_bytes(NULL, &len) == NULL &&
+                  tg_var_name(NULL, &len) == NULL && tg_var_id(NULL) == 0,
+              "names of NULL are NULL");
+    TAP_CHECK(tg_int_get(NULL, &v) < 0 && tg_int_get_mpz(NULL, z) < 0 && tg_rat_get_mpq(NULL, q) < 0 &&
+                  tg_double_get(NULL, &d) < 0,
+              "numbers of NULL are -1");
+    TAP_CHECK(tg_car(NULL) == NULL && tg_cdr(C, NULL) == NULL && tg_nth(NULL, 0) == NULL &&
+                  tg_tail(NULL) == NULL && tg_length(NULL) == 0 && tg_elements(NULL, out, 2) == 0 &&
+                  tg_iter_next(&it) == NULL && tg_iter_next(NULL) == NULL,
+              "list accessors of NULL answer empty");
+    TAP_CHECK(tg_hash(NULL) == 0 && tg_is_ground(NULL), "hash and groundness of NULL");
+    mpz_clear(z);
+    mpq_clear(q);
+}
+
 int main(void)
 {
     C = tg_ctx_new(NULL);
+    test_null();
     TAP_CHECK(C != NULL, "context created");
     test_atoms();
     test_numbers();
