@@ -37,6 +37,9 @@
 
 enum { HISTORY_MAX = 1000, TREE_DEPTH = 48, TREE_FLAT = 60 };
 
+static tg_rules *volatile sig_rules;   /* what Ctrl-C interrupts */
+static volatile sig_atomic_t sig_reading, sig_hit;
+
 typedef struct repl {
     tg_ctx *ctx;
     tg_rules *rs;
@@ -923,6 +926,73 @@ static int cmd_eval(repl *R, const char *name, const char *args)
     return rc;
 }
 
+/* Wait for Enter at the terminal; 0 to go on, 1 when q was typed (or
+ * the input ended). */
+static int step_pause(repl *R)
+{
+#if defined(HAVE_READLINE) || defined(HAVE_LIBEDIT)
+    if (R->o->interactive) {
+        sig_reading = 1;
+        char *l = readline("  [Enter: next firing, q: stop] ");
+        sig_reading = 0;
+        int stop = !l || l[0] == 'q';
+        free(l);
+        return stop;
+    }
+#endif
+    (void)R;
+    return 0;
+}
+
+/* :step [SPEC] TERM: rewrite (or normalize) TERM with provenance on, then
+ * show the firings the result depends on one at a time (at a terminal,
+ * each after Enter): rule, position, before and after. */
+static int cmd_step(repl *R, const char *name, const char *args)
+{
+    tg_term *t[2];
+    int n = read_args(R, name, args, t, 1, 2, "[REWRITER-OR-QUERY] TERM");
+    if (n < 0)
+        return 1;
+    tg_error err;
+    tg_error_clear(&err);
+    int was = tg_rules_provenance(R->rs);
+    if (tg_rules_set_provenance(R->rs, 1, 0, &err) < 0) {
+        report_here(R, &err);
+        return 1;
+    }
+    tg_term *r = n == 2 ? tg_rewrite(R->rs, t[0], t[1], &err) : tg_normalize(R->rs, t[0], 0, &err);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = r ? open_memstream(&text, &len) : NULL;
+    int rc = r && f && tg_rules_print_why(R->rs, r, f, &err) == 0 ? 0 : 1;
+    if (f)
+        fclose(f);
+    if (rc) {
+        if (r && !f)
+            tg_error_set(&err, TG_ERR_NOMEM, "out of memory");
+        report_here(R, &err);
+    } else {
+        /* the header line, then one firing a line */
+        char *line = text, *nl;
+        int first = 1;
+        while (line && *line) {
+            nl = strchr(line, '\n');
+            if (nl)
+                *nl = '\0';
+            puts(line);
+            fflush(stdout);
+            if (!first && nl && nl[1] && step_pause(R))
+                break;
+            first = 0;
+            line = nl ? nl + 1 : NULL;
+        }
+        print_term(R, r);
+    }
+    free(text);
+    tg_rules_set_provenance(R->rs, was, 0, NULL);
+    return rc;
+}
+
 static int cmd_quit(repl *R, const char *name, const char *args)
 {
     (void)name, (void)args;
@@ -961,6 +1031,8 @@ static const command commands[] = {
     {"rewriters", "", "list the rewriters (databases)", ":rewriters", cmd_list},
     {"relations", "", "list the relations with their arity", ":relations", cmd_list},
     {"rewrite", "SPEC TERM", "rewrite TERM with a rewriter or a query", ":rewrite (query simplify (exclude div-self)) (true_div x x)", cmd_rewrite},
+    {"step", "[SPEC] TERM", "rewrite TERM, then show its firings one at a time",
+     ":step simplify (add 0 (neg (neg x)))", cmd_step},
     {"normalize", "TERM [memo]", "normal form of TERM under every rule", ":normalize (add (s z) (s z))", cmd_normalize},
     {"trace", "[on|off]", "print each rule firing, before and after", ":trace on", cmd_trace},
     {"profile", "", "the profile of the last rewrite", ":profile", cmd_profile},
@@ -1020,8 +1092,6 @@ static int run_command(repl *R, char *line)
 
 /* ---- the terminal: signals, history, completion -------------------------- */
 
-static tg_rules *volatile sig_rules;   /* what Ctrl-C interrupts */
-static volatile sig_atomic_t sig_reading, sig_hit;
 
 static void on_sigint(int sig)
 {

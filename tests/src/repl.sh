@@ -116,7 +116,7 @@ input ':help'
 "$TGREL" <"$tmp/in" >"$tmp/help" 2>&1
 n=$((n + 1))
 missing=
-for c in help load ops rules rewriters relations rewrite normalize trace profile tree dot shared quit; do
+for c in help load ops rules rewriters relations rewrite step normalize trace profile tree dot eval shared quit; do
     grep -q "^  :$c " "$tmp/help" || missing="$missing $c"
 done
 if [ -z "$missing" ]; then
@@ -125,6 +125,18 @@ else
     failed=$((failed + 1))
     echo "not ok $n - :help lists every command (missing:$missing)"
 fi
+
+input ':step simplify (add 0 (neg (neg w)))' ':step (add 0 x)' ':step nope (a)' ':rules'
+t ":step shows the firings a result depends on, and leaves provenance as it was" 1 "why w: 2 firings
+  #1 neg-neg, pass 1, at (2): (neg (neg w)) => w
+  #2 add-zero, pass 1, at (): (add 0 w) => w
+w
+why x: 1 firing
+  #1 add-zero, pass 1, at (): (add 0 x) => x
+x
+(rule add-zero (add 0 ?x) => ?x (tags fast))
+(rule neg-neg (neg (neg ?x)) => ?x)
+(rule twice-add (twice ?x) <=> (add ?x ?x))" "<stdin>:3:1: unknown database nope*" "$TGREL" "$tmp/alg.rules" -
 
 input ':tree (f (g a b) (g a b) (h (g a b) (k (l m) n)))'
 t ":tree shows one node a line and names shared subterms" 0 "f

@@ -142,6 +142,18 @@ int main(void)
     type(fd, "x y)\r");
     TAP_CHECK(expect(fd, "(add x y)\r\n"), "the completed form is evaluated");
 
+    expect(fd, "tgrel> ");
+    type(fd, "(op neg (arity 1))\r(rule nn (neg (neg ?x)) => ?x)\r(walk w (order out-to-in) nn)\r");
+    expect(fd, "tgrel> ");
+    type(fd, ":step (neg (neg (neg (neg (neg (neg a))))))\r");
+    TAP_CHECK(expect(fd, "#1 nn") && expect(fd, "[Enter: next firing, q: stop]"),
+              ":step shows the first firing and waits");
+    type(fd, "\r");
+    TAP_CHECK(expect(fd, "#2 nn") && expect(fd, "[Enter: next firing, q: stop]"),
+              "Enter shows the next");
+    type(fd, "q\r");
+    TAP_CHECK(expect(fd, "\r\na\r\n") && expect(fd, "tgrel> "), "q stops and the result is shown");
+
     type(fd, "(op f (arity 1))\r(rule loop (f ?x) => (f ?x))\r(normalize (f a))\r");
     usleep(300 * 1000);
     type(fd, "\x03");
