@@ -35,7 +35,12 @@
  *   --query C      run the database through (query canon-... C), e.g.
  *                  --query '(include fast_run) (exclude inplace)';
  *   --only SPEC    time one variant (walk-rule walk-c eq-rule eq-c
- *                  canon-rule canon-c) and the reference, for profiling.
+ *                  canon-rule canon-c) and the reference, for profiling;
+ *   --lib FILE     instead of all that: the graph in the shipped library's
+ *                  vocabulary, rewritten by its whole canonicalize database
+ *                  (patterns/lib/all.rules), timed against the
+ *                  hand-written x*y/y pass (row graph_lib_canonicalize;
+ *                  no x*y/y site may be left).
  */
 #define GC_THREADS 1
 #include <gc/gc.h>
@@ -62,6 +67,7 @@ typedef struct opts {
     int nwith;
     const char *query;
     const char *only;   /* time this variant alone (for profiling) */
+    const char *lib;    /* --lib: the shipped library's all.rules */
 } opts;
 
 static double now_ms(void)
@@ -181,6 +187,10 @@ static void syms_init(tg_ctx *ctx, syms *s)
     s->outputs = tg_symbol_cstr(ctx, "outputs");
 }
 
+/* With --lib the graph speaks the shipped library's vocabulary, where a
+ * reduction names its axes: (sum x all). */
+static int lib_vocab;
+
 /* The terms of g's nodes (collector memory) and the root (outputs SINK...). */
 static tg_term *build_terms(tg_ctx *ctx, const syms *s, const graph *g, tg_term ***termsp)
 {
@@ -198,7 +208,10 @@ static tg_term *build_terms(tg_ctx *ctx, const syms *s, const graph *g, tg_term 
                 a[k] = s->leaf[-1 - ar[k]];
             }
         }
-        t[i] = tg_app(ctx, s->op[x->op], (size_t)op_arity[x->op], a);
+        size_t na = (size_t)op_arity[x->op];
+        if (lib_vocab && x->op == O_SUM)
+            a[na++] = tg_symbol_cstr(ctx, "all");
+        t[i] = tg_app(ctx, s->op[x->op], na, a);
     }
     long ns = 0;
     tg_term **sinks = GC_MALLOC((size_t)g->n * sizeof *sinks);
@@ -788,17 +801,113 @@ static int part_b(const opts *o)
     return !same;
 }
 
+/* ---- part c: the shipped library's canonicalize database ---------------- */
+
+/* The x*y/y sites left in the DAG of root: (true_div (mul ... y ...) y). */
+static long sites_left(tg_ctx *ctx, tg_term *root, size_t hint)
+{
+    tg_term *mul = tg_symbol_cstr(ctx, "mul"), *div = tg_symbol_cstr(ctx, "true_div");
+    pmap seen;
+    pmap_init(&seen, hint);
+    size_t n = 0, cap = 1024;
+    tg_term **st = malloc(cap * sizeof *st);
+    long left = 0;
+    st[n++] = root;
+    while (n) {
+        tg_term *x = st[--n];
+        if (tg_kind_of(x) != TG_PAIR || pmap_get(&seen, x))
+            continue;
+        pmap_put(&seen, x, x);
+        tg_term *num = tg_nth(x, 1), *den = tg_nth(x, 2);
+        if (tg_car(x) == div && tg_length(x) == 3 && tg_kind_of(num) == TG_PAIR && tg_car(num) == mul)
+            for (size_t k = 1; k < tg_length(num); k++)
+                left += tg_nth(num, k) == den;
+        tg_iter it;
+        tg_iter_init(&it, x);
+        for (tg_term *e; (e = tg_iter_next(&it));) {
+            if (n == cap)
+                st = realloc(st, (cap *= 2) * sizeof *st);
+            st[n++] = e;
+        }
+    }
+    free(st);
+    return left;
+}
+
+/* The number of rules the last rewrite ran: (rules ...) and (never-fired ...). */
+static long profile_rules(tg_rules *rs)
+{
+    tg_term *p = tg_rules_profile(rs);
+    long n = 0;
+    tg_iter it;
+    tg_iter_init(&it, p);
+    for (tg_term *e; p && (e = tg_iter_next(&it));) {
+        size_t len;
+        const char *s = tg_kind_of(e) == TG_PAIR && tg_kind_of(tg_car(e)) == TG_SYMBOL
+                            ? tg_symbol_name(tg_car(e), &len) : NULL;
+        if (s && (!strcmp(s, "rules") || !strcmp(s, "never-fired")))
+            n += (long)tg_length(e) - 1;
+    }
+    return n;
+}
+
+/* x*y/y inside the library's whole canonicalize database (an
+ * equilibrium), each run in a fresh context, against the hand-written
+ * pass; the result must hold no site. */
+static int part_c(const opts *o)
+{
+    graph g = gen_dag(o->nodes, o->seed);
+    double *lib_ms = malloc((size_t)o->reps * sizeof *lib_ms);
+    double *ref_ms = malloc((size_t)o->reps * sizeof *ref_ms);
+    long nrules = 0, left = -1, rewrites = 0, passes = 0;
+    lib_vocab = 1;
+    for (int r = 0; r < o->reps; r++) {
+        tg_error err;
+        long rw, ps;
+        ref_ms[r] = run_once(o, &g, -1, &rw, &ps);
+        tg_ctx *ctx = tg_ctx_new(&err);
+        syms s;
+        syms_init(ctx, &s);
+        tg_term *root = build_terms(ctx, &s, &g, NULL);
+        tg_rules *rs = tg_rules_new(ctx, &err);
+        if (!rs || tg_rules_load_file(rs, o->lib, &err) < 0)
+            die("--lib", &err);
+        tg_term *spec = tg_symbol_cstr(ctx, "canonicalize");
+        double t0 = now_ms();
+        tg_term *out = tg_rewrite(rs, spec, root, &err);
+        lib_ms[r] = now_ms() - t0;
+        if (!out)
+            die("canonicalize", &err);
+        nrules = profile_rules(rs);
+        rewrites = profile_field(rs, "rewrites");
+        passes = profile_field(rs, "passes");
+        left = sites_left(ctx, out, (size_t)g.n);
+        tg_rules_free(rs);
+        tg_ctx_free(ctx);
+    }
+    lib_vocab = 0;
+    double m = median(lib_ms, o->reps), ref = median(ref_ms, o->reps);
+    printf("{\"bench\":\"graph_lib_canonicalize\",\"nodes\":%ld,\"sites\":%ld,\"rules\":%ld,"
+           "\"rewrites\":%ld,\"passes\":%ld,\"ms\":%.3f,\"us_per_node\":%.3f,\"ref_ms\":%.3f,"
+           "\"ratio_to_ref\":%.2f,\"sites_left\":%ld,\"pytensor_ms\":6600,\"target_ms\":66}\n",
+           g.n, g.sites, nrules, rewrites, passes, m, 1000 * m / (double)g.n, ref, m / ref, left);
+    free(lib_ms);
+    free(ref_ms);
+    free(g.v);
+    return left != 0;
+}
+
 static void usage(void)
 {
     fprintf(stderr, "usage: graph [--nodes N] [--reps R] [--seed S] [--merge-nodes N] [--rules FILE]"
-                    " [--with NAME]... [--query CLAUSES] [--only SPEC]\n");
+                    " [--with NAME]... [--query CLAUSES] [--only SPEC] [--lib ALL.RULES]\n");
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
     GC_INIT();
-    opts o = {100000, 110000, 5, 1, NULL, {0}, 0, NULL, NULL};
+    opts o = {100000, 110000, 5, 1, NULL, {0}, 0, NULL, NULL, NULL};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v)
@@ -819,10 +928,14 @@ int main(int argc, char **argv)
             o.query = v;
         else if (!strcmp(a, "--only"))
             o.only = v;
+        else if (!strcmp(a, "--lib"))
+            o.lib = v;
         else
             usage();
         i++;
     }
+    if (o.lib)      /* the library alone: its vocabulary is not part a's */
+        return part_c(&o);
     int bad = part_a(&o);
     bad |= part_b(&o);
     if (bad)

@@ -3,7 +3,8 @@
 # (not its times): every rewriter gives the hand-written pass's term, the
 # C rewriter's database the rule's, hash-consing merges the duplicated
 # graph to the distinct nodes a merge pass finds; and the options that
-# add a database (--rules, --with, --query) work.
+# add a database (--rules, --with, --query) work; --lib runs the shipped
+# library's canonicalize on the graph and leaves no site.
 
 top_builddir=${top_builddir:-.}
 srcdir=${srcdir:-.}
@@ -12,7 +13,7 @@ if [ ! -x "$GRAPH" ]; then
     echo "Bail out! $GRAPH is not built"
     exit 1
 fi
-echo "1..8"
+echo "1..10"
 failed=0
 check() {   # check N DESC CONDITION-COMMAND...
     n=$1 desc=$2
@@ -47,5 +48,11 @@ check 7 "its rules are in the database" \
 out=$("$GRAPH" --nodes 3000 --merge-nodes 1000 --reps 1 --rules "$extra" --with no-such-rule 2>&1)
 check 8 "an unknown name is an error naming it" \
     sh -c 'echo "$1" | grep -q "unknown rule, rewriter or relation no-such-rule"' x "$out"
+out=$(TGREL_RULES_PATH=$srcdir/patterns/lib "$GRAPH" --nodes 3000 --reps 1 \
+      --lib "$srcdir/patterns/lib/all.rules" 2>&1)
+rc=$?
+check 9 "--lib: the shipped canonicalize database on the graph (exit $rc)" test $rc -eq 0
+check 10 "--lib: no x*y/y site is left, every rule of the database ran" \
+    sh -c 'echo "$1" | grep -q "\"sites_left\":0" && ! echo "$1" | grep -q "\"rules\":0,"' x "$out"
 [ $failed -eq 0 ] || echo "$out" | sed 's/^/# /'
 exit $failed
