@@ -301,17 +301,32 @@ static void bench_gemm(tg_ctx *ctx)
     free(a), free(b), free(c);
 }
 
-int main(void)
+/* Sections to run: all, or those named on the command line. */
+static int want(int argc, char **argv, const char *name)
+{
+    if (argc < 2)
+        return 1;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+int main(int argc, char **argv)
 {
     char dir[] = "/tmp/tgrel-bench-XXXXXX";
     if (!mkdtemp(dir))
         return 1;
     tg_error err;
     tg_ctx *ctx = tg_ctx_new(&err);
-    bench_compile(ctx, dir);
-    bench_fused(ctx, dir);
-    bench_overhead(ctx);
-    bench_gemm(ctx);
+    if (want(argc, argv, "compile"))
+        bench_compile(ctx, dir);
+    if (want(argc, argv, "fused"))
+        bench_fused(ctx, dir);
+    if (want(argc, argv, "overhead"))
+        bench_overhead(ctx);
+    if (want(argc, argv, "gemm"))
+        bench_gemm(ctx);
     tg_ctx_free(ctx);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
