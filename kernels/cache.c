@@ -1,6 +1,8 @@
 /* cache.c - the compile cache of generated kernels (module prefix tgZ_).
  *
- * An entry is DIR/KEY.so, KEY the hash of compiler, flags and source.  A
+ * An entry is DIR/KEY.so, KEY the hash of compiler, flags and a key text
+ * that determines the source (fn.c: the input terms and the lowering's
+ * version), so a hit never generates the source at all.  A
  * 24-byte trailer (magic, then the hash of every byte before it) is
  * appended to the shared object (the loader ignores bytes past its
  * segments), so a truncated or corrupt entry is noticed and rebuilt.
@@ -278,8 +280,8 @@ static void pin_openmp(void)
 #endif
 }
 
-void *tgZ_load(const char *src, size_t len, const char *cc, const char *cflags, int *hit, int *why,
-               tg_error *err)
+void *tgZ_load(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *ud, const char *cc,
+               const char *cflags, int *hit, int *why, tg_error *err)
 {
     char dir[4096], path[4200], lock[4200], key[33];
     *hit = 0, *why = TGQ_FAILED;
@@ -293,14 +295,14 @@ void *tgZ_load(const char *src, size_t len, const char *cc, const char *cflags, 
         cflags = TGQ_DEFAULT_FLAGS;
     if (tgZ_dir(dir, sizeof dir) < 0 || mkdirs(dir) < 0)
         return tgE_set(err, TG_ERR_IO, NULL, 0, 0, "kernels: no usable cache directory"), NULL;
-    /* the key covers compiler, flags and source */
-    size_t hl = strlen(cc) + strlen(cflags) + len + 2;
+    /* the key covers compiler, flags and the caller's key text */
+    size_t lc = strlen(cc), lf = strlen(cflags), hl = lc + lf + keylen + 2;
     char *all = malloc(hl);
     if (!all)
         return tgE_nomem(err), NULL;
-    memcpy(all, cc, strlen(cc) + 1);
-    memcpy(all + strlen(cc) + 1, cflags, strlen(cflags) + 1);
-    memcpy(all + strlen(cc) + strlen(cflags) + 2, src, len);
+    memcpy(all, cc, lc + 1);
+    memcpy(all + lc + 1, cflags, lf + 1);
+    memcpy(all + lc + lf + 2, keytext, keylen);
     tgZ_hash_hex(all, hl, key);
     free(all);
     snprintf(path, sizeof path, "%s/%s.so", dir, key);
@@ -314,10 +316,18 @@ void *tgZ_load(const char *src, size_t len, const char *cc, const char *cflags, 
             return tgE_set(err, TG_ERR_IO, NULL, 0, 0, "kernels: cannot lock %s", lock), NULL;
         }
     int rc = 0;
-    if (intact(path))
+    if (intact(path)) {
         *hit = 1;
-    else
-        rc = build(dir, key, path, src, len, cc, cflags, why, err);
+    } else {
+        /* the source is only generated on a miss */
+        size_t len;
+        char *src = gen(ud, &len);
+        if (src)
+            rc = build(dir, key, path, src, len, cc, cflags, why, err);
+        else
+            rc = -1, tgE_nomem(err);
+        free(src);
+    }
     flock(fd, LOCK_UN);
     close(fd);
     if (rc < 0)
