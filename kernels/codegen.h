@@ -15,7 +15,8 @@ typedef void (*tgJ_loop_fn)(const int64_t *shape, char *const *base, const int64
 /* The version of the lowering (types, schedule, code generation): it is
  * part of the compile cache's key, which is computed from the input terms
  * without generating the source.  Change it with any change to what
- * tensor.c, schedule.c or codegen.c make of a term. */
+ * tensor.c, schedule.c or codegen.c make of a term (the key also holds
+ * the library's build ID where the linker writes one). */
 #define TGJ_LOWERING_VERSION "1"
 
 /* Loops of more nodes than this stay in the interpreter: the compiler's
