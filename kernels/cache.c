@@ -1,16 +1,21 @@
 /* cache.c - the compile cache of generated kernels (module prefix tgZ_).
  *
- * An entry is DIR/KEY.so, KEY the hash of compiler, flags and source.  A
+ * An entry is DIR/KEY.so, KEY the hash of compiler, flags and a key text
+ * that determines the source (fn.c: the input terms and the lowering's
+ * version), so a hit never generates the source at all.  A
  * 24-byte trailer (magic, then the hash of every byte before it) is
  * appended to the shared object (the loader ignores bytes past its
  * segments), so a truncated or corrupt entry is noticed and rebuilt.
  * Builders take an exclusive flock on DIR/KEY.lock, so two processes
  * compiling one program do not collide, and write to a temporary name
  * that is renamed into place, so readers never see half an entry. */
+#define _GNU_SOURCE 1   /* dl_iterate_phdr */
 #include "config.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <link.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdint.h>
@@ -278,8 +283,65 @@ static void pin_openmp(void)
 #endif
 }
 
-void *tgZ_load(const char *src, size_t len, const char *cc, const char *cflags, int *hit, int *why,
-               tg_error *err)
+/* ---- the library's identity ------------------------------------------------ */
+
+/* The GNU build ID of the object holding this code (a hash of its
+ * contents the linker writes), so entries made by another build of the
+ * lowering are never taken for this one's; "" when there is none. */
+typedef struct build_id { uintptr_t addr; char hex[2 * 64 + 1]; } build_id;
+
+static void note_id(const char *p, size_t n, build_id *b)
+{
+    size_t o = 0;
+    while (o + sizeof(ElfW(Nhdr)) <= n) {
+        const ElfW(Nhdr) *h = (const ElfW(Nhdr) *)(const void *)(p + o);
+        size_t name = (h->n_namesz + 3) & ~(size_t)3, desc = (h->n_descsz + 3) & ~(size_t)3;
+        const char *nm = p + o + sizeof *h, *d = nm + name;
+        if (h->n_type == NT_GNU_BUILD_ID && h->n_namesz == 4 && memcmp(nm, "GNU", 4) == 0 &&
+            h->n_descsz <= 64 && o + sizeof *h + name + h->n_descsz <= n) {
+            for (size_t i = 0; i < h->n_descsz; i++)
+                snprintf(b->hex + 2 * i, 3, "%02x", (unsigned char)d[i]);
+            return;
+        }
+        o += sizeof *h + name + desc;
+    }
+}
+
+static int find_id(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    build_id *b = data;
+    int mine = 0;
+    for (int i = 0; i < info->dlpi_phnum && !mine; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        mine = ph->p_type == PT_LOAD && b->addr >= lo && b->addr < lo + ph->p_memsz;
+    }
+    if (!mine)
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum && !b->hex[0]; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_NOTE)
+            note_id((const char *)(info->dlpi_addr + ph->p_vaddr), ph->p_memsz, b);
+    }
+    return 1;
+}
+
+static const char *library_id(void)
+{
+    static build_id b;
+    static int done;
+    if (!done) {
+        void (*self)(void) = pin_openmp;
+        memcpy(&b.addr, &self, sizeof b.addr);
+        dl_iterate_phdr(find_id, &b);
+        done = 1;
+    }
+    return b.hex;
+}
+
+void *tgZ_load(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *ud, const char *cc,
+               const char *cflags, int *hit, int *why, tg_error *err)
 {
     char dir[4096], path[4200], lock[4200], key[33];
     *hit = 0, *why = TGQ_FAILED;
@@ -293,14 +355,17 @@ void *tgZ_load(const char *src, size_t len, const char *cc, const char *cflags, 
         cflags = TGQ_DEFAULT_FLAGS;
     if (tgZ_dir(dir, sizeof dir) < 0 || mkdirs(dir) < 0)
         return tgE_set(err, TG_ERR_IO, NULL, 0, 0, "kernels: no usable cache directory"), NULL;
-    /* the key covers compiler, flags and source */
-    size_t hl = strlen(cc) + strlen(cflags) + len + 2;
+    /* the key covers this build of the library, compiler, flags and the
+     * caller's key text */
+    const char *id = library_id();
+    size_t li = strlen(id), lc = strlen(cc), lf = strlen(cflags), hl = li + lc + lf + keylen + 3;
     char *all = malloc(hl);
     if (!all)
         return tgE_nomem(err), NULL;
-    memcpy(all, cc, strlen(cc) + 1);
-    memcpy(all + strlen(cc) + 1, cflags, strlen(cflags) + 1);
-    memcpy(all + strlen(cc) + strlen(cflags) + 2, src, len);
+    memcpy(all, id, li + 1);
+    memcpy(all + li + 1, cc, lc + 1);
+    memcpy(all + li + lc + 2, cflags, lf + 1);
+    memcpy(all + li + lc + lf + 3, keytext, keylen);
     tgZ_hash_hex(all, hl, key);
     free(all);
     snprintf(path, sizeof path, "%s/%s.so", dir, key);
@@ -314,10 +379,18 @@ void *tgZ_load(const char *src, size_t len, const char *cc, const char *cflags, 
             return tgE_set(err, TG_ERR_IO, NULL, 0, 0, "kernels: cannot lock %s", lock), NULL;
         }
     int rc = 0;
-    if (intact(path))
+    if (intact(path)) {
         *hit = 1;
-    else
-        rc = build(dir, key, path, src, len, cc, cflags, why, err);
+    } else {
+        /* the source is only generated on a miss */
+        size_t len;
+        char *src = gen(ud, &len);
+        if (src)
+            rc = build(dir, key, path, src, len, cc, cflags, why, err);
+        else
+            rc = -1, tgE_nomem(err);
+        free(src);
+    }
     flock(fd, LOCK_UN);
     close(fd);
     if (rc < 0)

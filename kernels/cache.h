@@ -10,13 +10,17 @@
 /* What tgZ_load found when it failed. */
 enum { TGQ_OK = 0, TGQ_NO_COMPILER, TGQ_FAILED };
 
-/* dlopen a shared object built from src with compiler cc and flags
- * cflags (NULL: the defaults, or $TGREL_CC / $TGREL_CFLAGS), from the
- * cache when an intact entry is there, else compiled, verified and
- * stored.  NULL with err filled and *why set on failure.  *hit tells
- * whether the entry came from the cache. */
-void *tgZ_load(const char *src, size_t len, const char *cc, const char *cflags, int *hit, int *why,
-               tg_error *err);
+/* Makes the C source of an entry (malloc'd; NULL when out of memory). */
+typedef char *(*tgZ_gen_fn)(void *ud, size_t *len);
+
+/* dlopen the shared object keyed by keytext (which must determine the
+ * source gen makes) and built with compiler cc and flags cflags (NULL:
+ * the defaults, or $TGREL_CC / $TGREL_CFLAGS): from the cache when an
+ * intact entry is there, else gen(ud) is compiled, verified and stored.
+ * NULL with err filled and *why set on failure.  *hit tells whether the
+ * entry came from the cache. */
+void *tgZ_load(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *ud, const char *cc,
+               const char *cflags, int *hit, int *why, tg_error *err);
 
 /* The cache directory in use: $TGREL_CACHE_DIR, else $XDG_CACHE_HOME/tgrel,
  * else $HOME/.cache/tgrel; written into buf.  -1 when none can be named. */

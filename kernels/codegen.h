@@ -12,6 +12,13 @@
  * strides: bytes, [input-or-output][axis]. */
 typedef void (*tgJ_loop_fn)(const int64_t *shape, char *const *base, const int64_t *strides);
 
+/* The version of the lowering (types, schedule, code generation): it is
+ * part of the compile cache's key, which is computed from the input terms
+ * without generating the source.  Change it with any change to what
+ * tensor.c, schedule.c or codegen.c make of a term (the key also holds
+ * the library's build ID where the linker writes one). */
+#define TGJ_LOWERING_VERSION "1"
+
 /* Loops of more nodes than this stay in the interpreter: the compiler's
  * time grows faster than the loop. */
 #define TGJ_MAX_NODES 4096

@@ -20,9 +20,42 @@ struct tg_fn {
     void *so;               /* the compiled loops (dlopen handle) or NULL */
 };
 
+/* The text the compiled code is keyed by: everything the generated
+ * source is a function of.  Terms are hash-consed and print canonically
+ * (shared subterms named once, so the text is linear in the DAG), and the
+ * lowering's version stands for the code that turns them into C. */
+static char *key_text(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout,
+                      tg_term *const *outputs, const unsigned char *kept, size_t *len)
+{
+    tg_term *parts[2] = {tg_list(ctx, nin, inputs, NULL), tg_list(ctx, nout, outputs, NULL)};
+    tg_term *all = parts[0] && parts[1] ? tg_list(ctx, 2, parts, NULL) : NULL;
+    size_t tl;
+    char *terms = all ? tg_print_shared(all, &tl) : NULL;
+    if (!terms)
+        return NULL;
+    char head[160];
+    int hl = snprintf(head, sizeof head, "tgrel %s kernels lowering %s\nkept ", PACKAGE_VERSION,
+                      TGJ_LOWERING_VERSION);
+    char *t = malloc((size_t)hl + nin + 1 + tl + 1);
+    if (t) {
+        memcpy(t, head, (size_t)hl);
+        for (size_t i = 0; i < nin; i++)
+            t[hl + i] = !kept || kept[i] ? 'k' : '-';
+        t[hl + nin] = '\n';
+        memcpy(t + hl + nin + 1, terms, tl + 1);
+        *len = (size_t)hl + nin + 1 + tl;
+    }
+    free(terms);
+    return t;
+}
+
+static char *gen_source(void *ud, size_t *len) { return tgJ_source(ud, len); }
+
 /* Compile the loops of fn to native code; on failure the interpreter
- * runs them, with a warning on stderr. */
-static void go_native(tg_fn *fn, const tg_fn_options *opt)
+ * runs them, with a warning on stderr.  keytext names the code in the
+ * cache: a hit skips code generation. */
+static void go_native(tg_fn *fn, tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout,
+                      tg_term *const *outputs, const tg_fn_options *opt)
 {
     const tgH_sched *s = fn->s;
     int loops = 0;
@@ -30,13 +63,17 @@ static void go_native(tg_fn *fn, const tg_fn_options *opt)
         loops += tgJ_compiles(&s->steps[k]);
     if (!loops)
         return;
-    size_t len;
-    char *src = tgJ_source(s, &len);
+    size_t keylen = 0;
+    char *keytext = key_text(ctx, nin, inputs, nout, outputs, opt ? opt->kept : NULL, &keylen);
     tg_error err;
     int hit, why;
-    void *so = src ? tgZ_load(src, len, opt ? opt->cc : NULL, opt ? opt->cflags : NULL, &hit, &why, &err)
-                   : NULL;
-    free(src);
+    void *so = NULL;
+    if (keytext)
+        so = tgZ_load(keytext, keylen, gen_source, (void *)s, opt ? opt->cc : NULL,
+                      opt ? opt->cflags : NULL, &hit, &why, &err);
+    else
+        tgE_nomem(&err);
+    free(keytext);
     fn->st.kern = so ? calloc((size_t)s->nsteps, sizeof *fn->st.kern) : NULL;
     for (int k = 0; fn->st.kern && k < s->nsteps; k++)
         if (tgJ_compiles(&s->steps[k])) {
@@ -92,7 +129,7 @@ tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
         return tgE_nomem(err), NULL;
     }
     if (!opt || !opt->interpret)
-        go_native(fn, opt);
+        go_native(fn, ctx, nin, inputs, nout, outputs, opt);
     return fn;
 }
 

@@ -176,8 +176,8 @@ static int bind_inputs(const tgH_sched *s, tgI_state *st, const tg_array *in, tg
     for (int i = 0; i < g->ninputs; i++) {
         const tgV_node *n = &g->nodes[g->inputs[i]];
         const tg_array *a = &in[i];
-        char name[120], want[200], got[200];
         if (a->dtype != n->dtype) {
+            char name[120];
             tgV_show(tg_nth(n->term, 1), name, sizeof name);
             tgE_set(err, TG_ERR_TYPE, NULL, 0, 0, "kernels: input %s: expected dtype %s, got %s", name,
                     tgV_dtype_name(n->dtype), tgV_dtype_name(a->dtype));
@@ -186,7 +186,7 @@ static int bind_inputs(const tgH_sched *s, tgI_state *st, const tg_array *in, tg
         bool ok = a->ndim == n->ndim;
         /* bindings made by this input are undone on an error, so the
          * message shows only what earlier inputs fixed */
-        memcpy(st->symv + g->nsyms, st->symv, (size_t)g->nsyms * sizeof *st->symv);
+        int bound[TGV_MAXDIM], nb = 0;
         for (int d = 0; ok && d < n->ndim; d++) {
             tgV_size c = n->shape[d];
             if (a->shape[d] < 0)
@@ -194,14 +194,16 @@ static int bind_inputs(const tgH_sched *s, tgI_state *st, const tg_array *in, tg
             else if (c >= 0)
                 ok = a->shape[d] == c;
             else if (st->symv[-c - 1] < 0)
-                st->symv[-c - 1] = a->shape[d];
+                st->symv[-c - 1] = a->shape[d], bound[nb++] = (int)(-c - 1);
             else
                 ok = st->symv[-c - 1] == a->shape[d];
         }
         if (!ok) {
+            char name[120], want[200], got[200];
             tgI_arr tmp = {.ndim = a->ndim < 0 || a->ndim > TGV_MAXDIM ? 0 : a->ndim};
             memcpy(tmp.shape, a->shape, sizeof tmp.shape);
-            memcpy(st->symv, st->symv + g->nsyms, (size_t)g->nsyms * sizeof *st->symv);
+            while (nb > 0)
+                st->symv[bound[--nb]] = -1;
             expected_str(s, st, n, want, sizeof want);
             tgV_show(tg_nth(n->term, 1), name, sizeof name);
             tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "kernels: input %s: expected shape %s, got %s", name,
@@ -209,16 +211,15 @@ static int bind_inputs(const tgH_sched *s, tgI_state *st, const tg_array *in, tg
             return -1;
         }
         tgI_arr *v = &st->vals[g->inputs[i]];
-        v->ndim = a->ndim;
+        v->dtype = a->dtype, v->ndim = a->ndim, v->data = a->data;
         memcpy(v->shape, a->shape, sizeof v->shape);
+        memcpy(v->strides, a->strides, sizeof v->strides);
         if (!a->data && count(v) > 0) {
+            char name[120];
             tgV_show(tg_nth(n->term, 1), name, sizeof name);
             tgE_set(err, TG_ERR_ARG, NULL, 0, 0, "kernels: input %s: no data", name);
             return -1;
         }
-        v->dtype = a->dtype, v->ndim = a->ndim, v->data = a->data;
-        memcpy(v->shape, a->shape, sizeof v->shape);
-        memcpy(v->strides, a->strides, sizeof v->strides);
     }
     return 0;
 }
@@ -859,14 +860,15 @@ int tgI_init(tgI_state *st, const tgH_sched *s)
     st->nregs = maxreg;
     st->nslots = s->nslots;
     st->vals = calloc((size_t)g->n + 1, sizeof *st->vals);
-    st->symv = calloc(2 * (size_t)g->nsyms + 1, sizeof *st->symv);   /* values, then a copy */
+    st->symv = calloc((size_t)g->nsyms + 1, sizeof *st->symv);
+    st->last = calloc((size_t)g->nsyms + 1, sizeof *st->last);
     st->slots = calloc((size_t)s->nslots + 1, sizeof *st->slots);
     st->slotcap = calloc((size_t)s->nslots + 1, sizeof *st->slotcap);
     st->slotneed = calloc((size_t)s->nslots + 1, sizeof *st->slotneed);
     st->regs = malloc((maxreg + 2) * TGI_BLOCK * sizeof(reg));
     st->consts = calloc((size_t)g->n + 1, sizeof *st->consts);
     st->pos = malloc(((size_t)g->n + 1) * sizeof *st->pos);
-    if (!st->pos || !st->regof || !st->vals || !st->symv || !st->slots || !st->slotcap || !st->slotneed ||
+    if (!st->pos || !st->last || !st->regof || !st->vals || !st->symv || !st->slots || !st->slotcap || !st->slotneed ||
         !st->regs || !st->consts) {
         tgI_free(st);
         return -1;
@@ -880,12 +882,14 @@ void tgI_free(tgI_state *st)
         free(st->slots[i]);
     free(st->vals), free(st->symv), free(st->slots), free(st->slotcap);
     free(st->slotneed), free(st->regs), free(st->consts), free(st->regof), free(st->kern);
-    free(st->pos);
+    free(st->pos), free(st->last);
     memset(st, 0, sizeof *st);
 }
 
-/* Shapes of all nodes, and output arrays (allocated when asked). */
-static int prepare(const tgH_sched *s, tgI_state *st, tg_array *out, unsigned char *owned, tg_error *err)
+/* Shapes and strides of the computed nodes, constants, and the workspace
+ * for the sizes bound in st->symv.  They depend on nothing else, so a
+ * call binding the sizes of the previous one skips this (st->last). */
+static int shape_nodes(const tgH_sched *s, tgI_state *st, tg_error *err)
 {
     const tgV_graph *g = s->g;
     for (int v = 0; v < g->n; v++) {
@@ -893,7 +897,7 @@ static int prepare(const tgH_sched *s, tgI_state *st, tg_array *out, unsigned ch
         tgI_arr *a = &st->vals[v];
         if (n->op == TGV_INPUT)
             continue;
-        a->dtype = n->dtype, a->ndim = n->ndim, a->data = NULL;
+        a->dtype = n->dtype, a->ndim = n->ndim;
         for (int d = 0; d < n->ndim; d++)
             a->shape[d] = conc(st, n->shape[d]);
         c_strides(a);
@@ -903,9 +907,48 @@ static int prepare(const tgH_sched *s, tgI_state *st, tg_array *out, unsigned ch
                 r.f = n->value.f;
             else
                 r.i = n->value.i;
-            a->data = (char *)&st->consts[v];
-            st_elem(a->data, n->dtype, r);
+            st_elem((char *)&st->consts[v], n->dtype, r);
         }
+    }
+    memset(st->slotneed, 0, (size_t)s->nslots * sizeof *st->slotneed);
+    for (int v = 0; v < g->n; v++)
+        if (s->slot[v] >= 0) {
+            size_t b = (size_t)count(&st->vals[v]) * tgV_dtype_size(g->nodes[v].dtype);
+            if (b > st->slotneed[s->slot[v]])
+                st->slotneed[s->slot[v]] = b;
+        }
+    for (int k = 0; k < s->nslots; k++)
+        if (st->slotneed[k] > st->slotcap[k] || !st->slots[k]) {
+            size_t want = st->slotneed[k] ? st->slotneed[k] : 8;
+            char *p = realloc(st->slots[k], want);
+            if (!p)
+                return tgE_nomem(err), -1;
+            st->slots[k] = p, st->slotcap[k] = want;
+        }
+    memcpy(st->last, st->symv, (size_t)g->nsyms * sizeof *st->last);
+    st->shaped = 1;
+    return 0;
+}
+
+/* Shapes of all nodes, and output arrays (allocated when asked). */
+static int prepare(const tgH_sched *s, tgI_state *st, tg_array *out, unsigned char *owned, tg_error *err)
+{
+    const tgV_graph *g = s->g;
+    bool same = st->shaped;
+    for (int k = 0; same && k < g->nsyms; k++)
+        same = st->last[k] == st->symv[k];
+    if (!same) {
+        st->shaped = 0;
+        if (shape_nodes(s, st, err) < 0)
+            return -1;
+    }
+    /* output strides of the last call are overwritten below; views and
+     * reshapes set theirs when they run */
+    for (int v = 0; v < g->n; v++) {
+        tgV_op op = g->nodes[v].op;
+        if (op != TGV_INPUT)
+            st->vals[v].data = op == TGV_CONST ? (char *)&st->consts[v]
+                               : s->slot[v] >= 0 ? st->slots[s->slot[v]] : NULL;
     }
     for (int i = 0; i < g->noutputs; i++) {
         const tgI_arr *a = &st->vals[g->outputs[i]];
@@ -935,36 +978,18 @@ static int prepare(const tgH_sched *s, tgI_state *st, tg_array *out, unsigned ch
             return -1;
         }
     }
-    /* computed outputs write straight into the output arrays */
-    for (int v = 0; v < g->n; v++) {
-        int i = s->output[v];
+    /* computed outputs write straight into the output arrays (over any
+     * slot: a node is written where its first output position is) */
+    for (int i = 0; i < g->noutputs; i++) {
+        int v = g->outputs[i];
         tgV_op op = g->nodes[v].op;
-        if (i < 0 || op == TGV_INPUT || op == TGV_CONST || op == TGV_TRANSPOSE ||
+        if (s->output[v] != i || op == TGV_INPUT || op == TGV_CONST || op == TGV_TRANSPOSE ||
             op == TGV_DIMSHUFFLE || op == TGV_RESHAPE)
             continue;
         tgI_arr *a = &st->vals[v];
         a->data = out[i].data;
         memcpy(a->strides, out[i].strides, (size_t)a->ndim * sizeof *a->strides);
     }
-    /* the workspace */
-    memset(st->slotneed, 0, (size_t)s->nslots * sizeof *st->slotneed);
-    for (int v = 0; v < g->n; v++)
-        if (s->slot[v] >= 0) {
-            size_t b = (size_t)count(&st->vals[v]) * tgV_dtype_size(g->nodes[v].dtype);
-            if (b > st->slotneed[s->slot[v]])
-                st->slotneed[s->slot[v]] = b;
-        }
-    for (int k = 0; k < s->nslots; k++)
-        if (st->slotneed[k] > st->slotcap[k] || !st->slots[k]) {
-            size_t want = st->slotneed[k] ? st->slotneed[k] : 8;
-            char *p = realloc(st->slots[k], want);
-            if (!p)
-                return tgE_nomem(err), -1;
-            st->slots[k] = p, st->slotcap[k] = want;
-        }
-    for (int v = 0; v < g->n; v++)
-        if (s->slot[v] >= 0 && !st->vals[v].data)
-            st->vals[v].data = st->slots[s->slot[v]];
     return 0;
 }
 

@@ -19,6 +19,8 @@ typedef struct tgI_arr {
 typedef struct tgI_state {
     tgI_arr *vals;          /* per node */
     int64_t *symv;          /* per size class */
+    int64_t *last;          /* symv when the node shapes were last computed */
+    int shaped;             /* vals' shapes, consts and slots fit last */
     char **slots;           /* workspace slots and their capacities */
     size_t *slotcap;
     size_t *slotneed;

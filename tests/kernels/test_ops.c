@@ -560,6 +560,59 @@ static void test_fused_expression(void)
     tg_fn_free(fn);
 }
 
+/* Repeated calls of one function: sizes change and come back, outputs
+ * are contiguous, strided or allocated, a call fails in between.  A call
+ * reuses the shapes and workspace of the previous one when it binds the
+ * same sizes, so each of these must still see its own arrays. */
+static void test_repeated_calls(void)
+{
+    tg_error err;
+    tg_fn *fn = kt_compile(ctx, "(input x float64 (n m)) (input y float64 (m))",
+                           "(mul (exp (input x float64 (n m))) (input y float64 (m)))"
+                           " (sum (exp (input x float64 (n m))) (1))",
+                           NULL, kt_path, &err);
+    TAP_CHECK(fn != NULL, "repeated calls: compiled (%s)", fn ? "" : err.message);
+    if (!fn)
+        return;
+    static const int64_t sizes[][2] = {{2, 3}, {2, 3}, {4, 1}, {2, 3}, {0, 3}, {2, 3}, {3, 5}, {3, 5}};
+    int bad = 0, calls = 0;
+    for (int c = 0; c < (int)(sizeof sizes / sizeof *sizes); c++) {
+        const int64_t *nm = sizes[c];
+        kt_arr x, y, o, r;
+        kt_make(&x, TG_FLOAT64, 2, nm, c % 2);
+        kt_make(&y, TG_FLOAT64, 1, nm + 1, c % 3 == 0);
+        kt_make(&o, TG_FLOAT64, 2, nm, c % 3 == 1);
+        kt_make(&r, TG_FLOAT64, 1, nm, c % 2 == 0);
+        kt_fill(&x.a, -2, 2);
+        kt_fill(&y.a, -2, 2);
+        tg_array in[2] = {x.a, y.a}, out[2] = {o.a, r.a};
+        if (c == 4)
+            out[1].data = NULL;     /* allocated by the call */
+        /* a failing call first: y of the wrong length */
+        tg_array wrong = y.a;
+        wrong.shape[0] = nm[1] + 1;
+        tg_array in2[2] = {x.a, wrong};
+        bad += tg_fn_call(fn, in2, out, &err) == 0;
+        bad += tg_fn_call(fn, in, out, &err) != 0;
+        calls++;
+        int64_t idx[2];
+        for (idx[0] = 0; idx[0] < nm[0]; idx[0]++) {
+            long double sum = 0;
+            for (idx[1] = 0; idx[1] < nm[1]; idx[1]++) {
+                long double e = expl(kt_get(&x.a, idx));
+                sum += e;
+                bad += !kt_close(kt_get(&out[0], idx), e * kt_get(&y.a, idx + 1), 1e-13L);
+            }
+            bad += !kt_close(kt_get(&out[1], idx), sum, 1e-13L);
+        }
+        if (c == 4)
+            free(out[1].data);
+        free(x.block), free(y.block), free(o.block), free(r.block);
+    }
+    TAP_CHECK(bad == 0, "repeated calls: %d calls over changing sizes and layouts right", calls);
+    tg_fn_free(fn);
+}
+
 int main(void)
 {
     tg_error err;
@@ -573,6 +626,7 @@ int main(void)
         test_reductions();
         test_dot();
         test_fused_expression();
+        test_repeated_calls();
     }
     tg_ctx_free(ctx);
     return TAP_DONE();
