@@ -47,6 +47,7 @@ typedef struct repl {
     const char *name;       /* the input's name in errors */
     int line;               /* where the entry being run starts */
     const char *entry;      /* the text of the entry being run */
+    tg_term *last_why;      /* the firings the last :step showed (for :history) */
     char *argtext;          /* a command's entry with the :name blanked out,
                              * so that its arguments read at their place */
     int shared;             /* :shared on */
@@ -507,12 +508,8 @@ static int print_tree(FILE *out, tg_term *t)
 
 /* t's printed text as a dot label (quotes and backslashes escaped, long
  * texts cut). */
-static int dot_label(FILE *out, const tg_term *t)
+static void dot_text(FILE *out, const char *s, size_t n)
 {
-    size_t n;
-    char *s = tg_print(t, &n);
-    if (!s)
-        return -1;
     fputc('"', out);
     for (size_t i = 0; i < n && i < 40; i++) {
         if (s[i] == '"' || s[i] == '\\')
@@ -520,6 +517,17 @@ static int dot_label(FILE *out, const tg_term *t)
         fputc(s[i] == '\n' ? ' ' : s[i], out);
     }
     fputs(n > 40 ? "...\"" : "\"", out);
+}
+
+/* t's printed text as a dot label (quotes and backslashes escaped, long
+ * texts cut). */
+static int dot_label(FILE *out, const tg_term *t)
+{
+    size_t n;
+    char *s = tg_print(t, &n);
+    if (!s)
+        return -1;
+    dot_text(out, s, n);
     free(s);
     return 0;
 }
@@ -601,14 +609,15 @@ static int run_graphviz(const char *format, const char *in, const char *out)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* :dot TERM [FILE]: to standard output, a .dot file, or an image through
- * Graphviz (.svg, .png, .pdf). */
-static int dot_to(repl *R, tg_term *t, const char *file)
+/* Write t as a Graphviz graph with write (write_dot, write_steps): to
+ * standard output, a .dot file, or an image through Graphviz (.svg, .png,
+ * .pdf). */
+static int dot_to(repl *R, tg_term *t, const char *file, int (*write)(FILE *, tg_term *))
 {
     const char *ext = file ? strrchr(file, '.') : NULL;
     int image = ext && (!strcmp(ext, ".svg") || !strcmp(ext, ".png") || !strcmp(ext, ".pdf"));
     if (!file)
-        return write_dot(stdout, t) < 0 ? (complain(R, "%s", "out of memory"), 1) : 0;
+        return write(stdout, t) < 0 ? (complain(R, "%s", "out of memory"), 1) : 0;
     char tmp[] = "/tmp/tgrel-dot-XXXXXX";
     int fd = image ? mkstemp(tmp) : -1;
     FILE *f = image ? (fd >= 0 ? fdopen(fd, "w") : NULL) : fopen(file, "w");
@@ -618,7 +627,7 @@ static int dot_to(repl *R, tg_term *t, const char *file)
         complain(R, "cannot write %s", image ? "a temporary file" : file);
         return 1;
     }
-    int rc = write_dot(f, t);
+    int rc = write(f, t);
     if (fclose(f) != 0 || rc < 0) {
         if (image)
             unlink(tmp);
@@ -638,6 +647,59 @@ static int dot_to(repl *R, tg_term *t, const char *file)
         return 1;
     }
     return 0;
+}
+
+/* The firings of a why term (tg_rules_why: (why T (firings L N) (K RULE
+ * (pass P) POS BEFORE AFTER) ...)) as a graph: one node per distinct term
+ * met (hash-consing makes a firing's after and the next one's before one
+ * node), an edge from before to after per firing, named by the firing. */
+static int write_steps(FILE *out, tg_term *why)
+{
+    pset ids = {0};
+    tvec todo = {0};
+    int rc = 0;
+    fputs("digraph history {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n", out);
+    tg_iter it;
+    tg_iter_init(&it, why);
+    for (tg_term *f; rc == 0 && (f = tg_iter_next(&it));) {
+        if (tg_kind_of(f) != TG_PAIR || tg_length(f) != 6 || tg_kind_of(tg_car(f)) != TG_INT)
+            continue;   /* the head, the term, the (firings ...) count */
+        long ends[2];
+        for (int k = 0; k < 2 && rc == 0; k++) {
+            tg_term *x = tg_nth(f, 4 + (size_t)k);
+            size_t before = ids.n;
+            long id = dot_id(&ids, &todo, x);
+            if (id < 0) {
+                rc = -1;
+                break;
+            }
+            ends[k] = id;
+            if (ids.n != before) {      /* a new term: its node */
+                fprintf(out, "  n%ld [label=", id);
+                rc = dot_label(out, x);
+                fputs("];\n", out);
+            }
+        }
+        if (rc)
+            break;
+        int64_t k;
+        tg_int_get(tg_car(f), &k);
+        char *rule = tg_print(tg_nth(f, 1), NULL), *pos = tg_print(tg_nth(f, 3), NULL);
+        if (!rule || !pos)
+            rc = -1;
+        else {
+            char text[200];
+            int n = snprintf(text, sizeof text, "#%lld %s %s", (long long)k, rule, pos);
+            fprintf(out, "  n%ld -> n%ld [label=", ends[0], ends[1]);
+            dot_text(out, text, n < 0 ? 0 : (size_t)n < sizeof text ? (size_t)n : sizeof text - 1);
+            fputs("];\n", out);
+        }
+        free(rule), free(pos);
+    }
+    fputs("}\n", out);
+    ps_free(&ids);
+    free(todo.v);
+    return rc;
 }
 
 /* ---- commands ------------------------------------------------------------ */
@@ -803,7 +865,7 @@ static int cmd_dot(repl *R, const char *name, const char *args)
             return 1;
         }
     }
-    int rc = dot_to(R, t[0], file);
+    int rc = dot_to(R, t[0], file, write_dot);
     free(file);
     return rc;
 }
@@ -965,6 +1027,8 @@ static int cmd_step(repl *R, const char *name, const char *args)
     size_t len = 0;
     FILE *f = r ? open_memstream(&text, &len) : NULL;
     int rc = r && f && tg_rules_print_why(R->rs, r, f, &err) == 0 ? 0 : 1;
+    if (rc == 0)
+        R->last_why = tg_rules_why(R->rs, r, NULL);
     if (f)
         fclose(f);
     if (rc) {
@@ -990,6 +1054,32 @@ static int cmd_step(repl *R, const char *name, const char *args)
     }
     free(text);
     tg_rules_set_provenance(R->rs, was, 0, NULL);
+    return rc;
+}
+
+/* :history [FILE]: the firings of the last :step as a Graphviz graph. */
+static int cmd_history(repl *R, const char *name, const char *args)
+{
+    tg_term *t[1];
+    int n = *args ? read_args(R, name, args, t, 1, 1, "[FILE]") : 0;
+    if (n < 0)
+        return 1;
+    if (!R->last_why) {
+        complain(R, "%s", "no rewrite history yet: :step a rewrite first");
+        return 1;
+    }
+    char *file = NULL;
+    if (n == 1) {
+        size_t len;
+        const char *s = tg_kind_of(t[0]) == TG_STRING ? tg_string_bytes(t[0], &len)
+                        : tg_kind_of(t[0]) == TG_SYMBOL ? tg_symbol_name(t[0], &len) : NULL;
+        if (!s || !(file = strndup(s, len))) {
+            complain(R, "%s", "usage: :history [FILE] (FILE a name or a string)");
+            return 1;
+        }
+    }
+    int rc = dot_to(R, R->last_why, file, write_steps);
+    free(file);
     return rc;
 }
 
@@ -1040,6 +1130,8 @@ static const command commands[] = {
     {"dot", "TERM [FILE]", "TERM as Graphviz (.dot, or .svg/.png/.pdf)", ":dot (f (g a) (g a)) t.svg", cmd_dot},
     {"eval", "TERM (NAME VALUE)...", "compile a tensor term and run it on arrays (lists or .npy files)",
      ":eval (add (input x float64 (3)) 1) (x (1 2 3))", cmd_eval},
+    {"history", "[FILE]", "the last :step's firings as Graphviz (.dot, .svg, .png, .pdf)",
+     ":history steps.svg", cmd_history},
     {"shared", "[on|off]", "print repeated subterms once: X where *1 = ...", ":shared on", cmd_shared},
     {"quit", "", "leave (Ctrl-D too)", ":quit", cmd_quit},
     {NULL, NULL, NULL, NULL, NULL}

@@ -116,7 +116,7 @@ input ':help'
 "$TGREL" <"$tmp/in" >"$tmp/help" 2>&1
 n=$((n + 1))
 missing=
-for c in help load ops rules rewriters relations rewrite step normalize trace profile tree dot eval shared quit; do
+for c in help load ops rules rewriters relations rewrite step normalize trace profile tree dot history eval shared quit; do
     grep -q "^  :$c " "$tmp/help" || missing="$missing $c"
 done
 if [ -z "$missing" ]; then
@@ -137,6 +137,28 @@ x
 (rule add-zero (add 0 ?x) => ?x (tags fast))
 (rule neg-neg (neg (neg ?x)) => ?x)
 (rule twice-add (twice ?x) <=> (add ?x ?x))" "<stdin>:3:1: unknown database nope*" "$TGREL" "$tmp/alg.rules" -
+
+input ':history' ':step simplify (add 0 (neg (neg w)))' ':history' ":history \"$tmp/h.dot\""
+t ":history writes the last :step's firings as a graph" 1 'why w: 2 firings
+  #1 neg-neg, pass 1, at (2): (neg (neg w)) => w
+  #2 add-zero, pass 1, at (): (add 0 w) => w
+w
+digraph history {
+  rankdir=LR;
+  node [shape=box, fontname="monospace"];
+  n1 [label="(neg (neg w))"];
+  n2 [label="w"];
+  n1 -> n2 [label="#1 neg-neg (at 2)"];
+  n3 [label="(add 0 w)"];
+  n3 -> n2 [label="#2 add-zero (at)"];
+}' "<stdin>:1:1: no rewrite history yet: :step a rewrite first" "$TGREL" "$tmp/alg.rules" -
+n=$((n + 1))
+if grep -q 'n3 -> n2 \[label="#2 add-zero (at)"\];' "$tmp/h.dot"; then
+    echo "ok $n - :history FILE writes the graph to the file"
+else
+    failed=$((failed + 1))
+    echo "not ok $n - :history FILE writes the graph to the file"
+fi
 
 input ':tree (f (g a b) (g a b) (h (g a b) (k (l m) n)))'
 t ":tree shows one node a line and names shared subterms" 0 "f
