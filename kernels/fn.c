@@ -98,15 +98,22 @@ static void go_native(tg_fn *fn, tg_ctx *ctx, size_t nin, tg_term *const *inputs
 
 void tg_array_init(tg_array *a, tg_dtype dtype, int ndim, const int64_t *shape, void *data)
 {
+    if (!a)
+        return;
+    /* shape may be a->shape itself: read it before clearing a */
+    int64_t sh[TG_MAXDIM] = {0};
+    int nd = !shape || ndim < 0 ? 0 : ndim > TG_MAXDIM ? TG_MAXDIM : ndim;
+    for (int d = 0; d < nd; d++)
+        sh[d] = shape[d];
     memset(a, 0, sizeof *a);
     a->dtype = dtype;
-    a->ndim = ndim < 0 ? 0 : ndim > TG_MAXDIM ? TG_MAXDIM : ndim;
+    a->ndim = nd;
     a->data = data;
     int64_t s = (int64_t)tgV_dtype_size(dtype);
-    for (int d = a->ndim - 1; d >= 0; d--) {
-        a->shape[d] = shape[d];
+    for (int d = nd - 1; d >= 0; d--) {
+        a->shape[d] = sh[d];
         a->strides[d] = s;
-        s *= shape[d] ? shape[d] : 1;
+        s *= sh[d] ? sh[d] : 1;
     }
 }
 

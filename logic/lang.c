@@ -943,6 +943,8 @@ static int load_prelude(tg_env *env, tg_error *err)
 
 tg_env *tg_env_new(tg_ctx *ctx, tg_error *err)
 {
+    if (!ctx)
+        return (tgE_arg(err, "tg_env_new: NULL context"), NULL);
     envx *x = GC_MALLOC_UNCOLLECTABLE(sizeof *x);
     if (!x) {
         tgE_nomem(err);
@@ -1001,6 +1003,8 @@ tg_term *tg_env_var(tg_env *env, const char *name)
 
 void tg_env_set_occurs_check(tg_env *env, int on)
 {
+    if (!env)
+        return;
     env->occurs_check = on != 0;
 }
 
@@ -1101,6 +1105,8 @@ tg_query *tg_query_new(tg_env *env, tg_term *form, tg_error *err)
 
 long tg_query_run(tg_query *q, tg_answer_fn fn, void *ud, tg_error *err)
 {
+    if (!q)
+        return (tgE_arg(err, "tg_query_run: NULL query"), -1);
     emit_ctx e = {fn, ud};
     q->env->err = err;
     return tgG_run(q->env, q->rf.g, q->rf.nslots, q->rf.n, emit_answer, &e);

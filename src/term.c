@@ -340,14 +340,20 @@ static tg_term *intern_bytes(tg_ctx *ctx, tg_kind kind, const char *p, size_t n)
 
 tg_term *tg_symbol(tg_ctx *ctx, const char *name, size_t len)
 {
+    if (!ctx || (!name && len))
+        return NULL;
     return intern_bytes(ctx, TG_SYMBOL, name, len);
 }
 tg_term *tg_symbol_cstr(tg_ctx *ctx, const char *name)
 {
+    if (!ctx || !name)
+        return NULL;
     return intern_bytes(ctx, TG_SYMBOL, name, strlen(name));
 }
 tg_term *tg_string(tg_ctx *ctx, const char *bytes, size_t len)
 {
+    if (!ctx || (!bytes && len))
+        return NULL;
     return intern_bytes(ctx, TG_STRING, bytes, len);
 }
 
@@ -393,6 +399,8 @@ tg_term *tgT_lvar_new(tg_ctx *ctx, tg_term *name, uint64_t scope)
 
 tg_term *tg_double(tg_ctx *ctx, double x)
 {
+    if (!ctx)
+        return NULL;
     if (isnan(x))
         x = NAN;    /* one NaN: payloads are not observable in the language */
     uint64_t bits;
@@ -467,6 +475,8 @@ tg_term *tgT_rat_intern(tg_ctx *ctx, int32_t ns, const mp_limb_t *nd, int32_t ds
 
 tg_term *tg_app(tg_ctx *ctx, tg_term *head, size_t n, tg_term *const *args)
 {
+    if (!ctx || !head || (n && !args))
+        return NULL;
     switch (n) {    /* specialised copies for the usual short applications */
     case 0: return intern_body(ctx, head, 0, args, TGT_NIL);
     case 1: return intern_body(ctx, head, 1, args, TGT_NIL);

@@ -20,6 +20,8 @@ tg_term *tgT_build_chunks(tg_ctx *ctx, size_t n, tg_term *const *e, tg_term *res
 
 tg_term *tg_list(tg_ctx *ctx, size_t n, tg_term *const *e, tg_term *tail)
 {
+    if (!ctx || (n && !e))
+        return NULL;
     if (!tail)
         tail = TGT_NIL;
     if (n == 0)
@@ -126,6 +128,8 @@ tg_term *tg_iter_next(tg_iter *it)
 
 tg_term *tg_iter_rest(tg_ctx *ctx, tg_iter *it)
 {
+    if (!ctx || !it)
+        return NULL;
     const tg_term *p = it->node;
     if (!tgT_ispair(p) || it->i == 0)
         return (tg_term *)p;

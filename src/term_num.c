@@ -36,11 +36,13 @@ tg_term *tg_int(tg_ctx *ctx, int64_t v)
     /* one unsigned compare for the immediate range */
     if ((uint64_t)v - (uint64_t)TGT_FIXMIN <= (uint64_t)TGT_FIXMAX - (uint64_t)TGT_FIXMIN)
         return tgT_mkfix(v);
-    return int_big(ctx, v);
+    return ctx ? int_big(ctx, v) : NULL;
 }
 
 tg_term *tg_int_mpz(tg_ctx *ctx, const mpz_t v)
 {
+    if (!ctx)
+        return NULL;
     if (mpz_fits_slong_p(v)) {
         long x = mpz_get_si(v);
         if (x >= TGT_FIXMIN && x <= TGT_FIXMAX)
@@ -51,6 +53,8 @@ tg_term *tg_int_mpz(tg_ctx *ctx, const mpz_t v)
 
 tg_term *tg_int_parse(tg_ctx *ctx, const char *s, tg_error *err)
 {
+    if (!ctx || !s)
+        return (tgE_arg(err, "tg_int_parse: NULL argument"), NULL);
     const char *p = s;
     if (*p == '+' || *p == '-')
         p++;

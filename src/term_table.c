@@ -554,6 +554,12 @@ void tg_ctx_free(tg_ctx *ctx)
 
 void tg_ctx_stats(const tg_ctx *ctx, tg_stats *out)
 {
+    if (!out)
+        return;
+    if (!ctx) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
     out->live = ctx->count;
     out->capacity = ctx->nb * BSLOTS;
     out->table_bytes = table_bytes(ctx->nb);

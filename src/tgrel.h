@@ -108,7 +108,10 @@ const char *tg_kind_name(tg_kind k);
 /* The empty list (shared by all contexts). */
 tg_term *tg_nil(void);
 
-/* Integers: immediate when small, GMP beyond; never overflow. */
+/* Every constructor returns NULL for a NULL context (or a NULL name,
+ * head or element array where one is needed); elements must be terms.
+ * Integers: immediate when small (no context needed), GMP beyond; never
+ * overflow. */
 tg_term *tg_int(tg_ctx *ctx, int64_t v);
 tg_term *tg_int_mpz(tg_ctx *ctx, const mpz_t v);
 /* Parse a decimal integer (optional sign). */
