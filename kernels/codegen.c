@@ -147,6 +147,7 @@ static void put_node(tgB_buf *b, const tgH_sched *s, const tgH_step *st, int v)
         case TGV_EXP: f = "exp"; break;
         case TGV_LOG: f = "log"; break;
         case TGV_LOG1P: f = "log1p"; break;
+        case TGV_EXPM1: f = "expm1"; break;
         case TGV_SQRT: f = "sqrt"; break;
         case TGV_SIN: f = "sin"; break;
         case TGV_COS: f = "cos"; break;
@@ -160,6 +161,10 @@ static void put_node(tgB_buf *b, const tgH_sched *s, const tgH_step *st, int v)
             tgB_printf(b, "1.0 / (1.0 + exp(-(%s)))", x);
         else if (n->op == TGV_NEG)
             tgB_printf(b, fl ? "-(%s)" : "TGK_SUB(0, %s)", x);
+        else if (n->op == TGV_SQR)
+            tgB_printf(b, fl ? "(%s) * (%s)" : "TGK_MUL(%s, %s)", x, x);
+        else if (n->op == TGV_RECIPROCAL)
+            tgB_printf(b, "1.0 / (%s)", x);
         else if (n->op == TGV_ABS)
             tgB_printf(b, fl ? "fabs(%s)" : "((%s) < 0 ? TGK_SUB(0, %s) : (%s))", x, x, x);
         else

@@ -315,6 +315,9 @@ static void eval_node(loopctx *L, const tgV_node *n, reg *out, int m)
             case TGV_COS: out[j].f = cos(x); break;
             case TGV_TANH: out[j].f = tanh(x); break;
             case TGV_SIGMOID: out[j].f = sigmoid(x); break;
+            case TGV_SQR: if (fl) out[j].f = x * x; else out[j].i = (int64_t)((uint64_t)xi * (uint64_t)xi); break;
+            case TGV_RECIPROCAL: out[j].f = 1.0 / x; break;
+            case TGV_EXPM1: out[j].f = expm1(x); break;
             case TGV_ABS: if (fl) out[j].f = fabs(x); else out[j].i = xi < 0 ? (int64_t)(0 - (uint64_t)xi) : xi; break;
             default: break;
             }
