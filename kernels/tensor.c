@@ -753,9 +753,8 @@ static int build_term(builder *b, tg_term *root)
         tg_iter_next(&it);
         for (size_t i = 0; i < nt; i++)
             all[i] = tg_iter_next(&it);
-        tg_dtype cast_to;
-        if (oi->op == TGV_CAST && parse_dtype(all[0], &cast_to) < 0)
-            oi = &cast_x_first;
+        if (oi->op == TGV_CAST && tg_kind_of(all[0]) != TG_SYMBOL)
+            oi = &cast_x_first;     /* a symbol is never a tensor */
         int th = oi->thi < 0 ? (int)nt - 1 : oi->thi;
         size_t before = sp;
         for (int i = oi->tlo; i <= th; i++)
