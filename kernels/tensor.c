@@ -556,6 +556,23 @@ static int type_layout(builder *b, tgV_node *n, tg_term **argt, int nt)
 
 /* ---- leaves ------------------------------------------------------------- */
 
+/* A rational (what folding an integer true_div gives) as the double the
+ * division of its parts gives: correctly rounded when both fit in 53
+ * bits, else GMP's truncation. */
+static double rat_double(const tg_term *v)
+{
+    mpq_t q;
+    mpq_init(q);
+    tg_rat_get_mpq(v, q);
+    double r;
+    if (mpz_sizeinbase(mpq_numref(q), 2) <= 53 && mpz_sizeinbase(mpq_denref(q), 2) <= 53)
+        r = mpz_get_d(mpq_numref(q)) / mpz_get_d(mpq_denref(q));
+    else
+        r = mpq_get_d(q);
+    mpq_clear(q);
+    return r;
+}
+
 static int make_const(builder *b, tg_term *t, tg_dtype d, tg_term *v, bool weak)
 {
     tgV_node *n = new_node(b, t, TGV_CONST);
@@ -564,7 +581,9 @@ static int make_const(builder *b, tg_term *t, tg_dtype d, tg_term *v, bool weak)
     n->dtype = d, n->weak = weak;
     double f;
     int64_t i;
-    if (tg_double_get(v, &f) == 0) {
+    if (tg_kind_of(v) == TG_RAT)
+        f = rat_double(v);
+    if (tg_kind_of(v) == TG_RAT || tg_double_get(v, &f) == 0) {
         if (!tgV_is_float(d))
             return fail(b, t, "a float value for an integer dtype");
         n->value.f = d == TG_FLOAT32 ? (double)(float)f : f;
@@ -691,7 +710,7 @@ static int build_term(builder *b, tg_term *root)
             continue;
         }
         tg_kind k = tg_kind_of(t);
-        if (k == TG_INT || k == TG_DOUBLE) {
+        if (k == TG_INT || k == TG_DOUBLE || k == TG_RAT) {
             sp--;
             if (make_const(b, t, k == TG_INT ? TG_INT64 : TG_FLOAT64, t, true) < 0)
                 return -1;

@@ -98,6 +98,9 @@ static void test_pairs(void)
          "(add (mul 2 (dot (input a float64 (n k)) (input b float64 (k m)))) (mul 0.5 (input y float64 (n m))))"},
         {"(gemm (input y float64 (n m)) 1 (input a float64 (n k)) (input b float64 (k m)) 1)",
          "(add (dot (input a float64 (n k)) (input b float64 (k m))) (input y float64 (n m)))"},
+        /* folding (true_div 1 3) gives the rational 1/3 */
+        {"(mul (input x float64 (n m)) 1/3)", "(mul (input x float64 (n m)) (true_div 1 3))"},
+        {"(add (input f float32 (n m)) -2/7)", "(add (input f float32 (n m)) (true_div -2 7))"},
         /* a gemm sharing its sum with another output's subterm */
         {"(mul (gemm (input x float64 (n m)) 3 (input a float64 (n k)) (input b float64 (k m)) -1)"
          " (add (mul 3 (dot (input a float64 (n k)) (input b float64 (k m)))) (mul -1 (input x float64 (n m)))))",
@@ -164,6 +167,7 @@ static void test_errors(void)
         {"(cast (input x float64 (n m)) float16)", "cast needs a dtype"},
         {"(sum (input x float64 (n m)) (axes 2))", "an axis is out of range"},
         {"(sum (input x float64 (n m)) (perm 0))", "an axis is out of range"},
+        {"(add (input i int64 (n m)) (const int64 1/3))", "a float value for an integer dtype"},
     };
     for (size_t c = 0; c < sizeof bad / sizeof *bad; c++) {
         tg_error err;
