@@ -57,7 +57,8 @@ static const char prelude[] =
     "  return (int64_t)r; }\n"
     "#define TGK_ADD(a, b) ((int64_t)((uint64_t)(a) + (uint64_t)(b)))\n"
     "#define TGK_SUB(a, b) ((int64_t)((uint64_t)(a) - (uint64_t)(b)))\n"
-    "#define TGK_MUL(a, b) ((int64_t)((uint64_t)(a) * (uint64_t)(b)))\n";
+    "#define TGK_MUL(a, b) ((int64_t)((uint64_t)(a) * (uint64_t)(b)))\n"
+    TGJ_STR(TGJ_DIVMOD_DEFS) "\n";
 
 static const char *ctype(tg_dtype d)
 {
@@ -186,6 +187,8 @@ static void put_node(tgB_buf *b, const tgH_sched *s, const tgH_step *st, int v)
         case TGV_SUB: tgB_printf(b, fl ? "v%d - %s" : "TGK_SUB(v%d, %s)", v, y); break;
         case TGV_MUL: tgB_printf(b, fl ? "v%d * %s" : "TGK_MUL(v%d, %s)", v, y); break;
         case TGV_DIV: tgB_printf(b, "v%d / %s", v, y); break;
+        case TGV_INT_DIV: tgB_printf(b, fl ? "tgk_fdiv(v%d, %s)" : "tgk_idiv(v%d, %s)", v, y); break;
+        case TGV_MOD: tgB_printf(b, fl ? "tgk_fmod(v%d, %s)" : "tgk_imod(v%d, %s)", v, y); break;
         case TGV_POW: tgB_printf(b, fl ? "pow(v%d, %s)" : "tgk_ipow(v%d, %s)", v, y); break;
         case TGV_MAXIMUM: tgB_printf(b, fl ? "tgk_fmax(v%d, %s)" : "(v%d > %s ? v%d : %s)", v, y, v, y); break;
         case TGV_MINIMUM: tgB_printf(b, fl ? "tgk_fmin(v%d, %s)" : "(v%d < %s ? v%d : %s)", v, y, v, y); break;

@@ -13,6 +13,9 @@
 
 #include "error.h"
 #include "interp.h"
+#include "codegen.h"
+
+TGJ_DIVMOD_DEFS
 
 #define TGI_BLOCK 256
 
@@ -335,6 +338,8 @@ static void eval_node(loopctx *L, const tgV_node *n, reg *out, int m)
                 case TGV_SUB: if (fl) out[j].f = x - y; else out[j].i = (int64_t)((uint64_t)xi - (uint64_t)yi); break;
                 case TGV_MUL: if (fl) out[j].f = x * y; else out[j].i = (int64_t)((uint64_t)xi * (uint64_t)yi); break;
                 case TGV_DIV: out[j].f = x / y; break;
+                case TGV_INT_DIV: if (fl) out[j].f = tgk_fdiv(x, y); else out[j].i = tgk_idiv(xi, yi); break;
+                case TGV_MOD: if (fl) out[j].f = tgk_fmod(x, y); else out[j].i = tgk_imod(xi, yi); break;
                 case TGV_POW: if (fl) out[j].f = pow(x, y); else out[j].i = ipow(xi, yi); break;
                 case TGV_MAXIMUM: if (fl) out[j].f = fmaxn(x, y); else out[j].i = xi > yi ? xi : yi; break;
                 case TGV_MINIMUM: if (fl) out[j].f = fminn(x, y); else out[j].i = xi < yi ? xi : yi; break;

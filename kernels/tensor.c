@@ -30,7 +30,8 @@ static const opinfo ops[] = {
     {"abs", TGV_ABS, 1, 1, 0, -1}, {"maximum", TGV_MAXIMUM, 2, 2, 0, -1},
     {"minimum", TGV_MINIMUM, 2, 2, 0, -1},
     {"sqr", TGV_SQR, 1, 1, 0, -1}, {"reciprocal", TGV_RECIPROCAL, 1, 1, 0, -1},
-    {"expm1", TGV_EXPM1, 1, 1, 0, -1},
+    {"expm1", TGV_EXPM1, 1, 1, 0, -1}, {"int_div", TGV_INT_DIV, 2, 2, 0, -1},
+    {"mod", TGV_MOD, 2, 2, 0, -1},
     {"lt", TGV_LT, 2, 2, 0, -1}, {"le", TGV_LE, 2, 2, 0, -1},
     {"gt", TGV_GT, 2, 2, 0, -1}, {"ge", TGV_GE, 2, 2, 0, -1},
     {"eq", TGV_EQ, 2, 2, 0, -1}, {"neq", TGV_NEQ, 2, 2, 0, -1},
@@ -356,6 +357,7 @@ static int type_elementwise(builder *b, tgV_node *n, tg_term **argt)
     n->cdt = p;
     switch (n->op) {
     case TGV_ADD: case TGV_SUB: case TGV_MUL: case TGV_NEG: case TGV_POW: case TGV_SQR:
+    case TGV_INT_DIV: case TGV_MOD:
         n->dtype = p == TG_BOOL ? TG_INT64 : p;
         break;
     case TGV_DIV: case TGV_EXP: case TGV_LOG: case TGV_LOG1P: case TGV_SQRT:

@@ -160,6 +160,110 @@ static void test_expm1(void)
     tg_fn_free(fn);
 }
 
+/* int_div and mod, Python's // and %: for integers q*b + r == a with r
+ * of b's sign and |r| < |b| (and 0 for b == 0); for floats q is the
+ * floor of the exact quotient.  Plus the edge cases by hand. */
+static void test_divmod(void)
+{
+    enum { N = 600 };
+    int64_t n = N;
+    static int64_t ia[N], ib[N];
+    static double fa[N], fb[N];
+    for (int j = 0; j < N; j++) {
+        int64_t big = j % 3 == 0 ? INT64_MAX / 3 : 100;
+        ia[j] = (int64_t)(kt_rand() % (2 * (uint64_t)big + 1)) - big;
+        ib[j] = j % 17 == 0 ? 0 : (int64_t)(kt_rand() % 41) - 20;
+        fa[j] = kt_unif(-100, 100);
+        fb[j] = kt_unif(-10, 10);
+    }
+    ia[0] = INT64_MIN, ib[0] = -1;
+    tg_array args[2], q, r;
+    tg_array_init(&args[0], TG_INT64, 1, &n, ia);
+    tg_array_init(&args[1], TG_INT64, 1, &n, ib);
+    tg_error err;
+    const char *ins = "(input a int64 (n)) (input b int64 (n))";
+    tg_fn *fq = kt_compile(ctx, ins, "(int_div (input a int64 (n)) (input b int64 (n)))", NULL, kt_path, &err);
+    tg_fn *fr = kt_compile(ctx, ins, "(mod (input a int64 (n)) (input b int64 (n)))", NULL, kt_path, &err);
+    memset(&q, 0, sizeof q), memset(&r, 0, sizeof r);
+    int ok = fq && fr && tg_fn_call(fq, args, &q, &err) == 0 && tg_fn_call(fr, args, &r, &err) == 0;
+    int bad = 0;
+    for (int j = 1; ok && j < N; j++) {
+        int64_t qj = ((int64_t *)q.data)[j], rj = ((int64_t *)r.data)[j], b = ib[j];
+        if (b == 0)
+            bad += qj != 0 || rj != 0;
+        else
+            bad += (__int128)qj * b + rj != ia[j] || (b > 0 ? rj < 0 || rj >= b : rj > 0 || rj <= b);
+    }
+    ok = ok && ((int64_t *)q.data)[0] == INT64_MIN && ((int64_t *)r.data)[0] == 0;
+    TAP_CHECK(ok && !bad, "int64 int_div and mod floored (%d off)", bad);
+    if (fq && fr)
+        free(q.data), free(r.data);
+    tg_fn_free(fq), tg_fn_free(fr);
+    tg_array_init(&args[0], TG_FLOAT64, 1, &n, fa);
+    tg_array_init(&args[1], TG_FLOAT64, 1, &n, fb);
+    ins = "(input a float64 (n)) (input b float64 (n))";
+    fq = kt_compile(ctx, ins, "(int_div (input a float64 (n)) (input b float64 (n)))", NULL, kt_path, &err);
+    fr = kt_compile(ctx, ins, "(mod (input a float64 (n)) (input b float64 (n)))", NULL, kt_path, &err);
+    memset(&q, 0, sizeof q), memset(&r, 0, sizeof r);
+    ok = fq && fr && tg_fn_call(fq, args, &q, &err) == 0 && tg_fn_call(fr, args, &r, &err) == 0;
+    bad = 0;
+    for (int j = 0; ok && j < N; j++) {
+        double qj = ((double *)q.data)[j], rj = ((double *)r.data)[j];
+        bad += (long double)qj != floorl((long double)fa[j] / fb[j]);
+        bad += !kt_close(rj, (long double)fa[j] - (long double)qj * fb[j], 1e-12L) || (rj != 0 && (rj < 0) != (fb[j] < 0));
+    }
+    TAP_CHECK(ok && !bad, "float64 int_div and mod floored (%d off)", bad);
+    if (fq && fr)
+        free(q.data), free(r.data);
+    tg_fn_free(fq), tg_fn_free(fr);
+    /* by hand: Python's 7.5 // -2 == -4.0, 7.5 % -2 == -0.5, -0.0 % 3 == 0.0,
+     * 3 % -inf == -inf... numpy: x // 0.0 is x / 0.0, x % 0.0 is NaN */
+    struct { const char *e; double want; } hand[] = {
+        {"(int_div 7.5 (input b float64 ()))", -4.0}, {"(mod 7.5 (input b float64 ()))", -0.5},
+        {"(mod 6.0 (input b float64 ()))", -0.0}, {"(int_div 1.0 (input b float64 ()))", -1.0},
+        {"(int_div 0.0 (input b float64 ()))", -0.0}, {"(mod -7 (input b float64 ()))", -1.0},
+    };
+    double bv = -2.0;
+    tg_array_init(&args[1], TG_FLOAT64, 0, &n, &bv);
+    for (size_t c = 0; c < sizeof hand / sizeof *hand; c++) {
+        tg_fn *f = kt_compile(ctx, "(input b float64 ())", hand[c].e, NULL, kt_path, &err);
+        memset(&q, 0, sizeof q);
+        ok = f && tg_fn_call(f, &args[1], &q, &err) == 0;
+        double got = ok ? *(double *)q.data : NAN;
+        ok = ok && got == hand[c].want && signbit(got) == signbit(hand[c].want);
+        TAP_CHECK(ok, "%s with b = -2 is %g: got %g", hand[c].e, hand[c].want, got);
+        if (f)
+            free(q.data);
+        tg_fn_free(f);
+    }
+    struct { const char *e; double want; } zero[] = {
+        {"(int_div 1.5 (input b float64 ()))", INFINITY}, {"(mod 1.5 (input b float64 ()))", NAN},
+    };
+    bv = 0.0;
+    for (size_t c = 0; c < sizeof zero / sizeof *zero; c++) {
+        tg_fn *f = kt_compile(ctx, "(input b float64 ())", zero[c].e, NULL, kt_path, &err);
+        memset(&q, 0, sizeof q);
+        ok = f && tg_fn_call(f, &args[1], &q, &err) == 0;
+        double got = ok ? *(double *)q.data : 0;
+        ok = ok && (isnan(zero[c].want) ? isnan(got) : got == zero[c].want);
+        TAP_CHECK(ok, "%s with b = 0 is %g: got %g", zero[c].e, zero[c].want, got);
+        if (f)
+            free(q.data);
+        tg_fn_free(f);
+    }
+    /* int32 wraps: INT32_MIN // -1 */
+    tg_fn *f = kt_compile(ctx, "(input b int32 ())", "(int_div (const int32 -2147483648) (input b int32 ()))", NULL,
+                          kt_path, &err);
+    int32_t m1 = -1;
+    tg_array_init(&args[1], TG_INT32, 0, &n, &m1);
+    memset(&q, 0, sizeof q);
+    ok = f && tg_fn_call(f, &args[1], &q, &err) == 0 && q.dtype == TG_INT32 && *(int32_t *)q.data == INT32_MIN;
+    TAP_CHECK(ok, "int32 int_div wraps");
+    if (f)
+        free(q.data);
+    tg_fn_free(f);
+}
+
 static void test_errors(void)
 {
     static const char *const bad[][2] = {
@@ -290,6 +394,7 @@ int main(void)
         test_gemm_schedule();
         test_expm1();
         test_errors();
+        test_divmod();
         test_rewrite_option();
         for (int j = 0; j < NIN; j++)
             free(in[j].block);
