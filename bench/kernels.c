@@ -84,7 +84,7 @@ static tg_fn *compile(tg_ctx *ctx, int nin, const char *const *ins, const char *
     for (int i = 0; i < nin; i++)
         it[i] = tg_read_cstr(ctx, ins[i], &err);
     tg_term *o = tg_read_cstr(ctx, out, &err);
-    tg_fn_options opt = {NULL, interpret, NULL, NULL};
+    tg_fn_options opt = {NULL, interpret, NULL, NULL, NULL, NULL};
     tg_fn *fn = tg_fn_compile(ctx, (size_t)nin, it, 1, &o, &opt, &err);
     if (!fn)
         fprintf(stderr, "kernels bench: %s\n", err.message);

@@ -57,7 +57,8 @@ static const char prelude[] =
     "  return (int64_t)r; }\n"
     "#define TGK_ADD(a, b) ((int64_t)((uint64_t)(a) + (uint64_t)(b)))\n"
     "#define TGK_SUB(a, b) ((int64_t)((uint64_t)(a) - (uint64_t)(b)))\n"
-    "#define TGK_MUL(a, b) ((int64_t)((uint64_t)(a) * (uint64_t)(b)))\n";
+    "#define TGK_MUL(a, b) ((int64_t)((uint64_t)(a) * (uint64_t)(b)))\n"
+    TGJ_STR(TGJ_DIVMOD_DEFS) "\n";
 
 static const char *ctype(tg_dtype d)
 {
@@ -147,6 +148,7 @@ static void put_node(tgB_buf *b, const tgH_sched *s, const tgH_step *st, int v)
         case TGV_EXP: f = "exp"; break;
         case TGV_LOG: f = "log"; break;
         case TGV_LOG1P: f = "log1p"; break;
+        case TGV_EXPM1: f = "expm1"; break;
         case TGV_SQRT: f = "sqrt"; break;
         case TGV_SIN: f = "sin"; break;
         case TGV_COS: f = "cos"; break;
@@ -160,6 +162,10 @@ static void put_node(tgB_buf *b, const tgH_sched *s, const tgH_step *st, int v)
             tgB_printf(b, "1.0 / (1.0 + exp(-(%s)))", x);
         else if (n->op == TGV_NEG)
             tgB_printf(b, fl ? "-(%s)" : "TGK_SUB(0, %s)", x);
+        else if (n->op == TGV_SQR)
+            tgB_printf(b, fl ? "(%s) * (%s)" : "TGK_MUL(%s, %s)", x, x);
+        else if (n->op == TGV_RECIPROCAL)
+            tgB_printf(b, "1.0 / (%s)", x);
         else if (n->op == TGV_ABS)
             tgB_printf(b, fl ? "fabs(%s)" : "((%s) < 0 ? TGK_SUB(0, %s) : (%s))", x, x, x);
         else
@@ -181,6 +187,8 @@ static void put_node(tgB_buf *b, const tgH_sched *s, const tgH_step *st, int v)
         case TGV_SUB: tgB_printf(b, fl ? "v%d - %s" : "TGK_SUB(v%d, %s)", v, y); break;
         case TGV_MUL: tgB_printf(b, fl ? "v%d * %s" : "TGK_MUL(v%d, %s)", v, y); break;
         case TGV_DIV: tgB_printf(b, "v%d / %s", v, y); break;
+        case TGV_INT_DIV: tgB_printf(b, fl ? "tgk_fdiv(v%d, %s)" : "tgk_idiv(v%d, %s)", v, y); break;
+        case TGV_MOD: tgB_printf(b, fl ? "tgk_fmod(v%d, %s)" : "tgk_imod(v%d, %s)", v, y); break;
         case TGV_POW: tgB_printf(b, fl ? "pow(v%d, %s)" : "tgk_ipow(v%d, %s)", v, y); break;
         case TGV_MAXIMUM: tgB_printf(b, fl ? "tgk_fmax(v%d, %s)" : "(v%d > %s ? v%d : %s)", v, y, v, y); break;
         case TGV_MINIMUM: tgB_printf(b, fl ? "tgk_fmin(v%d, %s)" : "(v%d < %s ? v%d : %s)", v, y, v, y); break;

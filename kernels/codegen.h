@@ -17,7 +17,36 @@ typedef void (*tgJ_loop_fn)(const int64_t *shape, char *const *base, const int64
  * without generating the source.  Change it with any change to what
  * tensor.c, schedule.c or codegen.c make of a term (the key also holds
  * the library's build ID where the linker writes one). */
-#define TGJ_LOWERING_VERSION "1"
+#define TGJ_LOWERING_VERSION "2"
+
+/* Floored division and modulo (Python's // and %, numpy's floor_divide
+ * and remainder): integer division by 0 gives 0, the float ones follow
+ * numpy's divmod.  One text for both paths: the interpreter expands it,
+ * the generated code gets it stringized (TGJ_STR). */
+#define TGJ_DIVMOD_DEFS \
+    static inline int64_t tgk_idiv(int64_t a, int64_t b) { \
+        if (b == 0) return 0; \
+        if (b == -1) return (int64_t)(0 - (uint64_t)a); \
+        int64_t q = a / b; \
+        return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q; } \
+    static inline int64_t tgk_imod(int64_t a, int64_t b) { \
+        if (b == 0 || b == -1) return 0; \
+        int64_t r = a % b; \
+        return (r != 0 && (r < 0) != (b < 0)) ? r + b : r; } \
+    static inline double tgk_fdiv(double a, double b) { \
+        if (b == 0) return a / b; \
+        double m = fmod(a, b), d = (a - m) / b; \
+        if (m != 0 && (b < 0) != (m < 0)) d -= 1.0; \
+        if (d == 0) return copysign(0.0, a / b); \
+        double f = floor(d); \
+        return d - f > 0.5 ? f + 1.0 : f; } \
+    static inline double tgk_fmod(double a, double b) { \
+        double m = fmod(a, b); \
+        if (b == 0 || m != m) return m; \
+        if (m == 0) return copysign(0.0, b); \
+        return (b < 0) != (m < 0) ? m + b : m; }
+#define TGJ_STR_(...) #__VA_ARGS__
+#define TGJ_STR(...) TGJ_STR_(__VA_ARGS__)
 
 /* Loops of more nodes than this stay in the interpreter: the compiler's
  * time grows faster than the loop. */

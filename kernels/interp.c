@@ -13,6 +13,9 @@
 
 #include "error.h"
 #include "interp.h"
+#include "codegen.h"
+
+TGJ_DIVMOD_DEFS
 
 #define TGI_BLOCK 256
 
@@ -315,6 +318,9 @@ static void eval_node(loopctx *L, const tgV_node *n, reg *out, int m)
             case TGV_COS: out[j].f = cos(x); break;
             case TGV_TANH: out[j].f = tanh(x); break;
             case TGV_SIGMOID: out[j].f = sigmoid(x); break;
+            case TGV_SQR: if (fl) out[j].f = x * x; else out[j].i = (int64_t)((uint64_t)xi * (uint64_t)xi); break;
+            case TGV_RECIPROCAL: out[j].f = 1.0 / x; break;
+            case TGV_EXPM1: out[j].f = expm1(x); break;
             case TGV_ABS: if (fl) out[j].f = fabs(x); else out[j].i = xi < 0 ? (int64_t)(0 - (uint64_t)xi) : xi; break;
             default: break;
             }
@@ -332,6 +338,8 @@ static void eval_node(loopctx *L, const tgV_node *n, reg *out, int m)
                 case TGV_SUB: if (fl) out[j].f = x - y; else out[j].i = (int64_t)((uint64_t)xi - (uint64_t)yi); break;
                 case TGV_MUL: if (fl) out[j].f = x * y; else out[j].i = (int64_t)((uint64_t)xi * (uint64_t)yi); break;
                 case TGV_DIV: out[j].f = x / y; break;
+                case TGV_INT_DIV: if (fl) out[j].f = tgk_fdiv(x, y); else out[j].i = tgk_idiv(xi, yi); break;
+                case TGV_MOD: if (fl) out[j].f = tgk_fmod(x, y); else out[j].i = tgk_imod(xi, yi); break;
                 case TGV_POW: if (fl) out[j].f = pow(x, y); else out[j].i = ipow(xi, yi); break;
                 case TGV_MAXIMUM: if (fl) out[j].f = fmaxn(x, y); else out[j].i = xi > yi ? xi : yi; break;
                 case TGV_MINIMUM: if (fl) out[j].f = fminn(x, y); else out[j].i = xi < yi ? xi : yi; break;

@@ -29,6 +29,9 @@ static const opinfo ops[] = {
     {"tanh", TGV_TANH, 1, 1, 0, -1}, {"sigmoid", TGV_SIGMOID, 1, 1, 0, -1},
     {"abs", TGV_ABS, 1, 1, 0, -1}, {"maximum", TGV_MAXIMUM, 2, 2, 0, -1},
     {"minimum", TGV_MINIMUM, 2, 2, 0, -1},
+    {"sqr", TGV_SQR, 1, 1, 0, -1}, {"reciprocal", TGV_RECIPROCAL, 1, 1, 0, -1},
+    {"expm1", TGV_EXPM1, 1, 1, 0, -1}, {"int_div", TGV_INT_DIV, 2, 2, 0, -1},
+    {"mod", TGV_MOD, 2, 2, 0, -1},
     {"lt", TGV_LT, 2, 2, 0, -1}, {"le", TGV_LE, 2, 2, 0, -1},
     {"gt", TGV_GT, 2, 2, 0, -1}, {"ge", TGV_GE, 2, 2, 0, -1},
     {"eq", TGV_EQ, 2, 2, 0, -1}, {"neq", TGV_NEQ, 2, 2, 0, -1},
@@ -91,6 +94,7 @@ typedef struct builder {
     tg_term **keys;         /* term -> node map, open addressing */
     int *vals;
     size_t mcap;
+    size_t nalias;          /* map entries naming an existing node (gemm) */
     tg_error *err;
     char buf[200];
 } builder;
@@ -114,7 +118,7 @@ static int map_get(const builder *b, const tg_term *t)
 
 static int map_put(builder *b, tg_term *t, int v)
 {
-    if (2 * (size_t)(b->g->n + 1) >= b->mcap) {
+    if (2 * ((size_t)b->g->n + b->nalias + 1) >= b->mcap) {
         size_t ncap = b->mcap * 2;
         tg_term **nk = GC_MALLOC(ncap * sizeof *nk);
         int *nv = GC_MALLOC_ATOMIC(ncap * sizeof *nv);
@@ -352,18 +356,20 @@ static int type_elementwise(builder *b, tgV_node *n, tg_term **argt)
     n->weak = weak;
     n->cdt = p;
     switch (n->op) {
-    case TGV_ADD: case TGV_SUB: case TGV_MUL: case TGV_NEG: case TGV_POW:
+    case TGV_ADD: case TGV_SUB: case TGV_MUL: case TGV_NEG: case TGV_POW: case TGV_SQR:
+    case TGV_INT_DIV: case TGV_MOD:
         n->dtype = p == TG_BOOL ? TG_INT64 : p;
         break;
     case TGV_DIV: case TGV_EXP: case TGV_LOG: case TGV_LOG1P: case TGV_SQRT:
     case TGV_SIN: case TGV_COS: case TGV_TANH: case TGV_SIGMOID:
+    case TGV_RECIPROCAL: case TGV_EXPM1:
         n->dtype = tgV_is_float(p) ? p : TG_FLOAT64;
         break;
     case TGV_LT: case TGV_LE: case TGV_GT: case TGV_GE: case TGV_EQ: case TGV_NEQ:
         n->dtype = TG_BOOL;
         break;
-    case TGV_CAST:
-        if (parse_dtype(argt[0], &n->dtype) < 0)
+    case TGV_CAST:  /* (cast DTYPE x) or the rule library's (cast x DTYPE) */
+        if (parse_dtype(argt[0], &n->dtype) < 0 && parse_dtype(argt[1], &n->dtype) < 0)
             return fail(b, n->term, "cast needs a dtype: float64 float32 int64 int32 bool");
         n->weak = false;
         break;
@@ -396,6 +402,24 @@ static int type_alloc(builder *b, tgV_node *n, tg_term **argt, int nt)
     return broadcast(b, n->term, tmp, &tn, v->shape, v->ndim);
 }
 
+/* The rule library writes parameter lists with a head: (axes 0 1),
+ * (perm 1 0 x), (shape-of n 3); the bare list (0 1) is accepted too. */
+static tg_term *unhead(builder *b, tg_term *list, const char *head)
+{
+    size_t len;
+    const char *s = tg_kind_of(list) == TG_PAIR ? tg_symbol_name(tg_car(list), &len) : NULL;
+    if (s && len == strlen(head) && memcmp(s, head, len) == 0)
+        return tg_cdr(b->g->ctx, list);
+    return list;
+}
+
+static bool is_symbol(const tg_term *t, const char *name)
+{
+    size_t len;
+    const char *s = tg_symbol_name(t, &len);
+    return s && len == strlen(name) && memcmp(s, name, len) == 0;
+}
+
 /* Axis list (AXIS ...) of a reduction or transpose into a mask. */
 static int axes_of(builder *b, tgV_node *n, tg_term *list, int ndim, int8_t *order, int *count)
 {
@@ -403,6 +427,7 @@ static int axes_of(builder *b, tgV_node *n, tg_term *list, int ndim, int8_t *ord
     tg_term *e;
     uint32_t mask = 0;
     int k = 0;
+    list = unhead(b, list, order ? "perm" : "axes");
     if (tg_kind_of(list) != TG_PAIR && tg_kind_of(list) != TG_NIL)
         return fail(b, n->term, "expected a list of axes");
     tg_iter_init(&it, list);
@@ -428,7 +453,7 @@ static int axes_of(builder *b, tgV_node *n, tg_term *list, int ndim, int8_t *ord
 static int type_reduce(builder *b, tgV_node *n, tg_term **argt, int nt)
 {
     tgV_node *x = &b->g->nodes[n->args[0]];
-    if (nt == 2) {
+    if (nt == 2 && !is_symbol(argt[1], "all")) {
         if (axes_of(b, n, argt[1], x->ndim, NULL, NULL) < 0)
             return -1;
     } else {
@@ -491,7 +516,7 @@ static int type_layout(builder *b, tgV_node *n, tg_term **argt, int nt)
         tg_iter it;
         tg_term *e;
         uint32_t used = 0;
-        tg_iter_init(&it, argt[1]);
+        tg_iter_init(&it, unhead(b, argt[1], "perm"));
         while ((e = tg_iter_next(&it))) {
             int64_t a;
             size_t len;
@@ -518,9 +543,10 @@ static int type_layout(builder *b, tgV_node *n, tg_term **argt, int nt)
     /* reshape */
     tg_iter it;
     tg_term *e;
-    if (tg_kind_of(argt[1]) != TG_PAIR && tg_kind_of(argt[1]) != TG_NIL)
+    tg_term *sizes = unhead(b, argt[1], "shape-of");
+    if (tg_kind_of(sizes) != TG_PAIR && tg_kind_of(sizes) != TG_NIL)
         return fail(b, n->term, "reshape needs a list of sizes");
-    tg_iter_init(&it, argt[1]);
+    tg_iter_init(&it, sizes);
     while ((e = tg_iter_next(&it))) {
         if (n->ndim == TGV_MAXDIM)
             return fail(b, n->term, "too many axes");
@@ -532,6 +558,23 @@ static int type_layout(builder *b, tgV_node *n, tg_term **argt, int nt)
 
 /* ---- leaves ------------------------------------------------------------- */
 
+/* A rational (what folding an integer true_div gives) as the double the
+ * division of its parts gives: correctly rounded when both fit in 53
+ * bits, else GMP's truncation. */
+static double rat_double(const tg_term *v)
+{
+    mpq_t q;
+    mpq_init(q);
+    tg_rat_get_mpq(v, q);
+    double r;
+    if (mpz_sizeinbase(mpq_numref(q), 2) <= 53 && mpz_sizeinbase(mpq_denref(q), 2) <= 53)
+        r = mpz_get_d(mpq_numref(q)) / mpz_get_d(mpq_denref(q));
+    else
+        r = mpq_get_d(q);
+    mpq_clear(q);
+    return r;
+}
+
 static int make_const(builder *b, tg_term *t, tg_dtype d, tg_term *v, bool weak)
 {
     tgV_node *n = new_node(b, t, TGV_CONST);
@@ -540,7 +583,9 @@ static int make_const(builder *b, tg_term *t, tg_dtype d, tg_term *v, bool weak)
     n->dtype = d, n->weak = weak;
     double f;
     int64_t i;
-    if (tg_double_get(v, &f) == 0) {
+    if (tg_kind_of(v) == TG_RAT)
+        f = rat_double(v);
+    if (tg_kind_of(v) == TG_RAT || tg_double_get(v, &f) == 0) {
         if (!tgV_is_float(d))
             return fail(b, t, "a float value for an integer dtype");
         n->value.f = d == TG_FLOAT32 ? (double)(float)f : f;
@@ -609,6 +654,25 @@ static const opinfo *lookup(tg_term *t)
 
 /* ---- the walk ------------------------------------------------------------ */
 
+/* The rule library's (cast X DTYPE): the tensor is the first argument. */
+static const opinfo cast_x_first = {"cast", TGV_CAST, 2, 2, 0, 0};
+
+/* The rule library's (gemm C ALPHA A B BETA) as the sum the schedule
+ * fuses back into one GEMM: (add (mul ALPHA (dot A B)) (mul BETA C)).
+ * NULL when the form is wrong. */
+static tg_term *gemm_sum(builder *b, tg_term *t)
+{
+    tg_ctx *c = b->g->ctx;
+    tg_term *a[6];
+    if (tg_elements(t, a, 6) != 6 || tg_tail(t) != tg_nil())
+        return NULL;
+    tg_term *dot[3] = {tg_symbol_cstr(c, "dot"), a[3], a[4]};
+    tg_term *l[3] = {tg_symbol_cstr(c, "mul"), a[2], tg_list(c, 3, dot, NULL)};
+    tg_term *r[3] = {tg_symbol_cstr(c, "mul"), a[5], a[1]};
+    tg_term *sum[3] = {tg_symbol_cstr(c, "add"), tg_list(c, 3, l, NULL), tg_list(c, 3, r, NULL)};
+    return tg_list(c, 3, sum, NULL);
+}
+
 /* Type an op node whose tensor arguments all have nodes. */
 static int make_op(builder *b, tg_term *t, const opinfo *oi, tg_term **argt, int nt)
 {
@@ -648,7 +712,7 @@ static int build_term(builder *b, tg_term *root)
             continue;
         }
         tg_kind k = tg_kind_of(t);
-        if (k == TG_INT || k == TG_DOUBLE) {
+        if (k == TG_INT || k == TG_DOUBLE || k == TG_RAT) {
             sp--;
             if (make_const(b, t, k == TG_INT ? TG_INT64 : TG_FLOAT64, t, true) < 0)
                 return -1;
@@ -672,6 +736,28 @@ static int build_term(builder *b, tg_term *root)
                 return -1;
             continue;
         }
+        if (hs && hl == 4 && memcmp(hs, "gemm", 4) == 0) {
+            tg_term *e = gemm_sum(b, t);
+            if (!e)
+                return fail(b, t, "a gemm is (gemm C ALPHA A B BETA)");
+            int v = map_get(b, e);
+            if (v < 0) {    /* build the sum, then meet t again */
+                if (sp == cap) {
+                    tg_term **ns = GC_MALLOC(2 * cap * sizeof *ns);
+                    if (!ns)
+                        return tgE_nomem(b->err), -1;
+                    memcpy(ns, stack, cap * sizeof *ns);
+                    stack = ns, cap *= 2;
+                }
+                stack[sp++] = e;
+                continue;
+            }
+            sp--;
+            b->nalias++;
+            if (map_put(b, t, v) < 0)
+                return -1;
+            continue;
+        }
         const opinfo *oi = lookup(t);
         if (!oi)
             return fail(b, t, "unknown op");
@@ -688,6 +774,8 @@ static int build_term(builder *b, tg_term *root)
         tg_iter_next(&it);
         for (size_t i = 0; i < nt; i++)
             all[i] = tg_iter_next(&it);
+        if (oi->op == TGV_CAST && tg_kind_of(all[0]) != TG_SYMBOL)
+            oi = &cast_x_first;     /* a symbol is never a tensor */
         int th = oi->thi < 0 ? (int)nt - 1 : oi->thi;
         size_t before = sp;
         for (int i = oi->tlo; i <= th; i++)

@@ -452,6 +452,13 @@ typedef struct tg_fn_options {
      * -ffp-contract=off -fopenmp-simd" */
     const char *cc;
     const char *cflags;
+    /* non-NULL: rewrite every output with this rule set first (e.g. one
+     * that loaded the library's all.rules), with the rewriter or query
+     * rewrite names (NULL: the symbol default, the library's canonicalize
+     * then specialize sequence); the function and its cache key are those
+     * of the rewritten terms */
+    tg_rules *rules;
+    tg_term *rewrite;
 } tg_fn_options;
 
 /* Compile outputs over inputs, each input an (input NAME DTYPE (SIZE ...))
