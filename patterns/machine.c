@@ -51,6 +51,7 @@ typedef struct tgW_machine {
     tgW_memo memo;              /* calls to normal forms (memo on) */
     tgW_map done;               /* the input's nodes already normalized */
     tg_term *stepped;           /* tgW_step: the term whose call is reduced */
+    size_t seen;                /* the last tgW_normalize's input nodes or calls, the more */
 } tgW_machine;
 
 /* ---- growing arrays ------------------------------------------------- */
@@ -882,8 +883,10 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
     if (vs_reserve(M, 1024) < 0)
         return tgE_nomem(err), NULL;
     /* sized once rather than grown (and rehashed) from empty on a large graph */
-    if (run->nodes > 1024)
+    if (run->nodes > 1024) {
         tgW_map_reserve(&M->done, run->nodes);
+        tgW_memo_reserve(&M->memo, run->nodes);
+    }
     if (tgW_ac_any(rs) && !(t = tgW_ac_canon_deep(rs, t)))  /* flat first: see ac.c */
         return tgE_nomem(err), NULL;
 
@@ -970,12 +973,18 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
     }
 #undef PUSHW
 out:
+    M->seen = M->done.n > M->memo.n ? M->done.n : M->memo.n;
     tgW_map_clear(&M->done);
     tgW_memo_clear(&M->memo);
     return res;
 oom:
     tgE_nomem(err);
     goto out;
+}
+
+size_t tgW_normalize_seen(const tg_rules *rs)
+{
+    return rs->m ? rs->m->seen : 0;
 }
 
 tg_term *tgW_step(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err)
