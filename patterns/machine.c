@@ -51,7 +51,7 @@ typedef struct tgW_machine {
     tgW_memo memo;              /* calls to normal forms (memo on) */
     tgW_map done;               /* the input's nodes already normalized */
     tg_term *stepped;           /* tgW_step: the term whose call is reduced */
-    size_t seen;                /* the last tgW_normalize's input nodes or calls, the more */
+    size_t seen;                /* the last tgW_normalize's distinct input nodes */
 } tgW_machine;
 
 /* ---- growing arrays ------------------------------------------------- */
@@ -883,10 +883,8 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
     if (vs_reserve(M, 1024) < 0)
         return tgE_nomem(err), NULL;
     /* sized once rather than grown (and rehashed) from empty on a large graph */
-    if (run->nodes > 1024) {
+    if (run->nodes > 1024)
         tgW_map_reserve(&M->done, run->nodes);
-        tgW_memo_reserve(&M->memo, run->nodes);
-    }
     if (tgW_ac_any(rs) && !(t = tgW_ac_canon_deep(rs, t)))  /* flat first: see ac.c */
         return tgE_nomem(err), NULL;
 
@@ -973,7 +971,7 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
     }
 #undef PUSHW
 out:
-    M->seen = M->done.n > M->memo.n ? M->done.n : M->memo.n;
+    M->seen = M->done.n;
     tgW_map_clear(&M->done);
     tgW_memo_clear(&M->memo);
     return res;

@@ -247,18 +247,6 @@ tg_term *tgW_memo_key(const tgW_memo *m, tg_ctx *ctx, size_t slot)
     return tg_app(ctx, e->head, (size_t)(e->meta >> 32 & 0xff), e->a);
 }
 
-void tgW_memo_reserve(tgW_memo *m, size_t n)
-{
-    if (m->e || n <= 512 || n > ((size_t)1 << 36))
-        return;     /* only an empty table is sized at once */
-    size_t cap = 1024;
-    while (cap < 2 * n)
-        cap *= 2;
-    tgW_mentry *e = GC_MALLOC(cap * sizeof *e);
-    if (e)
-        m->e = e, m->cap = cap;
-}
-
 void tgW_memo_clear(tgW_memo *m)
 {
     memset(m, 0, sizeof *m);

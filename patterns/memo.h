@@ -88,8 +88,6 @@ void tgW_memo_close(tgW_memo *m, size_t from, tg_term *nf, unsigned long long re
 tg_term *tgW_memo_key(const tgW_memo *m, tg_ctx *ctx, size_t slot);
 
 /* Forget everything (the memory goes to the collector). */
-/* Room for n calls without growing (a hint: nothing when out of memory). */
-void tgW_memo_reserve(tgW_memo *m, size_t n);
 void tgW_memo_clear(tgW_memo *m);
 
 #endif

@@ -569,7 +569,7 @@ static tg_term *equilibrium(runner *u, const tgW_plan *p, tg_term *t, size_t nod
                 return NULL;
             if (skippable)
                 normal = t1;
-            if (!nodes)     /* the next pass's tables sized from this one's */
+            if (!nodes)     /* the next pass's done map sized from this one's */
                 run.nodes = tgW_normalize_seen(rs);
         }
         if (p->nrels && !(t1 = tgD_normalize(rs, p->rels, p->nrels, t1, limit, &relmemo, u->err)))
