@@ -171,6 +171,18 @@ typedef struct cframe {
         }                                                                       \
     } while (0)
 
+/* Whether the elements of t are the n of v (then t, interned, is the node
+ * tg_list would build again: most nodes of a large graph are already
+ * canonical, and hashing them anew was most of this walk's time). */
+static int same_elements(tg_term *t, tg_term *const *v, size_t n)
+{
+    tg_iter it = {t, 0};
+    for (size_t i = 0; i < n; i++)
+        if (tgT_iter_next(&it) != v[i])
+            return 0;
+    return !tgT_iter_next(&it);
+}
+
 tg_term *tgW_ac_canon_deep(tg_rules *rs, tg_term *t)
 {
     if (!tgT_ispair(t))
@@ -209,7 +221,8 @@ tg_term *tgW_ac_canon_deep(tg_rules *rs, tg_term *t)
         size_t cnt = nv - f->vb;
         if (f->op && (f->op->flags & TGW_COMM) && tgW_ac_sort(v + f->vb + 1, cnt - 1) < 0)
             return NULL;
-        tg_term *node = tg_list(rs->ctx, cnt, v + f->vb, tail == TGT_NIL ? NULL : tail);
+        tg_term *node = same_elements(f->t, v + f->vb, cnt)
+                            ? f->t : tg_list(rs->ctx, cnt, v + f->vb, tail == TGT_NIL ? NULL : tail);
         if (!node || tgW_map_put(&done, f->t, node) < 0)
             return NULL;
         nv = f->vb;

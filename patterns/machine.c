@@ -51,6 +51,7 @@ typedef struct tgW_machine {
     tgW_memo memo;              /* calls to normal forms (memo on) */
     tgW_map done;               /* the input's nodes already normalized */
     tg_term *stepped;           /* tgW_step: the term whose call is reduced */
+    size_t seen;                /* the last tgW_normalize's distinct input nodes */
 } tgW_machine;
 
 /* ---- growing arrays ------------------------------------------------- */
@@ -970,12 +971,18 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
     }
 #undef PUSHW
 out:
+    M->seen = M->done.n;
     tgW_map_clear(&M->done);
     tgW_memo_clear(&M->memo);
     return res;
 oom:
     tgE_nomem(err);
     goto out;
+}
+
+size_t tgW_normalize_seen(const tg_rules *rs)
+{
+    return rs->m ? rs->m->seen : 0;
 }
 
 tg_term *tgW_step(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err)

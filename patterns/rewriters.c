@@ -515,6 +515,40 @@ oom:
     return NULL;
 }
 
+/* Whether rule r, tried on a normal form, can only fail silently: its
+ * conditions count nothing in the profile and call nothing (no equality,
+ * relation, C predicate or rewriter, no call that rules could rewrite). */
+static int quiet_on_normal_forms(const tgW_rule *r)
+{
+    if (r->rel)
+        return 0;
+    for (const tgW_ins *i = r->body;; i++)
+        switch (i->op) {
+        case E_FIRE: case E_RET: case E_CRET:
+            return 1;
+        case E_VAR: case E_CONST: case E_LIST: case E_LISTT: case E_PRED: case E_NOT:
+        case E_STORE: case E_NUM:
+            continue;
+        default:
+            return 0;
+        }
+}
+
+/* Whether a machine pass over its own output may be left out: that
+ * output is a normal form under the same rules, so the pass would only
+ * try rules that fail, and with quiet rules (and no provenance, which
+ * logs every pass) nobody could tell. */
+static int pass_skippable(const tg_rules *rs, const tgW_index *ix)
+{
+    if (rs->prov)
+        return 0;
+    for (uint32_t o = 0; o < ix->nops; o++)
+        for (uint32_t k = 0; k < ix->by[o].n; k++)
+            if (!quiet_on_normal_forms(ix->by[o].r[k]))
+                return 0;
+    return 1;
+}
+
 static tg_term *equilibrium(runner *u, const tgW_plan *p, tg_term *t, size_t nodes)
 {
     tg_rules *rs = u->rs;
@@ -522,14 +556,21 @@ static tg_term *equilibrium(runner *u, const tgW_plan *p, tg_term *t, size_t nod
     unsigned long long limit = ratio > 0 ? (unsigned long long)(ratio * (double)(nodes ? nodes : 1)) + 1 : 0;
     tgW_run run = {&p->ix, 1, 0, limit, rs->hook, rs->hook_ud, nodes};
     tgW_map seen = {0}, relmemo = {0};
+    /* the last machine pass's output when passes over it may be left out */
+    tg_term *normal = NULL;
+    int skippable = p->nrules && pass_skippable(rs, &p->ix);
     for (unsigned pass = 0; pass < MAX_PASSES; pass++) {
         if (u->prof)
             u->prof->passes++;
         tg_term *t1 = t;
-        if (p->nrules) {
+        if (p->nrules && t != normal) {
             t1 = tgW_normalize(rs, &run, t, u->err);
             if (!t1)
                 return NULL;
+            if (skippable)
+                normal = t1;
+            if (!nodes)     /* the next pass's done map sized from this one's */
+                run.nodes = tgW_normalize_seen(rs);
         }
         if (p->nrels && !(t1 = tgD_normalize(rs, p->rels, p->nrels, t1, limit, &relmemo, u->err)))
             return NULL;

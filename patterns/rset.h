@@ -218,6 +218,9 @@ typedef struct tgW_run {
 
 /* Normal form of t under run->ix (innermost); NULL with err filled. */
 tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err);
+/* The last tgW_normalize's distinct input nodes: a size for the next
+ * pass's done map. */
+size_t tgW_normalize_seen(const tg_rules *rs);
 /* One rewrite of t at its root with the first rule of run->ix that
  * applies (its right side built as it is), or t itself; NULL with err. */
 tg_term *tgW_step(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err);
