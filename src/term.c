@@ -342,6 +342,8 @@ tg_term *tg_symbol(tg_ctx *ctx, const char *name, size_t len)
 {
     if (!ctx || (!name && len))
         return NULL;
+    if (!name)
+        name = "";      /* memcpy from NULL is undefined, even of 0 bytes */
     return intern_bytes(ctx, TG_SYMBOL, name, len);
 }
 tg_term *tg_symbol_cstr(tg_ctx *ctx, const char *name)
@@ -354,6 +356,8 @@ tg_term *tg_string(tg_ctx *ctx, const char *bytes, size_t len)
 {
     if (!ctx || (!bytes && len))
         return NULL;
+    if (!bytes)
+        bytes = "";
     return intern_bytes(ctx, TG_STRING, bytes, len);
 }
 

@@ -25,7 +25,8 @@ int main(void)
                   tg_list(ctx, 2, NULL, NULL) == NULL && tg_cons(NULL, a, a) == NULL,
               "applications and lists without a context, head or elements give NULL");
     TAP_CHECK(tg_symbol(ctx, NULL, 3) == NULL && tg_symbol_cstr(ctx, NULL) == NULL &&
-                  tg_string(ctx, NULL, 2) == NULL && tg_symbol(ctx, NULL, 0) != NULL,
+                  tg_string(ctx, NULL, 2) == NULL && tg_symbol(ctx, NULL, 0) == tg_symbol(ctx, "", 0) &&
+                  tg_string(ctx, NULL, 0) == tg_string(ctx, "", 0),
               "a NULL name with a length gives NULL; the empty name is a symbol");
     tg_error_clear(&err);
     TAP_CHECK(tg_int_parse(ctx, NULL, &err) == NULL && err.code == TG_ERR_ARG,
