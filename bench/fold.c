@@ -14,6 +14,7 @@
 #include <gc/gc.h>
 
 #include "tgrel.h"
+#include "bench.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,25 +22,6 @@
 #include <time.h>
 
 #define RUNS 5
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 
 static void die(const char *what, const tg_error *e)
 {
@@ -83,21 +65,21 @@ static void bench_fold(tg_ctx *ctx, const char *name, long n, const mpz_t base)
         /* a distinct base per run: nothing memoized */
         mpz_add_ui(b, b, (unsigned long)k * (unsigned long)n * 2);
         tg_term *in = calls(ctx, n, b);
-        double t0 = now();
+        double t0 = bench_now();
         tg_term *out = tg_normalize(rs, in, 0, &err);
-        t[k] = now() - t0;
+        t[k] = bench_now() - t0;
         if (!out)
             die("normalize", &err);
         sink ^= (uintptr_t)out;
         /* reference: the same walk with f declared but no rule for it */
-        t0 = now();
+        t0 = bench_now();
         tg_term *same = tg_normalize(none, in, 0, &err);
         if (same != in)
             die("reference", &err);
-        r[k] = now() - t0;
+        r[k] = bench_now() - t0;
         mpz_clear(b);
     }
-    double mt = median(t, RUNS), mr = median(r, RUNS);
+    double mt = bench_median(t, RUNS), mr = bench_median(r, RUNS);
     printf("{\"bench\":\"%s\",\"n\":%ld,\"ns_per_fold\":%.1f,\"ref_ns\":%.1f,\"ratio\":%.2f}\n", name, n,
            mt / (double)n * 1e9, mr / (double)n * 1e9, mt / mr);
 }
@@ -141,19 +123,19 @@ static void bench_lib(tg_ctx *ctx, long k)
         if (!in)
             die("graph", &err);
         nodes = (k + j) * 11 + 1;
-        double t0 = now();
+        double t0 = bench_now();
         tg_term *out = tg_rewrite(rs, spec, in, &err);
-        t[j] = (now() - t0) / (double)nodes;
+        t[j] = (bench_now() - t0) / (double)nodes;
         if (!out)
             die("rewrite", &err);
-        t0 = now();
+        t0 = bench_now();
         tg_term *same = tg_normalize(none, in, 0, &err);
-        r[j] = (now() - t0) / (double)nodes;
+        r[j] = (bench_now() - t0) / (double)nodes;
         if (same != in)
             die("reference", &err);
         sink ^= (uintptr_t)out;
     }
-    double mt = median(t, RUNS), mr = median(r, RUNS);
+    double mt = bench_median(t, RUNS), mr = bench_median(r, RUNS);
     printf("{\"bench\":\"canonicalize_lib\",\"nodes\":%ld,\"ns_per_node\":%.1f,\"ref_ns\":%.1f,"
            "\"ratio\":%.2f}\n",
            nodes, mt * 1e9, mr * 1e9, mt / mr);

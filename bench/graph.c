@@ -46,6 +46,7 @@
 #include <gc/gc.h>
 
 #include "tgrel.h"
+#include "bench.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -69,25 +70,6 @@ typedef struct opts {
     const char *only;   /* time this variant alone (for profiling) */
     const char *lib;    /* --lib: the shipped library's all.rules */
 } opts;
-
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 
 static uint64_t rng_state;
 static uint32_t rnd(void)
@@ -601,18 +583,18 @@ static __attribute__((noinline)) double run_once(const opts *o, const graph *g, 
     tg_term *root = build_terms(ctx, &s, g, NULL);
     double ms;
     if (v < 0) {
-        double t0 = now_ms();
+        double t0 = bench_now_ms();
         tg_term *r = ref_pass(ctx, root, s.op[O_MUL], s.op[O_DIV], (size_t)g->n, rewrites);
-        ms = now_ms() - t0;
+        ms = bench_now_ms() - t0;
         *passes = 1;
         if (!r)
             die("reference", NULL);
     } else {
         tg_rules *rs = make_rules(ctx, o, 1);
         tg_term *spec = spec_of(ctx, o, variants[v].spec, variants[v].canon_db);
-        double t0 = now_ms();
+        double t0 = bench_now_ms();
         tg_term *r = tg_rewrite(rs, spec, root, &err);
-        ms = now_ms() - t0;
+        ms = bench_now_ms() - t0;
         if (!r)
             die(variants[v].spec, &err);
         *rewrites = profile_field(rs, "rewrites");
@@ -633,9 +615,9 @@ static int part_a(const opts *o)
     tg_ctx *ctx = tg_ctx_new(&err);
     syms s;
     syms_init(ctx, &s);
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     tg_term *root = build_terms(ctx, &s, &g, NULL);
-    double build_ms = now_ms() - t0;
+    double build_ms = bench_now_ms() - t0;
     size_t distinct = count_nodes(&root, 1);
     printf("{\"bench\":\"graph_build\",\"nodes\":%ld,\"distinct\":%zu,\"sites\":%ld,\"ms\":%.3f}\n",
            g.n, distinct, g.sites, build_ms);
@@ -661,14 +643,14 @@ static int part_a(const opts *o)
         for (int v = -1; v < (int)NVAR; v++)
             if (v < 0 || !o->only || !strcmp(o->only, variants[v].spec))
                 t[v + 1][r] = run_once(o, &g, v, &rw[v + 1], &passes[v + 1]);
-    double ref_ms = median(t[0], reps);
+    double ref_ms = bench_median(t[0], reps);
     printf("{\"bench\":\"mul_div_cancel\",\"rewriter\":\"hand-written C pass\",\"impl\":\"reference\","
            "\"nodes\":%ld,\"rewrites\":%ld,\"ms_median\":%.3f,\"us_per_node\":%.4f}\n",
            g.n, ref_rw, ref_ms, ref_ms * 1e3 / (double)g.n);
     for (size_t v = 0; v < NVAR; v++) {
         if (o->only && strcmp(o->only, variants[v].spec))
             continue;
-        double ms = median(t[v + 1], reps);
+        double ms = bench_median(t[v + 1], reps);
         /* the databases do more than x*y/y: compared with each other */
         int same = variants[v].canon_db ? result[v] == result[NVAR - 2] : result[v] == ref;
         bad |= !same;
@@ -778,18 +760,18 @@ static int part_b(const opts *o)
         syms s;
         syms_init(ctx, &s);
         tg_term **terms;
-        double t0 = now_ms();
+        double t0 = bench_now_ms();
         build_terms(ctx, &s, &g, &terms);
-        tb[r] = now_ms() - t0;
+        tb[r] = bench_now_ms() - t0;
         /* every node of the graph is reached from the copies' last nodes
          * and the other sinks: count from all nodes' terms */
         distinct = count_nodes(terms, (size_t)g.n);
         tg_ctx_free(ctx);
-        t0 = now_ms();
+        t0 = bench_now_ms();
         ref_distinct = ref_merge(&g);
-        tr[r] = now_ms() - t0;
+        tr[r] = bench_now_ms() - t0;
     }
-    double b = median(tb, reps), rm = median(tr, reps);
+    double b = bench_median(tb, reps), rm = bench_median(tr, reps);
     int same = (long)distinct == ref_distinct;
     printf("{\"bench\":\"merge\",\"nodes_built\":%ld,\"copies\":%ld,\"templates\":%ld,"
            "\"distinct\":%zu,\"distinct_ref\":%ld,\"distinct_equal\":%s,\"build_ms_median\":%.3f,"
@@ -873,9 +855,9 @@ static int part_c(const opts *o)
         if (!rs || tg_rules_load_file(rs, o->lib, &err) < 0)
             die("--lib", &err);
         tg_term *spec = tg_symbol_cstr(ctx, "canonicalize");
-        double t0 = now_ms();
+        double t0 = bench_now_ms();
         tg_term *out = tg_rewrite(rs, spec, root, &err);
-        lib_ms[r] = now_ms() - t0;
+        lib_ms[r] = bench_now_ms() - t0;
         if (!out)
             die("canonicalize", &err);
         nrules = profile_rules(rs);
@@ -886,7 +868,7 @@ static int part_c(const opts *o)
         tg_ctx_free(ctx);
     }
     lib_vocab = 0;
-    double m = median(lib_ms, o->reps), ref = median(ref_ms, o->reps);
+    double m = bench_median(lib_ms, o->reps), ref = bench_median(ref_ms, o->reps);
     printf("{\"bench\":\"graph_lib_canonicalize\",\"nodes\":%ld,\"sites\":%ld,\"rules\":%ld,"
            "\"rewrites\":%ld,\"passes\":%ld,\"ms\":%.3f,\"us_per_node\":%.3f,\"ref_ms\":%.3f,"
            "\"ratio_to_ref\":%.2f,\"sites_left\":%ld,\"pytensor_ms\":6600,\"target_ms\":66}\n",

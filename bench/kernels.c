@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "tgrel.h"
+#include "bench.h"
 
 /* Single-threaded work is timed in this thread's CPU time: the machine
  * is shared, and wall time mostly measures the other users.  GEMM runs
@@ -33,18 +34,6 @@ static double wall(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return v[n / 2];
 }
 
 static const char ref_src[] =
@@ -146,7 +135,7 @@ static void bench_fused(tg_ctx *ctx, const char *dir)
             ti[r] = now() - t;
         }
     }
-    double mn = median(tn, R), mf = median(tf, R), mu = median(tu, R), mi = median(ti, 3);
+    double mn = bench_median(tn, R), mf = bench_median(tf, R), mu = bench_median(tu, R), mi = bench_median(ti, 3);
     /* both cores: the compiled loop splits over OpenMP threads; wall time */
     double w1 = -1, w2 = -1;
     if (set_threads) {
@@ -161,7 +150,7 @@ static void bench_fused(tg_ctx *ctx, const char *dir)
             tg_fn_call(nat, in, &out, &err);
             t2[r] = wall() - t;
         }
-        w1 = median(t1, R), w2 = median(t2, R);
+        w1 = bench_median(t1, R), w2 = bench_median(t2, R);
     }
     printf("{\"bench\":\"fused_expr_threads\",\"n\":%ld,\"one_thread_wall_ms\":%.2f,"
            "\"two_threads_wall_ms\":%.2f,\"speedup\":%.2f}\n", n, w1 * 1e3, w2 * 1e3, w2 > 0 ? w1 / w2 : 0);
@@ -203,7 +192,7 @@ static void bench_overhead(tg_ctx *ctx)
         tr[r] = (now() - t) / calls;
     }
     printf("{\"bench\":\"call_overhead_1elem\",\"ns_per_call\":%.1f,\"ref_inline_ns\":%.1f}\n",
-           median(ts, 5) * 1e9, median(tr, 5) * 1e9);
+           bench_median(ts, 5) * 1e9, bench_median(tr, 5) * 1e9);
     tg_fn_free(fn);
 }
 
@@ -268,7 +257,7 @@ static void bench_compile(tg_ctx *ctx, const char *dir)
     printf("{\"bench\":\"compile_100_nodes\",\"lower_ms\":%.3f,\"cold_with_cc_ms\":%.1f,"
            "\"cold_without_cc_ms\":%.3f,\"warm_hit_new_process_ms\":%.3f,\"native\":%d,"
            "\"clock\":\"cold: wall, and thread cpu without cc; lower, warm: thread cpu\"}\n",
-           median(tl, R) * 1e3, cold * 1e3, cold_cpu * 1e3, warm * 1e3, native);
+           bench_median(tl, R) * 1e3, cold * 1e3, cold_cpu * 1e3, warm * 1e3, native);
 }
 
 static void bench_gemm(tg_ctx *ctx)
@@ -296,7 +285,7 @@ static void bench_gemm(tg_ctx *ctx)
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a, n, b, n, 0.0, c, n);
         tb[r] = wall() - t;
     }
-    double mt = median(tt, R), mb = median(tb, R);
+    double mt = bench_median(tt, R), mb = bench_median(tb, R);
     printf("{\"bench\":\"gemm_2000\",\"tgrel_ms\":%.1f,\"cblas_ms\":%.1f,\"fraction_of_cblas\":%.3f}\n",
            mt * 1e3, mb * 1e3, mb / mt);
     tg_fn_free(fn);

@@ -12,6 +12,7 @@
 #include <gc/gc.h>
 
 #include "tgrel.h"
+#include "bench.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,24 +20,11 @@
 #include <string.h>
 #include <time.h>
 
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
 static double cpu_ms(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* A growing string. */
@@ -216,9 +204,9 @@ static void bench(tg_ctx *ctx, const char *rules, const char *name, long n, int 
     tg_term *form = tg_read(ctx, q.s, q.n, &err);
     if (!form)
         die(&err);
-    double c0 = now_ms();
+    double c0 = bench_now_ms();
     tg_query *query = tg_query_new(env, form, &err);
-    double compile_ms = now_ms() - c0;
+    double compile_ms = bench_now_ms() - c0;
     if (!query)
         die(&err);
     double times[64], cpus[64], total = 0;
@@ -229,10 +217,10 @@ static void bench(tg_ctx *ctx, const char *rules, const char *name, long n, int 
             break;
         GC_gcollect();
         answers = 0;
-        double c0 = cpu_ms(), t0 = now_ms();
+        double c0 = cpu_ms(), t0 = bench_now_ms();
         if (tg_query_run(query, count_answer, &answers, &err) < 0)
             die(&err);
-        times[k] = now_ms() - t0;
+        times[k] = bench_now_ms() - t0;
         cpus[k] = cpu_ms() - c0;
         total += times[k];
     }
@@ -243,7 +231,7 @@ static void bench(tg_ctx *ctx, const char *rules, const char *name, long n, int 
     printf("], \"cpu_ms\": [");
     for (int i = 0; i < k; i++)
         printf(i ? ", %.3f" : "%.3f", cpus[i]);
-    qsort(times, (size_t)k, sizeof *times, cmp_double);
+    qsort(times, (size_t)k, sizeof *times, bench_cmp_double);
     printf("], \"min_ms\": %.3f, \"median_ms\": %.3f, \"compile_ms\": %.3f}\n", times[0],
            times[k / 2], compile_ms);
     fflush(stdout);

@@ -16,33 +16,12 @@
 #include <gc/gc.h>
 
 #include "tgrel.h"
+#include "bench.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-/* CPU time of the thread: on a loaded machine, wall times include the
- * time other jobs ran; this does not (collector marker threads aside). */
-static double cpu_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static void die(const char *what, const tg_error *err)
 {
@@ -148,7 +127,7 @@ typedef struct job {
 
 static double median_of(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
@@ -162,10 +141,10 @@ static void run(tg_ctx *ctx, const char *shape, const char *dir, job *j, tg_term
     for (int r = 0; r < reps; r++) {
         GC_gcollect();
         GC_word g0 = GC_get_gc_no();
-        double t0 = now_ms(), c0 = cpu_ms();
+        double t0 = bench_now_ms(), c0 = bench_thread_cpu_ms();
         tg_term *got = tg_rewrite(j->rs, j->spec, j->in, &err);
-        tr[r] = now_ms() - t0;
-        ur[r] = cpu_ms() - c0;
+        tr[r] = bench_now_ms() - t0;
+        ur[r] = bench_thread_cpu_ms() - c0;
         gcs += (unsigned long)(GC_get_gc_no() - g0);
         if (!got)
             die(dir, &err);
@@ -174,10 +153,10 @@ static void run(tg_ctx *ctx, const char *shape, const char *dir, job *j, tg_term
             exit(1);
         }
         GC_gcollect();
-        t0 = now_ms(), c0 = cpu_ms();
+        t0 = bench_now_ms(), c0 = bench_thread_cpu_ms();
         got = j->ref(ctx, j->in);
-        tc[r] = now_ms() - t0;
-        uc[r] = cpu_ms() - c0;
+        tc[r] = bench_now_ms() - t0;
+        uc[r] = bench_thread_cpu_ms() - c0;
         if (got != want) {
             fprintf(stderr, "relrw: %s: wrong reference result\n", dir);
             exit(1);

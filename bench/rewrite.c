@@ -17,6 +17,7 @@
 #include <gc/gc.h>
 
 #include "tgrel.h"
+#include "bench.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,25 +25,6 @@
 #include <time.h>
 
 #define RUNS 5
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 
 /* Forty rules over twenty ops, tagged, in an equilibrium, a walk and a
  * sequence of both. */
@@ -111,13 +93,13 @@ static void bench(const char *name, tg_rules *rs, tg_term *spec, tg_term *t, lon
     double v[RUNS], r[RUNS];
     tg_error err;
     for (int run = 0; run < RUNS; run++) {
-        double t0 = now();
+        double t0 = bench_now();
         for (long i = 0; i < reps; i++)
             if (prov >= 0 ? !tg_rewrite(rs, spec, t, &err) : !tg_normalize(rs, t, 0, &err)) {
                 fprintf(stderr, "%s: %s\n", name, err.message);
                 exit(1);
             }
-        double t1 = now();
+        double t1 = bench_now();
         if (prov > 0)
             tg_rules_set_provenance(rs, 0, 0, &err);
         for (long i = 0; i < reps; i++)
@@ -127,9 +109,9 @@ static void bench(const char *name, tg_rules *rs, tg_term *spec, tg_term *t, lon
             }
         if (prov > 0)
             tg_rules_set_provenance(rs, 1, 0, &err);
-        v[run] = (t1 - t0) * 1e3, r[run] = (now() - t1) * 1e3;
+        v[run] = (t1 - t0) * 1e3, r[run] = (bench_now() - t1) * 1e3;
     }
-    double mv = median(v, RUNS), mr = median(r, RUNS);
+    double mv = bench_median(v, RUNS), mr = bench_median(r, RUNS);
     printf("{\"bench\":\"%s\",\"reps\":%ld,\"ms\":%.3f,\"ref\":\"%s\",\"ref_ms\":%.3f,\"ratio\":%.3f}\n", name,
            reps, mv, prov > 0 ? "same rewrite, provenance off" : "tg_normalize", mr, mv / mr);
     fflush(stdout);

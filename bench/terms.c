@@ -19,6 +19,7 @@
 #include <gc/gc.h>
 
 #include "tgrel.h"
+#include "bench.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -29,25 +30,6 @@
 
 #define RUNS 5
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
-
 static volatile uintptr_t sink;
 
 /* ---- references --------------------------------------------------- */
@@ -57,14 +39,14 @@ static double ref_alloc(long n)
 {
     void **keep = malloc((size_t)n * sizeof *keep);
     uint64_t img[4] = {0x0300000700000000ull, 0, 0, 0};
-    double t0 = now();
+    double t0 = bench_now();
     for (long i = 0; i < n; i++) {
         img[2] = (uint64_t)i;
         img[3] = (uint64_t)-i;
         keep[i] = malloc(32);
         memcpy(keep[i], img, 32);
     }
-    double dt = now() - t0;
+    double dt = bench_now() - t0;
     for (long i = 0; i < n; i++)
         free(keep[i]);
     free(keep);
@@ -94,7 +76,7 @@ static double ref_lookup(long k, long total)
             j = (j + 1) & (cap - 1);
         slots[j] = &keys[i];
     }
-    double t0 = now();
+    double t0 = bench_now();
     uintptr_t acc = 0;
     for (long r = 0; r < total / k; r++)
         for (long i = 0; i < k; i++) {
@@ -105,7 +87,7 @@ static double ref_lookup(long k, long total)
                 j = (j + 1) & (cap - 1);
             acc += (uintptr_t)c;
         }
-    double dt = now() - t0;
+    double dt = bench_now() - t0;
     sink = acc;
     free(slots);
     free(keys);
@@ -119,12 +101,12 @@ static double tg_new(long n, tg_term ***keep_out, tg_ctx **ctx_out)
     tg_ctx *c = tg_ctx_new(NULL);
     tg_term *f = tg_symbol_cstr(c, "f");
     tg_term **keep = GC_MALLOC((size_t)n * sizeof *keep);
-    double t0 = now();
+    double t0 = bench_now();
     for (long i = 0; i < n; i++) {
         tg_term *a[2] = {tg_int(c, i), tg_int(c, -i)};
         keep[i] = tg_app(c, f, 2, a);
     }
-    double dt = now() - t0;
+    double dt = bench_now() - t0;
     if (keep_out) {
         *keep_out = keep;
         *ctx_out = c;
@@ -137,12 +119,12 @@ static double tg_churn(long n)
 {
     tg_ctx *c = tg_ctx_new(NULL);
     tg_term *f = tg_symbol_cstr(c, "f");
-    double t0 = now();
+    double t0 = bench_now();
     for (long i = 0; i < n; i++) {
         tg_term *a[2] = {tg_int(c, i), tg_int(c, i + 1)};
         sink += (uintptr_t)tg_app(c, f, 2, a);
     }
-    double dt = now() - t0;
+    double dt = bench_now() - t0;
     tg_ctx_free(c);
     return (double)n / dt / 1e6;
 }
@@ -154,13 +136,13 @@ static double tg_lookup(long k, long total)
     tg_new(k, &keep, &c);
     tg_term *f = tg_symbol_cstr(c, "f");
     long bad = 0;
-    double t0 = now();
+    double t0 = bench_now();
     for (long r = 0; r < total / k; r++)
         for (long i = 0; i < k; i++) {
             tg_term *a[2] = {tg_int(c, i), tg_int(c, -i)};
             bad += tg_app(c, f, 2, a) != keep[i];
         }
-    double dt = now() - t0;
+    double dt = bench_now() - t0;
     if (bad)
         fprintf(stderr, "terms: %ld lookups returned a new pointer\n", bad);
     tg_ctx_free(c);
@@ -178,7 +160,7 @@ static double tg_lookup_batch(long k, long total)
     tg_term *f = tg_symbol_cstr(c, "f");
     tg_term *args[2 * BATCH], *out[BATCH];
     long bad = 0;
-    double t0 = now();
+    double t0 = bench_now();
     for (long r = 0; r < total / k; r++)
         for (long i = 0; i < k; i += BATCH) {
             long m = k - i < BATCH ? k - i : BATCH;
@@ -192,7 +174,7 @@ static double tg_lookup_batch(long k, long total)
                 for (long j = 0; j < m; j++)
                     bad += out[j] != keep[i + j];
         }
-    double dt = now() - t0;
+    double dt = bench_now() - t0;
     if (bad)
         fprintf(stderr, "terms: %ld batched lookups returned a new pointer\n", bad);
     tg_ctx_free(c);
@@ -236,7 +218,7 @@ int main(int argc, char **argv)
         a[r] = tg_new(n, NULL, NULL);
         b[r] = ref_alloc(n);
     }
-    double ta = median(a, RUNS), tb = median(b, RUNS);
+    double ta = bench_median(a, RUNS), tb = bench_median(b, RUNS);
     printf("{\"bench\":\"intern_new\",\"nodes\":%ld,\"mnodes_per_s\":%.2f,"
            "\"ref\":\"malloc+memcpy 32B\",\"ref_mnodes_per_s\":%.2f,\"ratio_to_ref\":%.2f,"
            "\"target_min\":20}\n", n, ta, tb, ta / tb);
@@ -245,8 +227,8 @@ int main(int argc, char **argv)
         a[r] = tg_churn(churn);
         b[r] = ref_alloc(n);
     }
-    ta = median(a, RUNS);
-    tb = median(b, RUNS);
+    ta = bench_median(a, RUNS);
+    tb = bench_median(b, RUNS);
     printf("{\"bench\":\"intern_churn\",\"nodes\":%ld,\"mnodes_per_s\":%.2f,"
            "\"ref\":\"malloc+memcpy 32B\",\"ref_mnodes_per_s\":%.2f,\"ratio_to_ref\":%.2f,"
            "\"target_min\":20}\n", churn, ta, tb, ta / tb);
@@ -260,8 +242,8 @@ int main(int argc, char **argv)
             a[r] = tg_lookup(k, total);
             b[r] = ref_lookup(k, total);
         }
-        ta = median(a, RUNS);
-        tb = median(b, RUNS);
+        ta = bench_median(a, RUNS);
+        tb = bench_median(b, RUNS);
         printf("{\"bench\":\"intern_lookup\",\"api\":\"tg_app\",\"working_set\":%ld,"
                "\"mlookups_per_s\":%.2f,\"ref\":\"C open-addressing set\","
                "\"ref_mlookups_per_s\":%.2f,\"ratio_to_ref\":%.2f,\"target_min\":40}\n",
@@ -275,8 +257,8 @@ int main(int argc, char **argv)
             a[r] = tg_lookup_batch(k, total);
             b[r] = ref_lookup(k, total);
         }
-        ta = median(a, RUNS);
-        tb = median(b, RUNS);
+        ta = bench_median(a, RUNS);
+        tb = bench_median(b, RUNS);
         printf("{\"bench\":\"intern_lookup_batch\",\"api\":\"tg_app_batch, %d per call\","
                "\"working_set\":%ld,\"mlookups_per_s\":%.2f,\"ref\":\"C open-addressing set\","
                "\"ref_mlookups_per_s\":%.2f,\"ratio_to_ref\":%.2f}\n",

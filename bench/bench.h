@@ -1,0 +1,44 @@
+/* bench.h - what the benchmark programs share: clocks (wall and thread
+ * CPU time) and the median of repeated runs. */
+#ifndef TGREL_BENCH_H
+#define TGREL_BENCH_H
+
+#include <stdlib.h>
+#include <time.h>
+
+/* Wall-clock seconds and milliseconds (monotonic). */
+static inline double bench_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+static inline double bench_now_ms(void)
+{
+    return bench_now() * 1e3;
+}
+
+/* CPU milliseconds of the calling thread: on a loaded machine, wall times
+ * include the time other jobs ran; this does not (collector marker
+ * threads aside). */
+static inline double bench_thread_cpu_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of v's n values (the upper one when n is even); sorts v. */
+static inline double bench_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
+    return v[n / 2];
+}
+
+#endif
