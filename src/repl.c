@@ -156,11 +156,7 @@ static void complain(const repl *R, const char *fmt, const char *arg)
     tg_error err;
     tg_error_clear(&err);
     tg_error_set(&err, TG_ERR_ARG, fmt, arg);
-    if (R->line > 0) {
-        err.line = R->line, err.column = 1;
-        snprintf(err.file, sizeof err.file, "%s", R->name);
-    }
-    report(R, &err);
+    report_here(R, &err);
 }
 
 static void print_term(const repl *R, const tg_term *t)
@@ -290,11 +286,7 @@ static int eval_built(repl *R, const char *head, tg_term *const *args, int n)
     tg_error_clear(&err);
     if (tgM_eval_print(R->rs, NULL, form, R->shared, stdout, &err) == 0)
         return 0;
-    if (err.line == 0 && R->line > 0) {     /* the command's own position */
-        err.line = R->line, err.column = 1;
-        snprintf(err.file, sizeof err.file, "%s", R->name);
-    }
-    report(R, &err);
+    report_here(R, &err);
     return 1;
 }
 
@@ -849,6 +841,19 @@ static int cmd_tree(repl *R, const char *name, const char *args)
     return 0;
 }
 
+/* The file named by t (a symbol or a string), malloc'd; NULL after
+ * reporting usage. */
+static char *file_name(repl *R, const tg_term *t, const char *usage)
+{
+    size_t len;
+    const char *s = tg_kind_of(t) == TG_STRING ? tg_string_bytes(t, &len)
+                    : tg_kind_of(t) == TG_SYMBOL ? tg_symbol_name(t, &len) : NULL;
+    char *file = s ? strndup(s, len) : NULL;
+    if (!file)
+        complain(R, "%s", usage);
+    return file;
+}
+
 static int cmd_dot(repl *R, const char *name, const char *args)
 {
     tg_term *t[2];
@@ -856,15 +861,8 @@ static int cmd_dot(repl *R, const char *name, const char *args)
     if (n < 0)
         return 1;
     char *file = NULL;
-    if (n == 2) {
-        size_t len;
-        const char *s = tg_kind_of(t[1]) == TG_STRING ? tg_string_bytes(t[1], &len)
-                        : tg_kind_of(t[1]) == TG_SYMBOL ? tg_symbol_name(t[1], &len) : NULL;
-        if (!s || !(file = strndup(s, len))) {
-            complain(R, "%s", "usage: :dot TERM [FILE] (FILE a name or a string)");
-            return 1;
-        }
-    }
+    if (n == 2 && !(file = file_name(R, t[1], "usage: :dot TERM [FILE] (FILE a name or a string)")))
+        return 1;
     int rc = dot_to(R, t[0], file, write_dot);
     free(file);
     return rc;
@@ -988,22 +986,18 @@ static int cmd_eval(repl *R, const char *name, const char *args)
     return rc;
 }
 
+static char *get_line(repl *R, FILE *in, const char *prompt);
+
 /* Wait for Enter at the terminal; 0 to go on, 1 when q was typed (or
  * the input ended). */
 static int step_pause(repl *R)
 {
-#if defined(HAVE_READLINE) || defined(HAVE_LIBEDIT)
-    if (R->o->interactive) {
-        sig_reading = 1;
-        char *l = readline("  [Enter: next firing, q: stop] ");
-        sig_reading = 0;
-        int stop = !l || l[0] == 'q';
-        free(l);
-        return stop;
-    }
-#endif
-    (void)R;
-    return 0;
+    if (!R->o->interactive)
+        return 0;
+    char *l = get_line(R, stdin, "  [Enter: next firing, q: stop] ");
+    int stop = !l || l[0] == 'q';
+    free(l);
+    return stop;
 }
 
 /* :step [SPEC] TERM: rewrite (or normalize) TERM with provenance on, then
@@ -1069,15 +1063,8 @@ static int cmd_history(repl *R, const char *name, const char *args)
         return 1;
     }
     char *file = NULL;
-    if (n == 1) {
-        size_t len;
-        const char *s = tg_kind_of(t[0]) == TG_STRING ? tg_string_bytes(t[0], &len)
-                        : tg_kind_of(t[0]) == TG_SYMBOL ? tg_symbol_name(t[0], &len) : NULL;
-        if (!s || !(file = strndup(s, len))) {
-            complain(R, "%s", "usage: :history [FILE] (FILE a name or a string)");
-            return 1;
-        }
-    }
+    if (n == 1 && !(file = file_name(R, t[0], "usage: :history [FILE] (FILE a name or a string)")))
+        return 1;
     int rc = dot_to(R, R->last_why, file, write_steps);
     free(file);
     return rc;
