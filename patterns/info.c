@@ -83,21 +83,21 @@ static tg_term *op_form(lister *l, const tgW_op *op)
     return list(l, n, x, op->props);
 }
 
-/* 1 when rule r (a forward one) also has a backward direction. */
-static int has_backward(const tg_rules *rs, const tgW_rule *r)
+/* 1 when rule i (a forward one) also has a backward direction: one rule
+ * form loads its directions next to each other, the backward one last. */
+static int has_backward(const tg_rules *rs, uint32_t i)
 {
-    for (uint32_t i = 0; i < rs->nrules; i++)
-        if (rs->rules[i]->backward && rs->rules[i]->name == r->name)
-            return 1;
-    return 0;
+    const tgW_rule *n = i + 1 < rs->nrules ? rs->rules[i + 1] : NULL;
+    return n && n->backward && n->name == rs->rules[i]->name;
 }
 
 /* (rule NAME LHS => RHS [(tags ...)]), one per left side (a rule with
  * alternative left sides lists each); the backward direction of a <=>
  * rule is its forward entry, written with <=>.  A C node rewriter is
  * (c-rewriter NAME OP [(tags ...)]), OP _ when it is for every op. */
-static tg_term *rule_form(lister *l, const tg_rules *rs, const tgW_rule *r)
+static tg_term *rule_form(lister *l, const tg_rules *rs, uint32_t i)
 {
+    const tgW_rule *r = rs->rules[i];
     tg_term *x[6];
     size_t n = 0;
     if (r->body && r->body[0].op == E_CEXT) {
@@ -109,7 +109,7 @@ static tg_term *rule_form(lister *l, const tg_rules *rs, const tgW_rule *r)
         x[n++] = sym(l, "rule");
         x[n++] = r->name;
         x[n++] = r->lhs;
-        x[n++] = sym(l, has_backward(rs, r) ? "<=>" : "=>");
+        x[n++] = sym(l, has_backward(rs, i) ? "<=>" : "=>");
         x[n++] = r->rhs;
     }
     if (r->tags && r->tags != tg_nil()) {
@@ -192,7 +192,7 @@ tg_term *tg_rules_list(tg_rules *rs, tg_list_kind kind, tg_error *err)
     case TG_LIST_RULES:
         for (uint32_t i = 0; i < rs->nrules; i++)
             if (!rs->rules[i]->backward)
-                push(&l, rule_form(&l, rs, rs->rules[i]));
+                push(&l, rule_form(&l, rs, i));
         break;
     case TG_LIST_REWRITERS:
         for (uint32_t i = 0; i < rs->nrws; i++)
