@@ -67,6 +67,8 @@ tg_term *tg_cdr(tg_ctx *ctx, const tg_term *t)
         return NULL;
     if (t->h.n == 1)
         return tgT_rest(t);
+    if (!ctx)           /* the rest needs a new node, which needs a context */
+        return NULL;
     return tgT_chunk(ctx, t->h.n - 1u, t->e + 1, tgT_rest(t));
 }
 
