@@ -812,6 +812,67 @@ typedef struct command {
 
 static const command commands[];
 
+/* ---- rewriting with one rule --------------------------------------------- */
+
+/* The rewriters the REPL declares to rewrite with a single rule (:rewrite
+ * RULE TERM) are (equilibrium rule:NAME ITEM): x is one of them. */
+static int hidden_rewriter(const repl *R, tg_term *x)
+{
+    size_t len;
+    const char *nm = tg_symbol_name(tg_nth(x, 1), &len);
+    return tg_length(x) == 3 && nm && len > 5 && !memcmp(nm, "rule:", 5) &&
+           tg_car(x) == tg_symbol_cstr(R->ctx, "equilibrium");
+}
+
+/* Is name in the list l of forms (each (KIND NAME ...))? */
+static int listed(tg_term *l, tg_term *name)
+{
+    tg_iter it;
+    tg_iter_init(&it, l);
+    for (tg_term *x; (x = tg_iter_next(&it));)
+        if (tg_nth(x, 1) == name)
+            return 1;
+    return 0;
+}
+
+/* A rewriter spec for spec: spec itself, unless it names a rule (NAME or
+ * (reverse NAME)) and no rewriter, which a rewrite cannot run directly:
+ * then the equilibrium of that one rule, declared on first use as
+ * rule:NAME (rule:NAME/reverse).  NULL after reporting. */
+static tg_term *rule_spec(repl *R, tg_term *spec)
+{
+    tg_term *rule = spec;
+    int back = tg_length(spec) == 2 && tg_car(spec) == tg_symbol_cstr(R->ctx, "reverse");
+    if (back)
+        rule = tg_nth(spec, 1);
+    if (tg_kind_of(rule) != TG_SYMBOL)
+        return spec;
+    tg_term *rw = tg_rules_list(R->rs, TG_LIST_REWRITERS, NULL);
+    if (!rw || (!back && listed(rw, rule)) || !listed(tg_rules_list(R->rs, TG_LIST_RULES, NULL), rule))
+        return spec;
+    size_t len;
+    const char *nm = tg_symbol_name(rule, &len);
+    char *text = malloc(2 * len + 64);
+    if (!text) {
+        complain(R, "%s", "out of memory");
+        return NULL;
+    }
+    int n = sprintf(text, "rule:%.*s%s", (int)len, nm, back ? "/reverse" : "");
+    tg_term *hidden = tg_symbol(R->ctx, text, (size_t)n);
+    tg_error err;
+    tg_error_clear(&err);
+    if (hidden && !listed(rw, hidden)) {
+        n = sprintf(text, "(equilibrium |rule:%.*s%s| %s%.*s%s)", (int)len, nm, back ? "/reverse" : "",
+                    back ? "(reverse " : "", (int)len, nm, back ? ")" : "");
+        if (tg_rules_load_string(R->rs, text, (size_t)n, NULL, &err) < 0)
+            hidden = NULL;
+    }
+    free(text);
+    if (!hidden)
+        report_here(R, &err);
+    return hidden;
+}
+
 static int print_list(repl *R, tg_list_kind kind)
 {
     tg_error err;
@@ -824,7 +885,8 @@ static int print_list(repl *R, tg_list_kind kind)
     tg_iter it;
     tg_iter_init(&it, l);
     for (tg_term *x; (x = tg_iter_next(&it));)
-        print_term(R, x);
+        if (kind != TG_LIST_REWRITERS || !hidden_rewriter(R, x))
+            print_term(R, x);
     return 0;
 }
 
@@ -877,7 +939,9 @@ static int cmd_load(repl *R, const char *name, const char *args)
 static int cmd_rewrite(repl *R, const char *name, const char *args)
 {
     tg_term *t[2];
-    if (read_args(R, name, args, t, 2, 2, "REWRITER-OR-QUERY TERM") < 0)
+    if (read_args(R, name, args, t, 2, 2, "REWRITER-OR-QUERY-OR-RULE TERM") < 0)
+        return 1;
+    if (!(t[0] = rule_spec(R, t[0])))
         return 1;
     return eval_built(R, "rewrite", t, 2);
 }
@@ -1319,8 +1383,8 @@ static tg_term *reversed(tg_ctx *ctx, tg_term *l)
 static int cmd_step(repl *R, const char *name, const char *args)
 {
     tg_term *t[2];
-    int n = read_args(R, name, args, t, 1, 2, "[REWRITER-OR-QUERY] TERM");
-    if (n < 0)
+    int n = read_args(R, name, args, t, 1, 2, "[REWRITER-OR-QUERY-OR-RULE] TERM");
+    if (n < 0 || (n == 2 && !(t[0] = rule_spec(R, t[0]))))
         return 1;
     tg_error err;
     tg_error_clear(&err);
@@ -1758,8 +1822,8 @@ static const command commands[] = {
     {"rules", "", "list the rules", ":rules", cmd_list},
     {"rewriters", "", "list the rewriters (databases)", ":rewriters", cmd_list},
     {"relations", "", "list the relations with their arity", ":relations", cmd_list},
-    {"rewrite", "SPEC TERM", "rewrite TERM with a rewriter or a query", ":rewrite (query simplify (exclude div-self)) (true_div x x)", cmd_rewrite},
-    {"step", "[SPEC] TERM", "rewrite TERM, then show its firings one at a time",
+    {"rewrite", "SPEC TERM", "rewrite TERM with a rewriter, a query or a single rule", ":rewrite (query simplify (exclude div-self)) (true_div x x)", cmd_rewrite},
+    {"step", "[SPEC] TERM", "rewrite TERM (or normalize it), then show its firings one at a time",
      ":step simplify (add 0 (neg (neg x)))", cmd_step},
     {"normalize", "TERM [memo]", "normal form of TERM under every rule", ":normalize (add (s z) (s z))", cmd_normalize},
     {"trace", "[on|off]", "print each rule firing, before and after", ":trace on", cmd_trace},
@@ -1885,7 +1949,7 @@ static tg_term *all_names(repl *R)
         tg_iter_init(&it, l ? l : tg_nil());
         for (tg_term *x; names && (x = tg_iter_next(&it));) {
             tg_term *nm = k == TG_LIST_RELATIONS ? tg_car(x) : tg_nth(x, 1);
-            if (nm && tg_kind_of(nm) == TG_SYMBOL)
+            if (nm && tg_kind_of(nm) == TG_SYMBOL && !(k == TG_LIST_REWRITERS && hidden_rewriter(R, x)))
                 names = tg_cons(R->ctx, nm, names);
         }
     }

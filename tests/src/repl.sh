@@ -100,7 +100,7 @@ t ":load of a missing file names it and the session goes on" 1 "ok" "*$tmp/nope.
 input ':frob' 'a' ':rewrite x' 'b'
 t "an unknown command or bad usage reports the line and the session goes on" 1 "a${nl}b" \
 "<stdin>:1:1: unknown command :frob (:help lists them)
-<stdin>:3:1: usage: :rewrite REWRITER-OR-QUERY TERM" "$TGREL"
+<stdin>:3:1: usage: :rewrite REWRITER-OR-QUERY-OR-RULE TERM" "$TGREL"
 
 input ':rewrite simplify (add 0' '   (neg x)))'
 t "errors in a command's arguments point at their line and column" 1 "" "<stdin>:2:12: unexpected ')'" "$TGREL"
@@ -108,7 +108,7 @@ t "errors in a command's arguments point at their line and column" 1 "" "<stdin>
 input ':help rewrite' ':help nothing'
 t ":help COMMAND shows an example, an unknown one is an error" 1 \
 ":rewrite SPEC TERM
-    rewrite TERM with a rewriter or a query
+    rewrite TERM with a rewriter, a query or a single rule
     example: :rewrite (query simplify (exclude div-self)) (true_div x x)" \
 "<stdin>:2:1: no command :nothing (:help lists them)" "$TGREL"
 
@@ -381,6 +381,59 @@ t "bad .npy files are reported with their name" 1 "" \
 <stdin>:3:1: input x: $tmp/t.npy: truncated data
 <stdin>:4:1: input x: $tmp/n.npy: not a .npy file (version 1 to 3)
 <stdin>:5:1: input x: *none.npy*" "$TGREL"
+
+# what the issue asks of the REPL, one by one (the rest is above)
+input ':rewrite add-zero (add 0 (neg y))' ':profile' ':rewrite (reverse twice-add) (add k k)' \
+      ':rewriters' ':databases' ':step neg-neg (add 0 (neg (neg y)))'
+t "a single rule rewrites (either way) and steps; its rewriter is not listed" 0 "(neg y)
+(profile rule:add-zero (passes 2) (nodes 2 1 2) (rewrites 1) (conditions 0) (rules (add-zero 1 0)) (never-fired))
+(twice k)
+(equilibrium simplify (tags canon) add-zero neg-neg)
+(equilibrium simplify (tags canon) add-zero neg-neg)
+why (add 0 y): 1 firing
+  #1 neg-neg, pass 1, at (2): (neg (neg y)) => y
+(add 0 y)" "" "$TGREL" "$tmp/alg.rules" -
+
+input '(run 3 (q) (fresh (a b) (appendo a b (quote (1 2))) (== q (list a b))))' \
+      '(defrel (doubleo x y) (conso x (list x) y))' \
+      '(run* (q) (doubleo q (quote (7 7))))' \
+      '(op half (arity 1))' \
+      '(rule half-two (half 2) => 1)' \
+      '(normalize (half 2))' \
+      '(run 1 (q) (doubleo q 5))'
+t "miniKanren queries run, relations and rules are defined inline and run backwards" 0 \
+"((() (1 2)) ((1) (2)) ((1 2) ()))
+(7)
+1
+()" "" "$TGREL"
+
+input '(normalize (add 0 (neg (neg z))))' ':ops'
+"$TGREL" "$tmp/alg.rules" - <"$tmp/in" >"$tmp/out" 2>&1
+n=$((n + 1))
+if [ "$(head -n 1 "$tmp/out")" = z ] && ! grep -q 'tgrel>' "$tmp/out" && ! grep -q ':help lists' "$tmp/out"; then
+    echo "ok $n - commands from a pipe: no banner, no prompt"
+else
+    failed=$((failed + 1))
+    echo "not ok $n - commands from a pipe: no banner, no prompt"
+    sed 's/^/#   /' "$tmp/out"
+fi
+
+: >"$tmp/in"
+t "tgrel FILE.rules -e EXPR" 0 "y${nl}(neg (neg y))" "" \
+    "$TGREL" "$tmp/alg.rules" -e '(rewrite simplify (add 0 (neg (neg y))))' \
+    -e '(rewrite (query simplify (exclude neg-neg)) (add 0 (neg (neg y))))'
+
+n=$((n + 1))
+noexample=
+for c in $(sed -n 's/^  :\([a-z]*\) .*/\1/p' "$tmp/help"); do
+    printf ':help %s\n' "$c" | "$TGREL" 2>&1 | grep -q '^    example: :' || noexample="$noexample $c"
+done
+if [ -z "$noexample" ]; then
+    echo "ok $n - :help COMMAND shows an example for every command"
+else
+    failed=$((failed + 1))
+    echo "not ok $n - :help COMMAND shows an example for every command (none for:$noexample)"
+fi
 
 # colour: asked for with --color=always (through a pipe too), never by
 # default through a pipe, never in machine mode

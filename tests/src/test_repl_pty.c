@@ -202,6 +202,17 @@ int main(void)
 
     expect(fd, "tgrel> ");
     type(fd, "(op neg (arity 1))\r(rule nn (neg (neg ?x)) => ?x)\r(walk w (order out-to-in) nn)\r");
+    type(fd, "(rule zzrule (neg (neg (neg ?x))) => ?x)\r(walk zzdb zzrule)\r");
+    expect(fd, "tgrel> ");
+    type(fd, ":rewrite zzd\t");
+    TAP_CHECK(expect(fd, ":rewrite zzdb "), "tab completes a rewriter (database) name");
+    type(fd, "(neg (neg (neg b)))\r");
+    TAP_CHECK(expect(fd, "\r\nb\r\n"), "and the rewrite runs");
+    expect(fd, "tgrel> ");
+    type(fd, ":rewrite zzr\t");
+    TAP_CHECK(expect(fd, ":rewrite zzrule "), "tab completes a rule name");
+    type(fd, "(neg (neg (neg c)))\r");
+    TAP_CHECK(expect(fd, "\r\nc\r\n"), "and a rewrite with that one rule runs");
     expect(fd, "tgrel> ");
     type(fd, ":step (neg (neg (neg (neg (neg (neg a))))))\r");
     TAP_CHECK(expect(fd, "#1 nn") && expect(fd, "[Enter: next firing, q: stop]"),
