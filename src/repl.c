@@ -1450,7 +1450,8 @@ static int path_set(path *p, size_t depth, size_t index)
 static int find_path(tg_term *s, tg_term *b, path *p)
 {
     tvec st = {0};
-    size_t *meta = NULL, mcap = 0;      /* depth << 32 | index of each stacked term */
+    uint64_t *meta = NULL;      /* depth << 32 | index, of each stacked term */
+    size_t mcap = 0;
     pset seen = {0};
     int rc = tv_push(&st, s);
     if (rc == 0 && !(meta = malloc((mcap = 64) * sizeof *meta)))
@@ -1459,8 +1460,9 @@ static int find_path(tg_term *s, tg_term *b, path *p)
         meta[0] = 0;
     while (rc == 0 && st.n) {
         tg_term *x = st.v[--st.n];
-        size_t m = meta[st.n], depth = m >> 32;
-        if (depth && path_set(p, depth - 1, m & 0xffffffffu) < 0) {
+        uint64_t m = meta[st.n];
+        size_t depth = (size_t)(m >> 32);
+        if (depth && path_set(p, depth - 1, (size_t)(m & 0xffffffffu)) < 0) {
             rc = -1;
             break;
         }
@@ -1481,7 +1483,7 @@ static int find_path(tg_term *s, tg_term *b, path *p)
             break;
         }
         if (st.cap > mcap) {
-            size_t *mm = realloc(meta, st.cap * sizeof *mm);
+            uint64_t *mm = realloc(meta, st.cap * sizeof *mm);
             if (!mm) {
                 rc = -1;
                 break;
@@ -1489,7 +1491,7 @@ static int find_path(tg_term *s, tg_term *b, path *p)
             meta = mm, mcap = st.cap;
         }
         for (size_t i = base; i < st.n; i++)     /* pushed in reverse order */
-            meta[i] = (depth + 1) << 32 | (st.n - 1 - i);
+            meta[i] = (uint64_t)(depth + 1) << 32 | (uint64_t)(st.n - 1 - i);
     }
     free(st.v), free(meta);
     ps_free(&seen);
@@ -1544,16 +1546,24 @@ static tg_term *replace_all(tg_ctx *ctx, tg_term *s, tg_term *b, tg_term *a, tg_
             tg_term *t = kids.v[i];
             kids.v[i] = kids.v[nk - 1 - i], kids.v[nk - 1 - i] = t;
         }
-        for (size_t i = 0; i < nk; i++)
-            kids.v[i] = (tg_term *)(uintptr_t)*ps_slot(&memo, kids.v[i], &found);
-        tg_term *y = tg_list(ctx, ne, kids.v, nk > ne ? kids.v[ne] : NULL);
+        for (size_t i = 0; i < nk && rc == 0; i++) {
+            size_t *km = ps_slot(&memo, kids.v[i], &found);
+            if (km)
+                kids.v[i] = (tg_term *)(uintptr_t)*km;
+            else
+                rc = -1;
+        }
+        tg_term *y = rc ? NULL : tg_list(ctx, ne, kids.v, nk > ne ? kids.v[ne] : NULL);
         tg_term *k2 = y ? tg_cons(ctx, y, *keep) : NULL;
         if (!k2) {
             rc = -1;
             break;
         }
         *keep = k2;
-        m = ps_slot(&memo, x, &found);
+        if (!(m = ps_slot(&memo, x, &found))) {
+            rc = -1;
+            break;
+        }
         *m = (size_t)(uintptr_t)y;
         st.n--;
     }
@@ -1690,7 +1700,9 @@ static int write_snapshots(FILE *out, repl *R, int per_pass)
             break;
         }
         s = next;
-        keep = tg_cons(R->ctx, s, tg_nil());    /* the snapshot holds what it needs */
+        /* every snapshot stays alive while the graph is written: ids
+         * knows their nodes by address */
+        keep = tg_cons(R->ctx, s, keep);
         if (!keep) {
             rc = -1;
             break;
