@@ -1845,9 +1845,8 @@ static const command commands[] = {
     {"eval", "TERM (NAME VALUE)...", "compile a tensor term and run it on arrays (lists or .npy files)",
      ":eval (add (input x float64 (3)) 1) (x (1 2 3))", cmd_eval},
     {"history", "[firings|passes] [FILE]",
-     "the last :step as Graphviz (.dot, .svg, .png, .pdf): the whole term after each firing, "
-     "or after each pass, or the firings' graph",
-     ":history steps.svg", cmd_history},
+     "the last :step as Graphviz: the term after each firing (or pass), or the firings",
+     ":history passes steps.svg", cmd_history},
     {"shared", "[on|off]", "print repeated subterms once: X where *1 = ...", ":shared on", cmd_shared},
     {"quit", "", "leave (Ctrl-D too)", ":quit", cmd_quit},
     {NULL, NULL, NULL, NULL, NULL}
