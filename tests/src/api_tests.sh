@@ -8,10 +8,6 @@
 lib=${top_builddir:-.}/.libs/libtgrel.so
 src=${srcdir:-.}
 table=$src/tests/src/api_tests.txt
-if [ ! -f "$lib" ] || ! command -v nm >/dev/null 2>&1; then
-    echo "1..0 # SKIP no shared libtgrel.so or no nm"
-    exit 0
-fi
 n=0
 failed=0
 
@@ -41,8 +37,14 @@ calls() {
     grep -qw "$2" "$src/$1" || echo "$2: $1 does not call it"
 }
 
-exports=$(nm -D --defined-only "$lib" | awk 'NF >= 3 { sub(/@.*/, "", $3); print $3 }' |
-          grep '^tg_' | sort -u)
+# the exports: the shared library's, or without one (--disable-shared, no
+# nm) the functions tgrel.h declares, which are the same (exports.sh)
+if [ -f "$lib" ] && command -v nm >/dev/null 2>&1; then
+    exports=$(nm -D --defined-only "$lib" | awk 'NF >= 3 { sub(/@.*/, "", $3); print $3 }' |
+              grep '^tg_' | sort -u)
+else
+    exports=$(grep -o '\<tg_[a-z0-9_]*(' "$src/src/tgrel.h" | tr -d '(' | sort -u)
+fi
 listed=$(grep '^tg_' "$table" | awk '{ print $1 }' | sort)
 
 missing=$(printf '%s\n' "$exports" | while read -r s; do
