@@ -208,11 +208,16 @@ static ssize_t tint_write(void *cookie, const char *s, size_t n)
             c->colon = 0, c->pass = 1, i--;     /* the byte again, written through */
         } else if (b == ':' && c->n && name_prefix(c->name, c->n)) {
             c->colon = 1;
-        } else if (c->n < sizeof c->name && b != '\n' && name_prefix((c->name[c->n] = b, c->name), c->n + 1)) {
-            c->n++;
         } else {
-            fwrite(c->name, 1, c->n, stdout);
-            c->pass = 1, i--;
+            int room = b != '\n' && c->n < sizeof c->name;
+            if (room)
+                c->name[c->n] = b;
+            if (room && name_prefix(c->name, c->n + 1)) {
+                c->n++;
+            } else {            /* not a trace line: what was held, then the rest */
+                fwrite(c->name, 1, c->n, stdout);
+                c->pass = 1, i--;
+            }
         }
     }
     return (ssize_t)n;
@@ -1608,16 +1613,68 @@ static int dot_nodes(FILE *out, pset *ids, tvec *todo)
     return rc;
 }
 
-/* A snapshot node s<k> (label "start" or "#k" / "pass P") pointing at
- * its whole term, whose nodes are written if new. */
-static int dot_state(FILE *out, pset *ids, tvec *todo, size_t k, const char *label, tg_term *t)
+/* The history graph being written: the node ids of the terms met so far
+ * (by address: every snapshot stays alive until the end, on keep) and
+ * the number of the last snapshot. */
+typedef struct hgraph {
+    FILE *out;
+    pset ids;
+    tvec todo;
+    size_t state;
+} hgraph;
+
+/* Snapshot node s<state> (label st) pointing at its whole term t, whose
+ * nodes are written if new. */
+static int hg_state(hgraph *h, const char *st, tg_term *t)
 {
-    long id = dot_id(ids, todo, t);
+    long id = dot_id(&h->ids, &h->todo, t);
     if (id < 0)
         return -1;
-    fprintf(out, "  s%zu [label=\"%s\", shape=ellipse, style=filled, fillcolor=lightyellow];\n", k, label);
-    fprintf(out, "  s%zu -> n%ld [style=dashed, arrowhead=none];\n", k, id);
-    return dot_nodes(out, ids, todo);
+    fprintf(h->out, "  s%zu [label=\"%s\", shape=ellipse, style=filled, fillcolor=lightyellow];\n",
+            h->state, st);
+    fprintf(h->out, "  s%zu -> n%ld [style=dashed, arrowhead=none];\n", h->state, id);
+    return dot_nodes(h->out, &h->ids, &h->todo);
+}
+
+/* The next snapshot, t, labelled st, and the edge to it from the one
+ * before, labelled label. */
+static int hg_step(hgraph *h, const char *st, tg_term *t, const char *label)
+{
+    h->state++;
+    if (hg_state(h, st, t) < 0)
+        return -1;
+    fprintf(h->out, "  s%zu -> s%zu [label=", h->state - 1, h->state);
+    dot_text_max(h->out, label, strlen(label), 400);
+    fputs(", color=blue, fontcolor=blue];\n", h->out);
+    return 0;
+}
+
+/* The snapshot t after pass P, its edge naming the pass's n firings and
+ * their rules. */
+static int hg_pass(hgraph *h, int64_t pass, size_t n, const char *rules, tg_term *t)
+{
+    char label[400], st[32];
+    snprintf(label, sizeof label, "pass %lld: %zu firing%s:%s", (long long)pass, n, n == 1 ? "" : "s",
+             rules);
+    snprintf(st, sizeof st, "pass %lld", (long long)pass);
+    return hg_step(h, st, t, label);
+}
+
+/* Apply firing f ("RULE" BEFORE AFTER) to the snapshot *s: every
+ * occurrence of BEFORE replaced, the path of the first in p, the new
+ * snapshot kept alive on *keep.  1, 0 when BEFORE is not in *s (a firing
+ * inside a right side being built), -1 out of memory. */
+static int apply_firing(tg_ctx *ctx, tg_term **s, tg_term *f, path *p, tg_term **keep)
+{
+    int at = find_path(*s, tg_nth(f, 1), p);
+    if (at <= 0)
+        return at;
+    tg_term *next = replace_all(ctx, *s, tg_nth(f, 1), tg_nth(f, 2), keep);
+    tg_term *k = next ? tg_cons(ctx, next, *keep) : NULL;
+    if (!k)
+        return -1;
+    *s = next, *keep = k;
+    return 1;
 }
 
 /* "(at I ...)" for the path p. */
@@ -1654,8 +1711,7 @@ static int64_t next_pass(tg_iter *why, tg_term **pending, tg_term *f, int64_t pa
  * counted in the next edge. */
 static int write_snapshots(FILE *out, repl *R, int per_pass)
 {
-    pset ids = {0};
-    tvec todo = {0};
+    hgraph h = {out, {0}, {0}, 0};
     path p = {0};
     tg_term *keep = tg_nil(), *s = R->hist_start, *pending = NULL;
     tg_iter fi, wi;
@@ -1664,89 +1720,53 @@ static int write_snapshots(FILE *out, repl *R, int per_pass)
     for (int i = 0; i < 3; i++)
         tg_iter_next(&wi);
     fputs("digraph history {\n  ordering=out;\n  node [shape=box, fontname=\"monospace\"];\n", out);
-    int rc = dot_state(out, &ids, &todo, 0, "start", s);
-    size_t k = 0, state = 0, inner = 0, in_pass = 0;
+    int rc = hg_state(&h, "start", s);
+    size_t k = 0, inner = 0, in_pass = 0;
     int64_t pass = 1, cur = 1;
-    char label[400] = "", rules[200] = "";
+    char rules[200] = "";
     for (tg_term *f; rc == 0 && (f = tg_iter_next(&fi));) {
         k++;
         pass = next_pass(&wi, &pending, f, pass);
         if (per_pass && pass != cur && in_pass) {
-            char st[32];
-            snprintf(label, sizeof label, "pass %lld: %zu firing%s:%s", (long long)cur, in_pass,
-                     in_pass == 1 ? "" : "s", rules);
-            snprintf(st, sizeof st, "pass %lld", (long long)cur);
-            rc = dot_state(out, &ids, &todo, ++state, st, s);
-            fprintf(out, "  s%zu -> s%zu [label=", state - 1, state);
-            dot_text_max(out, label, strlen(label), sizeof label);
-            fputs(", color=blue, fontcolor=blue];\n", out);
+            rc = hg_pass(&h, cur, in_pass, rules, s);
             in_pass = 0, rules[0] = '\0';
         }
         cur = pass;
-        size_t rl;
-        const char *rule = tg_string_bytes(tg_car(f), &rl);
-        int at = rc ? -1 : find_path(s, tg_nth(f, 1), &p);
-        if (at < 0) {
-            rc = -1;
-            break;
-        }
-        if (at == 0) {      /* inside a right side being built */
-            inner++;
+        int applied = rc ? -1 : apply_firing(R->ctx, &s, f, &p, &keep);
+        if (applied <= 0) {
+            inner += applied == 0;
+            rc = applied < 0 ? -1 : 0;
             continue;
         }
-        tg_term *next = replace_all(R->ctx, s, tg_nth(f, 1), tg_nth(f, 2), &keep);
-        if (!next) {
-            rc = -1;
-            break;
-        }
-        s = next;
-        /* every snapshot stays alive while the graph is written: ids
-         * knows their nodes by address */
-        keep = tg_cons(R->ctx, s, keep);
-        if (!keep) {
-            rc = -1;
-            break;
-        }
         in_pass++;
+        size_t rl;
+        const char *rule = tg_string_bytes(tg_car(f), &rl);
         if (per_pass) {
             size_t used = strlen(rules);
             if (used + rl + 2 < sizeof rules && !strstr(rules, rule))
                 snprintf(rules + used, sizeof rules - used, " %.*s", (int)rl, rule);
             continue;
         }
-        char pos[120], st[32];
+        char label[400], pos[120], st[32];
         path_text(pos, sizeof pos, &p);
         int n = snprintf(label, sizeof label, "#%zu %.*s %s", k, (int)(rl > 200 ? 200 : rl), rule, pos);
         if (inner)
             snprintf(label + n, sizeof label - (size_t)n, " (+%zu inside)", inner);
         inner = 0;
         snprintf(st, sizeof st, "#%zu", k);
-        rc = dot_state(out, &ids, &todo, ++state, st, s);
-        fprintf(out, "  s%zu -> s%zu [label=", state - 1, state);
-        dot_text_max(out, label, strlen(label), sizeof label);
-        fputs(", color=blue, fontcolor=blue];\n", out);
+        rc = hg_step(&h, st, s, label);
     }
-    if (rc == 0 && per_pass && in_pass) {
-        char st[32];
-        snprintf(label, sizeof label, "pass %lld: %zu firing%s:%s", (long long)cur, in_pass,
-                 in_pass == 1 ? "" : "s", rules);
-        snprintf(st, sizeof st, "pass %lld", (long long)cur);
-        rc = dot_state(out, &ids, &todo, ++state, st, s);
-        fprintf(out, "  s%zu -> s%zu [label=", state - 1, state);
-        dot_text_max(out, label, strlen(label), sizeof label);
-        fputs(", color=blue, fontcolor=blue];\n", out);
-    }
-    if (state) {
-        fputs("  { rank=same;", out);
-        for (size_t i = 0; i <= state; i++)
-            fprintf(out, " s%zu;", i);
-        fputs(" }\n", out);
-    }
+    if (rc == 0 && per_pass && in_pass)
+        rc = hg_pass(&h, cur, in_pass, rules, s);
+    fputs("  { rank=same;", out);
+    for (size_t i = 0; i <= h.state; i++)
+        fprintf(out, " s%zu;", i);
+    fputs(" }\n", out);
     if (R->hist_dropped)
         fprintf(out, "  // %zu later firings were not kept\n", R->hist_dropped);
     fputs("}\n", out);
-    ps_free(&ids);
-    free(todo.v), free(p.v);
+    ps_free(&h.ids);
+    free(h.todo.v), free(p.v);
     return rc;
 }
 
