@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cblas.h>
+
 #include "buf.h"
 #include "error.h"
 #include "scan.h"
@@ -920,20 +922,383 @@ int tgSc_run(const tgH_sched *s, tgI_state *st, const tgH_step *step, tgSc_state
 
 /* ---- the compiled loop ------------------------------------------------------ */
 
-static int64_t run_native(const tgH_sched *s, tgI_state *st, const tgH_step *step, tgSc_state *ss,
-                          scan_fn fn, int64_t n)
+/* The generated function's tables (doc/scan.md): P holds pointers: the
+ * sequences' row 0, per output its INIT and its storage, the
+ * non-sequences, the inner slots, the until condition; R holds the
+ * sequences' row strides, per output INIT's row stride, the storage's row
+ * stride and its row mask (-1: a full buffer; a ring: rows - 1). */
+enum { P_SEQ };
+static int p_init(const tgSc_scan *sc, int o) { return sc->nseq + 2 * o; }
+static int p_store(const tgSc_scan *sc, int o) { return sc->nseq + 2 * o + 1; }
+static int p_non(const tgSc_scan *sc, int i) { return sc->nseq + 2 * sc->nout + i; }
+static int p_slot(const tgSc_scan *sc, int k) { return sc->nseq + 2 * sc->nout + sc->nnon + k; }
+static int p_cond(const tgSc_scan *sc) { return p_slot(sc, sc->is->nslots); }
+static int r_init(const tgSc_scan *sc, int o) { return sc->nseq + 3 * o; }
+static int r_store(const tgSc_scan *sc, int o) { return sc->nseq + 3 * o + 1; }
+static int r_mask(const tgSc_scan *sc, int o) { return sc->nseq + 3 * o + 2; }
+
+typedef void (*blas_fn)(void);
+typedef int64_t (*native_fn)(int64_t n, char *const *P, const int64_t *R, const int64_t *z, blas_fn const *fp);
+
+static bool is_one(const tgV_node *n)
 {
-    (void)s, (void)st, (void)step, (void)ss, (void)fn, (void)n;
-    return -1;
+    for (int d = 0; d < n->ndim; d++)
+        if (n->shape[d] != 1)
+            return false;
+    return true;
+}
+
+static bool same_shape(const tgV_node *a, const tgV_node *b)
+{
+    return a->ndim == b->ndim && memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof *a->shape) == 0;
+}
+
+/* Which output (or nout for the until condition) inner node v is, or -1. */
+static int out_of(const tgSc_scan *sc, int v)
+{
+    int o = sc->is->output[v];
+    return o >= 0 && sc->ig->outputs[o] == v ? o : -1;
+}
+
+/* May node v be read or written by the generated code? */
+static bool operand_ok(const tgSc_scan *sc, int v)
+{
+    const tgV_node *n = &sc->ig->nodes[v];
+    return n->op == TGV_INPUT || sc->is->slot[v] >= 0 || out_of(sc, v) >= 0;
 }
 
 bool tgSc_compiles(const tgH_sched *s, int k)
 {
-    (void)s, (void)k;
-    return false;
+    const tgSc_scan *sc = s->g->nodes[s->steps[k].node].scan;
+    const tgH_sched *is = sc->is;
+    const tgV_graph *ig = is->g;
+    for (int j = 0; j < is->nsteps; j++) {
+        const tgH_step *st = &is->steps[j];
+        const tgV_node *n = &ig->nodes[st->node];
+        if (st->kind == TGH_LOOP) {
+            if (!tgJ_compiles(st))
+                return false;
+            for (int q = 0; q < st->nins + st->nouts; q++) {
+                int v = q < st->nins ? st->ins[q] : st->outs[q - st->nins];
+                const tgV_node *a = &ig->nodes[v];
+                if (a->op == TGV_CONST && q < st->nins)
+                    continue;
+                if (!operand_ok(sc, v) || (!same_shape(a, n) && !is_one(a)))
+                    return false;
+            }
+        } else if (st->kind == TGH_DOT) {
+            const tgV_node *a = &ig->nodes[n->args[0]], *b = &ig->nodes[n->args[1]];
+            if (!tgV_is_float(n->dtype) || a->dtype != n->dtype || b->dtype != n->dtype ||
+                !operand_ok(sc, n->args[0]) || !operand_ok(sc, n->args[1]) || !operand_ok(sc, st->node) ||
+                a->op == TGV_CONST || b->op == TGV_CONST)
+                return false;
+        } else {
+            return false;
+        }
+    }
+    /* every result is computed by a step and lands where it belongs */
+    for (int i = 0; i < ig->noutputs; i++) {
+        int v = ig->outputs[i];
+        if (is->output[v] != i || ig->nodes[v].op == TGV_INPUT || ig->nodes[v].op == TGV_CONST)
+            return false;
+    }
+    return true;
+}
+
+/* A size as a C expression. */
+static void put_size(tgB_buf *b, tgV_size s)
+{
+    if (s >= 0)
+        tgB_printf(b, "(int64_t)%lld", (long long)s);
+    else
+        tgB_printf(b, "z[%lld]", (long long)(-s - 1));
+}
+
+static void put_count(tgB_buf *b, const tgV_node *n)
+{
+    tgB_puts(b, "(int64_t)1");
+    for (int d = 0; d < n->ndim; d++) {
+        tgB_puts(b, " * ");
+        put_size(b, n->shape[d]);
+    }
+}
+
+static const char *ctype_of(tg_dtype d)
+{
+    static const char *const t[] = {"unsigned char", "int32_t", "int64_t", "float", "double"};
+    return t[d];
+}
+
+/* The output whose tap parameter p is, and the tap's distance; -1 if none. */
+static int tap_of(const tgSc_scan *sc, int p, int *dist)
+{
+    for (int o = 0; o < sc->nout; o++) {
+        const tgSc_out *out = &sc->outs[o];
+        if (out->kind != TGSC_NITSOT && p >= out->param && p < out->param + out->ntaps) {
+            *dist = out->taps[p - out->param];
+            return o;
+        }
+    }
+    return -1;
+}
+
+/* 0-d recurrent outputs keep their last values in locals h<o>_<d>. */
+static bool carried(const tgSc_scan *sc, int o)
+{
+    return sc->outs[o].kind != TGSC_NITSOT && sc->ig->nodes[sc->res[o]].ndim == 0;
+}
+
+/* The pointer to node v's data in this step, as a C expression. */
+static void put_ptr(tgB_buf *b, const tgSc_scan *sc, int v)
+{
+    const tgV_node *n = &sc->ig->nodes[v];
+    int o = out_of(sc, v);
+    if (o >= 0 && o < sc->nout)
+        tgB_printf(b, "d%d", o);
+    else if (o == sc->nout)
+        tgB_printf(b, "P[%d]", p_cond(sc));
+    else if (n->op == TGV_INPUT)
+        tgB_printf(b, "p%d", n->input);
+    else
+        tgB_printf(b, "P[%d]", p_slot(sc, sc->is->slot[v]));
+}
+
+/* A value as put_body would load it: double for floats, int64_t else. */
+static void put_load(tgB_buf *b, tg_dtype d, const char *ptr)
+{
+    if (d == TG_BOOL)
+        tgB_printf(b, "(int64_t)(*(unsigned char *)(%s) != 0)", ptr);
+    else
+        tgB_printf(b, "(%s)*(%s *)(%s)", tgV_is_float(d) ? "double" : "int64_t", ctype_of(d), ptr);
+}
+
+static void put_loop_block(tgB_buf *b, const tgSc_scan *sc, const tgH_step *st)
+{
+    const tgV_graph *ig = sc->ig;
+    const tgV_node *n = &ig->nodes[st->node];
+    tgB_puts(b, "    {\n");
+    for (int q = 0; q < st->nins + st->nouts; q++) {
+        int v = q < st->nins ? st->ins[q] : st->outs[q - st->nins];
+        const tgV_node *a = &ig->nodes[v];
+        int dist, o;
+        if (a->op == TGV_CONST && q < st->nins)
+            continue;
+        if (a->op == TGV_INPUT && (o = tap_of(sc, a->input, &dist)) >= 0 && carried(sc, o)) {
+            tgB_printf(b, "#define A_%d(T) h%d_%d\n", q, o, dist);
+            continue;
+        }
+        tgB_printf(b, "     char *b%d = ", q);
+        put_ptr(b, sc, v);
+        tgB_puts(b, ";\n");
+        if (is_one(a))
+            tgB_printf(b, "#define A_%d(T) (*(T *)b%d)\n", q, q);
+        else
+            tgB_printf(b, "#define A_%d(T) (((T *)b%d)[i])\n", q, q);
+    }
+    tgB_puts(b, "#define A(k, T) A_##k(T)\n");
+    if (is_one(n)) {
+        tgB_puts(b, "     {\n      const int64_t i = 0;\n      (void)i;\n");
+    } else {
+        tgB_puts(b, "     const int64_t total = ");
+        put_count(b, n);
+        tgB_puts(b, ";\n     #pragma omp simd\n     for (int64_t i = 0; i < total; i++) {\n");
+    }
+    tgJ_put_body(b, sc->is, st);
+    for (int q = 0; q < st->nouts; q++) {
+        int v = st->outs[q], o = out_of(sc, v);
+        if (o >= 0 && o < sc->nout && carried(sc, o)) {
+            bool cmp = ig->nodes[v].op >= TGV_LT && ig->nodes[v].op <= TGV_NEQ;
+            if (ig->nodes[v].dtype == TG_BOOL)
+                tgB_printf(b, "      x%d = (int64_t)(%c%d != 0);\n", o, cmp ? 'c' : 'v', v);
+            else
+                tgB_printf(b, "      x%d = %c%d;\n", o, cmp ? 'c' : 'v', v);
+        }
+    }
+    tgB_puts(b, "     }\n#undef A\n");
+    for (int q = 0; q < st->nins + st->nouts; q++) {
+        int v = q < st->nins ? st->ins[q] : st->outs[q - st->nins];
+        if (!(ig->nodes[v].op == TGV_CONST && q < st->nins))
+            tgB_printf(b, "#undef A_%d\n", q);
+    }
+    tgB_puts(b, "    }\n");
+}
+
+static void put_dot_block(tgB_buf *b, const tgSc_scan *sc, const tgH_step *st)
+{
+    const tgV_graph *ig = sc->ig;
+    const tgV_node *n = &ig->nodes[st->node];
+    const tgV_node *A = &ig->nodes[n->args[0]], *B = &ig->nodes[n->args[1]];
+    bool f64 = n->dtype == TG_FLOAT64;
+    const char *T = f64 ? "double" : "float";
+    tgB_puts(b, "    {\n     char *a = ");
+    put_ptr(b, sc, n->args[0]);
+    tgB_puts(b, ", *bb = ");
+    put_ptr(b, sc, n->args[1]);
+    tgB_puts(b, ", *c = ");
+    put_ptr(b, sc, st->node);
+    tgB_puts(b, ";\n     int64_t m = ");
+    put_size(b, A->ndim == 2 ? A->shape[0] : 1);
+    tgB_puts(b, ", k = ");
+    put_size(b, A->shape[A->ndim - 1]);
+    tgB_puts(b, ", nn = ");
+    put_size(b, B->ndim == 2 ? B->shape[1] : 1);
+    tgB_puts(b, ";\n     (void)m, (void)nn;\n");
+    if (A->ndim == 2 && B->ndim == 1)
+        tgB_printf(b, "     ((tgk_gemv_%s)fp[%d])(101, 111, (int)m, (int)k, 1, (const %s *)a, (int)(k > 1 ? k : 1),"
+                      " (const %s *)bb, 1, 0, (%s *)c, 1);\n", T, f64 ? 0 : 1, T, T, T);
+    else if (A->ndim == 1 && B->ndim == 2)
+        tgB_printf(b, "     ((tgk_gemv_%s)fp[%d])(101, 112, (int)k, (int)nn, 1, (const %s *)bb, (int)(nn > 1 ? nn : 1),"
+                      " (const %s *)a, 1, 0, (%s *)c, 1);\n", T, f64 ? 0 : 1, T, T, T);
+    else if (A->ndim == 2)
+        tgB_printf(b, "     ((tgk_gemm_%s)fp[%d])(101, 111, 111, (int)m, (int)nn, (int)k, 1, (const %s *)a,"
+                      " (int)(k > 1 ? k : 1), (const %s *)bb, (int)(nn > 1 ? nn : 1), 0, (%s *)c,"
+                      " (int)(nn > 1 ? nn : 1));\n", T, f64 ? 2 : 3, T, T, T);
+    else
+        tgB_printf(b, "     *(%s *)c = ((tgk_dot_%s)fp[%d])((int)k, (const %s *)a, 1, (const %s *)bb, 1);\n", T, T,
+                   f64 ? 4 : 5, T, T);
+    int o = out_of(sc, st->node);
+    if (o >= 0 && o < sc->nout && carried(sc, o))
+        tgB_printf(b, "     x%d = *(%s *)c;\n", o, T);
+    tgB_puts(b, "    }\n");
 }
 
 void tgSc_source(tgB_buf *b, const tgH_sched *s, int k)
 {
-    (void)b, (void)s, (void)k;
+    const tgSc_scan *sc = s->g->nodes[s->steps[k].node].scan;
+    const tgV_graph *ig = sc->ig;
+    tgB_puts(b, "\ntypedef void (*tgk_blas_fn)(void);\n"
+                "typedef void (*tgk_gemv_double)(int, int, int, int, double, const double *, int, const double *,"
+                " int, double, double *, int);\n"
+                "typedef void (*tgk_gemv_float)(int, int, int, int, float, const float *, int, const float *,"
+                " int, float, float *, int);\n"
+                "typedef void (*tgk_gemm_double)(int, int, int, int, int, int, double, const double *, int,"
+                " const double *, int, double, double *, int);\n"
+                "typedef void (*tgk_gemm_float)(int, int, int, int, int, int, float, const float *, int,"
+                " const float *, int, float, float *, int);\n"
+                "typedef double (*tgk_dot_double)(int, const double *, int, const double *, int);\n"
+                "typedef float (*tgk_dot_float)(int, const float *, int, const float *, int);\n");
+    tgB_printf(b, "\nint64_t tgk_scan%d(int64_t n, char *const *P, const int64_t *R, const int64_t *z,"
+                  " tgk_blas_fn const *fp)\n{\n  (void)z, (void)fp, (void)R;\n", k);
+    /* the values before step 0 of the carried outputs */
+    for (int o = 0; o < sc->nout; o++) {
+        if (!carried(sc, o))
+            continue;
+        const tgSc_out *out = &sc->outs[o];
+        tg_dtype d = ig->nodes[sc->res[o]].dtype;
+        for (int dist = 1; dist <= out->maxtap; dist++) {
+            char ptr[80];
+            snprintf(ptr, sizeof ptr, "P[%d] + %d * R[%d]", p_init(sc, o), out->maxtap - dist, r_init(sc, o));
+            tgB_printf(b, "  %s h%d_%d = ", tgV_is_float(d) ? "double" : "int64_t", o, dist);
+            put_load(b, d, ptr);
+            tgB_puts(b, ";\n");
+        }
+        tgB_printf(b, "  %s x%d = 0;\n", tgV_is_float(d) ? "double" : "int64_t", o);
+    }
+    tgB_puts(b, "  int64_t t;\n  for (t = 0; t < n; t++) {\n");
+    for (int i = 0; i < sc->nseq; i++)
+        tgB_printf(b, "    char *p%d = P[%d] + (%s) * R[%d];\n", i, i, sc->backwards ? "n - 1 - t" : "t", i);
+    for (int o = 0; o < sc->nout; o++) {
+        const tgSc_out *out = &sc->outs[o];
+        tgB_printf(b, "    char *d%d = P[%d] + (t & R[%d]) * R[%d];\n", o, p_store(sc, o), r_mask(sc, o),
+                   r_store(sc, o));
+        if (carried(sc, o))
+            continue;
+        for (int j = 0; j < out->ntaps; j++)
+            tgB_printf(b, "    char *p%d = t - %d >= 0 ? P[%d] + ((t - %d) & R[%d]) * R[%d] : P[%d] + (t - %d + %d) * R[%d];\n",
+                       out->param + j, out->taps[j], p_store(sc, o), out->taps[j], r_mask(sc, o), r_store(sc, o),
+                       p_init(sc, o), out->taps[j], out->maxtap, r_init(sc, o));
+    }
+    for (int i = 0; i < sc->nnon; i++)
+        tgB_printf(b, "    char *p%d = P[%d];\n", sc->nparams - sc->nnon + i, p_non(sc, i));
+    for (int i = 0; i < sc->nparams; i++) {
+        int dist, o = tap_of(sc, i, &dist);
+        if (o < 0 || !carried(sc, o))
+            tgB_printf(b, "    (void)p%d;\n", i);
+    }
+    for (int j = 0; j < sc->is->nsteps; j++) {
+        const tgH_step *st = &sc->is->steps[j];
+        if (st->kind == TGH_LOOP)
+            put_loop_block(b, sc, st);
+        else
+            put_dot_block(b, sc, st);
+    }
+    /* shift the carried values: h<o>_1 is the value just computed */
+    for (int o = 0; o < sc->nout; o++) {
+        if (!carried(sc, o))
+            continue;
+        for (int dist = sc->outs[o].maxtap; dist > 1; dist--)
+            tgB_printf(b, "    h%d_%d = h%d_%d;\n", o, dist, o, dist - 1);
+        tgB_printf(b, "    h%d_1 = x%d;\n", o, o);
+    }
+    if (sc->until) {
+        char ptr[40];
+        snprintf(ptr, sizeof ptr, "P[%d]", p_cond(sc));
+        tgB_puts(b, "    if (");
+        put_load(b, ig->nodes[sc->cond].dtype, ptr);
+        tgB_puts(b, " != 0) {\n      t++;\n      break;\n    }\n");
+    }
+    tgB_puts(b, "  }\n  return t;\n}\n");
+}
+
+/* Are the trailing ndim axes (shape, strides) C-contiguous? */
+static bool contig(int ndim, const int64_t *shape, const int64_t *strides, size_t es)
+{
+    int64_t s = (int64_t)es;
+    for (int d = ndim - 1; d >= 0; d--) {
+        if (shape[d] != 1 && strides[d] != s)
+            return false;
+        s *= shape[d];
+    }
+    return true;
+}
+
+static int64_t run_native(const tgH_sched *s, tgI_state *st, const tgH_step *step, tgSc_state *ss,
+                          scan_fn fn0, int64_t n)
+{
+    const tgSc_scan *sc = ss->sc;
+    const int *args = s->g->nodes[step->node].args;
+    int np = p_cond(sc) + 1, nr = sc->nseq + 3 * sc->nout;
+    char *P[np];
+    int64_t R[nr > 0 ? nr : 1];
+    for (int i = 0; i < sc->nparams; i++) {     /* rows within themselves contiguous */
+        const tg_array *p = &ss->pin[i];
+        int dist, o = tap_of(sc, i, &dist);
+        if (o >= 0 && carried(sc, o))
+            continue;
+        if (o >= 0) {
+            const tgI_arr *init = &st->vals[args[sc->outs[o].arg]];
+            int drop = sc->outs[o].kind == TGSC_MITSOT;
+            if (!contig(init->ndim - drop, init->shape + drop, init->strides + drop, tgV_dtype_size(init->dtype)) ||
+                !contig(p->ndim, p->shape, ss->stor[o].strides, tgV_dtype_size(p->dtype)))
+                return -1;
+        } else if (!contig(p->ndim, p->shape, p->strides, tgV_dtype_size(p->dtype))) {
+            return -1;
+        }
+    }
+    for (int o = 0; o < sc->nout; o++)
+        if (!contig(ss->pout[o].ndim, ss->pout[o].shape, ss->stor[o].strides, tgV_dtype_size(ss->pout[o].dtype)))
+            return -1;
+    for (int i = 0; i < sc->nseq; i++) {
+        const tgI_arr *x = &st->vals[args[i]];
+        P[i] = x->data, R[i] = x->strides[0];
+    }
+    for (int o = 0; o < sc->nout; o++) {
+        const tgSc_out *out = &sc->outs[o];
+        const tgI_arr *init = out->kind != TGSC_NITSOT ? &st->vals[args[out->arg]] : NULL;
+        P[p_init(sc, o)] = init ? init->data : NULL;
+        R[r_init(sc, o)] = init && out->kind == TGSC_MITSOT ? init->strides[0] : 0;
+        P[p_store(sc, o)] = ss->stor[o].base;
+        R[r_store(sc, o)] = ss->stor[o].rowstride;
+        R[r_mask(sc, o)] = ss->stor[o].mask;
+    }
+    for (int i = 0; i < sc->nnon; i++)
+        P[p_non(sc, i)] = st->vals[args[sc->nargs - sc->nnon + i]].data;
+    for (int k = 0; k < sc->is->nslots; k++)
+        P[p_slot(sc, k)] = ss->in.slots[k];
+    P[p_cond(sc)] = (char *)ss->cond;
+    static const blas_fn blas[6] = {(blas_fn)cblas_dgemv, (blas_fn)cblas_sgemv, (blas_fn)cblas_dgemm,
+                                    (blas_fn)cblas_sgemm, (blas_fn)cblas_ddot, (blas_fn)cblas_sdot};
+    native_fn fn;
+    memcpy(&fn, &fn0, sizeof fn);
+    return fn(n, P, R, ss->in.symv, blas);
 }

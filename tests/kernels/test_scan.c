@@ -114,12 +114,12 @@ static void test_fibonacci(void)
 }
 
 /* Horner: acc = acc * x + c[t] over a vector x, the last value only. */
-static void test_polynomial(void)
+static void test_polynomial(int strided)
 {
     int64_t k = 20, m = 7;
     kt_arr c, x;
     kt_make(&c, TG_FLOAT64, 1, &k, 0);
-    kt_make(&x, TG_FLOAT64, 1, &m, 1);
+    kt_make(&x, TG_FLOAT64, 1, &m, strided);
     fill_ints(&c.a, -9, 10);
     fill_ints(&x.a, -2, 3);     /* small integers: exact */
     const char *ins = "(input c float64 (k)) (input x float64 (m))";
@@ -139,7 +139,8 @@ static void test_polynomial(void)
                 acc = acc * xv + d_at(&c.a, t);
             bad += d_at(&out[0], j) != (double)acc;
         }
-        TAP_CHECK(out[0].ndim == 1 && out[0].shape[0] == m && !bad, "polynomial at 7 points (%d wrong)", bad);
+        TAP_CHECK(out[0].ndim == 1 && out[0].shape[0] == m && !bad, "polynomial at 7 points%s (%d wrong)",
+                  strided ? ", strided" : "", bad);
         free(out[0].data);
     }
     free(c.block), free(x.block);
@@ -234,11 +235,11 @@ static void test_until(void)
     free(x.block);
 }
 
-static void test_backwards(void)
+static void test_backwards(int strided)
 {
     int64_t n = 50, m = 3, nm[2] = {n, m};
     kt_arr x;
-    kt_make(&x, TG_FLOAT64, 2, nm, 1);     /* strided, first axis reversed */
+    kt_make(&x, TG_FLOAT64, 2, nm, strided);   /* strided: first axis reversed too */
     fill_ints(&x.a, -100, 100);
     const char *ins = "(input x float64 (n m))";
     const char *scan =
@@ -262,7 +263,8 @@ static void test_backwards(void)
                 bad += kt_get(&out[1], dst) != 2 * kt_get(&x.a, src);
             }
         TAP_CHECK(out[0].shape[0] == 40 && out[1].shape[0] == 40 && !bad,
-                  "backwards over the first 40 rows: X[39-t], stacked in iteration order (%d wrong)", bad);
+                  "backwards over the first 40 rows%s: X[39-t], stacked in iteration order (%d wrong)",
+                  strided ? ", strided" : "", bad);
         free(out[0].data), free(out[1].data);
     }
     free(x.block);
@@ -360,10 +362,12 @@ int main(void)
         kt_seed = 88172645463325252ull;
         test_cumsum();
         test_fibonacci();
-        test_polynomial();
+        test_polynomial(0);
+        test_polynomial(1);
         test_rnn();
         test_until();
-        test_backwards();
+        test_backwards(0);
+        test_backwards(1);
         test_schedule();
         test_errors();
     }
