@@ -288,8 +288,10 @@ static int check_outer(tgV_builder *b, tgSc_scan *sc, const int *argn)
     return 0;
 }
 
-/* Type the inner function; retype once when a bare-number INIT must take
- * its result's dtype. */
+/* Type the inner function.  A bare-number INIT takes its result's dtype:
+ * its parameter starts as the smallest dtype of its kind (bool, float32),
+ * which promotes to whatever it meets, and takes the result's dtype until
+ * that stops changing. */
 static int type_inner(tgV_builder *b, tgSc_scan *sc, int *argn)
 {
     tgV_graph *g = tgV_graph_of(b);
@@ -302,9 +304,15 @@ static int type_inner(tgV_builder *b, tgSc_scan *sc, int *argn)
     memcpy(res, sc->results, (size_t)sc->nout * sizeof *res);
     if (sc->until)
         res[sc->nout] = sc->until;
-    for (int o = 0; o < sc->nout; o++)
+    for (int o = 0; o < sc->nout; o++) {
         dt[o] = -1;
-    for (int pass = 0; pass < 2; pass++) {
+        if (sc->outs[o].kind == TGSC_NITSOT)
+            continue;
+        const tgV_node *x = &g->nodes[argn[sc->outs[o].arg]];
+        if (x->weak)
+            dt[o] = tgV_is_float(x->dtype) ? TG_FLOAT32 : TG_BOOL;
+    }
+    for (int pass = 0;; pass++) {
         if (param_inputs(b, sc, argn, dt, pin) < 0)
             return -1;
         sc->ig = tgV_build_inner(g->ctx, (size_t)sc->nparams, pin, sc->params, (size_t)nres, res,
@@ -314,14 +322,17 @@ static int type_inner(tgV_builder *b, tgSc_scan *sc, int *argn)
         bool again = false;
         for (int o = 0; o < sc->nout; o++) {
             const tgSc_out *out = &sc->outs[o];
+            if (out->kind == TGSC_NITSOT)
+                continue;
             tg_dtype rd = sc->ig->nodes[sc->ig->outputs[o]].dtype;
             const tgV_node *x = &g->nodes[argn[out->arg]];
-            if (out->kind == TGSC_NITSOT || rd == x->dtype || dt[o] >= 0)
+            tg_dtype want = dt[o] >= 0 ? (tg_dtype)dt[o] : x->dtype;
+            if (rd == want)
                 continue;
-            if (!x->weak || pass) {
+            if (dt[o] < 0 || pass == 4) {
                 char msg[200];
                 snprintf(msg, sizeof msg, "output %d: the step gives %s, the initial value is %s", o,
-                         tgV_dtype_name(rd), tgV_dtype_name(x->dtype));
+                         tgV_dtype_name(rd), tgV_dtype_name(want));
                 return tgV_fail(b, sc->term, msg);
             }
             dt[o] = (int)rd, again = true;

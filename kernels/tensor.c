@@ -894,26 +894,26 @@ int tgV_unify(tgV_builder *b, tg_term *t, tgV_size a, tgV_size c, const char *wh
 }
 
 static tgV_graph *build(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_term *const *psyms,
-                        size_t nout, tg_term *const *outputs, tg_error *err);
+                        size_t nout, tg_term *const *outputs, bool inner, tg_error *err);
 
 tgV_graph *tgV_build(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout,
                      tg_term *const *outputs, tg_error *err)
 {
-    return build(ctx, nin, inputs, NULL, nout, outputs, err);
+    return build(ctx, nin, inputs, NULL, nout, outputs, false, err);
 }
 
 tgV_graph *tgV_build_inner(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_term *const *psyms,
                            size_t nout, tg_term *const *outputs, tg_error *err)
 {
-    return build(ctx, nin, inputs, psyms, nout, outputs, err);
+    return build(ctx, nin, inputs, psyms, nout, outputs, true, err);
 }
 
 static tgV_graph *build(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_term *const *psyms,
-                        size_t nout, tg_term *const *outputs, tg_error *err)
+                        size_t nout, tg_term *const *outputs, bool inner, tg_error *err)
 {
     builder b = {0};
     b.err = err;
-    b.inner = psyms != NULL;
+    b.inner = inner;
     if (!ctx || (nin && !inputs) || !nout || !outputs)
         return tgE_arg(err, "kernels: a context, inputs and at least one output are needed"), NULL;
     b.g = GC_MALLOC(sizeof *b.g);

@@ -270,6 +270,198 @@ static void test_backwards(int strided)
     free(x.block);
 }
 
+/* float32, int32 and bool state: rounding, wraparound and 0/1 values
+ * carried from step to step as the outputs store them. */
+static void test_dtypes(void)
+{
+    int64_t n = 300;
+    kt_arr x, b;
+    kt_make(&x, TG_FLOAT32, 1, &n, 0);
+    kt_make(&b, TG_BOOL, 1, &n, 0);
+    kt_fill(&x.a, -1000, 1000);
+    for (int64_t i = 0; i < n; i++)
+        ((unsigned char *)b.a.data)[i] = kt_rand() % 3 == 0;
+    const char *ins = "(input x float32 (n)) (input b bool (n))";
+    const char *outs =
+        "(scan (lambda (xt acc) ((add acc xt))) (steps auto) (sequences (input x float32 (n)))"
+        " (outputs (sitsot 0)) (non_sequences))"
+        " (scan (lambda (u v) ((add u v))) (steps 100) (sequences)"
+        " (outputs (mitsot (const int32 1) (taps -2 -1))) (non_sequences))"
+        " (scan (lambda (bt p) ((neq p bt))) (steps auto) (sequences (input b bool (n)))"
+        " (outputs (sitsot (const bool 0))) (non_sequences))";
+    tg_array args[2] = {x.a, b.a}, out[3];
+    tg_error err;
+    /* a mitsot INIT needs a leading axis: (const int32 1) has none */
+    int rc = run(ins, outs, args, out, 3, &err);
+    TAP_CHECK(rc < 0 && strstr(err.message, "taps reach back 2 steps but the initial value has 0 rows"),
+              "a 0-d mitsot INIT: %s", rc < 0 ? err.message : "accepted");
+    outs =
+        "(scan (lambda (xt acc) ((add acc xt))) (steps auto) (sequences (input x float32 (n)))"
+        " (outputs (sitsot 0)) (non_sequences))"
+        " (scan (lambda (u v) ((add u v))) (steps 100) (sequences)"
+        " (outputs (mitsot (alloc (const int32 1) 2) (taps -2 -1))) (non_sequences))"
+        " (scan (lambda (bt p) ((neq p bt))) (steps auto) (sequences (input b bool (n)))"
+        " (outputs (sitsot (const bool 0))) (non_sequences))";
+    rc = run(ins, outs, args, out, 3, &err);
+    TAP_CHECK(rc == 0, "float32, int32 and bool scans run: %s", rc ? err.message : "");
+    if (rc == 0) {
+        float acc = 0;
+        uint32_t f1 = 1, f2 = 1;
+        int p = 0, bad[3] = {0, 0, 0};
+        for (int64_t t = 0; t < n; t++) {
+            acc = acc + ((float *)x.a.data)[t];
+            bad[0] += memcmp(&((float *)out[0].data)[t], &acc, 4) != 0;
+            p = p != ((unsigned char *)b.a.data)[t];
+            bad[2] += ((unsigned char *)out[2].data)[t] != p;
+            if (t < 100) {
+                uint32_t f3 = f1 + f2;
+                f1 = f2, f2 = f3;
+                bad[1] += ((int32_t *)out[1].data)[t] != (int32_t)f3;
+            }
+        }
+        TAP_CHECK(out[0].dtype == TG_FLOAT32 && !bad[0], "float32 sum rounds as float after every step (%d wrong)",
+                  bad[0]);
+        TAP_CHECK(out[1].dtype == TG_INT32 && !bad[1], "int32 Fibonacci wraps around (%d wrong)", bad[1]);
+        TAP_CHECK(out[2].dtype == TG_BOOL && !bad[2], "bool parity (%d wrong)", bad[2]);
+        free(out[0].data), free(out[1].data), free(out[2].data);
+    }
+    free(x.block), free(b.block);
+}
+
+/* Inner dots of every shape: vector-matrix, matrix-matrix, and a
+ * vector-vector dot feeding 0-d state. */
+static void test_dots(void)
+{
+    int64_t T = 6, k = 5, tk[2] = {T, k}, kk[2] = {k, k};
+    kt_arr x, w, s0;
+    kt_make(&x, TG_FLOAT64, 2, tk, 0);
+    kt_make(&w, TG_FLOAT64, 2, kk, 0);
+    kt_make(&s0, TG_FLOAT64, 2, kk, 0);
+    kt_fill(&x.a, -1, 1);
+    kt_fill(&w.a, -1, 1);
+    kt_fill(&s0.a, -1, 1);
+    const char *ins = "(input x float64 (t k)) (input w float64 (k k)) (input s0 float64 (k k))";
+    const char *outs =
+        "(scan (lambda (xt hp W) ((add (dot hp W) xt))) (steps auto) (sequences (input x float64 (t k)))"
+        " (outputs (sitsot (alloc 0.5 k))) (non_sequences (input w float64 (k k))))"
+        " (scan (lambda (S W) ((mul (dot W S) 0.5))) (steps 4) (sequences)"
+        " (outputs (sitsot (input s0 float64 (k k)) last)) (non_sequences (input w float64 (k k))))"
+        " (scan (lambda (xt acc) ((add (dot xt xt) acc))) (steps auto) (sequences (input x float64 (t k)))"
+        " (outputs (sitsot 0.0)) (non_sequences))";
+    tg_array args[3] = {x.a, w.a, s0.a}, out[3];
+    tg_error err;
+    int rc = run(ins, outs, args, out, 3, &err);
+    TAP_CHECK(rc == 0, "scans over dots run: %s", rc ? err.message : "");
+    if (rc == 0) {
+        long double h[5], S[5][5], acc = 0, e0 = 0, e1 = 0, e2 = 0;
+        for (int i = 0; i < k; i++)
+            h[i] = 0.5;
+        for (int i = 0; i < k; i++)
+            for (int j = 0; j < k; j++) {
+                int64_t ij[2] = {i, j};
+                S[i][j] = kt_get(&s0.a, ij);
+            }
+        for (int64_t t = 0; t < T; t++) {
+            long double hn[5];
+            for (int j = 0; j < k; j++) {
+                int64_t tj[2] = {t, j};
+                hn[j] = kt_get(&x.a, tj);
+                for (int i = 0; i < k; i++) {
+                    int64_t ij[2] = {i, j};
+                    hn[j] += h[i] * kt_get(&w.a, ij);
+                }
+                acc += kt_get(&x.a, tj) * kt_get(&x.a, tj);
+            }
+            for (int j = 0; j < k; j++) {
+                int64_t tj[2] = {t, j};
+                h[j] = hn[j];
+                e0 = fmaxl(e0, fabsl(kt_get(&out[0], tj) - h[j]));
+            }
+            e2 = fmaxl(e2, fabsl(kt_get(&out[2], &t) - acc));
+            if (t < 4) {
+                long double Sn[5][5];
+                for (int i = 0; i < k; i++)
+                    for (int j = 0; j < k; j++) {
+                        Sn[i][j] = 0;
+                        for (int q = 0; q < k; q++) {
+                            int64_t iq[2] = {i, q};
+                            Sn[i][j] += kt_get(&w.a, iq) * S[q][j];
+                        }
+                    }
+                for (int i = 0; i < k; i++)
+                    for (int j = 0; j < k; j++)
+                        S[i][j] = Sn[i][j] * 0.5L;
+            }
+        }
+        for (int i = 0; i < k; i++)
+            for (int j = 0; j < k; j++) {
+                int64_t ij[2] = {i, j};
+                e1 = fmaxl(e1, fabsl(kt_get(&out[1], ij) - S[i][j]));
+            }
+        TAP_CHECK(e0 < 1e-13, "vector-matrix dot state: within %Lg", e0);
+        TAP_CHECK(out[1].ndim == 2 && e1 < 1e-13, "matrix-matrix dot state, last: within %Lg", e1);
+        TAP_CHECK(e2 < 1e-13, "vector-vector dot into 0-d state: within %Lg", e2);
+        free(out[0].data), free(out[1].data), free(out[2].data);
+    }
+    free(x.block), free(w.block), free(s0.block);
+}
+
+/* Zero steps, a symbolic step count below the sequences' length, and an
+ * unused stacked output with taps (kept in a ring). */
+static void test_counts(void)
+{
+    int64_t n = 9, k = 4, m = 3, nm[2] = {n, m};
+    kt_arr x, w, i0;
+    int64_t three[2] = {3, m};
+    kt_make(&x, TG_FLOAT64, 2, nm, 0);
+    kt_make(&w, TG_FLOAT64, 1, &k, 0);
+    kt_make(&i0, TG_FLOAT64, 2, three, 0);
+    fill_ints(&x.a, -50, 50);
+    fill_ints(&i0.a, -50, 50);
+    const char *ins = "(input x float64 (n m)) (input w float64 (k)) (input i0 float64 (3 m))";
+    const char *scan =
+        "(scan (lambda (xt a c) ((add a c xt) (sub a c))) (steps k) (sequences (input x float64 (n m)))"
+        " (outputs (mitsot (input i0 float64 (3 m)) (taps -3 -1)) (nitsot)) (non_sequences))";
+    const char *zero =
+        "(scan (lambda (xt acc) ((add acc xt) (mul xt 2))) (steps 0) (sequences (input x float64 (n m)))"
+        " (outputs (sitsot (input i0 float64 (3 m)) last) (nitsot)) (non_sequences))";
+    char outs[2000];
+    snprintf(outs, sizeof outs, "(scan_output %s 1) %s (scan_output %s 1)", scan, zero, zero);
+    tg_array args[3] = {x.a, w.a, i0.a}, out[3];
+    tg_error err;
+    int rc = run(ins, outs, args, out, 3, &err);
+    TAP_CHECK(rc == 0, "step counts run: %s", rc ? err.message : "");
+    if (rc == 0) {
+        /* y_t = a_{t-3} + a_{t-1} + x_t, z_t = a_{t-3} - a_{t-1} */
+        long double a[16][3];
+        int bad = 0;
+        for (int r = 0; r < 3; r++)
+            for (int j = 0; j < m; j++) {
+                int64_t rj[2] = {r, j};
+                a[r][j] = kt_get(&i0.a, rj);
+            }
+        for (int64_t t = 0; t < k; t++)
+            for (int j = 0; j < m; j++) {
+                int64_t tj[2] = {t, j};
+                a[t + 3][j] = a[t][j] + a[t + 2][j] + kt_get(&x.a, tj);
+                bad += kt_get(&out[0], tj) != a[t][j] - a[t + 2][j];
+            }
+        TAP_CHECK(out[0].shape[0] == k && !bad, "(steps k) reads the first k rows; taps -3 -1 in a ring (%d wrong)",
+                  bad);
+        TAP_CHECK(out[1].ndim == 2 && out[1].shape[0] == 3, "zero steps: a recurrent last output has INIT's shape");
+        bad = 0;
+        for (int j = 0; j < m; j++) {
+            int64_t r2[2] = {2, j}, rj[2] = {0, j};
+            (void)rj;
+            bad += kt_get(&out[1], r2) != kt_get(&i0.a, r2);
+        }
+        TAP_CHECK(!bad && out[2].shape[0] == 0 && out[2].shape[1] == 3,
+                  "zero steps: last is the value before step 0, stacked outputs have no rows");
+        free(out[0].data), free(out[1].data), free(out[2].data);
+    }
+    free(x.block), free(w.block), free(i0.block);
+}
+
 static void test_schedule(void)
 {
     tg_error err;
@@ -327,6 +519,9 @@ static void test_errors(void)
     snprintf(o, sizeof o, "(scan (lambda (h) ((scan (lambda (g) ((add g 1))) (steps 2) (sequences)"
              " (outputs (sitsot h)) (non_sequences)))) (steps 3) (sequences) (outputs (sitsot 0)) (non_sequences))");
     fails("", o, NULL, "a scan inside a scan's lambda is not supported yet");
+    snprintf(o, sizeof o, "(scan (lambda () ((scan (lambda (g) ((add g 1))) (steps 2) (sequences)"
+             " (outputs (sitsot 0)) (non_sequences)))) (steps 3) (sequences) (outputs (nitsot)) (non_sequences))");
+    fails("", o, NULL, "a scan inside a scan's lambda is not supported yet");
     snprintf(o, sizeof o, "(scan (lambda (h) ((add h 1))) (steps auto) (sequences (input a float64 (5)))"
              " (outputs (sitsot 0.0)) (non_sequences))");
     fails("(input a float64 (5))", o, &a.a, "the lambda has 1 parameters, the scan passes 2");
@@ -368,6 +563,9 @@ int main(void)
         test_until();
         test_backwards(0);
         test_backwards(1);
+        test_dtypes();
+        test_dots();
+        test_counts();
         test_schedule();
         test_errors();
     }
