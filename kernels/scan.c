@@ -458,17 +458,11 @@ static int build_scan(tgV_builder *b, tg_term *t, tg_term **need)
     if (check_outer(b, sc, argn) < 0 || type_inner(b, sc, argn) < 0 || check_results(b, sc) < 0 ||
         share_sizes(b, sc) < 0)
         return -1;
-    tgV_graph *g = tgV_graph_of(b);
-    int nrec = 0;
-    for (int o = 0; o < sc->nout; o++)
-        nrec += sc->outs[o].kind != TGSC_NITSOT;
-    (void)nrec;
     /* the inner schedule keeps every parameter intact: they alias outer
      * arrays and earlier rows */
     sc->is = tgH_schedule(sc->ig, NULL, tgV_err_of(b));
     if (!sc->is)
         return -1;
-    (void)g;
     return make_nodes(b, sc, argn) < 0 ? -1 : 1;
 }
 
@@ -839,9 +833,11 @@ static int check_shapes(const tgSc_state *ss, tg_error *err)
     return 0;
 }
 
-typedef int64_t (*scan_fn)(int64_t n, char *const *P, const int64_t *R, const int64_t *z, void *const *fp);
+/* The generated function (doc/scan.md): steps done. */
+typedef void (*blas_fn)(void);
+typedef int64_t (*native_fn)(int64_t n, char *const *P, const int64_t *R, const int64_t *z, blas_fn const *fp);
 static int64_t run_native(const tgH_sched *s, tgI_state *st, const tgH_step *step, tgSc_state *ss,
-                          scan_fn fn, int64_t n);
+                          native_fn fn, int64_t n);
 
 /* After the loop: last values out of rings, zero rows after an early stop,
  * the step count. */
@@ -911,9 +907,8 @@ int tgSc_run(const tgH_sched *s, tgI_state *st, const tgH_step *step, tgSc_state
     if (check_shapes(ss, err) < 0)
         return -1;
     int64_t done = -1;
-    if (kern) {
-        scan_fn fn;
-        memcpy(&fn, &kern, sizeof fn);
+    if (kern) {     /* kept with the loops' type: a function pointer, cast back */
+        native_fn fn = (native_fn)kern;
         done = run_native(s, st, step, ss, fn, n);
     }
     if (done < 0) {
@@ -938,7 +933,6 @@ int tgSc_run(const tgH_sched *s, tgI_state *st, const tgH_step *step, tgSc_state
  * non-sequences, the inner slots, the until condition; R holds the
  * sequences' row strides, per output INIT's row stride, the storage's row
  * stride and its row mask (-1: a full buffer; a ring: rows - 1). */
-enum { P_SEQ };
 static int p_init(const tgSc_scan *sc, int o) { return sc->nseq + 2 * o; }
 static int p_store(const tgSc_scan *sc, int o) { return sc->nseq + 2 * o + 1; }
 static int p_non(const tgSc_scan *sc, int i) { return sc->nseq + 2 * sc->nout + i; }
@@ -947,9 +941,6 @@ static int p_cond(const tgSc_scan *sc) { return p_slot(sc, sc->is->nslots); }
 static int r_init(const tgSc_scan *sc, int o) { return sc->nseq + 3 * o; }
 static int r_store(const tgSc_scan *sc, int o) { return sc->nseq + 3 * o + 1; }
 static int r_mask(const tgSc_scan *sc, int o) { return sc->nseq + 3 * o + 2; }
-
-typedef void (*blas_fn)(void);
-typedef int64_t (*native_fn)(int64_t n, char *const *P, const int64_t *R, const int64_t *z, blas_fn const *fp);
 
 static bool is_one(const tgV_node *n)
 {
@@ -1264,7 +1255,7 @@ static bool contig(int ndim, const int64_t *shape, const int64_t *strides, size_
 }
 
 static int64_t run_native(const tgH_sched *s, tgI_state *st, const tgH_step *step, tgSc_state *ss,
-                          scan_fn fn0, int64_t n)
+                          native_fn fn, int64_t n)
 {
     const tgSc_scan *sc = ss->sc;
     const int *args = s->g->nodes[step->node].args;
@@ -1309,7 +1300,5 @@ static int64_t run_native(const tgH_sched *s, tgI_state *st, const tgH_step *ste
     P[p_cond(sc)] = (char *)ss->cond;
     static const blas_fn blas[6] = {(blas_fn)cblas_dgemv, (blas_fn)cblas_sgemv, (blas_fn)cblas_dgemm,
                                     (blas_fn)cblas_sgemm, (blas_fn)cblas_ddot, (blas_fn)cblas_sdot};
-    native_fn fn;
-    memcpy(&fn, &fn0, sizeof fn);
     return fn(n, P, R, ss->in.symv, blas);
 }
