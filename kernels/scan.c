@@ -908,7 +908,7 @@ int tgSc_run(const tgH_sched *s, tgI_state *st, const tgH_step *step, tgSc_state
         return -1;
     int64_t done = -1;
     if (kern) {     /* kept with the loops' type: a function pointer, cast back */
-        native_fn fn = (native_fn)kern;
+        native_fn fn = (native_fn)(void (*)(void))kern;
         done = run_native(s, st, step, ss, fn, n);
     }
     if (done < 0) {
