@@ -315,8 +315,7 @@ static int type_inner(tgV_builder *b, tgSc_scan *sc, int *argn)
     for (int pass = 0;; pass++) {
         if (param_inputs(b, sc, argn, dt, pin) < 0)
             return -1;
-        sc->ig = tgV_build_inner(g->ctx, (size_t)sc->nparams, pin, sc->params, (size_t)nres, res,
-                                 tgV_err_of(b));
+        sc->ig = tgV_build_inner(b, (size_t)sc->nparams, pin, sc->params, (size_t)nres, res);
         if (!sc->ig)
             return -1;
         bool again = false;
@@ -468,6 +467,10 @@ static int build_scan(tgV_builder *b, tg_term *t, tg_term **need)
 
 int tgSc_build(tgV_builder *b, tg_term *t, tg_term **need)
 {
+    /* typing a lambda's graph calls the builder again: bounded, so that
+     * no C recursion follows the depth of the term */
+    if (tgV_depth(b) >= TGSC_MAX_NEST)
+        return tgV_fail(b, t, "scans nested more than " TGSC_MAX_NEST_TEXT " lambdas deep");
     if (sym_is(tg_car(t), "scan"))
         return build_scan(b, t, need);
     bool steps = sym_is(tg_car(t), "scan_steps");

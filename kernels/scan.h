@@ -8,6 +8,10 @@
 
 enum { TGSC_NITSOT, TGSC_SITSOT, TGSC_MITSOT };
 
+/* Scans inside scans' lambdas: at most this many levels. */
+#define TGSC_MAX_NEST 8
+#define TGSC_MAX_NEST_TEXT "8"
+
 typedef struct tgSc_out {
     int kind;
     bool last;              /* only the final value is kept */

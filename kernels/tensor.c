@@ -94,7 +94,7 @@ const char *tgV_show(const tg_term *t, char *buf, size_t size)
 
 typedef struct tgV_builder {
     tgV_graph *g;
-    bool inner;             /* a scan's inner function: no scans inside */
+    int depth;              /* scan lambdas around this graph (0: the function's) */
     tg_term **keys;         /* term -> node map, open addressing */
     int *vals;
     size_t mcap;
@@ -722,7 +722,7 @@ static int build_term(builder *b, tg_term *root)
                 return -1;
             continue;
         }
-        if (k == TG_SYMBOL && b->inner)
+        if (k == TG_SYMBOL && b->depth)
             return fail(b, t, "not a parameter of the scan's lambda");
         if (k != TG_PAIR)
             return fail(b, t, "not a tensor term (an op, a declared input or a number)");
@@ -765,8 +765,6 @@ static int build_term(builder *b, tg_term *root)
             continue;
         }
         if (hs && tgSc_head(hs, hl)) {
-            if (b->inner)
-                return fail(b, t, "a scan inside a scan's lambda is not supported yet");
             tg_term *need = NULL;
             int r = tgSc_build(b, t, &need);
             if (r < 0)
@@ -894,26 +892,28 @@ int tgV_unify(tgV_builder *b, tg_term *t, tgV_size a, tgV_size c, const char *wh
 }
 
 static tgV_graph *build(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_term *const *psyms,
-                        size_t nout, tg_term *const *outputs, bool inner, tg_error *err);
+                        size_t nout, tg_term *const *outputs, int depth, tg_error *err);
 
 tgV_graph *tgV_build(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout,
                      tg_term *const *outputs, tg_error *err)
 {
-    return build(ctx, nin, inputs, NULL, nout, outputs, false, err);
+    return build(ctx, nin, inputs, NULL, nout, outputs, 0, err);
 }
 
-tgV_graph *tgV_build_inner(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_term *const *psyms,
-                           size_t nout, tg_term *const *outputs, tg_error *err)
+tgV_graph *tgV_build_inner(tgV_builder *outer, size_t nin, tg_term *const *inputs, tg_term *const *psyms,
+                           size_t nout, tg_term *const *outputs)
 {
-    return build(ctx, nin, inputs, psyms, nout, outputs, true, err);
+    return build(outer->g->ctx, nin, inputs, psyms, nout, outputs, outer->depth + 1, outer->err);
 }
+
+int tgV_depth(const tgV_builder *b) { return b->depth; }
 
 static tgV_graph *build(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_term *const *psyms,
-                        size_t nout, tg_term *const *outputs, bool inner, tg_error *err)
+                        size_t nout, tg_term *const *outputs, int depth, tg_error *err)
 {
     builder b = {0};
     b.err = err;
-    b.inner = inner;
+    b.depth = depth;
     if (!ctx || (nin && !inputs) || !nout || !outputs)
         return tgE_arg(err, "kernels: a context, inputs and at least one output are needed"), NULL;
     b.g = GC_MALLOC(sizeof *b.g);
