@@ -103,11 +103,26 @@ static void bench_cumsum(tg_ctx *ctx)
     }
     double tn = time_fn(nat, &in, &out, R), ti = time_fn(itp, &in, &out, 3), mr = bench_median(tr, R);
     int same = memcmp(y, y2, n * sizeof *y) == 0;
+    /* a reduction in the lambda: the loop is interpreted, calling the
+     * compiled inner loop per step (rows of 10) */
+    long nr = n / 10;
+    const char *ins2[] = {"(input x float64 (r 10))"};
+    const char *e2 = "(scan (lambda (xt acc) ((add acc (sum xt all)))) (steps auto)"
+                     " (sequences (input x float64 (r 10))) (outputs (sitsot (const float64 0))) (non_sequences))";
+    tg_fn *red = compile(ctx, 1, ins2, e2, 0), *redi = compile(ctx, 1, ins2, e2, 1);
+    int64_t shr[2] = {nr, 10};
+    tg_array inr, outr;
+    tg_array_init(&inr, TG_FLOAT64, 2, shr, x);
+    tg_array_init(&outr, TG_FLOAT64, 1, shr, y);
+    double tred = red ? time_fn(red, &inr, &outr, R) : -1, tredi = redi ? time_fn(redi, &inr, &outr, 3) : -1;
+    tg_fn_free(red), tg_fn_free(redi);
     printf("{\"bench\":\"scan_cumsum\",\"steps\":%ld,\"tgrel_ms\":%.2f,\"ref_c_loop_ms\":%.2f,\"vs_ref\":%.3f,"
            "\"interp_ms\":%.1f,\"ns_per_step\":%.2f,\"ref_ns_per_step\":%.2f,\"loop_overhead_ns_per_step\":%.2f,"
            "\"interp_ns_per_step\":%.1f,\"same_bits\":%d,\"native\":%d}\n",
            n, tn * 1e3, mr * 1e3, tn / mr, ti * 1e3, tn / n * 1e9, mr / n * 1e9, (tn - mr) / n * 1e9,
            ti / n * 1e9, same, tg_fn_native(nat));
+    printf("{\"bench\":\"scan_rowsum_interpreted_loop\",\"steps\":%ld,\"compiled_inner_loops_ns_per_step\":%.1f,"
+           "\"interp_ns_per_step\":%.1f}\n", nr, tred / nr * 1e9, tredi / nr * 1e9);
     tg_fn_free(nat), tg_fn_free(itp);
     free(x), free(y), free(y2);
 }

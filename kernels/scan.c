@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <cblas.h>
+#include <dlfcn.h>
 
 #include "buf.h"
 #include "error.h"
@@ -1167,10 +1168,68 @@ static void put_dot_block(tgB_buf *b, const tgSc_scan *sc, const tgH_step *st)
     tgB_puts(b, "    }\n");
 }
 
+static int inner_loops(const tgSc_scan *sc)
+{
+    int n = 0;
+    for (int j = 0; j < sc->is->nsteps; j++)
+        n += tgJ_compiles(&sc->is->steps[j]);
+    return n;
+}
+
+bool tgSc_has_code(const tgH_sched *s, int k)
+{
+    return tgSc_compiles(s, k) || inner_loops(s->g->nodes[s->steps[k].node].scan) > 0;
+}
+
+/* The inner loops under names of their own: tgk_sK_loopJ. */
+static void put_inner_loops(tgB_buf *b, const tgSc_scan *sc, int k)
+{
+    const tgH_sched *is = sc->is;
+    for (int j = 0; j < is->nsteps; j++)
+        if (tgJ_compiles(&is->steps[j]))
+            tgB_printf(b, "#define tgk_range%d tgk_s%d_range%d\n#define tgk_loop%d tgk_s%d_loop%d\n", j, k, j, j, k, j);
+    tgJ_put_loops(b, is);
+    for (int j = 0; j < is->nsteps; j++)
+        if (tgJ_compiles(&is->steps[j]))
+            tgB_printf(b, "#undef tgk_range%d\n#undef tgk_loop%d\n", j, j);
+}
+
+int tgSc_attach(const tgH_sched *s, int k, tgSc_state *ss, void *so, tgJ_loop_fn *kern, char *msg, size_t msglen)
+{
+    const tgSc_scan *sc = s->g->nodes[s->steps[k].node].scan;
+    char name[60];
+    *kern = NULL;
+    if (tgSc_compiles(s, k)) {
+        snprintf(name, sizeof name, "tgk_scan%d", k);
+        void *f = dlsym(so, name);
+        if (!f)
+            return snprintf(msg, msglen, "kernels: %s missing from the compiled code", name), -1;
+        memcpy(kern, &f, sizeof f);     /* object to function pointer */
+    }
+    const tgH_sched *is = sc->is;
+    if (!inner_loops(sc))
+        return 0;
+    free(ss->in.kern);
+    if (!(ss->in.kern = calloc((size_t)is->nsteps, sizeof *ss->in.kern)))
+        return snprintf(msg, msglen, "kernels: out of memory"), -1;
+    for (int j = 0; j < is->nsteps; j++)
+        if (tgJ_compiles(&is->steps[j])) {
+            snprintf(name, sizeof name, "tgk_s%d_loop%d", k, j);
+            void *f = dlsym(so, name);
+            if (!f)
+                return snprintf(msg, msglen, "kernels: %s missing from the compiled code", name), -1;
+            memcpy(&ss->in.kern[j], &f, sizeof f);
+        }
+    return 0;
+}
+
 void tgSc_source(tgB_buf *b, const tgH_sched *s, int k)
 {
     const tgSc_scan *sc = s->g->nodes[s->steps[k].node].scan;
     const tgV_graph *ig = sc->ig;
+    put_inner_loops(b, sc, k);
+    if (!tgSc_compiles(s, k))
+        return;
     tgB_puts(b, "\ntypedef void (*tgk_blas_fn)(void);\n"
                 "typedef void (*tgk_gemv_double)(int, int, int, int, double, const double *, int, const double *,"
                 " int, double, double *, int);\n"
