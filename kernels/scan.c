@@ -973,6 +973,23 @@ static bool operand_ok(const tgSc_scan *sc, int v)
     return n->op == TGV_INPUT || sc->is->slot[v] >= 0 || out_of(sc, v) >= 0;
 }
 
+/* Reductions of float64 or int64 to their own dtype compile; max and min
+ * only over axes of a static non-zero size (an empty one is a call-time
+ * error, which the generated loop cannot give). */
+static bool reduce_ok(const tgSc_scan *sc, const tgV_node *n)
+{
+    const tgV_node *x = &sc->ig->nodes[n->args[0]];
+    if ((x->dtype != TG_FLOAT64 && x->dtype != TG_INT64) || n->dtype != x->dtype || x->op == TGV_CONST ||
+        x->ndim == 0 ||
+        !operand_ok(sc, n->args[0]) || !operand_ok(sc, (int)(n - sc->ig->nodes)))
+        return false;
+    if (n->op == TGV_MAX || n->op == TGV_MIN)
+        for (int d = 0; d < x->ndim; d++)
+            if ((n->axes & (1u << d)) && x->shape[d] <= 0)
+                return false;
+    return true;
+}
+
 bool tgSc_compiles(const tgH_sched *s, int k)
 {
     const tgSc_scan *sc = s->g->nodes[s->steps[k].node].scan;
@@ -992,6 +1009,9 @@ bool tgSc_compiles(const tgH_sched *s, int k)
                 if (!operand_ok(sc, v) || (!same_shape(a, n) && !is_one(a)))
                     return false;
             }
+        } else if (st->kind == TGH_REDUCE) {
+            if (!reduce_ok(sc, n))
+                return false;
         } else if (st->kind == TGH_DOT) {
             const tgV_node *a = &ig->nodes[n->args[0]], *b = &ig->nodes[n->args[1]];
             if (!tgV_is_float(n->dtype) || a->dtype != n->dtype || b->dtype != n->dtype ||
@@ -1223,6 +1243,63 @@ int tgSc_attach(const tgH_sched *s, int k, tgSc_state *ss, void *so, tgJ_loop_fn
     return 0;
 }
 
+/* A reduction as nested loops over x in C order (the interpreter's
+ * order, so float sums give the same bits), accumulating in the result. */
+static void put_reduce_block(tgB_buf *b, const tgSc_scan *sc, const tgH_step *st)
+{
+    const tgV_graph *ig = sc->ig;
+    const tgV_node *n = &ig->nodes[st->node], *x = &ig->nodes[n->args[0]];
+    bool fl = x->dtype == TG_FLOAT64;
+    const char *T = fl ? "double" : "int64_t";
+    tgB_puts(b, "    {\n     char *xp = ");
+    put_ptr(b, sc, n->args[0]);
+    tgB_puts(b, ", *yp = ");
+    put_ptr(b, sc, st->node);
+    tgB_printf(b, ";\n     %s *y = (%s *)yp;\n     const %s *xv = (const %s *)xp;\n", T, T, T, T);
+    tgB_puts(b, "     int64_t ot = ");
+    put_count(b, n);
+    const char *init = n->op == TGV_PROD ? "1"
+                     : n->op == TGV_MAX ? (fl ? "-INFINITY" : "INT64_MIN")
+                     : n->op == TGV_MIN ? (fl ? "INFINITY" : "INT64_MAX") : "0";
+    tgB_printf(b, ";\n     for (int64_t o = 0; o < ot; o++) y[o] = %s;\n     int64_t f = 0, run = 1, cnt = 1;\n"
+                  "     (void)cnt;\n", init);
+    for (int d = x->ndim - 1; d >= 0; d--) {
+        tgB_printf(b, "     const int64_t s%d = ", d);
+        put_size(b, x->shape[d]);
+        if (n->axes & (1u << d))
+            tgB_printf(b, ", o%d = 0;\n     cnt *= s%d;\n", d, d);
+        else
+            tgB_printf(b, ", o%d = run;\n     run *= s%d;\n", d, d);
+    }
+    tgB_printf(b, "     (void)run;\n     {\n      %s acc = y[0];\n      (void)acc;\n", T);
+    for (int d = 0; d < x->ndim; d++)
+        tgB_printf(b, "      for (int64_t i%d = 0; i%d < s%d; i%d++)\n", d, d, d, d);
+    tgB_puts(b, "      {\n       int64_t at = 0");
+    for (int d = 0; d < x->ndim; d++)
+        tgB_printf(b, " + i%d * o%d", d, d);
+    /* a 0-d result accumulates in a local: no store per element */
+    if (n->ndim == 0)
+        tgB_printf(b, ";\n       (void)at;\n       %s v = xv[f++], a = acc;\n       acc = ", T);
+    else
+        tgB_printf(b, ";\n       %s v = xv[f++], a = y[at];\n       y[at] = ", T);
+    switch (n->op) {
+    case TGV_PROD: tgB_puts(b, fl ? "a * v" : "TGK_MUL(a, v)"); break;
+    case TGV_MAX: tgB_puts(b, fl ? "a != a ? a : (v != v || v > a) ? v : a" : "v > a ? v : a"); break;
+    case TGV_MIN: tgB_puts(b, fl ? "a != a ? a : (v != v || v < a) ? v : a" : "v < a ? v : a"); break;
+    default: tgB_puts(b, fl ? "a + v" : "TGK_ADD(a, v)"); break;
+    }
+    tgB_puts(b, ";\n      }\n");
+    if (n->ndim == 0)
+        tgB_puts(b, "      y[0] = acc;\n");
+    tgB_puts(b, "     }\n");
+    if (n->op == TGV_MEAN)
+        tgB_puts(b, "     for (int64_t o = 0; o < ot; o++) y[o] /= (double)cnt;\n");
+    int o = out_of(sc, st->node);
+    if (o >= 0 && o < sc->nout && carried(sc, o))
+        tgB_printf(b, "     x%d = y[0];\n", o);
+    tgB_puts(b, "    }\n");
+}
+
 void tgSc_source(tgB_buf *b, const tgH_sched *s, int k)
 {
     const tgSc_scan *sc = s->g->nodes[s->steps[k].node].scan;
@@ -1283,6 +1360,8 @@ void tgSc_source(tgB_buf *b, const tgH_sched *s, int k)
         const tgH_step *st = &sc->is->steps[j];
         if (st->kind == TGH_LOOP)
             put_loop_block(b, sc, st);
+        else if (st->kind == TGH_REDUCE)
+            put_reduce_block(b, sc, st);
         else
             put_dot_block(b, sc, st);
     }

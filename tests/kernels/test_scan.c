@@ -514,6 +514,81 @@ static void test_nested(void)
         free(out[0].data);
 }
 
+/* Reductions in the lambda: over all axes, over some, of int64 and
+ * float64, and one whose result is the recurrent state itself. */
+static void test_reductions(void)
+{
+    int64_t n = 10, m = 3, nm[2] = {n, m}, n23[3] = {n, 2, 3};
+    kt_arr x, y, z;
+    kt_make(&x, TG_FLOAT64, 2, nm, 0);
+    kt_make(&y, TG_INT64, 2, nm, 0);
+    kt_make(&z, TG_FLOAT64, 3, n23, 0);
+    fill_ints(&x.a, -9, 10);
+    kt_fill(&y.a, -3, 4);
+    fill_ints(&z.a, -9, 10);
+    const char *ins = "(input x float64 (n m)) (input y int64 (n m)) (input z float64 (n 2 3))";
+    const char *scan =
+        "(scan (lambda (xt yt zt a b c) ((add a (max xt all)) (add b (prod yt all)) (sum (add xt c) all)"
+        " (sum zt (axes 1)) (mean xt all) (min zt (axes 0))))"
+        " (steps auto) (sequences (input x float64 (n m)) (input y int64 (n m)) (input z float64 (n 2 3)))"
+        " (outputs (sitsot 0.0) (sitsot 0 last) (sitsot 1.0) (nitsot) (nitsot) (nitsot)) (non_sequences))";
+    char outs[4000];
+    int o = snprintf(outs, sizeof outs, "%s", scan);
+    for (int k = 1; k < 6; k++)
+        o += snprintf(outs + o, sizeof outs - (size_t)o, " (scan_output %s %d)", scan, k);
+    tg_array args[3] = {x.a, y.a, z.a}, out[6];
+    tg_error err;
+    int rc = run(ins, outs, args, out, 6, &err);
+    TAP_CHECK(rc == 0, "reductions in the lambda run: %s", rc ? err.message : "");
+    if (rc == 0) {
+        long double a = 0, c = 1;
+        int64_t b = 0;
+        int bad[6] = {0};
+        for (int64_t t = 0; t < n; t++) {
+            long double mx = -INFINITY, sc = 0, mean = 0;
+            uint64_t pr = 1;
+            for (int64_t j = 0; j < m; j++) {
+                int64_t tj[2] = {t, j};
+                long double v = kt_get(&x.a, tj);
+                mx = v > mx ? v : mx;
+                sc += v + c;
+                mean += v;
+                pr *= (uint64_t)kt_geti(&y.a, tj);
+            }
+            a += mx, b += (int64_t)pr, c = sc;
+            bad[0] += kt_get(&out[0], &t) != a;
+            bad[2] += kt_get(&out[2], &t) != c;
+            bad[4] += kt_get(&out[4], &t) != (double)(mean / m);
+            for (int64_t i = 0; i < 2; i++) {
+                long double s2 = 0;
+                for (int64_t j = 0; j < 3; j++) {
+                    int64_t tij[3] = {t, i, j};
+                    s2 += kt_get(&z.a, tij);
+                }
+                int64_t ti[2] = {t, i};
+                bad[3] += kt_get(&out[3], ti) != s2;
+            }
+            for (int64_t j = 0; j < 3; j++) {
+                int64_t t0j[3] = {t, 0, j}, t1j[3] = {t, 1, j}, tj[2] = {t, j};
+                long double u = kt_get(&z.a, t0j), w = kt_get(&z.a, t1j);
+                bad[5] += kt_get(&out[5], tj) != (u < w ? u : w);
+            }
+        }
+        bad[1] = *(int64_t *)out[1].data != b;
+        TAP_CHECK(!bad[0], "max over all axes into a sum (%d wrong)", bad[0]);
+        TAP_CHECK(out[1].dtype == TG_INT64 && !bad[1], "int64 prod over all axes, last");
+        TAP_CHECK(!bad[2], "a sum that is the recurrent state (%d wrong)", bad[2]);
+        TAP_CHECK(out[3].ndim == 2 && out[3].shape[1] == 2 && !bad[3], "sum over axis 1 of 2-d rows (%d wrong)",
+                  bad[3]);
+        TAP_CHECK(!bad[4], "mean (%d wrong)", bad[4]);
+        TAP_CHECK(out[5].ndim == 2 && out[5].shape[1] == 3 && !bad[5], "min over axis 0 of 2-d rows (%d wrong)",
+                  bad[5]);
+        for (int k = 0; k < 6; k++)
+            free(out[k].data);
+    }
+    free(x.block), free(y.block), free(z.block);
+}
+
 static void test_schedule(void)
 {
     tg_error err;
@@ -618,6 +693,7 @@ int main(void)
         test_dots();
         test_counts();
         test_nested();
+        test_reductions();
         test_schedule();
         test_errors();
     }
