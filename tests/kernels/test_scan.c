@@ -589,6 +589,42 @@ static void test_reductions(void)
     free(x.block), free(y.block), free(z.block);
 }
 
+/* A lambda whose result is 10^6 levels deep: typing, scheduling and
+ * running it use no C recursion on the depth. */
+static void test_deep(void)
+{
+    tg_error err;
+    tg_term *acc = tg_symbol_cstr(ctx, "acc"), *one = tg_int(ctx, 1), *add = tg_symbol_cstr(ctx, "add");
+    tg_term *r = acc;
+    for (int i = 0; i < 1000000; i++) {
+        tg_term *p[3] = {add, r, one};
+        r = tg_list(ctx, 3, p, NULL);
+    }
+    char text[300];
+    snprintf(text, sizeof text, "(scan (lambda (acc) (R)) (steps 3) (sequences) (outputs (sitsot 0 last))"
+             " (non_sequences))");
+    tg_term *t = tg_read_cstr(ctx, text, &err);
+    /* put the deep term in place of R */
+    tg_term *lam = tg_nth(t, 1), *parts[3] = {tg_nth(lam, 0), tg_nth(lam, 1), NULL};
+    tg_term *res[1] = {r};
+    parts[2] = tg_list(ctx, 1, res, NULL);
+    tg_term *nl = tg_list(ctx, 3, parts, NULL);
+    tg_term *all[6];
+    for (int i = 0; i < 6; i++)
+        all[i] = i == 1 ? nl : tg_nth(t, (size_t)i);
+    tg_term *scan = tg_list(ctx, 6, all, NULL);
+    tg_fn_options o = {NULL, kt_path, NULL, NULL, NULL, NULL};
+    tg_fn *fn = tg_fn_compile(ctx, 0, NULL, 1, &scan, &o, &err);
+    tg_array out;
+    memset(&out, 0, sizeof out);
+    int rc = fn ? tg_fn_call(fn, NULL, &out, &err) : -1;
+    TAP_CHECK(rc == 0 && out.dtype == TG_INT64 && *(int64_t *)out.data == 3000000,
+              "a lambda 10^6 levels deep: %s", rc ? err.message : "3 steps of 10^6 additions");
+    if (rc == 0)
+        free(out.data);
+    tg_fn_free(fn);
+}
+
 static void test_schedule(void)
 {
     tg_error err;
@@ -694,6 +730,7 @@ int main(void)
         test_counts();
         test_nested();
         test_reductions();
+        test_deep();
         test_schedule();
         test_errors();
     }
