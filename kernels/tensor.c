@@ -232,7 +232,7 @@ static void size_text(const tgV_graph *g, tgV_size s, char *buf, size_t n)
 }
 
 /* "(3 n)" */
-const char *tgV_shape_text(const tgV_graph *g, int ndim, const tgV_size *sh, char *buf, size_t n)
+static const char *shape_text(const tgV_graph *g, int ndim, const tgV_size *sh, char *buf, size_t n)
 {
     size_t o = 0;
     buf[o++] = '(';
@@ -290,7 +290,7 @@ static int broadcast(builder *b, tg_term *t, tgV_size *r, int *rn, const tgV_siz
         if (x >= 0 && y >= 0) {
             char msg[300], sa[120], sb[120];
             snprintf(msg, sizeof msg, "shapes %s and %s do not broadcast",
-                     tgV_shape_text(g, *rn, r, sa, sizeof sa), tgV_shape_text(g, k, s, sb, sizeof sb));
+                     shape_text(g, *rn, r, sa, sizeof sa), shape_text(g, k, s, sb, sizeof sb));
             return fail(b, t, msg);
         }
         if (unify(b, t, x, y, "broadcasting") < 0)
@@ -302,7 +302,7 @@ static int broadcast(builder *b, tg_term *t, tgV_size *r, int *rn, const tgV_siz
 
 /* ---- dtypes ------------------------------------------------------------ */
 
-int tgV_parse_dtype(tg_term *t, tg_dtype *out)
+static int parse_dtype(tg_term *t, tg_dtype *out)
 {
     size_t len;
     const char *s = tg_symbol_name(t, &len);
@@ -373,7 +373,7 @@ static int type_elementwise(builder *b, tgV_node *n, tg_term **argt)
         n->dtype = TG_BOOL;
         break;
     case TGV_CAST:  /* (cast DTYPE x) or the rule library's (cast x DTYPE) */
-        if (tgV_parse_dtype(argt[0], &n->dtype) < 0 && tgV_parse_dtype(argt[1], &n->dtype) < 0)
+        if (parse_dtype(argt[0], &n->dtype) < 0 && parse_dtype(argt[1], &n->dtype) < 0)
             return fail(b, n->term, "cast needs a dtype: float64 float32 int64 int32 bool");
         n->weak = false;
         break;
@@ -621,7 +621,7 @@ static int make_input(builder *b, tg_term *t, int pos)
     if (map_get(b, t) >= 0)
         return fail(b, t, "the input is given twice");
     tg_dtype d;
-    if (tgV_parse_dtype(a[2], &d) < 0)
+    if (parse_dtype(a[2], &d) < 0)
         return fail(b, t, "unknown dtype (float64 float32 int64 int32 bool)");
     tgV_node *n = new_node(b, t, TGV_INPUT);
     if (!n)
@@ -735,7 +735,7 @@ static int build_term(builder *b, tg_term *root)
         if (hs && hl == 5 && memcmp(hs, "const", 5) == 0) {
             tg_term *a[3];
             tg_dtype d;
-            if (tg_elements(t, a, 3) != 3 || tgV_parse_dtype(a[1], &d) < 0)
+            if (tg_elements(t, a, 3) != 3 || parse_dtype(a[1], &d) < 0)
                 return fail(b, t, "a constant is (const DTYPE NUMBER)");
             sp--;
             if (make_const(b, t, d, a[2], false) < 0)
@@ -879,6 +879,11 @@ int tgV_const_node(tgV_builder *b, tg_dtype d, tg_term *v)
     if (make_const(b, t, d, v, false) < 0)
         return -1;
     return map_get(b, t);
+}
+
+const char *tgV_shape_text(const tgV_graph *g, int ndim, const tgV_size *sh, char *buf, size_t n)
+{
+    return shape_text(g, ndim, sh, buf, n);
 }
 
 int tgV_size_of(tgV_builder *b, tg_term *ctx_term, tg_term *t, tgV_size *out)

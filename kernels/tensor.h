@@ -97,7 +97,6 @@ int tgV_size_of(tgV_builder *b, tg_term *ctx_term, tg_term *t, tgV_size *out);
 int tgV_unify(tgV_builder *b, tg_term *t, tgV_size a, tgV_size c, const char *what);
 /* "(3 n)" */
 const char *tgV_shape_text(const tgV_graph *g, int ndim, const tgV_size *sh, char *buf, size_t n);
-int tgV_parse_dtype(tg_term *t, tg_dtype *out);
 
 /* The typed graph of a scan's inner function, met while building outer:
  * inputs as tgV_build's, and psyms[i] (a symbol) naming inputs[i] inside
