@@ -11,6 +11,7 @@
 #include "buf.h"
 #include "error.h"
 #include "schedule.h"
+#include "scan.h"
 
 static int *ints(size_t n, int fill)
 {
@@ -153,6 +154,10 @@ static int assign_units(const tgV_graph *g, int *unit, int *level)
             unit[v] = -1;
             continue;
         }
+        if (n->op == TGV_SCAN && v > 0 && g->nodes[v - 1].scan == n->scan) {
+            unit[v] = unit[v - 1];  /* one step computes all of a scan's nodes */
+            continue;
+        }
         if (!tgV_elementwise(n->op)) {
             unit[v] = units++;
             continue;
@@ -254,6 +259,7 @@ static int make_steps(tgH_sched *s, const int *unit, int nu, const int *order)
             st->kind = tgV_elementwise(n->op) ? TGH_LOOP
                      : n->op == TGV_DOT ? TGH_DOT
                      : n->op == TGV_GEMM ? TGH_GEMM
+                     : n->op == TGV_SCAN ? TGH_SCAN
                      : n->op == TGV_RESHAPE ? TGH_RESHAPE
                      : n->op == TGV_TRANSPOSE || n->op == TGV_DIMSHUFFLE ? TGH_VIEW : TGH_REDUCE;
             int c = count[unit[v]];
@@ -317,8 +323,9 @@ static int plan_buffers(tgH_sched *s, const unsigned char *kept)
     int nfree = 0;
     for (int k = 0; k < s->nsteps; k++) {
         tgH_step *st = &s->steps[k];
-        int *produced = st->kind == TGH_LOOP ? st->outs : &st->node;
-        int np = st->kind == TGH_LOOP ? st->nouts : 1;
+        bool many = st->kind == TGH_LOOP || st->kind == TGH_SCAN;
+        int *produced = many ? st->outs : &st->node;
+        int np = many ? st->nouts : 1;
         for (int j = 0; j < np; j++) {
             int v = produced[j];
             const tgV_node *n = &g->nodes[v];
@@ -376,7 +383,7 @@ tgH_sched *tgH_schedule(tgV_graph *g, const unsigned char *kept, tg_error *err)
 
 /* ---- the schedule as a term ------------------------------------------- */
 
-static void put_name(const tgH_sched *s, tgB_buf *b, int v)
+void tgH_put_name(const tgH_sched *s, tgB_buf *b, int v)
 {
     const tgV_node *n = &s->g->nodes[v];
     if (n->op == TGV_INPUT) {
@@ -398,7 +405,7 @@ static void put_name(const tgH_sched *s, tgB_buf *b, int v)
     tgB_printf(b, "%%%d", v);
 }
 
-static void put_shape(const tgH_sched *s, tgB_buf *b, const tgV_node *n)
+void tgH_put_shape(const tgH_sched *s, tgB_buf *b, const tgV_node *n)
 {
     tgB_putc(b, '(');
     for (int d = 0; d < n->ndim; d++) {
@@ -420,7 +427,7 @@ static void put_op(const tgH_sched *s, tgB_buf *b, int v)
 {
     const tgV_node *n = &s->g->nodes[v];
     tgB_putc(b, '(');
-    put_name(s, b, v);
+    tgH_put_name(s, b, v);
     tgB_printf(b, " (%s", tgV_op_name(n->op));
     if (n->op == TGV_CAST)
         tgB_printf(b, " %s", tgV_dtype_name(n->dtype));
@@ -430,7 +437,7 @@ static void put_op(const tgH_sched *s, tgB_buf *b, int v)
         if (n->op == TGV_GEMM && i == 3 + n->nalpha && i == 3)
             tgB_puts(b, ") (beta");
         tgB_putc(b, ' ');
-        put_name(s, b, n->args[i]);
+        tgH_put_name(s, b, n->args[i]);
     }
     if (n->op == TGV_GEMM)
         tgB_puts(b, n->nargs == 3 ? " (alpha) (beta)" : n->nargs == 3 + n->nalpha ? ") (beta)" : ")");
@@ -453,12 +460,12 @@ static void put_op(const tgH_sched *s, tgB_buf *b, int v)
     }
     if (n->op == TGV_RESHAPE || n->op == TGV_ALLOC) {
         tgB_putc(b, ' ');
-        put_shape(s, b, n);
+        tgH_put_shape(s, b, n);
     }
     tgB_puts(b, "))");
 }
 
-static void put_dest(const tgH_sched *s, tgB_buf *b, int v)
+void tgH_put_dest(const tgH_sched *s, tgB_buf *b, int v)
 {
     if (s->output[v] >= 0)
         tgB_printf(b, " (output %d)", s->output[v]);
@@ -466,7 +473,7 @@ static void put_dest(const tgH_sched *s, tgB_buf *b, int v)
         tgB_printf(b, " (slot %d)", s->slot[v]);
     if (s->inplace[v] >= 0) {
         tgB_puts(b, " (inplace ");
-        put_name(s, b, s->inplace[v]);
+        tgH_put_name(s, b, s->inplace[v]);
         tgB_putc(b, ')');
     }
 }
@@ -480,31 +487,33 @@ tg_term *tgH_term(const tgH_sched *s, tg_error *err)
     for (int i = 0; i < g->ninputs; i++) {
         const tgV_node *n = &g->nodes[g->inputs[i]];
         tgB_puts(&b, " (");
-        put_name(s, &b, g->inputs[i]);
+        tgH_put_name(s, &b, g->inputs[i]);
         tgB_printf(&b, " %s ", tgV_dtype_name(n->dtype));
-        put_shape(s, &b, n);
+        tgH_put_shape(s, &b, n);
         tgB_putc(&b, ')');
     }
     tgB_putc(&b, ')');
-    static const char *const kinds[] = {"loop", "reduce", "dot", "view", "reshape", "gemm"};
+    static const char *const kinds[] = {"loop", "reduce", "dot", "view", "reshape", "gemm", "scan"};
     for (int k = 0; k < s->nsteps; k++) {
         const tgH_step *st = &s->steps[k];
         tgB_printf(&b, "\n  (%s", kinds[st->kind]);
-        if (st->kind == TGH_LOOP) {
+        if (st->kind == TGH_SCAN) {
+            tgSc_put_step(&b, s, k);
+        } else if (st->kind == TGH_LOOP) {
             tgB_putc(&b, ' ');
-            put_shape(s, &b, &g->nodes[st->node]);
+            tgH_put_shape(s, &b, &g->nodes[st->node]);
             tgB_puts(&b, " (in");
             for (int i = 0; i < st->nins; i++) {
                 tgB_putc(&b, ' ');
-                put_name(s, &b, st->ins[i]);
+                tgH_put_name(s, &b, st->ins[i]);
             }
             tgB_puts(&b, ") (out");
             for (int i = 0; i < st->nouts; i++) {
                 int v = st->outs[i];
                 tgB_puts(&b, " (");
-                put_name(s, &b, v);
+                tgH_put_name(s, &b, v);
                 tgB_printf(&b, " %s", tgV_dtype_name(g->nodes[v].dtype));
-                put_dest(s, &b, v);
+                tgH_put_dest(s, &b, v);
                 tgB_putc(&b, ')');
             }
             tgB_puts(&b, ") (ops");
@@ -517,14 +526,14 @@ tg_term *tgH_term(const tgH_sched *s, tg_error *err)
             tgB_putc(&b, ' ');
             put_op(s, &b, st->node);
             tgB_printf(&b, " %s", tgV_dtype_name(g->nodes[st->node].dtype));
-            put_dest(s, &b, st->node);
+            tgH_put_dest(s, &b, st->node);
         }
         tgB_putc(&b, ')');
     }
     tgB_puts(&b, "\n  (outputs");
     for (int i = 0; i < g->noutputs; i++) {
         tgB_putc(&b, ' ');
-        put_name(s, &b, g->outputs[i]);
+        tgH_put_name(s, &b, g->outputs[i]);
     }
     tgB_puts(&b, ") (slots ");
     tgB_printf(&b, "%d))", s->nslots);
