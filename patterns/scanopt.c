@@ -59,6 +59,11 @@ typedef struct names {
     tg_term *n[NN];
     tgW_map ops;            /* tensor op symbol -> 1 (elementwise) or 2 */
     tgW_map reserved;       /* symbol -> 1 */
+    /* the analysis of the last graph (scan readers), shared by the graph
+     * rewrites tried in turn on it; dropped when one of them fires (they
+     * edit it) */
+    tg_term *groot;
+    struct graph *gcache;
 } names;
 
 typedef struct so {
@@ -798,6 +803,8 @@ static int local(so *s, local_fn fn, tg_term *t, tg_term **out)
 
 /* ---- rewrites over a whole graph -------------------------------------- */
 
+struct graph;
+
 /* How the graph uses one scan. */
 typedef struct use {
     tg_term *t;
@@ -1259,14 +1266,22 @@ static int global(so *s, graph_fn_t fn, tg_term *t, tg_term **out)
 {
     if (!is_app(t, NM(s, N_GRAPH)))
         return 0;
-    graph g;
-    if (analyze(s, t, &g) < 0)
-        return -1;
-    for (size_t i = 0; i < g.scans.n; i++) {
-        use *u = tgW_map_get(&g.users, g.scans.v[i]);
-        int rc = fn(s, &g, u, out);
-        if (rc)
+    graph *g = s->nm->groot == t ? s->nm->gcache : NULL;
+    if (!g) {
+        s->nm->groot = NULL;
+        if (!(g = GC_MALLOC(sizeof *g)))
+            return s->oom = 1, -1;
+        if (analyze(s, t, g) < 0)
+            return -1;
+        s->nm->groot = t, s->nm->gcache = g;
+    }
+    for (size_t i = 0; i < g->scans.n; i++) {
+        use *u = tgW_map_get(&g->users, g->scans.v[i]);
+        int rc = fn(s, g, u, out);
+        if (rc) {
+            s->nm->groot = NULL, s->nm->gcache = NULL;
             return rc < 0 ? -1 : *out != t;
+        }
     }
     return 0;
 }
