@@ -953,6 +953,15 @@ static tg_term *replace(so *s, graph *g, use *u, size_t nold, tg_term *t2, const
     return subst(s, g->root, &repl);
 }
 
+/* The (inplace K ...) option goes when outputs are renumbered or merged:
+ * scan-inplace marks the new scan again where it still holds. */
+static void drop_inplace(so *s, scan *sc)
+{
+    for (size_t i = sc->opts.n; i-- > 0;)
+        if (is_app(sc->opts.v[i], NM(s, N_INPLACE)))
+            vec_del(&sc->opts, i);
+}
+
 /* Outputs that nothing reads, neither the graph nor (through their taps)
  * the outputs kept or the condition, go; the scan keeps at least one. */
 static int unused_outputs(so *s, graph *g, use *u, tg_term **res)
@@ -993,6 +1002,7 @@ static int unused_outputs(so *s, graph *g, use *u, tg_term **res)
     }
     size_t nold = sc->no;
     sc->no = n;
+    drop_inplace(s, sc);
     tg_term *t2 = build(s, sc);
     return t2 && (*res = replace(s, g, u, nold, t2, map, NULL)) ? 1 : -1;
 }
@@ -1053,6 +1063,7 @@ static int same_outputs(so *s, graph *g, use *u, tg_term **res)
                 map[k] = k < j ? (long)k : k == j ? (long)i : (long)k - 1;
             memmove(sc->o + j, sc->o + j + 1, (sc->no - j - 1) * sizeof *sc->o);
             sc->no--;
+            drop_inplace(s, sc);
             tg_term *t2 = build(s, sc);
             return t2 && (*res = replace(s, g, u, sc->no + 1, t2, map, NULL)) ? 1 : -1;
         }
@@ -1189,6 +1200,7 @@ static int merge_scans(so *s, graph *g, use *ua, tg_term **res)
         memcpy(o + m.no, b.o, b.no * sizeof *o);
         size_t na = m.no;
         m.o = o, m.no += b.no;
+        drop_inplace(s, &m);
         tg_term *t2 = build(s, &m);
         long *map = GC_MALLOC_ATOMIC((na + b.no) * sizeof *map);
         if (!t2 || !map)
