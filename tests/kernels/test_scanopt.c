@@ -62,6 +62,12 @@ static const tcase cases[] = {
      " (outputs (sitsot 1)) (non_sequences " W "))", NULL, 0},
     {"t-inplace", CUMSUM("(exp " W ")", " last"), NULL, 0},
     {"scan_opt", "(scan_output " CUMSUM("0", "") " 0) (scan_steps " CUMSUM("1", "") ")", NULL, 0},
+    /* backwards, with until: the sequence work and the invariant work move out all the same */
+    {"default",
+     "(scan (lambda (a s u) ((add s (exp a) (sqr u))) (until (gt s 5))) (steps auto) (sequences " X ")"
+     " (outputs (sitsot 0)) (non_sequences " W ") backwards)"
+     " (scan_steps (scan (lambda (a s u) ((add s (exp a) (sqr u))) (until (gt s 5))) (steps auto)"
+     " (sequences " X ") (outputs (sitsot 0)) (non_sequences " W ") backwards))", NULL, 0},
     /* everything at once: merged, folded, pushed out, last */
     {"default",
      "(subtensor (scan (lambda (a b s u c) ((add (mul 1 s) (mul b u) (mul a c) (exp u)))) (steps auto)"
