@@ -308,7 +308,14 @@ char *tgJ_source(const tgH_sched *s, size_t *len)
     for (int k = 0; k < s->nsteps; k++)
         if (tgJ_compiles(&s->steps[k]))
             put_loop(&b, s, k);
-        else if (s->steps[k].kind == TGH_SCAN && tgSc_compiles(s, k))
+        else if (s->steps[k].kind == TGH_SCAN && tgSc_has_code(s, k))
             tgSc_source(&b, s, k);
     return tgB_take(&b, len);
+}
+
+void tgJ_put_loops(tgB_buf *b, const tgH_sched *s)
+{
+    for (int k = 0; k < s->nsteps; k++)
+        if (tgJ_compiles(&s->steps[k]))
+            put_loop(b, s, k);
 }

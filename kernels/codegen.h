@@ -62,6 +62,10 @@ static inline int tgJ_compiles(const tgH_step *st)
 struct tgB_buf;
 void tgJ_put_body(struct tgB_buf *b, const tgH_sched *s, const tgH_step *st);
 
+/* The functions tgk_loopK of the loops of s, without the prelude (for a
+ * scan's inner schedule, whose names the caller renames with #define). */
+void tgJ_put_loops(struct tgB_buf *b, const tgH_sched *s);
+
 /* The C source of every loop of s (malloc'd, NUL-terminated); NULL when
  * out of memory.  The same schedule always gives the same text. */
 char *tgJ_source(const tgH_sched *s, size_t *len);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <cblas.h>
+#include <dlfcn.h>
 
 #include "buf.h"
 #include "error.h"
@@ -339,8 +340,7 @@ static int type_inner(tgV_builder *b, tgSc_scan *sc, int *argn)
     for (int pass = 0;; pass++) {
         if (param_inputs(b, sc, argn, dt, pin) < 0)
             return -1;
-        sc->ig = tgV_build_inner(g->ctx, (size_t)sc->nparams, pin, sc->params, (size_t)nres, res,
-                                 tgV_err_of(b));
+        sc->ig = tgV_build_inner(b, (size_t)sc->nparams, pin, sc->params, (size_t)nres, res);
         if (!sc->ig)
             return -1;
         bool again = false;
@@ -482,22 +482,20 @@ static int build_scan(tgV_builder *b, tg_term *t, tg_term **need)
     if (check_outer(b, sc, argn) < 0 || type_inner(b, sc, argn) < 0 || check_results(b, sc) < 0 ||
         share_sizes(b, sc) < 0)
         return -1;
-    tgV_graph *g = tgV_graph_of(b);
-    int nrec = 0;
-    for (int o = 0; o < sc->nout; o++)
-        nrec += sc->outs[o].kind != TGSC_NITSOT;
-    (void)nrec;
     /* the inner schedule keeps every parameter intact: they alias outer
      * arrays and earlier rows */
     sc->is = tgH_schedule(sc->ig, NULL, tgV_err_of(b));
     if (!sc->is)
         return -1;
-    (void)g;
     return make_nodes(b, sc, argn) < 0 ? -1 : 1;
 }
 
 int tgSc_build(tgV_builder *b, tg_term *t, tg_term **need)
 {
+    /* typing a lambda's graph calls the builder again: bounded, so that
+     * no C recursion follows the depth of the term */
+    if (tgV_depth(b) >= TGSC_MAX_NEST)
+        return tgV_fail(b, t, "scans nested more than " TGSC_MAX_NEST_TEXT " lambdas deep");
     if (sym_is(tg_car(t), "scan"))
         return build_scan(b, t, need);
     bool steps = sym_is(tg_car(t), "scan_steps");
@@ -863,9 +861,11 @@ static int check_shapes(const tgSc_state *ss, tg_error *err)
     return 0;
 }
 
-typedef int64_t (*scan_fn)(int64_t n, char *const *P, const int64_t *R, const int64_t *z, void *const *fp);
+/* The generated function (doc/scan.md): steps done. */
+typedef void (*blas_fn)(void);
+typedef int64_t (*native_fn)(int64_t n, char *const *P, const int64_t *R, const int64_t *z, blas_fn const *fp);
 static int64_t run_native(const tgH_sched *s, tgI_state *st, const tgH_step *step, tgSc_state *ss,
-                          scan_fn fn, int64_t n);
+                          native_fn fn, int64_t n);
 
 /* After the loop: last values out of rings, zero rows after an early stop,
  * the step count. */
@@ -935,9 +935,8 @@ int tgSc_run(const tgH_sched *s, tgI_state *st, const tgH_step *step, tgSc_state
     if (check_shapes(ss, err) < 0)
         return -1;
     int64_t done = -1;
-    if (kern) {
-        scan_fn fn;
-        memcpy(&fn, &kern, sizeof fn);
+    if (kern) {     /* kept with the loops' type: a function pointer, cast back */
+        native_fn fn = (native_fn)(void (*)(void))kern;
         done = run_native(s, st, step, ss, fn, n);
     }
     if (done < 0) {
@@ -962,7 +961,6 @@ int tgSc_run(const tgH_sched *s, tgI_state *st, const tgH_step *step, tgSc_state
  * non-sequences, the inner slots, the until condition; R holds the
  * sequences' row strides, per output INIT's row stride, the storage's row
  * stride and its row mask (-1: a full buffer; a ring: rows - 1). */
-enum { P_SEQ };
 static int p_init(const tgSc_scan *sc, int o) { return sc->nseq + 2 * o; }
 static int p_store(const tgSc_scan *sc, int o) { return sc->nseq + 2 * o + 1; }
 static int p_non(const tgSc_scan *sc, int i) { return sc->nseq + 2 * sc->nout + i; }
@@ -971,9 +969,6 @@ static int p_cond(const tgSc_scan *sc) { return p_slot(sc, sc->is->nslots); }
 static int r_init(const tgSc_scan *sc, int o) { return sc->nseq + 3 * o; }
 static int r_store(const tgSc_scan *sc, int o) { return sc->nseq + 3 * o + 1; }
 static int r_mask(const tgSc_scan *sc, int o) { return sc->nseq + 3 * o + 2; }
-
-typedef void (*blas_fn)(void);
-typedef int64_t (*native_fn)(int64_t n, char *const *P, const int64_t *R, const int64_t *z, blas_fn const *fp);
 
 static bool is_one(const tgV_node *n)
 {
@@ -1002,6 +997,23 @@ static bool operand_ok(const tgSc_scan *sc, int v)
     return n->op == TGV_INPUT || sc->is->slot[v] >= 0 || out_of(sc, v) >= 0;
 }
 
+/* Reductions of float64 or int64 to their own dtype compile; max and min
+ * only over axes of a static non-zero size (an empty one is a call-time
+ * error, which the generated loop cannot give). */
+static bool reduce_ok(const tgSc_scan *sc, const tgV_node *n)
+{
+    const tgV_node *x = &sc->ig->nodes[n->args[0]];
+    if ((x->dtype != TG_FLOAT64 && x->dtype != TG_INT64) || n->dtype != x->dtype || x->op == TGV_CONST ||
+        x->ndim == 0 ||
+        !operand_ok(sc, n->args[0]) || !operand_ok(sc, (int)(n - sc->ig->nodes)))
+        return false;
+    if (n->op == TGV_MAX || n->op == TGV_MIN)
+        for (int d = 0; d < x->ndim; d++)
+            if ((n->axes & (1u << d)) && x->shape[d] <= 0)
+                return false;
+    return true;
+}
+
 bool tgSc_compiles(const tgH_sched *s, int k)
 {
     const tgSc_scan *sc = s->g->nodes[s->steps[k].node].scan;
@@ -1021,6 +1033,9 @@ bool tgSc_compiles(const tgH_sched *s, int k)
                 if (!operand_ok(sc, v) || (!same_shape(a, n) && !is_one(a)))
                     return false;
             }
+        } else if (st->kind == TGH_REDUCE) {
+            if (!reduce_ok(sc, n))
+                return false;
         } else if (st->kind == TGH_DOT) {
             const tgV_node *a = &ig->nodes[n->args[0]], *b = &ig->nodes[n->args[1]];
             if (!tgV_is_float(n->dtype) || a->dtype != n->dtype || b->dtype != n->dtype ||
@@ -1197,10 +1212,125 @@ static void put_dot_block(tgB_buf *b, const tgSc_scan *sc, const tgH_step *st)
     tgB_puts(b, "    }\n");
 }
 
+static int inner_loops(const tgSc_scan *sc)
+{
+    int n = 0;
+    for (int j = 0; j < sc->is->nsteps; j++)
+        n += tgJ_compiles(&sc->is->steps[j]);
+    return n;
+}
+
+bool tgSc_has_code(const tgH_sched *s, int k)
+{
+    return tgSc_compiles(s, k) || inner_loops(s->g->nodes[s->steps[k].node].scan) > 0;
+}
+
+/* The inner loops under names of their own: tgk_sK_loopJ. */
+static void put_inner_loops(tgB_buf *b, const tgSc_scan *sc, int k)
+{
+    const tgH_sched *is = sc->is;
+    for (int j = 0; j < is->nsteps; j++)
+        if (tgJ_compiles(&is->steps[j]))
+            tgB_printf(b, "#define tgk_range%d tgk_s%d_range%d\n#define tgk_loop%d tgk_s%d_loop%d\n", j, k, j, j, k, j);
+    tgJ_put_loops(b, is);
+    for (int j = 0; j < is->nsteps; j++)
+        if (tgJ_compiles(&is->steps[j]))
+            tgB_printf(b, "#undef tgk_range%d\n#undef tgk_loop%d\n", j, j);
+}
+
+int tgSc_attach(const tgH_sched *s, int k, tgSc_state *ss, void *so, tgJ_loop_fn *kern, char *msg, size_t msglen)
+{
+    const tgSc_scan *sc = s->g->nodes[s->steps[k].node].scan;
+    char name[60];
+    *kern = NULL;
+    if (tgSc_compiles(s, k)) {
+        snprintf(name, sizeof name, "tgk_scan%d", k);
+        void *f = dlsym(so, name);
+        if (!f)
+            return snprintf(msg, msglen, "kernels: %s missing from the compiled code", name), -1;
+        memcpy(kern, &f, sizeof f);     /* object to function pointer */
+    }
+    const tgH_sched *is = sc->is;
+    if (!inner_loops(sc))
+        return 0;
+    free(ss->in.kern);
+    if (!(ss->in.kern = calloc((size_t)is->nsteps, sizeof *ss->in.kern)))
+        return snprintf(msg, msglen, "kernels: out of memory"), -1;
+    for (int j = 0; j < is->nsteps; j++)
+        if (tgJ_compiles(&is->steps[j])) {
+            snprintf(name, sizeof name, "tgk_s%d_loop%d", k, j);
+            void *f = dlsym(so, name);
+            if (!f)
+                return snprintf(msg, msglen, "kernels: %s missing from the compiled code", name), -1;
+            memcpy(&ss->in.kern[j], &f, sizeof f);
+        }
+    return 0;
+}
+
+/* A reduction as nested loops over x in C order (the interpreter's
+ * order, so float sums give the same bits), accumulating in the result. */
+static void put_reduce_block(tgB_buf *b, const tgSc_scan *sc, const tgH_step *st)
+{
+    const tgV_graph *ig = sc->ig;
+    const tgV_node *n = &ig->nodes[st->node], *x = &ig->nodes[n->args[0]];
+    bool fl = x->dtype == TG_FLOAT64;
+    const char *T = fl ? "double" : "int64_t";
+    tgB_puts(b, "    {\n     char *xp = ");
+    put_ptr(b, sc, n->args[0]);
+    tgB_puts(b, ", *yp = ");
+    put_ptr(b, sc, st->node);
+    tgB_printf(b, ";\n     %s *y = (%s *)yp;\n     const %s *xv = (const %s *)xp;\n", T, T, T, T);
+    tgB_puts(b, "     int64_t ot = ");
+    put_count(b, n);
+    const char *init = n->op == TGV_PROD ? "1"
+                     : n->op == TGV_MAX ? (fl ? "-INFINITY" : "INT64_MIN")
+                     : n->op == TGV_MIN ? (fl ? "INFINITY" : "INT64_MAX") : "0";
+    tgB_printf(b, ";\n     for (int64_t o = 0; o < ot; o++) y[o] = %s;\n     int64_t f = 0, run = 1, cnt = 1;\n"
+                  "     (void)cnt;\n", init);
+    for (int d = x->ndim - 1; d >= 0; d--) {
+        tgB_printf(b, "     const int64_t s%d = ", d);
+        put_size(b, x->shape[d]);
+        if (n->axes & (1u << d))
+            tgB_printf(b, ", o%d = 0;\n     cnt *= s%d;\n", d, d);
+        else
+            tgB_printf(b, ", o%d = run;\n     run *= s%d;\n", d, d);
+    }
+    tgB_printf(b, "     (void)run;\n     {\n      %s acc = y[0];\n      (void)acc;\n", T);
+    for (int d = 0; d < x->ndim; d++)
+        tgB_printf(b, "      for (int64_t i%d = 0; i%d < s%d; i%d++)\n", d, d, d, d);
+    tgB_puts(b, "      {\n       int64_t at = 0");
+    for (int d = 0; d < x->ndim; d++)
+        tgB_printf(b, " + i%d * o%d", d, d);
+    /* a 0-d result accumulates in a local: no store per element */
+    if (n->ndim == 0)
+        tgB_printf(b, ";\n       (void)at;\n       %s v = xv[f++], a = acc;\n       acc = ", T);
+    else
+        tgB_printf(b, ";\n       %s v = xv[f++], a = y[at];\n       y[at] = ", T);
+    switch (n->op) {
+    case TGV_PROD: tgB_puts(b, fl ? "a * v" : "TGK_MUL(a, v)"); break;
+    case TGV_MAX: tgB_puts(b, fl ? "a != a ? a : (v != v || v > a) ? v : a" : "v > a ? v : a"); break;
+    case TGV_MIN: tgB_puts(b, fl ? "a != a ? a : (v != v || v < a) ? v : a" : "v < a ? v : a"); break;
+    default: tgB_puts(b, fl ? "a + v" : "TGK_ADD(a, v)"); break;
+    }
+    tgB_puts(b, ";\n      }\n");
+    if (n->ndim == 0)
+        tgB_puts(b, "      y[0] = acc;\n");
+    tgB_puts(b, "     }\n");
+    if (n->op == TGV_MEAN)
+        tgB_puts(b, "     for (int64_t o = 0; o < ot; o++) y[o] /= (double)cnt;\n");
+    int o = out_of(sc, st->node);
+    if (o >= 0 && o < sc->nout && carried(sc, o))
+        tgB_printf(b, "     x%d = y[0];\n", o);
+    tgB_puts(b, "    }\n");
+}
+
 void tgSc_source(tgB_buf *b, const tgH_sched *s, int k)
 {
     const tgSc_scan *sc = s->g->nodes[s->steps[k].node].scan;
     const tgV_graph *ig = sc->ig;
+    put_inner_loops(b, sc, k);
+    if (!tgSc_compiles(s, k))
+        return;
     tgB_puts(b, "\ntypedef void (*tgk_blas_fn)(void);\n"
                 "typedef void (*tgk_gemv_double)(int, int, int, int, double, const double *, int, const double *,"
                 " int, double, double *, int);\n"
@@ -1254,6 +1384,8 @@ void tgSc_source(tgB_buf *b, const tgH_sched *s, int k)
         const tgH_step *st = &sc->is->steps[j];
         if (st->kind == TGH_LOOP)
             put_loop_block(b, sc, st);
+        else if (st->kind == TGH_REDUCE)
+            put_reduce_block(b, sc, st);
         else
             put_dot_block(b, sc, st);
     }
@@ -1288,7 +1420,7 @@ static bool contig(int ndim, const int64_t *shape, const int64_t *strides, size_
 }
 
 static int64_t run_native(const tgH_sched *s, tgI_state *st, const tgH_step *step, tgSc_state *ss,
-                          scan_fn fn0, int64_t n)
+                          native_fn fn, int64_t n)
 {
     const tgSc_scan *sc = ss->sc;
     const int *args = s->g->nodes[step->node].args;
@@ -1333,7 +1465,5 @@ static int64_t run_native(const tgH_sched *s, tgI_state *st, const tgH_step *ste
     P[p_cond(sc)] = (char *)ss->cond;
     static const blas_fn blas[6] = {(blas_fn)cblas_dgemv, (blas_fn)cblas_sgemv, (blas_fn)cblas_dgemm,
                                     (blas_fn)cblas_sgemm, (blas_fn)cblas_ddot, (blas_fn)cblas_sdot};
-    native_fn fn;
-    memcpy(&fn, &fn0, sizeof fn);
     return fn(n, P, R, ss->in.symv, blas);
 }

@@ -8,6 +8,10 @@
 
 enum { TGSC_NITSOT, TGSC_SITSOT, TGSC_MITSOT };
 
+/* Scans inside scans' lambdas: at most this many levels. */
+#define TGSC_MAX_NEST 8
+#define TGSC_MAX_NEST_TEXT "8"
+
 typedef struct tgSc_out {
     int kind;
     bool last;              /* only the final value is kept */
@@ -52,9 +56,17 @@ int tgSc_run(const tgH_sched *s, tgI_state *st, const tgH_step *step, tgSc_state
 
 /* Can the scan of step k be one generated function? */
 bool tgSc_compiles(const tgH_sched *s, int k);
-/* Append the C function tgk_scanK of step k to b. */
+/* Does it have compiled code at all: that function, or inner loops? */
+bool tgSc_has_code(const tgH_sched *s, int k);
+/* Append the scan's code to b: its inner loops tgk_sK_loopJ (for the
+ * interpreted loop) and, when it compiles, the function tgk_scanK. */
 struct tgB_buf;
 void tgSc_source(struct tgB_buf *b, const tgH_sched *s, int k);
+/* Find step k's code in the shared object so: *kern the function (NULL
+ * when it has none), and the inner loops into ss.  -1 with msg filled
+ * when a symbol is missing. */
+int tgSc_attach(const tgH_sched *s, int k, tgSc_state *ss, void *so, tgJ_loop_fn *kern, char *msg,
+                size_t msglen);
 /* The scan step as a term's text, appended to b. */
 void tgSc_put_step(struct tgB_buf *b, const tgH_sched *s, int k);
 

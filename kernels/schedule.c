@@ -383,7 +383,7 @@ tgH_sched *tgH_schedule(tgV_graph *g, const unsigned char *kept, tg_error *err)
 
 /* ---- the schedule as a term ------------------------------------------- */
 
-void tgH_put_name(const tgH_sched *s, tgB_buf *b, int v)
+static void put_name(const tgH_sched *s, tgB_buf *b, int v)
 {
     const tgV_node *n = &s->g->nodes[v];
     if (n->op == TGV_INPUT) {
@@ -405,7 +405,7 @@ void tgH_put_name(const tgH_sched *s, tgB_buf *b, int v)
     tgB_printf(b, "%%%d", v);
 }
 
-void tgH_put_shape(const tgH_sched *s, tgB_buf *b, const tgV_node *n)
+static void put_shape(const tgH_sched *s, tgB_buf *b, const tgV_node *n)
 {
     tgB_putc(b, '(');
     for (int d = 0; d < n->ndim; d++) {
@@ -427,7 +427,7 @@ static void put_op(const tgH_sched *s, tgB_buf *b, int v)
 {
     const tgV_node *n = &s->g->nodes[v];
     tgB_putc(b, '(');
-    tgH_put_name(s, b, v);
+    put_name(s, b, v);
     tgB_printf(b, " (%s", tgV_op_name(n->op));
     if (n->op == TGV_CAST)
         tgB_printf(b, " %s", tgV_dtype_name(n->dtype));
@@ -437,7 +437,7 @@ static void put_op(const tgH_sched *s, tgB_buf *b, int v)
         if (n->op == TGV_GEMM && i == 3 + n->nalpha && i == 3)
             tgB_puts(b, ") (beta");
         tgB_putc(b, ' ');
-        tgH_put_name(s, b, n->args[i]);
+        put_name(s, b, n->args[i]);
     }
     if (n->op == TGV_GEMM)
         tgB_puts(b, n->nargs == 3 ? " (alpha) (beta)" : n->nargs == 3 + n->nalpha ? ") (beta)" : ")");
@@ -460,12 +460,12 @@ static void put_op(const tgH_sched *s, tgB_buf *b, int v)
     }
     if (n->op == TGV_RESHAPE || n->op == TGV_ALLOC) {
         tgB_putc(b, ' ');
-        tgH_put_shape(s, b, n);
+        put_shape(s, b, n);
     }
     tgB_puts(b, "))");
 }
 
-void tgH_put_dest(const tgH_sched *s, tgB_buf *b, int v)
+static void put_dest(const tgH_sched *s, tgB_buf *b, int v)
 {
     if (s->output[v] >= 0)
         tgB_printf(b, " (output %d)", s->output[v]);
@@ -473,7 +473,7 @@ void tgH_put_dest(const tgH_sched *s, tgB_buf *b, int v)
         tgB_printf(b, " (slot %d)", s->slot[v]);
     if (s->inplace[v] >= 0) {
         tgB_puts(b, " (inplace ");
-        tgH_put_name(s, b, s->inplace[v]);
+        put_name(s, b, s->inplace[v]);
         tgB_putc(b, ')');
     }
 }
@@ -487,9 +487,9 @@ tg_term *tgH_term(const tgH_sched *s, tg_error *err)
     for (int i = 0; i < g->ninputs; i++) {
         const tgV_node *n = &g->nodes[g->inputs[i]];
         tgB_puts(&b, " (");
-        tgH_put_name(s, &b, g->inputs[i]);
+        put_name(s, &b, g->inputs[i]);
         tgB_printf(&b, " %s ", tgV_dtype_name(n->dtype));
-        tgH_put_shape(s, &b, n);
+        put_shape(s, &b, n);
         tgB_putc(&b, ')');
     }
     tgB_putc(&b, ')');
@@ -501,19 +501,19 @@ tg_term *tgH_term(const tgH_sched *s, tg_error *err)
             tgSc_put_step(&b, s, k);
         } else if (st->kind == TGH_LOOP) {
             tgB_putc(&b, ' ');
-            tgH_put_shape(s, &b, &g->nodes[st->node]);
+            put_shape(s, &b, &g->nodes[st->node]);
             tgB_puts(&b, " (in");
             for (int i = 0; i < st->nins; i++) {
                 tgB_putc(&b, ' ');
-                tgH_put_name(s, &b, st->ins[i]);
+                put_name(s, &b, st->ins[i]);
             }
             tgB_puts(&b, ") (out");
             for (int i = 0; i < st->nouts; i++) {
                 int v = st->outs[i];
                 tgB_puts(&b, " (");
-                tgH_put_name(s, &b, v);
+                put_name(s, &b, v);
                 tgB_printf(&b, " %s", tgV_dtype_name(g->nodes[v].dtype));
-                tgH_put_dest(s, &b, v);
+                put_dest(s, &b, v);
                 tgB_putc(&b, ')');
             }
             tgB_puts(&b, ") (ops");
@@ -526,14 +526,14 @@ tg_term *tgH_term(const tgH_sched *s, tg_error *err)
             tgB_putc(&b, ' ');
             put_op(s, &b, st->node);
             tgB_printf(&b, " %s", tgV_dtype_name(g->nodes[st->node].dtype));
-            tgH_put_dest(s, &b, st->node);
+            put_dest(s, &b, st->node);
         }
         tgB_putc(&b, ')');
     }
     tgB_puts(&b, "\n  (outputs");
     for (int i = 0; i < g->noutputs; i++) {
         tgB_putc(&b, ' ');
-        tgH_put_name(s, &b, g->outputs[i]);
+        put_name(s, &b, g->outputs[i]);
     }
     tgB_puts(&b, ") (slots ");
     tgB_printf(&b, "%d))", s->nslots);
@@ -545,3 +545,8 @@ tg_term *tgH_term(const tgH_sched *s, tg_error *err)
     free(text);
     return t;
 }
+
+/* ---- for kernels/scan.c ------------------------------------------------ */
+
+void tgH_put_name(const tgH_sched *s, tgB_buf *b, int v) { put_name(s, b, v); }
+void tgH_put_dest(const tgH_sched *s, tgB_buf *b, int v) { put_dest(s, b, v); }

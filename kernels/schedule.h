@@ -37,6 +37,5 @@ tg_term *tgH_term(const tgH_sched *s, tg_error *err);
 struct tgB_buf;
 void tgH_put_name(const tgH_sched *s, struct tgB_buf *b, int v);
 void tgH_put_dest(const tgH_sched *s, struct tgB_buf *b, int v);
-void tgH_put_shape(const tgH_sched *s, struct tgB_buf *b, const tgV_node *n);
 
 #endif

@@ -94,7 +94,7 @@ const char *tgV_show(const tg_term *t, char *buf, size_t size)
 
 typedef struct tgV_builder {
     tgV_graph *g;
-    bool inner;             /* a scan's inner function: no scans inside */
+    int depth;              /* scan lambdas around this graph (0: the function's) */
     tg_term **keys;         /* term -> node map, open addressing */
     int *vals;
     size_t mcap;
@@ -232,7 +232,7 @@ static void size_text(const tgV_graph *g, tgV_size s, char *buf, size_t n)
 }
 
 /* "(3 n)" */
-const char *tgV_shape_text(const tgV_graph *g, int ndim, const tgV_size *sh, char *buf, size_t n)
+static const char *shape_text(const tgV_graph *g, int ndim, const tgV_size *sh, char *buf, size_t n)
 {
     size_t o = 0;
     buf[o++] = '(';
@@ -290,7 +290,7 @@ static int broadcast(builder *b, tg_term *t, tgV_size *r, int *rn, const tgV_siz
         if (x >= 0 && y >= 0) {
             char msg[300], sa[120], sb[120];
             snprintf(msg, sizeof msg, "shapes %s and %s do not broadcast",
-                     tgV_shape_text(g, *rn, r, sa, sizeof sa), tgV_shape_text(g, k, s, sb, sizeof sb));
+                     shape_text(g, *rn, r, sa, sizeof sa), shape_text(g, k, s, sb, sizeof sb));
             return fail(b, t, msg);
         }
         if (unify(b, t, x, y, "broadcasting") < 0)
@@ -302,7 +302,7 @@ static int broadcast(builder *b, tg_term *t, tgV_size *r, int *rn, const tgV_siz
 
 /* ---- dtypes ------------------------------------------------------------ */
 
-int tgV_parse_dtype(tg_term *t, tg_dtype *out)
+static int parse_dtype(tg_term *t, tg_dtype *out)
 {
     size_t len;
     const char *s = tg_symbol_name(t, &len);
@@ -373,7 +373,7 @@ static int type_elementwise(builder *b, tgV_node *n, tg_term **argt)
         n->dtype = TG_BOOL;
         break;
     case TGV_CAST:  /* (cast DTYPE x) or the rule library's (cast x DTYPE) */
-        if (tgV_parse_dtype(argt[0], &n->dtype) < 0 && tgV_parse_dtype(argt[1], &n->dtype) < 0)
+        if (parse_dtype(argt[0], &n->dtype) < 0 && parse_dtype(argt[1], &n->dtype) < 0)
             return fail(b, n->term, "cast needs a dtype: float64 float32 int64 int32 bool");
         n->weak = false;
         break;
@@ -621,7 +621,7 @@ static int make_input(builder *b, tg_term *t, int pos)
     if (map_get(b, t) >= 0)
         return fail(b, t, "the input is given twice");
     tg_dtype d;
-    if (tgV_parse_dtype(a[2], &d) < 0)
+    if (parse_dtype(a[2], &d) < 0)
         return fail(b, t, "unknown dtype (float64 float32 int64 int32 bool)");
     tgV_node *n = new_node(b, t, TGV_INPUT);
     if (!n)
@@ -722,7 +722,7 @@ static int build_term(builder *b, tg_term *root)
                 return -1;
             continue;
         }
-        if (k == TG_SYMBOL && b->inner)
+        if (k == TG_SYMBOL && b->depth)
             return fail(b, t, "not a parameter of the scan's lambda");
         if (k != TG_PAIR)
             return fail(b, t, "not a tensor term (an op, a declared input or a number)");
@@ -735,7 +735,7 @@ static int build_term(builder *b, tg_term *root)
         if (hs && hl == 5 && memcmp(hs, "const", 5) == 0) {
             tg_term *a[3];
             tg_dtype d;
-            if (tg_elements(t, a, 3) != 3 || tgV_parse_dtype(a[1], &d) < 0)
+            if (tg_elements(t, a, 3) != 3 || parse_dtype(a[1], &d) < 0)
                 return fail(b, t, "a constant is (const DTYPE NUMBER)");
             sp--;
             if (make_const(b, t, d, a[2], false) < 0)
@@ -765,8 +765,6 @@ static int build_term(builder *b, tg_term *root)
             continue;
         }
         if (hs && tgSc_head(hs, hl)) {
-            if (b->inner)
-                return fail(b, t, "a scan inside a scan's lambda is not supported yet");
             tg_term *need = NULL;
             int r = tgSc_build(b, t, &need);
             if (r < 0)
@@ -883,6 +881,11 @@ int tgV_const_node(tgV_builder *b, tg_dtype d, tg_term *v)
     return map_get(b, t);
 }
 
+const char *tgV_shape_text(const tgV_graph *g, int ndim, const tgV_size *sh, char *buf, size_t n)
+{
+    return shape_text(g, ndim, sh, buf, n);
+}
+
 int tgV_size_of(tgV_builder *b, tg_term *ctx_term, tg_term *t, tgV_size *out)
 {
     return size_of(b, ctx_term, t, out);
@@ -894,26 +897,28 @@ int tgV_unify(tgV_builder *b, tg_term *t, tgV_size a, tgV_size c, const char *wh
 }
 
 static tgV_graph *build(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_term *const *psyms,
-                        size_t nout, tg_term *const *outputs, bool inner, tg_error *err);
+                        size_t nout, tg_term *const *outputs, int depth, tg_error *err);
 
 tgV_graph *tgV_build(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout,
                      tg_term *const *outputs, tg_error *err)
 {
-    return build(ctx, nin, inputs, NULL, nout, outputs, false, err);
+    return build(ctx, nin, inputs, NULL, nout, outputs, 0, err);
 }
 
-tgV_graph *tgV_build_inner(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_term *const *psyms,
-                           size_t nout, tg_term *const *outputs, tg_error *err)
+tgV_graph *tgV_build_inner(tgV_builder *outer, size_t nin, tg_term *const *inputs, tg_term *const *psyms,
+                           size_t nout, tg_term *const *outputs)
 {
-    return build(ctx, nin, inputs, psyms, nout, outputs, true, err);
+    return build(outer->g->ctx, nin, inputs, psyms, nout, outputs, outer->depth + 1, outer->err);
 }
+
+int tgV_depth(const tgV_builder *b) { return b->depth; }
 
 static tgV_graph *build(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_term *const *psyms,
-                        size_t nout, tg_term *const *outputs, bool inner, tg_error *err)
+                        size_t nout, tg_term *const *outputs, int depth, tg_error *err)
 {
     builder b = {0};
     b.err = err;
-    b.inner = inner;
+    b.depth = depth;
     if (!ctx || (nin && !inputs) || !nout || !outputs)
         return tgE_arg(err, "kernels: a context, inputs and at least one output are needed"), NULL;
     b.g = GC_MALLOC(sizeof *b.g);

@@ -97,12 +97,13 @@ int tgV_size_of(tgV_builder *b, tg_term *ctx_term, tg_term *t, tgV_size *out);
 int tgV_unify(tgV_builder *b, tg_term *t, tgV_size a, tgV_size c, const char *what);
 /* "(3 n)" */
 const char *tgV_shape_text(const tgV_graph *g, int ndim, const tgV_size *sh, char *buf, size_t n);
-int tgV_parse_dtype(tg_term *t, tg_dtype *out);
 
-/* The typed graph of a scan's inner function: inputs as tgV_build's,
- * and psyms[i] (a symbol) naming inputs[i] inside the outputs.  A scan
- * inside is an error. */
-tgV_graph *tgV_build_inner(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_term *const *psyms,
-                           size_t nout, tg_term *const *outputs, tg_error *err);
+/* The typed graph of a scan's inner function, met while building outer:
+ * inputs as tgV_build's, and psyms[i] (a symbol) naming inputs[i] inside
+ * the outputs; errors go to outer's. */
+tgV_graph *tgV_build_inner(tgV_builder *outer, size_t nin, tg_term *const *inputs, tg_term *const *psyms,
+                           size_t nout, tg_term *const *outputs);
+/* How many scan lambdas enclose the graph b builds. */
+int tgV_depth(const tgV_builder *b);
 
 #endif

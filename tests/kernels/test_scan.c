@@ -462,6 +462,169 @@ static void test_counts(void)
     free(x.block), free(w.block), free(i0.block);
 }
 
+/* A scan inside a scan's lambda: row-wise cumulative sums of a matrix
+ * (the inner scan over each row), added up by the outer recurrence; and
+ * the limit on nesting. */
+static void test_nested(void)
+{
+    int64_t n = 7, m = 5, nm[2] = {n, m};
+    kt_arr x;
+    kt_make(&x, TG_FLOAT64, 2, nm, 0);
+    fill_ints(&x.a, -20, 20);
+    const char *ins = "(input x float64 (n m))";
+    const char *outs =
+        "(scan (lambda (row acc) ((add acc (scan (lambda (v c) ((add c v))) (steps auto) (sequences row)"
+        " (outputs (sitsot 0.0)) (non_sequences)))))"
+        " (steps auto) (sequences (input x float64 (n m))) (outputs (sitsot (alloc 0.0 m))) (non_sequences))";
+    tg_array out[1];
+    tg_error err;
+    int rc = run(ins, outs, &x.a, out, 1, &err);
+    TAP_CHECK(rc == 0, "a scan inside a scan's lambda runs: %s", rc ? err.message : "");
+    if (rc == 0) {
+        long double acc[5] = {0};
+        int bad = 0;
+        for (int64_t t = 0; t < n; t++) {
+            long double c = 0;
+            for (int64_t j = 0; j < m; j++) {
+                int64_t tj[2] = {t, j};
+                c += kt_get(&x.a, tj);
+                acc[j] += c;
+                bad += kt_get(&out[0], tj) != acc[j];
+            }
+        }
+        TAP_CHECK(out[0].ndim == 2 && out[0].shape[0] == n && out[0].shape[1] == m && !bad,
+                  "nested scans: sums of row-wise cumulative sums (%d wrong)", bad);
+        free(out[0].data);
+    }
+    free(x.block);
+    /* nine lambdas deep: each level a scan of one step over the one below */
+    char deep[4000] = "(add h 1)";
+    for (int k = 0; k < 9; k++) {
+        char next[4000];
+        snprintf(next, sizeof next, "(scan (lambda (h) (%s)) (steps 1) (sequences) (outputs (sitsot 0 last))"
+                 " (non_sequences))", deep);
+        memcpy(deep, next, sizeof deep);
+    }
+    fails("", deep, NULL, "scans nested more than 8 lambdas deep");
+    char *cut = strstr(deep + 1, "(scan");     /* eight deep: fine */
+    rc = run("", cut, NULL, out, 1, &err);
+    TAP_CHECK(rc == 0 && *(int64_t *)out[0].data == 1, "scans eight lambdas deep run: %s",
+              rc ? err.message : "");
+    if (rc == 0)
+        free(out[0].data);
+}
+
+/* Reductions in the lambda: over all axes, over some, of int64 and
+ * float64, and one whose result is the recurrent state itself. */
+static void test_reductions(void)
+{
+    int64_t n = 10, m = 3, nm[2] = {n, m}, n23[3] = {n, 2, 3};
+    kt_arr x, y, z;
+    kt_make(&x, TG_FLOAT64, 2, nm, 0);
+    kt_make(&y, TG_INT64, 2, nm, 0);
+    kt_make(&z, TG_FLOAT64, 3, n23, 0);
+    fill_ints(&x.a, -9, 10);
+    kt_fill(&y.a, -3, 4);
+    fill_ints(&z.a, -9, 10);
+    const char *ins = "(input x float64 (n m)) (input y int64 (n m)) (input z float64 (n 2 3))";
+    const char *scan =
+        "(scan (lambda (xt yt zt a b c) ((add a (max xt all)) (add b (prod yt all)) (sum (add xt c) all)"
+        " (sum zt (axes 1)) (mean xt all) (min zt (axes 0))))"
+        " (steps auto) (sequences (input x float64 (n m)) (input y int64 (n m)) (input z float64 (n 2 3)))"
+        " (outputs (sitsot 0.0) (sitsot 0 last) (sitsot 1.0) (nitsot) (nitsot) (nitsot)) (non_sequences))";
+    char outs[4000];
+    int o = snprintf(outs, sizeof outs, "%s", scan);
+    for (int k = 1; k < 6; k++)
+        o += snprintf(outs + o, sizeof outs - (size_t)o, " (scan_output %s %d)", scan, k);
+    tg_array args[3] = {x.a, y.a, z.a}, out[6];
+    tg_error err;
+    int rc = run(ins, outs, args, out, 6, &err);
+    TAP_CHECK(rc == 0, "reductions in the lambda run: %s", rc ? err.message : "");
+    if (rc == 0) {
+        long double a = 0, c = 1;
+        int64_t b = 0;
+        int bad[6] = {0};
+        for (int64_t t = 0; t < n; t++) {
+            long double mx = -INFINITY, sc = 0, mean = 0;
+            uint64_t pr = 1;
+            for (int64_t j = 0; j < m; j++) {
+                int64_t tj[2] = {t, j};
+                long double v = kt_get(&x.a, tj);
+                mx = v > mx ? v : mx;
+                sc += v + c;
+                mean += v;
+                pr *= (uint64_t)kt_geti(&y.a, tj);
+            }
+            a += mx, b += (int64_t)pr, c = sc;
+            bad[0] += kt_get(&out[0], &t) != a;
+            bad[2] += kt_get(&out[2], &t) != c;
+            bad[4] += kt_get(&out[4], &t) != (double)(mean / m);
+            for (int64_t i = 0; i < 2; i++) {
+                long double s2 = 0;
+                for (int64_t j = 0; j < 3; j++) {
+                    int64_t tij[3] = {t, i, j};
+                    s2 += kt_get(&z.a, tij);
+                }
+                int64_t ti[2] = {t, i};
+                bad[3] += kt_get(&out[3], ti) != s2;
+            }
+            for (int64_t j = 0; j < 3; j++) {
+                int64_t t0j[3] = {t, 0, j}, t1j[3] = {t, 1, j}, tj[2] = {t, j};
+                long double u = kt_get(&z.a, t0j), w = kt_get(&z.a, t1j);
+                bad[5] += kt_get(&out[5], tj) != (u < w ? u : w);
+            }
+        }
+        bad[1] = *(int64_t *)out[1].data != b;
+        TAP_CHECK(!bad[0], "max over all axes into a sum (%d wrong)", bad[0]);
+        TAP_CHECK(out[1].dtype == TG_INT64 && !bad[1], "int64 prod over all axes, last");
+        TAP_CHECK(!bad[2], "a sum that is the recurrent state (%d wrong)", bad[2]);
+        TAP_CHECK(out[3].ndim == 2 && out[3].shape[1] == 2 && !bad[3], "sum over axis 1 of 2-d rows (%d wrong)",
+                  bad[3]);
+        TAP_CHECK(!bad[4], "mean (%d wrong)", bad[4]);
+        TAP_CHECK(out[5].ndim == 2 && out[5].shape[1] == 3 && !bad[5], "min over axis 0 of 2-d rows (%d wrong)",
+                  bad[5]);
+        for (int k = 0; k < 6; k++)
+            free(out[k].data);
+    }
+    free(x.block), free(y.block), free(z.block);
+}
+
+/* A lambda whose result is 10^6 levels deep: typing, scheduling and
+ * running it use no C recursion on the depth. */
+static void test_deep(void)
+{
+    tg_error err;
+    tg_term *acc = tg_symbol_cstr(ctx, "acc"), *one = tg_int(ctx, 1), *add = tg_symbol_cstr(ctx, "add");
+    tg_term *r = acc;
+    for (int i = 0; i < 1000000; i++) {
+        tg_term *p[3] = {add, r, one};
+        r = tg_list(ctx, 3, p, NULL);
+    }
+    char text[300];
+    snprintf(text, sizeof text, "(scan (lambda (acc) (R)) (steps 3) (sequences) (outputs (sitsot 0 last))"
+             " (non_sequences))");
+    tg_term *t = tg_read_cstr(ctx, text, &err);
+    /* put the deep term in place of R */
+    tg_term *lam = tg_nth(t, 1), *parts[3] = {tg_nth(lam, 0), tg_nth(lam, 1), NULL};
+    tg_term *res[1] = {r};
+    parts[2] = tg_list(ctx, 1, res, NULL);
+    tg_term *nl = tg_list(ctx, 3, parts, NULL);
+    tg_term *all[6];
+    for (int i = 0; i < 6; i++)
+        all[i] = i == 1 ? nl : tg_nth(t, (size_t)i);
+    tg_term *scan = tg_list(ctx, 6, all, NULL);
+    tg_fn_options o = {NULL, kt_path, NULL, NULL, NULL, NULL};
+    tg_fn *fn = tg_fn_compile(ctx, 0, NULL, 1, &scan, &o, &err);
+    tg_array out;
+    memset(&out, 0, sizeof out);
+    int rc = fn ? tg_fn_call(fn, NULL, &out, &err) : -1;
+    TAP_CHECK(rc == 0 && out.dtype == TG_INT64 && *(int64_t *)out.data == 3000000,
+              "a lambda 10^6 levels deep: %s", rc ? err.message : "3 steps of 10^6 additions");
+    if (rc == 0)
+        free(out.data);
+    tg_fn_free(fn);
+}
+
 static void test_schedule(void)
 {
     tg_error err;
@@ -516,12 +679,11 @@ static void test_errors(void)
     snprintf(o, sizeof o, "(scan (lambda (h) ((mul h 0.5))) (steps 3) (sequences)"
              " (outputs (sitsot (const int64 1))) (non_sequences))");
     fails("", o, NULL, "output 0: the step gives float64, the initial value is int64");
-    snprintf(o, sizeof o, "(scan (lambda (h) ((scan (lambda (g) ((add g 1))) (steps 2) (sequences)"
-             " (outputs (sitsot h)) (non_sequences)))) (steps 3) (sequences) (outputs (sitsot 0)) (non_sequences))");
-    fails("", o, NULL, "a scan inside a scan's lambda is not supported yet");
-    snprintf(o, sizeof o, "(scan (lambda () ((scan (lambda (g) ((add g 1))) (steps 2) (sequences)"
-             " (outputs (sitsot 0)) (non_sequences)))) (steps 3) (sequences) (outputs (nitsot)) (non_sequences))");
-    fails("", o, NULL, "a scan inside a scan's lambda is not supported yet");
+    /* a lambda sees only its parameters: an outer one is passed as a non-sequence */
+    snprintf(o, sizeof o, "(scan (lambda (h) ((scan (lambda (g) ((add g h))) (steps 2) (sequences)"
+             " (outputs (sitsot 0.0 last)) (non_sequences)))) (steps 3) (sequences) (outputs (sitsot 0.0))"
+             " (non_sequences))");
+    fails("", o, NULL, "in h: not a parameter of the scan's lambda");
     snprintf(o, sizeof o, "(scan (lambda (h) ((add h 1))) (steps auto) (sequences (input a float64 (5)))"
              " (outputs (sitsot 0.0)) (non_sequences))");
     fails("(input a float64 (5))", o, &a.a, "the lambda has 1 parameters, the scan passes 2");
@@ -566,6 +728,9 @@ int main(void)
         test_dtypes();
         test_dots();
         test_counts();
+        test_nested();
+        test_reductions();
+        test_deep();
         test_schedule();
         test_errors();
     }
