@@ -143,7 +143,15 @@ static tg_term *list(so *s, size_t n, tg_term *const *v)
  * to go on, 1 to stop the walk (returned), -1 on an error. */
 typedef int (*visit_fn)(so *s, tg_term *node, void *ud);
 
+static int walk_in(so *s, tg_term *root, tgW_map *seen, visit_fn fn, void *ud, int lambdas);
+
 static int walk(so *s, tg_term *root, tgW_map *seen, visit_fn fn, void *ud)
+{
+    return walk_in(s, root, seen, fn, ud, 1);
+}
+
+/* walk, not looking into the lambdas of scans when lambdas is 0 */
+static int walk_in(so *s, tg_term *root, tgW_map *seen, visit_fn fn, void *ud, int lambdas)
 {
     vec st = {0};
     if (!is_pair(root) || tgW_map_get(seen, root))
@@ -158,7 +166,7 @@ static int walk(so *s, tg_term *root, tgW_map *seen, visit_fn fn, void *ud)
         tg_iter it;
         tg_iter_init(&it, t);
         for (tg_term *e; (e = tg_iter_next(&it));)
-            if (is_pair(e) && !tgW_map_get(seen, e)) {
+            if (is_pair(e) && !tgW_map_get(seen, e) && (lambdas || !is_app(e, NM(s, N_LAMBDA)))) {
                 if (tgW_map_put(seen, e, e) < 0 || push(s, &st, e) < 0)
                     return s->oom = 1, -1;
             }
@@ -918,7 +926,9 @@ static int analyze(so *s, tg_term *root, graph *g)
     memset(g, 0, sizeof *g);
     g->root = root;
     tgW_map seen = {0};
-    return walk(s, root, &seen, graph_fn, g);
+    /* a lambda sees only its parameters: no reader of an outer scan is
+     * inside one, and the scans inside one are left alone */
+    return walk_in(s, root, &seen, graph_fn, g, 0);
 }
 
 /* The graph with scan u->t replaced by t2, its output k by output

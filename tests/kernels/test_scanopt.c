@@ -15,8 +15,9 @@ static tg_rules *rs;
 #define Y "(input y float64 (n))"
 #define W "(input w float64 ())"
 #define F "(input f int64 (3))"
+#define Z "(input z float64 (n 4))"
 
-static const char ins[] = X " " Y " " W " " F;
+static const char ins[] = X " " Y " " W " " F " " Z;
 
 typedef struct tcase {
     const char *rewriter;   /* what the rule set runs */
@@ -68,6 +69,11 @@ static const tcase cases[] = {
      " (outputs (sitsot 0)) (non_sequences " W ") backwards)"
      " (scan_steps (scan (lambda (a s u) ((add s (exp a) (sqr u))) (until (gt s 5))) (steps auto)"
      " (sequences " X ") (outputs (sitsot 0)) (non_sequences " W ") backwards))", NULL, 0},
+    /* a scan in a lambda: its invariant work leaves the inner loop */
+    {"t-push-invariant",
+     "(scan (lambda (row acc u) ((add acc (sum (scan (lambda (v c w) ((add c (mul v (exp w))))) (steps auto)"
+     " (sequences row) (outputs (sitsot 0.0)) (non_sequences u)) all)))) (steps auto) (sequences " Z ")"
+     " (outputs (sitsot 0.0)) (non_sequences " W "))", NULL, 0},
     /* everything at once: merged, folded, pushed out, last */
     {"default",
      "(subtensor (scan (lambda (a b s u c) ((add (mul 1 s) (mul b u) (mul a c) (exp u)))) (steps auto)"
@@ -112,7 +118,7 @@ static int changes(const tcase *c)
 }
 
 static int64_t n = 13;
-static kt_arr args[4];
+static kt_arr args[5];
 
 static void make_args(void)
 {
@@ -121,6 +127,9 @@ static void make_args(void)
     kt_make(&args[1], TG_FLOAT64, 1, &n, 0);
     kt_make(&args[2], TG_FLOAT64, 0, NULL, 0);
     kt_make(&args[3], TG_INT64, 1, &three, 0);
+    int64_t nz[2] = {n, 4};
+    kt_make(&args[4], TG_FLOAT64, 2, nz, 1);
+    kt_fill(&args[4].a, -3, 3);
     kt_fill(&args[0].a, -3, 3);
     kt_fill(&args[1].a, -3, 3);
     *(double *)args[2].a.data = 0.25;
@@ -165,8 +174,8 @@ static int agree(const tg_array *b, const tg_array *a, int lastrow, char *why, s
 static void run_case(const tcase *c)
 {
     tg_error err;
-    tg_array in[4], bo[8], ao[8];
-    for (int i = 0; i < 4; i++)
+    tg_array in[5], bo[8], ao[8];
+    for (int i = 0; i < 5; i++)
         in[i] = args[i].a;
     memset(bo, 0, sizeof bo), memset(ao, 0, sizeof ao);
     const char *path = kt_path ? "interpreted" : "compiled";
@@ -216,7 +225,7 @@ int main(void)
     for (kt_path = 0; kt_path < 2; kt_path++)
         for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
             run_case(&cases[i]);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         free(args[i].block);
     tg_rules_free(rs);
     tg_ctx_free(ctx);
