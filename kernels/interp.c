@@ -1016,6 +1016,7 @@ static int prepare(const tgH_sched *s, tgI_state *st, tg_array *out, unsigned ch
 int tgI_bind(const tgH_sched *s, tgI_state *st, const tg_array *in, tg_array *out, tg_error *err)
 {
     unsigned char owned[s->g->noutputs > 0 ? s->g->noutputs : 1];
+    memset(owned, 0, sizeof owned);     /* outputs come with their data: nothing is allocated */
     return bind_inputs(s, st, in, err) < 0 || prepare(s, st, out, owned, err) < 0 ? -1 : 0;
 }
 

@@ -625,6 +625,54 @@ static void test_deep(void)
     tg_fn_free(fn);
 }
 
+/* One function called on arrays of other sizes: the inner sizes, shapes,
+ * workspace and rings follow each call. */
+static void test_recall(void)
+{
+    tg_error err;
+    const char *ins = "(input c float64 (k)) (input x float64 (m))";
+    const char *scan =
+        "(scan (lambda (ct acc xs) ((add (mul acc xs) ct) (mul acc 2))) (steps auto)"
+        " (sequences (input c float64 (k))) (outputs (sitsot (alloc (const float64 0) m) last) (nitsot))"
+        " (non_sequences (input x float64 (m))))";
+    char outs[1000];
+    snprintf(outs, sizeof outs, "%s (scan_output %s 1)", scan, scan);
+    tg_fn *fn = kt_compile(ctx, ins, outs, NULL, kt_path, &err);
+    TAP_CHECK(fn != NULL, "compiles: %s", fn ? "" : err.message);
+    if (!fn)
+        return;
+    static const int64_t ks[3] = {20, 3, 50}, ms[3] = {7, 30, 1};
+    int bad = 0, fails = 0;
+    for (int call = 0; call < 3; call++) {
+        int64_t k = ks[call], m = ms[call];
+        kt_arr c, x;
+        kt_make(&c, TG_FLOAT64, 1, &k, 0);
+        kt_make(&x, TG_FLOAT64, 1, &m, 0);
+        fill_ints(&c.a, -9, 10);
+        fill_ints(&x.a, -1, 2);
+        tg_array args[2] = {c.a, x.a}, out[2];
+        memset(out, 0, sizeof out);
+        if (tg_fn_call(fn, args, out, &err) < 0) {
+            tap_diag("%s", err.message);
+            fails++;
+        } else {
+            for (int64_t j = 0; j < m; j++) {
+                long double acc = 0, xv = d_at(&x.a, j);
+                for (int64_t t = 0; t < k; t++) {
+                    int64_t tj[2] = {t, j};
+                    bad += kt_get(&out[1], tj) != 2 * acc;
+                    acc = acc * xv + d_at(&c.a, t);
+                }
+                bad += d_at(&out[0], j) != (double)acc;
+            }
+            free(out[0].data), free(out[1].data);
+        }
+        free(c.block), free(x.block);
+    }
+    TAP_CHECK(!fails && !bad, "three calls of other sizes (%d failed, %d wrong)", fails, bad);
+    tg_fn_free(fn);
+}
+
 static void test_schedule(void)
 {
     tg_error err;
@@ -731,6 +779,7 @@ int main(void)
         test_nested();
         test_reductions();
         test_deep();
+        test_recall();
         test_schedule();
         test_errors();
     }
