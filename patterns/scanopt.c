@@ -704,12 +704,6 @@ static int find_moves(so *s, scan *sc, deps *d, ok_fn ok, vec *found, tgW_map *i
     return 0;
 }
 
-static int all_symbols(so *s, const scan *sc, tg_term *t, tgW_map *used)
-{
-    (void)sc;
-    return symbols(s, t, used);
-}
-
 static int invariant_ok(unsigned f) { return !(f & (D_VAR | D_STUCK)); }
 
 /* Work that reads no sequence nor tap is computed once, before the loop,
@@ -731,7 +725,7 @@ static int push_invariant(so *s, scan *sc, tg_term *whole)
         return -1;
     if (!found.n)
         return 0;
-    if (all_symbols(s, sc, whole, &used) < 0)
+    if (symbols(s, whole, &used) < 0)
         return -1;
     for (size_t i = 0; i < sc->nsp.n; i++)
         if (tgW_map_put(&out, sc->nsp.v[i], sc->ns.v[i]) < 0)
@@ -777,7 +771,7 @@ static int push_sequences(so *s, scan *sc, tg_term *whole)
         return -1;
     if (!found.n)
         return 0;
-    if (all_symbols(s, sc, whole, &used) < 0)
+    if (symbols(s, whole, &used) < 0)
         return -1;
     for (size_t i = 0; i < found.n; i++) {
         tg_term *p = fresh(s, &used, "r");
@@ -823,8 +817,8 @@ typedef struct use {
 
 typedef struct graph {
     tg_term *root;
-    vec nodes;              /* every compound node, each once */
     tgW_map users;          /* scan -> use */
+    tgW_map bad;            /* scan terms this module does not understand */
     vec scans;              /* in the order met */
     tgW_map parents;        /* node -> number of times it is an element of a node */
 } graph;
@@ -845,12 +839,15 @@ static int takes_last(so *s, const tg_term *p, const tg_term *e)
 static use *use_of(so *s, graph *g, tg_term *t)
 {
     use *u = tgW_map_get(&g->users, t);
-    if (u || !is_app(t, NM(s, N_SCAN)))
+    if (u || !is_app(t, NM(s, N_SCAN)) || tgW_map_get(&g->bad, t))
         return u;
     if (!(u = GC_MALLOC(sizeof *u)))
         return s->oom = 1, NULL;
-    if (!parse(s, t, &u->sc))
+    if (!parse(s, t, &u->sc)) {
+        if (!s->oom && tgW_map_put(&g->bad, t, t) < 0)
+            s->oom = 1;
         return NULL;
+    }
     u->t = t;
     u->used = GC_MALLOC_ATOMIC(u->sc.no + 1);
     u->lastonly = GC_MALLOC_ATOMIC(u->sc.no + 1);
@@ -911,8 +908,6 @@ static int note(so *s, graph *g, tg_term *p, tg_term *e)
 static int graph_fn(so *s, tg_term *p, void *ud)
 {
     graph *g = ud;
-    if (push(s, &g->nodes, p) < 0)
-        return -1;
     tg_iter it;
     tg_iter_init(&it, p);
     for (tg_term *e; (e = tg_iter_next(&it));)
@@ -1105,7 +1100,7 @@ static int contains(so *s, tg_term *a, tg_term *b)
 }
 
 /* The same sequences (as a set), steps and options, no condition. */
-static int mergeable(so *s, const scan *a, const scan *b)
+static int mergeable(const scan *a, const scan *b)
 {
     if (a->steps != b->steps || a->until || b->until || a->opts.n != b->opts.n)
         return 0;
@@ -1121,7 +1116,6 @@ static int mergeable(so *s, const scan *a, const scan *b)
             if (j == x[!k]->seq.n)
                 return 0;
         }
-    (void)s;
     return 1;
 }
 
@@ -1187,7 +1181,7 @@ static int merge_scans(so *s, graph *g, use *ua, tg_term **res)
 {
     for (size_t j = 0; j < g->scans.n; j++) {
         use *ub = tgW_map_get(&g->users, g->scans.v[j]);
-        if (ub == ua || !mergeable(s, &ua->sc, &ub->sc))
+        if (ub == ua || !mergeable(&ua->sc, &ub->sc))
             continue;
         int c1 = contains(s, ua->t, ub->t), c2 = c1 ? 0 : contains(s, ub->t, ua->t);
         if (c1 < 0 || c2 < 0)
