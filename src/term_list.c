@@ -44,6 +44,8 @@ tg_term *tg_list(tg_ctx *ctx, size_t n, tg_term *const *e, tg_term *tail)
 
 tg_term *tg_cons(tg_ctx *ctx, tg_term *car, tg_term *cdr)
 {
+    if (!car)
+        return NULL;
     return tg_list(ctx, 1, &car, cdr);
 }
 
