@@ -773,8 +773,56 @@ static int step(acs *S, tg_ctx *ctx, const tgW_ins *pc, tg_term *const *K, tg_te
     return 0;
 }
 
+/* ---- matching: what a root needs ------------------------------------ */
+
+/* A bit for the key of t: its head when an application, else t. */
+static inline uint64_t key_bit(const tg_term *t)
+{
+    const tg_term *k = tgT_ispair(t) ? t->e[0] : t;
+    return 1ull << ((uintptr_t)k * 0x9E3779B97F4A7C15ull >> 58);
+}
+
+/* An assoc / comm root takes, for each constant of the pattern, an
+ * argument equal to it, and for each application pattern with a symbol
+ * head, an argument with that head (M_ACTAKE with pad, M_ACONE with a
+ * head); and it needs as many arguments as its M_ACOPEN says.  So a call
+ * whose arguments lack one of those keys, or have another count, cannot
+ * match: the test below turns it down before any state is set up.  On
+ * a graph most calls of add and mul meet a dozen such rules (x*1, x*0,
+ * x*x^a, exp x * exp y, ...) and fail them all. */
+void tgW_ac_prepare(tgW_rule *r)
+{
+    r->acneed = 0, r->acmin = 0, r->acmax = 0;
+    const tgW_ins *open = r->match;
+    while (open->op != M_DONE && !(open->op == M_ACOPEN && (open->d & TGW_AC_ROOT)))
+        open++;
+    if (open->op == M_DONE)
+        return;     /* the root is not an assoc / comm node */
+    uint32_t k = open->d >> 8, id = open->c;
+    r->acmin = k;
+    r->acmax = (open->d & TGW_AC_EXACT) ? k : 0;
+    for (const tgW_ins *i = r->match; i->op != M_DONE; i++)
+        if ((i->op == M_ACTAKE && i->pad && i->a == id) || (i->op == M_ACONE && i->a == id && i->b != 0xffff))
+            r->acneed |= key_bit(r->k[i->b]);
+}
+
+/* Whether the call's n arguments A may match r's root (tgW_ac_prepare). */
+static inline int root_may_match(const tgW_rule *r, tg_term *const *A, uint32_t n)
+{
+    if (n < r->acmin || (r->acmax && n > r->acmax))
+        return 0;
+    if (!r->acneed)
+        return 1;
+    uint64_t have = 0;
+    for (uint32_t i = 0; i < n; i++)
+        have |= key_bit(A[i]);
+    return !(r->acneed & ~have);
+}
+
 int tgW_ac_match(tg_rules *rs, const tgW_rule *r, tg_term **A, uint32_t n, tg_term **R, tg_error *err)
 {
+    if (!root_may_match(r, A, n))
+        return 0;
     acs *S = acs_get(rs);
     if (!S)
         return tgE_nomem(err), -1;
