@@ -417,7 +417,7 @@ static const tgW_index no_rules = {0, NULL};
  * call then open in the memo table if *opened), -1 with err filled (out
  * of memory, or a cycle: the call is being reduced already). */
 static inline int memo_lookup(tg_rules *rs, uint32_t opid, tg_term *head, int atom, uint32_t c,
-                       tg_term *const *args, tg_term **result, int *opened, tg_error *err)
+                              tg_term *const *args, tg_term **result, int *opened, tg_error *err)
 {
     *opened = 0;
     size_t slot = tgW_memo_enter(&rs->m->memo, rs->ctx, opid, head, atom, c, args, rs->rewrites, result);
