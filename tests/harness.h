@@ -155,7 +155,7 @@ static TAP_UNUSED_ int tap_done_(void)
 /* "$srcdir/rel" (or "./rel" when srcdir is not set) in a static buffer. */
 static TAP_UNUSED_ const char *tap_path(const char *rel)
 {
-    static char buf[4096];
+    static _Thread_local char buf[4096];   /* tests call it from several threads */
     const char *dir = getenv("srcdir");
     snprintf(buf, sizeof buf, "%s/%s", dir && *dir ? dir : ".", rel);
     return buf;
