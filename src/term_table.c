@@ -282,6 +282,7 @@ static uint32_t lo_of(size_t k, size_t nb)
 static void move_all(const bucket *old, size_t onb, uintptr_t omask, bucket *na, size_t nnb)
 {
     uintptr_t nmask = tbl_tagmask(na);
+    int same = nmask == omask;
     int recon = TAG_WIDE && omask != TAG_LO && onb >= RECON_MIN_BUCKETS;
     /* lo[d] = ceil((i - d) * 2^32 / onb) for displacements d of 0 to 2;
      * lo[0] stepped as a quotient and a remainder */
@@ -316,7 +317,9 @@ static void move_all(const bucket *old, size_t onb, uintptr_t omask, bucket *na,
             if (h != ((tg_term *)t)->h.hash)
                 abort();
 #endif
-            place(na, nnb, nmask, t, h);
+            /* the hash tags do not depend on the number of buckets: with
+             * the same mask only the displacement changes */
+            place_tagged(na, nnb, same ? v & ~DISP : t | (ptag(h) & nmask), h);
         }
         q += qstep;
         r += rstep;
