@@ -11,6 +11,7 @@
 #include "buf.h"
 #include "error.h"
 #include "schedule.h"
+#include "scan.h"
 
 static int *ints(size_t n, int fill)
 {
@@ -153,6 +154,10 @@ static int assign_units(const tgV_graph *g, int *unit, int *level)
             unit[v] = -1;
             continue;
         }
+        if (n->op == TGV_SCAN && v > 0 && g->nodes[v - 1].scan == n->scan) {
+            unit[v] = unit[v - 1];  /* one step computes all of a scan's nodes */
+            continue;
+        }
         if (!tgV_elementwise(n->op)) {
             unit[v] = units++;
             continue;
@@ -254,6 +259,7 @@ static int make_steps(tgH_sched *s, const int *unit, int nu, const int *order)
             st->kind = tgV_elementwise(n->op) ? TGH_LOOP
                      : n->op == TGV_DOT ? TGH_DOT
                      : n->op == TGV_GEMM ? TGH_GEMM
+                     : n->op == TGV_SCAN ? TGH_SCAN
                      : n->op == TGV_RESHAPE ? TGH_RESHAPE
                      : n->op == TGV_TRANSPOSE || n->op == TGV_DIMSHUFFLE ? TGH_VIEW : TGH_REDUCE;
             int c = count[unit[v]];
@@ -317,8 +323,9 @@ static int plan_buffers(tgH_sched *s, const unsigned char *kept)
     int nfree = 0;
     for (int k = 0; k < s->nsteps; k++) {
         tgH_step *st = &s->steps[k];
-        int *produced = st->kind == TGH_LOOP ? st->outs : &st->node;
-        int np = st->kind == TGH_LOOP ? st->nouts : 1;
+        bool many = st->kind == TGH_LOOP || st->kind == TGH_SCAN;
+        int *produced = many ? st->outs : &st->node;
+        int np = many ? st->nouts : 1;
         for (int j = 0; j < np; j++) {
             int v = produced[j];
             const tgV_node *n = &g->nodes[v];
@@ -486,11 +493,13 @@ tg_term *tgH_term(const tgH_sched *s, tg_error *err)
         tgB_putc(&b, ')');
     }
     tgB_putc(&b, ')');
-    static const char *const kinds[] = {"loop", "reduce", "dot", "view", "reshape", "gemm"};
+    static const char *const kinds[] = {"loop", "reduce", "dot", "view", "reshape", "gemm", "scan"};
     for (int k = 0; k < s->nsteps; k++) {
         const tgH_step *st = &s->steps[k];
         tgB_printf(&b, "\n  (%s", kinds[st->kind]);
-        if (st->kind == TGH_LOOP) {
+        if (st->kind == TGH_SCAN) {
+            tgSc_put_step(&b, s, k);
+        } else if (st->kind == TGH_LOOP) {
             tgB_putc(&b, ' ');
             put_shape(s, &b, &g->nodes[st->node]);
             tgB_puts(&b, " (in");
@@ -536,3 +545,8 @@ tg_term *tgH_term(const tgH_sched *s, tg_error *err)
     free(text);
     return t;
 }
+
+/* ---- for kernels/scan.c ------------------------------------------------ */
+
+void tgH_put_name(const tgH_sched *s, tgB_buf *b, int v) { put_name(s, b, v); }
+void tgH_put_dest(const tgH_sched *s, tgB_buf *b, int v) { put_dest(s, b, v); }
