@@ -273,17 +273,28 @@ static uint32_t lo_of(size_t k, size_t nb)
  * With wide tags the hash of nearly every entry follows from its slot
  * (see recon_hash), so the pass reads only the two arrays, nearly
  * sequentially (homes are monotonic in the hash).  Otherwise it reads
- * the nodes, fetched some buckets ahead so that the misses overlap. */
-#define REBUILD_PREFETCH 3      /* buckets */
+ * the nodes, fetched some buckets ahead so that the misses overlap.
+ * The new array's buckets are fetched for writing some buckets ahead
+ * too: a fresh array's lines are in no cache, and the hardware's
+ * prefetchers did not hide their misses (8% less time per move). */
+#define REBUILD_PREFETCH 3      /* old buckets, for the nodes */
+#define REBUILD_AHEAD 8         /* old buckets, for the new array's lines */
 static void move_all(const bucket *old, size_t onb, uintptr_t omask, bucket *na, size_t nnb)
 {
     uintptr_t nmask = tbl_tagmask(na);
+    int same = nmask == omask;
     int recon = TAG_WIDE && omask != TAG_LO && onb >= RECON_MIN_BUCKETS;
     /* lo[d] = ceil((i - d) * 2^32 / onb) for displacements d of 0 to 2;
      * lo[0] stepped as a quotient and a remainder */
     uint64_t qstep = ((uint64_t)1 << 32) / onb, rstep = ((uint64_t)1 << 32) % onb, q = 0, r = 0;
     uint32_t lo[3] = {lo_of(onb - 1, onb), lo_of(onb - 2, onb), 0};
+    uint64_t ratio = ((uint64_t)nnb << 16) / onb;   /* new buckets per old one, 16.16 */
     for (size_t i = 0; i < onb; i++) {
+        size_t t = (size_t)(((uint64_t)(i + REBUILD_AHEAD) * ratio) >> 16);
+        if (t + 1 < nnb) {  /* where the entries of old bucket i + REBUILD_AHEAD go */
+            __builtin_prefetch(&na[t], 1);
+            __builtin_prefetch(&na[t + 1], 1);
+        }
         if (i + REBUILD_PREFETCH < onb) {
             const bucket *p = &old[i + REBUILD_PREFETCH];
             for (uint64_t m = p->ctrl & CT_SLOTS; m; m &= m - 1) {
@@ -306,7 +317,9 @@ static void move_all(const bucket *old, size_t onb, uintptr_t omask, bucket *na,
             if (h != ((tg_term *)t)->h.hash)
                 abort();
 #endif
-            place(na, nnb, nmask, t, h);
+            /* the hash tags do not depend on the number of buckets: with
+             * the same mask only the displacement changes */
+            place_tagged(na, nnb, same ? v & ~DISP : t | (ptag(h) & nmask), h);
         }
         q += qstep;
         r += rstep;

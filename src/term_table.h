@@ -172,14 +172,13 @@ static inline size_t next_bucket(size_t i, size_t nb)
     return i + 1 == nb ? 0 : i + 1;
 }
 
-/* Put v, the untagged pointer to a node of hash h, in the first bucket
- * from its home that has a free slot, counting it in the overflow count
- * of each full bucket it passes.  The slot is stored before its control
- * byte (see retag). */
-static inline void place(bucket *a, size_t nb, uintptr_t mask, uintptr_t v, uint32_t h)
+/* Put v, the pointer to a node of hash h with its hash tags (and no
+ * displacement), in the first bucket from its home that has a free slot,
+ * counting it in the overflow count of each full bucket it passes.  The
+ * slot is stored before its control byte (see retag). */
+static inline void place_tagged(bucket *a, size_t nb, uintptr_t v, uint32_t h)
 {
     size_t i = home_in(h, nb);
-    v |= ptag(h) & mask;
     for (;;) {
         uint64_t c = a[i].ctrl, e = ~c & CT_SLOTS;
         if (__builtin_expect(e != 0, 1)) {
@@ -194,6 +193,12 @@ static inline void place(bucket *a, size_t nb, uintptr_t mask, uintptr_t v, uint
         v = ptag_next(v);
         i = next_bucket(i, nb);
     }
+}
+
+/* The same for v, the untagged pointer. */
+static inline void place(bucket *a, size_t nb, uintptr_t mask, uintptr_t v, uint32_t h)
+{
+    place_tagged(a, nb, v | (ptag(h) & mask), h);
 }
 
 /* The collector kind of term nodes (term_table.c sets it up). */
