@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "index.h"
 #include "interp.h"
 #include "codegen.h"
 
@@ -992,7 +993,7 @@ static int prepare(const tgH_sched *s, tgI_state *st, tg_array *out, unsigned ch
         int v = g->outputs[i];
         tgV_op op = g->nodes[v].op;
         if (s->output[v] != i || op == TGV_INPUT || op == TGV_CONST || op == TGV_TRANSPOSE ||
-            op == TGV_DIMSHUFFLE || op == TGV_RESHAPE)
+            op == TGV_DIMSHUFFLE || op == TGV_RESHAPE || op == TGV_SUBTENSOR)
             continue;
         tgI_arr *a = &st->vals[v];
         a->data = out[i].data;
@@ -1008,7 +1009,8 @@ int tgI_run(const tgH_sched *s, tgI_state *st, const tg_array *in, tg_array *out
     memset(owned, 0, sizeof owned);
     int *pos = st->pos;
     int rc = -1;
-    if (bind_inputs(s, st, in, err) < 0 || prepare(s, st, out, owned, err) < 0)
+    if (bind_inputs(s, st, in, err) < 0 || tgIx_bind(g, st->symv, err) < 0 ||
+        prepare(s, st, out, owned, err) < 0)
         goto done;
     for (int k = 0; k < s->nsteps; k++) {
         const tgH_step *step = &s->steps[k];
@@ -1036,7 +1038,12 @@ int tgI_run(const tgH_sched *s, tgI_state *st, const tg_array *in, tg_array *out
                 goto done;
             break;
         case TGH_VIEW:
-            run_view(s, st, v);
+            if (g->nodes[v].op == TGV_SUBTENSOR) {
+                if (tgIx_view(g, st, v, err) < 0)
+                    goto done;
+            } else {
+                run_view(s, st, v);
+            }
             break;
         case TGH_RESHAPE:
             if (run_reshape(s, st, v, err) < 0)

@@ -10,6 +10,7 @@
 
 #include "buf.h"
 #include "error.h"
+#include "index.h"
 #include "schedule.h"
 
 static int *ints(size_t n, int fill)
@@ -255,7 +256,8 @@ static int make_steps(tgH_sched *s, const int *unit, int nu, const int *order)
                      : n->op == TGV_DOT ? TGH_DOT
                      : n->op == TGV_GEMM ? TGH_GEMM
                      : n->op == TGV_RESHAPE ? TGH_RESHAPE
-                     : n->op == TGV_TRANSPOSE || n->op == TGV_DIMSHUFFLE ? TGH_VIEW : TGH_REDUCE;
+                     : n->op == TGV_TRANSPOSE || n->op == TGV_DIMSHUFFLE || n->op == TGV_SUBTENSOR
+                         ? TGH_VIEW : TGH_REDUCE;
             int c = count[unit[v]];
             st->nodes = ints((size_t)c, -1);
             st->outs = ints((size_t)c, -1);
@@ -296,7 +298,7 @@ static int plan_buffers(tgH_sched *s, const unsigned char *kept)
         s->output[g->outputs[i]] = i;
     for (int v = 0; v < g->n; v++) {
         tgV_op op = g->nodes[v].op;
-        s->base[v] = op == TGV_TRANSPOSE || op == TGV_DIMSHUFFLE || op == TGV_RESHAPE
+        s->base[v] = op == TGV_TRANSPOSE || op == TGV_DIMSHUFFLE || op == TGV_RESHAPE || op == TGV_SUBTENSOR
                          ? s->base[g->nodes[v].args[0]] : v;
         if (s->base[v] != v)
             viewed[s->base[v]] = 1;
@@ -415,10 +417,43 @@ static void put_shape(const tgH_sched *s, tgB_buf *b, const tgV_node *n)
     tgB_putc(b, ')');
 }
 
+/* A subtensor's indices as written: integers, index nodes, slices. */
+static void put_indices(const tgH_sched *s, tgB_buf *b, const tgV_node *n)
+{
+    for (int d = 0; d < n->index->n; d++) {
+        const tgIx_axis *a = &n->index->ax[d];
+        tgB_putc(b, ' ');
+        if (a->kind == TGIX_DYNAMIC) {
+            put_name(s, b, n->args[a->arg]);
+        } else if (a->kind == TGIX_INDEX) {
+            tgB_printf(b, "%lld", (long long)a->start);
+        } else {
+            const int64_t *v[3] = {a->has_start ? &a->start : NULL, a->has_stop ? &a->stop : NULL,
+                                   a->has_step ? &a->step : NULL};
+            tgB_puts(b, "(slice");
+            for (int k = 0; k < 3; k++)
+                if (v[k])
+                    tgB_printf(b, " %lld", (long long)*v[k]);
+                else
+                    tgB_puts(b, " none");
+            tgB_putc(b, ')');
+        }
+    }
+}
+
 /* (%k (op arg ... params)) */
 static void put_op(const tgH_sched *s, tgB_buf *b, int v)
 {
     const tgV_node *n = &s->g->nodes[v];
+    if (n->op == TGV_SUBTENSOR) {
+        tgB_putc(b, '(');
+        put_name(s, b, v);
+        tgB_puts(b, " (subtensor ");
+        put_name(s, b, n->args[0]);
+        put_indices(s, b, n);
+        tgB_puts(b, "))");
+        return;
+    }
     tgB_putc(b, '(');
     put_name(s, b, v);
     tgB_printf(b, " (%s", tgV_op_name(n->op));
