@@ -11,6 +11,7 @@
 #include "error.h"
 #include "cache.h"
 #include "interp.h"
+#include "rwcache.h"
 
 struct tg_fn {
     tgV_graph *g;
@@ -117,26 +118,12 @@ void tg_array_init(tg_array *a, tg_dtype dtype, int ndim, const int64_t *shape, 
     }
 }
 
-/* The outputs rewritten with opt->rules (canonicalize, specialize, ...):
- * the lowering then sees what the rule databases make of them. */
-static tg_term **rewrite_outputs(tg_ctx *ctx, size_t nout, tg_term *const *outputs,
-                                 const tg_fn_options *opt, tg_error *err)
-{
-    tg_term *spec = opt->rewrite ? opt->rewrite : tg_symbol_cstr(ctx, "default");
-    tg_term **out = GC_MALLOC((nout ? nout : 1) * sizeof *out);
-    if (!out || !spec)
-        return tgE_nomem(err), NULL;
-    for (size_t i = 0; i < nout; i++)
-        if (!(out[i] = tg_rewrite(opt->rules, spec, outputs[i], err)))
-            return NULL;
-    return out;
-}
-
 tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout,
                      tg_term *const *outputs, const tg_fn_options *opt, tg_error *err)
 {
     if (opt && opt->rules) {
-        tg_term **rw = rewrite_outputs(ctx, nout, outputs, opt, err);
+        int hit;    /* the rewritten terms come from the cache when it has them */
+        tg_term **rw = tgZw_rewrite(ctx, nout, outputs, opt, &hit, err);
         if (!rw)
             return NULL;
         outputs = rw;
