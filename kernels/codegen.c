@@ -243,6 +243,64 @@ static void put_body(tgB_buf *b, const tgH_sched *s, const tgH_step *st)
     }
 }
 
+/* Fold value expression val into the accumulator of fused reduction q
+ * (operand K, at element i): what the interpreter's fold_block does. */
+static void put_fold(tgB_buf *b, const tgH_sched *s, int r, int K, const char *val)
+{
+    const tgV_node *n = &s->g->nodes[r], *x = &s->g->nodes[n->args[0]];
+    bool fl = isf(x->dtype) || n->op == TGV_MEAN;
+    const char *T = fl ? "double" : "int64_t";
+    tgB_printf(b, "     { %s *a = (%s *)(b[%d] + i * s[%d]), v = (%s)(%s);\n", T, T, K, K, T, val);
+    switch (n->op) {
+    case TGV_PROD: tgB_puts(b, fl ? "       *a *= v;" : "       *a = TGK_MUL(*a, v);"); break;
+    case TGV_MAX:
+        tgB_puts(b, fl ? "       *a = *a != *a ? *a : v != v || v > *a ? v : *a;" : "       *a = v > *a ? v : *a;");
+        break;
+    case TGV_MIN:
+        tgB_puts(b, fl ? "       *a = *a != *a ? *a : v != v || v < *a ? v : *a;" : "       *a = v < *a ? v : *a;");
+        break;
+    default: tgB_puts(b, fl ? "       *a += v;" : "       *a = TGK_ADD(*a, v);");
+    }
+    tgB_puts(b, " }\n");
+}
+
+/* The value of a fused reduction's source inside the body. */
+static void red_src(const tgH_sched *s, int r, char *buf, size_t n)
+{
+    int v = s->g->nodes[r].args[0];
+    tgV_op op = s->g->nodes[v].op;
+    snprintf(buf, n, op >= TGV_LT && op <= TGV_NEQ ? "c%d" : "v%d", v);
+}
+
+/* The loop body over [j, i1) for a loop with fused reductions, operands
+ * contiguous: the elementwise work in chunks under omp simd, each
+ * reduction's values kept in a chunk buffer, then folded in element order
+ * (so the sums are those of the unfused reduction, bit for bit). */
+static void put_fused_contig(tgB_buf *b, const tgH_sched *s, const tgH_step *st)
+{
+    int nio = st->nins + st->nouts;
+    tgB_puts(b, "    for (int64_t c0 = j; c0 < i1; c0 += 256) {\n"
+                "     int64_t c1 = i1 - c0 < 256 ? i1 : c0 + 256;\n");
+    for (int q = 0; q < st->nreds; q++) {
+        const tgV_node *n = &s->g->nodes[st->reds[q]], *x = &s->g->nodes[n->args[0]];
+        tgB_printf(b, "     %s rb%d[256];\n", isf(x->dtype) || n->op == TGV_MEAN ? "double" : "int64_t", q);
+    }
+    tgB_puts(b, "     #pragma omp simd\n     for (int64_t i = c0; i < c1; i++) {\n");
+    put_body(b, s, st);
+    for (int q = 0; q < st->nreds; q++) {
+        char src[32];
+        red_src(s, st->reds[q], src, sizeof src);
+        tgB_printf(b, "      rb%d[i - c0] = %s;\n", q, src);
+    }
+    tgB_puts(b, "     }\n     for (int64_t i = c0; i < c1; i++) {\n");
+    for (int q = 0; q < st->nreds; q++) {
+        char src[32];
+        snprintf(src, sizeof src, "rb%d[i - c0]", q);
+        put_fold(b, s, st->reds[q], nio + q, src);
+    }
+    tgB_puts(b, "     }\n    }\n");
+}
+
 /* tgk_rangeK runs flat indices [lo, hi) of the loop; tgk_loopK splits the
  * whole range over OpenMP threads when it is large (compiled with
  * -fopenmp), else runs it in one piece. */
@@ -250,7 +308,7 @@ static void put_loop(tgB_buf *b, const tgH_sched *s, int k)
 {
     const tgH_step *st = &s->steps[k];
     const tgV_graph *g = s->g;
-    int nd = g->nodes[st->node].ndim, nio = st->nins + st->nouts;
+    int nd = g->nodes[st->node].ndim, nio = st->nins + st->nouts + st->nreds;
     tgB_printf(b, "\nstatic void tgk_range%d(const int64_t *shape, char *const *base, const int64_t *st,"
                   " int64_t lo, int64_t hi)\n{\n", k);
     tgB_printf(b, "  enum { ND = %d, NIO = %d, SD = %d };\n", nd, nio, nd ? nd : 1);
@@ -262,7 +320,7 @@ static void put_loop(tgB_buf *b, const tgH_sched *s, int k)
                 "    for (int d = 0; d + 1 < ND; d++) b[q] += idx[d] * st[q * SD + d];\n"
                 "    s[q] = ND ? st[q * SD + SD - 1] : 0;\n  }\n");
     tgB_puts(b, "  int contig = 1;\n");
-    for (int q = 0; q < nio; q++) {
+    for (int q = 0; q < st->nins + st->nouts; q++) {  /* accumulators are addressed by stride */
         int v = q < st->nins ? st->ins[q] : st->outs[q - st->nins];
         if (g->nodes[v].op == TGV_CONST)
             continue;
@@ -271,11 +329,21 @@ static void put_loop(tgB_buf *b, const tgH_sched *s, int k)
     tgB_puts(b, "  while (left > 0) {\n"
                 "   int64_t i1 = inner - j < left ? inner : j + left;\n");
     tgB_puts(b, "   if (contig) {\n#define A(k, T) (((T *)b[k])[i])\n");
-    tgB_puts(b, "    #pragma omp simd\n    for (int64_t i = j; i < i1; i++) {\n");
-    put_body(b, s, st);
-    tgB_puts(b, "    }\n#undef A\n   } else {\n#define A(k, T) (*(T *)(b[k] + i * s[k]))\n");
+    if (st->nreds) {
+        put_fused_contig(b, s, st);
+    } else {
+        tgB_puts(b, "    #pragma omp simd\n    for (int64_t i = j; i < i1; i++) {\n");
+        put_body(b, s, st);
+        tgB_puts(b, "    }\n");
+    }
+    tgB_puts(b, "#undef A\n   } else {\n#define A(k, T) (*(T *)(b[k] + i * s[k]))\n");
     tgB_puts(b, "    for (int64_t i = j; i < i1; i++) {\n");
     put_body(b, s, st);
+    for (int q = 0; q < st->nreds; q++) {
+        char src[32];
+        red_src(s, st->reds[q], src, sizeof src);
+        put_fold(b, s, st->reds[q], st->nins + st->nouts + q, src);
+    }
     tgB_puts(b, "    }\n#undef A\n   }\n");
     tgB_puts(b, "   left -= i1 - j;\n   j = 0;\n");
     /* the next outer index */
@@ -287,15 +355,17 @@ static void put_loop(tgB_buf *b, const tgH_sched *s, int k)
                 "   }\n  }\n}\n");
     tgB_printf(b, "\nvoid tgk_loop%d(const int64_t *shape, char *const *base, const int64_t *st)\n{\n", k);
     tgB_printf(b, "  int64_t total = 1;\n  for (int d = 0; d < %d; d++) total *= shape[d];\n", nd);
-    tgB_puts(b, "  if (total == 0) return;\n"
-                "#ifdef _OPENMP\n"
-                "  if (total >= TGK_PAR_MIN) {\n"
-                "    #pragma omp parallel\n"
-                "    {\n"
-                "      int64_t t = omp_get_thread_num(), T = omp_get_num_threads();\n");
-    tgB_printf(b, "      tgk_range%d(shape, base, st, total / T * t + (t < total %% T ? t : total %% T),\n"
-                  "                 total / T * (t + 1) + (t + 1 < total %% T ? t + 1 : total %% T));\n", k);
-    tgB_puts(b, "    }\n    return;\n  }\n#endif\n");
+    tgB_puts(b, "  if (total == 0) return;\n");
+    if (!st->nreds) {   /* fused reductions fold in element order: one thread */
+        tgB_puts(b, "#ifdef _OPENMP\n"
+                    "  if (total >= TGK_PAR_MIN) {\n"
+                    "    #pragma omp parallel\n"
+                    "    {\n"
+                    "      int64_t t = omp_get_thread_num(), T = omp_get_num_threads();\n");
+        tgB_printf(b, "      tgk_range%d(shape, base, st, total / T * t + (t < total %% T ? t : total %% T),\n"
+                      "                 total / T * (t + 1) + (t + 1 < total %% T ? t + 1 : total %% T));\n", k);
+        tgB_puts(b, "    }\n    return;\n  }\n#endif\n");
+    }
     tgB_printf(b, "  tgk_range%d(shape, base, st, 0, total);\n}\n", k);
 }
 

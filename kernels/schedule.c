@@ -128,6 +128,15 @@ static int fuse_gemm(tgV_graph *g)
     return 0;
 }
 
+static bool is_reduction(tgV_op op) { return op >= TGV_SUM && op <= TGV_MEAN; }
+
+/* Whether a reduction of node a can be accumulated in the loop computing
+ * a: a is computed by a fused loop (an elementwise node of a cluster). */
+static bool fusable_source(const tgV_graph *g, int a, const int *unit)
+{
+    return a >= 0 && unit[a] >= 0 && tgV_elementwise(g->nodes[a].op) && !g->nodes[a].dead;
+}
+
 /* unit[v]: the step computing v (-1 for leaves); returns the unit count. */
 static int assign_units(const tgV_graph *g, int *unit, int *level)
 {
@@ -155,7 +164,10 @@ static int assign_units(const tgV_graph *g, int *unit, int *level)
             continue;
         }
         if (!tgV_elementwise(n->op)) {
-            unit[v] = units++;
+            int a = n->nargs ? n->args[0] : -1;
+            /* a reduction of a loop member joins its loop (levels stay
+             * right: its users are a level up, so the loop never needs it) */
+            unit[v] = is_reduction(n->op) && fusable_source(g, a, unit) ? unit[a] : units++;
             continue;
         }
         size_t i = cluster_hash(n, lv) & (cap - 1);
@@ -261,10 +273,15 @@ static int make_steps(tgH_sched *s, const int *unit, int nu, const int *order)
             int c = count[unit[v]];
             st->nodes = ints((size_t)c, -1);
             st->outs = ints((size_t)c, -1);
+            st->reds = ints((size_t)c, -1);
             /* a loop reads at most every argument of every member */
             st->ins = ints((size_t)nargs[unit[v]], -1);
-            if (!st->nodes || !st->outs || !st->ins)
+            if (!st->nodes || !st->outs || !st->ins || !st->reds)
                 return -1;
+        }
+        if (st->kind == TGH_LOOP && !tgV_elementwise(n->op)) {
+            st->reds[st->nreds++] = v;  /* its source is a member: nothing to read */
+            continue;
         }
         st->nodes[st->nnodes++] = v;
         if (used_out[v])
@@ -320,14 +337,15 @@ static int plan_buffers(tgH_sched *s, const unsigned char *kept)
     for (int k = 0; k < s->nsteps; k++) {
         tgH_step *st = &s->steps[k];
         int *produced = st->kind == TGH_LOOP ? st->outs : &st->node;
-        int np = st->kind == TGH_LOOP ? st->nouts : 1;
+        int np = st->kind == TGH_LOOP ? st->nouts + st->nreds : 1;
         for (int j = 0; j < np; j++) {
-            int v = produced[j];
+            /* a loop's fused reductions are produced after its stores */
+            int v = st->kind == TGH_LOOP && j >= st->nouts ? st->reds[j - st->nouts] : produced[j];
             const tgV_node *n = &g->nodes[v];
             if (st->kind == TGH_VIEW || (s->output[v] >= 0 && st->kind != TGH_RESHAPE))
                 continue;
             int taken = -1;
-            for (int i = 0; st->kind == TGH_LOOP && i < st->nins && taken < 0; i++) {
+            for (int i = 0; st->kind == TGH_LOOP && j < st->nouts && i < st->nins && taken < 0; i++) {
                 int a = st->ins[i];
                 const tgV_node *an = &g->nodes[a];
                 if (last[a] != k || viewed[a] || s->base[a] != a || !same_shape(an, n) ||
@@ -548,6 +566,13 @@ tg_term *tgH_term(const tgH_sched *s, tg_error *err)
                 put_op(s, &b, st->nodes[i]);
             }
             tgB_putc(&b, ')');
+            for (int i = 0; i < st->nreds; i++) {
+                tgB_puts(&b, " (reduce ");
+                put_op(s, &b, st->reds[i]);
+                tgB_printf(&b, " %s", tgV_dtype_name(g->nodes[st->reds[i]].dtype));
+                put_dest(s, &b, st->reds[i]);
+                tgB_putc(&b, ')');
+            }
         } else {
             tgB_putc(&b, ' ');
             put_op(s, &b, st->node);
