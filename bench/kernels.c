@@ -2,7 +2,10 @@
  * reference measured in the same run: the fused expression
  * exp(x)*y + sin(z)/(1+x*x) on 10^7 doubles against a hand-written fused
  * C loop (-O3 -march=native -ffast-math) and an unfused one pass per op
- * (what an array library without fusion does); the interpreter; the
+ * (what an array library without fusion does) and numpy (the system
+ * python's, when importable), with the 1-vs-2-thread speedup and the load
+ * average; a sum of a product fused into one pass against hand-written
+ * loops; the interpreter; the
  * overhead of a call on 1-element inputs; lowering time of a 100-node
  * graph, cold and on a warm cache hit in a new process; GEMM 2000x2000
  * against cblas_dgemm.  One JSON object per line. */
@@ -47,7 +50,11 @@ static const char ref_src[] =
     "  for (long i = 0; i < n; i++) o[i] = x[i] * x[i];\n"
     "  for (long i = 0; i < n; i++) o[i] = 1 + o[i];\n"
     "  for (long i = 0; i < n; i++) t2[i] = t2[i] / o[i];\n"
-    "  for (long i = 0; i < n; i++) o[i] = t1[i] + t2[i]; }\n";
+    "  for (long i = 0; i < n; i++) o[i] = t1[i] + t2[i]; }\n"
+    "double dotsum(long n, const double *x, const double *y) {\n"
+    "  double s = 0;\n"
+    "  for (long i = 0; i < n; i++) s += x[i] * y[i];\n"
+    "  return s; }\n";
 
 /* Compile the reference loops with the given flags and load them. */
 static void *load_ref(const char *dir, const char *name, const char *flags)
@@ -84,6 +91,60 @@ static const char *const xyz[] = {"(input x float64 (n))", "(input y float64 (n)
 static const char expr[] =
     "(add (mul (exp (input x float64 (n))) (input y float64 (n)))"
     " (true_div (sin (input z float64 (n))) (add 1 (mul (input x float64 (n)) (input x float64 (n))))))";
+
+/* numpy on the same expression and data, in this thread's CPU time as
+ * the rest (numpy runs it on one thread): the plain expression and one
+ * writing into preallocated arrays.  0 when numpy is not importable. */
+static const char numpy_script[] =
+    "import sys, time\n"
+    "try:\n"
+    "    import numpy as np\n"
+    "except Exception:\n"
+    "    print('absent'); sys.exit(0)\n"
+    "n = int(sys.argv[1]); i = np.arange(n, dtype=np.float64)\n"
+    "x = np.sin(i * 0.001) * 3; y = np.cos(i * 0.002); z = i * 1e-6\n"
+    "o = np.empty(n); t1 = np.empty(n); t2 = np.empty(n)\n"
+    "def plain(): return np.exp(x) * y + np.sin(z) / (1 + x * x)\n"
+    "def pre():\n"
+    "    np.exp(x, out=t1); np.multiply(t1, y, out=t1); np.sin(z, out=t2)\n"
+    "    np.multiply(x, x, out=o); np.add(o, 1, out=o); np.divide(t2, o, out=t2); np.add(t1, t2, out=o)\n"
+    "def med(f):\n"
+    "    ts = []\n"
+    "    for r in range(7):\n"
+    "        t = time.thread_time(); f(); ts.append(time.thread_time() - t)\n"
+    "    return sorted(ts)[3] * 1e3\n"
+    "print('%.3f %.3f' % (med(plain), med(pre)))\n";
+
+static int numpy_ms(long n, const char *dir, double *plain, double *pre)
+{
+    char path[600], cmd[800], line[200] = "";
+    snprintf(path, sizeof path, "%s/numpy_ref.py", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return 0;
+    fputs(numpy_script, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s' %ld 2>/dev/null", path, n);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return 0;
+    if (!fgets(line, sizeof line, p))
+        line[0] = 0;
+    pclose(p);
+    return sscanf(line, "%lf %lf", plain, pre) == 2;
+}
+
+static double loadavg(void)
+{
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = -1;
+        fclose(f);
+    }
+    return l;
+}
 
 static void bench_fused(tg_ctx *ctx, const char *dir)
 {
@@ -153,14 +214,90 @@ static void bench_fused(tg_ctx *ctx, const char *dir)
         w1 = bench_median(t1, R), w2 = bench_median(t2, R);
     }
     printf("{\"bench\":\"fused_expr_threads\",\"n\":%ld,\"one_thread_wall_ms\":%.2f,"
-           "\"two_threads_wall_ms\":%.2f,\"speedup\":%.2f}\n", n, w1 * 1e3, w2 * 1e3, w2 > 0 ? w1 / w2 : 0);
+           "\"two_threads_wall_ms\":%.2f,\"speedup\":%.2f,\"loadavg_1min\":%.2f}\n", n, w1 * 1e3, w2 * 1e3,
+           w2 > 0 ? w1 / w2 : 0, loadavg());
+    double np_plain = 0, np_pre = 0;
+    int have_np = numpy_ms(n, dir, &np_plain, &np_pre);
+    char npj[200];
+    if (have_np)
+        snprintf(npj, sizeof npj, "\"ref_numpy_ms\":%.2f,\"ref_numpy_prealloc_ms\":%.2f,\"speedup_vs_numpy\":%.2f",
+                 np_plain, np_pre, np_plain / (mn * 1e3));
+    else
+        snprintf(npj, sizeof npj, "\"ref_numpy_ms\":null,\"numpy\":\"absent\"");
     printf("{\"bench\":\"fused_expr\",\"n\":%ld,\"tgrel_ms\":%.2f,\"interp_ms\":%.2f,"
            "\"ref_fused_fastmath_ms\":%.2f,\"ref_unfused_ms\":%.2f,\"vs_fused_ref\":%.3f,"
-           "\"speedup_vs_unfused\":%.2f,\"native\":%d}\n",
-           n, mn * 1e3, mi * 1e3, mf * 1e3, mu * 1e3, mn / mf, mu / mn, tg_fn_native(nat));
+           "\"speedup_vs_unfused\":%.2f,%s,\"native\":%d}\n",
+           n, mn * 1e3, mi * 1e3, mf * 1e3, mu * 1e3, mn / mf, mu / mn, npj, tg_fn_native(nat));
     tg_fn_free(nat);
     tg_fn_free(itp);
     free(x), free(y), free(z), free(o), free(t1), free(t2);
+}
+
+/* (sum (mul x y) all) on 10^7 float64: the reduction fused into the
+ * loop (one pass, no temporary) against hand-written loops (-O2, which
+ * adds in the same order, and -O3 -ffast-math, which may reorder), and
+ * against the same work unfused (the product stored, then summed). */
+static void bench_reduce(tg_ctx *ctx, const char *dir)
+{
+    long n = 10000000;
+    double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *p = malloc(n * sizeof *p), r;
+    for (long i = 0; i < n; i++)
+        x[i] = sin(i * 0.001), y[i] = cos(i * 0.002);
+    void *fast = load_ref(dir, "ref_fast", "-O3 -march=native -ffast-math");
+    /* the order of additions and no FMA contraction, as tgrel's code */
+    void *plain = load_ref(dir, "ref_seq", "-O2 -march=native -ffp-contract=off");
+    double (*dfast)(long, const double *, const double *) = NULL, (*dplain)(long, const double *, const double *) = NULL;
+    if (fast)
+        *(void **)&dfast = dlsym(fast, "dotsum");
+    if (plain)
+        *(void **)&dplain = dlsym(plain, "dotsum");
+    const char *xy[2] = {xyz[0], xyz[1]};
+    tg_fn *fused = compile(ctx, 2, xy, "(sum (mul (input x float64 (n)) (input y float64 (n))) all)", 0);
+    tg_fn *prod = compile(ctx, 2, xy, "(mul (input x float64 (n)) (input y float64 (n)))", 0);
+    tg_fn *sum = compile(ctx, 1, xyz, "(sum (input x float64 (n)) all)", 0);
+    if (!dfast || !dplain || !fused || !prod || !sum) {
+        fprintf(stderr, "kernels bench: cannot build the reduction benchmark\n");
+        return;
+    }
+    int64_t sh = n;
+    tg_array in[2], out, mid, res;
+    tg_array_init(&in[0], TG_FLOAT64, 1, &sh, x);
+    tg_array_init(&in[1], TG_FLOAT64, 1, &sh, y);
+    tg_array_init(&out, TG_FLOAT64, 0, NULL, &r);
+    tg_array_init(&mid, TG_FLOAT64, 1, &sh, p);
+    double r2;
+    tg_array_init(&res, TG_FLOAT64, 0, NULL, &r2);
+    tg_error err;
+    enum { R = 7 };
+    double tf[R], tp[R], tq[R], tu[R];
+    volatile double sink = 0;
+    int same = 1;
+    for (int k = 0; k < R; k++) {
+        double t = now();
+        tg_fn_call(fused, in, &out, &err);
+        tf[k] = now() - t;
+        t = now();
+        double s1 = dplain(n, x, y);
+        tp[k] = now() - t;
+        t = now();
+        sink += dfast(n, x, y);
+        tq[k] = now() - t;
+        t = now();
+        tg_fn_call(prod, in, &mid, &err);
+        tg_fn_call(sum, &mid, &res, &err);
+        tu[k] = now() - t;
+        same &= r == s1 && r == r2;     /* one order of additions: the same bits */
+        if (k == 0 && !same)
+            fprintf(stderr, "kernels bench: fused %.17g, loop %.17g, unfused %.17g\n", r, s1, r2);
+    }
+    double mf = bench_median(tf, R), mp = bench_median(tp, R), mq = bench_median(tq, R), mu = bench_median(tu, R);
+    printf("{\"bench\":\"fused_sum_of_product\",\"n\":%ld,\"tgrel_ms\":%.2f,\"ref_loop_O2_ms\":%.2f,"
+           "\"ref_loop_fastmath_ms\":%.2f,\"tgrel_unfused_ms\":%.2f,\"vs_O2_loop\":%.3f,\"speedup_vs_unfused\":%.2f,"
+           "\"same_bits_as_O2_loop_and_unfused\":%s,\"native\":%d}\n",
+           n, mf * 1e3, mp * 1e3, mq * 1e3, mu * 1e3, mf / mp, mu / mf, same ? "true" : "false", tg_fn_native(fused));
+    (void)sink;
+    tg_fn_free(fused), tg_fn_free(prod), tg_fn_free(sum);
+    free(x), free(y), free(p);
 }
 
 static void bench_overhead(tg_ctx *ctx)
@@ -398,6 +535,8 @@ int main(int argc, char **argv)
         bench_compile_rules(dir);
     if (want(argc, argv, "fused"))
         bench_fused(ctx, dir);
+    if (want(argc, argv, "reduce"))
+        bench_reduce(ctx, dir);
     if (want(argc, argv, "overhead"))
         bench_overhead(ctx);
     if (want(argc, argv, "gemm"))

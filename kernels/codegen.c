@@ -243,24 +243,48 @@ static void put_body(tgB_buf *b, const tgH_sched *s, const tgH_step *st)
     }
 }
 
-/* Fold value expression val into the accumulator of fused reduction q
- * (operand K, at element i): what the interpreter's fold_block does. */
-static void put_fold(tgB_buf *b, const tgH_sched *s, int r, int K, const char *val)
+/* The C type a fused reduction r accumulates in. */
+static const char *acc_type(const tgH_sched *s, int r)
 {
     const tgV_node *n = &s->g->nodes[r], *x = &s->g->nodes[n->args[0]];
-    bool fl = isf(x->dtype) || n->op == TGV_MEAN;
-    const char *T = fl ? "double" : "int64_t";
-    tgB_printf(b, "     { %s *a = (%s *)(b[%d] + i * s[%d]), v = (%s)(%s);\n", T, T, K, K, T, val);
+    return isf(x->dtype) || n->op == TGV_MEAN ? "double" : "int64_t";
+}
+
+/* "ACC = ACC op v": fold v (of acc_type) into lvalue acc, as the
+ * interpreter's fold_block does. */
+static void put_fold_op(tgB_buf *b, const tgH_sched *s, int r, const char *acc)
+{
+    const tgV_node *n = &s->g->nodes[r];
+    bool fl = acc_type(s, r)[0] == 'd';
+    const char *a = acc;
     switch (n->op) {
-    case TGV_PROD: tgB_puts(b, fl ? "       *a *= v;" : "       *a = TGK_MUL(*a, v);"); break;
+    case TGV_PROD:
+        tgB_printf(b, fl ? "%s *= v;" : "%s = TGK_MUL(%s, v);", a, a);
+        break;
     case TGV_MAX:
-        tgB_puts(b, fl ? "       *a = *a != *a ? *a : v != v || v > *a ? v : *a;" : "       *a = v > *a ? v : *a;");
+        if (fl)
+            tgB_printf(b, "%s = %s != %s ? %s : v != v || v > %s ? v : %s;", a, a, a, a, a, a);
+        else
+            tgB_printf(b, "%s = v > %s ? v : %s;", a, a, a);
         break;
     case TGV_MIN:
-        tgB_puts(b, fl ? "       *a = *a != *a ? *a : v != v || v < *a ? v : *a;" : "       *a = v < *a ? v : *a;");
+        if (fl)
+            tgB_printf(b, "%s = %s != %s ? %s : v != v || v < %s ? v : %s;", a, a, a, a, a, a);
+        else
+            tgB_printf(b, "%s = v < %s ? v : %s;", a, a, a);
         break;
-    default: tgB_puts(b, fl ? "       *a += v;" : "       *a = TGK_ADD(*a, v);");
+    default:
+        tgB_printf(b, fl ? "%s += v;" : "%s = TGK_ADD(%s, v);", a, a);
     }
+}
+
+/* Fold value expression val into the accumulator of fused reduction r
+ * (operand K, at element i). */
+static void put_fold(tgB_buf *b, const tgH_sched *s, int r, int K, const char *val)
+{
+    const char *T = acc_type(s, r);
+    tgB_printf(b, "     { %s *a = (%s *)(b[%d] + i * s[%d]), v = (%s)(%s);\n       ", T, T, K, K, T, val);
+    put_fold_op(b, s, r, "*a");
     tgB_puts(b, " }\n");
 }
 
@@ -283,7 +307,8 @@ static void put_fused_contig(tgB_buf *b, const tgH_sched *s, const tgH_step *st)
                 "     int64_t c1 = i1 - c0 < 256 ? i1 : c0 + 256;\n");
     for (int q = 0; q < st->nreds; q++) {
         const tgV_node *n = &s->g->nodes[st->reds[q]], *x = &s->g->nodes[n->args[0]];
-        tgB_printf(b, "     %s rb%d[256];\n", isf(x->dtype) || n->op == TGV_MEAN ? "double" : "int64_t", q);
+        (void)n, (void)x;
+        tgB_printf(b, "     %s rb%d[256];\n", acc_type(s, st->reds[q]), q);
     }
     tgB_puts(b, "     #pragma omp simd\n     for (int64_t i = c0; i < c1; i++) {\n");
     put_body(b, s, st);
@@ -292,13 +317,21 @@ static void put_fused_contig(tgB_buf *b, const tgH_sched *s, const tgH_step *st)
         red_src(s, st->reds[q], src, sizeof src);
         tgB_printf(b, "      rb%d[i - c0] = %s;\n", q, src);
     }
-    tgB_puts(b, "     }\n     for (int64_t i = c0; i < c1; i++) {\n");
+    tgB_puts(b, "     }\n");
     for (int q = 0; q < st->nreds; q++) {
+        /* a reduced innermost axis folds into a register, not memory */
+        const char *T = acc_type(s, st->reds[q]);
+        int K = nio + q;
+        tgB_printf(b, "     if (s[%d] == 0) {\n      %s acc = *(%s *)b[%d];\n"
+                      "      for (int64_t i = c0; i < c1; i++) { %s v = rb%d[i - c0]; ", K, T, T, K, T, q);
+        put_fold_op(b, s, st->reds[q], "acc");
+        tgB_printf(b, " }\n      *(%s *)b[%d] = acc;\n     } else {\n      for (int64_t i = c0; i < c1; i++)\n", T, K);
         char src[32];
         snprintf(src, sizeof src, "rb%d[i - c0]", q);
-        put_fold(b, s, st->reds[q], nio + q, src);
+        put_fold(b, s, st->reds[q], K, src);
+        tgB_puts(b, "     }\n");
     }
-    tgB_puts(b, "     }\n    }\n");
+    tgB_puts(b, "    }\n");
 }
 
 /* tgk_rangeK runs flat indices [lo, hi) of the loop; tgk_loopK splits the
