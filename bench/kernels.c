@@ -511,6 +511,68 @@ static void bench_gemm(tg_ctx *ctx)
     free(a), free(b), free(c);
 }
 
+/* The vector cases of dot: matrix-vector 4000x4000 and vector-vector
+ * 10^7, float64, against the direct cblas_dgemv / cblas_ddot calls (wall
+ * time: BLAS may use threads). */
+static void bench_dot_vec(tg_ctx *ctx)
+{
+    int n = 4000;
+    long nv = 10000000;
+    double *a = malloc((size_t)n * n * 8), *x = malloc((size_t)nv * 8), *y = malloc((size_t)nv * 8);
+    double *o = malloc((size_t)n * 8), r;
+    for (long i = 0; i < (long)n * n; i++)
+        a[i] = (double)(i % 7) - 3;
+    for (long i = 0; i < nv; i++)
+        x[i] = sin(i * 0.001), y[i] = cos(i * 0.002);
+    const char *ax[2] = {"(input a float64 (n n))", "(input x float64 (n))"};
+    const char *xy[2] = {xyz[0], xyz[1]};
+    tg_fn *mv = compile(ctx, 2, ax, "(dot (input a float64 (n n)) (input x float64 (n)))", 0);
+    tg_fn *vv = compile(ctx, 2, xy, "(dot (input x float64 (n)) (input y float64 (n)))", 0);
+    int64_t sh[2] = {n, n}, shv = nv;
+    tg_array in[2], out, vin[2], vout;
+    tg_array_init(&in[0], TG_FLOAT64, 2, sh, a);
+    tg_array_init(&in[1], TG_FLOAT64, 1, sh, x);
+    tg_array_init(&out, TG_FLOAT64, 1, sh, o);
+    tg_array_init(&vin[0], TG_FLOAT64, 1, &shv, x);
+    tg_array_init(&vin[1], TG_FLOAT64, 1, &shv, y);
+    tg_array_init(&vout, TG_FLOAT64, 0, NULL, &r);
+    tg_error err;
+    enum { R = 9 };
+    double tm[R], bm[R], tv[R], bv[R], gm[R], gv[R];
+    volatile double sink = 0;
+    for (int k = 0; k < R; k++) {
+        double t = wall();
+        tg_fn_call(mv, in, &out, &err);
+        tm[k] = wall() - t;
+        t = wall();
+        cblas_dgemv(CblasRowMajor, CblasNoTrans, n, n, 1.0, a, n, x, 1, 0.0, o, 1);
+        bm[k] = wall() - t;
+        t = wall();
+        tg_fn_call(vv, vin, &vout, &err);
+        tv[k] = wall() - t;
+        t = wall();
+        sink += cblas_ddot((int)nv, x, 1, y, 1);
+        bv[k] = wall() - t;
+        /* what the kernels called before: dgemm with a unit extent */
+        t = wall();
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, 1, n, 1.0, a, n, x, 1, 0.0, o, 1);
+        gm[k] = wall() - t;
+        t = wall();
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 1, 1, (int)nv, 1.0, x, (int)nv, y, 1, 0.0, &r, 1);
+        gv[k] = wall() - t;
+    }
+    double m1 = bench_median(tm, R), m2 = bench_median(bm, R), v1 = bench_median(tv, R), v2 = bench_median(bv, R);
+    printf("{\"bench\":\"dot_vector_cases\",\"gemv_4000_tgrel_ms\":%.3f,\"gemv_4000_cblas_ms\":%.3f,"
+           "\"gemv_fraction_of_cblas\":%.3f,\"dot_1e7_tgrel_ms\":%.3f,\"dot_1e7_cblas_ms\":%.3f,"
+           "\"dot_fraction_of_cblas\":%.3f,\"gemv_as_dgemm_ms\":%.3f,\"dot_as_dgemm_ms\":%.3f,"
+           "\"clock\":\"wall, median of %d\"}\n",
+           m1 * 1e3, m2 * 1e3, m2 / m1, v1 * 1e3, v2 * 1e3, v2 / v1, bench_median(gm, R) * 1e3,
+           bench_median(gv, R) * 1e3, R);
+    (void)sink;
+    tg_fn_free(mv), tg_fn_free(vv);
+    free(a), free(x), free(y), free(o);
+}
+
 /* Sections to run: all, or those named on the command line. */
 static int want(int argc, char **argv, const char *name)
 {
@@ -539,6 +601,8 @@ int main(int argc, char **argv)
         bench_reduce(ctx, dir);
     if (want(argc, argv, "overhead"))
         bench_overhead(ctx);
+    if (want(argc, argv, "dotvec"))
+        bench_dot_vec(ctx);
     if (want(argc, argv, "gemm"))
         bench_gemm(ctx);
     tg_ctx_free(ctx);

@@ -759,6 +759,103 @@ static bool blas_ok(int64_t rows, int64_t cols, int64_t rs, int64_t cs, size_t e
     return false;
 }
 
+/* ---- BLAS vector calls for the vector cases of dot ----------------------- */
+
+/* A vector BLAS reads with increment *inc: positive whole elements. */
+static bool vec_ok(const tgI_arr *x, size_t es, int *inc)
+{
+    int64_t s = x->strides[0], n = x->shape[0];
+    if (n <= 1) {
+        *inc = 1;
+        return true;
+    }
+    if (s <= 0 || s % (int64_t)es != 0 || s / (int64_t)es > INT32_MAX)
+        return false;
+    *inc = (int)(s / (int64_t)es);
+    return true;
+}
+
+/* x as BLAS can take it: itself, or a contiguous copy in dtype d (*own). */
+static const tgI_arr *vec_arg(const tgI_arr *x, tg_dtype d, tgI_arr *tmp, char **own, int *inc)
+{
+    size_t es = tgV_dtype_size(d);
+    if (x->dtype == d && vec_ok(x, es, inc))
+        return x;
+    if (!(*own = contig_copy(x, d, tmp)))
+        return NULL;
+    *inc = 1;
+    return tmp;
+}
+
+/* dot of two vectors (ddot / sdot), or of a matrix and a vector either
+ * way round (dgemv / sgemv), for float dtypes: 1 when done, 0 when the
+ * operands are two matrices, -1 with err on out of memory. */
+static int run_dot_vec(const tgI_arr *A, const tgI_arr *B, const tgI_arr *C, tg_dtype d, tg_error *err)
+{
+    if (A->ndim == 2 && B->ndim == 2)
+        return 0;
+    size_t es = tgV_dtype_size(d);
+    tgI_arr ta, tb, tc;
+    char *fa = NULL, *fb = NULL, *fc = NULL;
+    int ia = 1, ib = 1, ic = 1, rc = 1;
+    if (A->ndim == 1 && B->ndim == 1) {
+        const tgI_arr *x = vec_arg(A, d, &ta, &fa, &ia), *y = x ? vec_arg(B, d, &tb, &fb, &ib) : NULL;
+        if (!y) {
+            rc = -1;
+        } else {
+            int n = (int)A->shape[0];
+            reg r;
+            r.f = d == TG_FLOAT64 ? cblas_ddot(n, (const double *)x->data, ia, (const double *)y->data, ib)
+                                  : cblas_sdot(n, (const float *)x->data, ia, (const float *)y->data, ib);
+            st_elem(C->data, d, r);
+        }
+        free(fa), free(fb);
+        return rc < 0 ? (tgE_nomem(err), -1) : 1;
+    }
+    /* the matrix M (rows x cols as BLAS reads it) and the vector x */
+    const tgI_arr *M = A->ndim == 2 ? A : B, *V = A->ndim == 2 ? B : A;
+    bool vm = A->ndim == 1;   /* x^T M: M read transposed */
+    int64_t rows = M->shape[0], cols = M->shape[1], ld;
+    bool trans;
+    if (M->dtype != d || !blas_ok(rows, cols, M->strides[0], M->strides[1], es, &trans, &ld)) {
+        if (!(fa = contig_copy(M, d, &ta)))
+            return tgE_nomem(err), -1;
+        M = &ta;
+        blas_ok(rows, cols, M->strides[0], M->strides[1], es, &trans, &ld);
+    }
+    const tgI_arr *x = vec_arg(V, d, &tb, &fb, &ib);
+    const tgI_arr *y = C;
+    if (x && !vec_ok(C, es, &ic)) {     /* the result through a contiguous buffer */
+        tc = *C;
+        c_strides(&tc);
+        if ((fc = tc.data = malloc((size_t)(C->shape[0] ? C->shape[0] : 1) * es)))
+            y = &tc, ic = 1;
+    }
+    if (!x || (y == C && fc)) {
+        rc = -1;
+    } else if (C->shape[0] > 0) {
+        if (V->shape[0] == 0) {     /* an empty inner extent: zeros (BLAS may not write) */
+            for (int64_t i = 0; i < C->shape[0]; i++)
+                memset(y->data + i * ic * (int64_t)es, 0, es);
+        } else {
+            /* row-major M (not trans) is read as is; stored transposed it
+             * is the row-major matrix cols x rows */
+            bool t = vm != trans;
+            int m = (int)(trans ? cols : rows), n = (int)(trans ? rows : cols);
+            if (d == TG_FLOAT64)
+                cblas_dgemv(CblasRowMajor, t ? CblasTrans : CblasNoTrans, m, n, 1.0, (const double *)M->data,
+                            (int)ld, (const double *)x->data, ib, 0.0, (double *)y->data, ic);
+            else
+                cblas_sgemv(CblasRowMajor, t ? CblasTrans : CblasNoTrans, m, n, 1.0f, (const float *)M->data,
+                            (int)ld, (const float *)x->data, ib, 0.0f, (float *)y->data, ic);
+        }
+        if (fc)
+            copy_arr(C, &tc);
+    }
+    free(fa), free(fb), free(fc);
+    return rc < 0 ? (tgE_nomem(err), -1) : 1;
+}
+
 static int run_dot(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
 {
     const tgV_node *n = &s->g->nodes[v];
@@ -808,6 +905,11 @@ static int run_dot(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
         store_regs(C, acc, TG_INT64);
         free(acc);
         return 0;
+    }
+    if (n->op == TGV_DOT) {
+        int done = run_dot_vec(A, B, C, d, err);
+        if (done != 0)
+            return done < 0 ? -1 : 0;
     }
     size_t es = tgV_dtype_size(d);
     tgI_arr ta, tb, tc;

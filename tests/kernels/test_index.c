@@ -367,6 +367,86 @@ static void test_schedule(void)
     tg_fn_free(fn);
 }
 
+/* Vector cases of dot (BLAS dot / gemv) fed by views: positive strides
+ * that BLAS takes as increments, transposed matrices on either side, a
+ * strided result; against long double. */
+static void test_dot_views(tg_dtype dt)
+{
+    static const char *const dn[] = {"bool", "int32", "int64", "float32", "float64"};
+    const char *d = dn[dt];
+    char ins[300], outs[4][300];
+    snprintf(ins, sizeof ins, "(input v %s (n)) (input w %s (n)) (input a %s (m c))", d, d, d);
+    /* v[::2] . w[::2];  a . v[::2];  v[::2] . a^T (a^T is column-major);  a^T . w[1::2] on a (m c) = ... */
+    snprintf(outs[0], sizeof outs[0], "(dot (subtensor (input v %s (n)) (slice none none 2)) (subtensor (input w %s (n)) (slice none none 2)))", d, d);
+    snprintf(outs[1], sizeof outs[1], "(dot (input a %s (m c)) (subtensor (input v %s (n)) (slice none none 2)))", d, d);
+    snprintf(outs[2], sizeof outs[2], "(dot (subtensor (input w %s (n)) (slice none none 2)) (transpose (input a %s (m c))))", d, d);
+    snprintf(outs[3], sizeof outs[3], "(dot (transpose (input a %s (m c))) (subtensor (input w %s (n)) (slice none none -3)))", d, d);
+    int bad = 0, cases = 0;
+    for (int rep = 0; rep < 24; rep++) {
+        int64_t n = (int64_t)(kt_rand() % 12), m = (int64_t)(kt_rand() % 5), c = (n + 1) / 2;
+        int which = rep % 4;
+        if (which == 3) {   /* a^T . w[::-3]: a has (n + 2) / 3 rows, m columns */
+            c = m, m = (n + 2) / 3;
+        }
+        int64_t sa[2] = {m, c};
+        tg_error err;
+        tg_fn *fn = kt_compile(ctx, ins, outs[which], NULL, kt_path, &err);
+        if (!fn) {
+            if (bad++ < 3)
+                tap_diag("compile %s: %s", outs[which], err.message);
+            continue;
+        }
+        kt_arr v, w, a;
+        kt_make(&v, dt, 1, &n, 0), kt_make(&w, dt, 1, &n, 0), kt_make(&a, dt, 2, sa, rep & 4);
+        kt_fill(&v.a, -2, 2), kt_fill(&w.a, -2, 2), kt_fill(&a.a, -2, 2);
+        int64_t len = which == 0 ? 0 : which == 1 ? m : which == 2 ? m : c;
+        /* the result: 0-d, or a vector written every other element */
+        double store[32] = {0};
+        tg_array out;
+        tg_array_init(&out, dt, which ? 1 : 0, &len, store);
+        if (which)
+            out.strides[0] *= 2;
+        tg_array in[3] = {v.a, w.a, a.a};
+        cases++;
+        if (tg_fn_call(fn, in, &out, &err) < 0) {
+            if (bad++ < 3)
+                tap_diag("call %s (n %lld m %lld c %lld): %s", outs[which], (long long)n, (long long)m, (long long)c,
+                         err.message);
+        } else {
+            int64_t nr = which ? len : 1;
+            for (int64_t i = 0; i < nr; i++) {
+                long double sum = 0, mag = 0;
+                int64_t kk = which == 0 ? (n + 1) / 2 : which == 3 ? m : c;
+                for (int64_t p = 0; p < kk; p++) {
+                    int64_t iv[1], ia[2];
+                    long double l, r;
+                    if (which == 0) {
+                        iv[0] = 2 * p, l = kt_get(&v.a, iv), r = kt_get(&w.a, iv);
+                    } else if (which == 1) {
+                        ia[0] = i, ia[1] = p, iv[0] = 2 * p, l = kt_get(&a.a, ia), r = kt_get(&v.a, iv);
+                    } else if (which == 2) {
+                        ia[0] = i, ia[1] = p, iv[0] = 2 * p, l = kt_get(&w.a, iv), r = kt_get(&a.a, ia);
+                    } else {
+                        ia[0] = p, ia[1] = i, iv[0] = n - 1 - 3 * p, l = kt_get(&a.a, ia), r = kt_get(&w.a, iv);
+                    }
+                    sum += l * r, mag += fabsl(l * r);
+                }
+                int64_t io[1] = {i};
+                long double got = kt_get(&out, io);
+                long double tol = (dt == TG_FLOAT64 ? 1e-14L : 1e-5L) * (mag + 1e-30L);
+                if (fabsl(got - sum) > tol && bad++ < 3)
+                    tap_diag("%s (n %lld): element %lld is %Lg, want %Lg", outs[which], (long long)n, (long long)i, got, sum);
+            }
+            for (int64_t i = 0; which && i < len; i++)   /* the elements between are left alone */
+                bad += memcmp((char *)store + (2 * i + 1) * kt_esize(dt), "\0\0\0\0\0\0\0\0", kt_esize(dt)) != 0;
+        }
+        free(v.block), free(w.block), free(a.block);
+        tg_fn_free(fn);
+    }
+    TAP_CHECK(bad == 0, "dot of views on %s (vector . vector, matrix . vector, vector . matrix^T, matrix^T . "
+              "vector, strided result): %d cases", d, cases);
+}
+
 int main(void)
 {
     tg_error err;
@@ -381,6 +461,8 @@ int main(void)
         test_derived_sizes();
         test_errors();
         test_schedule();
+        test_dot_views(TG_FLOAT64);
+        test_dot_views(TG_FLOAT32);
     }
     tg_ctx_free(ctx);
     return TAP_DONE();
