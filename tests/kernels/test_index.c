@@ -447,6 +447,52 @@ static void test_dot_views(tg_dtype dt)
               "vector, strided result): %d cases", d, cases);
 }
 
+/* The rule library's canonicalize drops full slices before lowering: no
+ * view is left of (subtensor x (slice 0 none 1)), and x[1:][::1] keeps
+ * one view; both compute what the unrewritten terms do. */
+static void test_with_rules(void)
+{
+    tg_error err;
+    tg_rules *rs = tg_rules_new(ctx, &err);
+    int ok = rs && tg_rules_load_file(rs, tap_path("patterns/lib/all.rules"), &err) == 0;
+    TAP_CHECK(ok, "load all.rules (%s)", ok ? "" : err.message);
+    if (!ok) {
+        tg_rules_free(rs);
+        return;
+    }
+    static const struct { const char *expr, *want; int views; } cases[] = {
+        {"(exp (subtensor (input x float64 (n)) (slice 0 none 1)))", "1 2.71828 7.38906 20.0855", 0},
+        {"(subtensor (subtensor (input x float64 (n)) (slice 1 none none)) (slice none none 1))", "1 2 3", 1},
+        {"(subtensor (input x float64 (n)) (slice none none none))", "0 1 2 3", 0},
+    };
+    double v[4] = {0, 1, 2, 3};
+    int64_t n = 4;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        tg_term *x = tg_read_cstr(ctx, "(input x float64 (n))", &err), *e = tg_read_cstr(ctx, cases[c].expr, &err);
+        tg_fn_options o = {NULL, kt_path, NULL, NULL, rs, tg_symbol_cstr(ctx, "canonicalize")};
+        tg_fn *fn = tg_fn_compile(ctx, 1, &x, 1, &e, &o, &err);
+        char *sched = fn ? tg_print(tg_fn_schedule(fn), NULL) : NULL;
+        int views = 0;
+        for (const char *p = sched; p && (p = strstr(p, "(view ")); p++)
+            views++;
+        tg_array in, out = {0};
+        tg_array_init(&in, TG_FLOAT64, 1, &n, v);
+        char got[200] = "";
+        if (fn && tg_fn_call(fn, &in, &out, &err) == 0) {
+            size_t off = 0;
+            int64_t I[1] = {0};
+            for (I[0] = 0; I[0] < out.shape[0]; I[0]++)
+                off += (size_t)snprintf(got + off, sizeof got - off, off ? " %g" : "%g", (double)kt_get(&out, I));
+        }
+        TAP_CHECK(fn && views == cases[c].views && strcmp(got, cases[c].want) == 0,
+                  "with canonicalize: %s has %d views (want %d), gives %s", cases[c].expr, views, cases[c].views, got);
+        free(sched);
+        free(out.data);
+        tg_fn_free(fn);
+    }
+    tg_rules_free(rs);
+}
+
 int main(void)
 {
     tg_error err;
@@ -463,6 +509,7 @@ int main(void)
         test_schedule();
         test_dot_views(TG_FLOAT64);
         test_dot_views(TG_FLOAT32);
+        test_with_rules();
     }
     tg_ctx_free(ctx);
     return TAP_DONE();
