@@ -17,7 +17,7 @@ typedef void (*tgJ_loop_fn)(const int64_t *shape, char *const *base, const int64
  * without generating the source.  Change it with any change to what
  * tensor.c, schedule.c or codegen.c make of a term (the key also holds
  * the library's build ID where the linker writes one). */
-#define TGJ_LOWERING_VERSION "4"
+#define TGJ_LOWERING_VERSION "5"
 
 /* Floored division and modulo (Python's // and %, numpy's floor_divide
  * and remainder): integer division by 0 gives 0, the float ones follow
@@ -55,6 +55,16 @@ static inline int tgJ_compiles(const tgH_step *st)
 {
     return st->kind == TGH_LOOP && st->nnodes <= TGJ_MAX_NODES;
 }
+
+/* The statements of one element of loop step st: loads of its inputs
+ * through A(k, T) (k: position in ins then outs; T: C type), one local
+ * v<node> per node (c<node> for comparisons), stores. */
+struct tgB_buf;
+void tgJ_put_body(struct tgB_buf *b, const tgH_sched *s, const tgH_step *st);
+
+/* The functions tgk_loopK of the loops of s, without the prelude (for a
+ * scan's inner schedule, whose names the caller renames with #define). */
+void tgJ_put_loops(struct tgB_buf *b, const tgH_sched *s);
 
 /* The C source of every loop of s (malloc'd, NUL-terminated); NULL when
  * out of memory.  The same schedule always gives the same text. */

@@ -12,6 +12,7 @@
 #include "cache.h"
 #include "interp.h"
 #include "rwcache.h"
+#include "scan.h"
 
 struct tg_fn {
     tgV_graph *g;
@@ -61,7 +62,7 @@ static void go_native(tg_fn *fn, tg_ctx *ctx, size_t nin, tg_term *const *inputs
     const tgH_sched *s = fn->s;
     int loops = 0;
     for (int k = 0; k < s->nsteps; k++)
-        loops += tgJ_compiles(&s->steps[k]);
+        loops += tgJ_compiles(&s->steps[k]) || (s->steps[k].kind == TGH_SCAN && tgSc_has_code(s, k));
     if (!loops)
         return;
     size_t keylen = 0;
@@ -77,7 +78,12 @@ static void go_native(tg_fn *fn, tg_ctx *ctx, size_t nin, tg_term *const *inputs
     free(keytext);
     fn->st.kern = so ? calloc((size_t)s->nsteps, sizeof *fn->st.kern) : NULL;
     for (int k = 0; fn->st.kern && k < s->nsteps; k++)
-        if (tgJ_compiles(&s->steps[k])) {
+        if (s->steps[k].kind == TGH_SCAN) {
+            if (tgSc_attach(s, k, fn->st.scans[k], so, &fn->st.kern[k], err.message, sizeof err.message) < 0) {
+                free(fn->st.kern);
+                fn->st.kern = NULL;
+            }
+        } else if (tgJ_compiles(&s->steps[k])) {
             char name[40];
             snprintf(name, sizeof name, "tgk_loop%d", k);
             void *f = dlsym(so, name);

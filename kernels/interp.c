@@ -15,6 +15,7 @@
 #include "index.h"
 #include "interp.h"
 #include "codegen.h"
+#include "scan.h"
 
 TGJ_DIVMOD_DEFS
 
@@ -225,7 +226,8 @@ static int bind_inputs(const tgH_sched *s, tgI_state *st, const tg_array *in, tg
             return -1;
         }
     }
-    return 0;
+    /* the sizes slices derive from those (index.c) */
+    return tgIx_bind(g, st->symv, err);
 }
 
 /* ---- loops ---------------------------------------------------------------- */
@@ -1079,7 +1081,14 @@ int tgI_init(tgI_state *st, const tgH_sched *s)
     st->regs = malloc((maxreg + 2) * TGI_BLOCK * sizeof(reg));
     st->consts = calloc((size_t)g->n + 1, sizeof *st->consts);
     st->pos = malloc(((size_t)g->n + 1) * sizeof *st->pos);
-    if (!st->pos || !st->last || !st->regof || !st->vals || !st->symv || !st->slots || !st->slotcap || !st->slotneed ||
+    st->scans = calloc((size_t)s->nsteps + 1, sizeof *st->scans);
+    st->nscansteps = st->scans ? (size_t)s->nsteps : 0;
+    for (int k = 0; st->scans && k < s->nsteps; k++)
+        if (s->steps[k].kind == TGH_SCAN && !(st->scans[k] = tgSc_state_new(g->nodes[s->steps[k].node].scan))) {
+            tgI_free(st);
+            return -1;
+        }
+    if (!st->pos || !st->last || !st->scans || !st->regof || !st->vals || !st->symv || !st->slots || !st->slotcap || !st->slotneed ||
         !st->regs || !st->consts) {
         tgI_free(st);
         return -1;
@@ -1094,6 +1103,10 @@ void tgI_free(tgI_state *st)
     free(st->vals), free(st->symv), free(st->slots), free(st->slotcap);
     free(st->slotneed), free(st->regs), free(st->consts), free(st->regof), free(st->kern);
     free(st->pos), free(st->last);
+    /* a scan state is made per scan step; the others are NULL */
+    for (size_t k = 0; st->scans && k < st->nscansteps; k++)
+        tgSc_state_free(st->scans[k]);
+    free(st->scans);
     memset(st, 0, sizeof *st);
 }
 
@@ -1204,16 +1217,36 @@ static int prepare(const tgH_sched *s, tgI_state *st, tg_array *out, unsigned ch
     return 0;
 }
 
+int tgI_bind(const tgH_sched *s, tgI_state *st, const tg_array *in, tg_array *out, tg_error *err)
+{
+    unsigned char owned[s->g->noutputs > 0 ? s->g->noutputs : 1];
+    memset(owned, 0, sizeof owned);     /* outputs come with their data: nothing is allocated */
+    return bind_inputs(s, st, in, err) < 0 || prepare(s, st, out, owned, err) < 0 ? -1 : 0;
+}
+
 int tgI_run(const tgH_sched *s, tgI_state *st, const tg_array *in, tg_array *out, tg_error *err)
 {
     const tgV_graph *g = s->g;
     unsigned char owned[g->noutputs > 0 ? g->noutputs : 1];
     memset(owned, 0, sizeof owned);
-    int *pos = st->pos;
     int rc = -1;
-    if (bind_inputs(s, st, in, err) < 0 || tgIx_bind(g, st->symv, err) < 0 ||
-        prepare(s, st, out, owned, err) < 0)
+    if (bind_inputs(s, st, in, err) < 0 || prepare(s, st, out, owned, err) < 0 || tgI_exec(s, st, out, err) < 0)
         goto done;
+    rc = 0;
+done:
+    if (rc < 0)
+        for (int i = 0; i < g->noutputs; i++)
+            if (owned[i]) {
+                free(out[i].data);
+                out[i].data = NULL;
+            }
+    return rc;
+}
+
+int tgI_exec(const tgH_sched *s, tgI_state *st, tg_array *out, tg_error *err)
+{
+    const tgV_graph *g = s->g;
+    int *pos = st->pos;
     for (int k = 0; k < s->nsteps; k++) {
         const tgH_step *step = &s->steps[k];
         int v = step->node;
@@ -1227,7 +1260,7 @@ int tgI_run(const tgH_sched *s, tgI_state *st, const tg_array *in, tg_array *out
             }
             if (step->nreds) {
                 if (run_fused(s, st, k, err) < 0)
-                    goto done;
+                    return -1;
             } else if (st->kern && st->kern[k]) {
                 run_native(st, step, st->kern[k], NULL);
             } else {
@@ -1236,24 +1269,28 @@ int tgI_run(const tgH_sched *s, tgI_state *st, const tg_array *in, tg_array *out
             break;
         case TGH_REDUCE:
             if (run_reduce(s, st, v, err) < 0)
-                goto done;
+                return -1;
             break;
         case TGH_DOT:
         case TGH_GEMM:
             if (run_dot(s, st, v, err) < 0)
-                goto done;
+                return -1;
             break;
         case TGH_VIEW:
             if (g->nodes[v].op == TGV_SUBTENSOR) {
                 if (tgIx_view(g, st, v, err) < 0)
-                    goto done;
+                    return -1;
             } else {
                 run_view(s, st, v);
             }
             break;
         case TGH_RESHAPE:
             if (run_reshape(s, st, v, err) < 0)
-                goto done;
+                return -1;
+            break;
+        case TGH_SCAN:
+            if (tgSc_run(s, st, step, st->scans[k], st->kern ? st->kern[k] : NULL, err) < 0)
+                return -1;
             break;
         }
     }
@@ -1266,13 +1303,5 @@ int tgI_run(const tgH_sched *s, tgI_state *st, const tg_array *in, tg_array *out
         memcpy(o.strides, out[i].strides, sizeof o.strides);
         copy_arr(&o, a);
     }
-    rc = 0;
-done:
-    if (rc < 0)
-        for (int i = 0; i < g->noutputs; i++)
-            if (owned[i]) {
-                free(out[i].data);
-                out[i].data = NULL;
-            }
-    return rc;
+    return 0;
 }

@@ -30,7 +30,9 @@ typedef struct tgI_state {
     int *regof;             /* per loop member: its block register */
     int64_t *consts;        /* per node: storage of a constant's value */
     int *pos;               /* per node: register of the loop running */
-    tgJ_loop_fn *kern;      /* per step: compiled loop, or NULL */
+    tgJ_loop_fn *kern;      /* per step: compiled loop (a scan: its function), or NULL */
+    struct tgSc_state **scans;  /* per step: a scan's runtime state, or NULL */
+    size_t nscansteps;
 } tgI_state;
 
 int tgI_init(tgI_state *st, const tgH_sched *s);
@@ -38,5 +40,13 @@ void tgI_free(tgI_state *st);
 /* Run s on the inputs, writing the outputs (allocating those with NULL
  * data); 0 or -1 with err filled. */
 int tgI_run(const tgH_sched *s, tgI_state *st, const tg_array *in, tg_array *out, tg_error *err);
+
+/* For scans, which run an inner schedule many times per call: tgI_bind
+ * binds the sizes from in and computes shapes and workspace (outputs must
+ * have their data); tgI_exec then runs the steps on whatever data the
+ * input and output values point at (st->vals), and copies the outputs
+ * not written in place into out. */
+int tgI_bind(const tgH_sched *s, tgI_state *st, const tg_array *in, tg_array *out, tg_error *err);
+int tgI_exec(const tgH_sched *s, tgI_state *st, tg_array *out, tg_error *err);
 
 #endif

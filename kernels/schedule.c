@@ -12,6 +12,7 @@
 #include "error.h"
 #include "index.h"
 #include "schedule.h"
+#include "scan.h"
 
 static int *ints(size_t n, int fill)
 {
@@ -134,7 +135,8 @@ static bool is_reduction(tgV_op op) { return op >= TGV_SUM && op <= TGV_MEAN; }
  * a: a is computed by a fused loop (an elementwise node of a cluster). */
 static bool fusable_source(const tgV_graph *g, int a, const int *unit)
 {
-    return a >= 0 && unit[a] >= 0 && tgV_elementwise(g->nodes[a].op) && !g->nodes[a].dead;
+    return !g->keep_reductions && a >= 0 && unit[a] >= 0 && tgV_elementwise(g->nodes[a].op) &&
+           !g->nodes[a].dead;
 }
 
 /* unit[v]: the step computing v (-1 for leaves); returns the unit count. */
@@ -161,6 +163,10 @@ static int assign_units(const tgV_graph *g, int *unit, int *level)
         level[v] = lv;
         if (is_leaf(n) || n->dead) {
             unit[v] = -1;
+            continue;
+        }
+        if (n->op == TGV_SCAN && v > 0 && g->nodes[v - 1].scan == n->scan) {
+            unit[v] = unit[v - 1];  /* one step computes all of a scan's nodes */
             continue;
         }
         if (!tgV_elementwise(n->op)) {
@@ -267,6 +273,7 @@ static int make_steps(tgH_sched *s, const int *unit, int nu, const int *order)
             st->kind = tgV_elementwise(n->op) ? TGH_LOOP
                      : n->op == TGV_DOT ? TGH_DOT
                      : n->op == TGV_GEMM ? TGH_GEMM
+                     : n->op == TGV_SCAN ? TGH_SCAN
                      : n->op == TGV_RESHAPE ? TGH_RESHAPE
                      : n->op == TGV_TRANSPOSE || n->op == TGV_DIMSHUFFLE || n->op == TGV_SUBTENSOR
                          ? TGH_VIEW : TGH_REDUCE;
@@ -336,8 +343,9 @@ static int plan_buffers(tgH_sched *s, const unsigned char *kept)
     int nfree = 0;
     for (int k = 0; k < s->nsteps; k++) {
         tgH_step *st = &s->steps[k];
-        int *produced = st->kind == TGH_LOOP ? st->outs : &st->node;
-        int np = st->kind == TGH_LOOP ? st->nouts + st->nreds : 1;
+        bool many = st->kind == TGH_LOOP || st->kind == TGH_SCAN;
+        int *produced = many ? st->outs : &st->node;
+        int np = many ? st->nouts + (st->kind == TGH_LOOP ? st->nreds : 0) : 1;
         for (int j = 0; j < np; j++) {
             /* a loop's fused reductions are produced after its stores */
             int v = st->kind == TGH_LOOP && j >= st->nouts ? st->reds[j - st->nouts] : produced[j];
@@ -539,11 +547,13 @@ tg_term *tgH_term(const tgH_sched *s, tg_error *err)
         tgB_putc(&b, ')');
     }
     tgB_putc(&b, ')');
-    static const char *const kinds[] = {"loop", "reduce", "dot", "view", "reshape", "gemm"};
+    static const char *const kinds[] = {"loop", "reduce", "dot", "view", "reshape", "gemm", "scan"};
     for (int k = 0; k < s->nsteps; k++) {
         const tgH_step *st = &s->steps[k];
         tgB_printf(&b, "\n  (%s", kinds[st->kind]);
-        if (st->kind == TGH_LOOP) {
+        if (st->kind == TGH_SCAN) {
+            tgSc_put_step(&b, s, k);
+        } else if (st->kind == TGH_LOOP) {
             tgB_putc(&b, ' ');
             put_shape(s, &b, &g->nodes[st->node]);
             tgB_puts(&b, " (in");
@@ -596,3 +606,8 @@ tg_term *tgH_term(const tgH_sched *s, tg_error *err)
     free(text);
     return t;
 }
+
+/* ---- for kernels/scan.c ------------------------------------------------ */
+
+void tgH_put_name(const tgH_sched *s, tgB_buf *b, int v) { put_name(s, b, v); }
+void tgH_put_dest(const tgH_sched *s, tgB_buf *b, int v) { put_dest(s, b, v); }

@@ -6,14 +6,14 @@
 
 #include "tensor.h"
 
-typedef enum tgH_kind { TGH_LOOP, TGH_REDUCE, TGH_DOT, TGH_VIEW, TGH_RESHAPE, TGH_GEMM } tgH_kind;
+typedef enum tgH_kind { TGH_LOOP, TGH_REDUCE, TGH_DOT, TGH_VIEW, TGH_RESHAPE, TGH_GEMM, TGH_SCAN } tgH_kind;
 
 typedef struct tgH_step {
     tgH_kind kind;
     int node;               /* the node computed (a loop: its first node) */
     int *nodes, nnodes;     /* LOOP: cluster nodes, arguments first */
     int *ins, nins;         /* LOOP: nodes read from outside the cluster */
-    int *outs, nouts;       /* LOOP: nodes stored (used outside, or outputs) */
+    int *outs, nouts;       /* LOOP, SCAN: nodes stored (used outside, or outputs) */
     int *reds, nreds;       /* LOOP: reductions of members, accumulated in the loop */
 } tgH_step;
 
@@ -33,5 +33,10 @@ typedef struct tgH_sched {
 tgH_sched *tgH_schedule(tgV_graph *g, const unsigned char *kept, tg_error *err);
 /* The schedule as a term (see doc/kernels.md). */
 tg_term *tgH_term(const tgH_sched *s, tg_error *err);
+
+/* Pieces of the schedule's text (for scan steps, kernels/scan.c). */
+struct tgB_buf;
+void tgH_put_name(const tgH_sched *s, struct tgB_buf *b, int v);
+void tgH_put_dest(const tgH_sched *s, struct tgB_buf *b, int v);
 
 #endif

@@ -11,6 +11,7 @@
 #include "error.h"
 #include "index.h"
 #include "tensor.h"
+#include "scan.h"
 
 /* What an op looks like as a term: arity bounds (max -1: any) and which
  * arguments are tensors (from tlo, up to thi or the end when thi is -1). */
@@ -69,6 +70,8 @@ const char *tgV_op_name(tgV_op op)
         return "const";
     if (op == TGV_GEMM)
         return "gemm";
+    if (op == TGV_SCAN)
+        return "scan";
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
         if (ops[i].op == op)
             return ops[i].name;
@@ -92,8 +95,9 @@ const char *tgV_show(const tg_term *t, char *buf, size_t size)
 
 /* ---- building state --------------------------------------------------- */
 
-typedef struct builder {
+typedef struct tgV_builder {
     tgV_graph *g;
+    int depth;              /* scan lambdas around this graph (0: the function's) */
     tg_term **keys;         /* term -> node map, open addressing */
     int *vals;
     size_t mcap;
@@ -736,6 +740,8 @@ static int build_term(builder *b, tg_term *root)
                 return -1;
             continue;
         }
+        if (k == TG_SYMBOL && b->depth)
+            return fail(b, t, "not a parameter of the scan's lambda");
         if (k != TG_PAIR)
             return fail(b, t, "not a tensor term (an op, a declared input or a number)");
         size_t hl;
@@ -774,6 +780,25 @@ static int build_term(builder *b, tg_term *root)
             b->nalias++;
             if (map_put(b, t, v) < 0)
                 return -1;
+            continue;
+        }
+        if (hs && tgSc_head(hs, hl)) {
+            tg_term *need = NULL;
+            int r = tgSc_build(b, t, &need);
+            if (r < 0)
+                return -1;
+            if (r == 0) {   /* an argument first, then t again */
+                if (sp == cap) {
+                    tg_term **ns = GC_MALLOC(2 * cap * sizeof *ns);
+                    if (!ns)
+                        return tgE_nomem(b->err), -1;
+                    memcpy(ns, stack, cap * sizeof *ns);
+                    stack = ns, cap *= 2;
+                }
+                stack[sp++] = need;
+                continue;
+            }
+            sp--;
             continue;
         }
         const opinfo *oi = lookup(t);
@@ -846,11 +871,73 @@ static int check_bound(builder *b)
     return 0;
 }
 
+/* ---- for kernels/scan.c -------------------------------------------------- */
+
+tgV_graph *tgV_graph_of(tgV_builder *b) { return b->g; }
+tg_error *tgV_err_of(tgV_builder *b) { return b->err; }
+int tgV_node_of(const tgV_builder *b, const tg_term *t) { return map_get(b, t); }
+tgV_node *tgV_new_node(tgV_builder *b, tg_term *t, tgV_op op) { return new_node(b, t, op); }
+int tgV_fail(tgV_builder *b, const tg_term *t, const char *what) { return fail(b, t, what); }
+
+int tgV_alias(tgV_builder *b, tg_term *t, int v)
+{
+    b->nalias++;
+    return map_put(b, t, v);
+}
+
+int tgV_const_node(tgV_builder *b, tg_dtype d, tg_term *v)
+{
+    tg_ctx *c = b->g->ctx;
+    tg_term *parts[3] = {tg_symbol_cstr(c, "const"), tg_symbol_cstr(c, tgV_dtype_name(d)), v};
+    tg_term *t = tg_list(c, 3, parts, NULL);
+    if (!t)
+        return tgE_nomem(b->err), -1;
+    int n = map_get(b, t);
+    if (n >= 0)
+        return n;
+    if (make_const(b, t, d, v, false) < 0)
+        return -1;
+    return map_get(b, t);
+}
+
+const char *tgV_shape_text(const tgV_graph *g, int ndim, const tgV_size *sh, char *buf, size_t n)
+{
+    return shape_text(g, ndim, sh, buf, n);
+}
+
+int tgV_size_of(tgV_builder *b, tg_term *ctx_term, tg_term *t, tgV_size *out)
+{
+    return size_of(b, ctx_term, t, out);
+}
+
+int tgV_unify(tgV_builder *b, tg_term *t, tgV_size a, tgV_size c, const char *what)
+{
+    return unify(b, t, a, c, what);
+}
+
+static tgV_graph *build(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_term *const *psyms,
+                        size_t nout, tg_term *const *outputs, int depth, tg_error *err);
+
 tgV_graph *tgV_build(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout,
                      tg_term *const *outputs, tg_error *err)
 {
+    return build(ctx, nin, inputs, NULL, nout, outputs, 0, err);
+}
+
+tgV_graph *tgV_build_inner(tgV_builder *outer, size_t nin, tg_term *const *inputs, tg_term *const *psyms,
+                           size_t nout, tg_term *const *outputs)
+{
+    return build(outer->g->ctx, nin, inputs, psyms, nout, outputs, outer->depth + 1, outer->err);
+}
+
+int tgV_depth(const tgV_builder *b) { return b->depth; }
+
+static tgV_graph *build(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_term *const *psyms,
+                        size_t nout, tg_term *const *outputs, int depth, tg_error *err)
+{
     builder b = {0};
     b.err = err;
+    b.depth = depth;
     if (!ctx || (nin && !inputs) || !nout || !outputs)
         return tgE_arg(err, "kernels: a context, inputs and at least one output are needed"), NULL;
     b.g = GC_MALLOC(sizeof *b.g);
@@ -871,6 +958,9 @@ tgV_graph *tgV_build(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
         if (make_input(&b, inputs[i], (int)i) < 0)
             return NULL;
         g->inputs[g->ninputs++] = g->n - 1;
+        /* a parameter's symbol names its input inside the lambda */
+        if (psyms && tgV_alias(&b, psyms[i], g->n - 1) < 0)
+            return NULL;
     }
     for (size_t i = 0; i < nout; i++) {
         if (!outputs[i])

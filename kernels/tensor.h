@@ -24,6 +24,7 @@ typedef enum tgV_op {
     TGV_DOT, TGV_TRANSPOSE, TGV_DIMSHUFFLE, TGV_RESHAPE,
     TGV_GEMM,   /* made by the schedule: alpha*dot(A,B) + beta*C */
     TGV_SUBTENSOR,  /* indexing and slicing, a view: index.c */
+    TGV_SCAN,   /* one output of a scan, or its step count (kernels/scan.h) */
     TGV_NOPS
 } tgV_op;
 
@@ -48,6 +49,8 @@ typedef struct tgV_node {
     int nalpha;             /* GEMM: args are A B C alpha... beta... */
     bool dead;              /* absorbed into a GEMM: not computed */
     const struct tgIx_spec *index;  /* SUBTENSOR: its indices (index.h) */
+    struct tgSc_scan *scan; /* SCAN: the scan, shared by its nodes */
+    int sout;               /* SCAN: the output, or -1 for the step count */
 } tgV_node;
 
 typedef struct tgV_graph {
@@ -62,6 +65,7 @@ typedef struct tgV_graph {
     int *outputs, noutputs;
     struct tgIx_dsize *dsizes;  /* sizes derived by slicing (index.h) */
     int ndsizes, dscap;
+    bool keep_reductions;   /* schedule: no reduction fused into a loop */
 } tgV_graph;
 
 /* Build the typed graph of outputs over inputs; NULL with err filled
@@ -81,5 +85,33 @@ tgV_size tgV_canon(const tgV_graph *g, tgV_size s);
 int tgV_new_sym(tgV_graph *g, tg_term *name, tg_error *err);
 /* Printed form of a term cut to fit in buf (for error messages). */
 const char *tgV_show(const tg_term *t, char *buf, size_t size);
+
+/* ---- for kernels/scan.c: building nodes while a graph is built ---- */
+
+typedef struct tgV_builder tgV_builder;
+tgV_graph *tgV_graph_of(tgV_builder *b);
+tg_error *tgV_err_of(tgV_builder *b);
+/* The node of term t, or -1 when it has none yet. */
+int tgV_node_of(const tgV_builder *b, const tg_term *t);
+/* A new zeroed node computing t (NULL when out of memory, err filled). */
+tgV_node *tgV_new_node(tgV_builder *b, tg_term *t, tgV_op op);
+/* Make term t name node v too. */
+int tgV_alias(tgV_builder *b, tg_term *t, int v);
+/* The node of (const DTYPE v) for number v (built when new). */
+int tgV_const_node(tgV_builder *b, tg_dtype d, tg_term *v);
+/* An error "kernels: in T: what"; returns -1. */
+int tgV_fail(tgV_builder *b, const tg_term *t, const char *what);
+int tgV_size_of(tgV_builder *b, tg_term *ctx_term, tg_term *t, tgV_size *out);
+int tgV_unify(tgV_builder *b, tg_term *t, tgV_size a, tgV_size c, const char *what);
+/* "(3 n)" */
+const char *tgV_shape_text(const tgV_graph *g, int ndim, const tgV_size *sh, char *buf, size_t n);
+
+/* The typed graph of a scan's inner function, met while building outer:
+ * inputs as tgV_build's, and psyms[i] (a symbol) naming inputs[i] inside
+ * the outputs; errors go to outer's. */
+tgV_graph *tgV_build_inner(tgV_builder *outer, size_t nin, tg_term *const *inputs, tg_term *const *psyms,
+                           size_t nout, tg_term *const *outputs);
+/* How many scan lambdas enclose the graph b builds. */
+int tgV_depth(const tgV_builder *b);
 
 #endif

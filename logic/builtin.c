@@ -391,15 +391,23 @@ static int flatten_fn(tg_ctx *ctx, tg_term *const *args, unsigned nargs, unsigne
 
 /* ---- non-relational tests ------------------------------------------ */
 
+/* The one answer of a one-argument test that holds unless fails, or
+ * none: what atomo and ac-atomo give. */
+static int test_answer(tg_ctx *ctx, tg_term *const *args, unsigned long i, int fails,
+                       tg_term **out)
+{
+    if (i > 0 || fails || is_fresh(args[0]))
+        return 0;
+    *out = tg_list(ctx, 1, args, NULL);
+    return *out ? 1 : -1;
+}
+
 /* (atomo t): t is neither a list cell nor a fresh variable. */
 static int atomo_fn(tg_ctx *ctx, tg_term *const *args, unsigned nargs, unsigned long i,
                     void **state, tg_term **out, void *ud, tg_error *err)
 {
-    (void)ctx, (void)nargs, (void)state, (void)ud, (void)err;
-    if (i > 0 || tgT_ispair(args[0]) || is_fresh(args[0]))
-        return 0;
-    *out = tg_list(ctx, 1, args, NULL);
-    return *out ? 1 : -1;
+    (void)nargs, (void)state, (void)ud, (void)err;
+    return test_answer(ctx, args, i, tgT_ispair(args[0]), out);
 }
 
 /* (ac-atomo t): t is no application to the assoc/comm relations: not a
@@ -408,11 +416,8 @@ static int atomo_fn(tg_ctx *ctx, tg_term *const *args, unsigned nargs, unsigned 
 static int acatomo_fn(tg_ctx *ctx, tg_term *const *args, unsigned nargs, unsigned long i,
                       void **state, tg_term **out, void *ud, tg_error *err)
 {
-    (void)ctx, (void)nargs, (void)state, (void)ud, (void)err;
-    if (i > 0 || is_app(args[0]) || is_fresh(args[0]))
-        return 0;
-    *out = tg_list(ctx, 1, args, NULL);
-    return *out ? 1 : -1;
+    (void)nargs, (void)state, (void)ud, (void)err;
+    return test_answer(ctx, args, i, is_app(args[0]), out);
 }
 
 /* (op-kindo props t a c): t is an application (fails otherwise); a is #t

@@ -198,9 +198,16 @@ tg_term *tg_rules_list(tg_rules *rs, tg_list_kind kind, tg_error *err)
         for (uint32_t i = 0; i < rs->nrws; i++)
             push(&l, rewriter_form(&l, rs->rws[i]));
         break;
-    case TG_LIST_RELATIONS:
-        relations(&l, rs->env);
+    case TG_LIST_RELATIONS: {
+        /* the environment (and with it the prelude's relations) is made
+         * on first use; make it now, so the listing does not depend on
+         * whether something used it already (a failed load may have) */
+        tg_env *env = tg_rules_env(rs, err);
+        if (!env)
+            return NULL;
+        relations(&l, env);
         break;
+    }
     default:
         return tgE_set(err, TG_ERR_ARG, NULL, 0, 0, "unknown listing kind %d", (int)kind), NULL;
     }

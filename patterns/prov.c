@@ -112,8 +112,10 @@ static tg_term *call_term(tg_ctx *ctx, tg_term *head, int atom, uint32_t n, tg_t
     return atom ? head : tg_app(ctx, head, n, args);
 }
 
-int tgO_fire_at(tgO_prov *p, tg_ctx *ctx, tgW_rule *r, tg_term *head, int atom, uint32_t n,
-                tg_term *const *args, size_t d)
+/* Log rule r firing in the frame at depth d on before, or (before
+ * NULL) on the call of head to args, built only when logged. */
+static int fire(tgO_prov *p, tg_ctx *ctx, tgW_rule *r, tg_term *before, tg_term *head, int atom,
+                uint32_t n, tg_term *const *args, size_t d)
 {
     p->total++;
     uint32_t *o = grow(p->open, p->capopen, &p->capopen, d + 1, sizeof *o, 0);
@@ -123,8 +125,7 @@ int tgO_fire_at(tgO_prov *p, tg_ctx *ctx, tgW_rule *r, tg_term *head, int atom, 
     o[d] = 0;
     if (p->n >= p->limit)
         return 0;   /* counted, not logged (nor built) */
-    tg_term *before = call_term(ctx, head, atom, n, args);
-    if (!before)
+    if (!before && !(before = call_term(ctx, head, atom, n, args)))
         return -1;
     tgO_fire *l = grow(p->log, p->n, &p->cap, p->n + 1, sizeof *l, 1);
     if (!l)
@@ -143,6 +144,19 @@ int tgO_fire_at(tgO_prov *p, tg_ctx *ctx, tgW_rule *r, tg_term *head, int atom, 
     e->cond = (j < d) || (j > 0 && l[o[j - 1] - 1].cond);
     o[d] = (uint32_t)++p->n;
     return 0;
+}
+
+int tgO_fire_at(tgO_prov *p, tg_ctx *ctx, tgW_rule *r, tg_term *head, int atom, uint32_t n,
+                tg_term *const *args, size_t d)
+{
+    return fire(p, ctx, r, NULL, head, atom, n, args, d);
+}
+
+int tgO_fired(tgO_prov *p, tgW_rule *r, tg_term *before, tg_term *after)
+{
+    if (fire(p, NULL, r, before, NULL, 0, 0, NULL, 0) < 0)
+        return -1;
+    return tgO_done(p, 0, after);
 }
 
 /* The firings that gave one term, in the order they completed (their
@@ -439,15 +453,20 @@ static int quiet_inputs(const tgO_prov *p, tgW_map *quiet)
  * bound being that of what built it (a rebuilt node: when it was
  * rebuilt).  Subterms of the run's input below which nothing changed
  * are not entered.  0 or -1 (out of memory). */
-static int explain(const tgO_prov *p, tg_term *t, unsigned char *marks)
+static int explain(const tgO_prov *p, tg_term *t, uint32_t k0, unsigned char *marks)
 {
     stack s = {0};
     pairset seen = {0};
     pairset linked = {0};   /* links followed */
     tgW_map quiet = {0};
     int rc = quiet_inputs(p, &quiet);
-    if (rc == 0)
+    if (rc == 0 && k0) {    /* t as a part of k0's right side */
+        marks[k0] = 1;
+        rc = push(&s, p->log[k0 - 1].before, k0 - 1) < 0 ||
+             push_elements(&s, t, p->log[k0 - 1].end) < 0 ? -1 : 0;
+    } else if (rc == 0) {
         rc = push(&s, t, (uint32_t)p->n);
+    }
     while (rc == 0 && s.n) {
         item it = s.v[--s.n];
         /* a rebuilt node: the node it was, in the pass before */
@@ -508,6 +527,65 @@ static int occurs(tg_term *t, tg_term *r)
     }
     free(s.v);
     return found;
+}
+
+/* Fill parent (child -> the first parent met) walking r until t is met:
+ * 1 when found, 0, or -1 out of memory. */
+static int parents(tg_term *t, tg_term *r, tgW_map *parent)
+{
+    if (t == r)
+        return 1;
+    stack s = {0};
+    int found = push(&s, r, 0) < 0 ? -1 : 0;
+    while (!found && s.n) {
+        tg_term *x = s.v[--s.n].t;
+        tg_iter it = {x, 0};
+        for (tg_term *e; found == 0 && tgT_ispair(x) && (e = tgT_iter_next(&it));) {
+            if (!tgT_ispair(e) && e != t)
+                continue;
+            if (tgW_map_get(parent, e))
+                continue;
+            if (tgW_map_put(parent, e, x) < 0 || push(&s, e, 0) < 0)
+                found = -1;
+            else if (e == t)
+                found = 1;
+        }
+    }
+    free(s.v);
+    return found;
+}
+
+/* The firing whose right side built t when no firing gave t whole (a
+ * part of a right side, as (k a) of (h (k a))): the firing that gave
+ * t's nearest ancestor in the result, if t was not already in what that
+ * firing consumed (else the same question inside its before, as of just
+ * before it fired).  0 when none: t was there from the start, or a pass
+ * rebuilt its parent around it. */
+static uint32_t builder(const tgO_prov *p, tg_term *t)
+{
+    tg_term *root = p->result;
+    uint32_t bound = (uint32_t)p->n;
+    for (;;) {
+        tgW_map parent = {0};
+        if (parents(t, root, &parent) != 1)
+            return 0;
+        const tgO_hist *h;
+        tg_term *a = t;
+        uint32_t k = 0;
+        while (a != root && !k) {
+            a = tgW_map_get(&parent, a);
+            /* a node a pass rebuilt around its rewritten arguments: the
+             * argument holding t was not rewritten, so t was there */
+            if (!(k = producer(p, a, bound)) && hist_find(&p->from, a, bound, &h) >= 0)
+                return 0;
+        }
+        if (!k)
+            return 0;
+        tg_term *before = p->log[k - 1].before;
+        if (occurs(t, before) != 1)
+            return k;
+        root = before, bound = k - 1;
+    }
 }
 
 #define MAXPATH 32
@@ -595,8 +673,11 @@ tg_term *tgO_why(tg_rules *rs, tg_term *t, tg_error *err)
         return NULL;
     }
     tg_ctx *ctx = rs->ctx;
+    const tgO_hist *h;
+    uint32_t k0 = tgT_ispair(t) && !producer(p, t, (uint32_t)p->n) &&
+                  hist_find(&p->from, t, (uint32_t)p->n, &h) < 0 ? builder(p, t) : 0;
     unsigned char *marks = calloc(p->n + 1, 1);
-    if (!marks || explain(p, t, marks) < 0) {
+    if (!marks || explain(p, t, k0, marks) < 0) {
         free(marks);
         return tgE_nomem(err), NULL;
     }

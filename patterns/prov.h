@@ -83,6 +83,10 @@ static inline void tgO_at_arg(tgO_prov *p, uint32_t pos, uint32_t i)
  * -1 when out of memory. */
 int tgO_fire_at(tgO_prov *p, tg_ctx *ctx, tgW_rule *r, tg_term *head, int atom, uint32_t n,
                 tg_term *const *args, size_t d);
+/* Relation rewrite r turned before into after at the node being
+ * reduced (a firing complete at once: relations have no right side that
+ * runs).  0, or -1 when out of memory. */
+int tgO_fired(tgO_prov *p, tgW_rule *r, tg_term *before, tg_term *after);
 /* The right side of the firing open at depth d gave after, or ends in
  * the call of head to args (a tail call).  0, or -1. */
 int tgO_done(tgO_prov *p, size_t d, tg_term *after);

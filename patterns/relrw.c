@@ -9,6 +9,7 @@
  * in the middle of a walk.
  */
 #include "relrw.h"
+#include "prov.h"
 #include "compile.h"
 #include "lang.h"
 
@@ -155,6 +156,8 @@ static int step_by(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t,
         }
         if (rs->trace_on && rs->trace)
             trace(rs, r, t, *out);
+        if (rs->prov && tgO_fired(rs->prov, r, t, *out) < 0)
+            return tgE_nomem(err), -1;
         return 1;
     }
     return 0;
@@ -180,6 +183,7 @@ typedef struct nframe {
     tg_term *t;
     tg_iter it;
     size_t vb, cb;
+    uint32_t pos;           /* provenance: its position id */
 } nframe;
 
 typedef struct norm {
@@ -194,7 +198,7 @@ typedef struct norm {
     size_t nc, capc;
 } norm;
 
-static int push_frame(norm *N, tg_term *t, const tgW_rule *by)
+static int push_frame(norm *N, tg_term *t, const tgW_rule *by, uint32_t pos)
 {
     nframe *f = tgW_grow(N->fs, N->nf, &N->capf, N->nf + 1, sizeof *f);
     void **c = f ? tgW_grow(N->chain, N->nc, &N->capc, N->nc + 2, sizeof *c) : NULL;
@@ -202,7 +206,7 @@ static int push_frame(norm *N, tg_term *t, const tgW_rule *by)
         return tgE_nomem(N->err), -1;
     N->fs = f, N->chain = c;
     f += N->nf++;
-    f->t = t, f->it.node = t, f->it.i = 0, f->vb = N->nv, f->cb = N->nc;
+    f->t = t, f->it.node = t, f->it.i = 0, f->vb = N->nv, f->cb = N->nc, f->pos = pos;
     N->chain[N->nc++] = t;
     N->chain[N->nc++] = (void *)by;
     return 0;
@@ -254,7 +258,8 @@ tg_term *tgD_normalize(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term 
     tg_term *known = tgW_map_get(memo, t);
     if (known && known != INPROGRESS)
         return known;
-    if (push_frame(&N, t, NULL) < 0)
+    tgO_prov *pv = rs->prov;
+    if (push_frame(&N, t, NULL, pv ? tgO_pass(pv) : 0) < 0)
         return NULL;
     while (N.nf) {
         nframe *f = &N.fs[N.nf - 1];
@@ -266,7 +271,8 @@ tg_term *tgD_normalize(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term 
                 return NULL;
             }
             if (!v) {
-                if (push_frame(&N, x, NULL) < 0)
+                uint32_t pos = pv ? tgO_pos(pv, f->pos, (uint32_t)(N.nv - f->vb)) : 0;
+                if (push_frame(&N, x, NULL, pos) < 0)
                     return NULL;
                 continue;
             }
@@ -288,7 +294,11 @@ tg_term *tgD_normalize(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term 
             cycle(&N, node, NULL);
             return NULL;
         }
+        if (pv && node != f->t && tgO_link(pv, node, f->t) < 0)
+            return tgE_nomem(err), NULL;
         if (!known) {
+            if (pv)
+                tgO_at(pv, f->pos);
             if ((k = step_by(rs, rels, n, node, limit, &y, &by, err)) < 0)
                 return NULL;
             if (k) {

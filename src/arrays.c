@@ -5,6 +5,7 @@
  * index vectors. */
 #include "config.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -204,11 +205,36 @@ int tgM_array_read_npy(const char *path, tg_array *a, tg_error *err)
     char *f = tg_slurp_file(path, &len, &e);
     if (!f)
         return npy_fail(err, path, e.message);
-    const unsigned char *u = (const unsigned char *)f;
-    if (len < 10 || memcmp(f, "\x93NUMPY", 6) != 0 || u[6] < 1 || u[6] > 3) {
-        free(f);
-        return npy_fail(err, path, "not a .npy file (version 1 to 3)");
+    int st = tgM_array_parse_npy(f, len, path, a, err);
+    free(f);
+    return st;
+}
+
+/* The header's shape tuple into a; NULL, or what is wrong. */
+static const char *npy_shape(const char *sh, tg_array *a)
+{
+    for (const char *p = sh + 1; *p && *p != ')';) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (*p == ')')
+            break;
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || v < 0 || errno || a->ndim == TG_MAXDIM)
+            return "bad shape in the header";
+        a->shape[a->ndim++] = v;
+        p = end;
     }
+    return NULL;
+}
+
+int tgM_array_parse_npy(const char *f, size_t len, const char *name, tg_array *a, tg_error *err)
+{
+    memset(a, 0, sizeof *a);
+    const unsigned char *u = (const unsigned char *)f;
+    if (len < 10 || memcmp(f, "\x93NUMPY", 6) != 0 || u[6] < 1 || u[6] > 3)
+        return npy_fail(err, name, "not a .npy file (version 1 to 3)");
     size_t hl, off;
     if (u[6] == 1) {
         hl = (size_t)u[8] | (size_t)u[9] << 8;
@@ -218,10 +244,8 @@ int tgM_array_read_npy(const char *path, tg_array *a, tg_error *err)
                                    (size_t)u[11] << 24;
         off = 12;
     }
-    if (hl > len - off) {
-        free(f);
-        return npy_fail(err, path, "truncated header");
-    }
+    if (len < off || hl > len - off)
+        return npy_fail(err, name, "truncated header");
     char *h = strndup(f + off, hl);
     const char *d = h ? npy_field(h, "descr") : NULL;
     const char *fo = h ? npy_field(h, "fortran_order") : NULL;
@@ -232,18 +256,7 @@ int tgM_array_read_npy(const char *path, tg_array *a, tg_error *err)
                       : !sh || *sh != '(' ? "no shape in the header" : NULL;
     if (!why) {
         a->dtype = (tg_dtype)dt;
-        for (const char *p = sh + 1; !why && *p && *p != ')';) {
-            while (*p == ' ' || *p == ',')
-                p++;
-            if (*p == ')')
-                break;
-            char *end;
-            long long v = strtoll(p, &end, 10);
-            if (end == p || v < 0 || a->ndim == TG_MAXDIM)
-                why = "bad shape in the header";
-            else
-                a->shape[a->ndim++] = v, p = end;
-        }
+        why = npy_shape(sh, a);
     }
     int64_t count = 1;
     for (int k = 0; !why && k < a->ndim; k++) {
@@ -263,8 +276,7 @@ int tgM_array_read_npy(const char *path, tg_array *a, tg_error *err)
         tg_array_init(a, a->dtype, a->ndim, shape, a->data);
     }
     free(h);
-    free(f);
-    return why ? npy_fail(err, path, why) : 0;
+    return why ? npy_fail(err, name, why) : 0;
 }
 
 /* ---- back to terms --------------------------------------------------------- */

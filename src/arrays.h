@@ -16,6 +16,11 @@ int tgM_array_from_term(const tg_term *t, tg_dtype dtype, tg_array *a, tg_error 
  * malloc'd); 0, or -1 with err naming the file and what is wrong. */
 int tgM_array_read_npy(const char *path, tg_array *a, tg_error *err);
 
+/* The same for the len bytes at buf (the whole file's contents); errors
+ * name name. */
+int tgM_array_parse_npy(const char *buf, size_t len, const char *name, tg_array *a,
+                        tg_error *err);
+
 /* The values of a as nested lists of numbers (a number for 0 dimensions);
  * NULL when out of memory. */
 tg_term *tgM_array_to_term(tg_ctx *ctx, const tg_array *a);

@@ -352,7 +352,8 @@ typedef enum tg_list_kind {
     TG_LIST_RULES,      /* (rule NAME LHS => RHS [(tags ...)]) in load order, one per
                          * left side; a both-ways rule is written with <=> */
     TG_LIST_REWRITERS,  /* (equilibrium|walk|sequence NAME CLAUSE ... ITEM ...) */
-    TG_LIST_RELATIONS   /* (NAME ARITY) of each defined relation, sorted by name */
+    TG_LIST_RELATIONS   /* (NAME ARITY) of each defined relation, the prelude's included,
+                           sorted by name */
 } tg_list_kind;
 /* What the rule set holds, as a list of terms (the forms that would
  * declare it again); NULL with err filled on a bad kind or out of memory. */

@@ -255,6 +255,17 @@ t ":eval runs tensor terms on literal arrays" 0 "(2.0 3.0 4.0)
 -2.5
 (() ())" "" "$TGREL"
 
+# a scan is a tensor term like any other (doc/scan.md)
+input ':eval (scan (lambda (xt acc) ((add acc xt))) (steps auto) (sequences (input x float64 (n))) (outputs (sitsot 0)) (non_sequences)) (x (1 2 3 4))' \
+      ':eval (scan (lambda (a b) ((add a b))) (steps 6) (sequences) (outputs (mitsot (input f int64 (2)) (taps -2 -1))) (non_sequences)) (f (0 1))' \
+      ':eval (scan (lambda (xt) ((mul xt 10))) (steps 2) (sequences (input x int64 (n 2))) (outputs (nitsot)) (non_sequences) backwards) (x ((1 2) (3 4) (5 6)))' \
+      ':eval (scan_steps (scan (lambda (xt acc) ((add acc xt)) (until (gt (add acc xt) 5))) (steps auto) (sequences (input x int64 (n))) (outputs (sitsot 0 last)) (non_sequences))) (x (1 2 3 4 5))' \
+      ':eval (scan (lambda (h) ((sum h))) (steps 2) (sequences) (outputs (sitsot (input h float64 (2)))) (non_sequences)) (h (1 2))'
+t ":eval runs scans" 1 "(1.0 3.0 6.0 10.0)
+(1 2 3 5 8 13)
+((30 40) (10 20))
+3" "<stdin>:5:1: kernels: in (scan (lambda (h) ((sum h))) (steps 2) (sequences) (outputs (sitsot (input h float64 (2)))) (non_sequences)): output 0 changes shape between steps: (2) before a step, () after" "$TGREL"
+
 input ':eval (add (input x float64 (3)) 1)' \
       ':eval (add (input x float64 (3)) 1) (x (1 2))' \
       ':eval (add (input x float64 (3)) 1) (x (1 (2) 3))' \

@@ -126,21 +126,23 @@ int main(void)
         return TAP_DONE();
 
     TAP_CHECK(expect(fd, "tgrel> "), "a banner and the prompt");
-    type(fd, "(op add (arity 2))\r");
+    type(fd, "(op join (arity 2))\r");
     TAP_CHECK(expect(fd, "tgrel> "), "a definition prints nothing and prompts again");
     type(fd, "(normalize\r");
     TAP_CHECK(expect(fd, "  ...> "), "a form left open gets the continuation prompt");
-    type(fd, "  (add a b))\r");
-    TAP_CHECK(expect(fd, "(add a b)\r\n"), "the form is evaluated once closed");
+    type(fd, "  (join a b))\r");
+    TAP_CHECK(expect(fd, "(join a b)\r\n"), "the form is evaluated once closed");
 
     type(fd, ":he\t");
     TAP_CHECK(expect(fd, ":help "), "tab completes a command");
     type(fd, "\r");
     TAP_CHECK(expect(fd, "list the commands"), "and the command runs");
-    type(fd, "(ad\t");
-    TAP_CHECK(expect(fd, "(add "), "tab completes an op name");
+    /* the prelude's relations complete too: no name of theirs
+     * starts with "jo" */
+    type(fd, "(jo\t");
+    TAP_CHECK(expect(fd, "(join "), "tab completes an op name");
     type(fd, "x y)\r");
-    TAP_CHECK(expect(fd, "(add x y)\r\n"), "the completed form is evaluated");
+    TAP_CHECK(expect(fd, "(join x y)\r\n"), "the completed form is evaluated");
 
     expect(fd, "tgrel> ");
     type(fd, "(op neg (arity 1))\r(rule nn (neg (neg ?x)) => ?x)\r(walk w (order out-to-in) nn)\r");
@@ -196,7 +198,7 @@ int main(void)
     char line[256];
     int found = 0;
     while (h && fgets(line, sizeof line, h))
-        found |= strstr(line, "(op add (arity 2))") != NULL;
+        found |= strstr(line, "(op join (arity 2))") != NULL;
     if (h)
         fclose(h);
     TAP_CHECK(found, "the history file holds the entries typed");
