@@ -3,7 +3,8 @@
  * result is a function of the unrewritten output terms, the rule set and
  * the rewriter spec alone.  So the key is those, printed canonically (the
  * rule set as the forms that would declare it again: ops, rules,
- * rewriters, relation names), and the entry holds the rewritten terms in
+ * rewriters, relation names when it has a logic environment), and the
+ * entry holds the rewritten terms in
  * a text that reads back to the same hash-consed pointers.  The entry is
  * a side entry of the compile cache (cache.c: atomic rename, trailer with
  * a hash checked on every read), so a corrupt one is a miss. */
@@ -18,6 +19,7 @@
 #include "buf.h"
 #include "cache.h"
 #include "error.h"
+#include "rset.h"
 #include "rwcache.h"
 
 #define TGZW_MAGIC "tgrel-terms 1"
@@ -228,8 +230,12 @@ static char *key_text(tg_ctx *ctx, tg_rules *rs, tg_term *spec, size_t nout, tg_
                       size_t *len, tg_error *err)
 {
     tg_term *parts[6];
+    /* relations by name, when the set has an environment: making one just
+     * to list the prelude's would cost more than the rest of a hit */
     for (int k = 0; k < 4; k++)
-        if (!(parts[k] = tg_rules_list(rs, (tg_list_kind)k, err)))
+        if (k == TG_LIST_RELATIONS && !rs->env)
+            parts[k] = tg_nil();
+        else if (!(parts[k] = tg_rules_list(rs, (tg_list_kind)k, err)))
             return NULL;
     parts[4] = spec;
     parts[5] = tg_list(ctx, nout, outputs, NULL);

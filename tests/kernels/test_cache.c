@@ -224,7 +224,10 @@ static void test_pipeline_cache(void)
     ok = run_rules(e, "canonicalize", NULL, exp2x, &fired);
     TAP_CHECK(ok && fired > 0, "another rewriter spec: the rewriter runs (%d)", fired);
     TAP_EQ_INT(rw_entries(NULL, 0), 3, "under a key of its own");
-    TAP_EQ_INT(entries(NULL, 0), so0 + 1, "all three rewrite to one graph: one shared object");
+    ok = run_rules(e, NULL, "(defrel (kt-rel x) (== x 1))", exp2x, &fired);
+    TAP_CHECK(ok && fired > 0, "a relation defined: the rewriter runs (%d)", fired);
+    TAP_EQ_INT(rw_entries(NULL, 0), 4, "under a key of its own");
+    TAP_EQ_INT(entries(NULL, 0), so0 + 1, "all four rewrite to one graph: one shared object");
 }
 
 /* The text of rewritten terms reads back to the same pointers: every
