@@ -257,15 +257,28 @@ static char *key_text(tg_ctx *ctx, tg_rules *rs, tg_term *spec, size_t nout, tg_
 
 /* ---- the rewrite ------------------------------------------------------------ */
 
-static tg_term **run_rewriter(tg_rules *rs, tg_term *spec, size_t nout, tg_term *const *outputs,
+/* The outputs rewritten with rs: as one term (graph OUT ...), so that a
+ * rewrite needing every user of a node (the Scan rewrites: an output
+ * nobody reads) sees them all, and shared subterms are rewritten once. */
+static tg_term **run_rewriter(tg_ctx *ctx, tg_rules *rs, tg_term *spec, size_t nout, tg_term *const *outputs,
                               tg_error *err)
 {
+    tg_term *head = tg_symbol_cstr(ctx, "graph");
     tg_term **out = GC_MALLOC((nout ? nout : 1) * sizeof *out);
-    if (!out)
+    tg_term *g = head && nout ? tg_app(ctx, head, nout, outputs) : head ? tg_list(ctx, 1, &head, NULL) : NULL;
+    if (!out || !g)
         return tgE_nomem(err), NULL;
-    for (size_t i = 0; i < nout; i++)
-        if (!(out[i] = tg_rewrite(rs, spec, outputs[i], err)))
-            return NULL;
+    tg_term *r = tg_rewrite(rs, spec, g, err);
+    if (!r)
+        return NULL;
+    if (tg_car(r) != head || tg_length(r) != nout + 1) {
+        char *shown = tg_print(r, NULL);
+        tgE_set(err, TG_ERR_ARG, NULL, 0, 0, "kernels: the rewriter made %.200s of the outputs, not (graph OUT ...)",
+                shown ? shown : "a term");
+        free(shown);
+        return NULL;
+    }
+    tg_elements(tg_cdr(ctx, r), out, nout);
     return out;
 }
 
@@ -289,7 +302,7 @@ tg_term **tgZw_rewrite(tg_ctx *ctx, size_t nout, tg_term *const *outputs, const 
         *hit = 1;
     } else {
         /* missing, corrupt or unreadable: rewrite and store again */
-        out = run_rewriter(opt->rules, spec, nout, outputs, err);
+        out = run_rewriter(ctx, opt->rules, spec, nout, outputs, err);
         char *enc = out ? tgZw_encode(nout, out, &len) : NULL;
         if (enc)
             tgZ_side_put(key, klen, "rw", enc, len);

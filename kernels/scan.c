@@ -110,6 +110,23 @@ static int parse_out(tgV_builder *b, tgSc_scan *sc, tg_term *o, tgSc_out *out)
     return 0;
 }
 
+/* (inplace K ...), the Scan rewrites' marker (doc/scan.md, "Rewrites"):
+ * outputs K whose initial value nothing else reads, so that their state
+ * may be kept in its buffer.  Each K must be a recurrent `last` output.
+ * The lowering does not use it yet: it is checked and accepted. */
+static int check_inplace(tgV_builder *b, const tgSc_scan *sc, tg_term *opt)
+{
+    tg_term **k;
+    int n = items(opt, "inplace", &k);
+    for (int i = 0; i < n; i++) {
+        int64_t v;
+        if (tg_kind_of(k[i]) != TG_INT || tg_int_get(k[i], &v) < 0 || v < 0 || v >= sc->nout ||
+            sc->outs[v].kind == TGSC_NITSOT || !sc->outs[v].last)
+            return tgV_fail(b, sc->term, "(inplace K ...) names recurrent last outputs");
+    }
+    return n < 0 ? tgV_fail(b, sc->term, "(inplace K ...) names recurrent last outputs") : 0;
+}
+
 static int parse(tgV_builder *b, tg_term *t, tgSc_scan *sc)
 {
     tg_term **a, **lam;
@@ -125,9 +142,14 @@ static int parse(tgV_builder *b, tg_term *t, tgSc_scan *sc)
         (sc->nout = items(a[3], "outputs", &outs)) < 0 ||
         (sc->nnon = items(a[4], "non_sequences", &sc->nons)) < 0)
         return tgV_fail(b, t, form);
+    tg_term *inplace = NULL;
     for (int i = 5; i < n; i++) {
+        if (tg_car(a[i]) && sym_is(tg_car(a[i]), "inplace") && !inplace) {
+            inplace = a[i];
+            continue;
+        }
         if (!sym_is(a[i], "backwards"))
-            return tgV_fail(b, t, "the only scan option is backwards");
+            return tgV_fail(b, t, "the scan options are backwards and (inplace K ...)");
         sc->backwards = true;
     }
     if (sc->nout < 1)
@@ -158,6 +180,8 @@ static int parse(tgV_builder *b, tg_term *t, tgSc_scan *sc)
         nrec += sc->outs[i].kind != TGSC_NITSOT;
     }
     np += sc->nnon;
+    if (inplace && check_inplace(b, sc, inplace) < 0)
+        return -1;
     if (np != sc->nparams) {
         char msg[200];
         snprintf(msg, sizeof msg, "the lambda has %d parameters, the scan passes %d "

@@ -12,6 +12,7 @@
 #include "rewriters.h"
 #include "relrw.h"
 #include "prov.h"
+#include "scanopt.h"
 #include "error.h"
 #include "reader.h"
 
@@ -826,10 +827,15 @@ static int load_text(loader *L, const char *text, size_t len, const char *file)
     return rc < 0 ? -1 : 0;
 }
 
+/* The logic environment, made on first use with the relations the rule
+ * library names (scanopt.h: the Scan rewrites). */
 static tg_env *rules_env(tg_rules *rs, tg_error *err)
 {
-    if (!rs->env)
-        rs->env = tg_env_new(rs->ctx, err);
+    if (!rs->env && (rs->env = tg_env_new(rs->ctx, err)) &&
+        tgSo_define(rs->env, rs->ctx, err) < 0) {
+        tg_env_free(rs->env);
+        rs->env = NULL;
+    }
     return rs->env;
 }
 

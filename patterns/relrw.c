@@ -22,6 +22,8 @@ struct tgD_rel {
     tg_env *env;
     tgL_call *call;         /* (r ?0 ?1) with both arguments given at each call */
     int backward;
+    tgG_rel *rel;           /* the relation (the same object when redefined) */
+    tg_term *var;           /* the unknown argument, for a direct call of a C relation */
 };
 
 /* Both directions of one relation, under its name in rs->relrw. */
@@ -69,6 +71,9 @@ tgW_rule *tgD_rule(tg_rules *rs, tg_term *name, int backward, tg_error *err)
         return tgE_nomem(err), NULL;
     v->backward = backward;
     v->env = rs->env;
+    v->rel = tgG_rel_find(rs->env, name);
+    if (!(v->var = tg_env_var(rs->env, "out")))
+        return tgE_nomem(err), NULL;
     r->name = name;
     r->backward = backward;
     r->rel = v;
@@ -96,6 +101,35 @@ static const char *name_of(const tgW_rule *r, int *len)
     return s;
 }
 
+/* A relation written in C, called directly: the search would call it
+ * with the same arguments (t and an unbound variable) and take its first
+ * answer.  1 with *out when that answer is t and a ground term, 0 when
+ * it has none; 2 for anything else (an error, an answer with variables or
+ * that t would have to unify with), which the search then handles as
+ * always.  A rewrite of a term with no C relation's answer costs a
+ * function call instead of setting up a search (the Scan rewrites are
+ * tried on every node of a graph). */
+static int apply_c(const struct tgD_rel *v, tg_term *t, tg_term **out)
+{
+    const tgG_rel *rel = v->rel;
+    if (!rel || !rel->cfn || rel->body || rel->arity != 2)
+        return 2;
+    int in = v->backward;
+    tg_term *args[2], *answer = NULL;
+    args[in] = t, args[!in] = v->var;
+    void *state = NULL;
+    tg_error e;
+    tg_error_clear(&e);
+    int rc = rel->cfn(v->env->ctx, args, 2, 0, &state, &answer, rel->cud, &e);
+    if (rc == 0 && e.code == TG_OK)
+        return 0;
+    if (rc != 1 || !answer || tg_length(answer) != 2 || tg_tail(answer) != tg_nil() ||
+        tg_nth(answer, (size_t)in) != t || !tg_is_ground(tg_nth(answer, (size_t)!in)))
+        return 2;
+    *out = tg_nth(answer, (size_t)!in);
+    return 1;
+}
+
 /* Relation r applied to t: 1 with *out, 0, -1. */
 static int apply(tgW_rule *r, tg_term *t, tg_term **out, tg_error *err)
 {
@@ -103,6 +137,9 @@ static int apply(tgW_rule *r, tg_term *t, tg_term **out, tg_error *err)
     tg_term *args[2], *vals[2];
     args[in] = t, args[!in] = NULL;
     r->tried++;
+    int direct = apply_c(r->rel, t, out);
+    if (direct < 2)
+        return direct;
     int k = tgL_call_first(r->rel->call, args, vals, err);
     if (k <= 0) {
         if (k < 0 && err && err->line == 0) {   /* say which rewrite it was */

@@ -453,11 +453,12 @@ typedef struct tg_fn_options {
      * -ffp-contract=off -fopenmp-simd" */
     const char *cc;
     const char *cflags;
-    /* non-NULL: rewrite every output with this rule set first (e.g. one
-     * that loaded the library's all.rules), with the rewriter or query
-     * rewrite names (NULL: the symbol default, the library's canonicalize
-     * then specialize sequence); the function is that of the rewritten
-     * terms, which are cached under the unrewritten ones, the rule set's
+    /* non-NULL: rewrite the outputs with this rule set first (e.g. one
+     * that loaded the library's all.rules), all together as one term
+     * (graph OUT ...), with the rewriter or query rewrite names (NULL: the
+     * symbol default, the library's canonicalize, scan_opt then
+     * specialize sequence); the function is that of the rewritten terms,
+     * which are cached under the unrewritten ones, the rule set's
      * contents and rewrite (a graph compiled again skips the rewriter) */
     tg_rules *rules;
     tg_term *rewrite;

@@ -25,6 +25,39 @@ static tg_term *rd(tg_ctx *ctx, const char *text)
     return tg_read_cstr(ctx, text, &err);
 }
 
+/* C relations used as rewrites (called directly when they answer with
+ * the given term and a ground one, through the search otherwise): ud
+ * says how this one answers (twice) a. */
+static tg_env *c_env;
+
+static int c_rel(tg_ctx *ctx, tg_term *const *args, unsigned nargs, unsigned long i, void **state,
+                 tg_term **answer, void *ud, tg_error *err)
+{
+    (void)nargs, (void)state;
+    const char *how = ud;
+    tg_term *t = args[0];
+    if (i > 0 || tg_kind_of(t) != TG_PAIR || tg_car(t) != tg_symbol_cstr(ctx, "twice"))
+        return 0;
+    tg_term *x = tg_nth(t, 1);
+    tg_term *v[2] = {t, NULL};
+    if (!strcmp(how, "ground")) {
+        tg_term *p[2] = {x, x};
+        v[1] = tg_app(ctx, tg_symbol_cstr(ctx, "pair"), 2, p);
+    } else if (!strcmp(how, "loose")) {
+        v[1] = args[1];    /* the unknown itself: not ground */
+    } else if (!strcmp(how, "unify")) {  /* (twice ?y) unified with the term */
+        tg_term *y = tg_env_var(c_env, "y");
+        tg_term *w = tg_list(ctx, 1, &y, NULL);
+        v[0] = tg_cons(ctx, tg_symbol_cstr(ctx, "twice"), w);
+        v[1] = tg_cons(ctx, tg_symbol_cstr(ctx, "got"), w);
+    } else {
+        tg_error_set(err, TG_ERR_ARG, "cannot double %s", "that");
+        return -1;
+    }
+    *answer = tg_list(ctx, 2, v, NULL);
+    return 1;
+}
+
 int main(void)
 {
     tg_error err;
@@ -44,6 +77,32 @@ int main(void)
     TAP_EQ_INT(load(rs, ok, &err), 0, "relation defined after its rewriters");
     TAP_EQ_STR(tap_show(rw(ctx, rs, "distribute", rd(ctx, "(dot A (add x y))"), &err)),
                "(add (dot A x) (dot A y))", "it rewrites");
+
+    /* relations written in C: a ground answer is taken as it is; an
+     * answer the search must unify, or that is not ground, and errors go
+     * through the search as for any relation */
+    tg_env *env = c_env = tg_rules_env(rs, &err);
+    static const char *const hows[] = {"ground", "loose", "unify", "fail"};
+    for (int i = 0; i < 4; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "c-%s", hows[i]);
+        TAP_EQ_INT(tg_defrel_c(env, name, 2, c_rel, (void *)hows[i], &err), 0, "a C relation");
+    }
+    const char *cdefs = "(op twice (arity 1))\n(equilibrium cg c-ground)\n(equilibrium cl c-loose)\n"
+                        "(equilibrium cu c-unify)\n(equilibrium cf c-fail)\n(walk cb (reverse c-ground))\n";
+    TAP_EQ_INT(load(rs, cdefs, &err), 0, "C relations as items");
+    TAP_EQ_STR(tap_show(rw(ctx, rs, "cg", rd(ctx, "(list (twice a) (twice (twice b)) (thrice c))"), &err)),
+               "(list (pair a a) (pair (pair b b) (pair b b)) (thrice c))", "a C relation rewrites, innermost");
+    TAP_CHECK(rw(ctx, rs, "cl", rd(ctx, "(twice a)"), &err) == NULL &&
+                  strstr(tap_msg(&err), "rewrites (twice a) to") && strstr(tap_msg(&err), "which is not ground"),
+              "an answer with a variable: %s", tap_msg(&err));
+    TAP_EQ_STR(tap_show(rw(ctx, rs, "cu", rd(ctx, "(twice a)"), &err)), "(got a)",
+               "an answer to unify with the term");
+    TAP_CHECK(rw(ctx, rs, "cf", rd(ctx, "(twice a)"), &err) == NULL && strstr(tap_msg(&err), "c-fail") &&
+                  strstr(tap_msg(&err), "cannot double that"),
+              "an error names the relation: %s", tap_msg(&err));
+    TAP_EQ_STR(tap_show(rw(ctx, rs, "cb", rd(ctx, "(pair a a)"), &err)), "(pair a a)",
+               "backward: the C relation has no answer for an unknown first argument");
 
     /* errors name the offending item or condition; nothing stays */
     const char *bad = "(op f (arity 1))\n"

@@ -1,0 +1,162 @@
+/* scanopt.c - benchmarks of the Scan rewrites (doc/scan.md, "Rewrites"),
+ * one JSON object per line, each against a reference measured in the
+ * same run:
+ *   scanopt_overhead  `default` on a graph without scans (an expression
+ *                     of N terms) against the same rewrite with the Scan
+ *                     rewrites left out ((exclude scan)): what scan_opt
+ *                     costs every compile that has no scan;
+ *   scanopt_rnn       a 64-unit RNN whose step scales its weights by
+ *                     exp(V) (loop-invariant work), 10^4 steps, compiled
+ *                     with default against default without
+ *                     scan-push-invariant: the call time it saves.
+ * Times are this thread's CPU time (the machine is shared), medians of R
+ * runs.  Usage: scanopt [scale]  (scale 1 = full size) */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tgrel.h"
+#include "bench.h"
+
+enum { R = 7 };
+
+static tg_ctx *ctx;
+static tg_rules *rs;
+
+static tg_term *rd(const char *s)
+{
+    tg_error err;
+    tg_term *t = tg_read_cstr(ctx, s, &err);
+    if (!t) {
+        fprintf(stderr, "scanopt bench: %s\n", err.message);
+        exit(1);
+    }
+    return t;
+}
+
+/* (graph (add t0 ... tn-1)), ti = (mul (exp (add xi 1)) (sin (mul 1 yi))) */
+static tg_term *expression(int n)
+{
+    size_t cap = (size_t)n * 64 + 64, len = 0;
+    char *s = malloc(cap);
+    len += (size_t)snprintf(s + len, cap - len, "(graph (add");
+    for (int i = 0; i < n; i++)
+        len += (size_t)snprintf(s + len, cap - len, " (mul (exp (add x%d 1)) (sin (mul 1 y%d)))", i, i);
+    snprintf(s + len, cap - len, "))");
+    tg_term *t = rd(s);
+    free(s);
+    return t;
+}
+
+static double time_rewrite(tg_term *spec, tg_term *t)
+{
+    tg_error err;
+    double t0 = bench_thread_cpu_ms();
+    if (!tg_rewrite(rs, spec, t, &err)) {
+        fprintf(stderr, "scanopt bench: %s\n", err.message);
+        exit(1);
+    }
+    return bench_thread_cpu_ms() - t0;
+}
+
+static void overhead(int n)
+{
+    tg_term *t = expression(n);
+    tg_term *with = tg_symbol_cstr(ctx, "default");
+    tg_term *without = rd("(query default (exclude scan))");
+    double a[R], b[R];
+    for (int r = 0; r < R; r++) {
+        a[r] = time_rewrite(with, t);
+        b[r] = time_rewrite(without, t);
+    }
+    double ma = bench_median(a, R), mb = bench_median(b, R);
+    printf("{\"bench\":\"scanopt_overhead\",\"terms\":%d,\"default_ms\":%.3f,"
+           "\"without_scan_opt_ms\":%.3f,\"ratio\":%.3f}\n", n, ma, mb, ma / mb);
+}
+
+static const char rnn[] =
+    "(scan (lambda (xt h w v) ((tanh (add (dot (mul w (exp v)) h) xt)))) (steps auto)"
+    " (sequences (input x float64 (T 64))) (outputs (sitsot (input h0 float64 (64))))"
+    " (non_sequences (input W float64 (64 64)) (input V float64 (64 64))))";
+
+static tg_fn *compile(const char *spec)
+{
+    tg_term *ins[4] = {rd("(input x float64 (T 64))"), rd("(input h0 float64 (64))"),
+                       rd("(input W float64 (64 64))"), rd("(input V float64 (64 64))")};
+    tg_term *out = rd(rnn);
+    tg_fn_options o = {NULL, 0, NULL, NULL, rs, rd(spec)};
+    tg_error err;
+    tg_fn *fn = tg_fn_compile(ctx, 4, ins, 1, &out, &o, &err);
+    if (!fn) {
+        fprintf(stderr, "scanopt bench: %s\n", err.message);
+        exit(1);
+    }
+    return fn;
+}
+
+static double call(tg_fn *fn, const tg_array *in, double *y)
+{
+    tg_array out;
+    int64_t shape[2] = {in[0].shape[0], 64};
+    tg_array_init(&out, TG_FLOAT64, 2, shape, y);
+    tg_error err;
+    double t0 = bench_thread_cpu_ms();
+    if (tg_fn_call(fn, in, &out, &err) < 0) {
+        fprintf(stderr, "scanopt bench: %s\n", err.message);
+        exit(1);
+    }
+    return bench_thread_cpu_ms() - t0;
+}
+
+static void rnn_bench(int64_t T)
+{
+    double *x = malloc((size_t)T * 64 * sizeof *x), *y1 = malloc((size_t)T * 64 * sizeof *y1),
+           *y2 = malloc((size_t)T * 64 * sizeof *y2), h0[64], W[64 * 64], V[64 * 64];
+    srand(7);
+    for (int64_t i = 0; i < T * 64; i++)
+        x[i] = rand() / (double)RAND_MAX - 0.5;
+    for (int i = 0; i < 64; i++)
+        h0[i] = 0;
+    for (int i = 0; i < 64 * 64; i++)
+        W[i] = (rand() / (double)RAND_MAX - 0.5) / 8, V[i] = (rand() / (double)RAND_MAX - 0.5) / 8;
+    tg_array in[4];
+    int64_t sx[2] = {T, 64}, sh[1] = {64}, sw[2] = {64, 64};
+    tg_array_init(&in[0], TG_FLOAT64, 2, sx, x);
+    tg_array_init(&in[1], TG_FLOAT64, 1, sh, h0);
+    tg_array_init(&in[2], TG_FLOAT64, 2, sw, W);
+    tg_array_init(&in[3], TG_FLOAT64, 2, sw, V);
+    tg_fn *with = compile("default");
+    tg_fn *without = compile("(query default (exclude scan-push-invariant))");
+    double a[R], b[R];
+    for (int r = 0; r < R; r++) {
+        a[r] = call(with, in, y1);
+        b[r] = call(without, in, y2);
+    }
+    double ma = bench_median(a, R), mb = bench_median(b, R), diff = 0;
+    for (int64_t i = 0; i < T * 64; i++)
+        diff = fabs(y1[i] - y2[i]) > diff ? fabs(y1[i] - y2[i]) : diff;
+    printf("{\"bench\":\"scanopt_rnn\",\"steps\":%lld,\"native\":%d,\"default_ms\":%.3f,"
+           "\"without_push_invariant_ms\":%.3f,\"ratio\":%.3f,\"max_abs_diff\":%.3g}\n",
+           (long long)T, tg_fn_native(with) && tg_fn_native(without), ma, mb, ma / mb, diff);
+    tg_fn_free(with), tg_fn_free(without);
+    free(x), free(y1), free(y2);
+}
+
+int main(int argc, char **argv)
+{
+    double scale = argc > 1 ? atof(argv[1]) : 1;
+    tg_error err;
+    ctx = tg_ctx_new(&err);
+    rs = tg_rules_new(ctx, &err);
+    const char *inc = "(include \"all.rules\")";
+    if (tg_rules_load_string(rs, inc, strlen(inc), NULL, &err) < 0) {
+        fprintf(stderr, "scanopt bench: %s (set TGREL_RULES_PATH to patterns/lib)\n", err.message);
+        return 1;
+    }
+    overhead((int)(2000 * scale) + 1);
+    rnn_bench((int64_t)(10000 * scale) + 1);
+    tg_rules_free(rs);
+    tg_ctx_free(ctx);
+    return 0;
+}

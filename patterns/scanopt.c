@@ -1,0 +1,1382 @@
+/* scanopt.c - the Scan rewrites (scanopt.h): drop unused and fold constant
+ * inputs, merge identical inputs, keep only the taps the step reads, push
+ * loop-invariant and per-step sequence work out of the loop, and, over a
+ * whole graph (graph OUT ...), drop unused outputs, merge identical
+ * outputs, keep only the last value where only that is read, merge scans
+ * over the same sequences and steps, and mark recurrent state that may be
+ * computed in place.
+ *
+ * Why C and not rules: each rewrite edits the parameter list, the results
+ * and the outer lists of a scan in step (parameter i goes with sequence i),
+ * substitutes terms for parameter symbols through the lambda, and makes
+ * fresh parameter names; the graph rewrites also need every user of a
+ * node.  The .rules language matches and builds terms of fixed shape, with
+ * no positional edit of a list, no substitution and no view of a node's
+ * users.  Each rewrite is a relation of two arguments (a C relation, as
+ * logic/builtin.c's), so that scan.rules names them as rewriter items and
+ * queries select them by name like rules.
+ *
+ * Nothing here recurses on the C stack: DAG walks and rebuilds use
+ * explicit stacks and a map of what is done (terms are hash-consed DAGs).
+ * A scan this module does not understand (malformed, or with a scan inside
+ * its lambda) is left alone: the kernels report what is wrong with it.
+ */
+#include "scanopt.h"
+#include "rset.h"
+
+#include <gc/gc.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- names and vectors ---------------------------------------------- */
+
+enum { N_SCAN, N_LAMBDA, N_UNTIL, N_STEPS, N_SEQS, N_OUTS, N_NSEQS, N_NITSOT, N_SITSOT, N_MITSOT,
+       N_TAPS, N_LAST, N_SCAN_OUTPUT, N_SCAN_STEPS, N_SUBTENSOR, N_SLICE, N_NONE, N_GRAPH,
+       N_INPLACE, N_CONST, N_INPUT, N_AUTO, NN };
+static const char *const nm_text[NN] = {
+    "scan", "lambda", "until", "steps", "sequences", "outputs", "non_sequences", "nitsot",
+    "sitsot", "mitsot", "taps", "last", "scan_output", "scan_steps", "subtensor", "slice", "none",
+    "graph", "inplace", "const", "input", "auto"};
+
+/* Names a parameter may not take (doc/scan.md). */
+static const char *const reserved[] = {"float64", "float32", "int64", "int32", "bool", "x",
+                                       "all",     "none",    "auto",  "last",  "backwards"};
+
+/* Heads of the tensor vocabulary: terms that may move in or out of a loop.
+ * The first NELEM are elementwise (a whole-sequence form computes each
+ * step's row). */
+#define NELEM 30
+static const char *const tensor_ops[] = {
+    "add", "mul", "sub", "true_div", "int_div", "mod", "neg", "reciprocal", "pow", "sqr", "sqrt",
+    "exp", "expm1", "log", "log1p", "sin", "cos", "tanh", "sigmoid", "abs", "maximum", "minimum",
+    "lt", "le", "gt", "ge", "eq", "neq", "switch", "cast",
+    /* not elementwise */
+    "sum", "prod", "max", "min", "mean", "dot", "gemm", "transpose", "dimshuffle",
+    "reshape", "alloc", "subtensor"};
+#define NTENSOR (sizeof tensor_ops / sizeof *tensor_ops)
+
+typedef struct names {
+    tg_term *n[NN];
+    tgW_map ops;            /* tensor op symbol -> 1 (elementwise) or 2 */
+    tgW_map reserved;       /* symbol -> 1 */
+    /* the analysis of the last graph (scan readers), shared by the graph
+     * rewrites tried in turn on it; dropped when one of them fires (they
+     * edit it) */
+    tg_term *groot;
+    struct graph *gcache;
+} names;
+
+typedef struct so {
+    tg_ctx *ctx;
+    names *nm;
+    int oom;                /* an allocation failed: the rewrite is an error */
+} so;
+
+#define NM(s, i) ((s)->nm->n[i])
+
+typedef struct vec {
+    tg_term **v;
+    size_t n, cap;
+} vec;
+
+/* Push t (NULL is a failed construction, except in a stack of marks). */
+static int push_any(so *s, vec *v, tg_term *t)
+{
+    tg_term **p = tgW_grow(v->v, v->n, &v->cap, v->n + 1, sizeof *p);
+    if (!p)
+        return s->oom = 1, -1;
+    v->v = p;
+    v->v[v->n++] = t;
+    return 0;
+}
+
+static int push(so *s, vec *v, tg_term *t)
+{
+    return t ? push_any(s, v, t) : (s->oom = 1, -1);
+}
+
+static int is_pair(const tg_term *t) { return t && tg_kind_of(t) == TG_PAIR; }
+
+static int is_app(const tg_term *t, const tg_term *head)
+{
+    return is_pair(t) && tg_car(t) == head && tg_tail(t) == tg_nil();
+}
+
+/* The elements of proper list t in new collector memory (n set). */
+static tg_term **elems(so *s, const tg_term *t, size_t *n)
+{
+    *n = tg_length(t);
+    tg_term **v = GC_MALLOC((*n ? *n : 1) * sizeof *v);
+    if (!v)
+        return s->oom = 1, NULL;
+    tg_elements(t, v, *n);
+    return v;
+}
+
+static tg_term *app(so *s, int head, size_t n, tg_term *const *args)
+{
+    tg_term *none[1] = {NULL};
+    tg_term *t = tg_app(s->ctx, NM(s, head), n, n ? args : none);
+    if (!t)
+        s->oom = 1;
+    return t;
+}
+
+static tg_term *app2(so *s, int head, tg_term *a, tg_term *b)
+{
+    tg_term *v[2] = {a, b};
+    return app(s, head, 2, v);
+}
+
+static tg_term *list(so *s, size_t n, tg_term *const *v)
+{
+    tg_term *t = n ? tg_list(s->ctx, n, v, NULL) : tg_nil();
+    if (!t)
+        s->oom = 1;
+    return t;
+}
+
+/* ---- walking and rebuilding DAGs -------------------------------------- */
+
+/* Call fn on every distinct compound node under root (root included),
+ * each once, parents before children; seen collects them.  fn returns 0
+ * to go on, 1 to stop the walk (returned), -1 on an error. */
+typedef int (*visit_fn)(so *s, tg_term *node, void *ud);
+
+static int walk_in(so *s, tg_term *root, tgW_map *seen, visit_fn fn, void *ud, int lambdas);
+
+static int walk(so *s, tg_term *root, tgW_map *seen, visit_fn fn, void *ud)
+{
+    return walk_in(s, root, seen, fn, ud, 1);
+}
+
+/* walk, not looking into the lambdas of scans when lambdas is 0 */
+static int walk_in(so *s, tg_term *root, tgW_map *seen, visit_fn fn, void *ud, int lambdas)
+{
+    vec st = {0};
+    if (!is_pair(root) || tgW_map_get(seen, root))
+        return 0;
+    if (push(s, &st, root) < 0 || tgW_map_put(seen, root, root) < 0)
+        return s->oom = 1, -1;
+    while (st.n) {
+        tg_term *t = st.v[--st.n];
+        int rc = fn ? fn(s, t, ud) : 0;
+        if (rc)
+            return rc;
+        tg_iter it;
+        tg_iter_init(&it, t);
+        for (tg_term *e; (e = tg_iter_next(&it));)
+            if (is_pair(e) && !tgW_map_get(seen, e) && (lambdas || !is_app(e, NM(s, N_LAMBDA)))) {
+                if (tgW_map_put(seen, e, e) < 0 || push(s, &st, e) < 0)
+                    return s->oom = 1, -1;
+            }
+    }
+    return 0;
+}
+
+/* root with every subterm found in repl replaced by its image (not looked
+ * into), and the nodes above rebuilt.  memo keeps the images of the nodes
+ * done (pass an empty map).  NULL when out of memory. */
+static tg_term *rebuild(so *s, tg_term *root, const tgW_map *repl, tgW_map *memo)
+{
+    tg_term *r = tgW_map_get(repl, root);
+    if (r || !is_pair(root))
+        return r ? r : root;
+    vec st = {0};
+    vec done = {0};     /* parallel to st: 1 once the children are pushed */
+    if (push(s, &st, root) < 0 || push_any(s, &done, NULL) < 0)
+        return NULL;
+    while (st.n) {
+        tg_term *t = st.v[st.n - 1];
+        if (tgW_map_get(memo, t)) {
+            st.n--, done.n--;
+            continue;
+        }
+        tg_iter it;
+        tg_iter_init(&it, t);
+        if (!done.v[done.n - 1]) {
+            done.v[done.n - 1] = t;
+            for (tg_term *e; (e = tg_iter_next(&it));)
+                if (is_pair(e) && !tgW_map_get(repl, e) && !tgW_map_get(memo, e))
+                    if (push(s, &st, e) < 0 || push_any(s, &done, NULL) < 0)
+                        return NULL;
+            continue;
+        }
+        size_t n;
+        tg_term **v = elems(s, t, &n);
+        if (!v)
+            return NULL;
+        int changed = 0;
+        for (size_t i = 0; i < n; i++) {
+            tg_term *img = tgW_map_get(repl, v[i]);
+            if (!img && is_pair(v[i]))
+                img = tgW_map_get(memo, v[i]);
+            if (img && img != v[i])
+                v[i] = img, changed = 1;
+        }
+        tg_term *tail = tg_tail(t);
+        tg_term *nt = changed ? tg_list(s->ctx, n, v, tail == tg_nil() ? NULL : tail) : t;
+        if (!nt || tgW_map_put(memo, t, nt) < 0)
+            return s->oom = 1, NULL;
+        st.n--, done.n--;
+    }
+    return tgW_map_get(memo, root);
+}
+
+static tg_term *subst(so *s, tg_term *t, const tgW_map *repl)
+{
+    tgW_map memo = {0};
+    return rebuild(s, t, repl, &memo);
+}
+
+/* Symbols under t go in syms (as keys). */
+static int add_sym(so *s, tg_term *e, tgW_map *syms)
+{
+    if (tg_kind_of(e) == TG_SYMBOL && !tgW_map_get(syms, e) && tgW_map_put(syms, e, e) < 0)
+        return s->oom = 1, -1;
+    return 0;
+}
+
+static int syms_fn(so *s, tg_term *node, void *ud)
+{
+    tg_iter it;
+    tg_iter_init(&it, node);
+    for (tg_term *e; (e = tg_iter_next(&it));)
+        if (add_sym(s, e, ud) < 0)
+            return -1;
+    return 0;
+}
+
+static int symbols(so *s, tg_term *t, tgW_map *syms)
+{
+    tgW_map seen = {0};
+    if (!is_pair(t))
+        return add_sym(s, t, syms);
+    return walk(s, t, &seen, syms_fn, syms);
+}
+
+static int scan_fn(so *s, tg_term *node, void *ud)
+{
+    (void)ud;
+    return tg_car(node) == NM(s, N_SCAN);
+}
+
+/* ---- the scan term ------------------------------------------------------ */
+
+enum { NITSOT, SITSOT, MITSOT };
+
+typedef struct out {
+    int kind;
+    tg_term *init;
+    int64_t *taps;
+    size_t ntaps;
+    tg_term **tp;           /* the tap parameters */
+    int last;
+    tg_term *res;           /* the step's result */
+} out;
+
+typedef struct scan {
+    tg_term *steps;         /* (steps N) */
+    vec seq, seqp;          /* sequences and their parameters */
+    out *o;
+    size_t no;
+    vec ns, nsp;            /* non-sequences and their parameters */
+    tg_term *until;         /* C, or NULL */
+    vec opts;
+} scan;
+
+static int parse_out(so *s, tg_term *t, out *o, tg_term *const *params, size_t np, size_t *k)
+{
+    size_t n;
+    tg_term **v = is_pair(t) && tg_tail(t) == tg_nil() ? elems(s, t, &n) : NULL;
+    if (!v || !n)
+        return 0;
+    memset(o, 0, sizeof *o);
+    o->last = n > 1 && v[n - 1] == NM(s, N_LAST);
+    n -= (size_t)o->last;
+    if (v[0] == NM(s, N_NITSOT) && n == 1)
+        o->kind = NITSOT;
+    else if (v[0] == NM(s, N_SITSOT) && n == 2)
+        o->kind = SITSOT, o->init = v[1], o->ntaps = 1;
+    else if (v[0] == NM(s, N_MITSOT) && n == 3 && is_app(v[2], NM(s, N_TAPS)))
+        o->kind = MITSOT, o->init = v[1], o->ntaps = tg_length(v[2]) - 1;
+    else
+        return 0;
+    if (o->kind == MITSOT && !o->ntaps)
+        return 0;
+    o->taps = GC_MALLOC_ATOMIC((o->ntaps ? o->ntaps : 1) * sizeof *o->taps);
+    o->tp = GC_MALLOC((o->ntaps ? o->ntaps : 1) * sizeof *o->tp);
+    if (!o->taps || !o->tp)
+        return s->oom = 1, 0;
+    if (o->kind == SITSOT)
+        o->taps[0] = -1;
+    for (size_t i = 0; o->kind == MITSOT && i < o->ntaps; i++)
+        if (tg_int_get(tg_nth(v[2], i + 1), &o->taps[i]) < 0 || o->taps[i] >= 0 ||
+            o->taps[i] < -(1 << 30))
+            return 0;
+    if (*k + o->ntaps > np)
+        return 0;
+    for (size_t i = 0; i < o->ntaps; i++)
+        o->tp[i] = params[(*k)++];
+    return 1;
+}
+
+/* 1 when t is a scan this module understands (sc filled), 0 when not. */
+static int parse(so *s, tg_term *t, scan *sc)
+{
+    memset(sc, 0, sizeof *sc);
+    size_t n, nl, np, nr;
+    tg_term **v = is_app(t, NM(s, N_SCAN)) ? elems(s, t, &n) : NULL;
+    if (!v || n < 6 || !is_app(v[1], NM(s, N_LAMBDA)) || !is_app(v[2], NM(s, N_STEPS)) ||
+        tg_length(v[2]) != 2 || !is_app(v[3], NM(s, N_SEQS)) || !is_app(v[4], NM(s, N_OUTS)) ||
+        !is_app(v[5], NM(s, N_NSEQS)))
+        return 0;
+    tg_term **l = elems(s, v[1], &nl);
+    if (!l || (nl != 3 && nl != 4) || tg_tail(l[1]) != tg_nil() || tg_tail(l[2]) != tg_nil())
+        return 0;
+    if (nl == 4 && (!is_app(l[3], NM(s, N_UNTIL)) || tg_length(l[3]) != 2))
+        return 0;
+    tg_term **p = elems(s, l[1], &np), **r = elems(s, l[2], &nr);
+    if (!p || !r)
+        return 0;
+    /* distinct symbols, none of them a nested scan's business */
+    tgW_map seen = {0};
+    for (size_t i = 0; i < np; i++)
+        if (tg_kind_of(p[i]) != TG_SYMBOL || tgW_map_get(&seen, p[i]) ||
+            tgW_map_put(&seen, p[i], p[i]) < 0)
+            return 0;
+    tgW_map walked = {0};
+    if (walk(s, v[1], &walked, scan_fn, NULL) != 0)
+        return 0;
+    sc->steps = v[2];
+    sc->until = nl == 4 ? tg_nth(l[3], 1) : NULL;
+    size_t k = 0;
+    tg_iter it;
+    tg_iter_init(&it, tg_cdr(s->ctx, v[3]));
+    for (tg_term *e; (e = tg_iter_next(&it));)
+        if (k >= np || push(s, &sc->seq, e) < 0 || push(s, &sc->seqp, p[k++]) < 0)
+            return 0;
+    sc->no = tg_length(v[4]) - 1;
+    if (sc->no != nr || !(sc->o = GC_MALLOC((sc->no ? sc->no : 1) * sizeof *sc->o)))
+        return 0;
+    for (size_t i = 0; i < sc->no; i++) {
+        if (!parse_out(s, tg_nth(v[4], i + 1), &sc->o[i], p, np, &k))
+            return 0;
+        sc->o[i].res = r[i];
+    }
+    tg_iter_init(&it, tg_cdr(s->ctx, v[5]));
+    for (tg_term *e; (e = tg_iter_next(&it));)
+        if (k >= np || push(s, &sc->ns, e) < 0 || push(s, &sc->nsp, p[k++]) < 0)
+            return 0;
+    for (size_t i = 6; i < n; i++)
+        if (push(s, &sc->opts, v[i]) < 0)
+            return 0;
+    return k == np;
+}
+
+static tg_term *build_out(so *s, const out *o)
+{
+    tg_term *v[4];
+    size_t n = 0;
+    v[n++] = NM(s, o->kind == NITSOT ? N_NITSOT : o->kind == SITSOT ? N_SITSOT : N_MITSOT);
+    if (o->kind != NITSOT)
+        v[n++] = o->init;
+    if (o->kind == MITSOT) {
+        tg_term **t = GC_MALLOC((o->ntaps + 1) * sizeof *t);
+        if (!t)
+            return s->oom = 1, NULL;
+        t[0] = NM(s, N_TAPS);
+        for (size_t i = 0; i < o->ntaps; i++)
+            t[i + 1] = tg_int(s->ctx, o->taps[i]);
+        v[n++] = list(s, o->ntaps + 1, t);
+    }
+    if (o->last)
+        v[n++] = NM(s, N_LAST);
+    return list(s, n, v);
+}
+
+/* (head e ...) of a vector */
+static tg_term *vlist(so *s, int head, const vec *v)
+{
+    return app(s, head, v->n, v->v);
+}
+
+static tg_term *build(so *s, const scan *sc)
+{
+    vec p = {0}, r = {0}, outs = {0};
+    for (size_t i = 0; i < sc->seqp.n; i++)
+        push(s, &p, sc->seqp.v[i]);
+    for (size_t i = 0; i < sc->no; i++) {
+        for (size_t j = 0; j < sc->o[i].ntaps; j++)
+            push(s, &p, sc->o[i].tp[j]);
+        push(s, &r, sc->o[i].res);
+        push(s, &outs, build_out(s, &sc->o[i]));
+    }
+    for (size_t i = 0; i < sc->nsp.n; i++)
+        push(s, &p, sc->nsp.v[i]);
+    if (s->oom)
+        return NULL;
+    tg_term *l[4] = {list(s, p.n, p.v), list(s, r.n, r.v), NULL};
+    size_t nl = 2;
+    if (sc->until)
+        l[nl++] = app(s, N_UNTIL, 1, &sc->until);
+    tg_term *lam = app(s, N_LAMBDA, nl, l);
+    vec a = {0};
+    push(s, &a, lam);
+    push(s, &a, sc->steps);
+    push(s, &a, vlist(s, N_SEQS, &sc->seq));
+    push(s, &a, vlist(s, N_OUTS, &outs));
+    push(s, &a, vlist(s, N_NSEQS, &sc->ns));
+    for (size_t i = 0; i < sc->opts.n; i++)
+        push(s, &a, sc->opts.v[i]);
+    return s->oom ? NULL : app(s, N_SCAN, a.n, a.v);
+}
+
+/* Apply repl to the step's results and condition. */
+static int subst_body(so *s, scan *sc, const tgW_map *repl)
+{
+    tgW_map memo = {0};
+    for (size_t i = 0; i < sc->no; i++)
+        if (!(sc->o[i].res = rebuild(s, sc->o[i].res, repl, &memo)))
+            return -1;
+    if (sc->until && !(sc->until = rebuild(s, sc->until, repl, &memo)))
+        return -1;
+    return 0;
+}
+
+/* The symbols the step's results and condition mention. */
+static int body_symbols(so *s, const scan *sc, tgW_map *syms)
+{
+    for (size_t i = 0; i < sc->no; i++)
+        if (symbols(s, sc->o[i].res, syms) < 0)
+            return -1;
+    return sc->until ? symbols(s, sc->until, syms) : 0;
+}
+
+/* A parameter name made from base that is in none of used (every symbol
+ * of the scans concerned) nor reserved; it is added to used. */
+static tg_term *fresh(so *s, tgW_map *used, const char *base)
+{
+    char buf[80];
+    for (unsigned i = 0;; i++) {
+        snprintf(buf, sizeof buf, "%s%u", base, i);
+        tg_term *t = tg_symbol_cstr(s->ctx, buf);
+        if (!t)
+            return s->oom = 1, NULL;
+        if (!tgW_map_get(used, t) && !tgW_map_get(&s->nm->reserved, t))
+            return tgW_map_put(used, t, t) < 0 ? (s->oom = 1, NULL) : t;
+    }
+}
+
+static void vec_del(vec *v, size_t i)
+{
+    memmove(v->v + i, v->v + i + 1, (v->n - i - 1) * sizeof *v->v);
+    v->n--;
+}
+
+/* ---- rewrites of one scan node ---------------------------------------- */
+
+/* Identical sequences, and identical non-sequences, become one: the
+ * parameter of the second is renamed to that of the first. */
+static int merge_inputs(so *s, scan *sc)
+{
+    tgW_map repl = {0};
+    int changed = 0;
+    vec *lists[2][2] = {{&sc->seq, &sc->seqp}, {&sc->ns, &sc->nsp}};
+    for (int l = 0; l < 2; l++) {
+        vec *in = lists[l][0], *par = lists[l][1];
+        for (size_t i = 0; i < in->n; i++)
+            for (size_t j = in->n; j-- > i + 1;)
+                if (in->v[j] == in->v[i]) {
+                    if (tgW_map_put(&repl, par->v[j], par->v[i]) < 0)
+                        return s->oom = 1, -1;
+                    vec_del(in, j), vec_del(par, j);
+                    changed = 1;
+                }
+    }
+    if (changed && subst_body(s, sc, &repl) < 0)
+        return -1;
+    return changed;
+}
+
+/* Sequences and non-sequences whose parameter the step never reads go. */
+static int drop_inputs(so *s, scan *sc)
+{
+    tgW_map syms = {0};
+    if (body_symbols(s, sc, &syms) < 0)
+        return -1;
+    int changed = 0;
+    vec *lists[2][2] = {{&sc->seq, &sc->seqp}, {&sc->ns, &sc->nsp}};
+    for (int l = 0; l < 2; l++)
+        for (size_t i = lists[l][0]->n; i-- > 0;)
+            if (!tgW_map_get(&syms, lists[l][1]->v[i])) {
+                /* (steps auto) counts the sequences' rows: keep one */
+                if (l == 0 && lists[l][0]->n == 1 && tg_nth(sc->steps, 1) == NM(s, N_AUTO))
+                    continue;
+                vec_del(lists[l][0], i), vec_del(lists[l][1], i);
+                changed = 1;
+            }
+    return changed;
+}
+
+/* A constant: a number or (const DTYPE VALUE). */
+static int is_const(so *s, const tg_term *t)
+{
+    tg_kind k = tg_kind_of(t);
+    return k == TG_INT || k == TG_RAT || k == TG_DOUBLE ||
+           (is_app(t, NM(s, N_CONST)) && tg_length(t) == 3);
+}
+
+/* Non-sequences that are constants are written into the step. */
+static int fold_constants(so *s, scan *sc)
+{
+    tgW_map repl = {0};
+    int changed = 0;
+    for (size_t i = sc->ns.n; i-- > 0;)
+        if (is_const(s, sc->ns.v[i])) {
+            if (tgW_map_put(&repl, sc->nsp.v[i], sc->ns.v[i]) < 0)
+                return s->oom = 1, -1;
+            vec_del(&sc->ns, i), vec_del(&sc->nsp, i);
+            changed = 1;
+        }
+    if (changed && subst_body(s, sc, &repl) < 0)
+        return -1;
+    return changed;
+}
+
+/* Taps whose parameter the step never reads go; INIT loses the rows only
+ * they reached.  A recurrent output left with no tap read stacks its
+ * results as a nitsot (not when it is `last`: with zero steps a sitsot's
+ * last value is INIT's, a nitsot's is an error). */
+static int prune_taps(so *s, scan *sc)
+{
+    tgW_map syms = {0};
+    if (body_symbols(s, sc, &syms) < 0)
+        return -1;
+    int changed = 0;
+    for (size_t i = 0; i < sc->no; i++) {
+        out *o = &sc->o[i];
+        if (o->kind == NITSOT)
+            continue;
+        int64_t before = 0, after = 0;
+        size_t k = 0;
+        for (size_t j = 0; j < o->ntaps; j++) {
+            before = o->taps[j] < before ? o->taps[j] : before;
+            if (tgW_map_get(&syms, o->tp[j])) {
+                after = o->taps[j] < after ? o->taps[j] : after;
+                o->taps[k] = o->taps[j], o->tp[k++] = o->tp[j];
+            }
+        }
+        if (k == o->ntaps || (k == 0 && o->last))
+            continue;
+        changed = 1;
+        o->ntaps = k;
+        if (k == 0) {
+            o->kind = NITSOT, o->init = NULL;
+            continue;
+        }
+        if (o->kind == SITSOT)
+            continue;
+        if (k == 1 && o->taps[0] == -1) {   /* INIT's last row */
+            o->kind = SITSOT;
+            o->init = app2(s, N_SUBTENSOR, o->init, tg_int(s->ctx, -1));
+        } else if (after > before) {        /* drop the rows no tap reaches */
+            tg_term *sl[3] = {tg_int(s->ctx, after - before), NM(s, N_NONE), NM(s, N_NONE)};
+            o->init = app2(s, N_SUBTENSOR, o->init, app(s, N_SLICE, 3, sl));
+        }
+    }
+    return s->oom ? -1 : changed;
+}
+
+/* 1 when t is an application of a tensor op (2: an elementwise one). */
+static int tensor_op(so *s, const tg_term *t)
+{
+    if (!is_pair(t) || tg_tail(t) != tg_nil())
+        return 0;
+    return (int)(uintptr_t)tgW_map_get(&s->nm->ops, tg_car(t));
+}
+
+/* What a subterm of the step depends on, as flags: a parameter in var,
+ * something that cannot leave the loop (a scan, an input). */
+enum { D_VAR = 1, D_STUCK = 2, D_SEQ = 4, D_OTHER = 8, D_NONELEM = 16 };
+
+typedef struct deps {
+    const tgW_map *var;     /* symbol -> 1: depends on the step */
+    const tgW_map *seq;     /* symbol -> 1: a sequence parameter */
+    tgW_map memo;           /* node -> flags + 32 */
+} deps;
+
+static unsigned dep_atom(so *s, deps *d, const tg_term *t)
+{
+    if (tg_kind_of(t) != TG_SYMBOL)
+        return 0;
+    if (tgW_map_get(d->var, t))
+        return D_VAR;
+    if (d->seq && tgW_map_get(d->seq, t))
+        return D_SEQ;
+    return tgW_map_get(&s->nm->reserved, t) ? 0 : D_OTHER;
+}
+
+static unsigned dep_get(so *s, deps *d, const tg_term *t)
+{
+    if (!is_pair(t))
+        return dep_atom(s, d, t);
+    return (unsigned)(uintptr_t)tgW_map_get(&d->memo, t) - 32;
+}
+
+/* The flags of every node under t, post-order with an explicit stack. */
+static int dep_compute(so *s, deps *d, tg_term *t)
+{
+    if (!is_pair(t) || tgW_map_get(&d->memo, t))
+        return 0;
+    vec st = {0}, done = {0};
+    if (push(s, &st, t) < 0 || push_any(s, &done, NULL) < 0)
+        return -1;
+    while (st.n) {
+        tg_term *n = st.v[st.n - 1];
+        if (tgW_map_get(&d->memo, n)) {
+            st.n--, done.n--;
+            continue;
+        }
+        tg_iter it;
+        tg_iter_init(&it, n);
+        if (!done.v[done.n - 1]) {
+            done.v[done.n - 1] = n;
+            for (tg_term *e; (e = tg_iter_next(&it));)
+                if (is_pair(e) && !tgW_map_get(&d->memo, e))
+                    if (push(s, &st, e) < 0 || push_any(s, &done, NULL) < 0)
+                        return -1;
+            continue;
+        }
+        int op = tensor_op(s, n);
+        unsigned f = is_const(s, n) ? 0 : op == 2 ? 0 : op == 1 ? D_NONELEM : D_STUCK;
+        tg_iter_next(&it);      /* the head */
+        for (tg_term *e; !is_const(s, n) && (e = tg_iter_next(&it));) {
+            unsigned fe = dep_get(s, d, e);
+            /* the axes of a reduction, a slice, a shape: not tensors,
+             * they only matter by the parameters they read */
+            if (op == 1 && is_pair(e) && !tensor_op(s, e) && !is_const(s, e))
+                fe &= D_VAR | D_SEQ;
+            f |= fe;
+        }
+        if (tgW_map_put(&d->memo, n, (void *)(uintptr_t)(f + 32)) < 0)
+            return s->oom = 1, -1;
+        st.n--, done.n--;
+    }
+    return 0;
+}
+
+/* Find the largest subterms of the step (tensor ops in tensor positions)
+ * whose flags pass ok; they go in found, in the order met. */
+typedef int (*ok_fn)(unsigned flags);
+
+static int find_moves(so *s, scan *sc, deps *d, ok_fn ok, vec *found, tgW_map *isfound)
+{
+    vec st = {0};
+    tgW_map seen = {0};
+    for (size_t i = 0; i < sc->no; i++)
+        if (push(s, &st, sc->o[i].res) < 0)
+            return -1;
+    if (sc->until && push(s, &st, sc->until) < 0)
+        return -1;
+    for (size_t i = 0; i < st.n; i++)
+        if (dep_compute(s, d, st.v[i]) < 0)
+            return -1;
+    while (st.n) {
+        tg_term *t = st.v[--st.n];
+        if (!tensor_op(s, t) || tgW_map_get(&seen, t))
+            continue;
+        if (tgW_map_put(&seen, t, t) < 0)
+            return s->oom = 1, -1;
+        if (ok(dep_get(s, d, t))) {
+            if (!tgW_map_get(isfound, t) &&
+                (tgW_map_put(isfound, t, t) < 0 || push(s, found, t) < 0))
+                return s->oom = 1, -1;
+            continue;
+        }
+        tg_iter it;
+        tg_iter_init(&it, t);
+        tg_iter_next(&it);
+        for (tg_term *e; (e = tg_iter_next(&it));)
+            if (tensor_op(s, e) && push(s, &st, e) < 0)
+                return -1;
+    }
+    return 0;
+}
+
+static int invariant_ok(unsigned f) { return !(f & (D_VAR | D_STUCK)); }
+
+/* Work that reads no sequence nor tap is computed once, before the loop,
+ * and passed in as a new non-sequence (non-sequence parameters replaced
+ * by their values outside). */
+static int push_invariant(so *s, scan *sc, tg_term *whole)
+{
+    tgW_map var = {0}, isfound = {0}, used = {0}, out = {0}, repl = {0};
+    for (size_t i = 0; i < sc->seqp.n; i++)
+        if (tgW_map_put(&var, sc->seqp.v[i], sc->seqp.v[i]) < 0)
+            return s->oom = 1, -1;
+    for (size_t i = 0; i < sc->no; i++)
+        for (size_t j = 0; j < sc->o[i].ntaps; j++)
+            if (tgW_map_put(&var, sc->o[i].tp[j], sc->o[i].tp[j]) < 0)
+                return s->oom = 1, -1;
+    deps d = {&var, NULL, {0}};
+    vec found = {0};
+    if (find_moves(s, sc, &d, invariant_ok, &found, &isfound) < 0)
+        return -1;
+    if (!found.n)
+        return 0;
+    if (symbols(s, whole, &used) < 0)
+        return -1;
+    for (size_t i = 0; i < sc->nsp.n; i++)
+        if (tgW_map_put(&out, sc->nsp.v[i], sc->ns.v[i]) < 0)
+            return s->oom = 1, -1;
+    for (size_t i = 0; i < found.n; i++) {
+        tg_term *p = fresh(s, &used, "w");
+        tg_term *w = p ? subst(s, found.v[i], &out) : NULL;
+        if (!w || push(s, &sc->ns, w) < 0 || push(s, &sc->nsp, p) < 0 ||
+            tgW_map_put(&repl, found.v[i], p) < 0)
+            return s->oom = 1, -1;
+    }
+    return subst_body(s, sc, &repl) < 0 ? -1 : 1;
+}
+
+/* Elementwise work on sequence rows and constants only. */
+static int seqwork_ok(unsigned f)
+{
+    return (f & D_SEQ) && !(f & (D_VAR | D_STUCK | D_OTHER | D_NONELEM));
+}
+
+/* Elementwise work that reads only sequence rows (and constants) is done
+ * once on the whole sequences, before the loop, and read row by row as a
+ * new sequence.  Non-sequences are left out: their shape is unknown
+ * here, and a whole sequence would broadcast against them otherwise than
+ * a row does. */
+static int push_sequences(so *s, scan *sc, tg_term *whole)
+{
+    tgW_map var = {0}, seq = {0}, isfound = {0}, used = {0}, out = {0}, repl = {0};
+    for (size_t i = 0; i < sc->seqp.n; i++)
+        if (tgW_map_put(&seq, sc->seqp.v[i], sc->seqp.v[i]) < 0 ||
+            tgW_map_put(&out, sc->seqp.v[i], sc->seq.v[i]) < 0)
+            return s->oom = 1, -1;
+    for (size_t i = 0; i < sc->no; i++)
+        for (size_t j = 0; j < sc->o[i].ntaps; j++)
+            if (tgW_map_put(&var, sc->o[i].tp[j], sc->o[i].tp[j]) < 0)
+                return s->oom = 1, -1;
+    for (size_t i = 0; i < sc->nsp.n; i++)
+        if (tgW_map_put(&var, sc->nsp.v[i], sc->nsp.v[i]) < 0)
+            return s->oom = 1, -1;
+    deps d = {&var, &seq, {0}};
+    vec found = {0};
+    if (find_moves(s, sc, &d, seqwork_ok, &found, &isfound) < 0)
+        return -1;
+    if (!found.n)
+        return 0;
+    if (symbols(s, whole, &used) < 0)
+        return -1;
+    for (size_t i = 0; i < found.n; i++) {
+        tg_term *p = fresh(s, &used, "r");
+        tg_term *x = p ? subst(s, found.v[i], &out) : NULL;
+        if (!x || push(s, &sc->seq, x) < 0 || push(s, &sc->seqp, p) < 0 ||
+            tgW_map_put(&repl, found.v[i], p) < 0)
+            return s->oom = 1, -1;
+    }
+    return subst_body(s, sc, &repl) < 0 ? -1 : 1;
+}
+
+typedef int (*local_fn)(so *s, scan *sc, tg_term *whole);
+
+static int merge_inputs_w(so *s, scan *sc, tg_term *w) { (void)w; return merge_inputs(s, sc); }
+static int drop_inputs_w(so *s, scan *sc, tg_term *w) { (void)w; return drop_inputs(s, sc); }
+static int fold_constants_w(so *s, scan *sc, tg_term *w) { (void)w; return fold_constants(s, sc); }
+static int prune_taps_w(so *s, scan *sc, tg_term *w) { (void)w; return prune_taps(s, sc); }
+
+/* A rewrite of one scan node t: 1 with *out, 0, -1. */
+static int local(so *s, local_fn fn, tg_term *t, tg_term **out)
+{
+    scan sc;
+    if (!parse(s, t, &sc))
+        return s->oom ? -1 : 0;
+    int rc = fn(s, &sc, t);
+    if (rc <= 0)
+        return rc;
+    *out = build(s, &sc);
+    return *out ? (*out != t) : -1;
+}
+
+/* ---- rewrites over a whole graph -------------------------------------- */
+
+struct graph;
+
+/* How the graph uses one scan. */
+typedef struct use {
+    tg_term *t;
+    scan sc;
+    unsigned char *used;    /* output k is read */
+    unsigned char *lastonly;/* every read of output k takes its last row */
+} use;
+
+typedef struct graph {
+    tg_term *root;
+    tgW_map users;          /* scan -> use */
+    tgW_map bad;            /* scan terms this module does not understand */
+    vec scans;              /* in the order met */
+    tgW_map parents;        /* node -> number of times it is an element of a node */
+} graph;
+
+static int neg_one(const tg_term *t)
+{
+    int64_t v;
+    return tg_int_get(t, &v) == 0 && v == -1;
+}
+
+/* P takes the last row of e: (subtensor e -1). */
+static int takes_last(so *s, const tg_term *p, const tg_term *e)
+{
+    return is_app(p, NM(s, N_SUBTENSOR)) && tg_length(p) == 3 && tg_nth(p, 1) == e &&
+           neg_one(tg_nth(p, 2));
+}
+
+static use *use_of(so *s, graph *g, tg_term *t)
+{
+    use *u = tgW_map_get(&g->users, t);
+    if (u || !is_app(t, NM(s, N_SCAN)) || tgW_map_get(&g->bad, t))
+        return u;
+    if (!(u = GC_MALLOC(sizeof *u)))
+        return s->oom = 1, NULL;
+    if (!parse(s, t, &u->sc)) {
+        if (!s->oom && tgW_map_put(&g->bad, t, t) < 0)
+            s->oom = 1;
+        return NULL;
+    }
+    u->t = t;
+    u->used = GC_MALLOC_ATOMIC(u->sc.no + 1);
+    u->lastonly = GC_MALLOC_ATOMIC(u->sc.no + 1);
+    if (!u->used || !u->lastonly || tgW_map_put(&g->users, t, u) < 0 || push(s, &g->scans, t) < 0)
+        return s->oom = 1, NULL;
+    memset(u->used, 0, u->sc.no + 1);
+    memset(u->lastonly, 1, u->sc.no + 1);
+    return u;
+}
+
+static void all_read(use *u)
+{
+    for (size_t i = 0; i < u->sc.no; i++)
+        u->used[i] = 1, u->lastonly[i] = 0;
+}
+
+/* Output k of scan u, or -1, read as (scan_output S K) by p. */
+static int64_t output_index(const use *u, const tg_term *p)
+{
+    int64_t k;
+    if (tg_int_get(tg_nth(p, 2), &k) < 0 || k < 0 || (size_t)k >= u->sc.no)
+        return -1;
+    return k;
+}
+
+/* Node p has element e: what it tells of the scans' reads. */
+static int note(so *s, graph *g, tg_term *p, tg_term *e)
+{
+    size_t c = (size_t)(uintptr_t)tgW_map_get(&g->parents, e);
+    if (tgW_map_put(&g->parents, e, (void *)(uintptr_t)(c + 1)) < 0)
+        return s->oom = 1, -1;
+    use *u = use_of(s, g, e);
+    if (s->oom)
+        return -1;
+    int outp = is_app(p, NM(s, N_SCAN_OUTPUT)) && tg_length(p) == 3 && tg_nth(p, 1) == e;
+    if (u && outp) {                /* which output: the reads of p tell how */
+        int64_t k = output_index(u, p);
+        if (k < 0)
+            all_read(u);
+        else
+            u->used[k] = 1;
+    } else if (u && !(is_app(p, NM(s, N_SCAN_STEPS)) && tg_length(p) == 2)) {
+        u->used[0] = 1;             /* the scan itself is its output 0 */
+        if (!takes_last(s, p, e))
+            u->lastonly[0] = 0;
+    }
+    if (is_app(e, NM(s, N_SCAN_OUTPUT)) && tg_length(e) == 3) {
+        use *v = use_of(s, g, tg_nth(e, 1));
+        int64_t k = v ? output_index(v, e) : -1;
+        if (s->oom)
+            return -1;
+        if (k >= 0 && !takes_last(s, p, e))
+            v->lastonly[k] = 0;
+    }
+    return 0;
+}
+
+static int graph_fn(so *s, tg_term *p, void *ud)
+{
+    graph *g = ud;
+    tg_iter it;
+    tg_iter_init(&it, p);
+    for (tg_term *e; (e = tg_iter_next(&it));)
+        if (is_pair(e) && note(s, g, p, e) < 0)
+            return -1;
+    return 0;
+}
+
+static int analyze(so *s, tg_term *root, graph *g)
+{
+    memset(g, 0, sizeof *g);
+    g->root = root;
+    tgW_map seen = {0};
+    /* a lambda sees only its parameters: no reader of an outer scan is
+     * inside one, and the scans inside one are left alone */
+    return walk_in(s, root, &seen, graph_fn, g, 0);
+}
+
+/* The graph with scan u->t replaced by t2, its output k by output
+ * map[k] of t2 (k < nold; map[k] < 0: not read), and, when lastmap is set, each
+ * (subtensor OUTPUT_k -1) with lastmap[k] by output map[k] itself. */
+static tg_term *replace(so *s, graph *g, use *u, size_t nold, tg_term *t2, const long *map,
+                        const unsigned char *lastmap)
+{
+    tgW_map repl = {0};
+    tg_term *st = app(s, N_SCAN_STEPS, 1, &u->t), *st2 = app(s, N_SCAN_STEPS, 1, &t2);
+    if (!st || !st2 || tgW_map_put(&repl, st, st2) < 0)
+        return s->oom = 1, NULL;
+    for (size_t k = 0; k < nold; k++) {
+        if (map[k] < 0)
+            continue;
+        tg_term *o = app2(s, N_SCAN_OUTPUT, u->t, tg_int(s->ctx, (int64_t)k));
+        tg_term *o2 = app2(s, N_SCAN_OUTPUT, t2, tg_int(s->ctx, map[k]));
+        if (!o || !o2 || tgW_map_put(&repl, o, o2) < 0)
+            return s->oom = 1, NULL;
+        if (k == 0 && tgW_map_put(&repl, u->t, map[0] == 0 ? t2 : o2) < 0)
+            return s->oom = 1, NULL;
+        if (lastmap && lastmap[k]) {
+            tg_term *m1 = tg_int(s->ctx, -1);
+            tg_term *l = app2(s, N_SUBTENSOR, o, m1);
+            if (!l || tgW_map_put(&repl, l, o2) < 0)
+                return s->oom = 1, NULL;
+            if (k == 0 && (!(l = app2(s, N_SUBTENSOR, u->t, m1)) ||
+                           tgW_map_put(&repl, l, map[0] == 0 ? t2 : o2) < 0))
+                return s->oom = 1, NULL;
+        }
+    }
+    return subst(s, g->root, &repl);
+}
+
+/* The (inplace K ...) option goes when outputs are renumbered or merged:
+ * scan-inplace marks the new scan again where it still holds. */
+static void drop_inplace(so *s, scan *sc)
+{
+    for (size_t i = sc->opts.n; i-- > 0;)
+        if (is_app(sc->opts.v[i], NM(s, N_INPLACE)))
+            vec_del(&sc->opts, i);
+}
+
+/* Outputs that nothing reads, neither the graph nor (through their taps)
+ * the outputs kept or the condition, go; the scan keeps at least one. */
+static int unused_outputs(so *s, graph *g, use *u, tg_term **res)
+{
+    scan *sc = &u->sc;
+    unsigned char *need = GC_MALLOC_ATOMIC(sc->no + 1);
+    if (!need)
+        return s->oom = 1, -1;
+    memcpy(need, u->used, sc->no);
+    for (int again = 1; again;) {   /* needed outputs' results read taps */
+        again = 0;
+        tgW_map syms = {0};
+        for (size_t i = 0; i < sc->no; i++)
+            if (need[i] && symbols(s, sc->o[i].res, &syms) < 0)
+                return -1;
+        if (sc->until && symbols(s, sc->until, &syms) < 0)
+            return -1;
+        for (size_t i = 0; i < sc->no; i++)
+            for (size_t j = 0; j < sc->o[i].ntaps && !need[i]; j++)
+                if (tgW_map_get(&syms, sc->o[i].tp[j]))
+                    need[i] = 1, again = 1;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < sc->no; i++)
+        kept += need[i];
+    if (kept == sc->no || (kept == 0 && sc->no == 1))
+        return 0;
+    if (kept == 0)
+        need[0] = 1;
+    long *map = GC_MALLOC_ATOMIC(sc->no * sizeof *map);
+    if (!map)
+        return s->oom = 1, -1;
+    size_t n = 0;
+    for (size_t i = 0; i < sc->no; i++) {
+        map[i] = need[i] ? (long)n : -1;
+        if (need[i])
+            sc->o[n++] = sc->o[i];
+    }
+    size_t nold = sc->no;
+    sc->no = n;
+    drop_inplace(s, sc);
+    tg_term *t2 = build(s, sc);
+    return t2 && (*res = replace(s, g, u, nold, t2, map, NULL)) ? 1 : -1;
+}
+
+/* Outputs whose every read takes the last row become `last` outputs (not
+ * with until: a stacked output then keeps rows past the last step done). */
+static int last_outputs(so *s, graph *g, use *u, tg_term **res)
+{
+    scan *sc = &u->sc;
+    if (sc->until)
+        return 0;
+    unsigned char *lm = GC_MALLOC_ATOMIC(sc->no);
+    long *map = GC_MALLOC_ATOMIC(sc->no * sizeof *map);
+    if (!lm || !map)
+        return s->oom = 1, -1;
+    int any = 0;
+    for (size_t i = 0; i < sc->no; i++) {
+        map[i] = (long)i;
+        lm[i] = u->used[i] && u->lastonly[i] && !sc->o[i].last;
+        if (lm[i])
+            sc->o[i].last = 1, any = 1;
+    }
+    if (!any)
+        return 0;
+    tg_term *t2 = build(s, sc);
+    return t2 && (*res = replace(s, g, u, sc->no, t2, map, lm)) ? 1 : -1;
+}
+
+/* Two outputs computing the same values: the same kind, initial value,
+ * taps and `last`, and results equal once the taps of the second are
+ * named as those of the first.  The second goes; its reads read the
+ * first. */
+static int same_outputs(so *s, graph *g, use *u, tg_term **res)
+{
+    scan *sc = &u->sc;
+    for (size_t j = 1; j < sc->no; j++)
+        for (size_t i = 0; i < j; i++) {
+            out *a = &sc->o[i], *b = &sc->o[j];
+            if (a->kind != b->kind || a->init != b->init || a->ntaps != b->ntaps ||
+                a->last != b->last || memcmp(a->taps, b->taps, a->ntaps * sizeof *a->taps))
+                continue;
+            tgW_map repl = {0};
+            for (size_t k = 0; k < b->ntaps; k++)
+                if (tgW_map_put(&repl, b->tp[k], a->tp[k]) < 0)
+                    return s->oom = 1, -1;
+            tg_term *rb = subst(s, b->res, &repl);
+            if (!rb)
+                return -1;
+            if (rb != a->res)
+                continue;
+            /* the second's taps read the same values as the first's */
+            if (subst_body(s, sc, &repl) < 0)
+                return -1;
+            long *map = GC_MALLOC_ATOMIC(sc->no * sizeof *map);
+            if (!map)
+                return s->oom = 1, -1;
+            for (size_t k = 0; k < sc->no; k++)
+                map[k] = k < j ? (long)k : k == j ? (long)i : (long)k - 1;
+            memmove(sc->o + j, sc->o + j + 1, (sc->no - j - 1) * sizeof *sc->o);
+            sc->no--;
+            drop_inplace(s, sc);
+            tg_term *t2 = build(s, sc);
+            return t2 && (*res = replace(s, g, u, sc->no + 1, t2, map, NULL)) ? 1 : -1;
+        }
+    return 0;
+}
+
+/* Does a contain b (a DAG walk)? */
+static int contains(so *s, tg_term *a, tg_term *b)
+{
+    if (a == b)
+        return 1;
+    tgW_map seen = {0};
+    vec st = {0};
+    if (!is_pair(a) || push(s, &st, a) < 0)
+        return s->oom ? -1 : 0;
+    while (st.n) {
+        tg_term *t = st.v[--st.n];
+        tg_iter it;
+        tg_iter_init(&it, t);
+        for (tg_term *e; (e = tg_iter_next(&it));) {
+            if (e == b)
+                return 1;
+            if (is_pair(e) && !tgW_map_get(&seen, e) &&
+                (tgW_map_put(&seen, e, e) < 0 || push(s, &st, e) < 0))
+                return s->oom = 1, -1;
+        }
+    }
+    return 0;
+}
+
+/* The same sequences (as a set), steps and options, no condition. */
+static int mergeable(const scan *a, const scan *b)
+{
+    if (a->steps != b->steps || a->until || b->until || a->opts.n != b->opts.n)
+        return 0;
+    for (size_t i = 0; i < a->opts.n; i++)
+        if (a->opts.v[i] != b->opts.v[i])
+            return 0;
+    const scan *x[2] = {a, b};
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < x[k]->seq.n; i++) {
+            size_t j = 0;
+            while (j < x[!k]->seq.n && x[!k]->seq.v[j] != x[k]->seq.v[i])
+                j++;
+            if (j == x[!k]->seq.n)
+                return 0;
+        }
+    return 1;
+}
+
+/* Rename the parameters of sc that are in clash and not in keep to names
+ * in none of used; the step follows. */
+static int rename_params(so *s, scan *sc, const tgW_map *clash, const tgW_map *keep, tgW_map *used)
+{
+    tgW_map repl = {0};
+    tg_term **ps[3] = {sc->seqp.v, sc->nsp.v, NULL};
+    size_t ns[3] = {sc->seqp.n, sc->nsp.n, 0};
+    for (size_t k = 0; k <= sc->no; k++) {
+        if (k < sc->no)
+            ps[2] = sc->o[k].tp, ns[2] = sc->o[k].ntaps;
+        for (int l = k ? 2 : 0; l < 3; l++)
+            for (size_t i = 0; i < ns[l]; i++) {
+                tg_term *q = ps[l][i];
+                if (!tgW_map_get(clash, q) || (keep && tgW_map_get(keep, q)))
+                    continue;
+                tg_term *p = fresh(s, used, tg_symbol_name(q, NULL));
+                if (!p || tgW_map_put(&repl, q, p) < 0)
+                    return s->oom = 1, -1;
+                ps[l][i] = p;
+            }
+        ns[2] = 0;
+    }
+    return repl.n ? subst_body(s, sc, &repl) : 0;
+}
+
+/* The parameters of sc as a set. */
+static int param_set(so *s, const scan *sc, tgW_map *set)
+{
+    const vec *v[2] = {&sc->seqp, &sc->nsp};
+    for (int l = 0; l < 2; l++)
+        for (size_t i = 0; i < v[l]->n; i++)
+            if (tgW_map_put(set, v[l]->v[i], v[l]->v[i]) < 0)
+                return s->oom = 1, -1;
+    for (size_t k = 0; k < sc->no; k++)
+        for (size_t j = 0; j < sc->o[k].ntaps; j++)
+            if (tgW_map_put(set, sc->o[k].tp[j], sc->o[k].tp[j]) < 0)
+                return s->oom = 1, -1;
+    return 0;
+}
+
+/* Make the lambdas of a and b safe to join: b's parameters that a
+ * mentions are renamed, and a's that b mentions other than as its own
+ * parameters (a size symbol, say), so that no name is captured. */
+static int rename_apart(so *s, scan *a, scan *b, tg_term *ta, tg_term *tb)
+{
+    tgW_map used = {0}, asyms = {0}, bsyms = {0}, bpar = {0};
+    if (symbols(s, ta, &asyms) < 0 || symbols(s, tb, &bsyms) < 0 || symbols(s, ta, &used) < 0 ||
+        symbols(s, tb, &used) < 0 || param_set(s, b, &bpar) < 0)
+        return -1;
+    if (rename_params(s, b, &asyms, NULL, &used) < 0)
+        return -1;
+    return rename_params(s, a, &bsyms, &bpar, &used);
+}
+
+/* Two scans over the same sequences and steps, neither reading the
+ * other, become one: the first's inputs and outputs, then the second's
+ * (its parameters renamed apart).  The inputs they share are merged by
+ * scan-merge-inputs afterwards. */
+static int merge_scans(so *s, graph *g, use *ua, tg_term **res)
+{
+    for (size_t j = 0; j < g->scans.n; j++) {
+        use *ub = tgW_map_get(&g->users, g->scans.v[j]);
+        if (ub == ua || !mergeable(&ua->sc, &ub->sc))
+            continue;
+        int c1 = contains(s, ua->t, ub->t), c2 = c1 ? 0 : contains(s, ub->t, ua->t);
+        if (c1 < 0 || c2 < 0)
+            return -1;
+        if (c1 || c2)
+            continue;
+        scan m = ua->sc, b = ub->sc;
+        if (rename_apart(s, &m, &b, ua->t, ub->t) < 0)
+            return -1;
+        for (size_t i = 0; i < b.seq.n; i++)
+            if (push(s, &m.seq, b.seq.v[i]) < 0 || push(s, &m.seqp, b.seqp.v[i]) < 0)
+                return -1;
+        for (size_t i = 0; i < b.ns.n; i++)
+            if (push(s, &m.ns, b.ns.v[i]) < 0 || push(s, &m.nsp, b.nsp.v[i]) < 0)
+                return -1;
+        out *o = GC_MALLOC((m.no + b.no) * sizeof *o);
+        if (!o)
+            return s->oom = 1, -1;
+        memcpy(o, m.o, m.no * sizeof *o);
+        memcpy(o + m.no, b.o, b.no * sizeof *o);
+        size_t na = m.no;
+        m.o = o, m.no += b.no;
+        drop_inplace(s, &m);
+        tg_term *t2 = build(s, &m);
+        long *map = GC_MALLOC_ATOMIC((na + b.no) * sizeof *map);
+        if (!t2 || !map)
+            return s->oom = 1, -1;
+        for (size_t k = 0; k < na; k++)
+            map[k] = (long)k;
+        tg_term *r1 = replace(s, g, ua, na, t2, map, NULL);
+        for (size_t k = 0; k < b.no; k++)
+            map[k] = (long)(na + k);
+        g->root = r1;
+        *res = r1 ? replace(s, g, ub, b.no, t2, map, NULL) : NULL;
+        return *res ? 1 : -1;
+    }
+    return 0;
+}
+
+static size_t parents(const graph *g, const tg_term *t)
+{
+    return (size_t)(uintptr_t)tgW_map_get(&g->parents, t);
+}
+
+/* A `last` recurrent output whose INIT is computed by the graph (not an
+ * input, not a constant) for this output alone may keep its state in
+ * INIT's buffer: marked by the option (inplace K ...). */
+static int inplace(so *s, graph *g, use *u, tg_term **res)
+{
+    scan *sc = &u->sc;
+    tg_term *opt = NULL;
+    size_t oi = 0;
+    for (; oi < sc->opts.n; oi++)
+        if (is_app(sc->opts.v[oi], NM(s, N_INPLACE))) {
+            opt = sc->opts.v[oi];
+            break;
+        }
+    tg_term *outs = tg_nth(u->t, 4);
+    vec ks = {0};
+    int any = 0;
+    for (size_t k = 0; k < sc->no; k++) {
+        out *o = &sc->o[k];
+        int marked = 0;
+        for (size_t i = 1; opt && i < tg_length(opt); i++) {
+            int64_t v;
+            marked |= tg_int_get(tg_nth(opt, i), &v) == 0 && v == (int64_t)k;
+        }
+        tg_term *ot = tg_nth(outs, k + 1);
+        int ok = !marked && o->kind != NITSOT && o->last && is_pair(o->init) &&
+                 tg_car(o->init) != NM(s, N_INPUT) && tg_car(o->init) != NM(s, N_CONST) &&
+                 parents(g, o->init) == 1 && parents(g, ot) == 1 && parents(g, outs) == 1;
+        if (marked || ok)
+            if (push(s, &ks, tg_int(s->ctx, (int64_t)k)) < 0)
+                return -1;
+        any |= ok;
+    }
+    if (!any)
+        return 0;
+    tg_term *mark = vlist(s, N_INPLACE, &ks);
+    if (!mark || (!opt && push(s, &sc->opts, mark) < 0))
+        return -1;
+    if (opt)
+        sc->opts.v[oi] = mark;
+    tg_term *t2 = build(s, sc);
+    long *map = GC_MALLOC_ATOMIC(sc->no * sizeof *map);
+    if (!t2 || !map)
+        return s->oom = 1, -1;
+    for (size_t k = 0; k < sc->no; k++)
+        map[k] = (long)k;
+    return (*res = replace(s, g, u, sc->no, t2, map, NULL)) ? 1 : -1;
+}
+
+typedef int (*graph_fn_t)(so *s, graph *g, use *u, tg_term **res);
+
+/* A rewrite of a whole graph (graph OUT ...): the first scan it applies
+ * to.  1 with *out, 0, -1. */
+static int global(so *s, graph_fn_t fn, tg_term *t, tg_term **out)
+{
+    if (!is_app(t, NM(s, N_GRAPH)))
+        return 0;
+    graph *g = s->nm->groot == t ? s->nm->gcache : NULL;
+    if (!g) {
+        s->nm->groot = NULL;
+        if (!(g = GC_MALLOC(sizeof *g)))
+            return s->oom = 1, -1;
+        if (analyze(s, t, g) < 0)
+            return -1;
+        s->nm->groot = t, s->nm->gcache = g;
+    }
+    for (size_t i = 0; i < g->scans.n; i++) {
+        use *u = tgW_map_get(&g->users, g->scans.v[i]);
+        int rc = fn(s, g, u, out);
+        if (rc) {
+            s->nm->groot = NULL, s->nm->gcache = NULL;
+            return rc < 0 ? -1 : *out != t;
+        }
+    }
+    return 0;
+}
+
+/* ---- the relations ---------------------------------------------------- */
+
+typedef struct rel {
+    const char *name;
+    local_fn lfn;
+    graph_fn_t gfn;
+} rel;
+
+static const rel rels[] = {
+    {"scan-merge-inputs", merge_inputs_w, NULL},
+    {"scan-drop-inputs", drop_inputs_w, NULL},
+    {"scan-fold-constants", fold_constants_w, NULL},
+    {"scan-prune-taps", prune_taps_w, NULL},
+    {"scan-push-invariant", push_invariant, NULL},
+    {"scan-push-sequences", push_sequences, NULL},
+    {"scan-merge-outputs", NULL, same_outputs},
+    {"scan-drop-outputs", NULL, unused_outputs},
+    {"scan-last", NULL, last_outputs},
+    {"scan-merge", NULL, merge_scans},
+    {"scan-inplace", NULL, inplace},
+};
+#define NRELS (sizeof rels / sizeof *rels)
+
+typedef struct relud {
+    const rel *r;
+    names *nm;
+} relud;
+
+static int rel_fn(tg_ctx *ctx, tg_term *const *args, unsigned nargs, unsigned long i,
+                  void **state, tg_term **answer, void *ud, tg_error *err)
+{
+    (void)state;
+    const relud *u = ud;
+    if (i > 0 || nargs != 2 || !is_pair(args[0]) || !tg_is_ground(args[0]))
+        return 0;
+    so s = {ctx, u->nm, 0};
+    tg_term *out = NULL;
+    int rc = u->r->lfn ? local(&s, u->r->lfn, args[0], &out) : global(&s, u->r->gfn, args[0], &out);
+    if (rc < 0 || s.oom) {
+        tg_error_set(err, TG_ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    if (!rc)
+        return 0;
+    tg_term *v[2] = {args[0], out};
+    if (!(*answer = tg_list(ctx, 2, v, NULL))) {
+        tg_error_set(err, TG_ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    return 1;
+}
+
+int tgSo_define(tg_env *env, tg_ctx *ctx, tg_error *err)
+{
+    names *nm = GC_MALLOC(sizeof *nm);
+    relud *uds = GC_MALLOC(NRELS * sizeof *uds);    /* kept by the relations */
+    if (!nm || !uds)
+        return tg_error_set(err, TG_ERR_NOMEM, "out of memory"), -1;
+    for (int i = 0; i < NN; i++)
+        if (!(nm->n[i] = tg_symbol_cstr(ctx, nm_text[i])))
+            return tg_error_set(err, TG_ERR_NOMEM, "out of memory"), -1;
+    for (size_t i = 0; i < NTENSOR; i++) {
+        tg_term *o = tg_symbol_cstr(ctx, tensor_ops[i]);
+        if (!o || tgW_map_put(&nm->ops, o, (void *)(uintptr_t)(i < NELEM ? 2 : 1)) < 0)
+            return tg_error_set(err, TG_ERR_NOMEM, "out of memory"), -1;
+    }
+    for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++) {
+        tg_term *r = tg_symbol_cstr(ctx, reserved[i]);
+        if (!r || tgW_map_put(&nm->reserved, r, r) < 0)
+            return tg_error_set(err, TG_ERR_NOMEM, "out of memory"), -1;
+    }
+    for (size_t i = 0; i < NRELS; i++) {
+        uds[i] = (relud){&rels[i], nm};
+        if (tg_defrel_c(env, rels[i].name, 2, rel_fn, &uds[i], err) < 0)
+            return -1;
+    }
+    return 0;
+}

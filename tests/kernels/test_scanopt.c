@@ -1,0 +1,233 @@
+/* test_scanopt.c - the Scan rewrites (patterns/lib/scan.rules) give the
+ * values the graph gave before: each rewrite alone, then default, on the
+ * compiled path and in the interpreter.  A case compiles its outputs
+ * without rules and with a rule set running one scan_opt relation; the
+ * rewrite must change the graph (checked with tg_rewrite on it), and the
+ * results must agree.  Terms the kernels cannot compile yet (subtensor)
+ * are compared through their meaning: the last row of the stacked output
+ * for a `last` one. */
+#include "kt.h"
+
+static tg_ctx *ctx;
+static tg_rules *rs;
+
+#define X "(input x float64 (n))"
+#define Y "(input y float64 (n))"
+#define W "(input w float64 ())"
+#define F "(input f int64 (3))"
+#define Z "(input z float64 (n 4))"
+
+static const char ins[] = X " " Y " " W " " F " " Z;
+
+typedef struct tcase {
+    const char *rewriter;   /* what the rule set runs */
+    const char *outs;       /* outputs, compiled with the rules */
+    const char *before;     /* outputs compiled without them (NULL: outs) */
+    int lastrow;            /* output 0 of before is stacked: compare its last row */
+} tcase;
+
+#define CUMSUM(INIT, OPT) \
+    "(scan (lambda (a s) ((add s a))) (steps auto) (sequences " X ") (outputs (sitsot " INIT OPT ")) (non_sequences))"
+
+static const tcase cases[] = {
+    {"t-merge-inputs",
+     "(scan (lambda (a b acc u v) ((add acc (mul a u) (mul b v)))) (steps auto) (sequences " X " " X ")"
+     " (outputs (sitsot 0)) (non_sequences " W " " W "))", NULL, 0},
+    {"t-drop-inputs",
+     "(scan (lambda (a b acc u v) ((add acc (mul b u)))) (steps auto) (sequences " X " " Y ")"
+     " (outputs (sitsot 0)) (non_sequences " W " (exp " W ")))", NULL, 0},
+    {"t-fold-constants",
+     "(scan (lambda (a acc c d) ((add acc (mul a c) d))) (steps auto) (sequences " X ")"
+     " (outputs (sitsot 0)) (non_sequences 2 (const float64 1.5)))", NULL, 0},
+    {"t-prune-taps",
+     "(scan (lambda (a acc) ((exp a))) (steps auto) (sequences " X ") (outputs (sitsot 0)) (non_sequences))"
+     " (scan (lambda (a b c) ((mod (add a c) 1000))) (steps 9) (sequences)"
+     " (outputs (mitsot " F " (taps -3 -2 -1))) (non_sequences))", NULL, 0},
+    {"t-push-invariant",
+     "(scan (lambda (a acc u) ((add acc (mul a (exp u)) (sqr u)))) (steps auto) (sequences " X ")"
+     " (outputs (sitsot 0)) (non_sequences " W "))", NULL, 0},
+    {"t-push-sequences",
+     "(scan (lambda (a b acc) ((add acc (mul 2 (exp a)) (sqr b)))) (steps auto) (sequences " X " " Y ")"
+     " (outputs (sitsot 0)) (non_sequences))", NULL, 0},
+    {"t-drop-outputs",
+     "(scan_output (scan (lambda (a s p) ((add s a) (mul p a))) (steps auto) (sequences " X ")"
+     " (outputs (sitsot 0) (sitsot 1)) (non_sequences)) 1)", NULL, 0},
+    {"t-merge-outputs",
+     "(scan_output (scan (lambda (a s t) ((add s a) (add t a) (mul t 2))) (steps auto) (sequences " X ")"
+     " (outputs (sitsot 0) (sitsot 0) (nitsot)) (non_sequences)) 1)"
+     " (scan_output (scan (lambda (a s t) ((add s a) (add t a) (mul t 2))) (steps auto) (sequences " X ")"
+     " (outputs (sitsot 0) (sitsot 0) (nitsot)) (non_sequences)) 2)", NULL, 0},
+    {"t-last", "(subtensor " CUMSUM("0", "") " -1)", CUMSUM("0", ""), 1},
+    {"t-merge",
+     CUMSUM("0", "") " (scan (lambda (a s u) ((mul s (add a u)))) (steps auto) (sequences " X ")"
+     " (outputs (sitsot 1)) (non_sequences " W "))", NULL, 0},
+    {"t-inplace", CUMSUM("(exp " W ")", " last"), NULL, 0},
+    {"scan_opt", "(scan_output " CUMSUM("0", "") " 0) (scan_steps " CUMSUM("1", "") ")", NULL, 0},
+    /* backwards, with until: the sequence work and the invariant work move out all the same */
+    {"default",
+     "(scan (lambda (a s u) ((add s (exp a) (sqr u))) (until (gt s 5))) (steps auto) (sequences " X ")"
+     " (outputs (sitsot 0)) (non_sequences " W ") backwards)"
+     " (scan_steps (scan (lambda (a s u) ((add s (exp a) (sqr u))) (until (gt s 5))) (steps auto)"
+     " (sequences " X ") (outputs (sitsot 0)) (non_sequences " W ") backwards))", NULL, 0},
+    /* a scan in a lambda: its invariant work leaves the inner loop */
+    {"t-push-invariant",
+     "(scan (lambda (row acc u) ((add acc (sum (scan (lambda (v c w) ((add c (mul v (exp w))))) (steps auto)"
+     " (sequences row) (outputs (sitsot 0.0)) (non_sequences u)) all)))) (steps auto) (sequences " Z ")"
+     " (outputs (sitsot 0.0)) (non_sequences " W "))", NULL, 0},
+    /* everything at once: merged, folded, pushed out, last */
+    {"default",
+     "(subtensor (scan (lambda (a b s u c) ((add (mul 1 s) (mul b u) (mul a c) (exp u)))) (steps auto)"
+     " (sequences " X " " X ") (outputs (sitsot 0)) (non_sequences " W " 2)) -1)"
+     " (scan (lambda (a s) ((mul s (sqr a)))) (steps auto) (sequences " X ") (outputs (sitsot 1)) (non_sequences))",
+     "(scan (lambda (a b s u c) ((add (mul 1 s) (mul b u) (mul a c) (exp u)))) (steps auto)"
+     " (sequences " X " " X ") (outputs (sitsot 0)) (non_sequences " W " 2))"
+     " (scan (lambda (a s) ((mul s (sqr a)))) (steps auto) (sequences " X ") (outputs (sitsot 1)) (non_sequences))",
+     1},
+};
+
+/* The output terms of text s. */
+static size_t terms(const char *s, tg_term **v, size_t max)
+{
+    tg_error err;
+    size_t n = 0;
+    tg_reader *r = tg_reader_new(ctx, s, strlen(s), NULL, &err);
+    while (r && n < max && tg_reader_next(r, &v[n], &err) == 1)
+        n++;
+    tg_reader_free(r);
+    return n;
+}
+
+static tg_fn *compile(const char *outs, int rules, tg_error *err, const char *rewriter)
+{
+    tg_term *it[8], *ot[8];
+    size_t ni = terms(ins, it, 8), no = terms(outs, ot, 8);
+    tg_fn_options o = {NULL, kt_path, NULL, NULL, rules ? rs : NULL,
+                       rules ? tg_symbol_cstr(ctx, rewriter) : NULL};
+    return tg_fn_compile(ctx, ni, it, no, ot, &o, err);
+}
+
+/* The rewrite changes the graph: it is not vacuous. */
+static int changes(const tcase *c)
+{
+    tg_term *ot[8], *g;
+    size_t no = terms(c->outs, ot, 8);
+    tg_error err;
+    g = tg_app(ctx, tg_symbol_cstr(ctx, "graph"), no, ot);
+    tg_term *r = tg_rewrite(rs, tg_symbol_cstr(ctx, c->rewriter), g, &err);
+    return r && r != g;
+}
+
+static int64_t n = 13;
+static kt_arr args[5];
+
+static void make_args(void)
+{
+    int64_t three = 3;
+    kt_make(&args[0], TG_FLOAT64, 1, &n, 1);
+    kt_make(&args[1], TG_FLOAT64, 1, &n, 0);
+    kt_make(&args[2], TG_FLOAT64, 0, NULL, 0);
+    kt_make(&args[3], TG_INT64, 1, &three, 0);
+    int64_t nz[2] = {n, 4};
+    kt_make(&args[4], TG_FLOAT64, 2, nz, 1);
+    kt_fill(&args[4].a, -3, 3);
+    kt_fill(&args[0].a, -3, 3);
+    kt_fill(&args[1].a, -3, 3);
+    *(double *)args[2].a.data = 0.25;
+    kt_fill(&args[3].a, 0, 1000);
+}
+
+/* Output k of before against output k of after; lastrow: the last row. */
+static int agree(const tg_array *b, const tg_array *a, int lastrow, char *why, size_t len)
+{
+    if (b->dtype != a->dtype) {
+        snprintf(why, len, "dtype %d, was %d", a->dtype, b->dtype);
+        return 0;
+    }
+    int64_t off[TG_MAXDIM] = {0}, idx[TG_MAXDIM] = {0}, bidx[TG_MAXDIM];
+    int shift = lastrow ? 1 : 0;
+    if (b->ndim != a->ndim + shift || (lastrow && b->shape[0] == 0)) {
+        snprintf(why, len, "rank %d, was %d", a->ndim, b->ndim);
+        return 0;
+    }
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d + shift]) {
+            snprintf(why, len, "shape %s", kt_shape(a->ndim, a->shape));
+            return 0;
+        }
+    if (lastrow)
+        off[0] = b->shape[0] - 1;
+    if (kt_count(a) == 0)
+        return 1;
+    do {
+        bidx[0] = off[0];
+        for (int d = 0; d < a->ndim; d++)
+            bidx[d + shift] = idx[d];
+        long double x = kt_get(b, bidx), y = kt_get(a, idx);
+        if (!kt_close(y, x, 1e-13L)) {
+            snprintf(why, len, "%Lg, was %Lg", y, x);
+            return 0;
+        }
+    } while (kt_next(a->ndim, a->shape, idx));
+    return 1;
+}
+
+static void run_case(const tcase *c)
+{
+    tg_error err;
+    tg_array in[5], bo[8], ao[8];
+    for (int i = 0; i < 5; i++)
+        in[i] = args[i].a;
+    memset(bo, 0, sizeof bo), memset(ao, 0, sizeof ao);
+    const char *path = kt_path ? "interpreted" : "compiled";
+    TAP_CHECK(changes(c), "%s changes the graph", c->rewriter);
+    tg_fn *fb = compile(c->before ? c->before : c->outs, 0, &err, NULL);
+    int rb = fb ? tg_fn_call(fb, in, bo, &err) : -1;
+    if (rb < 0)
+        tap_diag("%s without rules: %s", c->rewriter, err.message);
+    tg_fn *fa = compile(c->outs, 1, &err, c->rewriter);
+    int ra = fa ? tg_fn_call(fa, in, ao, &err) : -1;
+    if (ra < 0)
+        tap_diag("%s: %s", c->rewriter, err.message);
+    size_t no = terms(c->outs, (tg_term *[8]){0}, 8);
+    char why[200] = "";
+    int ok = rb == 0 && ra == 0;
+    for (size_t k = 0; ok && k < no; k++)
+        ok = agree(&bo[k], &ao[k], c->lastrow && k == 0, why, sizeof why);
+    TAP_CHECK(ok, "%s, %s: the same values with and without it %s", c->rewriter, path, why);
+    for (size_t k = 0; k < no; k++)
+        free(bo[k].data), free(ao[k].data);
+    tg_fn_free(fb), tg_fn_free(fa);
+}
+
+int main(void)
+{
+    tg_error err;
+    ctx = tg_ctx_new(&err);
+    rs = tg_rules_new(ctx, &err);
+    static const char defs[] =
+        "(include \"all.rules\")\n"
+        "(equilibrium t-merge-inputs scan-merge-inputs)\n"
+        "(equilibrium t-drop-inputs scan-drop-inputs)\n"
+        "(equilibrium t-fold-constants scan-fold-constants)\n"
+        "(equilibrium t-prune-taps scan-prune-taps)\n"
+        "(equilibrium t-push-invariant scan-push-invariant)\n"
+        "(equilibrium t-push-sequences scan-push-sequences)\n"
+        "(equilibrium t-drop-outputs scan-drop-outputs)\n"
+        "(equilibrium t-merge-outputs scan-merge-outputs)\n"
+        "(equilibrium t-last scan-last)\n"
+        "(equilibrium t-merge scan-merge)\n"
+        "(equilibrium t-inplace scan-inplace)\n";
+    char lib[4200];
+    snprintf(lib, sizeof lib, "%s", tap_path("patterns/lib"));
+    setenv("TGREL_RULES_PATH", lib, 1);
+    TAP_EQ_INT(tg_rules_load_string(rs, defs, strlen(defs), NULL, &err), 0, "load the rule library");
+    make_args();
+    for (kt_path = 0; kt_path < 2; kt_path++)
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+            run_case(&cases[i]);
+    for (int i = 0; i < 5; i++)
+        free(args[i].block);
+    tg_rules_free(rs);
+    tg_ctx_free(ctx);
+    return TAP_DONE();
+}
