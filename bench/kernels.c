@@ -3,7 +3,7 @@
  * exp(x)*y + sin(z)/(1+x*x) on 10^7 doubles against a hand-written fused
  * C loop (-O3 -march=native -ffast-math) and an unfused one pass per op
  * (what an array library without fusion does) and numpy (the system
- * python's, when importable), with the 1-vs-2-thread speedup and the load
+ * python's, or $PYTHON's, when importable), with the 1-vs-2-thread speedup and the load
  * average; a sum of a product fused into one pass against hand-written
  * loops; the interpreter; the
  * overhead of a call on 1-element inputs; lowering time of a 100-node
@@ -124,7 +124,8 @@ static int numpy_ms(long n, const char *dir, double *plain, double *pre)
         return 0;
     fputs(numpy_script, f);
     fclose(f);
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s' %ld 2>/dev/null", path, n);
+    const char *py = getenv("PYTHON");     /* default: the system python */
+    snprintf(cmd, sizeof cmd, "'%s' '%s' %ld 2>/dev/null", py && *py ? py : "/usr/bin/python3", path, n);
     FILE *p = popen(cmd, "r");
     if (!p)
         return 0;
