@@ -40,7 +40,8 @@
  *                  vocabulary, rewritten by its whole canonicalize database
  *                  (patterns/lib/all.rules), timed against the
  *                  hand-written x*y/y pass (row graph_lib_canonicalize;
- *                  no x*y/y site may be left).
+ *                  no x*y/y site may be left; result_hash, tg_hash of the
+ *                  result, tells whether two builds rewrite alike).
  */
 #define GC_THREADS 1
 #include <gc/gc.h>
@@ -842,6 +843,7 @@ static int part_c(const opts *o)
     double *lib_ms = malloc((size_t)o->reps * sizeof *lib_ms);
     double *ref_ms = malloc((size_t)o->reps * sizeof *ref_ms);
     long nrules = 0, left = -1, rewrites = 0, passes = 0;
+    uint32_t hash = 0;  /* of the result: equal results, equal hashes */
     lib_vocab = 1;
     for (int r = 0; r < o->reps; r++) {
         tg_error err;
@@ -864,6 +866,7 @@ static int part_c(const opts *o)
         rewrites = profile_field(rs, "rewrites");
         passes = profile_field(rs, "passes");
         left = sites_left(ctx, out, (size_t)g.n);
+        hash = tg_hash(out);
         tg_rules_free(rs);
         tg_ctx_free(ctx);
     }
@@ -871,8 +874,9 @@ static int part_c(const opts *o)
     double m = bench_median(lib_ms, o->reps), ref = bench_median(ref_ms, o->reps);
     printf("{\"bench\":\"graph_lib_canonicalize\",\"nodes\":%ld,\"sites\":%ld,\"rules\":%ld,"
            "\"rewrites\":%ld,\"passes\":%ld,\"ms\":%.3f,\"us_per_node\":%.3f,\"ref_ms\":%.3f,"
-           "\"ratio_to_ref\":%.2f,\"sites_left\":%ld,\"pytensor_ms\":6600,\"target_ms\":66}\n",
-           g.n, g.sites, nrules, rewrites, passes, m, 1000 * m / (double)g.n, ref, m / ref, left);
+           "\"ratio_to_ref\":%.2f,\"sites_left\":%ld,\"result_hash\":%lu,\"pytensor_ms\":6600,\"target_ms\":66}\n",
+           g.n, g.sites, nrules, rewrites, passes, m, 1000 * m / (double)g.n, ref, m / ref, left,
+           (unsigned long)hash);
     free(lib_ms);
     free(ref_ms);
     free(g.v);

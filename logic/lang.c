@@ -997,6 +997,8 @@ int tg_defrel_c(tg_env *env, const char *name, unsigned arity, tg_relation_fn fn
 
 tg_term *tg_env_var(tg_env *env, const char *name)
 {
+    if (!env)
+        return NULL;
     tg_term *sym = tg_symbol_cstr(env->ctx, name ? name : "_");
     return sym ? tgT_lvar_new(env->ctx, sym, 0) : NULL;
 }

@@ -156,6 +156,62 @@ typedef struct cframe {
     int splice;
 } cframe;
 
+/* A pointer map in malloc memory for the walk below: the collector need
+ * not scan it, nor count it towards its next collection (on a graph of
+ * 10^5 nodes the walk's map was a fifth of what a rewrite allocated).
+ * Safe because every key is a node of the input, which the caller
+ * holds, and every value is the input's node or one the walk built,
+ * which the node built around it, or the value stack, holds. */
+typedef struct cmap {
+    tg_term **kv;       /* 2 * cap: key, value */
+    size_t n, cap;
+} cmap;
+
+static size_t cmap_home(const tg_term *k, size_t cap)
+{
+    return (size_t)((uintptr_t)k * 0x9E3779B97F4A7C15ull >> 32) & (cap - 1);
+}
+
+static tg_term *cmap_get(const cmap *m, const tg_term *k)
+{
+    for (size_t i = cmap_home(k, m->cap);; i = (i + 1) & (m->cap - 1)) {
+        if (m->kv[2 * i] == k)
+            return m->kv[2 * i + 1];
+        if (!m->kv[2 * i])
+            return NULL;
+    }
+}
+
+static int cmap_put(cmap *m, tg_term *k, tg_term *v)
+{
+    if (2 * (m->n + 1) > m->cap) {
+        size_t cap = 2 * m->cap;
+        tg_term **kv = calloc(2 * cap, sizeof *kv);
+        if (!kv)
+            return -1;
+        for (size_t i = 0; i < m->cap; i++) {
+            tg_term *x = m->kv[2 * i];
+            if (!x)
+                continue;
+            size_t j = cmap_home(x, cap);
+            while (kv[2 * j])
+                j = (j + 1) & (cap - 1);
+            kv[2 * j] = x, kv[2 * j + 1] = m->kv[2 * i + 1];
+        }
+        free(m->kv);
+        m->kv = kv, m->cap = cap;
+    }
+    size_t i = cmap_home(k, m->cap);
+    while (m->kv[2 * i] && m->kv[2 * i] != k)
+        i = (i + 1) & (m->cap - 1);
+    if (!m->kv[2 * i])
+        m->n++;
+    m->kv[2 * i] = k, m->kv[2 * i + 1] = v;
+    return 0;
+}
+
+/* arr with room for cnt + extra elements (collector memory: the stacks
+ * hold the nodes built so far); -1 when out of memory. */
 #define CGROW(arr, cnt, cp, extra)                                              \
     do {                                                                        \
         if ((cnt) + (extra) > (cp)) {                                           \
@@ -164,7 +220,7 @@ typedef struct cframe {
                 nc_ *= 2;                                                       \
             void *na_ = GC_MALLOC(nc_ * sizeof *(arr));                         \
             if (!na_)                                                           \
-                return NULL;                                                    \
+                goto oom;                                                       \
             if (cnt)                                                            \
                 memcpy(na_, (arr), (cnt) * sizeof *(arr));                      \
             (arr) = na_, (cp) = nc_;                                            \
@@ -191,7 +247,10 @@ tg_term *tgW_ac_canon_deep(tg_rules *rs, tg_term *t)
     size_t n = 0, cap = 0;
     tg_term **v = NULL;
     size_t nv = 0, capv = 0;
-    tgW_map done = {0};
+    tg_term *res = NULL;
+    cmap done = {calloc(2 * 1024, sizeof(tg_term *)), 0, 1024};
+    if (!done.kv)
+        return NULL;
     CGROW(st, n, cap, 1);
     st[0] = (cframe){t, {t, 0}, 0, ac_op_of(rs, t), 0};
     n = 1;
@@ -203,7 +262,7 @@ tg_term *tgW_ac_canon_deep(tg_rules *rs, tg_term *t)
              * when met before: it is not an argument of its own */
             int sp = tgT_ispair(x) && f->op && (f->op->flags & TGW_ASSOC) &&
                      x->e[0] == f->op->name && tg_tail(x) == TGT_NIL;
-            tg_term *y = sp ? NULL : tgT_ispair(x) ? tgW_map_get(&done, x) : x;
+            tg_term *y = sp ? NULL : tgT_ispair(x) ? cmap_get(&done, x) : x;
             if (!y) {
                 const tgW_op *op = sp ? f->op : ac_op_of(rs, x);
                 CGROW(st, n, cap, 1);
@@ -220,18 +279,22 @@ tg_term *tgW_ac_canon_deep(tg_rules *rs, tg_term *t)
         tg_term *tail = (tg_term *)f->it.node;
         size_t cnt = nv - f->vb;
         if (f->op && (f->op->flags & TGW_COMM) && tgW_ac_sort(v + f->vb + 1, cnt - 1) < 0)
-            return NULL;
+            goto oom;
         tg_term *node = same_elements(f->t, v + f->vb, cnt)
                             ? f->t : tg_list(rs->ctx, cnt, v + f->vb, tail == TGT_NIL ? NULL : tail);
-        if (!node || tgW_map_put(&done, f->t, node) < 0)
-            return NULL;
+        if (!node || cmap_put(&done, f->t, node) < 0)
+            goto oom;
         nv = f->vb;
-        if (!n)
-            return node;
+        if (!n) {
+            res = node;
+            break;
+        }
         CGROW(v, nv, capv, 1);
         v[nv++] = node;
     }
-    return t;
+oom:
+    free(done.kv);
+    return res;
 }
 
 /* ---- matching: state ---------------------------------------------------- */
@@ -710,8 +773,56 @@ static int step(acs *S, tg_ctx *ctx, const tgW_ins *pc, tg_term *const *K, tg_te
     return 0;
 }
 
+/* ---- matching: what a root needs ------------------------------------ */
+
+/* A bit for the key of t: its head when an application, else t. */
+static inline uint64_t key_bit(const tg_term *t)
+{
+    const tg_term *k = tgT_ispair(t) ? t->e[0] : t;
+    return 1ull << ((uintptr_t)k * 0x9E3779B97F4A7C15ull >> 58);
+}
+
+/* An assoc / comm root takes, for each constant of the pattern, an
+ * argument equal to it, and for each application pattern with a symbol
+ * head, an argument with that head (M_ACTAKE with pad, M_ACONE with a
+ * head); and it needs as many arguments as its M_ACOPEN says.  So a call
+ * whose arguments lack one of those keys, or have another count, cannot
+ * match: the test below turns it down before any state is set up.  On
+ * a graph most calls of add and mul meet a dozen such rules (x*1, x*0,
+ * x*x^a, exp x * exp y, ...) and fail them all. */
+void tgW_ac_prepare(tgW_rule *r)
+{
+    r->acneed = 0, r->acmin = 0, r->acmax = 0;
+    const tgW_ins *open = r->match;
+    while (open->op != M_DONE && !(open->op == M_ACOPEN && (open->d & TGW_AC_ROOT)))
+        open++;
+    if (open->op == M_DONE)
+        return;     /* the root is not an assoc / comm node */
+    uint32_t k = open->d >> 8, id = open->c;
+    r->acmin = k;
+    r->acmax = (open->d & TGW_AC_EXACT) ? k : 0;
+    for (const tgW_ins *i = r->match; i->op != M_DONE; i++)
+        if ((i->op == M_ACTAKE && i->pad && i->a == id) || (i->op == M_ACONE && i->a == id && i->b != 0xffff))
+            r->acneed |= key_bit(r->k[i->b]);
+}
+
+/* Whether the call's n arguments A may match r's root (tgW_ac_prepare). */
+static inline int root_may_match(const tgW_rule *r, tg_term *const *A, uint32_t n)
+{
+    if (n < r->acmin || (r->acmax && n > r->acmax))
+        return 0;
+    if (!r->acneed)
+        return 1;
+    uint64_t have = 0;
+    for (uint32_t i = 0; i < n; i++)
+        have |= key_bit(A[i]);
+    return !(r->acneed & ~have);
+}
+
 int tgW_ac_match(tg_rules *rs, const tgW_rule *r, tg_term **A, uint32_t n, tg_term **R, tg_error *err)
 {
+    if (!root_may_match(r, A, n))
+        return 0;
     acs *S = acs_get(rs);
     if (!S)
         return tgE_nomem(err), -1;

@@ -246,6 +246,8 @@ static int pat(tgW_comp *c, tgW_vec *m, tg_term *p, int reg, unsigned depth)
         int r = var_reg(c, p);
         if (r < 0)
             return var_bind(c, p, reg);
+        if (r == reg)
+            return 0;   /* bound to this very register (see lhs) */
         tgW_ins *i = emit(c, m, M_SAME);
         if (!i)
             return -1;
@@ -589,6 +591,16 @@ static int lhs(tgW_comp *c, tgW_rule *r, tg_term *l)
     if (!i)
         return -1;
     i->a = (uint16_t)k;
+    /* A variable that is an argument of the root is that argument's
+     * register from the start, so the subpatterns before it check it
+     * rather than bind it: in (true_div (mul ?x ?y) ?y), mul's node takes
+     * the argument equal to ?y and gives ?x the rest, where binding ?y
+     * there would try every split of mul's arguments (2^k of them, each
+     * built as a term) and compare ?y at the end. */
+    for (unsigned j = 0; j < k; j++)
+        if (tg_kind_of(buf[1 + j]) == TG_VAR && !is_wild(buf[1 + j]) && var_reg(c, buf[1 + j]) < 0 &&
+            var_bind(c, buf[1 + j], (int)j) < 0)
+            return -1;
     if (pat_args(c, m, buf + 1, k, 0, 0) < 0)
         return -1;
     return seg ? pat(c, m, tail, (int)k, 1) : 0;
@@ -1121,6 +1133,8 @@ tgW_rule *tgW_compile_rule(tgW_comp *c, tg_term *name, tg_term *l, tg_term *rhs,
     r->nk = c->nk;
     r->nregs = c->nregs;
     r->ac = c->nac > 0;
+    if (r->ac)
+        tgW_ac_prepare(r);
     r->nvars = c->nvars;
     r->vars = GC_MALLOC((c->nvars ? c->nvars : 1) * sizeof *r->vars);
     r->vregs = GC_MALLOC_ATOMIC((c->nvars ? c->nvars : 1) * sizeof *r->vregs);

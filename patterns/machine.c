@@ -412,22 +412,14 @@ static inline const struct tgW_byop *byop(const tgW_index *ix, uint32_t opid)
  * Returns the normal form, NULL with err filled. */
 static const tgW_index no_rules = {0, NULL};
 
-/* A call about to be reduced (its c arguments at args): 1 with *result
- * when its normal form is known (memo) or it has no rules (it is its own
- * normal form), 0 when its rules are to be tried (with memo, the call is
- * then open in the memo table if *opened), -1 with err filled. */
-static int call_enter(tg_rules *rs, const tgW_index *ix, int memo, uint32_t opid, tg_term *head,
-                      int atom, uint32_t c, tg_term *const *args, tg_term **result, int *opened,
-                      tg_error *err)
+/* The memo lookup of a call (its c arguments at args): 1 with *result
+ * when its normal form is known, 0 when its rules are to be tried (the
+ * call then open in the memo table if *opened), -1 with err filled (out
+ * of memory, or a cycle: the call is being reduced already). */
+static inline int memo_lookup(tg_rules *rs, uint32_t opid, tg_term *head, int atom, uint32_t c,
+                              tg_term *const *args, tg_term **result, int *opened, tg_error *err)
 {
     *opened = 0;
-    /* no rules (a constructor): its own normal form, nothing to remember */
-    if (!byop(ix, opid)->n) {
-        *result = build(rs->ctx, head, atom, c, args);
-        return *result ? 1 : (tgE_nomem(err), -1);
-    }
-    if (!memo)
-        return 0;
     size_t slot = tgW_memo_enter(&rs->m->memo, rs->ctx, opid, head, atom, c, args, rs->rewrites, result);
     if (slot == (size_t)-1)
         return tgE_nomem(err), -1;
@@ -441,6 +433,24 @@ static int call_enter(tg_rules *rs, const tgW_index *ix, int memo, uint32_t opid
     return *result != NULL;
 }
 
+/* A call about to be reduced (its c arguments at args): 1 with *result
+ * when it has no rules (it is its own normal form), else memo_lookup's
+ * answer (with memo on; without, 0). */
+static int call_enter(tg_rules *rs, const tgW_index *ix, int memo, uint32_t opid, tg_term *head,
+                      int atom, uint32_t c, tg_term *const *args, tg_term **result, int *opened,
+                      tg_error *err)
+{
+    *opened = 0;
+    /* no rules (a constructor): its own normal form, nothing to remember */
+    if (!byop(ix, opid)->n) {
+        *result = build(rs->ctx, head, atom, c, args);
+        return *result ? 1 : (tgE_nomem(err), -1);
+    }
+    if (!memo)
+        return 0;
+    return memo_lookup(rs, opid, head, atom, c, args, result, opened, err);
+}
+
 /* The rules to try on a call of by's op with the c arguments at args:
  * those whose left sides fit the heads of the first arguments. */
 static inline tgW_rule *const *call_rules(const struct tgW_byop *by, tg_term *const *args, uint32_t c,
@@ -451,6 +461,48 @@ static inline tgW_rule *const *call_rules(const struct tgW_byop *by, tg_term *co
     *nr = by->n;
     return by->r;
 }
+
+/* The first frame's deferred memo lookup (see reduce): memo_lookup's
+ * answer, with f->opened set.  Out of line: reduce stays as it was on
+ * the paths that make no such lookup. */
+static __attribute__((noinline)) int deferred_lookup(tg_rules *rs, uint32_t opid, frame *f,
+                                                     tg_term **result, tg_error *err)
+{
+    int opened;
+    int k = memo_lookup(rs, opid, f->head, f->atom, f->n, rs->m->vs + f->base, result, &opened, err);
+    f->opened = opened;
+    return k;
+}
+
+/* Whether a body does work the profile counts (a condition test, a
+ * call) before it fires; E_FIRE, and E_NORM when it makes a call, are
+ * the other places such work begins. */
+static int counts_before_fire(const tgW_ins *i)
+{
+    for (;; i++)
+        switch (i->op) {
+        case E_FIRE:
+            return 0;
+        case E_VAR: case E_CONST: case E_STORE: case E_PRED: case E_NOT: case E_NUM:
+        case E_LIST: case E_LISTT:
+        case E_NORM:    /* a call only for an absorbed group: it looks up then */
+            continue;
+        default:
+            return 1;
+        }
+}
+
+/* The deferred lookup, before the first frame does work the profile
+ * counts; a known normal form ends the frame (no rule fires), as a
+ * lookup at the call would have. */
+#define LOOKUP_DEFERRED()                                                     \
+    do {                                                                      \
+        int k_ = deferred_lookup(rs, opid, f, &result, err);                  \
+        if (k_ < 0)                                                           \
+            goto fail;                                                        \
+        if (k_)                                                               \
+            goto ret;                                                         \
+    } while (0)
 
 static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term *head,
                        int atom, uint32_t c, size_t *spp, tg_error *err)
@@ -471,33 +523,59 @@ static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term 
     tg_term *const *K = NULL;
     unsigned long long steps = 0;
     tgO_prov *pv = rs->prov;    /* provenance: NULL when off */
+    /* The memo lookup of the first call (a node of the input: distinct
+     * calls, by the input walk's done map) is deferred until its rules do
+     * something the profile counts (a condition test, a call, a firing),
+     * and left out when none does: most nodes of a large graph are normal
+     * forms that no rule's match or silent test accepts, and their entries
+     * were most of the memo table.  The lookup's outcome is then the same
+     * (matching and silent tests change nothing), and tgW_memo_pass counts
+     * one left out, so profiles and cycle reports are those of a lookup
+     * made at once.  Its frame's opened is 2 until the lookup is made. */
+    size_t cbase;               /* the call being entered: its arguments, */
+    size_t ckn0;                /* the open memo calls before it */
+    int copened;                /* and whether it is open in the memo */
 
     /* frames above the ones of enclosing runs: none (reduce is not reentrant) */
     fp = fp0;
 
-call:
-    /* c arguments at vs[sp - c]: op opid */
-    {
-        size_t base = sp - c, kn0 = M->memo.nopen;
-        int opened;
-        int known = call_enter(rs, ix, memo, opid, head, atom, c, M->vs + base, &result, &opened, err);
+    if (memo) {
+        /* the first call: its lookup deferred */
+        cbase = sp - c, ckn0 = M->memo.nopen;
+        int known = call_enter(rs, ix, 0, opid, head, atom, c, M->vs + cbase, &result, &copened, err);
         if (known < 0)
             goto fail;
         if (known) {
-            sp = base;
+            sp = cbase;
             goto returned;
         }
-        if (fs_reserve(M, fp + 1) < 0)
-            goto oom;
-        f = &M->fs[fp++];
-        f->rules = call_rules(byop(ix, opid), M->vs + base, c, &f->nrules);
-        f->ri = 0;
-        f->base = (uint32_t)base, f->n = c;
-        f->head = head, f->atom = atom;
-        f->chain = (uint32_t)kn0;
-        f->opened = opened;
-        f->rule = NULL;
+        copened = 2;
+        goto frame;
     }
+
+call:
+    /* c arguments at vs[sp - c]: op opid */
+    cbase = sp - c, ckn0 = M->memo.nopen;
+    {
+        int known = call_enter(rs, ix, memo, opid, head, atom, c, M->vs + cbase, &result, &copened, err);
+        if (known < 0)
+            goto fail;
+        if (known) {
+            sp = cbase;
+            goto returned;
+        }
+    }
+frame:
+    if (fs_reserve(M, fp + 1) < 0)
+        goto oom;
+    f = &M->fs[fp++];
+    f->rules = call_rules(byop(ix, opid), M->vs + cbase, c, &f->nrules);
+    f->ri = 0;
+    f->base = (uint32_t)cbase, f->n = c;
+    f->head = head, f->atom = atom;
+    f->chain = (uint32_t)ckn0;
+    f->opened = copened;
+    f->rule = NULL;
 
 try_rules:
     while (f->ri < f->nrules) {
@@ -517,6 +595,8 @@ try_rules:
         }
         if (!m)
             continue;
+        if (__builtin_expect(f->opened == 2, 0) && counts_before_fire(r->body))
+            LOOKUP_DEFERRED();
         f->rule = r;
         f->regs = (uint32_t)regs;
         sp = regs + r->nregs;
@@ -528,6 +608,8 @@ try_rules:
     result = build(ctx, f->head, f->atom, f->n, M->vs + f->base);
     if (!result)
         goto oom;
+    if (f->opened == 2)     /* its lookup never made: counted as made */
+        tgW_memo_pass(&M->memo, opid, f->head, f->atom, f->n, M->vs + f->base);
     goto ret;
 
 exec:
@@ -586,6 +668,8 @@ exec:
             tg_term *x = M->vs[sp - 1];
             if (!tgT_ispair(x) || x->e[0] != K[i->b])
                 continue;
+            if (__builtin_expect(f->opened == 2, 0))
+                LOOKUP_DEFERRED();
             size_t len = tg_length(x) - 1;
             sp--;
             if (vs_reserve(M, sp + len + 64) < 0)
@@ -672,10 +756,14 @@ exec:
             continue;
         case E_FIRE: {
             tgW_rule *r = f->rule;
+            if (f->opened) {
+                if (f->opened == 2)
+                    LOOKUP_DEFERRED();
+                if (f->opened)
+                    M->memo.open[M->memo.nopen - 1].rule = r;
+            }
             rs->rewrites++;
             r->fired++;
-            if (f->opened)
-                M->memo.open[M->memo.nopen - 1].rule = r;
             if (run->limit && r->fired - r->fired0 > run->limit) {
                 size_t nl;
                 const char *nm = tg_symbol_name(r->name, &nl);

@@ -100,11 +100,17 @@ static int open_push(tgW_memo *m, size_t slot, uint32_t op, unsigned long long r
     return 0;
 }
 
+static tgW_mstat *stat_grow(tgW_memo *m, uint32_t op);
+
 /* The counts of op; NULL when out of memory. */
-static tgW_mstat *stat_of(tgW_memo *m, uint32_t op)
+static inline tgW_mstat *stat_of(tgW_memo *m, uint32_t op)
 {
-    if (op < m->nstat)
-        return &m->stat[op];
+    return op < m->nstat ? &m->stat[op] : stat_grow(m, op);
+}
+
+/* stat_of for an op beyond the array: the array grown. */
+static __attribute__((noinline)) tgW_mstat *stat_grow(tgW_memo *m, uint32_t op)
+{
     size_t cap = m->nstat ? 2 * m->nstat : 64;
     while (cap <= op)
         cap *= 2;
@@ -170,7 +176,8 @@ static void judge(tgW_memo *m, tgW_mstat *st, tg_term *head)
     uint64_t k = ++st->lookups;
     if (k >= FIRST_CHECK && !(k & (k - 1)) && st->saved * SAVE_RATIO < k) {
         st->dropped = 1;
-        forget(m, head);
+        if (head)
+            forget(m, head);
     }
 }
 
@@ -221,6 +228,19 @@ size_t tgW_memo_enter(tgW_memo *m, tg_ctx *ctx, uint32_t op, tg_term *head, int 
     m->e[i].nf = TGW_MEMO_OPEN;
     *nf = NULL;
     return i;
+}
+
+void tgW_memo_pass(tgW_memo *m, uint32_t op, tg_term *head, int atom, uint32_t n, tg_term *const *args)
+{
+    tgW_mstat *st = stat_of(m, op);
+    if (!st)
+        return;     /* the counts only steer the drop heuristics */
+    if (n > TGW_MEMO_INLINE)
+        judge(m, st, NULL);     /* its key, the call as a term, heads no inline entry */
+    else if (!st->dropped)
+        judge(m, st, head);
+    else
+        (void)watch_point(m, head, atom, n, args);
 }
 
 void tgW_memo_close(tgW_memo *m, size_t from, tg_term *nf, unsigned long long rewrites)

@@ -79,6 +79,13 @@ extern tg_term tgW_memo_open_obj;
 size_t tgW_memo_enter(tgW_memo *m, tg_ctx *ctx, uint32_t op, tg_term *head, int atom, uint32_t n,
                       tg_term *const *args, unsigned long long rewrites, tg_term **nf);
 
+/* A call that was not looked up (the machine defers the lookup of the
+ * call it starts from, see machine.c) turned out to be its own normal
+ * form without a rewrite, a condition test or a call: count it as its
+ * lookup would have been counted (a hit or a miss, it saves nothing), so
+ * that the drop heuristics, and thus the hits, are those of a lookup. */
+void tgW_memo_pass(tgW_memo *m, uint32_t op, tg_term *head, int atom, uint32_t n, tg_term *const *args);
+
 /* The open calls from the open stack's position `from` on get normal
  * form nf (NULL: unknown again, after an error) and are closed;
  * `rewrites` have been done so far. */

@@ -126,6 +126,11 @@ typedef struct tgW_rule {
     uint32_t nk;
     int seg;            /* the root has a segment: registers are copies */
     int ac;             /* the match has assoc / comm nodes (M_ACRULE first) */
+    /* what a match at an assoc / comm root needs of the call (ac.c): the
+     * bits of the keys its constants and heads take, the least and most
+     * arguments (0: no bound); all 0 unless tgW_ac_prepare filled them */
+    uint64_t acneed;
+    uint32_t acmin, acmax;
     tg_term **vars;     /* the left side's variables ... */
     uint32_t *vregs;    /* ... and their registers, for instantiating */
     uint32_t nvars;
@@ -233,6 +238,8 @@ tg_term *tgW_instantiate(tg_rules *rs, const tgW_rule *r, tg_term *const *R);
  * may try before it is an error. */
 #define TGW_AC_MAX_RETRIES 1000000
 
+/* Fill r->acneed, acmin and acmax from r's match program (r->ac). */
+void tgW_ac_prepare(tgW_rule *r);
 /* Match rule r (r->ac) against the call's n arguments A, filling R: 1, 0
  * (no match), -1 with err filled (out of memory, or more than
  * TGW_AC_MAX_RETRIES alternatives). */

@@ -31,6 +31,7 @@ typedef struct options {
     int check;              /* --check: arguments are .rules files to validate */
     int machine;            /* --machine: for programs driving tgrel */
     int interactive;        /* -i: the REPL after the other inputs */
+    enum { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER } color;   /* --color=WHEN */
     input *inputs;
     int ninputs;
     char **files;           /* positional arguments (for --run-tests) */
@@ -57,6 +58,10 @@ static const char usage_text[] =
     "                    as '!error ...', the line ';;end' after each entry\n"
     "      --check       load each FILE as rules and report its errors\n"
     "      --shared      name repeated subterms: X where *1 = ...\n"
+    "      --color[=WHEN]  colour errors, prompts, rule names and :step's\n"
+    "                    before and after: auto (the default: at a terminal,\n"
+    "                    unless NO_COLOR is set or TERM is dumb), always\n"
+    "                    (also --color alone) or never; never with --machine\n"
     "      --run-tests   run test files: cases separated by blank lines,\n"
     "                    an input line then the expected output lines\n"
     "                    ('!error MESSAGE' for a read error); prints TAP\n"
@@ -115,6 +120,14 @@ static int parse_args(int argc, char **argv, options *o)
             o->machine = 1;
         } else if (strcmp(a, "--check") == 0) {
             o->check = 1;
+        } else if (strcmp(a, "--color") == 0 || strcmp(a, "--color=always") == 0) {
+            o->color = COLOR_ALWAYS;
+        } else if (strcmp(a, "--color=never") == 0) {
+            o->color = COLOR_NEVER;
+        } else if (strcmp(a, "--color=auto") == 0) {
+            o->color = COLOR_AUTO;
+        } else if (strncmp(a, "--color=", 8) == 0) {
+            return usage_error("--color takes auto, always or never, not '%s'", a + 8);
         } else if (strcmp(a, "--shared") == 0) {
             o->shared = 1;
         } else if (strcmp(a, "--run-tests") == 0) {
@@ -144,10 +157,30 @@ static int parse_args(int argc, char **argv, options *o)
     return -1;
 }
 
-static void report(const tg_error *err)
+/* Which of standard output and standard error get colour (TGM_COLOR_OUT,
+ * TGM_COLOR_ERR): none for programs (--machine) or with --color=never;
+ * both with --color=always; at a terminal otherwise, unless the user said
+ * no (NO_COLOR, https://no-color.org) or the terminal cannot (TERM=dumb). */
+static int color_of(const options *o)
+{
+    if (o->machine || o->color == COLOR_NEVER)
+        return 0;
+    if (o->color == COLOR_ALWAYS)
+        return TGM_COLOR_OUT | TGM_COLOR_ERR;
+    const char *no = getenv("NO_COLOR"), *term = getenv("TERM");
+    if ((no && *no) || !term || !strcmp(term, "dumb"))
+        return 0;
+    return (isatty(STDOUT_FILENO) ? TGM_COLOR_OUT : 0) | (isatty(STDERR_FILENO) ? TGM_COLOR_ERR : 0);
+}
+
+static void report(const tg_error *err, int color)
 {
     char msg[1024];
-    fprintf(stderr, "%s\n", tg_error_format(err, msg, sizeof msg));
+    tg_error_format(err, msg, sizeof msg);
+    if (color & TGM_COLOR_ERR)
+        fprintf(stderr, "%s%s%s\n", TGM_RED, msg, TGM_PLAIN);
+    else
+        fprintf(stderr, "%s\n", msg);
 }
 
 /* Evaluate one input; returns the number of entries with errors. */
@@ -157,7 +190,7 @@ static int eval_input(tg_rules *rs, tg_ctx *ctx, const input *in, const options 
     size_t len = 0;
     char *text;
     int errors;
-    tgM_repl_opts ro = {0, o->machine, o->shared};
+    tgM_repl_opts ro = {0, o->machine, o->shared, color_of(o)};
     tg_error_clear(&err);
     switch (in->kind) {
     case IN_EXPR:
@@ -169,7 +202,7 @@ static int eval_input(tg_rules *rs, tg_ctx *ctx, const input *in, const options 
         FILE *f = fopen(in->arg, "r");
         if (!f) {
             tg_error_set(&err, TG_ERR_IO, "cannot open %s", in->arg);
-            report(&err);
+            report(&err, color_of(o));
             return 1;
         }
         errors = tgM_repl(ctx, rs, f, in->arg, &ro, quit);
@@ -181,7 +214,7 @@ static int eval_input(tg_rules *rs, tg_ctx *ctx, const input *in, const options 
             return tgM_repl(ctx, rs, stdin, "<stdin>", &ro, quit);
         text = tg_slurp_file(in->arg, &len, &err);
         if (!text) {
-            report(&err);
+            report(&err, color_of(o));
             return 1;
         }
         errors = tgM_eval_text(ctx, rs, text, len, in->arg, 1, &ro);
@@ -200,7 +233,7 @@ static int check_files(tg_ctx *ctx, const options *o)
         tg_error_clear(&err);
         tg_rules *rs = tg_rules_new(ctx, &err);
         if (!rs || tg_rules_load_file(rs, o->files[i], &err) < 0) {
-            report(&err);
+            report(&err, color_of(o));
             errors++;
         }
         tg_rules_free(rs);
@@ -214,7 +247,7 @@ static int run(const options *o)
     tg_error_clear(&err);
     tg_ctx *ctx = tg_ctx_new(&err);
     if (!ctx) {
-        report(&err);
+        report(&err, color_of(o));
         return EXIT_INPUT;
     }
     int status;
@@ -226,7 +259,7 @@ static int run(const options *o)
         int errors = 0;
         tg_rules *env = tg_rules_new(ctx, &err);
         if (!env) {
-            report(&err);
+            report(&err, color_of(o));
             tg_ctx_free(ctx);
             return EXIT_INPUT;
         }

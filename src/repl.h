@@ -14,7 +14,14 @@ typedef struct tgM_repl_opts {
     int machine;        /* no prompt; errors on stdout as "!error ..."; a
                          * TGM_END line after each entry's output */
     int shared;         /* print repeated subterms once (*1 = ...) */
+    int color;          /* TGM_COLOR_OUT: colour rule names, :step's before
+                         * and after, the prompt; TGM_COLOR_ERR: errors */
 } tgM_repl_opts;
+
+enum { TGM_COLOR_OUT = 1, TGM_COLOR_ERR = 2 };
+/* The colour of errors, and the code that ends a colour. */
+#define TGM_RED "\033[31m"
+#define TGM_PLAIN "\033[0m"
 
 /* The line that ends each entry's output in machine mode. */
 #define TGM_END ";;end"

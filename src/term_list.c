@@ -44,6 +44,8 @@ tg_term *tg_list(tg_ctx *ctx, size_t n, tg_term *const *e, tg_term *tail)
 
 tg_term *tg_cons(tg_ctx *ctx, tg_term *car, tg_term *cdr)
 {
+    if (!car)
+        return NULL;
     return tg_list(ctx, 1, &car, cdr);
 }
 
@@ -67,6 +69,8 @@ tg_term *tg_cdr(tg_ctx *ctx, const tg_term *t)
         return NULL;
     if (t->h.n == 1)
         return tgT_rest(t);
+    if (!ctx)           /* the rest needs a new node, which needs a context */
+        return NULL;
     return tgT_chunk(ctx, t->h.n - 1u, t->e + 1, tgT_rest(t));
 }
 

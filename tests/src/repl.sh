@@ -100,7 +100,7 @@ t ":load of a missing file names it and the session goes on" 1 "ok" "*$tmp/nope.
 input ':frob' 'a' ':rewrite x' 'b'
 t "an unknown command or bad usage reports the line and the session goes on" 1 "a${nl}b" \
 "<stdin>:1:1: unknown command :frob (:help lists them)
-<stdin>:3:1: usage: :rewrite REWRITER-OR-QUERY TERM" "$TGREL"
+<stdin>:3:1: usage: :rewrite REWRITER-OR-QUERY-OR-RULE TERM" "$TGREL"
 
 input ':rewrite simplify (add 0' '   (neg x)))'
 t "errors in a command's arguments point at their line and column" 1 "" "<stdin>:2:12: unexpected ')'" "$TGREL"
@@ -108,7 +108,7 @@ t "errors in a command's arguments point at their line and column" 1 "" "<stdin>
 input ':help rewrite' ':help nothing'
 t ":help COMMAND shows an example, an unknown one is an error" 1 \
 ":rewrite SPEC TERM
-    rewrite TERM with a rewriter or a query
+    rewrite TERM with a rewriter, a query or a single rule
     example: :rewrite (query simplify (exclude div-self)) (true_div x x)" \
 "<stdin>:2:1: no command :nothing (:help lists them)" "$TGREL"
 
@@ -138,8 +138,8 @@ x
 (rule neg-neg (neg (neg ?x)) => ?x)
 (rule twice-add (twice ?x) <=> (add ?x ?x))" "<stdin>:3:1: unknown database nope*" "$TGREL" "$tmp/alg.rules" -
 
-input ':history' ':step simplify (add 0 (neg (neg w)))' ':history' ":history \"$tmp/h.dot\""
-t ":history writes the last :step's firings as a graph" 1 'why w: 2 firings
+input ':history' ':step simplify (add 0 (neg (neg w)))' ':history firings' ":history firings \"$tmp/h.dot\""
+t ":history firings writes the graph of the last :step's firings" 1 'why w: 2 firings
   #1 neg-neg, pass 1, at (2): (neg (neg w)) => w
   #2 add-zero, pass 1, at (): (add 0 w) => w
 w
@@ -154,11 +154,89 @@ digraph history {
 }' "<stdin>:1:1: no rewrite history yet: :step a rewrite first" "$TGREL" "$tmp/alg.rules" -
 n=$((n + 1))
 if grep -q 'n3 -> n2 \[label="#2 add-zero (at)"\];' "$tmp/h.dot"; then
-    echo "ok $n - :history FILE writes the graph to the file"
+    echo "ok $n - :history firings FILE writes the graph to the file"
 else
     failed=$((failed + 1))
-    echo "not ok $n - :history FILE writes the graph to the file"
+    echo "not ok $n - :history firings FILE writes the graph to the file"
 fi
+
+input ':step simplify (add 0 (neg (neg w)))' ':history'
+t ":history draws the whole term after each firing, each edge the rule and position" 0 'why w: 2 firings
+  #1 neg-neg, pass 1, at (2): (neg (neg w)) => w
+  #2 add-zero, pass 1, at (): (add 0 w) => w
+w
+digraph history {
+  ordering=out;
+  node [shape=box, fontname="monospace"];
+  s0 [label="start", shape=ellipse, style=filled, fillcolor=lightyellow];
+  s0 -> n1 [style=dashed, arrowhead=none];
+  n1 [label="add"];
+  n1 -> n2 [label="1"];
+  n1 -> n3 [label="2"];
+  n3 [label="neg"];
+  n3 -> n4;
+  n4 [label="neg"];
+  n4 -> n5;
+  n5 [label="w", shape=plaintext];
+  n2 [label="0", shape=plaintext];
+  s1 [label="#1", shape=ellipse, style=filled, fillcolor=lightyellow];
+  s1 -> n6 [style=dashed, arrowhead=none];
+  n6 [label="add"];
+  n6 -> n2 [label="1"];
+  n6 -> n5 [label="2"];
+  s0 -> s1 [label="#1 neg-neg (at 2)", color=blue, fontcolor=blue];
+  s2 [label="#2", shape=ellipse, style=filled, fillcolor=lightyellow];
+  s2 -> n5 [style=dashed, arrowhead=none];
+  s1 -> s2 [label="#2 add-zero (at)", color=blue, fontcolor=blue];
+  { rank=same; s0; s1; s2; }
+}' "" "$TGREL" "$tmp/alg.rules" -
+
+# a shared subterm rewritten once: every snapshot's subterms drawn once
+input ':step (add (neg (neg (twice 0))) (neg (neg (twice 0))))' ":history \"$tmp/s.dot\"" \
+      ":history passes \"$tmp/p.dot\""
+"$TGREL" "$tmp/alg.rules" - <"$tmp/in" >"$tmp/out" 2>&1
+n=$((n + 1))
+nodes=$(grep -c '^  n[0-9]* \[label' "$tmp/s.dot")
+distinct=$(sed -n 's/^  \(n[0-9]*\) \[label.*/\1/p' "$tmp/s.dot" | sort -u | wc -l)
+states=$(grep -c '^  s[0-9]* \[label' "$tmp/s.dot")
+if [ "$nodes" = 12 ] && [ "$distinct" = 12 ] && [ "$states" = 5 ] &&
+   grep -q '^  s0 -> s1 \[label="#1 twice-add (at 1 1 1)"' "$tmp/s.dot" &&
+   grep -q '^  s1 -> s2 \[label="#2 add-zero (at 1 1 1)"' "$tmp/s.dot" &&
+   grep -q '^  s3 -> n9 \[style=dashed' "$tmp/s.dot" &&
+   grep -q '^  n9 -> n5 \[label="2"\];' "$tmp/s.dot"; then
+    echo "ok $n - :history FILE: 5 snapshots over 12 distinct subterms, a term met again is its old node"
+else
+    failed=$((failed + 1))
+    echo "not ok $n - :history FILE: 5 snapshots over 12 distinct subterms, a term met again is its old node"
+    sed 's/^/#   /' "$tmp/out" "$tmp/s.dot"
+fi
+n=$((n + 1))
+if grep -q '^  s0 -> s1 \[label="pass 1: 4 firings: twice-add add-zero neg-neg"' "$tmp/p.dot" &&
+   [ "$(grep -c '^  s[0-9]* \[label' "$tmp/p.dot")" = 2 ]; then
+    echo "ok $n - :history passes FILE: one snapshot per pass, the edge names its rules"
+else
+    failed=$((failed + 1))
+    echo "not ok $n - :history passes FILE: one snapshot per pass, the edge names its rules"
+    sed 's/^/#   /' "$tmp/p.dot"
+fi
+if command -v dot >/dev/null 2>&1; then
+    for g in "$tmp/s.dot" "$tmp/p.dot" "$tmp/h.dot"; do
+        n=$((n + 1))
+        if dot -Tsvg "$g" >/dev/null 2>"$tmp/err"; then
+            echo "ok $n - Graphviz accepts $(basename "$g")"
+        else
+            failed=$((failed + 1))
+            echo "not ok $n - Graphviz accepts $(basename "$g")"
+            sed 's/^/#   /' "$tmp/err"
+        fi
+    done
+fi
+
+input ':step simplify (add 0 z)' ':history passes 12' ':history a b'
+t ":history takes firings or passes, then a file" 1 "why z: 1 firing
+  #1 add-zero, pass 1, at (): (add 0 z) => z
+z" "<stdin>:2:1: usage: :history \\[firings|passes\\] \\[FILE\\] (FILE a name or a string)
+<stdin>:3:1: usage: :history \\[firings|passes\\] \\[FILE\\]" "$TGREL" "$tmp/alg.rules" -
 
 input ':tree (f (g a b) (g a b) (h (g a b) (k (l m) n)))'
 t ":tree shows one node a line and names shared subterms" 0 "f
@@ -314,6 +392,93 @@ t "bad .npy files are reported with their name" 1 "" \
 <stdin>:3:1: input x: $tmp/t.npy: truncated data
 <stdin>:4:1: input x: $tmp/n.npy: not a .npy file (version 1 to 3)
 <stdin>:5:1: input x: *none.npy*" "$TGREL"
+
+# what the issue asks of the REPL, one by one (the rest is above)
+input ':rewrite add-zero (add 0 (neg y))' ':profile' ':rewrite (reverse twice-add) (add k k)' \
+      ':rewriters' ':databases' ':step neg-neg (add 0 (neg (neg y)))'
+t "a single rule rewrites (either way) and steps; its rewriter is not listed" 0 "(neg y)
+(profile rule:add-zero (passes 2) (nodes 2 1 2) (rewrites 1) (conditions 0) (rules (add-zero 1 0)) (never-fired))
+(twice k)
+(equilibrium simplify (tags canon) add-zero neg-neg)
+(equilibrium simplify (tags canon) add-zero neg-neg)
+why (add 0 y): 1 firing
+  #1 neg-neg, pass 1, at (2): (neg (neg y)) => y
+(add 0 y)" "" "$TGREL" "$tmp/alg.rules" -
+
+input '(run 3 (q) (fresh (a b) (appendo a b (quote (1 2))) (== q (list a b))))' \
+      '(defrel (doubleo x y) (conso x (list x) y))' \
+      '(run* (q) (doubleo q (quote (7 7))))' \
+      '(op half (arity 1))' \
+      '(rule half-two (half 2) => 1)' \
+      '(normalize (half 2))' \
+      '(run 1 (q) (doubleo q 5))'
+t "miniKanren queries run, relations and rules are defined inline and run backwards" 0 \
+"((() (1 2)) ((1) (2)) ((1 2) ()))
+(7)
+1
+()" "" "$TGREL"
+
+input '(normalize (add 0 (neg (neg z))))' ':ops'
+"$TGREL" "$tmp/alg.rules" - <"$tmp/in" >"$tmp/out" 2>&1
+n=$((n + 1))
+if [ "$(head -n 1 "$tmp/out")" = z ] && ! grep -q 'tgrel>' "$tmp/out" && ! grep -q ':help lists' "$tmp/out"; then
+    echo "ok $n - commands from a pipe: no banner, no prompt"
+else
+    failed=$((failed + 1))
+    echo "not ok $n - commands from a pipe: no banner, no prompt"
+    sed 's/^/#   /' "$tmp/out"
+fi
+
+: >"$tmp/in"
+t "tgrel FILE.rules -e EXPR" 0 "y${nl}(neg (neg y))" "" \
+    "$TGREL" "$tmp/alg.rules" -e '(rewrite simplify (add 0 (neg (neg y))))' \
+    -e '(rewrite (query simplify (exclude neg-neg)) (add 0 (neg (neg y))))'
+
+n=$((n + 1))
+noexample=
+for c in $(sed -n 's/^  :\([a-z]*\) .*/\1/p' "$tmp/help"); do
+    printf ':help %s\n' "$c" | "$TGREL" 2>&1 | grep -q '^    example: :' || noexample="$noexample $c"
+done
+if [ -z "$noexample" ]; then
+    echo "ok $n - :help COMMAND shows an example for every command"
+else
+    failed=$((failed + 1))
+    echo "not ok $n - :help COMMAND shows an example for every command (none for:$noexample)"
+fi
+
+# colour: asked for with --color=always (through a pipe too), never by
+# default through a pipe, never in machine mode
+e=$(printf '\033')
+input ':trace on' '(normalize (add 0 (neg (neg b))))' ':trace off' ':rewrite simplify (add 0 v)' \
+      ':profile' ':step simplify (neg (neg w))' ':frob'
+t "--color=always colours rule names, :step's before and after, and errors" 1 "trace on
+${e}[35mneg-neg${e}[0m: (neg (neg b)) => b
+${e}[35madd-zero${e}[0m: (add 0 b) => b
+b
+trace off
+v
+(profile ${e}[35msimplify${e}[0m (passes 2) (nodes 1 0 1) (rewrites 1) (conditions 0) (rules (${e}[35madd-zero${e}[0m 1 0)) (never-fired ${e}[35mneg-neg${e}[0m))
+why w: 1 firing
+  #1 ${e}[35mneg-neg${e}[0m, pass 1, at (): ${e}[33m(neg (neg w))${e}[0m => ${e}[32mw${e}[0m
+w" "${e}\\[31m<stdin>:7:1: unknown command :frob (:help lists them)${e}\\[0m" \
+    "$TGREL" --color=always "$tmp/alg.rules" -
+for how in "" --color=never "--color=always --machine" "--machine --color"; do
+    # shellcheck disable=SC2086  # $how is zero, one or two options
+    "$TGREL" $how "$tmp/alg.rules" - <"$tmp/in" >"$tmp/out" 2>"$tmp/err"
+    n=$((n + 1))
+    if grep -q "$e" "$tmp/out" "$tmp/err"; then
+        failed=$((failed + 1))
+        echo "not ok $n - no colour with '${how:-no option}' through a pipe"
+    else
+        echo "ok $n - no colour with '${how:-no option}' through a pipe"
+    fi
+done
+input 'a'
+t "NO_COLOR does not undo --color=always" 0 "a" "" env NO_COLOR=1 "$TGREL" --color=always -
+t "--color=always: the program's own errors too" 1 "" "${e}\\[31m*nope.rules*${e}\\[0m" \
+    "$TGREL" --color=always "$tmp/nope.rules"
+t "--color with another value is a usage error" 2 "" "*--color takes auto, always or never*" \
+    "$TGREL" --color=sometimes
 
 src=${srcdir:-.}
 n=$((n + 1))

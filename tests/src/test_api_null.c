@@ -22,7 +22,8 @@ int main(void)
     tg_term *a = tg_symbol_cstr(ctx, "a");
     TAP_CHECK(tg_app(NULL, a, 1, &a) == NULL && tg_app(ctx, NULL, 1, &a) == NULL &&
                   tg_app(ctx, a, 1, NULL) == NULL && tg_list(NULL, 1, &a, NULL) == NULL &&
-                  tg_list(ctx, 2, NULL, NULL) == NULL && tg_cons(NULL, a, a) == NULL,
+                  tg_list(ctx, 2, NULL, NULL) == NULL && tg_cons(NULL, a, a) == NULL &&
+                  tg_cons(ctx, NULL, a) == NULL,
               "applications and lists without a context, head or elements give NULL");
     TAP_CHECK(tg_symbol(ctx, NULL, 3) == NULL && tg_symbol_cstr(ctx, NULL) == NULL &&
                   tg_string(ctx, NULL, 2) == NULL && tg_symbol(ctx, NULL, 0) == tg_symbol(ctx, "", 0) &&

@@ -4,7 +4,8 @@
  * open, tab completion of commands and names, Ctrl-C stopping a rewrite
  * that never ends and a search that never ends (the session goes on),
  * Ctrl-C dropping a half-typed entry, Ctrl-D leaving, and the history
- * file written.  The program is $TGREL. */
+ * file written; colour at a terminal unless TERM is dumb or NO_COLOR is
+ * set.  The program is $TGREL. */
 #define _XOPEN_SOURCE 700
 #define _DEFAULT_SOURCE
 #include <errno.h>
@@ -68,8 +69,10 @@ static void type(int fd, const char *s)
     }
 }
 
-/* Start prog on a new pseudo-terminal; its master side, or -1. */
-static int spawn(const char *prog, const char *history, pid_t *pid)
+/* Start prog on a new pseudo-terminal with TERM=term and NO_COLOR set
+ * when no_color is not NULL; its master side, or -1. */
+static int spawn(const char *prog, const char *history, const char *term, const char *no_color,
+                 pid_t *pid)
 {
     int m = posix_openpt(O_RDWR | O_NOCTTY);
     if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0)
@@ -89,7 +92,11 @@ static int spawn(const char *prog, const char *history, pid_t *pid)
         if (s > 2)
             close(s);
         close(m);
-        setenv("TERM", "dumb", 1);
+        setenv("TERM", term, 1);
+        if (no_color)
+            setenv("NO_COLOR", no_color, 1);
+        else
+            unsetenv("NO_COLOR");
         setenv("INPUTRC", "/dev/null", 1);
         setenv("TGREL_HISTORY", history, 1);
         execl(prog, prog, (char *)NULL);
@@ -109,6 +116,57 @@ static void dump_screen(void)
     putchar('\n');
 }
 
+/* Leave with Ctrl-D at the prompt (ending in prompt_end) and wait for
+ * the program. */
+static void leave(int fd, pid_t pid, const char *prompt_end)
+{
+    expect(fd, prompt_end);
+    type(fd, "\x04");
+    int status;
+    long end = now_ms() + WAIT_MS;
+    while (now_ms() < end && waitpid(pid, &status, WNOHANG) == 0) {
+        char buf[256];
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 100) > 0 && read(fd, buf, sizeof buf) <= 0)
+            usleep(10 * 1000);
+    }
+    if (waitpid(pid, &status, WNOHANG) == 0)
+        kill(pid, SIGKILL), waitpid(pid, &status, 0);
+    close(fd);
+}
+
+/* A colour terminal: the prompt and errors in colour; with NO_COLOR set
+ * (or --color=never), none. */
+static void colours(const char *prog, const char *history)
+{
+    static const char *const no[] = {NULL, "1"};
+    for (int k = 0; k < 2; k++) {
+        pid_t pid;
+        nscreen = seen = 0;
+        int fd = spawn(prog, history, "xterm", no[k], &pid);
+        if (fd < 0) {
+            TAP_CHECK(0, "tgrel starts on a pseudo-terminal");
+            continue;
+        }
+        if (k == 0) {
+            int prompt = expect(fd, "\033[1;34mtgrel>\033[0m ");
+            type(fd, ":frob\r");
+            int err = expect(fd, "\033[31m<stdin>:1:1: unknown command :frob");
+            TAP_CHECK(prompt && err, "TERM=xterm: the prompt and errors in colour");
+        } else {
+            int prompt = expect(fd, "tgrel> ");
+            type(fd, ":frob\r");
+            int plain = expect(fd, "unknown command :frob (:help lists them)");
+            screen[nscreen] = '\0';
+            TAP_CHECK(prompt && plain && !strstr(screen, "\033[1;34m") && !strstr(screen, "\033[31m"),
+                      "NO_COLOR=1: no colour at the terminal either");
+        }
+        leave(fd, pid, k == 0 ? "\033[0m " : "tgrel> ");
+        if (tap_failed_)
+            dump_screen();
+    }
+}
+
 int main(void)
 {
     const char *prog = getenv("TGREL");
@@ -120,7 +178,7 @@ int main(void)
     }
     close(hfd);
     pid_t pid;
-    int fd = spawn(prog, history, &pid);
+    int fd = spawn(prog, history, "dumb", NULL, &pid);
     TAP_CHECK(fd >= 0, "tgrel starts on a pseudo-terminal");
     if (fd < 0)
         return TAP_DONE();
@@ -146,6 +204,17 @@ int main(void)
 
     expect(fd, "tgrel> ");
     type(fd, "(op neg (arity 1))\r(rule nn (neg (neg ?x)) => ?x)\r(walk w (order out-to-in) nn)\r");
+    type(fd, "(rule zzrule (neg (neg (neg ?x))) => ?x)\r(walk zzdb zzrule)\r");
+    expect(fd, "tgrel> ");
+    type(fd, ":rewrite zzd\t");
+    TAP_CHECK(expect(fd, ":rewrite zzdb "), "tab completes a rewriter (database) name");
+    type(fd, "(neg (neg (neg b)))\r");
+    TAP_CHECK(expect(fd, "\r\nb\r\n"), "and the rewrite runs");
+    expect(fd, "tgrel> ");
+    type(fd, ":rewrite zzr\t");
+    TAP_CHECK(expect(fd, ":rewrite zzrule "), "tab completes a rule name");
+    type(fd, "(neg (neg (neg c)))\r");
+    TAP_CHECK(expect(fd, "\r\nc\r\n"), "and a rewrite with that one rule runs");
     expect(fd, "tgrel> ");
     type(fd, ":step (neg (neg (neg (neg (neg (neg a))))))\r");
     TAP_CHECK(expect(fd, "#1 nn") && expect(fd, "[Enter: next firing, q: stop]"),
@@ -202,6 +271,8 @@ int main(void)
     if (h)
         fclose(h);
     TAP_CHECK(found, "the history file holds the entries typed");
+    TAP_CHECK(!memchr(screen, '\033', nscreen), "no colour with TERM=dumb");
+    colours(prog, history);
     unlink(history);
     if (tap_failed_)
         dump_screen();
