@@ -2,7 +2,10 @@
  * reference measured in the same run: the fused expression
  * exp(x)*y + sin(z)/(1+x*x) on 10^7 doubles against a hand-written fused
  * C loop (-O3 -march=native -ffast-math) and an unfused one pass per op
- * (what an array library without fusion does); the interpreter; the
+ * (what an array library without fusion does) and numpy (the system
+ * python's, or $PYTHON's, when importable), with the 1-vs-2-thread speedup and the load
+ * average; a sum of a product fused into one pass against hand-written
+ * loops; the interpreter; the
  * overhead of a call on 1-element inputs; lowering time of a 100-node
  * graph, cold and on a warm cache hit in a new process; GEMM 2000x2000
  * against cblas_dgemm.  One JSON object per line. */
@@ -47,7 +50,11 @@ static const char ref_src[] =
     "  for (long i = 0; i < n; i++) o[i] = x[i] * x[i];\n"
     "  for (long i = 0; i < n; i++) o[i] = 1 + o[i];\n"
     "  for (long i = 0; i < n; i++) t2[i] = t2[i] / o[i];\n"
-    "  for (long i = 0; i < n; i++) o[i] = t1[i] + t2[i]; }\n";
+    "  for (long i = 0; i < n; i++) o[i] = t1[i] + t2[i]; }\n"
+    "double dotsum(long n, const double *x, const double *y) {\n"
+    "  double s = 0;\n"
+    "  for (long i = 0; i < n; i++) s += x[i] * y[i];\n"
+    "  return s; }\n";
 
 /* Compile the reference loops with the given flags and load them. */
 static void *load_ref(const char *dir, const char *name, const char *flags)
@@ -84,6 +91,61 @@ static const char *const xyz[] = {"(input x float64 (n))", "(input y float64 (n)
 static const char expr[] =
     "(add (mul (exp (input x float64 (n))) (input y float64 (n)))"
     " (true_div (sin (input z float64 (n))) (add 1 (mul (input x float64 (n)) (input x float64 (n))))))";
+
+/* numpy on the same expression and data, in this thread's CPU time as
+ * the rest (numpy runs it on one thread): the plain expression and one
+ * writing into preallocated arrays.  0 when numpy is not importable. */
+static const char numpy_script[] =
+    "import sys, time\n"
+    "try:\n"
+    "    import numpy as np\n"
+    "except Exception:\n"
+    "    print('absent'); sys.exit(0)\n"
+    "n = int(sys.argv[1]); i = np.arange(n, dtype=np.float64)\n"
+    "x = np.sin(i * 0.001) * 3; y = np.cos(i * 0.002); z = i * 1e-6\n"
+    "o = np.empty(n); t1 = np.empty(n); t2 = np.empty(n)\n"
+    "def plain(): return np.exp(x) * y + np.sin(z) / (1 + x * x)\n"
+    "def pre():\n"
+    "    np.exp(x, out=t1); np.multiply(t1, y, out=t1); np.sin(z, out=t2)\n"
+    "    np.multiply(x, x, out=o); np.add(o, 1, out=o); np.divide(t2, o, out=t2); np.add(t1, t2, out=o)\n"
+    "def med(f):\n"
+    "    ts = []\n"
+    "    for r in range(7):\n"
+    "        t = time.thread_time(); f(); ts.append(time.thread_time() - t)\n"
+    "    return sorted(ts)[3] * 1e3\n"
+    "print('%.3f %.3f' % (med(plain), med(pre)))\n";
+
+static int numpy_ms(long n, const char *dir, double *plain, double *pre)
+{
+    char path[600], cmd[800], line[200] = "";
+    snprintf(path, sizeof path, "%s/numpy_ref.py", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return 0;
+    fputs(numpy_script, f);
+    fclose(f);
+    const char *py = getenv("PYTHON");     /* default: the system python */
+    snprintf(cmd, sizeof cmd, "'%s' '%s' %ld 2>/dev/null", py && *py ? py : "/usr/bin/python3", path, n);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return 0;
+    if (!fgets(line, sizeof line, p))
+        line[0] = 0;
+    pclose(p);
+    return sscanf(line, "%lf %lf", plain, pre) == 2;
+}
+
+static double loadavg(void)
+{
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = -1;
+        fclose(f);
+    }
+    return l;
+}
 
 static void bench_fused(tg_ctx *ctx, const char *dir)
 {
@@ -153,14 +215,90 @@ static void bench_fused(tg_ctx *ctx, const char *dir)
         w1 = bench_median(t1, R), w2 = bench_median(t2, R);
     }
     printf("{\"bench\":\"fused_expr_threads\",\"n\":%ld,\"one_thread_wall_ms\":%.2f,"
-           "\"two_threads_wall_ms\":%.2f,\"speedup\":%.2f}\n", n, w1 * 1e3, w2 * 1e3, w2 > 0 ? w1 / w2 : 0);
+           "\"two_threads_wall_ms\":%.2f,\"speedup\":%.2f,\"loadavg_1min\":%.2f}\n", n, w1 * 1e3, w2 * 1e3,
+           w2 > 0 ? w1 / w2 : 0, loadavg());
+    double np_plain = 0, np_pre = 0;
+    int have_np = numpy_ms(n, dir, &np_plain, &np_pre);
+    char npj[200];
+    if (have_np)
+        snprintf(npj, sizeof npj, "\"ref_numpy_ms\":%.2f,\"ref_numpy_prealloc_ms\":%.2f,\"speedup_vs_numpy\":%.2f",
+                 np_plain, np_pre, np_plain / (mn * 1e3));
+    else
+        snprintf(npj, sizeof npj, "\"ref_numpy_ms\":null,\"numpy\":\"absent\"");
     printf("{\"bench\":\"fused_expr\",\"n\":%ld,\"tgrel_ms\":%.2f,\"interp_ms\":%.2f,"
            "\"ref_fused_fastmath_ms\":%.2f,\"ref_unfused_ms\":%.2f,\"vs_fused_ref\":%.3f,"
-           "\"speedup_vs_unfused\":%.2f,\"native\":%d}\n",
-           n, mn * 1e3, mi * 1e3, mf * 1e3, mu * 1e3, mn / mf, mu / mn, tg_fn_native(nat));
+           "\"speedup_vs_unfused\":%.2f,%s,\"native\":%d}\n",
+           n, mn * 1e3, mi * 1e3, mf * 1e3, mu * 1e3, mn / mf, mu / mn, npj, tg_fn_native(nat));
     tg_fn_free(nat);
     tg_fn_free(itp);
     free(x), free(y), free(z), free(o), free(t1), free(t2);
+}
+
+/* (sum (mul x y) all) on 10^7 float64: the reduction fused into the
+ * loop (one pass, no temporary) against hand-written loops (-O2, which
+ * adds in the same order, and -O3 -ffast-math, which may reorder), and
+ * against the same work unfused (the product stored, then summed). */
+static void bench_reduce(tg_ctx *ctx, const char *dir)
+{
+    long n = 10000000;
+    double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *p = malloc(n * sizeof *p), r;
+    for (long i = 0; i < n; i++)
+        x[i] = sin(i * 0.001), y[i] = cos(i * 0.002);
+    void *fast = load_ref(dir, "ref_fast", "-O3 -march=native -ffast-math");
+    /* the order of additions and no FMA contraction, as tgrel's code */
+    void *plain = load_ref(dir, "ref_seq", "-O2 -march=native -ffp-contract=off");
+    double (*dfast)(long, const double *, const double *) = NULL, (*dplain)(long, const double *, const double *) = NULL;
+    if (fast)
+        *(void **)&dfast = dlsym(fast, "dotsum");
+    if (plain)
+        *(void **)&dplain = dlsym(plain, "dotsum");
+    const char *xy[2] = {xyz[0], xyz[1]};
+    tg_fn *fused = compile(ctx, 2, xy, "(sum (mul (input x float64 (n)) (input y float64 (n))) all)", 0);
+    tg_fn *prod = compile(ctx, 2, xy, "(mul (input x float64 (n)) (input y float64 (n)))", 0);
+    tg_fn *sum = compile(ctx, 1, xyz, "(sum (input x float64 (n)) all)", 0);
+    if (!dfast || !dplain || !fused || !prod || !sum) {
+        fprintf(stderr, "kernels bench: cannot build the reduction benchmark\n");
+        return;
+    }
+    int64_t sh = n;
+    tg_array in[2], out, mid, res;
+    tg_array_init(&in[0], TG_FLOAT64, 1, &sh, x);
+    tg_array_init(&in[1], TG_FLOAT64, 1, &sh, y);
+    tg_array_init(&out, TG_FLOAT64, 0, NULL, &r);
+    tg_array_init(&mid, TG_FLOAT64, 1, &sh, p);
+    double r2;
+    tg_array_init(&res, TG_FLOAT64, 0, NULL, &r2);
+    tg_error err;
+    enum { R = 7 };
+    double tf[R], tp[R], tq[R], tu[R];
+    volatile double sink = 0;
+    int same = 1;
+    for (int k = 0; k < R; k++) {
+        double t = now();
+        tg_fn_call(fused, in, &out, &err);
+        tf[k] = now() - t;
+        t = now();
+        double s1 = dplain(n, x, y);
+        tp[k] = now() - t;
+        t = now();
+        sink += dfast(n, x, y);
+        tq[k] = now() - t;
+        t = now();
+        tg_fn_call(prod, in, &mid, &err);
+        tg_fn_call(sum, &mid, &res, &err);
+        tu[k] = now() - t;
+        same &= r == s1 && r == r2;     /* one order of additions: the same bits */
+        if (k == 0 && !same)
+            fprintf(stderr, "kernels bench: fused %.17g, loop %.17g, unfused %.17g\n", r, s1, r2);
+    }
+    double mf = bench_median(tf, R), mp = bench_median(tp, R), mq = bench_median(tq, R), mu = bench_median(tu, R);
+    printf("{\"bench\":\"fused_sum_of_product\",\"n\":%ld,\"tgrel_ms\":%.2f,\"ref_loop_O2_ms\":%.2f,"
+           "\"ref_loop_fastmath_ms\":%.2f,\"tgrel_unfused_ms\":%.2f,\"vs_O2_loop\":%.3f,\"speedup_vs_unfused\":%.2f,"
+           "\"same_bits_as_O2_loop_and_unfused\":%s,\"native\":%d}\n",
+           n, mf * 1e3, mp * 1e3, mq * 1e3, mu * 1e3, mf / mp, mu / mf, same ? "true" : "false", tg_fn_native(fused));
+    (void)sink;
+    tg_fn_free(fused), tg_fn_free(prod), tg_fn_free(sum);
+    free(x), free(y), free(p);
 }
 
 static void bench_overhead(tg_ctx *ctx)
@@ -260,6 +398,88 @@ static void bench_compile(tg_ctx *ctx, const char *dir)
            bench_median(tl, R) * 1e3, cold * 1e3, cold_cpu * 1e3, warm * 1e3, native);
 }
 
+/* The rule library of the source tree ($srcdir), or NULL. */
+static tg_rules *library(tg_ctx *ctx)
+{
+    const char *sd = getenv("srcdir");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/patterns/lib/all.rules", sd ? sd : ".");
+    tg_error err;
+    tg_rules *rs = tg_rules_new(ctx, &err);
+    if (rs && tg_rules_load_file(rs, path, &err) < 0) {
+        fprintf(stderr, "kernels bench: %s (set srcdir)\n", err.message);
+        tg_rules_free(rs);
+        rs = NULL;
+    }
+    return rs;
+}
+
+static tg_fn *compile_rules(tg_ctx *ctx, tg_rules *rs, const char *out)
+{
+    tg_error err;
+    tg_term *it[2] = {tg_read_cstr(ctx, xyz[0], &err), tg_read_cstr(ctx, xyz[1], &err)};
+    tg_term *o = tg_read_cstr(ctx, out, &err);
+    tg_fn_options opt = {NULL, 0, NULL, NULL, rs, NULL};
+    tg_fn *fn = tg_fn_compile(ctx, 2, it, 1, &o, &opt, &err);
+    if (!fn)
+        fprintf(stderr, "kernels bench: %s\n", err.message);
+    return fn;
+}
+
+/* The whole pipeline cached: the 100-node graph compiled with the rule
+ * library's default rewriter, cold, then in new processes (rules loaded
+ * before the clock starts): the warm hit against the rewrite alone. */
+static void bench_compile_rules(const char *dir)
+{
+    const char *g = graph100();
+    char cdir[600];
+    snprintf(cdir, sizeof cdir, "%s/cache-rules", dir);
+    setenv("TGREL_CACHE_DIR", cdir, 1);
+    tg_error err;
+    tg_ctx *ctx = tg_ctx_new(&err);
+    tg_rules *rs = library(ctx);
+    if (!rs)
+        return;
+    double t = wall();
+    tg_fn *fn = compile_rules(ctx, rs, g);
+    double cold = wall() - t;
+    int native = tg_fn_native(fn);
+    tg_fn_free(fn);
+    enum { R = 5 };
+    double warm[R], rewrite[R];
+    for (int r = 0; r < R; r++) {
+        int p[2];
+        double d[2] = {-1, -1};
+        if (pipe(p) != 0)
+            return;
+        pid_t pid = fork();
+        if (pid == 0) {
+            tg_ctx *c2 = tg_ctx_new(&err);
+            tg_rules *r2 = library(c2);
+            double t0 = now();
+            tg_fn *f2 = r2 ? compile_rules(c2, r2, g) : NULL;
+            d[0] = f2 && tg_fn_native(f2) ? now() - t0 : -1;
+            /* the reference: what the hit skipped, the rewrite alone */
+            tg_term *o = tg_read_cstr(c2, g, &err);
+            t0 = now();
+            d[1] = r2 && tg_rewrite(r2, tg_symbol_cstr(c2, "default"), o, &err) ? now() - t0 : -1;
+            _exit(write(p[1], d, sizeof d) == sizeof d ? 0 : 1);
+        }
+        close(p[1]);
+        if (read(p[0], d, sizeof d) != sizeof d)
+            d[0] = d[1] = -1;
+        close(p[0]);
+        waitpid(pid, NULL, 0);
+        warm[r] = d[0], rewrite[r] = d[1];
+    }
+    printf("{\"bench\":\"compile_100_nodes_with_rules\",\"cold_with_cc_ms\":%.1f,"
+           "\"warm_hit_new_process_ms\":%.3f,\"rewrite_alone_ms\":%.3f,\"native\":%d,"
+           "\"clock\":\"cold: wall; warm, rewrite: thread cpu, median of %d new processes\"}\n",
+           cold * 1e3, bench_median(warm, R) * 1e3, bench_median(rewrite, R) * 1e3, native, R);
+    tg_rules_free(rs);
+    tg_ctx_free(ctx);
+}
+
 static void bench_gemm(tg_ctx *ctx)
 {
     int n = 2000;
@@ -292,6 +512,68 @@ static void bench_gemm(tg_ctx *ctx)
     free(a), free(b), free(c);
 }
 
+/* The vector cases of dot: matrix-vector 4000x4000 and vector-vector
+ * 10^7, float64, against the direct cblas_dgemv / cblas_ddot calls (wall
+ * time: BLAS may use threads). */
+static void bench_dot_vec(tg_ctx *ctx)
+{
+    int n = 4000;
+    long nv = 10000000;
+    double *a = malloc((size_t)n * n * 8), *x = malloc((size_t)nv * 8), *y = malloc((size_t)nv * 8);
+    double *o = malloc((size_t)n * 8), r;
+    for (long i = 0; i < (long)n * n; i++)
+        a[i] = (double)(i % 7) - 3;
+    for (long i = 0; i < nv; i++)
+        x[i] = sin(i * 0.001), y[i] = cos(i * 0.002);
+    const char *ax[2] = {"(input a float64 (n n))", "(input x float64 (n))"};
+    const char *xy[2] = {xyz[0], xyz[1]};
+    tg_fn *mv = compile(ctx, 2, ax, "(dot (input a float64 (n n)) (input x float64 (n)))", 0);
+    tg_fn *vv = compile(ctx, 2, xy, "(dot (input x float64 (n)) (input y float64 (n)))", 0);
+    int64_t sh[2] = {n, n}, shv = nv;
+    tg_array in[2], out, vin[2], vout;
+    tg_array_init(&in[0], TG_FLOAT64, 2, sh, a);
+    tg_array_init(&in[1], TG_FLOAT64, 1, sh, x);
+    tg_array_init(&out, TG_FLOAT64, 1, sh, o);
+    tg_array_init(&vin[0], TG_FLOAT64, 1, &shv, x);
+    tg_array_init(&vin[1], TG_FLOAT64, 1, &shv, y);
+    tg_array_init(&vout, TG_FLOAT64, 0, NULL, &r);
+    tg_error err;
+    enum { R = 9 };
+    double tm[R], bm[R], tv[R], bv[R], gm[R], gv[R];
+    volatile double sink = 0;
+    for (int k = 0; k < R; k++) {
+        double t = wall();
+        tg_fn_call(mv, in, &out, &err);
+        tm[k] = wall() - t;
+        t = wall();
+        cblas_dgemv(CblasRowMajor, CblasNoTrans, n, n, 1.0, a, n, x, 1, 0.0, o, 1);
+        bm[k] = wall() - t;
+        t = wall();
+        tg_fn_call(vv, vin, &vout, &err);
+        tv[k] = wall() - t;
+        t = wall();
+        sink += cblas_ddot((int)nv, x, 1, y, 1);
+        bv[k] = wall() - t;
+        /* what the kernels called before: dgemm with a unit extent */
+        t = wall();
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, 1, n, 1.0, a, n, x, 1, 0.0, o, 1);
+        gm[k] = wall() - t;
+        t = wall();
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 1, 1, (int)nv, 1.0, x, (int)nv, y, 1, 0.0, &r, 1);
+        gv[k] = wall() - t;
+    }
+    double m1 = bench_median(tm, R), m2 = bench_median(bm, R), v1 = bench_median(tv, R), v2 = bench_median(bv, R);
+    printf("{\"bench\":\"dot_vector_cases\",\"gemv_4000_tgrel_ms\":%.3f,\"gemv_4000_cblas_ms\":%.3f,"
+           "\"gemv_fraction_of_cblas\":%.3f,\"dot_1e7_tgrel_ms\":%.3f,\"dot_1e7_cblas_ms\":%.3f,"
+           "\"dot_fraction_of_cblas\":%.3f,\"gemv_as_dgemm_ms\":%.3f,\"dot_as_dgemm_ms\":%.3f,"
+           "\"clock\":\"wall, median of %d\"}\n",
+           m1 * 1e3, m2 * 1e3, m2 / m1, v1 * 1e3, v2 * 1e3, v2 / v1, bench_median(gm, R) * 1e3,
+           bench_median(gv, R) * 1e3, R);
+    (void)sink;
+    tg_fn_free(mv), tg_fn_free(vv);
+    free(a), free(x), free(y), free(o);
+}
+
 /* Sections to run: all, or those named on the command line. */
 static int want(int argc, char **argv, const char *name)
 {
@@ -312,10 +594,16 @@ int main(int argc, char **argv)
     tg_ctx *ctx = tg_ctx_new(&err);
     if (want(argc, argv, "compile"))
         bench_compile(ctx, dir);
+    if (want(argc, argv, "rules"))
+        bench_compile_rules(dir);
     if (want(argc, argv, "fused"))
         bench_fused(ctx, dir);
+    if (want(argc, argv, "reduce"))
+        bench_reduce(ctx, dir);
     if (want(argc, argv, "overhead"))
         bench_overhead(ctx);
+    if (want(argc, argv, "dotvec"))
+        bench_dot_vec(ctx);
     if (want(argc, argv, "gemm"))
         bench_gemm(ctx);
     tg_ctx_free(ctx);

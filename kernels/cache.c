@@ -405,3 +405,64 @@ void *tgZ_load(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *ud, con
     *why = TGQ_OK;
     return h;
 }
+
+/* ---- side entries ------------------------------------------------------- */
+
+/* DIR/KEY.ext for a side entry keyed by keytext and this library build. */
+static int side_path(const char *keytext, size_t keylen, const char *ext, char *dir, char *path, size_t size)
+{
+    if (tgZ_dir(dir, size) < 0 || mkdirs(dir) < 0)
+        return -1;
+    const char *id = library_id();
+    size_t li = strlen(id), hl = li + 1 + keylen;
+    char *all = malloc(hl ? hl : 1), key[33];
+    if (!all)
+        return -1;
+    memcpy(all, id, li + 1);
+    memcpy(all + li + 1, keytext, keylen);
+    tgZ_hash_hex(all, hl, key);
+    free(all);
+    int n = snprintf(path, size, "%s/%s.%s", dir, key, ext);
+    return n > 0 && (size_t)n < size ? 0 : -1;
+}
+
+char *tgZ_side_get(const char *keytext, size_t keylen, const char *ext, size_t *len)
+{
+    char dir[4096], path[4200];
+    if (side_path(keytext, keylen, ext, dir, path, sizeof path) < 0)
+        return NULL;
+    size_t n;
+    char *buf = read_all(path, &n);
+    if (!buf)
+        return NULL;
+    uint64_t h[2];
+    if (n < 24 || memcmp(buf + n - 24, magic, 8) != 0 || (hash128(buf, n - 24, h), memcmp(buf + n - 16, h, 16)) != 0) {
+        free(buf);  /* truncated or corrupt: a miss, and the caller writes it again */
+        return NULL;
+    }
+    buf[n - 24] = 0;   /* the trailer's room holds the NUL */
+    *len = n - 24;
+    return buf;
+}
+
+int tgZ_side_put(const char *keytext, size_t keylen, const char *ext, const char *data, size_t len)
+{
+    char dir[4096], path[4200], tmp[4300];
+    if (side_path(keytext, keylen, ext, dir, path, sizeof path) < 0)
+        return -1;
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    uint64_t h[2];
+    hash128(data, len, h);
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        return -1;
+    int ok = fwrite(data, 1, len, f) == len && fwrite(magic, 1, 8, f) == 8 && fwrite(h, 1, 16, f) == 16;
+    ok &= fflush(f) == 0 && fsync(fileno(f)) == 0;
+    ok &= fclose(f) == 0;
+    /* writers of one key write the same bytes: the last rename wins */
+    if (!ok || rename(tmp, path) < 0) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}

@@ -26,6 +26,14 @@ void *tgZ_load(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *ud, con
  * else $HOME/.cache/tgrel; written into buf.  -1 when none can be named. */
 int tgZ_dir(char *buf, size_t size);
 
+/* Side entries DIR/KEY.ext: data keyed by keytext and the library's
+ * build, with the same trailer as the shared objects.  tgZ_side_get
+ * returns the data (malloc'd, NUL-terminated, *len set), or NULL when the
+ * entry is missing, truncated or corrupt; tgZ_side_put writes it to a
+ * name of its own, fsyncs and renames it into place: 0 or -1. */
+char *tgZ_side_get(const char *keytext, size_t keylen, const char *ext, size_t *len);
+int tgZ_side_put(const char *keytext, size_t keylen, const char *ext, const char *data, size_t len);
+
 /* 128-bit hash of bytes, as 32 hex digits and a NUL in out. */
 void tgZ_hash_hex(const void *p, size_t n, char out[33]);
 

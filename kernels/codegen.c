@@ -244,6 +244,97 @@ void tgJ_put_body(tgB_buf *b, const tgH_sched *s, const tgH_step *st)
     }
 }
 
+/* The C type a fused reduction r accumulates in. */
+static const char *acc_type(const tgH_sched *s, int r)
+{
+    const tgV_node *n = &s->g->nodes[r], *x = &s->g->nodes[n->args[0]];
+    return isf(x->dtype) || n->op == TGV_MEAN ? "double" : "int64_t";
+}
+
+/* "ACC = ACC op v": fold v (of acc_type) into lvalue acc, as the
+ * interpreter's fold_block does. */
+static void put_fold_op(tgB_buf *b, const tgH_sched *s, int r, const char *acc)
+{
+    const tgV_node *n = &s->g->nodes[r];
+    bool fl = acc_type(s, r)[0] == 'd';
+    const char *a = acc;
+    switch (n->op) {
+    case TGV_PROD:
+        tgB_printf(b, fl ? "%s *= v;" : "%s = TGK_MUL(%s, v);", a, a);
+        break;
+    case TGV_MAX:
+        if (fl)
+            tgB_printf(b, "%s = %s != %s ? %s : v != v || v > %s ? v : %s;", a, a, a, a, a, a);
+        else
+            tgB_printf(b, "%s = v > %s ? v : %s;", a, a, a);
+        break;
+    case TGV_MIN:
+        if (fl)
+            tgB_printf(b, "%s = %s != %s ? %s : v != v || v < %s ? v : %s;", a, a, a, a, a, a);
+        else
+            tgB_printf(b, "%s = v < %s ? v : %s;", a, a, a);
+        break;
+    default:
+        tgB_printf(b, fl ? "%s += v;" : "%s = TGK_ADD(%s, v);", a, a);
+    }
+}
+
+/* Fold value expression val into the accumulator of fused reduction r
+ * (operand K, at element i). */
+static void put_fold(tgB_buf *b, const tgH_sched *s, int r, int K, const char *val)
+{
+    const char *T = acc_type(s, r);
+    tgB_printf(b, "     { %s *a = (%s *)(b[%d] + i * s[%d]), v = (%s)(%s);\n       ", T, T, K, K, T, val);
+    put_fold_op(b, s, r, "*a");
+    tgB_puts(b, " }\n");
+}
+
+/* The value of a fused reduction's source inside the body. */
+static void red_src(const tgH_sched *s, int r, char *buf, size_t n)
+{
+    int v = s->g->nodes[r].args[0];
+    tgV_op op = s->g->nodes[v].op;
+    snprintf(buf, n, op >= TGV_LT && op <= TGV_NEQ ? "c%d" : "v%d", v);
+}
+
+/* The loop body over [j, i1) for a loop with fused reductions, operands
+ * contiguous: the elementwise work in chunks under omp simd, each
+ * reduction's values kept in a chunk buffer, then folded in element order
+ * (so the sums are those of the unfused reduction, bit for bit). */
+static void put_fused_contig(tgB_buf *b, const tgH_sched *s, const tgH_step *st)
+{
+    int nio = st->nins + st->nouts;
+    tgB_puts(b, "    for (int64_t c0 = j; c0 < i1; c0 += 256) {\n"
+                "     int64_t c1 = i1 - c0 < 256 ? i1 : c0 + 256;\n");
+    for (int q = 0; q < st->nreds; q++) {
+        const tgV_node *n = &s->g->nodes[st->reds[q]], *x = &s->g->nodes[n->args[0]];
+        (void)n, (void)x;
+        tgB_printf(b, "     %s rb%d[256];\n", acc_type(s, st->reds[q]), q);
+    }
+    tgB_puts(b, "     #pragma omp simd\n     for (int64_t i = c0; i < c1; i++) {\n");
+    tgJ_put_body(b, s, st);
+    for (int q = 0; q < st->nreds; q++) {
+        char src[32];
+        red_src(s, st->reds[q], src, sizeof src);
+        tgB_printf(b, "      rb%d[i - c0] = %s;\n", q, src);
+    }
+    tgB_puts(b, "     }\n");
+    for (int q = 0; q < st->nreds; q++) {
+        /* a reduced innermost axis folds into a register, not memory */
+        const char *T = acc_type(s, st->reds[q]);
+        int K = nio + q;
+        tgB_printf(b, "     if (s[%d] == 0) {\n      %s acc = *(%s *)b[%d];\n"
+                      "      for (int64_t i = c0; i < c1; i++) { %s v = rb%d[i - c0]; ", K, T, T, K, T, q);
+        put_fold_op(b, s, st->reds[q], "acc");
+        tgB_printf(b, " }\n      *(%s *)b[%d] = acc;\n     } else {\n      for (int64_t i = c0; i < c1; i++)\n", T, K);
+        char src[32];
+        snprintf(src, sizeof src, "rb%d[i - c0]", q);
+        put_fold(b, s, st->reds[q], K, src);
+        tgB_puts(b, "     }\n");
+    }
+    tgB_puts(b, "    }\n");
+}
+
 /* tgk_rangeK runs flat indices [lo, hi) of the loop; tgk_loopK splits the
  * whole range over OpenMP threads when it is large (compiled with
  * -fopenmp), else runs it in one piece. */
@@ -251,7 +342,7 @@ static void put_loop(tgB_buf *b, const tgH_sched *s, int k)
 {
     const tgH_step *st = &s->steps[k];
     const tgV_graph *g = s->g;
-    int nd = g->nodes[st->node].ndim, nio = st->nins + st->nouts;
+    int nd = g->nodes[st->node].ndim, nio = st->nins + st->nouts + st->nreds;
     tgB_printf(b, "\nstatic void tgk_range%d(const int64_t *shape, char *const *base, const int64_t *st,"
                   " int64_t lo, int64_t hi)\n{\n", k);
     tgB_printf(b, "  enum { ND = %d, NIO = %d, SD = %d };\n", nd, nio, nd ? nd : 1);
@@ -263,7 +354,7 @@ static void put_loop(tgB_buf *b, const tgH_sched *s, int k)
                 "    for (int d = 0; d + 1 < ND; d++) b[q] += idx[d] * st[q * SD + d];\n"
                 "    s[q] = ND ? st[q * SD + SD - 1] : 0;\n  }\n");
     tgB_puts(b, "  int contig = 1;\n");
-    for (int q = 0; q < nio; q++) {
+    for (int q = 0; q < st->nins + st->nouts; q++) {  /* accumulators are addressed by stride */
         int v = q < st->nins ? st->ins[q] : st->outs[q - st->nins];
         if (g->nodes[v].op == TGV_CONST)
             continue;
@@ -272,11 +363,21 @@ static void put_loop(tgB_buf *b, const tgH_sched *s, int k)
     tgB_puts(b, "  while (left > 0) {\n"
                 "   int64_t i1 = inner - j < left ? inner : j + left;\n");
     tgB_puts(b, "   if (contig) {\n#define A(k, T) (((T *)b[k])[i])\n");
-    tgB_puts(b, "    #pragma omp simd\n    for (int64_t i = j; i < i1; i++) {\n");
-    tgJ_put_body(b, s, st);
-    tgB_puts(b, "    }\n#undef A\n   } else {\n#define A(k, T) (*(T *)(b[k] + i * s[k]))\n");
+    if (st->nreds) {
+        put_fused_contig(b, s, st);
+    } else {
+        tgB_puts(b, "    #pragma omp simd\n    for (int64_t i = j; i < i1; i++) {\n");
+        tgJ_put_body(b, s, st);
+        tgB_puts(b, "    }\n");
+    }
+    tgB_puts(b, "#undef A\n   } else {\n#define A(k, T) (*(T *)(b[k] + i * s[k]))\n");
     tgB_puts(b, "    for (int64_t i = j; i < i1; i++) {\n");
     tgJ_put_body(b, s, st);
+    for (int q = 0; q < st->nreds; q++) {
+        char src[32];
+        red_src(s, st->reds[q], src, sizeof src);
+        put_fold(b, s, st->reds[q], st->nins + st->nouts + q, src);
+    }
     tgB_puts(b, "    }\n#undef A\n   }\n");
     tgB_puts(b, "   left -= i1 - j;\n   j = 0;\n");
     /* the next outer index */
@@ -288,15 +389,17 @@ static void put_loop(tgB_buf *b, const tgH_sched *s, int k)
                 "   }\n  }\n}\n");
     tgB_printf(b, "\nvoid tgk_loop%d(const int64_t *shape, char *const *base, const int64_t *st)\n{\n", k);
     tgB_printf(b, "  int64_t total = 1;\n  for (int d = 0; d < %d; d++) total *= shape[d];\n", nd);
-    tgB_puts(b, "  if (total == 0) return;\n"
-                "#ifdef _OPENMP\n"
-                "  if (total >= TGK_PAR_MIN) {\n"
-                "    #pragma omp parallel\n"
-                "    {\n"
-                "      int64_t t = omp_get_thread_num(), T = omp_get_num_threads();\n");
-    tgB_printf(b, "      tgk_range%d(shape, base, st, total / T * t + (t < total %% T ? t : total %% T),\n"
-                  "                 total / T * (t + 1) + (t + 1 < total %% T ? t + 1 : total %% T));\n", k);
-    tgB_puts(b, "    }\n    return;\n  }\n#endif\n");
+    tgB_puts(b, "  if (total == 0) return;\n");
+    if (!st->nreds) {   /* fused reductions fold in element order: one thread */
+        tgB_puts(b, "#ifdef _OPENMP\n"
+                    "  if (total >= TGK_PAR_MIN) {\n"
+                    "    #pragma omp parallel\n"
+                    "    {\n"
+                    "      int64_t t = omp_get_thread_num(), T = omp_get_num_threads();\n");
+        tgB_printf(b, "      tgk_range%d(shape, base, st, total / T * t + (t < total %% T ? t : total %% T),\n"
+                      "                 total / T * (t + 1) + (t + 1 < total %% T ? t + 1 : total %% T));\n", k);
+        tgB_puts(b, "    }\n    return;\n  }\n#endif\n");
+    }
     tgB_printf(b, "  tgk_range%d(shape, base, st, 0, total);\n}\n", k);
 }
 

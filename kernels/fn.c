@@ -11,6 +11,7 @@
 #include "error.h"
 #include "cache.h"
 #include "interp.h"
+#include "rwcache.h"
 #include "scan.h"
 
 struct tg_fn {
@@ -123,39 +124,12 @@ void tg_array_init(tg_array *a, tg_dtype dtype, int ndim, const int64_t *shape, 
     }
 }
 
-/* The outputs rewritten with opt->rules (canonicalize, specialize, ...):
- * the lowering then sees what the rule databases make of them.  They are
- * rewritten as one term (graph OUT ...), so that a rewrite needing every
- * user of a node (the Scan rewrites: an output nobody reads) sees them
- * all, and shared subterms are rewritten once. */
-static tg_term **rewrite_outputs(tg_ctx *ctx, size_t nout, tg_term *const *outputs,
-                                 const tg_fn_options *opt, tg_error *err)
-{
-    tg_term *spec = opt->rewrite ? opt->rewrite : tg_symbol_cstr(ctx, "default");
-    tg_term *head = tg_symbol_cstr(ctx, "graph");
-    tg_term **out = GC_MALLOC((nout ? nout : 1) * sizeof *out);
-    tg_term *g = head && nout ? tg_app(ctx, head, nout, outputs) : head ? tg_list(ctx, 1, &head, NULL) : NULL;
-    if (!out || !spec || !g)
-        return tgE_nomem(err), NULL;
-    tg_term *r = tg_rewrite(opt->rules, spec, g, err);
-    if (!r)
-        return NULL;
-    if (tg_car(r) != head || tg_length(r) != nout + 1) {
-        char *shown = tg_print(r, NULL);
-        tgE_set(err, TG_ERR_ARG, NULL, 0, 0, "kernels: the rewriter made %.200s of the outputs, not (graph OUT ...)",
-                shown ? shown : "a term");
-        free(shown);
-        return NULL;
-    }
-    tg_elements(tg_cdr(ctx, r), out, nout);
-    return out;
-}
-
 tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout,
                      tg_term *const *outputs, const tg_fn_options *opt, tg_error *err)
 {
     if (opt && opt->rules) {
-        tg_term **rw = rewrite_outputs(ctx, nout, outputs, opt, err);
+        int hit;    /* the rewritten terms come from the cache when it has them */
+        tg_term **rw = tgZw_rewrite(ctx, nout, outputs, opt, &hit, err);
         if (!rw)
             return NULL;
         outputs = rw;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "index.h"
 #include "interp.h"
 #include "codegen.h"
 #include "scan.h"
@@ -225,7 +226,8 @@ static int bind_inputs(const tgH_sched *s, tgI_state *st, const tg_array *in, tg
             return -1;
         }
     }
-    return 0;
+    /* the sizes slices derive from those (index.c) */
+    return tgIx_bind(g, st->symv, err);
 }
 
 /* ---- loops ---------------------------------------------------------------- */
@@ -371,22 +373,64 @@ static void eval_node(loopctx *L, const tgV_node *n, reg *out, int m)
             out[j].i = wrap32(out[j].i);
 }
 
-/* A compiled loop: operand pointers and strides over the loop shape. */
-static void run_native(tgI_state *st, const tgH_step *step, tgJ_loop_fn fn)
+/* The accumulators of a reduction fused into a loop: one reg per result
+ * element, at byte strides over the loop's shape (0 on reduced axes). */
+typedef struct facc {
+    reg *acc;
+    int64_t strides[TGV_MAXDIM];
+    bool fl;                /* accumulated in double (else int64) */
+    int64_t nred;           /* elements per result (mean divides by it) */
+} facc;
+
+/* Fold m values of src (dtype sd, registers) into accumulators at acc,
+ * stride as apart, in order: what red_visit does one element at a time. */
+static void fold_block(tgV_op op, const facc *F, tg_dtype sd, char *acc, int64_t as, const reg *src, int m)
+{
+    bool sf = tgV_is_float(sd);
+    for (int j = 0; j < m; j++) {
+        reg *a = (reg *)(acc + j * as);
+        if (F->fl) {
+            double v = sf ? src[j].f : (double)src[j].i;
+            switch (op) {
+            case TGV_PROD: a->f *= v; break;
+            case TGV_MAX: a->f = a->f != a->f ? a->f : v != v || v > a->f ? v : a->f; break;
+            case TGV_MIN: a->f = a->f != a->f ? a->f : v != v || v < a->f ? v : a->f; break;
+            default: a->f += v;
+            }
+        } else {
+            int64_t v = src[j].i;
+            switch (op) {
+            case TGV_PROD: a->i = (int64_t)((uint64_t)a->i * (uint64_t)v); break;
+            case TGV_MAX: a->i = v > a->i ? v : a->i; break;
+            case TGV_MIN: a->i = v < a->i ? v : a->i; break;
+            default: a->i = (int64_t)((uint64_t)a->i + (uint64_t)v);
+            }
+        }
+    }
+}
+
+/* A compiled loop: operand pointers and strides over the loop shape,
+ * inputs, outputs, then the accumulators of its fused reductions. */
+static void run_native(tgI_state *st, const tgH_step *step, tgJ_loop_fn fn, const facc *F)
 {
     const tgI_arr *sh = &st->vals[step->node];
-    int nio = step->nins + step->nouts, nd = sh->ndim;
-    int64_t strides[(nio > 0 ? nio : 1) * (nd > 0 ? nd : 1)];
-    char *base[nio > 0 ? nio : 1];
+    int nio = step->nins + step->nouts, nd = sh->ndim, nall = nio + step->nreds;
+    int64_t strides[(nall > 0 ? nall : 1) * (nd > 0 ? nd : 1)];
+    char *base[nall > 0 ? nall : 1];
     for (int k = 0; k < nio; k++) {
         const tgI_arr *a = &st->vals[k < step->nins ? step->ins[k] : step->outs[k - step->nins]];
         loop_strides(a, sh, strides + k * nd);
         base[k] = a->data;
     }
+    for (int r = 0; r < step->nreds; r++) {
+        base[nio + r] = (char *)F[r].acc;
+        for (int d = 0; d < nd; d++)
+            strides[(nio + r) * nd + d] = F[r].strides[d];
+    }
     fn(sh->shape, base, strides);
 }
 
-static void run_loop(const tgH_sched *s, tgI_state *st, const tgH_step *step, int *pos)
+static void run_loop(const tgH_sched *s, tgI_state *st, const tgH_step *step, int *pos, const facc *F)
 {
     const tgV_graph *g = s->g;
     const tgI_arr *sh = &st->vals[step->node];
@@ -406,15 +450,19 @@ static void run_loop(const tgH_sched *s, tgI_state *st, const tgH_step *step, in
     }
     loopctx L = {g, step, r, R + st->nregs * TGI_BLOCK, pos};
     /* strides of inputs and outputs over the loop shape */
-    int nio = step->nins + step->nouts;
-    int64_t strides[nio > 0 ? nio : 1][TGV_MAXDIM];
-    char *base[nio > 0 ? nio : 1];
+    int nio = step->nins + step->nouts, nall = nio + step->nreds;
+    int64_t strides[nall > 0 ? nall : 1][TGV_MAXDIM];
+    char *base[nall > 0 ? nall : 1];
     const tgI_arr *arr[nio > 0 ? nio : 1];
     for (int k = 0; k < nio; k++) {
         int v = k < step->nins ? step->ins[k] : step->outs[k - step->nins];
         arr[k] = &st->vals[v];
         loop_strides(arr[k], sh, strides[k]);
         base[k] = arr[k]->data;
+    }
+    for (int r = 0; r < step->nreds; r++) {   /* accumulators move with the outer index too */
+        base[nio + r] = (char *)F[r].acc;
+        memcpy(strides[nio + r], F[r].strides, sizeof strides[nio + r]);
     }
     int64_t inner = nd ? sh->shape[nd - 1] : 1;
     int64_t outer = inner ? total / inner : 0;
@@ -439,6 +487,12 @@ static void run_loop(const tgH_sched *s, tgI_state *st, const tgH_step *step, in
                 int v = step->nodes[k];
                 reg *dst = r[step->nins + k];
                 eval_node(&L, &g->nodes[v], dst, m);
+                for (int q = 0; q < step->nreds; q++) {
+                    const tgV_node *rn = &g->nodes[step->reds[q]];
+                    int64_t as = nd ? strides[nio + q][nd - 1] : 0;
+                    if (rn->args[0] == v)
+                        fold_block(rn->op, &F[q], g->nodes[v].dtype, base[nio + q] + j0 * as, as, dst, m);
+                }
                 if (o < step->nouts && step->outs[o] == v) {
                     int q = step->nins + o++;
                     int64_t os = nd ? strides[q][nd - 1] : 0;
@@ -454,11 +508,11 @@ static void run_loop(const tgH_sched *s, tgI_state *st, const tgH_step *step, in
         }
         /* next outer index */
         for (int d = nd - 2; d >= 0; d--) {
-            for (int k = 0; k < nio; k++)
+            for (int k = 0; k < nall; k++)
                 base[k] += strides[k][d];
             if (++idx[d] < sh->shape[d])
                 break;
-            for (int k = 0; k < nio; k++)
+            for (int k = 0; k < nall; k++)
                 base[k] -= strides[k][d] * sh->shape[d];
             idx[d] = 0;
         }
@@ -554,7 +608,9 @@ static void copy_arr(const tgI_arr *dst, const tgI_arr *src)
     for_each(dst->ndim, dst->shape, dst->strides, src->strides, copy_visit, &C);
 }
 
-static int run_reduce(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
+/* The accumulators of reduction node v, initialized, with their strides
+ * over its source's shape; an error for max / min of an empty axis. */
+static int reduce_begin(const tgH_sched *s, tgI_state *st, int v, facc *F, tg_error *err)
 {
     const tgV_node *n = &s->g->nodes[v];
     const tgI_arr *x = &st->vals[n->args[0]], *y = &st->vals[v];
@@ -581,24 +637,70 @@ static int run_reduce(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
                      : n->op == TGV_MIN ? INT64_MAX : 0;
     }
     /* accumulator offsets: C order over kept axes, 0 on reduced ones */
-    int64_t as[TGV_MAXDIM], stride = (int64_t)sizeof(reg);
+    int64_t stride = (int64_t)sizeof(reg);
     for (int d = x->ndim - 1; d >= 0; d--) {
         if (n->axes & (1u << d)) {
-            as[d] = 0;
+            F->strides[d] = 0;
         } else {
-            as[d] = stride;
+            F->strides[d] = stride;
             stride *= x->shape[d];
         }
     }
-    redctx R = {n->op, x, acc, fl};
-    for_each(x->ndim, x->shape, x->strides, as, red_visit, &R);
-    tg_dtype from = fl ? TG_FLOAT64 : TG_INT64;
+    F->acc = acc, F->fl = fl, F->nred = nred;
+    return 0;
+}
+
+/* Store the accumulators into v's value (mean: divided) and free them. */
+static void reduce_end(const tgH_sched *s, tgI_state *st, int v, facc *F)
+{
+    const tgV_node *n = &s->g->nodes[v];
+    const tgI_arr *y = &st->vals[v];
+    int64_t nout = count(y);
     if (n->op == TGV_MEAN)
         for (int64_t i = 0; i < nout; i++)
-            acc[i].f /= (double)nred;
-    store_regs(y, acc, from);
-    free(acc);
+            F->acc[i].f /= (double)F->nred;
+    store_regs(y, F->acc, F->fl ? TG_FLOAT64 : TG_INT64);
+    free(F->acc);
+    F->acc = NULL;
+}
+
+static int run_reduce(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
+{
+    const tgV_node *n = &s->g->nodes[v];
+    const tgI_arr *x = &st->vals[n->args[0]];
+    facc F;
+    if (reduce_begin(s, st, v, &F, err) < 0)
+        return -1;
+    redctx R = {n->op, x, F.acc, F.fl};
+    for_each(x->ndim, x->shape, x->strides, F.strides, red_visit, &R);
+    reduce_end(s, st, v, &F);
     return 0;
+}
+
+/* A loop with its fused reductions: accumulators set up, the loop run
+ * (compiled or not) folding into them in the order run_reduce would,
+ * then stored. */
+static int run_fused(const tgH_sched *s, tgI_state *st, int k, tg_error *err)
+{
+    const tgH_step *step = &s->steps[k];
+    facc F[step->nreds > 0 ? step->nreds : 1];
+    int r = 0, rc = 0;
+    for (; r < step->nreds; r++)
+        if (reduce_begin(s, st, step->reds[r], &F[r], err) < 0) {
+            rc = -1;
+            break;
+        }
+    if (rc == 0 && st->kern && st->kern[k])
+        run_native(st, step, st->kern[k], F);
+    else if (rc == 0)
+        run_loop(s, st, step, st->pos, F);
+    while (r-- > 0) {
+        if (rc == 0)
+            reduce_end(s, st, step->reds[r], &F[r]);
+        else
+            free(F[r].acc);
+    }
+    return rc;
 }
 
 /* r = alpha*r + beta*c, elementwise (a GEMM whose alpha or beta is 0). */
@@ -659,6 +761,103 @@ static bool blas_ok(int64_t rows, int64_t cols, int64_t rs, int64_t cs, size_t e
     return false;
 }
 
+/* ---- BLAS vector calls for the vector cases of dot ----------------------- */
+
+/* A vector BLAS reads with increment *inc: positive whole elements. */
+static bool vec_ok(const tgI_arr *x, size_t es, int *inc)
+{
+    int64_t s = x->strides[0], n = x->shape[0];
+    if (n <= 1) {
+        *inc = 1;
+        return true;
+    }
+    if (s <= 0 || s % (int64_t)es != 0 || s / (int64_t)es > INT32_MAX)
+        return false;
+    *inc = (int)(s / (int64_t)es);
+    return true;
+}
+
+/* x as BLAS can take it: itself, or a contiguous copy in dtype d (*own). */
+static const tgI_arr *vec_arg(const tgI_arr *x, tg_dtype d, tgI_arr *tmp, char **own, int *inc)
+{
+    size_t es = tgV_dtype_size(d);
+    if (x->dtype == d && vec_ok(x, es, inc))
+        return x;
+    if (!(*own = contig_copy(x, d, tmp)))
+        return NULL;
+    *inc = 1;
+    return tmp;
+}
+
+/* dot of two vectors (ddot / sdot), or of a matrix and a vector either
+ * way round (dgemv / sgemv), for float dtypes: 1 when done, 0 when the
+ * operands are two matrices, -1 with err on out of memory. */
+static int run_dot_vec(const tgI_arr *A, const tgI_arr *B, const tgI_arr *C, tg_dtype d, tg_error *err)
+{
+    if (A->ndim == 2 && B->ndim == 2)
+        return 0;
+    size_t es = tgV_dtype_size(d);
+    tgI_arr ta, tb, tc;
+    char *fa = NULL, *fb = NULL, *fc = NULL;
+    int ia = 1, ib = 1, ic = 1, rc = 1;
+    if (A->ndim == 1 && B->ndim == 1) {
+        const tgI_arr *x = vec_arg(A, d, &ta, &fa, &ia), *y = x ? vec_arg(B, d, &tb, &fb, &ib) : NULL;
+        if (!y) {
+            rc = -1;
+        } else {
+            int n = (int)A->shape[0];
+            reg r;
+            r.f = d == TG_FLOAT64 ? cblas_ddot(n, (const double *)x->data, ia, (const double *)y->data, ib)
+                                  : cblas_sdot(n, (const float *)x->data, ia, (const float *)y->data, ib);
+            st_elem(C->data, d, r);
+        }
+        free(fa), free(fb);
+        return rc < 0 ? (tgE_nomem(err), -1) : 1;
+    }
+    /* the matrix M (rows x cols as BLAS reads it) and the vector x */
+    const tgI_arr *M = A->ndim == 2 ? A : B, *V = A->ndim == 2 ? B : A;
+    bool vm = A->ndim == 1;   /* x^T M: M read transposed */
+    int64_t rows = M->shape[0], cols = M->shape[1], ld;
+    bool trans;
+    if (M->dtype != d || !blas_ok(rows, cols, M->strides[0], M->strides[1], es, &trans, &ld)) {
+        if (!(fa = contig_copy(M, d, &ta)))
+            return tgE_nomem(err), -1;
+        M = &ta;
+        blas_ok(rows, cols, M->strides[0], M->strides[1], es, &trans, &ld);
+    }
+    const tgI_arr *x = vec_arg(V, d, &tb, &fb, &ib);
+    const tgI_arr *y = C;
+    if (x && !vec_ok(C, es, &ic)) {     /* the result through a contiguous buffer */
+        tc = *C;
+        c_strides(&tc);
+        if ((fc = tc.data = malloc((size_t)(C->shape[0] ? C->shape[0] : 1) * es)))
+            y = &tc, ic = 1;
+    }
+    if (!x || (y == C && fc)) {
+        rc = -1;
+    } else if (C->shape[0] > 0) {
+        if (V->shape[0] == 0) {     /* an empty inner extent: zeros (BLAS may not write) */
+            for (int64_t i = 0; i < C->shape[0]; i++)
+                memset(y->data + i * ic * (int64_t)es, 0, es);
+        } else {
+            /* row-major M (not trans) is read as is; stored transposed it
+             * is the row-major matrix cols x rows */
+            bool t = vm != trans;
+            int m = (int)(trans ? cols : rows), n = (int)(trans ? rows : cols);
+            if (d == TG_FLOAT64)
+                cblas_dgemv(CblasRowMajor, t ? CblasTrans : CblasNoTrans, m, n, 1.0, (const double *)M->data,
+                            (int)ld, (const double *)x->data, ib, 0.0, (double *)y->data, ic);
+            else
+                cblas_sgemv(CblasRowMajor, t ? CblasTrans : CblasNoTrans, m, n, 1.0f, (const float *)M->data,
+                            (int)ld, (const float *)x->data, ib, 0.0f, (float *)y->data, ic);
+        }
+        if (fc)
+            copy_arr(C, &tc);
+    }
+    free(fa), free(fb), free(fc);
+    return rc < 0 ? (tgE_nomem(err), -1) : 1;
+}
+
 static int run_dot(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
 {
     const tgV_node *n = &s->g->nodes[v];
@@ -708,6 +907,11 @@ static int run_dot(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
         store_regs(C, acc, TG_INT64);
         free(acc);
         return 0;
+    }
+    if (n->op == TGV_DOT) {
+        int done = run_dot_vec(A, B, C, d, err);
+        if (done != 0)
+            return done < 0 ? -1 : 0;
     }
     size_t es = tgV_dtype_size(d);
     tgI_arr ta, tb, tc;
@@ -1004,7 +1208,7 @@ static int prepare(const tgH_sched *s, tgI_state *st, tg_array *out, unsigned ch
         int v = g->outputs[i];
         tgV_op op = g->nodes[v].op;
         if (s->output[v] != i || op == TGV_INPUT || op == TGV_CONST || op == TGV_TRANSPOSE ||
-            op == TGV_DIMSHUFFLE || op == TGV_RESHAPE)
+            op == TGV_DIMSHUFFLE || op == TGV_RESHAPE || op == TGV_SUBTENSOR)
             continue;
         tgI_arr *a = &st->vals[v];
         a->data = out[i].data;
@@ -1054,10 +1258,14 @@ int tgI_exec(const tgH_sched *s, tgI_state *st, tg_array *out, tg_error *err)
                 if (a >= 0 && s->output[w] < 0 && is_c_contig(&st->vals[a]))
                     st->vals[w].data = st->vals[a].data;
             }
-            if (st->kern && st->kern[k])
-                run_native(st, step, st->kern[k]);
-            else
-                run_loop(s, st, step, pos);
+            if (step->nreds) {
+                if (run_fused(s, st, k, err) < 0)
+                    return -1;
+            } else if (st->kern && st->kern[k]) {
+                run_native(st, step, st->kern[k], NULL);
+            } else {
+                run_loop(s, st, step, pos, NULL);
+            }
             break;
         case TGH_REDUCE:
             if (run_reduce(s, st, v, err) < 0)
@@ -1069,7 +1277,12 @@ int tgI_exec(const tgH_sched *s, tgI_state *st, tg_array *out, tg_error *err)
                 return -1;
             break;
         case TGH_VIEW:
-            run_view(s, st, v);
+            if (g->nodes[v].op == TGV_SUBTENSOR) {
+                if (tgIx_view(g, st, v, err) < 0)
+                    return -1;
+            } else {
+                run_view(s, st, v);
+            }
             break;
         case TGH_RESHAPE:
             if (run_reshape(s, st, v, err) < 0)

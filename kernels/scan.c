@@ -483,7 +483,9 @@ static int build_scan(tgV_builder *b, tg_term *t, tg_term **need)
         share_sizes(b, sc) < 0)
         return -1;
     /* the inner schedule keeps every parameter intact: they alias outer
-     * arrays and earlier rows */
+     * arrays and earlier rows; its reductions stay steps, which the
+     * generated scan body knows (it has no fused reductions) */
+    sc->ig->keep_reductions = true;
     sc->is = tgH_schedule(sc->ig, NULL, tgV_err_of(b));
     if (!sc->is)
         return -1;

@@ -10,6 +10,7 @@
 
 #include "buf.h"
 #include "error.h"
+#include "index.h"
 #include "schedule.h"
 #include "scan.h"
 
@@ -128,6 +129,16 @@ static int fuse_gemm(tgV_graph *g)
     return 0;
 }
 
+static bool is_reduction(tgV_op op) { return op >= TGV_SUM && op <= TGV_MEAN; }
+
+/* Whether a reduction of node a can be accumulated in the loop computing
+ * a: a is computed by a fused loop (an elementwise node of a cluster). */
+static bool fusable_source(const tgV_graph *g, int a, const int *unit)
+{
+    return !g->keep_reductions && a >= 0 && unit[a] >= 0 && tgV_elementwise(g->nodes[a].op) &&
+           !g->nodes[a].dead;
+}
+
 /* unit[v]: the step computing v (-1 for leaves); returns the unit count. */
 static int assign_units(const tgV_graph *g, int *unit, int *level)
 {
@@ -159,7 +170,10 @@ static int assign_units(const tgV_graph *g, int *unit, int *level)
             continue;
         }
         if (!tgV_elementwise(n->op)) {
-            unit[v] = units++;
+            int a = n->nargs ? n->args[0] : -1;
+            /* a reduction of a loop member joins its loop (levels stay
+             * right: its users are a level up, so the loop never needs it) */
+            unit[v] = is_reduction(n->op) && fusable_source(g, a, unit) ? unit[a] : units++;
             continue;
         }
         size_t i = cluster_hash(n, lv) & (cap - 1);
@@ -261,14 +275,20 @@ static int make_steps(tgH_sched *s, const int *unit, int nu, const int *order)
                      : n->op == TGV_GEMM ? TGH_GEMM
                      : n->op == TGV_SCAN ? TGH_SCAN
                      : n->op == TGV_RESHAPE ? TGH_RESHAPE
-                     : n->op == TGV_TRANSPOSE || n->op == TGV_DIMSHUFFLE ? TGH_VIEW : TGH_REDUCE;
+                     : n->op == TGV_TRANSPOSE || n->op == TGV_DIMSHUFFLE || n->op == TGV_SUBTENSOR
+                         ? TGH_VIEW : TGH_REDUCE;
             int c = count[unit[v]];
             st->nodes = ints((size_t)c, -1);
             st->outs = ints((size_t)c, -1);
+            st->reds = ints((size_t)c, -1);
             /* a loop reads at most every argument of every member */
             st->ins = ints((size_t)nargs[unit[v]], -1);
-            if (!st->nodes || !st->outs || !st->ins)
+            if (!st->nodes || !st->outs || !st->ins || !st->reds)
                 return -1;
+        }
+        if (st->kind == TGH_LOOP && !tgV_elementwise(n->op)) {
+            st->reds[st->nreds++] = v;  /* its source is a member: nothing to read */
+            continue;
         }
         st->nodes[st->nnodes++] = v;
         if (used_out[v])
@@ -302,7 +322,7 @@ static int plan_buffers(tgH_sched *s, const unsigned char *kept)
         s->output[g->outputs[i]] = i;
     for (int v = 0; v < g->n; v++) {
         tgV_op op = g->nodes[v].op;
-        s->base[v] = op == TGV_TRANSPOSE || op == TGV_DIMSHUFFLE || op == TGV_RESHAPE
+        s->base[v] = op == TGV_TRANSPOSE || op == TGV_DIMSHUFFLE || op == TGV_RESHAPE || op == TGV_SUBTENSOR
                          ? s->base[g->nodes[v].args[0]] : v;
         if (s->base[v] != v)
             viewed[s->base[v]] = 1;
@@ -325,14 +345,15 @@ static int plan_buffers(tgH_sched *s, const unsigned char *kept)
         tgH_step *st = &s->steps[k];
         bool many = st->kind == TGH_LOOP || st->kind == TGH_SCAN;
         int *produced = many ? st->outs : &st->node;
-        int np = many ? st->nouts : 1;
+        int np = many ? st->nouts + (st->kind == TGH_LOOP ? st->nreds : 0) : 1;
         for (int j = 0; j < np; j++) {
-            int v = produced[j];
+            /* a loop's fused reductions are produced after its stores */
+            int v = st->kind == TGH_LOOP && j >= st->nouts ? st->reds[j - st->nouts] : produced[j];
             const tgV_node *n = &g->nodes[v];
             if (st->kind == TGH_VIEW || (s->output[v] >= 0 && st->kind != TGH_RESHAPE))
                 continue;
             int taken = -1;
-            for (int i = 0; st->kind == TGH_LOOP && i < st->nins && taken < 0; i++) {
+            for (int i = 0; st->kind == TGH_LOOP && j < st->nouts && i < st->nins && taken < 0; i++) {
                 int a = st->ins[i];
                 const tgV_node *an = &g->nodes[a];
                 if (last[a] != k || viewed[a] || s->base[a] != a || !same_shape(an, n) ||
@@ -422,10 +443,43 @@ static void put_shape(const tgH_sched *s, tgB_buf *b, const tgV_node *n)
     tgB_putc(b, ')');
 }
 
+/* A subtensor's indices as written: integers, index nodes, slices. */
+static void put_indices(const tgH_sched *s, tgB_buf *b, const tgV_node *n)
+{
+    for (int d = 0; d < n->index->n; d++) {
+        const tgIx_axis *a = &n->index->ax[d];
+        tgB_putc(b, ' ');
+        if (a->kind == TGIX_DYNAMIC) {
+            put_name(s, b, n->args[a->arg]);
+        } else if (a->kind == TGIX_INDEX) {
+            tgB_printf(b, "%lld", (long long)a->start);
+        } else {
+            const int64_t *v[3] = {a->has_start ? &a->start : NULL, a->has_stop ? &a->stop : NULL,
+                                   a->has_step ? &a->step : NULL};
+            tgB_puts(b, "(slice");
+            for (int k = 0; k < 3; k++)
+                if (v[k])
+                    tgB_printf(b, " %lld", (long long)*v[k]);
+                else
+                    tgB_puts(b, " none");
+            tgB_putc(b, ')');
+        }
+    }
+}
+
 /* (%k (op arg ... params)) */
 static void put_op(const tgH_sched *s, tgB_buf *b, int v)
 {
     const tgV_node *n = &s->g->nodes[v];
+    if (n->op == TGV_SUBTENSOR) {
+        tgB_putc(b, '(');
+        put_name(s, b, v);
+        tgB_puts(b, " (subtensor ");
+        put_name(s, b, n->args[0]);
+        put_indices(s, b, n);
+        tgB_puts(b, "))");
+        return;
+    }
     tgB_putc(b, '(');
     put_name(s, b, v);
     tgB_printf(b, " (%s", tgV_op_name(n->op));
@@ -522,6 +576,13 @@ tg_term *tgH_term(const tgH_sched *s, tg_error *err)
                 put_op(s, &b, st->nodes[i]);
             }
             tgB_putc(&b, ')');
+            for (int i = 0; i < st->nreds; i++) {
+                tgB_puts(&b, " (reduce ");
+                put_op(s, &b, st->reds[i]);
+                tgB_printf(&b, " %s", tgV_dtype_name(g->nodes[st->reds[i]].dtype));
+                put_dest(s, &b, st->reds[i]);
+                tgB_putc(&b, ')');
+            }
         } else {
             tgB_putc(&b, ' ');
             put_op(s, &b, st->node);

@@ -14,6 +14,7 @@ typedef struct tgH_step {
     int *nodes, nnodes;     /* LOOP: cluster nodes, arguments first */
     int *ins, nins;         /* LOOP: nodes read from outside the cluster */
     int *outs, nouts;       /* LOOP, SCAN: nodes stored (used outside, or outputs) */
+    int *reds, nreds;       /* LOOP: reductions of members, accumulated in the loop */
 } tgH_step;
 
 typedef struct tgH_sched {

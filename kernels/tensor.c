@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "index.h"
 #include "tensor.h"
 #include "scan.h"
 
@@ -43,6 +44,8 @@ static const opinfo ops[] = {
     {"mean", TGV_MEAN, 1, 2, 0, 0}, {"dot", TGV_DOT, 2, 2, 0, -1},
     {"transpose", TGV_TRANSPOSE, 1, 2, 0, 0}, {"dimshuffle", TGV_DIMSHUFFLE, 2, 2, 0, 0},
     {"reshape", TGV_RESHAPE, 2, 2, 0, 0},
+    /* tensors: X and the index terms that are not literals (index.c) */
+    {"subtensor", TGV_SUBTENSOR, 1, 1 + TGV_MAXDIM, 0, -1},
 };
 
 static const char *const dtype_names[] = {"bool", "int32", "int64", "float32", "float64"};
@@ -199,13 +202,22 @@ static int size_of(builder *b, tg_term *ctx_term, tg_term *t, tgV_size *out)
             *out = tgV_canon(g, -(tgV_size)k - 1);
             return 0;
         }
+    int k = tgV_new_sym(g, t, b->err);
+    if (k < 0)
+        return -1;
+    *out = -(tgV_size)k - 1;
+    return 0;
+}
+
+int tgV_new_sym(tgV_graph *g, tg_term *name, tg_error *err)
+{
     if (g->nsyms == g->symcap) {
         int nc = g->symcap ? 2 * g->symcap : 16;
         tg_term **ns = GC_MALLOC((size_t)nc * sizeof *ns);
         int *nu = GC_MALLOC_ATOMIC((size_t)nc * sizeof *nu);
         int64_t *nv = GC_MALLOC_ATOMIC((size_t)nc * sizeof *nv);
         if (!ns || !nu || !nv)
-            return tgE_nomem(b->err), -1;
+            return tgE_nomem(err), -1;
         if (g->nsyms) {
             memcpy(ns, g->syms, (size_t)g->nsyms * sizeof *ns);
             memcpy(nu, g->uf, (size_t)g->nsyms * sizeof *nu);
@@ -214,9 +226,8 @@ static int size_of(builder *b, tg_term *ctx_term, tg_term *t, tgV_size *out)
         g->syms = ns, g->uf = nu, g->symval = nv, g->symcap = nc;
     }
     int k = g->nsyms++;
-    g->syms[k] = t, g->uf[k] = k, g->symval[k] = -1;
-    *out = -(tgV_size)k - 1;
-    return 0;
+    g->syms[k] = name, g->uf[k] = k, g->symval[k] = -1;
+    return k;
 }
 
 static void size_text(const tgV_graph *g, tgV_size s, char *buf, size_t n)
@@ -690,6 +701,13 @@ static int make_op(builder *b, tg_term *t, const opinfo *oi, tg_term **argt, int
     for (int i = oi->tlo; i <= th; i++)
         args[i - oi->tlo] = map_get(b, argt[i]);
     n->args = args, n->nargs = th - oi->tlo + 1;
+    if (oi->op == TGV_SUBTENSOR) {  /* only X and the index tensors are nodes */
+        n->nargs = 0;
+        for (int i = 0; i < nt; i++)
+            if (i == 0 || tgIx_is_index_tensor(argt[i]))
+                args[n->nargs++] = map_get(b, argt[i]);
+        return tgIx_type(b->g, n, argt, nt, b->err);
+    }
     if (tgV_elementwise(oi->op) && oi->op != TGV_ALLOC)
         return type_elementwise(b, n, argt);
     switch (oi->op) {
@@ -804,7 +822,8 @@ static int build_term(builder *b, tg_term *root)
         int th = oi->thi < 0 ? (int)nt - 1 : oi->thi;
         size_t before = sp;
         for (int i = oi->tlo; i <= th; i++)
-            if (map_get(b, all[i]) < 0) {
+            if (map_get(b, all[i]) < 0 &&
+                (oi->op != TGV_SUBTENSOR || i == 0 || tgIx_is_index_tensor(all[i]))) {
                 if (sp == cap) {
                     tg_term **ns = GC_MALLOC(2 * cap * sizeof *ns);
                     if (!ns)
@@ -829,7 +848,7 @@ static int check_bound(builder *b)
     tgV_graph *g = b->g;
     for (int k = 0; k < g->nsyms; k++) {
         tgV_size c = tgV_canon(g, -(tgV_size)k - 1);
-        if (c >= 0)
+        if (c >= 0 || tgIx_derived(g, c))
             continue;
         bool found = false;
         for (int i = 0; i < g->ninputs && !found; i++) {

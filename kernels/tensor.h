@@ -23,6 +23,7 @@ typedef enum tgV_op {
     TGV_SUM, TGV_PROD, TGV_MAX, TGV_MIN, TGV_MEAN,
     TGV_DOT, TGV_TRANSPOSE, TGV_DIMSHUFFLE, TGV_RESHAPE,
     TGV_GEMM,   /* made by the schedule: alpha*dot(A,B) + beta*C */
+    TGV_SUBTENSOR,  /* indexing and slicing, a view: index.c */
     TGV_SCAN,   /* one output of a scan, or its step count (kernels/scan.h) */
     TGV_NOPS
 } tgV_op;
@@ -47,6 +48,7 @@ typedef struct tgV_node {
     uint32_t axes;          /* reductions: bit mask of reduced axes */
     int nalpha;             /* GEMM: args are A B C alpha... beta... */
     bool dead;              /* absorbed into a GEMM: not computed */
+    const struct tgIx_spec *index;  /* SUBTENSOR: its indices (index.h) */
     struct tgSc_scan *scan; /* SCAN: the scan, shared by its nodes */
     int sout;               /* SCAN: the output, or -1 for the step count */
 } tgV_node;
@@ -61,6 +63,9 @@ typedef struct tgV_graph {
     int nsyms, symcap;
     int *inputs, ninputs;   /* node per input position */
     int *outputs, noutputs;
+    struct tgIx_dsize *dsizes;  /* sizes derived by slicing (index.h) */
+    int ndsizes, dscap;
+    bool keep_reductions;   /* schedule: no reduction fused into a loop */
 } tgV_graph;
 
 /* Build the typed graph of outputs over inputs; NULL with err filled
@@ -75,6 +80,9 @@ bool tgV_elementwise(tgV_op op);
 const char *tgV_op_name(tgV_op op);
 /* The class root of symbol class c (a tgV_size < 0 in, < 0 or static out). */
 tgV_size tgV_canon(const tgV_graph *g, tgV_size s);
+/* A new size class named by symbol name (no lookup: index.c names the
+ * sizes it derives); its number, or -1 with err filled. */
+int tgV_new_sym(tgV_graph *g, tg_term *name, tg_error *err);
 /* Printed form of a term cut to fit in buf (for error messages). */
 const char *tgV_show(const tg_term *t, char *buf, size_t size);
 

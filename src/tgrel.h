@@ -457,8 +457,9 @@ typedef struct tg_fn_options {
      * that loaded the library's all.rules), all together as one term
      * (graph OUT ...), with the rewriter or query rewrite names (NULL: the
      * symbol default, the library's canonicalize, scan_opt then
-     * specialize sequence); the function and its cache key are those of
-     * the rewritten terms */
+     * specialize sequence); the function is that of the rewritten terms,
+     * which are cached under the unrewritten ones, the rule set's
+     * contents and rewrite (a graph compiled again skips the rewriter) */
     tg_rules *rules;
     tg_term *rewrite;
 } tg_fn_options;

@@ -1,0 +1,516 @@
+/* test_index.c - indexing and slicing, (subtensor X IDX ...), against a
+ * reference that enumerates Python's slice semantics element by element:
+ * random shapes (empty ones included), static and symbolic sizes, literal
+ * and tensor indices, slices with negative bounds and steps, views fed to
+ * fused loops and reductions; errors at compile and at call time; the
+ * view in the schedule.  Every case runs compiled and interpreted. */
+#include "kt.h"
+
+static tg_ctx *ctx;
+
+/* One IDX as the test draws it: 0 index, 1 slice; none is has_* == 0. */
+typedef struct idx {
+    int kind;
+    int dynamic;            /* an index given as a 0-d int64 input */
+    int64_t i, start, stop, step;
+    int has_start, has_stop, has_step;
+} idx;
+
+/* The positions a slice selects, by walking them as Python's range of
+ * the adjusted bounds does; returns the count. */
+static int64_t ref_slice(int64_t n, const idx *s, int64_t *pos)
+{
+    int64_t step = s->has_step ? s->step : 1, k = 0;
+    if (step > 0) {
+        int64_t b = !s->has_start ? 0 : s->start < 0 ? s->start + n : s->start;
+        int64_t e = !s->has_stop ? n : s->stop < 0 ? s->stop + n : s->stop;
+        if (b < 0) b = 0;
+        if (e > n) e = n;
+        for (int64_t p = b; p < e; p += step)
+            pos[k++] = p;
+    } else {
+        int64_t b = !s->has_start ? n - 1 : s->start < 0 ? s->start + n : s->start;
+        int64_t e = !s->has_stop ? -1 : s->stop < 0 ? s->stop + n : s->stop;
+        if (b > n - 1) b = n - 1;
+        if (e < -1) e = -1;
+        for (int64_t p = b; p > e; p += step)
+            pos[k++] = p;
+    }
+    return k;
+}
+
+static void put_part(char *buf, size_t n, int has, int64_t v)
+{
+    if (has)
+        snprintf(buf, n, "%lld", (long long)v);
+    else
+        snprintf(buf, n, "none");
+}
+
+/* Random indices for shape sh (rank r): count returned, in ix. */
+static int draw(int r, const int64_t *sh, idx *ix)
+{
+    int k = r ? (int)(kt_rand() % (unsigned)(r + 1)) : 0;
+    for (int d = 0; d < k; d++) {
+        idx *x = &ix[d];
+        memset(x, 0, sizeof *x);
+        if (sh[d] > 0 && kt_rand() % 3 == 0) {
+            x->kind = 0;
+            x->i = (int64_t)(kt_rand() % (uint64_t)(2 * sh[d])) - sh[d];
+            x->dynamic = kt_rand() % 2;
+            continue;
+        }
+        x->kind = 1;
+        x->has_start = kt_rand() % 3 != 0, x->start = (int64_t)(kt_rand() % 15) - 7;
+        x->has_stop = kt_rand() % 3 != 0, x->stop = (int64_t)(kt_rand() % 15) - 7;
+        x->has_step = kt_rand() % 2, x->step = 1 + (int64_t)(kt_rand() % 3);
+        if (kt_rand() % 2)
+            x->step = -x->step, x->has_step = 1;
+    }
+    return k;
+}
+
+/* The subtensor term of x (declared as decl) with indices ix; dynamic
+ * indices are inputs i0 i1 ... */
+static void term_of(char *buf, size_t n, const char *x, int k, const idx *ix)
+{
+    size_t o = (size_t)snprintf(buf, n, "(subtensor %s", x);
+    for (int d = 0; d < k; d++) {
+        if (ix[d].kind == 0 && ix[d].dynamic) {
+            o += (size_t)snprintf(buf + o, n - o, " (input i%d int64 ())", d);
+        } else if (ix[d].kind == 0) {
+            o += (size_t)snprintf(buf + o, n - o, " %lld", (long long)ix[d].i);
+        } else {
+            char a[24], b[24], c[24];
+            put_part(a, sizeof a, ix[d].has_start, ix[d].start);
+            put_part(b, sizeof b, ix[d].has_stop, ix[d].stop);
+            put_part(c, sizeof c, ix[d].has_step, ix[d].step);
+            o += (size_t)snprintf(buf + o, n - o, " (slice %s %s %s)", a, b, c);
+        }
+    }
+    snprintf(buf + o, n - o, ")");
+}
+
+/* Random subtensors compared with the reference.  wrap: 0 the view is
+ * the output, 1 it feeds a fused loop (mul 3 ...), 2 a sum over it. */
+static void test_random(tg_dtype dt, int wrap)
+{
+    static const char *const dn[] = {"bool", "int32", "int64", "float32", "float64"};
+    int bad = 0, cases = 0, elems = 0;
+    for (int rep = 0; rep < 60; rep++) {
+        int64_t sh[3];
+        int r = 1 + (int)(kt_rand() % 3);
+        for (int d = 0; d < r; d++)
+            sh[d] = kt_rand() % 7 == 0 ? 0 : 1 + (int64_t)(kt_rand() % 6);
+        idx ix[3];
+        int k = draw(r, sh, ix);
+        char decl[80], x[120], ins[400], sub[400], outs[500];
+        size_t o = (size_t)snprintf(decl, sizeof decl, "(");
+        for (int d = 0; d < r; d++) {   /* sizes static or symbolic at random */
+            if (kt_rand() % 2)
+                o += (size_t)snprintf(decl + o, sizeof decl - o, "%s%lld", d ? " " : "", (long long)sh[d]);
+            else
+                o += (size_t)snprintf(decl + o, sizeof decl - o, "%sn%d", d ? " " : "", d);
+        }
+        snprintf(decl + o, sizeof decl - o, ")");
+        snprintf(x, sizeof x, "(input x %s %s)", dn[dt], decl);
+        o = (size_t)snprintf(ins, sizeof ins, "%s", x);
+        for (int d = 0; d < k; d++)
+            if (ix[d].kind == 0 && ix[d].dynamic)
+                o += (size_t)snprintf(ins + o, sizeof ins - o, " (input i%d int64 ())", d);
+        term_of(sub, sizeof sub, x, k, ix);
+        snprintf(outs, sizeof outs, wrap == 0 ? "%s" : wrap == 1 ? "(mul 3 %s)" : "(sum %s all)", sub);
+        tg_error err;
+        tg_fn *fn = kt_compile(ctx, ins, outs, NULL, kt_path, &err);
+        if (!fn) {
+            if (bad++ < 3)
+                tap_diag("compile %s: %s", outs, err.message);
+            continue;
+        }
+        kt_arr xa;
+        kt_make(&xa, dt, r, sh, rep & 1);
+        kt_fill(&xa.a, -100, 100);
+        tg_array in[4];
+        int64_t ival[3];
+        int nin = 0;
+        in[nin++] = xa.a;
+        for (int d = 0; d < k; d++)
+            if (ix[d].kind == 0 && ix[d].dynamic) {
+                ival[d] = ix[d].i;
+                tg_array_init(&in[nin++], TG_INT64, 0, NULL, &ival[d]);
+            }
+        /* the reference: per input axis, the positions it takes */
+        int64_t pos[3][16], len[3], rsh[3];
+        int rr = 0;
+        for (int d = 0; d < r; d++) {
+            if (d < k && ix[d].kind == 0) {
+                len[d] = 1, pos[d][0] = ix[d].i < 0 ? ix[d].i + sh[d] : ix[d].i;
+                continue;
+            }
+            if (d < k) {
+                len[d] = ref_slice(sh[d], &ix[d], pos[d]);
+            } else {
+                len[d] = sh[d];
+                for (int64_t p = 0; p < sh[d]; p++)
+                    pos[d][p] = p;
+            }
+            rsh[rr++] = len[d];
+        }
+        tg_array out = {0};
+        cases++;
+        if (tg_fn_call(fn, in, &out, &err) < 0) {
+            if (bad++ < 3)
+                tap_diag("call %s on %s: %s", outs, kt_shape(r, sh), err.message);
+        } else {
+            int want_nd = wrap == 2 ? 0 : rr;
+            if (out.ndim != want_nd) {
+                if (bad++ < 3)
+                    tap_diag("%s: rank %d, want %d", outs, out.ndim, want_nd);
+            } else {
+                int64_t I[3] = {0}, J[3], n = 1;
+                long double sum = 0;
+                for (int d = 0; d < rr; d++)
+                    n *= rsh[d];
+                for (int d = 0; d < rr && wrap != 2; d++)
+                    if (out.shape[d] != rsh[d] && bad++ < 3)
+                        tap_diag("%s: shape %s, want %s", outs, kt_shape(out.ndim, out.shape), kt_shape(rr, rsh));
+                if (n > 0)
+                    do {
+                        for (int d = 0, q = 0; d < r; d++)
+                            J[d] = len[d] == 1 && d < k && ix[d].kind == 0 ? pos[d][0] : pos[d][I[q++]];
+                        /* the products in double, as the kernel rounds them */
+                        long double v = wrap == 1 ? (long double)(3 * (double)kt_get(&xa.a, J)) : kt_get(&xa.a, J);
+                        sum += v;
+                        elems++;
+                        if (wrap != 2 && kt_get(&out, I) != v && bad++ < 3)
+                            tap_diag("%s on %s: element %s is %Lg, want %Lg", outs, kt_shape(r, sh),
+                                     kt_shape(rr, I), kt_get(&out, I), v);
+                    } while (kt_next(rr, rsh, I));
+                if (wrap == 2 && !kt_close(kt_get(&out, I), sum, 1e-13L) && bad++ < 3)
+                    tap_diag("%s: sum %Lg, want %Lg", outs, kt_get(&out, I), sum);
+            }
+        }
+        free(out.data);
+        free(xa.block);
+        tg_fn_free(fn);
+    }
+    TAP_CHECK(bad == 0, "subtensor on %s%s: %d random cases, %d elements", dn[dt],
+              wrap == 0 ? "" : wrap == 1 ? " into a fused loop" : " into a sum", cases, elems);
+}
+
+/* Evaluate outs over one float64 input given as values; the result's
+ * elements as text "a b c" in C order. */
+static const char *eval_text(const char *ins, const char *outs, int ndim, const int64_t *sh, double *vals)
+{
+    static char buf[700];
+    tg_error err;
+    tg_fn *fn = kt_compile(ctx, ins, outs, NULL, kt_path, &err);
+    if (!fn) {
+        snprintf(buf, sizeof buf, "compile error: %s", err.message);
+        return buf;
+    }
+    tg_array x, out = {0};
+    tg_array_init(&x, TG_FLOAT64, ndim, sh, vals);
+    if (tg_fn_call(fn, &x, &out, &err) < 0) {
+        snprintf(buf, sizeof buf, "call error: %s", err.message);
+    } else {
+        size_t o = 0;
+        int64_t I[4] = {0};
+        buf[0] = 0;
+        if (kt_count(&out) > 0)
+            do
+                o += (size_t)snprintf(buf + o, sizeof buf - o, o ? " %g" : "%g", (double)kt_get(&out, I));
+            while (kt_next(out.ndim, out.shape, I));
+    }
+    free(out.data);
+    tg_fn_free(fn);
+    return buf;
+}
+
+/* numpy's answers on small arrays, as numpy gives them. */
+static void test_known(void)
+{
+    double v[6] = {0, 1, 2, 3, 4, 5};
+    int64_t n5 = 5, m23[2] = {2, 3};
+    const char *x = "(input x float64 (n))";
+    static const struct { const char *expr, *want; } one[] = {
+        {"(subtensor (input x float64 (n)) -1)", "4"},                          /* x[-1] */
+        {"(subtensor (input x float64 (n)) (slice 1 none none))", "1 2 3 4"},  /* x[1:] */
+        {"(subtensor (input x float64 (n)) (slice none none -1))", "4 3 2 1 0"}, /* x[::-1] */
+        {"(subtensor (input x float64 (n)) (slice -2 none -2))", "3 1"},        /* x[-2::-2] */
+        {"(subtensor (input x float64 (n)) (slice 10 none none))", ""},         /* x[10:] */
+        {"(subtensor (input x float64 (n)) (slice none -10 -1))", "4 3 2 1 0"}, /* x[:-10:-1] */
+        {"(subtensor (input x float64 (n)) (slice 1 -1 2))", "1 3"},            /* x[1:-1:2] */
+        {"(subtensor (input x float64 (n)) (slice 3 1 none))", ""},             /* x[3:1] */
+        {"(subtensor (input x float64 (n)))", "0 1 2 3 4"},                     /* x[()] */
+    };
+    for (size_t c = 0; c < sizeof one / sizeof *one; c++)
+        TAP_EQ_STR(eval_text(x, one[c].expr, 1, &n5, v), one[c].want, one[c].expr);
+    static const struct { const char *expr, *want; } two[] = {
+        {"(subtensor (input x float64 (2 3)) -1)", "3 4 5"},                              /* X[-1] */
+        {"(subtensor (input x float64 (2 3)) (slice none none none) 1)", "1 4"},           /* X[:, 1] */
+        {"(subtensor (input x float64 (2 3)) (slice none none -1) (slice none none -2))", "5 3 2 0"},
+        {"(subtensor (subtensor (input x float64 (2 3)) 1) (slice 1 none none))", "4 5"}, /* X[1][1:] */
+        {"(sum (subtensor (input x float64 (2 3)) (slice none none none) 2) all)", "7"},
+        {"(add (subtensor (input x float64 (2 3)) 0) (subtensor (input x float64 (2 3)) 1))", "3 5 7"},
+    };
+    for (size_t c = 0; c < sizeof two / sizeof *two; c++)
+        TAP_EQ_STR(eval_text("(input x float64 (2 3))", two[c].expr, 2, m23, v), two[c].want, two[c].expr);
+}
+
+/* x[1:] - x[:-1] on a symbolic n: two derived sizes found equal at call
+ * time; an input of a size that disagrees is a call-time error. */
+static void test_derived_sizes(void)
+{
+    double v[6] = {1, 4, 9, 16, 25, 36};
+    int64_t n = 6;
+    TAP_EQ_STR(eval_text("(input x float64 (n))",
+                         "(sub (subtensor (input x float64 (n)) (slice 1 none none))"
+                         " (subtensor (input x float64 (n)) (slice none -1 none)))", 1, &n, v),
+               "3 5 7 9 11", "x[1:] - x[:-1] on a symbolic size");
+    tg_error err;
+    tg_fn *fn = kt_compile(ctx, "(input x float64 (n)) (input y float64 (m))",
+                           "(add (subtensor (input x float64 (n)) (slice 1 none 2)) (input y float64 (m)))",
+                           NULL, kt_path, &err);
+    TAP_CHECK(fn != NULL, "x[1::2] + y compiles (%s)", fn ? "" : err.message);
+    if (!fn)
+        return;
+    double y[3] = {10, 20, 30};
+    tg_array in[2], out = {0};
+    tg_array_init(&in[0], TG_FLOAT64, 1, &n, v);
+    int64_t m = 3;
+    tg_array_init(&in[1], TG_FLOAT64, 1, &m, y);
+    int ok = tg_fn_call(fn, in, &out, &err) == 0 && out.shape[0] == 3 && ((double *)out.data)[0] == 14 &&
+             ((double *)out.data)[2] == 66;
+    TAP_CHECK(ok, "x[1::2] + y with len(y) = 3 = len(x[1::2])");
+    free(out.data);
+    out.data = NULL;
+    m = 2;
+    tg_array_init(&in[1], TG_FLOAT64, 1, &m, y);
+    TAP_CHECK(tg_fn_call(fn, in, &out, &err) < 0 && strstr(err.message, "(subtensor") &&
+                  strstr(err.message, "3 elements where 2 are expected"),
+              "x[1::2] + y with len(y) = 2: call-time error (%s)", err.message);
+    tg_fn_free(fn);
+}
+
+static void compile_error(const char *ins, const char *outs, const char *want)
+{
+    tg_error err;
+    tg_fn *fn = kt_compile(ctx, ins, outs, NULL, kt_path, &err);
+    TAP_CHECK(!fn && strstr(err.message, want) && strstr(err.message, "(subtensor"),
+              "compile error for %s: %s", outs, fn ? "none" : err.message);
+    tg_fn_free(fn);
+}
+
+static void test_errors(void)
+{
+    const char *x = "(input x float64 (3 n))";
+    compile_error(x, "(subtensor (input x float64 (3 n)) 3)", "index 3 is out of range for an axis of size 3");
+    compile_error(x, "(subtensor (input x float64 (3 n)) -4)", "index -4 is out of range");
+    compile_error(x, "(subtensor (input x float64 (3 n)) 0 0 0)", "3 indices for 2 axes");
+    compile_error(x, "(subtensor (input x float64 (3 n)) (slice none none 0))", "step cannot be zero");
+    compile_error(x, "(subtensor (input x float64 (3 n)) (slice 1 2))", "a slice is (slice START STOP STEP)");
+    compile_error(x, "(subtensor (input x float64 (3 n)) (slice 1.5 none none))", "integer literal or none");
+    compile_error(x, "(subtensor (input x float64 (3 n)) 1.0)", "an index is an integer");
+    compile_error("(input x float64 (3 n)) (input i float64 ())",
+                  "(subtensor (input x float64 (3 n)) (input i float64 ()))", "0-d int64 or int32");
+    compile_error("(input x float64 (3 n)) (input i int64 (2))",
+                  "(subtensor (input x float64 (3 n)) (input i int64 (2)))", "0-d int64 or int32");
+    /* at call time: a literal index on a symbolic axis, a tensor index */
+    tg_error err;
+    tg_fn *fn = kt_compile(ctx, "(input x float64 (n)) (input i int32 ())",
+                           "(subtensor (input x float64 (n)) (sub (input i int32 ()) 1))"
+                           " (subtensor (input x float64 (n)) -3)", NULL, kt_path, &err);
+    TAP_CHECK(fn != NULL, "tensor index compiles (%s)", fn ? "" : err.message);
+    if (!fn)
+        return;
+    double v[4] = {5, 6, 7, 8};
+    int64_t n = 4;
+    int32_t i = 0;
+    tg_array in[2], out[2] = {{0}, {0}};
+    tg_array_init(&in[0], TG_FLOAT64, 1, &n, v);
+    tg_array_init(&in[1], TG_INT32, 0, NULL, &i);
+    int ok = 1;
+    for (i = -3; i <= 4; i++) {     /* i - 1 from -4 to 3: all in range */
+        double got = 0, got2 = 0;
+        tg_array_init(&out[0], TG_FLOAT64, 0, NULL, &got);
+        tg_array_init(&out[1], TG_FLOAT64, 0, NULL, &got2);
+        ok &= tg_fn_call(fn, in, out, &err) == 0 && got == v[(i - 1 + 4) % 4] && got2 == 6;
+    }
+    TAP_CHECK(ok, "x[i - 1] for every i - 1 in -n .. n-1, and x[-3]");
+    i = 5;
+    TAP_CHECK(tg_fn_call(fn, in, out, &err) < 0 && strstr(err.message, "index 4 is out of range for axis 0 of size 4") &&
+                  strstr(err.message, "(subtensor"),
+              "x[i - 1] out of range: call-time error (%s)", err.message);
+    i = 1, n = 2;
+    tg_array_init(&in[0], TG_FLOAT64, 1, &n, v);
+    TAP_CHECK(tg_fn_call(fn, in, out, &err) < 0 && strstr(err.message, "index -3 is out of range"),
+              "x[-3] on 2 elements: call-time error (%s)", err.message);
+    tg_fn_free(fn);
+}
+
+/* A subtensor is a view: a view step, no slot, and the fused loop reads
+ * through its strides. */
+static void test_schedule(void)
+{
+    tg_error err;
+    tg_fn *fn = kt_compile(ctx, "(input x float64 (n m))",
+                           "(exp (subtensor (input x float64 (n m)) (slice none none -1) 1))", NULL, kt_path, &err);
+    TAP_CHECK(fn != NULL, "schedule: compiled (%s)", fn ? "" : err.message);
+    if (!fn)
+        return;
+    char *s = tg_print(tg_fn_schedule(fn), NULL);
+    TAP_CHECK(s && strstr(s, "(view (%1 (subtensor x (slice none none -1) 1)) float64)") &&
+                  strstr(s, "(loop (n) (in %1)") && strstr(s, "(slots 0)"),
+              "schedule: the subtensor is a view read by the loop, no slot (%s)", s ? s : "?");
+    free(s);
+    tg_fn_free(fn);
+}
+
+/* Vector cases of dot (BLAS dot / gemv) fed by views: positive strides
+ * that BLAS takes as increments, transposed matrices on either side, a
+ * strided result; against long double. */
+static void test_dot_views(tg_dtype dt)
+{
+    static const char *const dn[] = {"bool", "int32", "int64", "float32", "float64"};
+    const char *d = dn[dt];
+    char ins[300], outs[4][300];
+    snprintf(ins, sizeof ins, "(input v %s (n)) (input w %s (n)) (input a %s (m c))", d, d, d);
+    /* v[::2] . w[::2];  a . v[::2];  v[::2] . a^T (a^T is column-major);  a^T . w[1::2] on a (m c) = ... */
+    snprintf(outs[0], sizeof outs[0], "(dot (subtensor (input v %s (n)) (slice none none 2)) (subtensor (input w %s (n)) (slice none none 2)))", d, d);
+    snprintf(outs[1], sizeof outs[1], "(dot (input a %s (m c)) (subtensor (input v %s (n)) (slice none none 2)))", d, d);
+    snprintf(outs[2], sizeof outs[2], "(dot (subtensor (input w %s (n)) (slice none none 2)) (transpose (input a %s (m c))))", d, d);
+    snprintf(outs[3], sizeof outs[3], "(dot (transpose (input a %s (m c))) (subtensor (input w %s (n)) (slice none none -3)))", d, d);
+    int bad = 0, cases = 0;
+    for (int rep = 0; rep < 24; rep++) {
+        int64_t n = (int64_t)(kt_rand() % 12), m = (int64_t)(kt_rand() % 5), c = (n + 1) / 2;
+        int which = rep % 4;
+        if (which == 3) {   /* a^T . w[::-3]: a has (n + 2) / 3 rows, m columns */
+            c = m, m = (n + 2) / 3;
+        }
+        int64_t sa[2] = {m, c};
+        tg_error err;
+        tg_fn *fn = kt_compile(ctx, ins, outs[which], NULL, kt_path, &err);
+        if (!fn) {
+            if (bad++ < 3)
+                tap_diag("compile %s: %s", outs[which], err.message);
+            continue;
+        }
+        kt_arr v, w, a;
+        kt_make(&v, dt, 1, &n, 0), kt_make(&w, dt, 1, &n, 0), kt_make(&a, dt, 2, sa, rep & 4);
+        kt_fill(&v.a, -2, 2), kt_fill(&w.a, -2, 2), kt_fill(&a.a, -2, 2);
+        int64_t len = which == 0 ? 0 : which == 1 ? m : which == 2 ? m : c;
+        /* the result: 0-d, or a vector written every other element */
+        double store[32] = {0};
+        tg_array out;
+        tg_array_init(&out, dt, which ? 1 : 0, &len, store);
+        if (which)
+            out.strides[0] *= 2;
+        tg_array in[3] = {v.a, w.a, a.a};
+        cases++;
+        if (tg_fn_call(fn, in, &out, &err) < 0) {
+            if (bad++ < 3)
+                tap_diag("call %s (n %lld m %lld c %lld): %s", outs[which], (long long)n, (long long)m, (long long)c,
+                         err.message);
+        } else {
+            int64_t nr = which ? len : 1;
+            for (int64_t i = 0; i < nr; i++) {
+                long double sum = 0, mag = 0;
+                int64_t kk = which == 0 ? (n + 1) / 2 : which == 3 ? m : c;
+                for (int64_t p = 0; p < kk; p++) {
+                    int64_t iv[1], ia[2];
+                    long double l, r;
+                    if (which == 0) {
+                        iv[0] = 2 * p, l = kt_get(&v.a, iv), r = kt_get(&w.a, iv);
+                    } else if (which == 1) {
+                        ia[0] = i, ia[1] = p, iv[0] = 2 * p, l = kt_get(&a.a, ia), r = kt_get(&v.a, iv);
+                    } else if (which == 2) {
+                        ia[0] = i, ia[1] = p, iv[0] = 2 * p, l = kt_get(&w.a, iv), r = kt_get(&a.a, ia);
+                    } else {
+                        ia[0] = p, ia[1] = i, iv[0] = n - 1 - 3 * p, l = kt_get(&a.a, ia), r = kt_get(&w.a, iv);
+                    }
+                    sum += l * r, mag += fabsl(l * r);
+                }
+                int64_t io[1] = {i};
+                long double got = kt_get(&out, io);
+                long double tol = (dt == TG_FLOAT64 ? 1e-14L : 1e-5L) * (mag + 1e-30L);
+                if (fabsl(got - sum) > tol && bad++ < 3)
+                    tap_diag("%s (n %lld): element %lld is %Lg, want %Lg", outs[which], (long long)n, (long long)i, got, sum);
+            }
+            for (int64_t i = 0; which && i < len; i++)   /* the elements between are left alone */
+                bad += memcmp((char *)store + (2 * i + 1) * kt_esize(dt), "\0\0\0\0\0\0\0\0", kt_esize(dt)) != 0;
+        }
+        free(v.block), free(w.block), free(a.block);
+        tg_fn_free(fn);
+    }
+    TAP_CHECK(bad == 0, "dot of views on %s (vector . vector, matrix . vector, vector . matrix^T, matrix^T . "
+              "vector, strided result): %d cases", d, cases);
+}
+
+/* The rule library's canonicalize drops full slices before lowering: no
+ * view is left of (subtensor x (slice 0 none 1)), and x[1:][::1] keeps
+ * one view; both compute what the unrewritten terms do. */
+static void test_with_rules(void)
+{
+    tg_error err;
+    tg_rules *rs = tg_rules_new(ctx, &err);
+    int ok = rs && tg_rules_load_file(rs, tap_path("patterns/lib/all.rules"), &err) == 0;
+    TAP_CHECK(ok, "load all.rules (%s)", ok ? "" : err.message);
+    if (!ok) {
+        tg_rules_free(rs);
+        return;
+    }
+    static const struct { const char *expr, *want; int views; } cases[] = {
+        {"(exp (subtensor (input x float64 (n)) (slice 0 none 1)))", "1 2.71828 7.38906 20.0855", 0},
+        {"(subtensor (subtensor (input x float64 (n)) (slice 1 none none)) (slice none none 1))", "1 2 3", 1},
+        {"(subtensor (input x float64 (n)) (slice none none none))", "0 1 2 3", 0},
+    };
+    double v[4] = {0, 1, 2, 3};
+    int64_t n = 4;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        tg_term *x = tg_read_cstr(ctx, "(input x float64 (n))", &err), *e = tg_read_cstr(ctx, cases[c].expr, &err);
+        tg_fn_options o = {NULL, kt_path, NULL, NULL, rs, tg_symbol_cstr(ctx, "canonicalize")};
+        tg_fn *fn = tg_fn_compile(ctx, 1, &x, 1, &e, &o, &err);
+        char *sched = fn ? tg_print(tg_fn_schedule(fn), NULL) : NULL;
+        int views = 0;
+        for (const char *p = sched; p && (p = strstr(p, "(view ")); p++)
+            views++;
+        tg_array in, out = {0};
+        tg_array_init(&in, TG_FLOAT64, 1, &n, v);
+        char got[200] = "";
+        if (fn && tg_fn_call(fn, &in, &out, &err) == 0) {
+            size_t off = 0;
+            int64_t I[1] = {0};
+            for (I[0] = 0; I[0] < out.shape[0]; I[0]++)
+                off += (size_t)snprintf(got + off, sizeof got - off, off ? " %g" : "%g", (double)kt_get(&out, I));
+        }
+        TAP_CHECK(fn && views == cases[c].views && strcmp(got, cases[c].want) == 0,
+                  "with canonicalize: %s has %d views (want %d), gives %s", cases[c].expr, views, cases[c].views, got);
+        free(sched);
+        free(out.data);
+        tg_fn_free(fn);
+    }
+    tg_rules_free(rs);
+}
+
+int main(void)
+{
+    tg_error err;
+    ctx = tg_ctx_new(&err);
+    for (kt_path = 0; kt_path < 2; kt_path++) {
+        tap_diag("%s", kt_path ? "the interpreter" : "compiled code");
+        kt_seed = 88172645463325252ull;
+        test_known();
+        for (int w = 0; w < 3; w++)
+            test_random(TG_FLOAT64, w);
+        test_random(TG_INT32, 1);
+        test_derived_sizes();
+        test_errors();
+        test_schedule();
+        test_dot_views(TG_FLOAT64);
+        test_dot_views(TG_FLOAT32);
+        test_with_rules();
+    }
+    tg_ctx_free(ctx);
+    return TAP_DONE();
+}
