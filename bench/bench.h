@@ -1,5 +1,6 @@
 /* bench.h - what the benchmark programs share: clocks (wall and thread
- * CPU time) and the median of repeated runs. */
+ * CPU time), the median of repeated runs, and (after tgrel.h) compiling a
+ * one-output tensor function from text. */
 #ifndef TGREL_BENCH_H
 #define TGREL_BENCH_H
 
@@ -40,5 +41,27 @@ static inline double bench_median(double *v, int n)
     qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     return v[n / 2];
 }
+
+#ifdef TGREL_H
+#include <stdio.h>
+
+/* The function of output term out over the nin input terms ins (text),
+ * compiled (interpret 0) or interpreted; NULL with the error on stderr,
+ * prefixed by who. */
+static inline tg_fn *bench_fn(tg_ctx *ctx, const char *who, int nin, const char *const *ins,
+                              const char *out, int interpret)
+{
+    tg_error err;
+    tg_term *it[8];
+    for (int i = 0; i < nin && i < 8; i++)
+        it[i] = tg_read_cstr(ctx, ins[i], &err);
+    tg_term *o = tg_read_cstr(ctx, out, &err);
+    tg_fn_options opt = {NULL, interpret, NULL, NULL, NULL, NULL};
+    tg_fn *fn = tg_fn_compile(ctx, (size_t)(nin < 8 ? nin : 8), it, 1, &o, &opt, &err);
+    if (!fn)
+        fprintf(stderr, "%s: %s\n", who, err.message);
+    return fn;
+}
+#endif
 
 #endif

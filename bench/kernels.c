@@ -75,16 +75,7 @@ static void *load_ref(const char *dir, const char *name, const char *flags)
 
 static tg_fn *compile(tg_ctx *ctx, int nin, const char *const *ins, const char *out, int interpret)
 {
-    tg_error err;
-    tg_term *it[8];
-    for (int i = 0; i < nin; i++)
-        it[i] = tg_read_cstr(ctx, ins[i], &err);
-    tg_term *o = tg_read_cstr(ctx, out, &err);
-    tg_fn_options opt = {NULL, interpret, NULL, NULL, NULL, NULL};
-    tg_fn *fn = tg_fn_compile(ctx, (size_t)nin, it, 1, &o, &opt, &err);
-    if (!fn)
-        fprintf(stderr, "kernels bench: %s\n", err.message);
-    return fn;
+    return bench_fn(ctx, "kernels bench", nin, ins, out, interpret);
 }
 
 static const char *const xyz[] = {"(input x float64 (n))", "(input y float64 (n))", "(input z float64 (n))"};

@@ -22,16 +22,7 @@ static double now(void) { return bench_thread_cpu_ms() * 1e-3; }
 
 static tg_fn *compile(tg_ctx *ctx, int nin, const char *const *ins, const char *out, int interpret)
 {
-    tg_error err;
-    tg_term *it[8];
-    for (int i = 0; i < nin; i++)
-        it[i] = tg_read_cstr(ctx, ins[i], &err);
-    tg_term *o = tg_read_cstr(ctx, out, &err);
-    tg_fn_options opt = {NULL, interpret, NULL, NULL, NULL, NULL};
-    tg_fn *fn = tg_fn_compile(ctx, (size_t)nin, it, 1, &o, &opt, &err);
-    if (!fn)
-        fprintf(stderr, "scan bench: %s\n", err.message);
-    return fn;
+    return bench_fn(ctx, "scan bench", nin, ins, out, interpret);
 }
 
 /* The references, kept out of line so that the compiler sees a loop;
