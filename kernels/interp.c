@@ -1243,6 +1243,17 @@ done:
     return rc;
 }
 
+/* Outputs of step given a caller's input (not kept) to write in: they
+ * reuse its memory when it is laid out as theirs. */
+static void donated(const tgH_sched *s, tgI_state *st, const tgH_step *step)
+{
+    for (int j = 0; j < step->nouts; j++) {
+        int w = step->outs[j], a = s->inplace[w];
+        if (a >= 0 && s->output[w] < 0 && is_c_contig(&st->vals[a]))
+            st->vals[w].data = st->vals[a].data;
+    }
+}
+
 int tgI_exec(const tgH_sched *s, tgI_state *st, tg_array *out, tg_error *err)
 {
     const tgV_graph *g = s->g;
@@ -1252,12 +1263,7 @@ int tgI_exec(const tgH_sched *s, tgI_state *st, tg_array *out, tg_error *err)
         int v = step->node;
         switch (step->kind) {
         case TGH_LOOP:
-            for (int j = 0; j < step->nouts; j++) {
-                int w = step->outs[j], a = s->inplace[w];
-                /* a donated input: reuse its memory when laid out as ours */
-                if (a >= 0 && s->output[w] < 0 && is_c_contig(&st->vals[a]))
-                    st->vals[w].data = st->vals[a].data;
-            }
+            donated(s, st, step);
             if (step->nreds) {
                 if (run_fused(s, st, k, err) < 0)
                     return -1;
@@ -1289,6 +1295,7 @@ int tgI_exec(const tgH_sched *s, tgI_state *st, tg_array *out, tg_error *err)
                 return -1;
             break;
         case TGH_SCAN:
+            donated(s, st, step);
             if (tgSc_run(s, st, step, st->scans[k], st->kern ? st->kern[k] : NULL, err) < 0)
                 return -1;
             break;

@@ -111,10 +111,10 @@ static int parse_out(tgV_builder *b, tgSc_scan *sc, tg_term *o, tgSc_out *out)
 }
 
 /* (inplace K ...), the Scan rewrites' marker (doc/scan.md, "Rewrites"):
- * outputs K whose initial value nothing else reads, so that their state
- * may be kept in its buffer.  Each K must be a recurrent `last` output.
- * The lowering does not use it yet: it is checked and accepted. */
-static int check_inplace(tgV_builder *b, const tgSc_scan *sc, tg_term *opt)
+ * outputs K whose initial value nothing else reads, so that the final
+ * value may be written in its buffer (the buffer plan decides, see
+ * schedule.c).  Each K must be a recurrent `last` output. */
+static int check_inplace(tgV_builder *b, tgSc_scan *sc, tg_term *opt)
 {
     tg_term **k;
     int n = items(opt, "inplace", &k);
@@ -123,6 +123,7 @@ static int check_inplace(tgV_builder *b, const tgSc_scan *sc, tg_term *opt)
         if (tg_kind_of(k[i]) != TG_INT || tg_int_get(k[i], &v) < 0 || v < 0 || v >= sc->nout ||
             sc->outs[v].kind == TGSC_NITSOT || !sc->outs[v].last)
             return tgV_fail(b, sc->term, "(inplace K ...) names recurrent last outputs");
+        sc->outs[v].inplace = true;
     }
     return n < 0 ? tgV_fail(b, sc->term, "(inplace K ...) names recurrent last outputs") : 0;
 }

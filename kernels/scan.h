@@ -20,6 +20,7 @@ typedef struct tgSc_out {
     int *taps;              /* |tap| per parameter, in the order listed */
     int param;              /* first parameter of its taps */
     int arg;                /* position of INIT among the outer args */
+    bool inplace;           /* (inplace K): the last value may take INIT's buffer */
 } tgSc_out;
 
 typedef struct tgSc_scan {

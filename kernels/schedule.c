@@ -306,6 +306,19 @@ static int make_steps(tgH_sched *s, const int *unit, int nu, const int *order)
     return 0;
 }
 
+/* The INIT node whose buffer scan output node v may take: v is a
+ * recurrent last output marked (inplace K); -1 otherwise.  Safe because
+ * the scan reads INIT only before it writes that output (the final value
+ * is stored after the loop; state lives in a ring or in locals). */
+static int scan_donor(const tgV_graph *g, int v)
+{
+    const tgV_node *n = &g->nodes[v];
+    if (n->op != TGV_SCAN || n->sout < 0)
+        return -1;
+    const tgSc_out *o = &n->scan->outs[n->sout];
+    return o->inplace && o->kind != TGSC_NITSOT && o->last ? n->args[o->arg] : -1;
+}
+
 /* Slots: reuse dead ones, write in place on a last use. */
 static int plan_buffers(tgH_sched *s, const unsigned char *kept)
 {
@@ -352,9 +365,12 @@ static int plan_buffers(tgH_sched *s, const unsigned char *kept)
             const tgV_node *n = &g->nodes[v];
             if (st->kind == TGH_VIEW || (s->output[v] >= 0 && st->kind != TGH_RESHAPE))
                 continue;
-            int taken = -1;
-            for (int i = 0; st->kind == TGH_LOOP && j < st->nouts && i < st->nins && taken < 0; i++) {
+            int taken = -1, donor = st->kind == TGH_SCAN ? scan_donor(g, v) : -1;
+            bool may = (st->kind == TGH_LOOP && j < st->nouts) || donor >= 0;
+            for (int i = 0; may && i < st->nins && taken < 0; i++) {
                 int a = st->ins[i];
+                if (donor >= 0 && a != donor)
+                    continue;
                 const tgV_node *an = &g->nodes[a];
                 if (last[a] != k || viewed[a] || s->base[a] != a || !same_shape(an, n) ||
                     tgV_dtype_size(an->dtype) != tgV_dtype_size(n->dtype))

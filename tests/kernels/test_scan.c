@@ -687,6 +687,58 @@ static void test_schedule(void)
     tg_fn_free(fn);
 }
 
+/* (inplace 0): the final value goes into INIT's buffer, a slot of the
+ * workspace or a caller's input not kept, and the values are those of
+ * the scan without the marker. */
+static void test_inplace(void)
+{
+    int64_t T = 7, H = 4, th[2] = {T, H};
+    kt_arr x, h0, h1;
+    kt_make(&x, TG_FLOAT64, 2, th, 0);
+    kt_make(&h0, TG_FLOAT64, 1, &H, 0);
+    kt_make(&h1, TG_FLOAT64, 1, &H, 0);
+    kt_fill(&x.a, -1, 1);
+    kt_fill(&h0.a, -1, 1);
+    memcpy(h1.a.data, h0.a.data, (size_t)H * sizeof(double));
+    const char *ins = "(input x float64 (t h)) (input h0 float64 (h))";
+    static const char *const inits[2] = {"(exp (input h0 float64 (h)))", "(input h0 float64 (h))"};
+    static const unsigned char kept[2] = {1, 0};
+    for (int donated = 0; donated < 2; donated++) {
+        char outs[2][600];
+        tg_fn *fn[2];
+        char *sched[2];
+        tg_array out[2];
+        tg_error err;
+        for (int m = 0; m < 2; m++) {
+            snprintf(outs[m], sizeof outs[m],
+                     "(add 1 (scan (lambda (xt hp) ((tanh (add hp xt)))) (steps auto)"
+                     " (sequences (input x float64 (t h))) (outputs (sitsot %s last)) (non_sequences)%s))",
+                     inits[donated], m ? " (inplace 0)" : "");
+            fn[m] = kt_compile(ctx, ins, outs[m], kept, kt_path, &err);
+            sched[m] = fn[m] ? tg_print(tg_fn_schedule(fn[m]), NULL) : NULL;
+            /* the caller's h0 is overwritten when donated: a fresh copy per call */
+            memcpy(h0.a.data, h1.a.data, (size_t)H * sizeof(double));
+            tg_array args[2] = {x.a, h0.a};
+            memset(&out[m], 0, sizeof out[m]);
+            if (!fn[m] || tg_fn_call(fn[m], args, &out[m], &err) < 0)
+                tap_diag("%s: %s", outs[m], err.message);
+        }
+        int same = out[0].data && out[1].data;
+        for (int64_t i = 0; same && i < H; i++)
+            same = ((double *)out[0].data)[i] == ((double *)out[1].data)[i];
+        if (!donated)
+            TAP_CHECK(sched[0] && sched[1] && strstr(sched[0], "(slots 2)") && strstr(sched[1], "(slots 1)"),
+                      "in place: the final value takes the slot of its initial value: %s", sched[1]);
+        else
+            TAP_CHECK(sched[1] && strstr(sched[1], "(inplace h0)") && !strstr(sched[0], "(inplace h0)"),
+                      "in place: the final value is written in the caller's h0, not kept: %s", sched[1]);
+        TAP_CHECK(same, "in place%s: the same values as without the marker", donated ? " (donated)" : "");
+        for (int m = 0; m < 2; m++)
+            free(sched[m]), free(out[m].data), tg_fn_free(fn[m]);
+    }
+    free(x.block), free(h0.block), free(h1.block);
+}
+
 static void test_errors(void)
 {
     int64_t five = 5, four = 4, three = 3, nm[2] = {5, 3};
@@ -781,6 +833,7 @@ int main(void)
         test_deep();
         test_recall();
         test_schedule();
+        test_inplace();
         test_errors();
     }
     tg_ctx_free(ctx);
