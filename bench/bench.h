@@ -5,6 +5,7 @@
 #define TGREL_BENCH_H
 
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* Wall-clock seconds and milliseconds (monotonic). */
@@ -40,6 +41,18 @@ static inline double bench_median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     return v[n / 2];
+}
+
+/* Sections to run: all when none is named on the command line, else
+ * those named. */
+static inline int bench_want(int argc, char **argv, const char *name)
+{
+    if (argc < 2)
+        return 1;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], name) == 0)
+            return 1;
+    return 0;
 }
 
 #ifdef TGREL_H

@@ -565,16 +565,6 @@ static void bench_dot_vec(tg_ctx *ctx)
     free(a), free(x), free(y), free(o);
 }
 
-/* Sections to run: all, or those named on the command line. */
-static int want(int argc, char **argv, const char *name)
-{
-    if (argc < 2)
-        return 1;
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], name) == 0)
-            return 1;
-    return 0;
-}
 
 int main(int argc, char **argv)
 {
@@ -583,19 +573,19 @@ int main(int argc, char **argv)
         return 1;
     tg_error err;
     tg_ctx *ctx = tg_ctx_new(&err);
-    if (want(argc, argv, "compile"))
+    if (bench_want(argc, argv, "compile"))
         bench_compile(ctx, dir);
-    if (want(argc, argv, "rules"))
+    if (bench_want(argc, argv, "rules"))
         bench_compile_rules(dir);
-    if (want(argc, argv, "fused"))
+    if (bench_want(argc, argv, "fused"))
         bench_fused(ctx, dir);
-    if (want(argc, argv, "reduce"))
+    if (bench_want(argc, argv, "reduce"))
         bench_reduce(ctx, dir);
-    if (want(argc, argv, "overhead"))
+    if (bench_want(argc, argv, "overhead"))
         bench_overhead(ctx);
-    if (want(argc, argv, "dotvec"))
+    if (bench_want(argc, argv, "dotvec"))
         bench_dot_vec(ctx);
-    if (want(argc, argv, "gemm"))
+    if (bench_want(argc, argv, "gemm"))
         bench_gemm(ctx);
     tg_ctx_free(ctx);
     char cmd[700];

@@ -226,28 +226,18 @@ static void bench_rnn(tg_ctx *ctx)
     free(W), free(x), free(h0), free(h), free(h2), free(tmp);
 }
 
-/* Sections to run: all, or those named on the command line. */
-static int want(int argc, char **argv, const char *name)
-{
-    if (argc < 2)
-        return 1;
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], name) == 0)
-            return 1;
-    return 0;
-}
 
 int main(int argc, char **argv)
 {
     tg_error err;
     tg_ctx *ctx = tg_ctx_new(&err);
-    if (want(argc, argv, "cumsum"))
+    if (bench_want(argc, argv, "cumsum"))
         bench_cumsum(ctx);
-    if (want(argc, argv, "rowsum"))
+    if (bench_want(argc, argv, "rowsum"))
         bench_rowsum(ctx);
-    if (want(argc, argv, "fib"))
+    if (bench_want(argc, argv, "fib"))
         bench_fib(ctx);
-    if (want(argc, argv, "rnn"))
+    if (bench_want(argc, argv, "rnn"))
         bench_rnn(ctx);
     tg_ctx_free(ctx);
     return 0;

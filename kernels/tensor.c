@@ -719,6 +719,20 @@ static int make_op(builder *b, tg_term *t, const opinfo *oi, tg_term **argt, int
     }
 }
 
+/* Push t on build_term's stack, grown when full; 0, or -1 out of memory. */
+static int push(builder *b, tg_term ***stack, size_t *sp, size_t *cap, tg_term *t)
+{
+    if (*sp == *cap) {
+        tg_term **ns = GC_MALLOC(2 * *cap * sizeof *ns);
+        if (!ns)
+            return tgE_nomem(b->err), -1;
+        memcpy(ns, *stack, *cap * sizeof *ns);
+        *stack = ns, *cap *= 2;
+    }
+    (*stack)[(*sp)++] = t;
+    return 0;
+}
+
 /* Give term t and everything under it a node, with an explicit stack. */
 static int build_term(builder *b, tg_term *root)
 {
@@ -766,14 +780,8 @@ static int build_term(builder *b, tg_term *root)
                 return fail(b, t, "a gemm is (gemm C ALPHA A B BETA)");
             int v = map_get(b, e);
             if (v < 0) {    /* build the sum, then meet t again */
-                if (sp == cap) {
-                    tg_term **ns = GC_MALLOC(2 * cap * sizeof *ns);
-                    if (!ns)
-                        return tgE_nomem(b->err), -1;
-                    memcpy(ns, stack, cap * sizeof *ns);
-                    stack = ns, cap *= 2;
-                }
-                stack[sp++] = e;
+                if (push(b, &stack, &sp, &cap, e) < 0)
+                    return -1;
                 continue;
             }
             sp--;
@@ -788,14 +796,8 @@ static int build_term(builder *b, tg_term *root)
             if (r < 0)
                 return -1;
             if (r == 0) {   /* an argument first, then t again */
-                if (sp == cap) {
-                    tg_term **ns = GC_MALLOC(2 * cap * sizeof *ns);
-                    if (!ns)
-                        return tgE_nomem(b->err), -1;
-                    memcpy(ns, stack, cap * sizeof *ns);
-                    stack = ns, cap *= 2;
-                }
-                stack[sp++] = need;
+                if (push(b, &stack, &sp, &cap, need) < 0)
+                    return -1;
                 continue;
             }
             sp--;
@@ -824,14 +826,8 @@ static int build_term(builder *b, tg_term *root)
         for (int i = oi->tlo; i <= th; i++)
             if (map_get(b, all[i]) < 0 &&
                 (oi->op != TGV_SUBTENSOR || i == 0 || tgIx_is_index_tensor(all[i]))) {
-                if (sp == cap) {
-                    tg_term **ns = GC_MALLOC(2 * cap * sizeof *ns);
-                    if (!ns)
-                        return tgE_nomem(b->err), -1;
-                    memcpy(ns, stack, cap * sizeof *ns);
-                    stack = ns, cap *= 2;
-                }
-                stack[sp++] = all[i];
+                if (push(b, &stack, &sp, &cap, all[i]) < 0)
+                    return -1;
             }
         if (sp != before)
             continue;
