@@ -237,12 +237,30 @@ static size_t limit_for(size_t nb)
  * the overflow records of the buckets between. */
 static void count_passes(bucket *a, size_t nb, size_t from, size_t at, uint32_t h)
 {
-    for (size_t k = from; k != at; k = next_bucket(k, nb)) {
-        uint64_t c = a[k].ctrl;
-        if ((c & CT_OVF_COUNT) != CT_OVF_COUNT)
-            c += CT_OVF_ONE;
-        a[k].ctrl = c | ct_filter(h);
+    for (size_t k = from; k != at; k = next_bucket(k, nb))
+        a[k].ctrl = ct_passed(a[k].ctrl, h);
+}
+
+/* Prune: move survivor v of bucket `at` (control byte `byte`, home
+ * `home`) to the first bucket from its home with a free slot, if that
+ * comes before `at`, counting it in the records of the buckets it
+ * passes.  Returns 1 when it moved.  The buckets from its home to `at`
+ * have been pruned already, so their free slots are final. */
+static int settle(bucket *a, size_t nb, size_t home, size_t at, uintptr_t v, uint64_t byte)
+{
+    uintptr_t base = v & ~DISP;
+    uintptr_t d = 0;
+    for (size_t k = home; k != at; k = next_bucket(k, nb), d += d < DISP) {
+        uint64_t c = a[k].ctrl, e = ~c & CT_SLOTS;
+        if (e) {
+            unsigned j = ct_slot(e);
+            a[k].s[j] = base | d;
+            a[k].ctrl = c | byte << (8 * j);
+            return 1;
+        }
+        a[k].ctrl = ct_passed(c, (uint32_t)byte);
     }
+    return 0;
 }
 
 /* The hash of the entry in slot j of a bucket, of control word ctrl, of
@@ -459,11 +477,13 @@ static void prune(tg_ctx *ctx)
     while (start < nb && (a[start].ctrl & CT_OVF_COUNT))
         start++;
     uint64_t keep = ~CT_OVF_BYTE;
+    int settling = 1;
     if (start == nb) {
         for (size_t i = 0; i < nb; i++)
             a[i].ctrl &= ~CT_OVF_BYTE;
         keep = ~(uint64_t)0;
         start = 0;
+        settling = 0;   /* homes may lie ahead in the pass */
     } else
         start = next_bucket(start, nb);
     for (size_t n = 0, i = start; n < nb; n++, i = next_bucket(i, nb)) {
@@ -473,14 +493,20 @@ static void prune(tg_ctx *ctx)
             uintptr_t v = a[i].s[j], d = v & DISP;
             tg_term *t = (tg_term *)(v & ~mask);
             if (GC_is_marked(t)) {
-                if (d)  /* never passes bucket i itself */
-                    count_passes(a, nb, d < DISP ? (i + nb - d) % nb : home_in(t->h.hash, nb), i,
-                                 (uint32_t)(c >> (8 * j)));
-                continue;
-            }
+                if (!d)
+                    continue;
+                size_t home = d < DISP ? (i + nb - d) % nb : home_in(t->h.hash, nb);
+                uint64_t byte = c >> (8 * j) & 0xFF;
+                if (!settling) {
+                    count_passes(a, nb, home, i, (uint32_t)byte);
+                    continue;
+                }
+                if (!settle(a, nb, home, i, v, byte))
+                    continue;
+            } else
+                dead++;
             a[i].s[j] = 0;
             c &= ~((uint64_t)0xFF << (8 * j));
-            dead++;
         }
         a[i].ctrl = c;
     }

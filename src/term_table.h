@@ -87,6 +87,14 @@ static inline uint64_t ct_filter(uint32_t h)
     return (uint64_t)1 << (CT_OVF_SHIFT + 4 + (h & 3));
 }
 
+/* Control word c with an entry of hash h counted as passing its bucket. */
+static inline uint64_t ct_passed(uint64_t c, uint32_t h)
+{
+    if ((c & CT_OVF_COUNT) != CT_OVF_COUNT)
+        c += CT_OVF_ONE;
+    return c | ct_filter(h);
+}
+
 static inline uint64_t ct_byte(uint32_t h)
 {
     return 0x80 | (h & 0x7F);
@@ -187,9 +195,7 @@ static inline void place_tagged(bucket *a, size_t nb, uintptr_t v, uint32_t h)
             a[i].ctrl = c | ct_byte(h) << (8 * j);
             return;
         }
-        if ((c & CT_OVF_COUNT) != CT_OVF_COUNT)
-            c += CT_OVF_ONE;
-        a[i].ctrl = c | ct_filter(h);
+        a[i].ctrl = ct_passed(c, h);
         v = ptag_next(v);
         i = next_bucket(i, nb);
     }
