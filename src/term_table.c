@@ -410,13 +410,9 @@ const char *tgT_table_check(const tg_ctx *ctx)
     uintptr_t mask = ctx->tagmask;
     if (tbl_nb(a) != nb || tbl_tagmask(a) != mask)
         return "the array's header disagrees with the context";
-    size_t *pass = calloc(nb, sizeof *pass);
     uint64_t *filter = calloc(nb, sizeof *filter);
-    if (!pass || !filter) {
-        free(pass);
-        free(filter);
+    if (!filter)
         return NULL;
-    }
     const char *bad = NULL;
     for (size_t i = 0; i < nb && !bad; i++)
         for (unsigned j = 0; j < BSLOTS && !bad; j++) {
@@ -436,37 +432,38 @@ const char *tgT_table_check(const tg_ctx *ctx)
                 bad = "a control byte is not its node's";
             else if ((v & mask) != ((ptag(h) & mask) | (d < DISP ? d : DISP)))
                 bad = "a pointer tag is not its node's";
-            for (size_t k = home; k != i; k = next_bucket(k, nb)) {
-                pass[k]++;
+            for (size_t k = home; k != i; k = next_bucket(k, nb))
                 filter[k] |= ct_filter(h);
-            }
         }
     if (!bad && n != ctx->count)
         bad = "the entry count is wrong";
     for (size_t k = 0; k < nb && !bad; k++) {
-        size_t ovf = (a[k].ctrl & CT_OVF_COUNT) >> CT_OVF_SHIFT;
-        if (ovf != CT_OVF_MAX && ovf != pass[k])
-            bad = "an overflow count is wrong";
-        else if ((a[k].ctrl & filter[k]) != filter[k])
+        uint64_t f = a[k].ctrl & CT_OVF_FILTER;
+        if ((f & filter[k]) != filter[k])
             bad = "an overflow filter lacks a bit";
-        else if (!ovf && (a[k].ctrl & CT_OVF_FILTER))
-            bad = "an overflow filter outlives its count";
+        else if (f != filter[k])
+            bad = "an overflow filter has a bit no entry set";
     }
-    free(pass);
     free(filter);
     return bad;
 }
 
 /* Remove the entries of nodes the last mark phase did not reach.  Runs
  * with the world stopped and the allocation lock held: no allocation.
- * An entry is removed by clearing its slot and byte; no survivor moves.
- * The overflow records are counted again from the survivors (their
- * homes from their displacements, or from their nodes' hashes when that
- * is 3 or more), so that a count saturated since the last collection
- * does not stay so.  The pass starts after a bucket no entry passed, so
- * that each survivor comes after the buckets it passed, which are then
- * final; without such a bucket the records are all cleared first. */
-#define CT_OVF_BYTE (CT_OVF_COUNT | CT_OVF_FILTER)
+ * An entry is removed by clearing its slot and byte.  The overflow
+ * filters are made again from the survivors (their homes from their
+ * displacements, or from their nodes' hashes when that is 3 or more), so
+ * that bits set by entries now dead do not send probes on.  The pass
+ * starts after a bucket no entry passed, so that each survivor comes
+ * after its home and the buckets it passed, which are then final: a
+ * displaced survivor moves back to the first of them with a free slot
+ * (settle).  Without such a bucket (every bucket passed) the filters are
+ * all cleared first and no survivor moves.
+ *
+ * Why survivors move: entries placed late in a cycle, in a nearly full
+ * table, would otherwise keep their displacement, and the filter bits
+ * they set, through every later prune of a churning table. */
+#define CT_OVF_BYTE CT_OVF_FILTER
 static void prune(tg_ctx *ctx)
 {
     bucket *a = ctx->tab;
@@ -474,7 +471,7 @@ static void prune(tg_ctx *ctx)
     uintptr_t mask = ctx->tagmask;
     if (!a)
         return;
-    while (start < nb && (a[start].ctrl & CT_OVF_COUNT))
+    while (start < nb && (a[start].ctrl & CT_OVF_FILTER))
         start++;
     uint64_t keep = ~CT_OVF_BYTE;
     int settling = 1;

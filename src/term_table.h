@@ -42,11 +42,10 @@ struct tg_ctx {
 /* The table is an array of 64-byte buckets: a control word and 7 slots.
  * The control word has one byte per slot, 0 when the slot is empty and
  * 0x80 | the low 7 bits of its node's hash otherwise, and in its top
- * byte the bucket's overflow record: in its low 4 bits, how many entries
- * whose home is this bucket or an earlier one were placed beyond it
- * because it was full (saturating: at 15 it stays 15), and in its high 4
- * bits a filter of them, one bit set by each such entry, chosen by two
- * bits of its hash (both counted again at each prune, see there).  A probe reads
+ * byte the bucket's overflow record: a filter of the entries whose home
+ * is this bucket or an earlier one and which were placed beyond it
+ * because it was full, one bit set by each such entry, chosen by three
+ * bits of its hash (made again at each prune, see there).  A probe reads
  * the home bucket's control word, finds the slots whose byte matches with
  * a few word operations, and goes on to the next bucket only when its
  * own filter bit is set.  Where in its bucket an entry lies changes no
@@ -75,23 +74,18 @@ typedef struct bucket {
 #define CT_ONES 0x0101010101010101ull
 #define CT_SLOTS 0x0080808080808080ull  /* the top bit of each slot's byte */
 #define CT_OVF_SHIFT 56
-#define CT_OVF_ONE ((uint64_t)1 << CT_OVF_SHIFT)
-#define CT_OVF_MAX 15u      /* the count's 4 bits */
-#define CT_OVF_COUNT ((uint64_t)CT_OVF_MAX << CT_OVF_SHIFT)
-#define CT_OVF_FILTER ((uint64_t)0xF << (CT_OVF_SHIFT + 4))
+#define CT_OVF_FILTER ((uint64_t)0xFF << CT_OVF_SHIFT)
 
-/* The filter bit of hash h in an overflow byte: one of 4, by hash bits 0
- * and 1, which say nothing of the home. */
+/* The filter bit of hash h in an overflow byte: one of 8, by hash bits 0
+ * to 2, which say nothing of the home. */
 static inline uint64_t ct_filter(uint32_t h)
 {
-    return (uint64_t)1 << (CT_OVF_SHIFT + 4 + (h & 3));
+    return (uint64_t)1 << (CT_OVF_SHIFT + (h & 7));
 }
 
-/* Control word c with an entry of hash h counted as passing its bucket. */
+/* Control word c with an entry of hash h recorded as passing its bucket. */
 static inline uint64_t ct_passed(uint64_t c, uint32_t h)
 {
-    if ((c & CT_OVF_COUNT) != CT_OVF_COUNT)
-        c += CT_OVF_ONE;
     return c | ct_filter(h);
 }
 
@@ -182,8 +176,8 @@ static inline size_t next_bucket(size_t i, size_t nb)
 
 /* Put v, the pointer to a node of hash h with its hash tags (and no
  * displacement), in the first bucket from its home that has a free slot,
- * counting it in the overflow count of each full bucket it passes.  The
- * slot is stored before its control byte (see retag). */
+ * setting its filter bit in the overflow record of each full bucket it
+ * passes.  The slot is stored before its control byte (see retag). */
 static inline void place_tagged(bucket *a, size_t nb, uintptr_t v, uint32_t h)
 {
     size_t i = home_in(h, nb);
