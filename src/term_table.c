@@ -519,7 +519,8 @@ static void prune(tg_ctx *ctx)
 /* The table is at its load limit (called not busy).  Rather than grow it
  * to hold entries that are likely dead, collect first when the last
  * prune of this context (if any) found most entries dead, the entries
- * made since outnumber those it left, the table is past a small size,
+ * made since outnumber those it left FORCE_RATIO times, the table is
+ * past a small size,
  * and the heap holds little besides what was allocated since the last
  * collection (so that the collection is cheap; otherwise the collector's
  * own pacing decides).  Without this, a context that makes short-lived
@@ -528,10 +529,16 @@ static void prune(tg_ctx *ctx)
  * or if the collection left the table full, grow.  Returns -1 only when
  * out of memory with the table full. */
 #define FORCE_MIN_BUCKETS ((size_t)1 << 13)   /* 512 KiB */
+/* Each forced collection marks the live data and prunes the whole table,
+ * so its cost per entry made falls as the table holds more entries per
+ * survivor: with 3, at most a quarter of the entries a prune examines
+ * survive (revnat10000 7% faster than with 1; 5 was slower again, the
+ * table leaving the nearer caches). */
+#define FORCE_RATIO 3
 int tgT_make_room(tg_ctx *ctx)
 {
     if (!ctx->retaining && ctx->nb >= FORCE_MIN_BUCKETS && ctx->forced != ctx->prunes + 1 &&
-        ctx->count - ctx->survivors > ctx->survivors) {
+        ctx->count - ctx->survivors > FORCE_RATIO * ctx->survivors) {
         GC_word heap, freeb, unmapped, since, total;
         GC_get_heap_usage_safe(&heap, &freeb, &unmapped, &since, &total);
         GC_word used = heap - freeb;   /* both exclude unmapped memory */
