@@ -211,9 +211,14 @@ void tgT_busy(tg_ctx *ctx, int on);
 
 /* Check the invariants of the context's table: every entry's control
  * byte and pointer tag agree with its node's hash and its place, the
- * entry count is right, and each bucket's overflow count is the number
- * of entries whose probe passes it (or saturated).  Returns NULL, or a
+ * entry count is right, and each bucket's overflow filter holds exactly
+ * the bits of the entries whose probe passes it.  Returns NULL, or a
  * description of the first violation; for tests. */
 const char *tgT_table_check(const tg_ctx *ctx);
+
+/* The sum over the context's table entries of how many buckets each
+ * lies beyond its home; for tests of the prune, which moves survivors
+ * back towards their homes. */
+size_t tgT_table_displacement(const tg_ctx *ctx);
 
 #endif

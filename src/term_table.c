@@ -448,6 +448,19 @@ const char *tgT_table_check(const tg_ctx *ctx)
     return bad;
 }
 
+size_t tgT_table_displacement(const tg_ctx *ctx)
+{
+    const bucket *a = ctx->tab;
+    size_t nb = ctx->nb, sum = 0;
+    for (size_t i = 0; i < nb; i++)
+        for (unsigned j = 0; j < BSLOTS; j++)
+            if (a[i].s[j]) {
+                const tg_term *t = (const tg_term *)(a[i].s[j] & ~ctx->tagmask);
+                sum += (i + nb - home_in(t->h.hash, nb)) % nb;
+            }
+    return sum;
+}
+
 /* Remove the entries of nodes the last mark phase did not reach.  Runs
  * with the world stopped and the allocation lock held: no allocation.
  * An entry is removed by clearing its slot and byte.  The overflow

@@ -86,6 +86,9 @@ static void test_identity(void)
     }
     TAP_CHECK(same, "%d live terms keep their pointers across collections", K);
     TAP_CHECK(tg_list(c, 100, e, NULL) == long_list, "a live 100-element list keeps its pointer");
+    const char *bad = tgT_table_check(c);
+    TAP_CHECK(!bad, "survivors moved by the prunes leave the table consistent (%s)",
+              bad ? bad : "yes");
 
     /* dropping them lets the table shrink to what is live */
     tg_stats before, after;
@@ -185,6 +188,16 @@ static void test_narrow_tags(void)
  * more than 255 times (its overflow count saturates) and lie three and
  * more buckets from home.  Lookups, growth, pruning and narrowing must
  * all keep such a table canonical and consistent. */
+/* The least total displacement of n entries of one home bucket: the
+ * r-th lies r / 7 buckets beyond it. */
+static size_t packed_displacement(size_t n)
+{
+    size_t sum = 0;
+    for (size_t r = 0; r < n; r++)
+        sum += r / 7;
+    return sum;
+}
+
 static void test_overflow(void)
 {
     enum { N = 1000 };
@@ -219,6 +232,9 @@ static void test_overflow(void)
     }
     TAP_CHECK(same == N, "each is found again (%zu of %d)", same, N);
 
+    size_t spread = tgT_table_displacement(c);
+    TAP_CHECK(spread >= packed_displacement(N), "they lie %zu buckets from home in all (packed: %zu)",
+              spread, packed_displacement(N));
     for (size_t k = 1; k < N; k += 2)
         ((tg_term *volatile *)keep)[k] = NULL;
     GC_gcollect();
@@ -227,6 +243,12 @@ static void test_overflow(void)
     bad = tgT_table_check(c);
     TAP_CHECK(!bad && after.live < st.live, "pruning half of them (%zu -> %zu entries) keeps it "
               "consistent (%s)", st.live, after.live, bad ? bad : "yes");
+    /* Every other slot of the run fell free; left in place, the
+     * survivors would lie about as far from home as before. */
+    spread = tgT_table_displacement(c);
+    TAP_CHECK(spread <= packed_displacement(after.live),
+              "the survivors move back into the freed slots nearest their home (%zu buckets "
+              "from home in all, packed: %zu)", spread, packed_displacement(after.live));
     same = 0;
     for (size_t k = 0; k < N; k += 2) {
         tg_term *x = tg_int(c, ids[k]);
