@@ -850,6 +850,7 @@ static int part_c(const opts *o)
     double *lib_cpu = malloc((size_t)o->reps * sizeof *lib_cpu);
     double *ref_cpu = malloc((size_t)o->reps * sizeof *ref_cpu);
     long nrules = 0, left = -1, rewrites = 0, passes = 0;
+    unsigned long gcs = 0;  /* collections during the rewrites */
     uint32_t hash = 0;  /* of the result: equal results, equal hashes */
     lib_vocab = 1;
     for (int r = 0; r < o->reps; r++) {
@@ -866,9 +867,11 @@ static int part_c(const opts *o)
             die("--lib", &err);
         tg_term *spec = tg_symbol_cstr(ctx, "canonicalize");
         double t0 = bench_now_ms(), c0 = bench_process_cpu_ms();
+        GC_word g0 = GC_get_gc_no();
         tg_term *out = tg_rewrite(rs, spec, root, &err);
         lib_ms[r] = bench_now_ms() - t0;
         lib_cpu[r] = bench_process_cpu_ms() - c0;
+        gcs += (unsigned long)(GC_get_gc_no() - g0);
         if (!out)
             die("canonicalize", &err);
         nrules = profile_rules(rs);
@@ -885,9 +888,10 @@ static int part_c(const opts *o)
     printf("{\"bench\":\"graph_lib_canonicalize\",\"nodes\":%ld,\"sites\":%ld,\"rules\":%ld,"
            "\"rewrites\":%ld,\"passes\":%ld,\"ms\":%.3f,\"us_per_node\":%.3f,\"ref_ms\":%.3f,"
            "\"ratio_to_ref\":%.2f,\"cpu_ms\":%.3f,\"ref_cpu_ms\":%.3f,\"cpu_ratio_to_ref\":%.2f,"
-           "\"sites_left\":%ld,\"result_hash\":%lu,\"pytensor_ms\":6600,\"target_ms\":66}\n",
+           "\"collections_per_run\":%.1f,\"sites_left\":%ld,\"result_hash\":%lu,\"pytensor_ms\":6600,"
+           "\"target_ms\":66}\n",
            g.n, g.sites, nrules, rewrites, passes, m, 1000 * m / (double)g.n, ref, m / ref, mc, refc,
-           mc / refc, left, (unsigned long)hash);
+           mc / refc, (double)gcs / o->reps, left, (unsigned long)hash);
     free(lib_ms);
     free(ref_ms);
     free(lib_cpu);
