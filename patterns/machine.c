@@ -73,7 +73,35 @@ void *tgW_grow(void *arr, size_t n, size_t *cap, size_t need, size_t size)
     return a;
 }
 
+void *tgW_scratch_alloc(size_t bytes)
+{
+    void *p = calloc(1, bytes);
+    if (p)
+        GC_add_roots(p, (char *)p + bytes);
+    return p;
+}
+
+void tgW_scratch_free(void *p, size_t bytes)
+{
+    if (!p)
+        return;
+    GC_remove_roots(p, (char *)p + bytes);
+    free(p);
+}
+
 /* ---- pointer maps ---------------------------------------------------- */
+
+static void **map_array(const tgW_map *m, size_t cap)
+{
+    size_t bytes = 2 * cap * sizeof(void *);
+    return m->scratch ? tgW_scratch_alloc(bytes) : GC_MALLOC(bytes);
+}
+
+static void map_release(tgW_map *m)
+{
+    if (m->scratch)
+        tgW_scratch_free(m->kv, 2 * m->cap * sizeof(void *));
+}
 
 static size_t map_home(const void *k, size_t cap)
 {
@@ -97,7 +125,7 @@ void *tgW_map_get(const tgW_map *m, const void *key)
 static int map_grow(tgW_map *m)
 {
     size_t cap = m->cap ? 2 * m->cap : 64;
-    void **kv = GC_MALLOC(2 * cap * sizeof *kv);
+    void **kv = map_array(m, cap);
     if (!kv)
         return -1;
     for (size_t i = 0; i < m->cap; i++) {
@@ -110,6 +138,7 @@ static int map_grow(tgW_map *m)
         kv[2 * j] = k;
         kv[2 * j + 1] = m->kv[2 * i + 1];
     }
+    map_release(m);
     m->kv = kv;
     m->cap = cap;
     return 0;
@@ -136,13 +165,16 @@ void tgW_map_reserve(tgW_map *m, size_t n)
     size_t cap = 64;
     while (cap < 2 * n)
         cap *= 2;
-    void **kv = GC_MALLOC(2 * cap * sizeof *kv);
-    if (kv)
+    void **kv = map_array(m, cap);
+    if (kv) {
+        map_release(m);
         m->kv = kv, m->cap = cap;
+    }
 }
 
 void tgW_map_clear(tgW_map *m)
 {
+    map_release(m);
     m->kv = NULL;
     m->n = m->cap = 0;
 }
@@ -970,6 +1002,7 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
         return tgE_nomem(err), NULL;
     tgW_memo_clear(&M->memo);
     tgW_map_clear(&M->done);
+    M->done.scratch = 1;
     M->input = t;
     size_t sp = 0;
     walk *ws = NULL;
@@ -997,7 +1030,7 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
     int ac = tgW_ac_any(rs);
     if (ac && pv) {
         if (!(t = tgW_ac_canon_deep(rs, t)))
-            return tgE_nomem(err), NULL;
+            goto oom;
         ac = 0;
         M->input = t;
     }

@@ -153,16 +153,27 @@ typedef struct tgW_index {
     } *by;
 } tgW_index;
 
-/* A pointer-keyed map (collector memory: keys and values stay alive). */
+/* A pointer-keyed map: keys and values stay alive.  Its array is
+ * collector memory, or with scratch set malloc memory registered as a
+ * collector root, which tgW_map_clear frees (see tgW_scratch_alloc). */
 typedef struct tgW_map {
     void **kv;          /* 2 * cap words: key, value */
     size_t n, cap;
+    int scratch;
 } tgW_map;
 
 /* Array arr of n elements of size bytes (*cap of them) with room for at
  * least need: arr itself, or a copy in new collector memory (scanned)
  * with *cap at least doubled; NULL when out of memory. */
 void *tgW_grow(void *arr, size_t n, size_t *cap, size_t need, size_t size);
+
+/* Zeroed malloc memory that the collector scans as a root until
+ * tgW_scratch_free: for a table a normalization makes and drops (its
+ * done map), whose contents must stay alive but which, in collector
+ * memory, would count as allocation and set off collections that mark
+ * the whole graph (doc/internals.md). */
+void *tgW_scratch_alloc(size_t bytes);
+void tgW_scratch_free(void *p, size_t bytes);
 
 void *tgW_map_get(const tgW_map *m, const void *key);
 int tgW_map_put(tgW_map *m, void *key, void *val);
