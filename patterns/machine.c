@@ -205,7 +205,8 @@ typedef struct choice {
 
 /* Match rule r against the n arguments A, filling R: 1, 0 (no match),
  * -1 when out of memory, -2 for a rule that tgW_ac_match runs. */
-static int match(tg_ctx *ctx, const tgW_rule *r, tg_term **A, uint32_t n, tg_term **R)
+static inline __attribute__((always_inline)) int match(tg_ctx *ctx, const tgW_rule *r, tg_term **A,
+                                                        uint32_t n, tg_term **R)
 {
     choice cs[MAXCHOICE];
     int ncs = 0, oom = 0;
@@ -329,10 +330,16 @@ static inline int vs_reserve(tgW_machine *M, size_t need)
     return v ? (M->vs = v, 0) : -1;
 }
 
-static int fs_reserve(tgW_machine *M, size_t need)
+/* An inline check, the growing out of line: a frame is pushed per call. */
+static __attribute__((noinline)) int fs_grow(tgW_machine *M, size_t need)
 {
     frame *f = tgW_grow(M->fs, M->fcap, &M->fcap, need, sizeof *f);
     return f ? (M->fs = f, 0) : -1;
+}
+
+static inline int fs_reserve(tgW_machine *M, size_t need)
+{
+    return __builtin_expect(need <= M->fcap, 1) ? 0 : fs_grow(M, need);
 }
 
 /* The c arguments on top of the stack (below top) of a call of an
@@ -416,8 +423,9 @@ static const tgW_index no_rules = {0, NULL};
  * when its normal form is known, 0 when its rules are to be tried (the
  * call then open in the memo table if *opened), -1 with err filled (out
  * of memory, or a cycle: the call is being reduced already). */
-static inline int memo_lookup(tg_rules *rs, uint32_t opid, tg_term *head, int atom, uint32_t c,
-                              tg_term *const *args, tg_term **result, int *opened, tg_error *err)
+static __attribute__((noinline)) int memo_lookup(tg_rules *rs, uint32_t opid, tg_term *head, int atom,
+                                                  uint32_t c, tg_term *const *args, tg_term **result,
+                                                  int *opened, tg_error *err)
 {
     *opened = 0;
     size_t slot = tgW_memo_enter(&rs->m->memo, rs->ctx, opid, head, atom, c, args, rs->rewrites, result);
@@ -436,9 +444,10 @@ static inline int memo_lookup(tg_rules *rs, uint32_t opid, tg_term *head, int at
 /* A call about to be reduced (its c arguments at args): 1 with *result
  * when it has no rules (it is its own normal form), else memo_lookup's
  * answer (with memo on; without, 0). */
-static int call_enter(tg_rules *rs, const tgW_index *ix, int memo, uint32_t opid, tg_term *head,
-                      int atom, uint32_t c, tg_term *const *args, tg_term **result, int *opened,
-                      tg_error *err)
+static inline __attribute__((always_inline)) int call_enter(tg_rules *rs, const tgW_index *ix, int memo,
+                                                             uint32_t opid, tg_term *head, int atom,
+                                                             uint32_t c, tg_term *const *args,
+                                                             tg_term **result, int *opened, tg_error *err)
 {
     *opened = 0;
     /* no rules (a constructor): its own normal form, nothing to remember */
@@ -446,7 +455,8 @@ static int call_enter(tg_rules *rs, const tgW_index *ix, int memo, uint32_t opid
         *result = build(rs->ctx, head, atom, c, args);
         return *result ? 1 : (tgE_nomem(err), -1);
     }
-    if (!memo)
+    /* a call of a dropped op not watched: counted, not looked up */
+    if (!memo || tgW_memo_skip(&rs->m->memo, opid, head, atom, c, args))
         return 0;
     return memo_lookup(rs, opid, head, atom, c, args, result, opened, err);
 }
@@ -626,10 +636,20 @@ exec:
             R[i->a] = M->vs[sp - 1];
             continue;
         case E_CALL:
-            f->pc = pc;
             opid = i->a, head = K[i->b], atom = i->pad, c = i->c;
-            ix = bix;
             f->rule->built++;
+            if (!byop(bix, opid)->n) {
+                /* a constructor: its node, built in place (the call
+                 * would only build it, with no frame and no memo) */
+                tg_term *t = build(ctx, head, atom, c, M->vs + sp - c);
+                if (!t)
+                    goto oom;
+                sp -= c;
+                M->vs[sp++] = t;
+                continue;
+            }
+            f->pc = pc;
+            ix = bix;
             goto call;
         case E_CALLV: {
             tg_term *tl = M->vs[--sp];
@@ -684,9 +704,16 @@ exec:
             goto call;
         }
         case E_CALLT: {
+            c = i->c;
+            if (!pv && !byop(bix, i->a)->n) {
+                /* a constructor: the frame's result, built in place */
+                f->rule->built++;
+                if (!(result = build(ctx, K[i->b], i->pad, c, M->vs + sp - c)))
+                    goto oom;
+                goto ret;
+            }
             /* the frame becomes the call's: arguments moved down */
             size_t base = f->base;
-            c = i->c;
             /* a few arguments, moved down (not a library call) */
             for (uint32_t j = 0, from = (uint32_t)(sp - c - base); j < c; j++)
                 M->vs[base + j] = M->vs[base + from + j];
@@ -880,7 +907,7 @@ failed_rule:
 
 ret:
     /* result is the normal form of frame f's call */
-    if (memo)
+    if (memo && f->chain < M->memo.nopen)   /* else nothing to close */
         tgW_memo_close(&M->memo, f->chain, result, rs->rewrites);
     sp = f->base;
     fp--;
