@@ -198,6 +198,23 @@ static tg_term *build(tg_ctx *ctx, tg_term *head, int atom, uint32_t n, tg_term 
 
 #define MAXCHOICE 64
 
+/* The dispatch of match instructions (see TGW_THREADED below): with GNU
+ * C a jump through a table ends each. */
+#if defined(__GNUC__) && !defined(TGW_NO_THREADED)
+#define TGW_THREADED 1
+#define MOP(x) case x: m_##x
+#define MDEFAULT default: m_default
+#define MNEXT()                                                               \
+    do {                                                                      \
+        pc++;                                                                 \
+        goto *mtab[pc->op];                                                   \
+    } while (0)
+#else
+#define MOP(x) case x
+#define MDEFAULT default
+#define MNEXT() break
+#endif
+
 typedef struct choice {
     const tgW_ins *pc;
     int alt;
@@ -205,36 +222,48 @@ typedef struct choice {
 
 /* Match rule r against the n arguments A, filling R: 1, 0 (no match),
  * -1 when out of memory, -2 for a rule that tgW_ac_match runs. */
-static inline __attribute__((always_inline)) int match(tg_ctx *ctx, const tgW_rule *r, tg_term **A,
-                                                        uint32_t n, tg_term **R)
+static __attribute__((noinline)) int match(tg_ctx *ctx, const tgW_rule *r, tg_term **A, uint32_t n,
+                                            tg_term **R)
 {
     choice cs[MAXCHOICE];
     int ncs = 0, oom = 0;
     tg_term *const *K = r->k;
     const tgW_ins *pc = r->match;
     int alt = 0;
+#ifdef TGW_THREADED
+    static const void *const mtab[] = {
+        [M_ROOT] = &&m_M_ROOT, [M_ROOTSEG] = &&m_M_ROOTSEG, [M_APP] = &&m_M_APP,
+        [M_APPSEG] = &&m_M_APPSEG, [M_LIST] = &&m_M_LIST, [M_CONST] = &&m_M_CONST,
+        [M_SAME] = &&m_M_SAME, [M_COMM] = &&m_M_COMM, [M_ROOTCOMM] = &&m_M_ROOTCOMM,
+        [M_DONE] = &&m_M_DONE, [M_ACRULE] = &&m_default, [M_ACOPEN] = &&m_default,
+        [M_ACONE] = &&m_default, [M_ACTAKE] = &&m_default, [M_ACGROUP] = &&m_default,
+        [M_ACALL] = &&m_default, [M_ACREST] = &&m_default, [M_ACEND] = &&m_default,
+        [M_ASONE] = &&m_default, [M_ASRUN] = &&m_default, [M_ASTAKE] = &&m_default,
+    };
+    goto *mtab[pc->op];
+#endif
     for (;;) {
         switch (pc->op) {
-        case M_ROOT:
+        MOP(M_ROOT):
             if (n != pc->a)
                 return 0;
-            break;
-        case M_ROOTSEG:
+            MNEXT();
+        MOP(M_ROOTSEG):
             if (n < pc->a)
                 return 0;
             memmove(R, A, pc->a * sizeof *R);
             if (!(R[pc->a] = tg_list(ctx, n - pc->a, A + pc->a, NULL)))
                 return -1;
-            break;
-        case M_APP:
+            MNEXT();
+        MOP(M_APP):
             if (!app_args(R[pc->a], K[pc->b], pc->c, R + pc->d))
                 goto fail;
-            break;
-        case M_APPSEG:
+            MNEXT();
+        MOP(M_APPSEG):
             if (!(R[pc->d + pc->c] = app_seg(ctx, R[pc->a], K[pc->b], pc->c, R + pc->d, &oom)))
                 goto fail;
-            break;
-        case M_LIST: {
+            MNEXT();
+        MOP(M_LIST): {
             tg_iter it = {R[pc->a], 0};
             unsigned i = 0;
             for (tg_term *x; (x = tgT_iter_next(&it));)
@@ -244,17 +273,17 @@ static inline __attribute__((always_inline)) int match(tg_ctx *ctx, const tgW_ru
                     R[pc->d + i++] = x;
             if (i != pc->c || it.node != TGT_NIL)
                 goto fail;
-            break;
+            MNEXT();
         }
-        case M_CONST:
+        MOP(M_CONST):
             if (R[pc->a] != K[pc->b])
                 goto fail;
-            break;
-        case M_SAME:
+            MNEXT();
+        MOP(M_SAME):
             if (R[pc->a] != R[pc->b])
                 goto fail;
-            break;
-        case M_COMM: case M_ROOTCOMM: {
+            MNEXT();
+        MOP(M_COMM): MOP(M_ROOTCOMM): {
             tg_term *two[2];
             if (pc->op == M_ROOTCOMM) {
                 if (n != 2)
@@ -271,11 +300,11 @@ static inline __attribute__((always_inline)) int match(tg_ctx *ctx, const tgW_ru
                 ncs++;
             }
             alt = 0;
-            break;
+            MNEXT();
         }
-        case M_DONE:
+        MOP(M_DONE):
             return 1;
-        default:        /* M_ACRULE */
+        MDEFAULT:       /* M_ACRULE */
             return -2;
         }
         pc++;
@@ -288,6 +317,9 @@ static inline __attribute__((always_inline)) int match(tg_ctx *ctx, const tgW_ru
         ncs--;
         pc = cs[ncs].pc;
         alt = cs[ncs].alt;
+#ifdef TGW_THREADED
+        goto *mtab[pc->op];
+#endif
     }
 }
 
@@ -518,8 +550,7 @@ static int counts_before_fire(const tgW_ins *i)
  * ends with its own jump through a table (threaded code): no bounds
  * check nor jump back to the one switch, and an indirect branch per
  * instruction kind, which the processor predicts better. */
-#if defined(__GNUC__) && !defined(TGW_NO_THREADED)
-#define TGW_THREADED 1
+#ifdef TGW_THREADED
 #define OP(x) case x: x_##x
 #define NEXT()                                                                \
     do {                                                                      \
