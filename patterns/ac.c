@@ -133,8 +133,7 @@ int tgW_ac_any(const tg_rules *rs)
     return 0;
 }
 
-/* The assoc / comm op t applies (a proper list), or NULL. */
-static const tgW_op *ac_op_of(const tg_rules *rs, const tg_term *t)
+const tgW_op *tgW_ac_op_of(const tg_rules *rs, const tg_term *t)
 {
     if (!tgT_ispair(t) || tgT_kind(t->e[0]) != TG_SYMBOL)
         return NULL;
@@ -252,7 +251,7 @@ tg_term *tgW_ac_canon_deep(tg_rules *rs, tg_term *t)
     if (!done.kv)
         return NULL;
     CGROW(st, n, cap, 1);
-    st[0] = (cframe){t, {t, 0}, 0, ac_op_of(rs, t), 0};
+    st[0] = (cframe){t, {t, 0}, 0, tgW_ac_op_of(rs, t), 0};
     n = 1;
     while (n) {
         cframe *f = &st[n - 1];
@@ -264,7 +263,7 @@ tg_term *tgW_ac_canon_deep(tg_rules *rs, tg_term *t)
                      x->e[0] == f->op->name && tg_tail(x) == TGT_NIL;
             tg_term *y = sp ? NULL : tgT_ispair(x) ? cmap_get(&done, x) : x;
             if (!y) {
-                const tgW_op *op = sp ? f->op : ac_op_of(rs, x);
+                const tgW_op *op = sp ? f->op : tgW_ac_op_of(rs, x);
                 CGROW(st, n, cap, 1);
                 st[n++] = (cframe){x, {x, sp ? 1 : 0}, nv, op, sp};
                 continue;

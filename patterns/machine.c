@@ -52,6 +52,7 @@ typedef struct tgW_machine {
     tgW_map done;               /* the input's nodes already normalized */
     tg_term *stepped;           /* tgW_step: the term whose call is reduced */
     size_t seen;                /* the last tgW_normalize's distinct input nodes */
+    tg_term *input;             /* the current tgW_normalize's input */
 } tgW_machine;
 
 /* ---- growing arrays ------------------------------------------------- */
@@ -72,7 +73,35 @@ void *tgW_grow(void *arr, size_t n, size_t *cap, size_t need, size_t size)
     return a;
 }
 
+void *tgW_scratch_alloc(size_t bytes)
+{
+    void *p = calloc(1, bytes);
+    if (p)
+        GC_add_roots(p, (char *)p + bytes);
+    return p;
+}
+
+void tgW_scratch_free(void *p, size_t bytes)
+{
+    if (!p)
+        return;
+    GC_remove_roots(p, (char *)p + bytes);
+    free(p);
+}
+
 /* ---- pointer maps ---------------------------------------------------- */
+
+static void **map_array(const tgW_map *m, size_t cap)
+{
+    size_t bytes = 2 * cap * sizeof(void *);
+    return m->scratch ? tgW_scratch_alloc(bytes) : GC_MALLOC(bytes);
+}
+
+static void map_release(tgW_map *m)
+{
+    if (m->scratch)
+        tgW_scratch_free(m->kv, 2 * m->cap * sizeof(void *));
+}
 
 static size_t map_home(const void *k, size_t cap)
 {
@@ -96,7 +125,7 @@ void *tgW_map_get(const tgW_map *m, const void *key)
 static int map_grow(tgW_map *m)
 {
     size_t cap = m->cap ? 2 * m->cap : 64;
-    void **kv = GC_MALLOC(2 * cap * sizeof *kv);
+    void **kv = map_array(m, cap);
     if (!kv)
         return -1;
     for (size_t i = 0; i < m->cap; i++) {
@@ -109,6 +138,7 @@ static int map_grow(tgW_map *m)
         kv[2 * j] = k;
         kv[2 * j + 1] = m->kv[2 * i + 1];
     }
+    map_release(m);
     m->kv = kv;
     m->cap = cap;
     return 0;
@@ -135,13 +165,16 @@ void tgW_map_reserve(tgW_map *m, size_t n)
     size_t cap = 64;
     while (cap < 2 * n)
         cap *= 2;
-    void **kv = GC_MALLOC(2 * cap * sizeof *kv);
-    if (kv)
+    void **kv = map_array(m, cap);
+    if (kv) {
+        map_release(m);
         m->kv = kv, m->cap = cap;
+    }
 }
 
 void tgW_map_clear(tgW_map *m)
 {
+    map_release(m);
     m->kv = NULL;
     m->n = m->cap = 0;
 }
@@ -870,12 +903,15 @@ exec:
             }
             rs->rewrites++;
             r->fired++;
-            if (run->limit && r->fired - r->fired0 > run->limit) {
+            /* the nodes walked so far bound the input's count from below */
+            if (run->limit && r->fired - r->fired0 > run->limit->n &&
+                tgW_limit_over(rs, run->limit, r->fired - r->fired0,
+                               M->input == run->limit->start ? M->done.n + 1 : 0)) {
                 size_t nl;
                 const char *nm = tg_symbol_name(r->name, &nl);
                 tgE_set(err, TG_ERR_RANGE, NULL, 0, 0,
                         "rule %.*s fired more than %llu times (the max-use ratio): stopped", (int)nl,
-                        nm, run->limit);
+                        nm, run->limit->n);
                 goto fail;
             }
             if (run->hook) {
@@ -1018,7 +1054,18 @@ typedef struct walk {
     tg_iter it;
     size_t vbase;
     uint32_t pos;       /* provenance: its position id */
+    /* t applies an assoc op: its name, whose nested applications are
+     * spliced into t's arguments (splice: this is one) */
+    tg_term *assoc;
+    int splice;
 } walk;
+
+/* The name of the assoc op t applies (a proper list), or NULL. */
+static tg_term *assoc_of(const tg_rules *rs, const tg_term *t)
+{
+    const tgW_op *op = tgW_ac_op_of(rs, t);
+    return op && (op->flags & TGW_ASSOC) ? op->name : NULL;
+}
 
 /* The op a symbol names, with rules or not. */
 static uint32_t op_id(const tg_rules *rs, const tg_term *sym, int *known)
@@ -1061,6 +1108,8 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
         return tgE_nomem(err), NULL;
     tgW_memo_clear(&M->memo);
     tgW_map_clear(&M->done);
+    M->done.scratch = 1;
+    M->input = t;
     size_t sp = 0;
     walk *ws = NULL;
     size_t nw = 0, capw = 0;
@@ -1079,10 +1128,20 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
     /* sized once rather than grown (and rehashed) from empty on a large graph */
     if (run->nodes > 1024)
         tgW_map_reserve(&M->done, run->nodes);
-    if (tgW_ac_any(rs) && !(t = tgW_ac_canon_deep(rs, t)))  /* flat first: see ac.c */
-        return tgE_nomem(err), NULL;
+    /* Assoc / comm terms are made canonical on the way: a nested
+     * application of an assoc op is spliced into its parent's arguments
+     * before either is normalized, and canon_top sorts them.  Provenance
+     * names positions in the canonical input, so it has it made first
+     * (doc/internals.md). */
+    int ac = tgW_ac_any(rs);
+    if (ac && pv) {
+        if (!(t = tgW_ac_canon_deep(rs, t)))
+            goto oom;
+        ac = 0;
+        M->input = t;
+    }
 
-#define PUSHW(x)                                                              \
+#define PUSHW(x, spl)                                                         \
     do {                                                                      \
         if (nw == capw) {                                                     \
             size_t nc = capw ? 2 * capw : 64;                                 \
@@ -1093,7 +1152,9 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
                 memcpy(nws, ws, nw * sizeof *nws);                            \
             ws = nws, capw = nc;                                              \
         }                                                                     \
-        ws[nw].t = (x), ws[nw].it.node = (x), ws[nw].it.i = 0;                \
+        ws[nw].t = (x), ws[nw].it.node = (x), ws[nw].it.i = (spl);            \
+        ws[nw].splice = (spl);                                                \
+        ws[nw].assoc = (spl) ? ws[nw - 1].assoc : ac ? assoc_of(rs, x) : NULL; \
         ws[nw].vbase = sp;                                                    \
         ws[nw].pos = !pv ? 0 : nw ? tgO_pos(pv, ws[nw - 1].pos,               \
                                             (uint32_t)(sp - ws[nw - 1].vbase)) \
@@ -1101,14 +1162,19 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
         nw++;                                                                 \
     } while (0)
 
-    PUSHW(t);
+    PUSHW(t, 0);
     while (nw) {
         walk *w = &ws[nw - 1];
         tg_term *x = tgT_iter_next(&w->it);
         if (x) {
+            /* spliced even when met before: not an argument of its own */
+            if (w->assoc && tgT_ispair(x) && x->e[0] == w->assoc && tg_tail(x) == TGT_NIL) {
+                PUSHW(x, 1);
+                continue;
+            }
             tg_term *v = tgT_ispair(x) ? tgW_map_get(&M->done, x) : NULL;
             if (!v && tgT_ispair(x)) {
-                PUSHW(x);
+                PUSHW(x, 0);
                 continue;
             }
             if (pv)
@@ -1119,6 +1185,10 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
             if (vs_reserve(M, sp + 1024) < 0)
                 goto oom;
             M->vs[sp++] = v;
+            continue;
+        }
+        if (w->splice) {    /* its arguments stay, among its parent's */
+            nw--;
             continue;
         }
         /* every element done: vs[vbase..sp) */
@@ -1166,6 +1236,7 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
 #undef PUSHW
 out:
     M->seen = M->done.n;
+    M->input = NULL;
     tgW_map_clear(&M->done);
     tgW_memo_clear(&M->memo);
     return res;

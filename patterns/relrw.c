@@ -167,7 +167,7 @@ static int apply(tgW_rule *r, tg_term *t, tg_term **out, tg_error *err)
 
 /* tgD_step, and which rule fired in *by. */
 static int step_by(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t,
-                   unsigned long long limit, tg_term **out, tgW_rule **by, tg_error *err)
+                   tgW_limit *limit, tg_term **out, tgW_rule **by, tg_error *err)
 {
     if (rs->interrupt) {
         tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "interrupted");
@@ -183,12 +183,13 @@ static int step_by(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t,
         *by = r;
         r->fired++;
         rs->rewrites++;
-        if (limit && r->fired - r->fired0 > limit) {
+        if (limit && r->fired - r->fired0 > limit->n &&
+            tgW_limit_over(rs, limit, r->fired - r->fired0, 0)) {
             int len;
             const char *nm = name_of(r, &len);
             tgE_set(err, TG_ERR_RANGE, NULL, 0, 0,
                     "relation %.*s%s fired more than %llu times (the max-use ratio): stopped", len, nm,
-                    r->backward ? " (reverse)" : "", limit);
+                    r->backward ? " (reverse)" : "", limit->n);
             return -1;
         }
         if (rs->trace_on && rs->trace)
@@ -200,7 +201,7 @@ static int step_by(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t,
     return 0;
 }
 
-int tgD_step(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t, unsigned long long limit,
+int tgD_step(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t, tgW_limit *limit,
              tg_term **out, tg_error *err)
 {
     tgW_rule *by;
@@ -287,7 +288,7 @@ static void cycle(norm *N, tg_term *t, const tgW_rule *last)
 }
 
 tg_term *tgD_normalize(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t,
-                       unsigned long long limit, tgW_map *memo, tg_error *err)
+                       tgW_limit *limit, tgW_map *memo, tg_error *err)
 {
     norm N = {rs, err, memo, NULL, 0, 0, NULL, 0, 0, NULL, 0, 0};
     if (!tgT_ispair(t))

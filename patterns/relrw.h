@@ -21,8 +21,8 @@ tgW_rule *tgD_rule(tg_rules *rs, tg_term *name, int backward, tg_error *err);
 /* One rewrite of compound term t by the first of the n relation rules
  * rels that has an answer other than t: 1 with *out, 0 when none has, -1
  * with err filled (an error in the search, an answer that is not ground,
- * a rule firing more than limit times in this run when limit is not 0). */
-int tgD_step(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t, unsigned long long limit,
+ * a rule over the max-use limit when limit is not NULL). */
+int tgD_step(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t, tgW_limit *limit,
              tg_term **out, tg_error *err);
 /* The normal form of t under the relations rels, innermost: the elements
  * of each compound node first, then the relations at the node, again on
@@ -33,7 +33,7 @@ int tgD_step(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t, unsign
  * it is being normalized is a cycle (an error naming the relations that
  * fired since). */
 tg_term *tgD_normalize(tg_rules *rs, tgW_rule *const *rels, uint32_t n, tg_term *t,
-                       unsigned long long limit, tgW_map *memo, tg_error *err);
+                       tgW_limit *limit, tgW_map *memo, tg_error *err);
 /* A relation called as a rule's condition (compile.c: E_GOAL): desc is
  * (REL MASK LINE COL GOAL VAR REG ...), args its nargs arguments (templates
  * where MASK says so), R the rule's registers.  1 when the relation has

@@ -406,7 +406,7 @@ static tg_term *step(runner *u, const tgW_plan *p, const tgW_run *run, tg_term *
 static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
 {
     tg_rules *rs = u->rs;
-    tgW_run run = {&p->ix, 0, 1, 0, NULL, NULL, 0};
+    tgW_run run = {&p->ix, 0, 1, NULL, NULL, NULL, 0};
     int in_first = p->kind == TGW_WALK_IN;
     tgO_prov *pv = rs->prov;
     uint32_t root = pv ? tgO_pass(pv) : 0;
@@ -551,12 +551,30 @@ static int pass_skippable(const tg_rules *rs, const tgW_index *ix)
     return 1;
 }
 
-static tg_term *equilibrium(runner *u, const tgW_plan *p, tg_term *t, size_t nodes)
+static unsigned long long limit_of(double ratio, size_t nodes)
+{
+    return (unsigned long long)(ratio * (double)(nodes ? nodes : 1)) + 1;
+}
+
+int tgW_limit_over(tg_rules *rs, tgW_limit *L, unsigned long long fired, size_t lower)
+{
+    if (!L->exact) {
+        if (lower && fired <= limit_of(L->ratio, lower)) {
+            L->n = limit_of(L->ratio, lower);
+            return 0;
+        }
+        L->n = limit_of(L->ratio, tgW_count_nodes(rs->ctx, L->start));
+        L->exact = 1;
+    }
+    return fired > L->n;
+}
+
+static tg_term *equilibrium(runner *u, const tgW_plan *p, tg_term *t)
 {
     tg_rules *rs = u->rs;
     double ratio = p->rw ? p->rw->max_use_ratio : 0;
-    unsigned long long limit = ratio > 0 ? (unsigned long long)(ratio * (double)(nodes ? nodes : 1)) + 1 : 0;
-    tgW_run run = {&p->ix, 1, 0, limit, rs->hook, rs->hook_ud, nodes};
+    tgW_limit lim = {ratio, t, limit_of(ratio, 1), 0};
+    tgW_run run = {&p->ix, 1, 0, ratio > 0 ? &lim : NULL, rs->hook, rs->hook_ud, 0};
     tgW_map seen = {0}, relmemo = {0};
     /* the last machine pass's output when passes over it may be left out */
     tg_term *normal = NULL;
@@ -571,10 +589,9 @@ static tg_term *equilibrium(runner *u, const tgW_plan *p, tg_term *t, size_t nod
                 return NULL;
             if (skippable)
                 normal = t1;
-            if (!nodes)     /* the next pass's done map sized from this one's */
-                run.nodes = tgW_normalize_seen(rs);
+            run.nodes = tgW_normalize_seen(rs);     /* the next pass's done map sized from this one's */
         }
-        if (p->nrels && !(t1 = tgD_normalize(rs, p->rels, p->nrels, t1, limit, &relmemo, u->err)))
+        if (p->nrels && !(t1 = tgD_normalize(rs, p->rels, p->nrels, t1, run.limit, &relmemo, u->err)))
             return NULL;
         for (size_t i = 0; i < p->nparts && t1; i++)
             t1 = run_plan(u, p->parts[i], t1);
@@ -606,15 +623,12 @@ static tg_term *equilibrium(runner *u, const tgW_plan *p, tg_term *t, size_t nod
 
 static tg_term *run_plan(runner *u, const tgW_plan *p, tg_term *t)
 {
-    tg_rules *rs = u->rs;
-    /* the node count only for a max-use ratio; the profile's, later */
-    size_t nodes = p->kind == TGW_EQUIL && p->rw && p->rw->max_use_ratio > 0 ? tgW_count_nodes(rs->ctx, t) : 0;
     if (u->prof && prof_note(u->prof, t) < 0)
         return tgE_nomem(u->err), NULL;
     rules_mark(p);
     switch (p->kind) {
     case TGW_EQUIL:
-        return equilibrium(u, p, t, nodes);
+        return equilibrium(u, p, t);
     case TGW_WALK_IN: case TGW_WALK_OUT: {
         if (u->prof)
             u->prof->passes++;

@@ -154,16 +154,27 @@ typedef struct tgW_index {
     } *by;
 } tgW_index;
 
-/* A pointer-keyed map (collector memory: keys and values stay alive). */
+/* A pointer-keyed map: keys and values stay alive.  Its array is
+ * collector memory, or with scratch set malloc memory registered as a
+ * collector root, which tgW_map_clear frees (see tgW_scratch_alloc). */
 typedef struct tgW_map {
     void **kv;          /* 2 * cap words: key, value */
     size_t n, cap;
+    int scratch;
 } tgW_map;
 
 /* Array arr of n elements of size bytes (*cap of them) with room for at
  * least need: arr itself, or a copy in new collector memory (scanned)
  * with *cap at least doubled; NULL when out of memory. */
 void *tgW_grow(void *arr, size_t n, size_t *cap, size_t need, size_t size);
+
+/* Zeroed malloc memory that the collector scans as a root until
+ * tgW_scratch_free: for a table a normalization makes and drops (its
+ * done map), whose contents must stay alive but which, in collector
+ * memory, would count as allocation and set off collections that mark
+ * the whole graph (doc/internals.md). */
+void *tgW_scratch_alloc(size_t bytes);
+void tgW_scratch_free(void *p, size_t bytes);
 
 void *tgW_map_get(const tgW_map *m, const void *key);
 int tgW_map_put(tgW_map *m, void *key, void *val);
@@ -210,12 +221,31 @@ int tgW_index_build(tg_rules *rs, tgW_index *ix, tgW_rule *const *rules, uint32_
 /* Add a compiled rule to rs (its name goes to the rule map). */
 int tgW_rule_add(tg_rules *rs, tgW_rule *r);
 
+/* The max-use limit of an equilibrium run: a rule firing more than
+ * ratio * N + 1 times in it is an error, N the node count of the run's
+ * input (1 when it has none).  Counting N is a walk of the whole graph
+ * (a random read per node), so it is put off until a rule comes near the
+ * limit: until then n is the limit for a lower bound of N, the distinct
+ * nodes the first pass has walked so far, which is all a run far below
+ * the limit needs. */
+typedef struct tgW_limit {
+    double ratio;
+    tg_term *start;             /* the run's input */
+    unsigned long long n;       /* a rule fired more often: tgW_limit_over */
+    int exact;                  /* n is ratio * N + 1 */
+} tgW_limit;
+
+/* Whether `fired` firings are over L's limit.  lower is a lower bound of
+ * N the caller knows (0: none); N is counted only when that bound does
+ * not settle it. */
+int tgW_limit_over(tg_rules *rs, tgW_limit *L, unsigned long long fired, size_t lower);
+
 /* How a run of the machine goes. */
 typedef struct tgW_run {
     const tgW_index *ix;    /* the rules */
     int memo;               /* memoize every redex (and find cycles) */
     int step;               /* one rewrite at the root: right sides are built, not reduced */
-    unsigned long long limit;   /* a rule firing more often in this run is an error (0: no limit) */
+    tgW_limit *limit;           /* the max-use limit (NULL: none) */
     /* called at each firing with the redex and the rule's registers */
     int (*hook)(void *ud, tgW_rule *r, tg_term *before, tg_term *const *R);
     void *hook_ud;
@@ -260,6 +290,8 @@ tg_term *tgW_ac_canon(tg_rules *rs, tg_term *t);
 /* The whole of t in canonical form (explicit stacks, linear in its size
  * but for the sorting); NULL when out of memory. */
 tg_term *tgW_ac_canon_deep(tg_rules *rs, tg_term *t);
+/* The assoc / comm op t applies (a proper list), or NULL. */
+const tgW_op *tgW_ac_op_of(const tg_rules *rs, const tg_term *t);
 /* Whether the rule set declares an assoc or comm op. */
 int tgW_ac_any(const tg_rules *rs);
 

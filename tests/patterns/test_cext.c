@@ -4,6 +4,8 @@
  * queries and tags, traces, nodes created, results reduced at their root,
  * cycles and max-use ratios, errors from callbacks, C predicates in
  * conditions, and the registration errors. */
+#include <gc/gc.h>
+
 #include "harness.h"
 #include "tgrel.h"
 #include "tgtest.h"
@@ -416,6 +418,57 @@ static void registration(tg_ctx *c)
     tg_rules_free(rs);
 }
 
+/* A predicate that collects, then makes garbage-sized nodes that would
+ * take the place of anything the collection freed. */
+static int collect(tg_ctx *c, tg_term *const *args, unsigned n, void *ud, tg_error *err)
+{
+    (void)args, (void)n, (void)ud, (void)err;
+    GC_gcollect();
+    tg_term *junk = tg_symbol_cstr(c, "junk");
+    for (long i = 0; i < 100000; i++)
+        tg_app(c, junk, 3, (tg_term *[]){tg_int(c, i), tg_int(c, -i), junk});
+    return 1;
+}
+
+/* Normal forms the input walk made for shared nodes stay alive while
+ * only its done map (malloc memory, a collector root) holds them: each
+ * (f sI) becomes (g sI sI sI), which its first parent (drop (f sI) z)
+ * drops; a collection runs before the second parent asks for them again.
+ * Many of them, each dropped on its own, so that a stale copy of a
+ * pointer here and there (the collector is conservative) cannot keep
+ * them all. */
+static void done_map_roots(tg_ctx *c)
+{
+    tg_error err;
+    tg_rules *rs = tg_rules_new(c, &err);
+    TAP_EQ_INT(tg_rules_def_predicate(rs, "collect!", 0, collect, NULL, &err), 0, "collect!");
+    const char *db = "(op f (arity 1)) (op g (arity 3)) (op drop (arity 2)) (op q (arity 1))\n"
+                     "(rule f-g (f ?x) => (g ?x ?x ?x))\n"
+                     "(rule drop-first (drop ?a ?b) => ?b)\n"
+                     "(rule q-collects (q ?w) => ?w (when (collect!)))\n";
+    TAP_EQ_INT(load(rs, db, &err), 0, "the rules");
+    enum { K = 200 };
+    size_t cap = 64 * K + 100;
+    char *in = malloc(3 * cap), *want = malloc(3 * cap), *drops = malloc(cap), *zs = malloc(cap);
+    char *fs = malloc(cap), *gs = malloc(cap), *atoms = malloc(cap);
+    size_t nd = 0, nz = 0, nf = 0, ng = 0, na = 0;
+    for (int i = 0; i < K; i++) {
+        nd += (size_t)snprintf(drops + nd, cap - nd, " (drop (f s%d) z)", i);
+        nz += (size_t)snprintf(zs + nz, cap - nz, " z");
+        nf += (size_t)snprintf(fs + nf, cap - nf, " (f s%d)", i);
+        ng += (size_t)snprintf(gs + ng, cap - ng, " (g s%d s%d s%d)", i, i, i);
+    }
+    /* the atoms overwrite the value stack's slots that held them */
+    for (int i = 0; i < K + 50; i++)
+        na += (size_t)snprintf(atoms + na, cap - na, " a%d", i);
+    snprintf(in, 3 * cap, "(h (k%s) (p%s (q w)%s))", drops, atoms, fs);
+    snprintf(want, 3 * cap, "(h (k%s) (p%s w%s))", zs, atoms, gs);
+    tg_term *r = tg_normalize(rs, rd(in), 0, &err);
+    TAP_CHECK(r != NULL && r == rd(want), "dropped normal forms are found again after a collection");
+    free(in), free(want), free(drops), free(zs), free(fs), free(gs), free(atoms);
+    tg_rules_free(rs);
+}
+
 int main(void)
 {
     tg_error err;
@@ -425,6 +478,7 @@ int main(void)
     results(ctx);
     predicates(ctx);
     registration(ctx);
+    done_map_roots(ctx);
     tg_ctx_free(ctx);
     return TAP_DONE();
 }
