@@ -1077,6 +1077,28 @@ static int hoist_builtins(tgW_comp *c, tg_term *rhs)
     }
 }
 
+/* Runs of two or three E_VAR become one E_VARS: a right side's calls
+ * usually take variables, and each instruction costs the machine a
+ * dispatch.  Nothing jumps into a body (a call resumes after itself),
+ * so fusing neighbours changes nothing else. */
+static void fuse_vars(tgW_vec *b)
+{
+    size_t o = 0;
+    for (size_t k = 0; k < b->n;) {
+        size_t run = 0;
+        while (run < 3 && k + run < b->n && b->v[k + run].op == E_VAR)
+            run++;
+        if (run < 2) {
+            b->v[o++] = b->v[k++];
+            continue;
+        }
+        tgW_ins f = {E_VARS, (uint8_t)run, b->v[k].a, b->v[k + 1].a, run == 3 ? b->v[k + 2].a : 0, 0};
+        b->v[o++] = f;
+        k += run;
+    }
+    b->n = o;
+}
+
 void tgW_comp_init(tgW_comp *c, tg_rules *rs, tg_error *err)
 {
     memset(c, 0, sizeof *c);
@@ -1119,6 +1141,7 @@ tgW_rule *tgW_compile_rule(tgW_comp *c, tg_term *name, tg_term *l, tg_term *rhs,
         return NULL;
     if (rc == 0 && !emit(c, &c->body, E_RET))
         return NULL;
+    fuse_vars(&c->body);
     if (c->nac) {   /* the plain matcher hands the rule over at once */
         tgW_ins *i = emit(c, &c->match, M_DONE);
         if (!i)

@@ -137,7 +137,8 @@ tgW_disp *tgW_disp_build(tgW_rule *const *rules, uint32_t n, tg_term *quote)
     if (!d->nkeys[0] && !d->nkeys[1])
         return NULL;
     uint64_t both = (uint64_t)(d->nkeys[0] + 1) * (d->nkeys[1] + 1);
-    d->npos = both <= MAX_CELLS ? 2 : 1;
+    /* a second position that names no key would only double the work */
+    d->npos = both <= MAX_CELLS && d->nkeys[1] ? 2 : 1;
     uint32_t ncells = d->npos == 2 ? (uint32_t)both : d->nkeys[0] + 1;
     if (d->npos == 1 && !d->nkeys[0])
         return NULL;

@@ -63,10 +63,10 @@ static inline uint32_t tgW_disp_class(const tgW_disp *d, uint32_t p, tg_term *ke
 static inline tgW_rule *const *tgW_disp_rules(const tgW_disp *d, tg_term *const *args, uint32_t n,
                                               uint32_t *nr)
 {
-    uint32_t c = 0;
-    for (uint32_t p = 0; p < d->npos; p++)
-        c = c * (d->nkeys[p] + 1) +
-            (p < n ? tgW_disp_class(d, p, tgW_disp_key(args[p])) : d->nkeys[p]);
+    /* two positions at most: unrolled (a call per rewrite comes here) */
+    uint32_t c = n ? tgW_disp_class(d, 0, tgW_disp_key(args[0])) : d->nkeys[0];
+    if (d->npos == 2)
+        c = c * (d->nkeys[1] + 1) + (n > 1 ? tgW_disp_class(d, 1, tgW_disp_key(args[1])) : d->nkeys[1]);
     *nr = d->cell[c][1];
     return d->rules + d->cell[c][0];
 }

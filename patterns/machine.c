@@ -231,6 +231,23 @@ static tg_term *build(tg_ctx *ctx, tg_term *head, int atom, uint32_t n, tg_term 
 
 #define MAXCHOICE 64
 
+/* The dispatch of match instructions (see TGW_THREADED below): with GNU
+ * C a jump through a table ends each. */
+#if defined(__GNUC__) && !defined(TGW_NO_THREADED)
+#define TGW_THREADED 1
+#define MOP(x) case x: m_##x
+#define MDEFAULT default: m_default
+#define MNEXT()                                                               \
+    do {                                                                      \
+        pc++;                                                                 \
+        goto *mtab[pc->op];                                                   \
+    } while (0)
+#else
+#define MOP(x) case x
+#define MDEFAULT default
+#define MNEXT() break
+#endif
+
 typedef struct choice {
     const tgW_ins *pc;
     int alt;
@@ -238,35 +255,48 @@ typedef struct choice {
 
 /* Match rule r against the n arguments A, filling R: 1, 0 (no match),
  * -1 when out of memory, -2 for a rule that tgW_ac_match runs. */
-static int match(tg_ctx *ctx, const tgW_rule *r, tg_term **A, uint32_t n, tg_term **R)
+static __attribute__((noinline)) int match(tg_ctx *ctx, const tgW_rule *r, tg_term **A, uint32_t n,
+                                            tg_term **R)
 {
     choice cs[MAXCHOICE];
     int ncs = 0, oom = 0;
     tg_term *const *K = r->k;
     const tgW_ins *pc = r->match;
     int alt = 0;
+#ifdef TGW_THREADED
+    static const void *const mtab[] = {
+        [M_ROOT] = &&m_M_ROOT, [M_ROOTSEG] = &&m_M_ROOTSEG, [M_APP] = &&m_M_APP,
+        [M_APPSEG] = &&m_M_APPSEG, [M_LIST] = &&m_M_LIST, [M_CONST] = &&m_M_CONST,
+        [M_SAME] = &&m_M_SAME, [M_COMM] = &&m_M_COMM, [M_ROOTCOMM] = &&m_M_ROOTCOMM,
+        [M_DONE] = &&m_M_DONE, [M_ACRULE] = &&m_default, [M_ACOPEN] = &&m_default,
+        [M_ACONE] = &&m_default, [M_ACTAKE] = &&m_default, [M_ACGROUP] = &&m_default,
+        [M_ACALL] = &&m_default, [M_ACREST] = &&m_default, [M_ACEND] = &&m_default,
+        [M_ASONE] = &&m_default, [M_ASRUN] = &&m_default, [M_ASTAKE] = &&m_default,
+    };
+    goto *mtab[pc->op];
+#endif
     for (;;) {
         switch (pc->op) {
-        case M_ROOT:
+        MOP(M_ROOT):
             if (n != pc->a)
                 return 0;
-            break;
-        case M_ROOTSEG:
+            MNEXT();
+        MOP(M_ROOTSEG):
             if (n < pc->a)
                 return 0;
             memmove(R, A, pc->a * sizeof *R);
             if (!(R[pc->a] = tg_list(ctx, n - pc->a, A + pc->a, NULL)))
                 return -1;
-            break;
-        case M_APP:
+            MNEXT();
+        MOP(M_APP):
             if (!app_args(R[pc->a], K[pc->b], pc->c, R + pc->d))
                 goto fail;
-            break;
-        case M_APPSEG:
+            MNEXT();
+        MOP(M_APPSEG):
             if (!(R[pc->d + pc->c] = app_seg(ctx, R[pc->a], K[pc->b], pc->c, R + pc->d, &oom)))
                 goto fail;
-            break;
-        case M_LIST: {
+            MNEXT();
+        MOP(M_LIST): {
             tg_iter it = {R[pc->a], 0};
             unsigned i = 0;
             for (tg_term *x; (x = tgT_iter_next(&it));)
@@ -276,17 +306,17 @@ static int match(tg_ctx *ctx, const tgW_rule *r, tg_term **A, uint32_t n, tg_ter
                     R[pc->d + i++] = x;
             if (i != pc->c || it.node != TGT_NIL)
                 goto fail;
-            break;
+            MNEXT();
         }
-        case M_CONST:
+        MOP(M_CONST):
             if (R[pc->a] != K[pc->b])
                 goto fail;
-            break;
-        case M_SAME:
+            MNEXT();
+        MOP(M_SAME):
             if (R[pc->a] != R[pc->b])
                 goto fail;
-            break;
-        case M_COMM: case M_ROOTCOMM: {
+            MNEXT();
+        MOP(M_COMM): MOP(M_ROOTCOMM): {
             tg_term *two[2];
             if (pc->op == M_ROOTCOMM) {
                 if (n != 2)
@@ -303,11 +333,11 @@ static int match(tg_ctx *ctx, const tgW_rule *r, tg_term **A, uint32_t n, tg_ter
                 ncs++;
             }
             alt = 0;
-            break;
+            MNEXT();
         }
-        case M_DONE:
+        MOP(M_DONE):
             return 1;
-        default:        /* M_ACRULE */
+        MDEFAULT:       /* M_ACRULE */
             return -2;
         }
         pc++;
@@ -320,6 +350,9 @@ static int match(tg_ctx *ctx, const tgW_rule *r, tg_term **A, uint32_t n, tg_ter
         ncs--;
         pc = cs[ncs].pc;
         alt = cs[ncs].alt;
+#ifdef TGW_THREADED
+        goto *mtab[pc->op];
+#endif
     }
 }
 
@@ -362,10 +395,16 @@ static inline int vs_reserve(tgW_machine *M, size_t need)
     return v ? (M->vs = v, 0) : -1;
 }
 
-static int fs_reserve(tgW_machine *M, size_t need)
+/* An inline check, the growing out of line: a frame is pushed per call. */
+static __attribute__((noinline)) int fs_grow(tgW_machine *M, size_t need)
 {
     frame *f = tgW_grow(M->fs, M->fcap, &M->fcap, need, sizeof *f);
     return f ? (M->fs = f, 0) : -1;
+}
+
+static inline int fs_reserve(tgW_machine *M, size_t need)
+{
+    return __builtin_expect(need <= M->fcap, 1) ? 0 : fs_grow(M, need);
 }
 
 /* The c arguments on top of the stack (below top) of a call of an
@@ -449,8 +488,9 @@ static const tgW_index no_rules = {0, NULL};
  * when its normal form is known, 0 when its rules are to be tried (the
  * call then open in the memo table if *opened), -1 with err filled (out
  * of memory, or a cycle: the call is being reduced already). */
-static inline int memo_lookup(tg_rules *rs, uint32_t opid, tg_term *head, int atom, uint32_t c,
-                              tg_term *const *args, tg_term **result, int *opened, tg_error *err)
+static __attribute__((noinline)) int memo_lookup(tg_rules *rs, uint32_t opid, tg_term *head, int atom,
+                                                  uint32_t c, tg_term *const *args, tg_term **result,
+                                                  int *opened, tg_error *err)
 {
     *opened = 0;
     size_t slot = tgW_memo_enter(&rs->m->memo, rs->ctx, opid, head, atom, c, args, rs->rewrites, result);
@@ -466,20 +506,22 @@ static inline int memo_lookup(tg_rules *rs, uint32_t opid, tg_term *head, int at
     return *result != NULL;
 }
 
-/* A call about to be reduced (its c arguments at args): 1 with *result
- * when it has no rules (it is its own normal form), else memo_lookup's
- * answer (with memo on; without, 0). */
-static int call_enter(tg_rules *rs, const tgW_index *ix, int memo, uint32_t opid, tg_term *head,
-                      int atom, uint32_t c, tg_term *const *args, tg_term **result, int *opened,
-                      tg_error *err)
+/* A call about to be reduced (its c arguments at args; by: its op's
+ * rules): 1 with *result when it has no rules (it is its own normal
+ * form), else memo_lookup's answer (with memo on; without, 0). */
+static inline __attribute__((always_inline)) int call_enter(tg_rules *rs, const struct tgW_byop *by, int memo,
+                                                             uint32_t opid, tg_term *head, int atom,
+                                                             uint32_t c, tg_term *const *args,
+                                                             tg_term **result, int *opened, tg_error *err)
 {
     *opened = 0;
     /* no rules (a constructor): its own normal form, nothing to remember */
-    if (!byop(ix, opid)->n) {
+    if (!by->n) {
         *result = build(rs->ctx, head, atom, c, args);
         return *result ? 1 : (tgE_nomem(err), -1);
     }
-    if (!memo)
+    /* a call of a dropped op not watched: counted, not looked up */
+    if (!memo || tgW_memo_skip(&rs->m->memo, opid, c, args))
         return 0;
     return memo_lookup(rs, opid, head, atom, c, args, result, opened, err);
 }
@@ -516,7 +558,7 @@ static int counts_before_fire(const tgW_ins *i)
         switch (i->op) {
         case E_FIRE:
             return 0;
-        case E_VAR: case E_CONST: case E_STORE: case E_PRED: case E_NOT: case E_NUM:
+        case E_VAR: case E_VARS: case E_CONST: case E_STORE: case E_PRED: case E_NOT: case E_NUM:
         case E_LIST: case E_LISTT:
         case E_NORM:    /* a call only for an absorbed group: it looks up then */
             continue;
@@ -536,6 +578,22 @@ static int counts_before_fire(const tgW_ins *i)
         if (k_)                                                               \
             goto ret;                                                         \
     } while (0)
+
+/* The dispatch of a body's instructions.  With GNU C each instruction
+ * ends with its own jump through a table (threaded code): no bounds
+ * check nor jump back to the one switch, and an indirect branch per
+ * instruction kind, which the processor predicts better. */
+#ifdef TGW_THREADED
+#define OP(x) case x: x_##x
+#define NEXT()                                                                \
+    do {                                                                      \
+        i = pc++;                                                             \
+        goto *optab[i->op];                                                   \
+    } while (0)
+#else
+#define OP(x) case x
+#define NEXT() continue
+#endif
 
 static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term *head,
                        int atom, uint32_t c, size_t *spp, tg_error *err)
@@ -568,6 +626,21 @@ static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term 
     size_t cbase;               /* the call being entered: its arguments, */
     size_t ckn0;                /* the open memo calls before it */
     int copened;                /* and whether it is open in the memo */
+    const struct tgW_byop *cby; /* its op's rules */
+
+#ifdef TGW_THREADED
+    /* the body's instructions: a jump through this table ends each */
+    static const void *const optab[] = {
+        [E_VAR] = &&x_E_VAR, [E_VARS] = &&x_E_VARS, [E_CONST] = &&x_E_CONST,
+        [E_STORE] = &&x_E_STORE, [E_CALL] = &&x_E_CALL, [E_CALLV] = &&x_E_CALLV,
+        [E_CALLAC] = &&x_E_CALLAC, [E_NORM] = &&x_E_NORM, [E_CALLT] = &&x_E_CALLT,
+        [E_LIST] = &&x_E_LIST, [E_LISTT] = &&x_E_LISTT, [E_EQ] = &&x_E_EQ, [E_NE] = &&x_E_NE,
+        [E_GOAL] = &&x_E_GOAL, [E_PRED] = &&x_E_PRED, [E_NOT] = &&x_E_NOT,
+        [E_FIRE] = &&x_E_FIRE, [E_RET] = &&x_E_RET, [E_CEXT] = &&x_E_CEXT,
+        [E_CRET] = &&x_E_CRET, [E_CPRED] = &&x_E_CPRED, [E_NUM] = &&x_E_NUM,
+    };
+#endif
+    const tgW_ins *i;           /* the body's instruction being run */
 
     /* frames above the ones of enclosing runs: none (reduce is not reentrant) */
     fp = fp0;
@@ -575,7 +648,8 @@ static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term 
     if (memo) {
         /* the first call: its lookup deferred */
         cbase = sp - c, ckn0 = M->memo.nopen;
-        int known = call_enter(rs, ix, 0, opid, head, atom, c, M->vs + cbase, &result, &copened, err);
+        cby = byop(ix, opid);
+        int known = call_enter(rs, cby, 0, opid, head, atom, c, M->vs + cbase, &result, &copened, err);
         if (known < 0)
             goto fail;
         if (known) {
@@ -588,9 +662,12 @@ static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term 
 
 call:
     /* c arguments at vs[sp - c]: op opid */
+    cby = byop(ix, opid);
+call_by:
+    /* the same, cby its rules */
     cbase = sp - c, ckn0 = M->memo.nopen;
     {
-        int known = call_enter(rs, ix, memo, opid, head, atom, c, M->vs + cbase, &result, &copened, err);
+        int known = call_enter(rs, cby, memo, opid, head, atom, c, M->vs + cbase, &result, &copened, err);
         if (known < 0)
             goto fail;
         if (known) {
@@ -602,7 +679,7 @@ frame:
     if (fs_reserve(M, fp + 1) < 0)
         goto oom;
     f = &M->fs[fp++];
-    f->rules = call_rules(byop(ix, opid), M->vs + cbase, c, &f->nrules);
+    f->rules = call_rules(cby, M->vs + cbase, c, &f->nrules);
     f->ri = 0;
     f->base = (uint32_t)cbase, f->n = c;
     f->head = head, f->atom = atom;
@@ -646,25 +723,46 @@ try_rules:
     goto ret;
 
 exec:
+#ifdef TGW_THREADED
+    NEXT();
+#endif
     for (;;) {
-        const tgW_ins *i = pc++;
+        i = pc++;
         switch (i->op) {
-        case E_VAR:
+        OP(E_VAR):
             M->vs[sp++] = R[i->a];
-            continue;
-        case E_CONST:
+            NEXT();
+        OP(E_VARS):
+            M->vs[sp] = R[i->a];
+            M->vs[sp + 1] = R[i->b];
+            if (i->pad == 3)
+                M->vs[sp + 2] = R[i->c];
+            sp += i->pad;
+            NEXT();
+        OP(E_CONST):
             M->vs[sp++] = K[i->a];
-            continue;
-        case E_STORE:
+            NEXT();
+        OP(E_STORE):
             R[i->a] = M->vs[sp - 1];
-            continue;
-        case E_CALL:
-            f->pc = pc;
+            NEXT();
+        OP(E_CALL):
             opid = i->a, head = K[i->b], atom = i->pad, c = i->c;
-            ix = bix;
             f->rule->built++;
-            goto call;
-        case E_CALLV: {
+            cby = byop(bix, opid);
+            if (!cby->n) {
+                /* a constructor: its node, built in place (the call
+                 * would only build it, with no frame and no memo) */
+                tg_term *t = build(ctx, head, atom, c, M->vs + sp - c);
+                if (!t)
+                    goto oom;
+                sp -= c;
+                M->vs[sp++] = t;
+                NEXT();
+            }
+            f->pc = pc;
+            ix = bix;
+            goto call_by;
+        OP(E_CALLV): {
             tg_term *tl = M->vs[--sp];
             size_t len = tg_length(tl);
             if (tg_tail(tl) != TGT_NIL) {   /* improper: a list, no call */
@@ -674,7 +772,7 @@ exec:
                     goto oom;
                 sp -= i->c;
                 M->vs[sp++] = whole;
-                continue;
+                NEXT();
             }
             if (vs_reserve(M, sp + len + 64) < 0)
                 goto oom;
@@ -689,18 +787,18 @@ exec:
             f->rule->built++;
             goto call;
         }
-        case E_CALLAC:
+        OP(E_CALLAC):
             f->pc = pc;
             opid = i->a, head = K[i->b], atom = i->pad, c = i->c;
             CANON_CALL();
             ix = bix;
             f->rule->built++;
             goto call;
-        case E_NORM: {
+        OP(E_NORM): {
             /* a variable's absorbed arguments (ac.c): a call if several */
             tg_term *x = M->vs[sp - 1];
             if (!tgT_ispair(x) || x->e[0] != K[i->b])
-                continue;
+                NEXT();
             if (__builtin_expect(f->opened == 2, 0))
                 LOOKUP_DEFERRED();
             size_t len = tg_length(x) - 1;
@@ -716,10 +814,17 @@ exec:
             ix = bix;
             goto call;
         }
-        case E_CALLT: {
+        OP(E_CALLT): {
+            c = i->c;
+            if (!pv && !byop(bix, i->a)->n) {
+                /* a constructor: the frame's result, built in place */
+                f->rule->built++;
+                if (!(result = build(ctx, K[i->b], i->pad, c, M->vs + sp - c)))
+                    goto oom;
+                goto ret;
+            }
             /* the frame becomes the call's: arguments moved down */
             size_t base = f->base;
-            c = i->c;
             /* a few arguments, moved down (not a library call) */
             for (uint32_t j = 0, from = (uint32_t)(sp - c - base); j < c; j++)
                 M->vs[base + j] = M->vs[base + from + j];
@@ -734,18 +839,19 @@ exec:
              * arguments, at its base: E_CALLT and a C rewriter's result */
             int opened;
             tg_term **args = M->vs + f->base;
-            int known = call_enter(rs, bix, memo, opid, head, atom, c, args, &result, &opened, err);
+            cby = byop(bix, opid);
+            int known = call_enter(rs, cby, memo, opid, head, atom, c, args, &result, &opened, err);
             if (known < 0)
                 goto fail;
             if (known)
                 goto ret;
             f->opened = opened;
             f->n = c, f->head = head, f->atom = atom;
-            f->rules = call_rules(byop(bix, opid), args, c, &f->nrules);
+            f->rules = call_rules(cby, args, c, &f->nrules);
             f->ri = 0;
             goto try_rules;
         }
-        case E_LIST: {
+        OP(E_LIST): {
             tg_term *t = tg_list(ctx, i->c, M->vs + sp - i->c, NULL);
             /* a computed head may name an assoc / comm op */
             if (t && tgT_ispair(t) && tgT_kind(t->e[0]) == TG_SYMBOL)
@@ -754,25 +860,25 @@ exec:
                 goto oom;
             sp -= i->c;
             M->vs[sp++] = t;
-            continue;
+            NEXT();
         }
-        case E_LISTT: {
+        OP(E_LISTT): {
             tg_term *tl = M->vs[sp - 1];
             tg_term *t = tg_list(ctx, i->c, M->vs + sp - 1 - i->c, tl);
             if (!t)
                 goto oom;
             sp -= i->c + 1;
             M->vs[sp++] = t;
-            continue;
+            NEXT();
         }
-        case E_EQ: case E_NE: {
+        OP(E_EQ): OP(E_NE): {
             sp -= 2;
             rs->conditions++;
             if ((M->vs[sp] == M->vs[sp + 1]) != (i->op == E_EQ))
                 goto failed_rule;
-            continue;
+            NEXT();
         }
-        case E_GOAL:
+        OP(E_GOAL):
             sp -= i->c;
             rs->conditions++;
             switch (tgD_goal(rs, K[i->b], M->vs + sp, i->c, R, f->rule, err)) {
@@ -781,13 +887,13 @@ exec:
             case 0:
                 goto failed_rule;
             }
-            continue;
-        case E_PRED: case E_NOT:
+            NEXT();
+        OP(E_PRED): OP(E_NOT):
             sp--;
             if (pred(i->a, M->vs[sp]) != (i->op == E_PRED))
                 goto failed_rule;
-            continue;
-        case E_FIRE: {
+            NEXT();
+        OP(E_FIRE): {
             tgW_rule *r = f->rule;
             if (f->opened) {
                 if (f->opened == 2)
@@ -831,14 +937,14 @@ exec:
                     goto fail;
                 }
             }
-            continue;
+            NEXT();
         }
-        case E_RET:
+        OP(E_RET):
             result = M->vs[sp - 1];
             if (pv && tgO_done(pv, fp - 1, result) < 0)
                 goto oom;
             goto ret;
-        case E_CEXT: {
+        OP(E_CEXT): {
             /* the call as a term: known when stepping (the only call with
              * rules is the stepped term) and with memo (its key) */
             tg_term *call = run->step && M->stepped ? M->stepped
@@ -853,9 +959,9 @@ exec:
                 goto failed_rule;
             R[0] = out;
             M->vs[sp++] = out;
-            continue;
+            NEXT();
         }
-        case E_CRET: {
+        OP(E_CRET): {
             /* a C rewriter's result: a call of an op with rules is reduced
              * in this frame (its arguments taken as they are) */
             tg_term *t = M->vs[sp - 1];
@@ -883,7 +989,7 @@ exec:
                 CANON_CALL();
             goto tail_call;
         }
-        case E_CPRED: {
+        OP(E_CPRED): {
             sp -= i->c;
             rs->conditions++;
             int rc = tgX_pred_call(rs, i->a, M->vs + sp, i->c, err);
@@ -891,9 +997,9 @@ exec:
                 goto fail;
             if (rc == i->pad)
                 goto failed_rule;
-            continue;
+            NEXT();
         }
-        case E_NUM: {
+        OP(E_NUM): {
             tg_term *v;
             int q = tgQ_apply(ctx, i->a, i->c, M->vs + sp - i->c, &v);
             if (q < 0)
@@ -905,7 +1011,7 @@ exec:
                 R[i->d] = v;
             else
                 M->vs[sp++] = v;
-            continue;
+            NEXT();
         }
         }
     }
@@ -916,7 +1022,7 @@ failed_rule:
 
 ret:
     /* result is the normal form of frame f's call */
-    if (memo)
+    if (memo && f->chain < M->memo.nopen)   /* else nothing to close */
         tgW_memo_close(&M->memo, f->chain, result, rs->rewrites);
     sp = f->base;
     fp--;

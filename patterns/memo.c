@@ -154,16 +154,30 @@ static int watch_point(tgW_memo *m, tg_term *head, int atom, uint32_t n, tg_term
     return 1;
 }
 
-/* The normal forms of the calls of the op whose symbol is head are let
- * go (the entries stay, unknown): they are no longer looked up, and
- * would keep large terms alive (reversed lists, say).  Its open calls
- * let theirs go when they close. */
+/* A closed entry of a dropped op (inline key) lets its normal form and
+ * its arguments go: it stays in the table, unknown, until the next
+ * growth drops it, and no call matches it again (no argument is NULL),
+ * so the next such call makes a new entry, as the unknown one would
+ * have been reused.  Its arguments would otherwise stay alive: in
+ * revnat, each call remembered at a watch point kept a reversed list of
+ * thousands of cells, and the collector marked them all each time. */
+static void let_go(tgW_mentry *e)
+{
+    e->nf = NULL;
+    for (uint32_t i = 0; i < TGW_MEMO_INLINE; i++)
+        e->a[i] = NULL;
+}
+
+/* The normal forms and keys of the calls of the op whose symbol is
+ * head are let go: they are no longer looked up, and would keep large
+ * terms alive (reversed lists, say).  Its open calls let theirs go when
+ * they close. */
 static void forget(tgW_memo *m, tg_term *head)
 {
     for (size_t i = 0; i < m->cap; i++) {
         tgW_mentry *e = &m->e[i];
         if (e->meta && !(e->meta & M_WHOLE) && e->head == head && e->nf != TGW_MEMO_OPEN)
-            e->nf = NULL;
+            let_go(e);
     }
 }
 
@@ -249,8 +263,11 @@ void tgW_memo_close(tgW_memo *m, size_t from, tg_term *nf, unsigned long long re
         tgW_mentry *e = &m->e[m->open[k].slot];
         unsigned long long cost = rewrites - m->open[k].start;
         uint32_t op = m->open[k].op;
-        /* a dropped op's normal forms are not kept (see forget) */
-        e->nf = op < m->nstat && m->stat[op].dropped && !(e->meta & M_WHOLE) ? NULL : nf;
+        /* a dropped op's normal forms and keys are not kept (see forget) */
+        if (op < m->nstat && m->stat[op].dropped && !(e->meta & M_WHOLE))
+            let_go(e);
+        else
+            e->nf = nf;
         e->meta = (e->meta & M_KEY) | (cost < COST_MAX ? cost : COST_MAX) << COST_SHIFT;
     }
     if (from < m->nopen)

@@ -79,6 +79,24 @@ extern tg_term tgW_memo_open_obj;
 size_t tgW_memo_enter(tgW_memo *m, tg_ctx *ctx, uint32_t op, tg_term *head, int atom, uint32_t n,
                       tg_term *const *args, unsigned long long rewrites, tg_term **nf);
 
+/* The fast path of tgW_memo_enter for a call not remembered: 1 (and
+ * counted as tgW_memo_enter counts it) when the call of op with the n
+ * arguments at args is of a dropped op, neither the watched call nor a
+ * 2^k-th one; 0 when tgW_memo_enter is to decide.  Inline and short:
+ * after the drop, most calls take only this.  A call whose first
+ * argument is the watched call's (or without arguments) may be the
+ * watched one: tgW_memo_enter compares the whole call. */
+static inline int tgW_memo_skip(tgW_memo *m, uint32_t op, uint32_t n, tg_term *const *args)
+{
+    if (op >= m->nstat || !m->stat[op].dropped || n - 1 >= TGW_MEMO_INLINE || args[0] == m->watch[1])
+        return 0;
+    uint64_t k = m->skipped + 1;
+    if (!(k & (k - 1)))
+        return 0;   /* a new watch point: tgW_memo_enter sets it */
+    m->skipped = k;
+    return 1;
+}
+
 /* A call that was not looked up (the machine defers the lookup of the
  * call it starts from, see machine.c) turned out to be its own normal
  * form without a rewrite, a condition test or a call: count it as its

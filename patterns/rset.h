@@ -96,7 +96,8 @@ enum {
     E_CALLAC,       /* E_CALL of an assoc / comm op: the args put in canonical order first */
     E_CEXT,         /* C node rewriter a on the call (cext.h) */
     E_CRET,         /* the top is a C rewriter's result (cext.h) */
-    E_CPRED         /* pop c; the rule fails unless C predicate a holds (negated: pad) */
+    E_CPRED,        /* pop c; the rule fails unless C predicate a holds (negated: pad) */
+    E_VARS          /* push R[a], R[b] and, when pad is 3, R[c] (pad: 2 or 3 E_VARs fused) */
 };
 
 enum {  /* built-in predicates of E_PRED */
