@@ -24,6 +24,19 @@ static TAP_UNUSED_ uint64_t kt_rand(void)
     kt_seed ^= kt_seed << 17;
     return kt_seed;
 }
+/* The start of a round on path kt_path (0 when there is none left): it
+ * is named in the output, and the random cases restart so that both
+ * paths see the same ones.  Loop: KT_EACH_PATH { ... }. */
+static TAP_UNUSED_ int kt_path_begin(void)
+{
+    if (kt_path >= 2)
+        return 0;
+    tap_diag("%s", kt_path ? "the interpreter" : "compiled code");
+    kt_seed = 88172645463325252ull;
+    return 1;
+}
+#define KT_EACH_PATH for (kt_path = 0; kt_path_begin(); kt_path++)
+
 static TAP_UNUSED_ double kt_unif(double lo, double hi)
 {
     return lo + (hi - lo) * (double)(kt_rand() >> 11) / 9007199254740992.0;

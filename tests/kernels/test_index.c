@@ -497,9 +497,7 @@ int main(void)
 {
     tg_error err;
     ctx = tg_ctx_new(&err);
-    for (kt_path = 0; kt_path < 2; kt_path++) {
-        tap_diag("%s", kt_path ? "the interpreter" : "compiled code");
-        kt_seed = 88172645463325252ull;
+    KT_EACH_PATH {
         test_known();
         for (int w = 0; w < 3; w++)
             test_random(TG_FLOAT64, w);

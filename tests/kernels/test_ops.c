@@ -617,9 +617,7 @@ int main(void)
 {
     tg_error err;
     ctx = tg_ctx_new(&err);
-    for (kt_path = 0; kt_path < 2; kt_path++) {
-        tap_diag("%s", kt_path ? "the interpreter" : "compiled code");
-        kt_seed = 88172645463325252ull;     /* the same cases on both paths */
+    KT_EACH_PATH {
         test_unary();
         test_binary();
         test_special_values();

@@ -814,9 +814,7 @@ int main(void)
 {
     tg_error err;
     ctx = tg_ctx_new(&err);
-    for (kt_path = 0; kt_path < 2; kt_path++) {
-        tap_diag("%s", kt_path ? "the interpreter" : "compiled code");
-        kt_seed = 88172645463325252ull;
+    KT_EACH_PATH {
         test_cumsum();
         test_fibonacci();
         test_polynomial(0);

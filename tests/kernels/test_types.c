@@ -646,8 +646,7 @@ int main(void)
 {
     tg_error err;
     ctx = tg_ctx_new(&err);
-    for (kt_path = 0; kt_path < 2; kt_path++) {
-        tap_diag("%s", kt_path ? "the interpreter" : "compiled code");
+    KT_EACH_PATH {
         test_errors();
         test_dtypes();
         test_layout();
