@@ -9,7 +9,7 @@
  *
  *   ./configure CC=clang --enable-fuzz && make fuzz
  */
-#include "tgrel.h"
+#include "fuzz.h"
 #include "arrays.h"
 
 #include <math.h>
@@ -18,30 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static tg_ctx *ctx;
-
-static void fail(const char *what)
-{
-    fprintf(stderr, "fuzz_npy: %s\n", what);
-    abort();
-}
-
-static void free_ctx(void)
-{
-    tg_ctx_free(ctx);
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    tg_error err;
-    if (!(ctx = tg_ctx_new(&err)))
-        fail(err.message);
-    atexit(free_ctx);
+    fuzz_init("fuzz_npy");
     return 0;
 }
 
@@ -89,13 +70,13 @@ static void round_trip(const tg_array *a)
     tg_error err;
     if (tgM_array_from_term(t, a->dtype, &b, &err) < 0) {
         fprintf(stderr, "%s\n", err.message);
-        fail("the terms of an array do not read back as an array");
+        fail("the terms of an array do not read back as an array", NULL);
     }
     if (b.ndim != a->ndim || memcmp(b.shape, a->shape, (size_t)a->ndim * sizeof a->shape[0]))
-        fail("the shape changed on the way through terms");
+        fail("the shape changed on the way through terms", NULL);
     for (size_t i = 0; i < count; i++)
         if (!same(a->dtype, a->data, b.data, i))
-            fail("a value changed on the way through terms");
+            fail("a value changed on the way through terms", NULL);
     free(b.data);
 }
 
@@ -106,17 +87,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tg_error_clear(&err);
     if (tgM_array_parse_npy((const char *)data, size, "f.npy", &a, &err) < 0) {
         if (a.data || strncmp(err.message, "f.npy: ", 7) || !err.message[7])
-            fail("a rejected input without a proper error");
+            fail("a rejected input without a proper error", NULL);
         return 0;
     }
     size_t count = 1;
     for (int k = 0; k < a.ndim; k++) {
         if (a.shape[k] < 0)
-            fail("a negative size");
+            fail("a negative size", NULL);
         count *= (size_t)a.shape[k];
     }
     if (count * elem_size(a.dtype) > size)
-        fail("more elements than bytes");
+        fail("more elements than bytes", NULL);
     round_trip(&a);
     free(a.data);
     return 0;

@@ -13,24 +13,13 @@
  *         src/(library sources).c -lgc -lgmp -lm
  *   ./a.out -max_total_time=60 tests/fuzz/corpus
  */
-#include "tgrel.h"
+#include "fuzz.h"
 #include "reader.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static tg_ctx *ctx;
-
-static void fail(const char *what, const char *detail)
-{
-    fprintf(stderr, "fuzz_reader: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
-    abort();
-}
 
 static void check_error(const tg_error *err, const char *file)
 {
@@ -43,24 +32,11 @@ static void check_error(const tg_error *err, const char *file)
         fail("malformed error", err->message);
 }
 
-static void free_ctx(void)
-{
-    tg_ctx_free(ctx);
-}
-
-/* One context for the whole run, made before libFuzzer starts counting
- * allocations per input and freed at exit: its table lives in malloc'd
- * memory that only the collector's heap points to, which the leak
- * checker would not see. */
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    tg_error err;
-    ctx = tg_ctx_new(&err);
-    if (!ctx)
-        fail("no context", err.message);
-    atexit(free_ctx);
+    fuzz_init("fuzz_reader");
     return 0;
 }
 

@@ -21,7 +21,7 @@
  */
 #define _GNU_SOURCE   /* memmem */
 
-#include "tgrel.h"
+#include "fuzz.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -34,18 +34,8 @@
 #define WATCHDOG_MS 200
 #define MAX_ANSWERS 8
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static tg_ctx *ctx;
 static _Atomic(tg_rules *) running;     /* the rule set at work, or NULL */
 static atomic_llong started_ms;          /* when its work began */
-
-static void fail(const char *what, const char *detail)
-{
-    fprintf(stderr, "fuzz_rules: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
-    abort();
-}
 
 static long long now_ms(void)
 {
@@ -67,19 +57,11 @@ static void *watchdog(void *unused)
     return NULL;
 }
 
-static void free_ctx(void)
-{
-    tg_ctx_free(ctx);
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    tg_error err;
-    if (!(ctx = tg_ctx_new(&err)))
-        fail("no context", err.message);
-    atexit(free_ctx);
+    fuzz_init("fuzz_rules");
     pthread_t th;
     if (pthread_create(&th, NULL, watchdog, NULL) != 0)
         fail("no watchdog thread", NULL);
