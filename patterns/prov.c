@@ -704,17 +704,6 @@ tg_term *tgO_why(tg_rules *rs, tg_term *t, tg_error *err)
     return r;
 }
 
-/* Print x, 0 or -1. */
-static int put(FILE *out, const tg_term *x)
-{
-    char *s = tg_print(x, NULL);
-    if (!s)
-        return -1;
-    fputs(s, out);
-    free(s);
-    return 0;
-}
-
 int tgO_print_why(tg_rules *rs, tg_term *t, FILE *out, tg_error *err)
 {
     tg_term *w = tgO_why(rs, t, err);
@@ -728,7 +717,7 @@ int tgO_print_why(tg_rules *rs, tg_term *t, FILE *out, tg_error *err)
     int rc = 0;
     tg_term *in_sym = tg_symbol_cstr(rs->ctx, "in");
     fputs("why ", out);
-    rc |= put(out, t);
+    rc |= tg_fprint(out, t);
     fprintf(out, ": %zu firing%s\n", n, n == 1 ? "" : "s");
     if (logged < total)
         fprintf(out, "  (the log holds the first %lld of %lld firings: the chain may be cut short)\n",
@@ -739,7 +728,7 @@ int tgO_print_why(tg_rules *rs, tg_term *t, FILE *out, tg_error *err)
         tg_int_get(tg_nth(e, 0), &k);
         tg_int_get(tg_nth(tg_nth(e, 2), 1), &pass);
         fprintf(out, "  #%lld ", (long long)k);
-        rc |= put(out, tg_nth(e, 1));
+        rc |= tg_fprint(out, tg_nth(e, 1));
         fprintf(out, ", pass %lld, ", (long long)pass);
         tg_term *pos = tg_nth(e, 3);
         int64_t in;
@@ -748,12 +737,12 @@ int tgO_print_why(tg_rules *rs, tg_term *t, FILE *out, tg_error *err)
             fprintf(out, "in #%lld", (long long)in);
         } else {
             fputs("at ", out);
-            rc |= put(out, tg_cdr(rs->ctx, pos));
+            rc |= tg_fprint(out, tg_cdr(rs->ctx, pos));
         }
         fputs(": ", out);
-        rc |= put(out, tg_nth(e, 4));
+        rc |= tg_fprint(out, tg_nth(e, 4));
         fputs(" => ", out);
-        rc |= put(out, tg_nth(e, 5));
+        rc |= tg_fprint(out, tg_nth(e, 5));
         fputc('\n', out);
     }
     if (rc)

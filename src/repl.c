@@ -269,17 +269,6 @@ static void complain(const repl *R, const char *fmt, const char *arg)
     report_here(R, &err);
 }
 
-/* Print x to out; 0 or -1. */
-static int put_term(FILE *out, const tg_term *x)
-{
-    char *s = tg_print(x, NULL);
-    if (!s)
-        return -1;
-    fputs(s, out);
-    free(s);
-    return 0;
-}
-
 static void print_term(const repl *R, const tg_term *t)
 {
     size_t n;
@@ -659,19 +648,19 @@ static int put_rules(repl *R, tg_term *l, size_t first, int heads)
         fputc(' ', stdout);
         if (heads && tg_kind_of(x) == TG_PAIR) {
             printf("(%s", ink(R, INK_RULE));
-            rc = put_term(stdout, tg_car(x));
+            rc = tg_fprint(stdout, tg_car(x));
             fputs(ink(R, TGM_PLAIN), stdout);
             tg_iter in;
             tg_iter_init(&in, x);
             tg_iter_next(&in);
             for (tg_term *y; rc == 0 && (y = tg_iter_next(&in));) {
                 fputc(' ', stdout);
-                rc = put_term(stdout, y);
+                rc = tg_fprint(stdout, y);
             }
             fputc(')', stdout);
         } else {
             fputs(ink(R, INK_RULE), stdout);
-            rc = put_term(stdout, x);
+            rc = tg_fprint(stdout, x);
             fputs(ink(R, TGM_PLAIN), stdout);
         }
     }
@@ -692,16 +681,16 @@ static int print_profile(repl *R, tg_term *p)
         fputc(' ', stdout);
         if (first) {
             printf("%s", ink(R, INK_RULE));
-            rc = put_term(stdout, x);
+            rc = tg_fprint(stdout, x);
             fputs(ink(R, TGM_PLAIN), stdout);
         } else if (tg_kind_of(x) == TG_PAIR && (tg_car(x) == rules || tg_car(x) == never)) {
             fputc('(', stdout);
-            rc = put_term(stdout, tg_car(x));
+            rc = tg_fprint(stdout, tg_car(x));
             if (rc == 0)
                 rc = put_rules(R, x, 1, tg_car(x) == rules);
             fputc(')', stdout);
         } else {
-            rc = put_term(stdout, x);
+            rc = tg_fprint(stdout, x);
         }
     }
     puts(")");
@@ -878,19 +867,19 @@ static int print_firing(repl *R, tg_term *e)
     tg_term *pos = tg_nth(e, 3);
     int rc = 0;
     printf("  #%lld %s", (long long)k, ink(R, INK_RULE));
-    rc |= put_term(stdout, tg_nth(e, 1));
+    rc |= tg_fprint(stdout, tg_nth(e, 1));
     printf("%s, pass %lld, ", ink(R, TGM_PLAIN), (long long)pass);
     if (tg_length(pos) == 2 && tg_car(pos) == tg_symbol_cstr(R->ctx, "in") &&
         tg_int_get(tg_nth(pos, 1), &in) == 0) {
         printf("in #%lld", (long long)in);
     } else {
         fputs("at ", stdout);
-        rc |= put_term(stdout, tg_cdr(R->ctx, pos));
+        rc |= tg_fprint(stdout, tg_cdr(R->ctx, pos));
     }
     printf(": %s", ink(R, INK_BEFORE));
-    rc |= put_term(stdout, tg_nth(e, 4));
+    rc |= tg_fprint(stdout, tg_nth(e, 4));
     printf("%s => %s", ink(R, TGM_PLAIN), ink(R, INK_AFTER));
-    rc |= put_term(stdout, tg_nth(e, 5));
+    rc |= tg_fprint(stdout, tg_nth(e, 5));
     printf("%s\n", ink(R, TGM_PLAIN));
     return rc;
 }
@@ -904,7 +893,7 @@ static int print_why(repl *R, tg_term *r, tg_term *w)
     tg_int_get(tg_nth(tg_nth(w, 2), 2), &total);
     size_t n = tg_length(w) - 3;
     fputs("why ", stdout);
-    int rc = put_term(stdout, r);
+    int rc = tg_fprint(stdout, r);
     printf(": %zu firing%s\n", n, n == 1 ? "" : "s");
     if (logged < total)
         printf("  (the log holds the first %lld of %lld firings: the chain may be cut short)\n",
