@@ -18,15 +18,17 @@
 static tg_ctx *ctx;
 static char dir[] = "/tmp/tgrel-cache-test-XXXXXX";
 
-/* The entries (*.so) in the cache directory; the first one's path. */
-static int entries(char *first, size_t size)
+/* The entries of the cache directory whose names end in suffix (".so":
+ * shared objects, ".rw": rewritten terms); the first one's path. */
+static int entries_of(const char *suffix, char *first, size_t size)
 {
     DIR *d = opendir(dir);
     int n = 0;
+    size_t ls = strlen(suffix);
     struct dirent *e;
     while (d && (e = readdir(d))) {
         size_t l = strlen(e->d_name);
-        if (l > 3 && strcmp(e->d_name + l - 3, ".so") == 0) {
+        if (l > ls && strcmp(e->d_name + l - ls, suffix) == 0) {
             if (!n && first)
                 snprintf(first, size, "%s/%s", dir, e->d_name);
             n++;
@@ -35,6 +37,11 @@ static int entries(char *first, size_t size)
     if (d)
         closedir(d);
     return n;
+}
+
+static int entries(char *first, size_t size)
+{
+    return entries_of(".so", first, size);
 }
 
 static off_t file_size(const char *path)
@@ -107,23 +114,9 @@ static int run_in_new_process(const char *expr)
     return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-/* The entries of rewritten terms (*.rw); the first one's path. */
 static int rw_entries(char *first, size_t size)
 {
-    DIR *d = opendir(dir);
-    int n = 0;
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        size_t l = strlen(e->d_name);
-        if (l > 3 && strcmp(e->d_name + l - 3, ".rw") == 0) {
-            if (!n && first)
-                snprintf(first, size, "%s/%s", dir, e->d_name);
-            n++;
-        }
-    }
-    if (d)
-        closedir(d);
-    return n;
+    return entries_of(".rw", first, size);
 }
 
 /* Compile expr over x (n) with the rule library's rewriter spec (NULL:
