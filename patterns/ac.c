@@ -155,60 +155,6 @@ typedef struct cframe {
     int splice;
 } cframe;
 
-/* A pointer map in malloc memory for the walk below: the collector need
- * not scan it, nor count it towards its next collection (on a graph of
- * 10^5 nodes the walk's map was a fifth of what a rewrite allocated).
- * Safe because every key is a node of the input, which the caller
- * holds, and every value is the input's node or one the walk built,
- * which the node built around it, or the value stack, holds. */
-typedef struct cmap {
-    tg_term **kv;       /* 2 * cap: key, value */
-    size_t n, cap;
-} cmap;
-
-static size_t cmap_home(const tg_term *k, size_t cap)
-{
-    return (size_t)((uintptr_t)k * 0x9E3779B97F4A7C15ull >> 32) & (cap - 1);
-}
-
-static tg_term *cmap_get(const cmap *m, const tg_term *k)
-{
-    for (size_t i = cmap_home(k, m->cap);; i = (i + 1) & (m->cap - 1)) {
-        if (m->kv[2 * i] == k)
-            return m->kv[2 * i + 1];
-        if (!m->kv[2 * i])
-            return NULL;
-    }
-}
-
-static int cmap_put(cmap *m, tg_term *k, tg_term *v)
-{
-    if (2 * (m->n + 1) > m->cap) {
-        size_t cap = 2 * m->cap;
-        tg_term **kv = calloc(2 * cap, sizeof *kv);
-        if (!kv)
-            return -1;
-        for (size_t i = 0; i < m->cap; i++) {
-            tg_term *x = m->kv[2 * i];
-            if (!x)
-                continue;
-            size_t j = cmap_home(x, cap);
-            while (kv[2 * j])
-                j = (j + 1) & (cap - 1);
-            kv[2 * j] = x, kv[2 * j + 1] = m->kv[2 * i + 1];
-        }
-        free(m->kv);
-        m->kv = kv, m->cap = cap;
-    }
-    size_t i = cmap_home(k, m->cap);
-    while (m->kv[2 * i] && m->kv[2 * i] != k)
-        i = (i + 1) & (m->cap - 1);
-    if (!m->kv[2 * i])
-        m->n++;
-    m->kv[2 * i] = k, m->kv[2 * i + 1] = v;
-    return 0;
-}
-
 /* arr with room for cnt + extra elements (collector memory: the stacks
  * hold the nodes built so far); -1 when out of memory. */
 #define CGROW(arr, cnt, cp, extra)                                              \
@@ -247,9 +193,11 @@ tg_term *tgW_ac_canon_deep(tg_rules *rs, tg_term *t)
     tg_term **v = NULL;
     size_t nv = 0, capv = 0;
     tg_term *res = NULL;
-    cmap done = {calloc(2 * 1024, sizeof(tg_term *)), 0, 1024};
-    if (!done.kv)
-        return NULL;
+    /* malloc memory, not counted towards the next collection (on a graph
+     * of 10^5 nodes the walk's map was a fifth of what a rewrite
+     * allocated from the collector) */
+    tgW_map done = {.scratch = 1};
+    tgW_map_reserve(&done, 512);
     CGROW(st, n, cap, 1);
     st[0] = (cframe){t, {t, 0}, 0, tgW_ac_op_of(rs, t), 0};
     n = 1;
@@ -261,7 +209,7 @@ tg_term *tgW_ac_canon_deep(tg_rules *rs, tg_term *t)
              * when met before: it is not an argument of its own */
             int sp = tgT_ispair(x) && f->op && (f->op->flags & TGW_ASSOC) &&
                      x->e[0] == f->op->name && tg_tail(x) == TGT_NIL;
-            tg_term *y = sp ? NULL : tgT_ispair(x) ? cmap_get(&done, x) : x;
+            tg_term *y = sp ? NULL : tgT_ispair(x) ? tgW_map_get(&done, x) : x;
             if (!y) {
                 const tgW_op *op = sp ? f->op : tgW_ac_op_of(rs, x);
                 CGROW(st, n, cap, 1);
@@ -281,7 +229,7 @@ tg_term *tgW_ac_canon_deep(tg_rules *rs, tg_term *t)
             goto oom;
         tg_term *node = same_elements(f->t, v + f->vb, cnt)
                             ? f->t : tg_list(rs->ctx, cnt, v + f->vb, tail == TGT_NIL ? NULL : tail);
-        if (!node || cmap_put(&done, f->t, node) < 0)
+        if (!node || tgW_map_put(&done, f->t, node) < 0)
             goto oom;
         nv = f->vb;
         if (!n) {
@@ -292,7 +240,7 @@ tg_term *tgW_ac_canon_deep(tg_rules *rs, tg_term *t)
         v[nv++] = node;
     }
 oom:
-    free(done.kv);
+    tgW_map_clear(&done);
     return res;
 }
 
