@@ -262,18 +262,14 @@ static void put_fold_op(tgB_buf *b, const tgH_sched *s, int r, const char *acc)
     case TGV_PROD:
         tgB_printf(b, fl ? "%s *= v;" : "%s = TGK_MUL(%s, v);", a, a);
         break;
-    case TGV_MAX:
-        if (fl)
-            tgB_printf(b, "%s = %s != %s ? %s : v != v || v > %s ? v : %s;", a, a, a, a, a, a);
+    case TGV_MAX: case TGV_MIN: {
+        const char *cmp = n->op == TGV_MAX ? ">" : "<";
+        if (fl)     /* a NaN, once in the accumulator, stays */
+            tgB_printf(b, "%s = %s != %s ? %s : v != v || v %s %s ? v : %s;", a, a, a, a, cmp, a, a);
         else
-            tgB_printf(b, "%s = v > %s ? v : %s;", a, a, a);
+            tgB_printf(b, "%s = v %s %s ? v : %s;", a, cmp, a, a);
         break;
-    case TGV_MIN:
-        if (fl)
-            tgB_printf(b, "%s = %s != %s ? %s : v != v || v < %s ? v : %s;", a, a, a, a, a, a);
-        else
-            tgB_printf(b, "%s = v < %s ? v : %s;", a, a, a);
-        break;
+    }
     default:
         tgB_printf(b, fl ? "%s += v;" : "%s = TGK_ADD(%s, v);", a, a);
     }
