@@ -117,12 +117,12 @@ static void dump_screen(void)
 }
 
 /* Leave with Ctrl-D at the prompt (ending in prompt_end) and wait for
- * the program. */
-static void leave(int fd, pid_t pid, const char *prompt_end)
+ * the program: its wait status, -1 when it had to be killed. */
+static int leave(int fd, pid_t pid, const char *prompt_end)
 {
     expect(fd, prompt_end);
     type(fd, "\x04");
-    int status;
+    int status = -1;
     long end = now_ms() + WAIT_MS;
     while (now_ms() < end && waitpid(pid, &status, WNOHANG) == 0) {
         char buf[256];
@@ -130,9 +130,12 @@ static void leave(int fd, pid_t pid, const char *prompt_end)
         if (poll(&p, 1, 100) > 0 && read(fd, buf, sizeof buf) <= 0)
             usleep(10 * 1000);
     }
-    if (waitpid(pid, &status, WNOHANG) == 0)
-        kill(pid, SIGKILL), waitpid(pid, &status, 0);
+    if (status == -1) {
+        int killed;
+        kill(pid, SIGKILL), waitpid(pid, &killed, 0);
+    }
     close(fd);
+    return status;
 }
 
 /* A colour terminal: the prompt and errors in colour; with NO_COLOR set
@@ -249,19 +252,8 @@ int main(void)
     /* ^D typed before readline has the terminal in raw mode would be the
      * line discipline's end of file, which readline does not see: wait
      * for the prompt first */
-    expect(fd, "tgrel> ");
-    type(fd, "\x04");
-    int status = -1;
-    long end = now_ms() + WAIT_MS;
-    while (now_ms() < end && waitpid(pid, &status, WNOHANG) == 0) {
-        char buf[256];
-        struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, 100) > 0 && read(fd, buf, sizeof buf) <= 0)
-            usleep(10 * 1000);
-    }
-    TAP_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "Ctrl-D leaves with status 0");
-    if (status == -1)
-        kill(pid, SIGKILL), waitpid(pid, &status, 0);
+    int status = leave(fd, pid, "tgrel> ");
+    TAP_CHECK(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "Ctrl-D leaves with status 0");
 
     FILE *h = fopen(history, "r");
     char line[256];
@@ -276,6 +268,5 @@ int main(void)
     unlink(history);
     if (tap_failed_)
         dump_screen();
-    close(fd);
     return TAP_DONE();
 }
