@@ -58,13 +58,8 @@ t "--run-tests with -e is a usage error" 2 "" "*" \
 t "-- ends the options" 1 "" "*-e*" \
     "$TGREL" -- -e
 "$TGREL" --help >"$tmp/help" 2>&1
-status=$?
-n=$((n + 1))
-if [ $status = 0 ] && head -n 1 "$tmp/help" | grep -q '^usage: tgrel'; then
-    echo "ok $n - --help"
-else
-    failed=$((failed + 1)); echo "not ok $n - --help"
-fi
+[ $? = 0 ] && head -n 1 "$tmp/help" | grep -q '^usage: tgrel'
+report $? "--help" "$tmp/help"
 t "--version" 0 "tgrel 0.1.0" "" \
     "$TGREL" --version
 
@@ -95,18 +90,12 @@ t "--run-tests: a failing case fails the run" 1 "1..2${nl}not ok 1 - line 1${nl}
     "$TGREL" --run-tests "$tmp/fail.test"
 "$TGREL" --run-tests "$tmp/none.test" >"$tmp/out" 2>&1
 status=$?
-n=$((n + 1))
 case $(cat "$tmp/out") in
     "Bail out! "*"$tmp/none.test"*) got=bail ;;
     *) got=other ;;
 esac
-if [ $status = 1 ] && [ $got = bail ]; then
-    echo "ok $n - --run-tests: an unreadable file bails out"
-else
-    failed=$((failed + 1))
-    echo "not ok $n - --run-tests: an unreadable file bails out"
-    sed 's/^/#   /' "$tmp/out"
-fi
+[ $status = 1 ] && [ $got = bail ]
+report $? "--run-tests: an unreadable file bails out" "$tmp/out"
 
 echo "1..$n"
 [ $failed = 0 ]

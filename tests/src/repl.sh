@@ -56,19 +56,10 @@ t ":ops, :rules, :rewriters list what a file declared" 0 \
 
 input '(defrel (twice x y) (conso x x y))' ':relations'
 "$TGREL" >"$tmp/rels" <"$tmp/in" 2>&1
-n=$((n + 1))
-if grep -qx '(twice 2)' "$tmp/rels" && grep -qx '(appendo 3)' "$tmp/rels"; then
-    if grep -q lambda "$tmp/rels"; then
-        failed=$((failed + 1))
-        echo "not ok $n - :relations lists no anonymous relations"
-    else
-        echo "ok $n - :relations lists defined and library relations with their arity"
-    fi
-else
-    failed=$((failed + 1))
-    echo "not ok $n - :relations lists defined and library relations with their arity"
-    sed 's/^/#   got: /' "$tmp/rels"
-fi
+grep -qx '(twice 2)' "$tmp/rels" && grep -qx '(appendo 3)' "$tmp/rels"
+report $? ":relations lists defined and library relations with their arity" "$tmp/rels"
+! grep -q lambda "$tmp/rels"
+report $? ":relations lists no anonymous relations" "$tmp/rels"
 
 input ":load $tmp/alg.rules" ':rewrite simplify (add 0 (neg (neg y)))' ':profile'
 t ":load, :rewrite and :profile" 0 "y
@@ -114,17 +105,12 @@ t ":help COMMAND shows an example, an unknown one is an error" 1 \
 
 input ':help'
 "$TGREL" <"$tmp/in" >"$tmp/help" 2>&1
-n=$((n + 1))
 missing=
 for c in help load ops rules rewriters relations rewrite step normalize trace profile tree dot history eval shared quit; do
     grep -q "^  :$c " "$tmp/help" || missing="$missing $c"
 done
-if [ -z "$missing" ]; then
-    echo "ok $n - :help lists every command"
-else
-    failed=$((failed + 1))
-    echo "not ok $n - :help lists every command (missing:$missing)"
-fi
+[ -z "$missing" ]
+report $? ":help lists every command${missing:+ (missing:$missing)}"
 
 input ':step simplify (add 0 (neg (neg w)))' ':step (add 0 x)' ':step nope (a)' ':rules'
 t ":step shows the firings a result depends on, and leaves provenance as it was" 1 "why w: 2 firings
@@ -152,13 +138,8 @@ digraph history {
   n3 [label="(add 0 w)"];
   n3 -> n2 [label="#2 add-zero (at)"];
 }' "<stdin>:1:1: no rewrite history yet: :step a rewrite first" "$TGREL" "$tmp/alg.rules" -
-n=$((n + 1))
-if grep -q 'n3 -> n2 \[label="#2 add-zero (at)"\];' "$tmp/h.dot"; then
-    echo "ok $n - :history firings FILE writes the graph to the file"
-else
-    failed=$((failed + 1))
-    echo "not ok $n - :history firings FILE writes the graph to the file"
-fi
+grep -q 'n3 -> n2 \[label="#2 add-zero (at)"\];' "$tmp/h.dot"
+report $? ":history firings FILE writes the graph to the file" "$tmp/h.dot"
 
 input ':step simplify (add 0 (neg (neg w)))' ':history'
 t ":history draws the whole term after each firing, each edge the rule and position" 0 'why w: 2 firings
@@ -195,40 +176,23 @@ digraph history {
 input ':step (add (neg (neg (twice 0))) (neg (neg (twice 0))))' ":history \"$tmp/s.dot\"" \
       ":history passes \"$tmp/p.dot\""
 "$TGREL" "$tmp/alg.rules" - <"$tmp/in" >"$tmp/out" 2>&1
-n=$((n + 1))
 nodes=$(grep -c '^  n[0-9]* \[label' "$tmp/s.dot")
 distinct=$(sed -n 's/^  \(n[0-9]*\) \[label.*/\1/p' "$tmp/s.dot" | sort -u | wc -l)
 states=$(grep -c '^  s[0-9]* \[label' "$tmp/s.dot")
-if [ "$nodes" = 12 ] && [ "$distinct" = 12 ] && [ "$states" = 5 ] &&
+[ "$nodes" = 12 ] && [ "$distinct" = 12 ] && [ "$states" = 5 ] &&
    grep -q '^  s0 -> s1 \[label="#1 twice-add (at 1 1 1)"' "$tmp/s.dot" &&
    grep -q '^  s1 -> s2 \[label="#2 add-zero (at 1 1 1)"' "$tmp/s.dot" &&
    grep -q '^  s3 -> n9 \[style=dashed' "$tmp/s.dot" &&
-   grep -q '^  n9 -> n5 \[label="2"\];' "$tmp/s.dot"; then
-    echo "ok $n - :history FILE: 5 snapshots over 12 distinct subterms, a term met again is its old node"
-else
-    failed=$((failed + 1))
-    echo "not ok $n - :history FILE: 5 snapshots over 12 distinct subterms, a term met again is its old node"
-    sed 's/^/#   /' "$tmp/out" "$tmp/s.dot"
-fi
-n=$((n + 1))
-if grep -q '^  s0 -> s1 \[label="pass 1: 4 firings: twice-add add-zero neg-neg"' "$tmp/p.dot" &&
-   [ "$(grep -c '^  s[0-9]* \[label' "$tmp/p.dot")" = 2 ]; then
-    echo "ok $n - :history passes FILE: one snapshot per pass, the edge names its rules"
-else
-    failed=$((failed + 1))
-    echo "not ok $n - :history passes FILE: one snapshot per pass, the edge names its rules"
-    sed 's/^/#   /' "$tmp/p.dot"
-fi
+   grep -q '^  n9 -> n5 \[label="2"\];' "$tmp/s.dot"
+report $? ":history FILE: 5 snapshots over 12 distinct subterms, a term met again is its old node" \
+    "$tmp/out" "$tmp/s.dot"
+grep -q '^  s0 -> s1 \[label="pass 1: 4 firings: twice-add add-zero neg-neg"' "$tmp/p.dot" &&
+    [ "$(grep -c '^  s[0-9]* \[label' "$tmp/p.dot")" = 2 ]
+report $? ":history passes FILE: one snapshot per pass, the edge names its rules" "$tmp/p.dot"
 if command -v dot >/dev/null 2>&1; then
     for g in "$tmp/s.dot" "$tmp/p.dot" "$tmp/h.dot"; do
-        n=$((n + 1))
-        if dot -Tsvg "$g" >/dev/null 2>"$tmp/err"; then
-            echo "ok $n - Graphviz accepts $(basename "$g")"
-        else
-            failed=$((failed + 1))
-            echo "not ok $n - Graphviz accepts $(basename "$g")"
-            sed 's/^/#   /' "$tmp/err"
-        fi
+        dot -Tsvg "$g" >/dev/null 2>"$tmp/err"
+        report $? "Graphviz accepts $(basename "$g")" "$tmp/err"
     done
 fi
 
@@ -268,14 +232,8 @@ t ":dot writes one node per distinct subterm" 0 'digraph term {
 
 input ":dot (h \"q\\\"\") \"$tmp/t.dot\""
 t ":dot FILE writes the file" 0 "" "" "$TGREL"
-n=$((n + 1))
-if grep -qF 'n2 [label="\"q\\\"\"", shape=plaintext];' "$tmp/t.dot"; then
-    echo "ok $n - dot labels escape quotes and backslashes"
-else
-    failed=$((failed + 1))
-    echo "not ok $n - dot labels escape quotes and backslashes"
-    sed 's/^/#   /' "$tmp/t.dot"
-fi
+grep -qF 'n2 [label="\"q\\\"\"", shape=plaintext];' "$tmp/t.dot"
+report $? "dot labels escape quotes and backslashes" "$tmp/t.dot"
 
 input ":dot (f a) $tmp/t.svg"
 if command -v dot >/dev/null 2>&1; then
@@ -420,31 +378,20 @@ t "miniKanren queries run, relations and rules are defined inline and run backwa
 
 input '(normalize (add 0 (neg (neg z))))' ':ops'
 "$TGREL" "$tmp/alg.rules" - <"$tmp/in" >"$tmp/out" 2>&1
-n=$((n + 1))
-if [ "$(head -n 1 "$tmp/out")" = z ] && ! grep -q 'tgrel>' "$tmp/out" && ! grep -q ':help lists' "$tmp/out"; then
-    echo "ok $n - commands from a pipe: no banner, no prompt"
-else
-    failed=$((failed + 1))
-    echo "not ok $n - commands from a pipe: no banner, no prompt"
-    sed 's/^/#   /' "$tmp/out"
-fi
+[ "$(head -n 1 "$tmp/out")" = z ] && ! grep -q 'tgrel>' "$tmp/out" && ! grep -q ':help lists' "$tmp/out"
+report $? "commands from a pipe: no banner, no prompt" "$tmp/out"
 
 : >"$tmp/in"
 t "tgrel FILE.rules -e EXPR" 0 "y${nl}(neg (neg y))" "" \
     "$TGREL" "$tmp/alg.rules" -e '(rewrite simplify (add 0 (neg (neg y))))' \
     -e '(rewrite (query simplify (exclude neg-neg)) (add 0 (neg (neg y))))'
 
-n=$((n + 1))
 noexample=
 for c in $(sed -n 's/^  :\([a-z]*\) .*/\1/p' "$tmp/help"); do
     printf ':help %s\n' "$c" | "$TGREL" 2>&1 | grep -q '^    example: :' || noexample="$noexample $c"
 done
-if [ -z "$noexample" ]; then
-    echo "ok $n - :help COMMAND shows an example for every command"
-else
-    failed=$((failed + 1))
-    echo "not ok $n - :help COMMAND shows an example for every command (none for:$noexample)"
-fi
+[ -z "$noexample" ]
+report $? ":help COMMAND shows an example for every command${noexample:+ (none for:$noexample)}"
 
 # colour: asked for with --color=always (through a pipe too), never by
 # default through a pipe, never in machine mode
@@ -465,13 +412,8 @@ w" "${e}\\[31m<stdin>:7:1: unknown command :frob (:help lists them)${e}\\[0m" \
 for how in "" --color=never "--color=always --machine" "--machine --color"; do
     # shellcheck disable=SC2086  # $how is zero, one or two options
     "$TGREL" $how "$tmp/alg.rules" - <"$tmp/in" >"$tmp/out" 2>"$tmp/err"
-    n=$((n + 1))
-    if grep -q "$e" "$tmp/out" "$tmp/err"; then
-        failed=$((failed + 1))
-        echo "not ok $n - no colour with '${how:-no option}' through a pipe"
-    else
-        echo "ok $n - no colour with '${how:-no option}' through a pipe"
-    fi
+    ! grep -q "$e" "$tmp/out" "$tmp/err"
+    report $? "no colour with '${how:-no option}' through a pipe" "$tmp/out" "$tmp/err"
 done
 input 'a'
 t "NO_COLOR does not undo --color=always" 0 "a" "" env NO_COLOR=1 "$TGREL" --color=always -
@@ -481,7 +423,6 @@ t "--color with another value is a usage error" 2 "" "*--color takes auto, alway
     "$TGREL" --color=sometimes
 
 src=${srcdir:-.}
-n=$((n + 1))
 missing=
 for c in $(sed -n 's/^  :\([a-z]*\) .*/\1/p' "$tmp/help"); do
     grep -q ":$c" "$src/doc/tgrel.1" || missing="$missing :$c"
@@ -490,12 +431,8 @@ sed 's/\\-/-/g' "$src/doc/tgrel.1" >"$tmp/man"
 for o in $("$TGREL" --help | sed -n 's/^ *\(-[a-z]\)*,* *\(--[a-z-]*\).*/\2/p'); do
     grep -q -- "$o" "$tmp/man" || missing="$missing $o"
 done
-if [ -z "$missing" ]; then
-    echo "ok $n - the man page documents every command and option"
-else
-    failed=$((failed + 1))
-    echo "not ok $n - the man page documents every command and option (missing:$missing)"
-fi
+[ -z "$missing" ]
+report $? "the man page documents every command and option${missing:+ (missing:$missing)}"
 : >"$tmp/in"
 t "the bundled tour runs as its transcript shows" 0 "$(cat "$src/tests/src/data/tour.out")" "" \
     "$TGREL" "$src/examples/algebra.rules" -f "$src/examples/tour.tgs"

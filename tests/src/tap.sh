@@ -1,7 +1,8 @@
 # tap.sh - sourced by the shell tests of the tgrel program: n and failed
-# (the TAP counters) and t, which runs a command and checks its exit
-# status, standard output and standard error.  The sourcing script sets
-# $tmp (a scratch directory) first.
+# (the TAP counters), t, which runs a command and checks its exit
+# status, standard output and standard error, and report, the TAP line of
+# a check made by hand.  The sourcing script sets $tmp (a scratch
+# directory) first.
 
 n=0
 failed=0
@@ -36,5 +37,20 @@ t() {
         printf '%s\n' "$got_out" | sed 's/^/#        got stdout: /'
         printf '%s\n' "$want_err" | sed 's/^/#   expected stderr: /'
         printf '%s\n' "$got_err" | sed 's/^/#        got stderr: /'
+    fi
+}
+
+# report STATUS DESC [FILE...]: the TAP line of a check that ended with
+# STATUS (0: it passed); on failure the FILEs follow as diagnostics.
+report() {
+    rstatus=$1 rdesc=$2
+    shift 2
+    n=$((n + 1))
+    if [ "$rstatus" = 0 ]; then
+        echo "ok $n - $rdesc"
+    else
+        failed=$((failed + 1))
+        echo "not ok $n - $rdesc"
+        [ $# = 0 ] || sed 's/^/#   /' "$@"
     fi
 }
