@@ -739,6 +739,8 @@ static void test_inplace(void)
     free(x.block), free(h0.block), free(h1.block);
 }
 
+/* Errors, each at compile time or at the call: the inputs, the outputs
+ * (a scan), the arguments, what the message says. */
 static void test_errors(void)
 {
     int64_t five = 5, four = 4, three = 3, nm[2] = {5, 3};
@@ -747,66 +749,92 @@ static void test_errors(void)
     kt_make(&b, TG_FLOAT64, 1, &four, 0);
     kt_make(&c, TG_FLOAT64, 1, &three, 0);
     kt_make(&d, TG_FLOAT64, 2, nm, 0);
-    tg_array ab[2] = {a.a, b.a}, ac[2] = {a.a, c.a};
-    const char *L = "(lambda (p q) ((add q p)))";
-    char o[1000];
-    snprintf(o, sizeof o, "(scan (lambda (p r q) ((add q p r))) (steps auto) (sequences (input a float64 (5))"
-             " (input b float64 (4))) (outputs (sitsot 0.0)) (non_sequences))");
-    fails("(input a float64 (5)) (input b float64 (4))", o, ab, "sequence 1 has 4 rows, sequence 0 has 5");
-    snprintf(o, sizeof o, "(scan (lambda (p r q) ((add q p r))) (steps auto) (sequences (input a float64 (n))"
-             " (input b float64 (m))) (outputs (sitsot 0.0)) (non_sequences))");
-    fails("(input a float64 (n)) (input b float64 (m))", o, ab, "expected shape (n) with n = 5, got (4)");
-    snprintf(o, sizeof o, "(scan %s (steps 10) (sequences (input a float64 (5))) (outputs (sitsot 0.0))"
-             " (non_sequences))", L);
-    fails("(input a float64 (5))", o, ab, "10 steps, but the sequences have 5 rows");
-    snprintf(o, sizeof o, "(scan %s (steps k) (sequences (input a float64 (n))) (outputs (sitsot 0.0))"
-             " (non_sequences (input c float64 (k))))", "(lambda (p q w) ((add q p)))");
-    tg_array ac_big[2] = {c.a, a.a};
-    fails("(input a float64 (n)) (input c float64 (k))", o, ac_big, "5 steps, but the sequences have 3 rows");
-    snprintf(o, sizeof o, "(scan (lambda (u v) ((add u v))) (steps 3) (sequences)"
-             " (outputs (mitsot (input a float64 (1)) (taps -2 -1))) (non_sequences))");
-    fails("(input a float64 (1))", o, ab, "output 0: taps reach back 2 steps but the initial value has 1 rows");
-    snprintf(o, sizeof o, "(scan (lambda (u v) ((add u v))) (steps 3) (sequences)"
-             " (outputs (mitsot (input a float64 (n)) (taps -2 -1))) (non_sequences))");
-    fails("(input a float64 (n))", o, ab, "output 0: taps reach back 2 steps but the initial value has 5 rows");
-    snprintf(o, sizeof o, "(scan (lambda (h) ((sum h))) (steps 3) (sequences)"
-             " (outputs (sitsot (input c float64 (3)))) (non_sequences))");
-    fails("(input c float64 (3))", o, &c.a, "output 0 changes shape between steps: (3) before a step, () after");
-    snprintf(o, sizeof o, "(scan (lambda (h w) ((alloc 1.0 m))) (steps 3) (sequences)"
-             " (outputs (sitsot (input a float64 (k)))) (non_sequences (input c float64 (m))))");
-    fails("(input a float64 (k)) (input c float64 (m))", o, ac,
-          "output 0 changes shape between steps: (5) before a step, (3) after");
-    snprintf(o, sizeof o, "(scan (lambda (h) ((mul h 0.5))) (steps 3) (sequences)"
-             " (outputs (sitsot (const int64 1))) (non_sequences))");
-    fails("", o, NULL, "output 0: the step gives float64, the initial value is int64");
-    /* a lambda sees only its parameters: an outer one is passed as a non-sequence */
-    snprintf(o, sizeof o, "(scan (lambda (h) ((scan (lambda (g) ((add g h))) (steps 2) (sequences)"
-             " (outputs (sitsot 0.0 last)) (non_sequences)))) (steps 3) (sequences) (outputs (sitsot 0.0))"
-             " (non_sequences))");
-    fails("", o, NULL, "in h: not a parameter of the scan's lambda");
-    snprintf(o, sizeof o, "(scan (lambda (h) ((add h 1))) (steps auto) (sequences (input a float64 (5)))"
-             " (outputs (sitsot 0.0)) (non_sequences))");
-    fails("(input a float64 (5))", o, &a.a, "the lambda has 1 parameters, the scan passes 2");
-    snprintf(o, sizeof o, "(scan (lambda (h) ((add g 1))) (steps 2) (sequences) (outputs (sitsot 0.0))"
-             " (non_sequences))");
-    fails("", o, NULL, "in g: not a parameter of the scan's lambda");
-    snprintf(o, sizeof o, "(scan (lambda (float64) ((add float64 1))) (steps 2) (sequences) (outputs (sitsot 0.0))"
-             " (non_sequences))");
-    fails("", o, NULL, "a parameter is a symbol that is no dtype or vocabulary name");
-    snprintf(o, sizeof o, "(scan (lambda (h) ((add h 1))) (steps 2) (sequences) (outputs (mitsot 0.0 (taps 1)))"
-             " (non_sequences))");
-    fails("", o, NULL, "a tap is a negative integer");
-    snprintf(o, sizeof o, "(scan (lambda (h) ((add h 1)) (until h)) (steps 2) (sequences)"
-             " (outputs (sitsot (input c float64 (3)))) (non_sequences))");
-    fails("(input c float64 (3))", o, &c.a, "the until condition must be 0-d");
-    snprintf(o, sizeof o, "(scan (lambda () ((const float64 1))) (steps 0) (sequences) (outputs (nitsot last))"
-             " (non_sequences))");
-    fails("", o, NULL, "a (nitsot last) output of a scan of 0 steps has no value");
-    snprintf(o, sizeof o, "(scan_output (scan (lambda () ((const float64 1))) (steps 2) (sequences)"
-             " (outputs (nitsot)) (non_sequences)) 1)");
-    fails("", o, NULL, "the scan has no such output");
-    fails("(input d float64 (5 3))", "(scan (lambda (r) (r)) (steps auto) (sequences (input d float64 (5 3))))",
-          &d.a, "a scan is (scan (lambda");
+    enum { NONE, A, C, D, AB, AC, CA };
+    tg_array args[][2] = {{{0}}, {a.a}, {c.a}, {d.a}, {a.a, b.a}, {a.a, c.a}, {c.a, a.a}};
+    static const struct {
+        const char *ins, *outs;
+        int args;
+        const char *want;
+    } cases[] = {
+        {"(input a float64 (5)) (input b float64 (4))",
+         "(scan (lambda (p r q) ((add q p r))) (steps auto) "
+         "(sequences (input a float64 (5)) (input b float64 (4))) (outputs (sitsot 0.0)) "
+         "(non_sequences))",
+         AB, "sequence 1 has 4 rows, sequence 0 has 5"},
+        {"(input a float64 (n)) (input b float64 (m))",
+         "(scan (lambda (p r q) ((add q p r))) (steps auto) "
+         "(sequences (input a float64 (n)) (input b float64 (m))) (outputs (sitsot 0.0)) "
+         "(non_sequences))",
+         AB, "expected shape (n) with n = 5, got (4)"},
+        {"(input a float64 (5))",
+         "(scan (lambda (p q) ((add q p))) (steps 10) (sequences (input a float64 (5))) "
+         "(outputs (sitsot 0.0)) (non_sequences))",
+         AB, "10 steps, but the sequences have 5 rows"},
+        {"(input a float64 (n)) (input c float64 (k))",
+         "(scan (lambda (p q w) ((add q p))) (steps k) (sequences (input a float64 (n))) "
+         "(outputs (sitsot 0.0)) (non_sequences (input c float64 (k))))",
+         CA, "5 steps, but the sequences have 3 rows"},
+        {"(input a float64 (1))",
+         "(scan (lambda (u v) ((add u v))) (steps 3) (sequences) "
+         "(outputs (mitsot (input a float64 (1)) (taps -2 -1))) (non_sequences))",
+         AB, "output 0: taps reach back 2 steps but the initial value has 1 rows"},
+        {"(input a float64 (n))",
+         "(scan (lambda (u v) ((add u v))) (steps 3) (sequences) "
+         "(outputs (mitsot (input a float64 (n)) (taps -2 -1))) (non_sequences))",
+         AB, "output 0: taps reach back 2 steps but the initial value has 5 rows"},
+        {"(input c float64 (3))",
+         "(scan (lambda (h) ((sum h))) (steps 3) (sequences) "
+         "(outputs (sitsot (input c float64 (3)))) (non_sequences))",
+         C, "output 0 changes shape between steps: (3) before a step, () after"},
+        {"(input a float64 (k)) (input c float64 (m))",
+         "(scan (lambda (h w) ((alloc 1.0 m))) (steps 3) (sequences) "
+         "(outputs (sitsot (input a float64 (k)))) (non_sequences (input c float64 (m))))",
+         AC, "output 0 changes shape between steps: (5) before a step, (3) after"},
+        {"",
+         "(scan (lambda (h) ((mul h 0.5))) (steps 3) (sequences) "
+         "(outputs (sitsot (const int64 1))) (non_sequences))",
+         NONE, "output 0: the step gives float64, the initial value is int64"},
+        /* a lambda sees only its parameters: an outer one is passed as a non-sequence */
+        {"",
+         "(scan (lambda (h) ((scan (lambda (g) ((add g h))) (steps 2) (sequences) "
+         "(outputs (sitsot 0.0 last)) (non_sequences)))) (steps 3) (sequences) "
+         "(outputs (sitsot 0.0)) (non_sequences))",
+         NONE, "in h: not a parameter of the scan's lambda"},
+        {"(input a float64 (5))",
+         "(scan (lambda (h) ((add h 1))) (steps auto) (sequences (input a float64 (5))) "
+         "(outputs (sitsot 0.0)) (non_sequences))",
+         A, "the lambda has 1 parameters, the scan passes 2"},
+        {"",
+         "(scan (lambda (h) ((add g 1))) (steps 2) (sequences) (outputs (sitsot 0.0)) "
+         "(non_sequences))",
+         NONE, "in g: not a parameter of the scan's lambda"},
+        {"",
+         "(scan (lambda (float64) ((add float64 1))) (steps 2) (sequences) "
+         "(outputs (sitsot 0.0)) (non_sequences))",
+         NONE, "a parameter is a symbol that is no dtype or vocabulary name"},
+        {"",
+         "(scan (lambda (h) ((add h 1))) (steps 2) (sequences) "
+         "(outputs (mitsot 0.0 (taps 1))) (non_sequences))",
+         NONE, "a tap is a negative integer"},
+        {"(input c float64 (3))",
+         "(scan (lambda (h) ((add h 1)) (until h)) (steps 2) (sequences) "
+         "(outputs (sitsot (input c float64 (3)))) (non_sequences))",
+         C, "the until condition must be 0-d"},
+        {"",
+         "(scan (lambda () ((const float64 1))) (steps 0) (sequences) "
+         "(outputs (nitsot last)) (non_sequences))",
+         NONE, "a (nitsot last) output of a scan of 0 steps has no value"},
+        {"",
+         "(scan_output (scan (lambda () ((const float64 1))) (steps 2) (sequences) "
+         "(outputs (nitsot)) (non_sequences)) 1)",
+         NONE, "the scan has no such output"},
+        {"(input d float64 (5 3))",
+         "(scan (lambda (r) (r)) (steps auto) (sequences (input d float64 (5 3))))",
+         D, "a scan is (scan (lambda"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        fails(cases[i].ins, cases[i].outs, cases[i].args == NONE ? NULL : args[cases[i].args],
+              cases[i].want);
     free(a.block), free(b.block), free(c.block), free(d.block);
 }
 
