@@ -567,6 +567,52 @@ static int counts_before_fire(const tgW_ins *i)
         }
 }
 
+/* Constructor chains.  A frame whose body goes on with E_CALLT of a
+ * constructor builds a node as soon as the call it waits on returns,
+ * and returns that node to the frame below.  A run of such frames (the
+ * unwinding of (l ?E (conc ?L1 ?L2)) or (s (plus ?N ?M))) builds one
+ * node after the other, each an element of the next, and the home bucket
+ * of each new node is a cache miss that the processor cannot overlap
+ * with the next, whose hash it needs.  A node's hash depends only on its
+ * elements' hashes, so the machine computes the hashes of the next
+ * CHAIN_AHEAD frames' nodes from the one it builds and fetches their
+ * buckets (tgT_app_ahead); the misses then overlap.  *pfk is the lowest
+ * frame fetched so far (>= k when none is), *pfh the hash of its node:
+ * between that fetch and that frame's build the frames run nothing but
+ * their E_CALLT, so both stay true until then. */
+#define CHAIN_AHEAD 4
+
+static inline int chain_frame(const tgW_index *bix, const frame *g)
+{
+    const tgW_ins *p = g->pc;
+    return p->op == E_CALLT && p->c - 1u < TGT_CHUNK - 1u && !byop(bix, p->a)->n;
+}
+
+/* Frame k (the top) is about to build (head args[0] .. args[c-1]),
+ * c >= 1; frames at fp0 and above belong to this run. */
+static inline void chain_ahead(tg_ctx *ctx, const tgW_machine *M, const tgW_index *bix, size_t fp0,
+                               size_t k, tg_term *head, uint32_t c, tg_term *const *args,
+                               size_t *pfk, uint64_t *pfh)
+{
+    size_t j = *pfk;
+    uint64_t h = *pfh;
+    if (j >= k) {   /* nothing fetched ahead: from this frame's node */
+        if (k == fp0 || !chain_frame(bix, &M->fs[k - 1])) {
+            *pfk = SIZE_MAX;
+            return;
+        }
+        j = k;
+        h = tgT_app_ahead(ctx, head, c, args, tgT_hash52(args[c - 1]));
+    }
+    for (; j > fp0 && j + CHAIN_AHEAD > k && chain_frame(bix, &M->fs[j - 1]); j--) {
+        const frame *g = &M->fs[j - 1];
+        const tgW_ins *p = g->pc;
+        h = tgT_app_ahead(ctx, g->rule->k[p->b], p->c, M->vs + M->fs[j].base - (p->c - 1), h);
+    }
+    *pfk = j;
+    *pfh = h;
+}
+
 /* The deferred lookup, before the first frame does work the profile
  * counts; a known normal form ends the frame (no rule fires), as a
  * lookup at the call would have. */
@@ -641,6 +687,8 @@ static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term 
     };
 #endif
     const tgW_ins *i;           /* the body's instruction being run */
+    size_t pfk = SIZE_MAX;      /* constructor chains: see chain_ahead */
+    uint64_t pfh = 0;
 
     /* frames above the ones of enclosing runs: none (reduce is not reentrant) */
     fp = fp0;
@@ -819,6 +867,8 @@ exec:
             if (!pv && !byop(bix, i->a)->n) {
                 /* a constructor: the frame's result, built in place */
                 f->rule->built++;
+                if (c - 1u < TGT_CHUNK - 1u)
+                    chain_ahead(ctx, M, bix, fp0, fp - 1, K[i->b], c, M->vs + sp - c, &pfk, &pfh);
                 if (!(result = build(ctx, K[i->b], i->pad, c, M->vs + sp - c)))
                     goto oom;
                 goto ret;

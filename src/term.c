@@ -184,6 +184,14 @@ _Static_assert(TGT_CHUNK <= 15, "one multiplier per element of a chunk");
 #define KREST 0x8EBC6AF09C88C6E3ull
 #define KCOUNT 0x589965CC75374CC3ull
 
+/* The finishing mix of a chunk's sum of products: its top 52 bits are
+ * the hash. */
+static inline uint64_t chunk_finish(uint64_t acc)
+{
+    acc = (acc ^ (acc >> 30)) * 0xBF58476D1CE4E5B9ull;
+    return (acc ^ (acc >> 27)) * 0x94D049BB133111EBull;
+}
+
 /* The header of the chunk (head args[0] .. args[na-1] . rest): kind,
  * count, the HASTAIL flag and the 52-bit hash (the top 32 bits of the
  * mix for `hash`, 20 bits below them for `hash_hi`).  GROUND is left
@@ -198,10 +206,20 @@ chunk_hdr(tg_term *head, unsigned na, tg_term *const *args, tg_term *rest)
                    (hastail ? tgT_hash52(rest) : (uint64_t)NIL_HASH << 20) * KREST + na * KCOUNT;
     for (unsigned i = 0; i < na; i++)
         acc += tgT_hash52(args[i]) * KPOS[i + 1];
-    acc = (acc ^ (acc >> 30)) * 0xBF58476D1CE4E5B9ull;
-    acc = (acc ^ (acc >> 27)) * 0x94D049BB133111EBull;
+    acc = chunk_finish(acc);
     return (tgT_hdr){TG_PAIR, hastail ? TGT_HASTAIL : 0, na + 1, (uint32_t)acc >> 12,
                      (uint32_t)(acc >> 32)};
+}
+
+uint64_t tgT_app_ahead(const tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args,
+                       uint64_t last)
+{
+    uint64_t acc = tgT_hash52(head) * KPOS[0] + ((uint64_t)NIL_HASH << 20) * KREST + na * KCOUNT;
+    for (unsigned i = 0; i + 1 < na; i++)
+        acc += tgT_hash52(args[i]) * KPOS[i + 1];
+    acc = chunk_finish(acc + last * KPOS[na]);
+    __builtin_prefetch(&ctx->tab[home_in((uint32_t)(acc >> 32), ctx->nb)]);
+    return acc >> 12;
 }
 
 /* Node c holds the chunk whose header word, GROUND aside, is `want`.

@@ -181,6 +181,16 @@ static inline tg_term *tgT_iter_next(tg_iter *it) {
     return NULL;
 }
 
+/* The 52-bit hash of the application (head args[0] .. args[na-2] x),
+ * x any element whose 52-bit hash is `last` (1 <= na < TGT_CHUNK): the
+ * hash tg_app will compute, found without the table; and a fetch of its
+ * home bucket.  The rewriting machine calls it for nodes it is about to
+ * build one after the other, each an element of the next (see
+ * "constructor chains" in machine.c), so that their buckets' cache
+ * misses overlap. */
+uint64_t tgT_app_ahead(const tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args,
+                       uint64_t last);
+
 /* One canonical chunk: m elements (1..TGT_CHUNK) and the rest, which must
  * not be a pair unless it is a full chunk. */
 tg_term *tgT_chunk(tg_ctx *ctx, unsigned m, tg_term *const *e, tg_term *rest);

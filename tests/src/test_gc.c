@@ -390,6 +390,31 @@ static void test_chain_hashes(void)
     tg_ctx_free(c);
 }
 
+/* tgT_app_ahead finds the hash a node will have from its last element's
+ * hash alone (the rewriting machine fetches buckets with it): for every
+ * arity it serves, and last elements of every kind, it must be the hash
+ * tg_app then gives the node. */
+static void test_ahead_hashes(void)
+{
+    tg_ctx *c = tg_ctx_new(NULL);
+    tg_term *f = tg_symbol_cstr(c, "f"), *s = tg_symbol_cstr(c, "s");
+    tg_term *lasts[] = {tg_int(c, 7), tg_int(c, -1), s, tg_app(c, s, 1, &f), tg_string(c, "x", 1),
+                        tg_double(c, 0.5), tg_nil()};
+    size_t bad = 0, tried = 0;
+    for (unsigned na = 1; na < 8; na++)
+        for (size_t k = 0; k < sizeof lasts / sizeof *lasts; k++) {
+            tg_term *a[7];
+            for (unsigned i = 0; i + 1 < na; i++)
+                a[i] = i & 1 ? tg_int(c, (int64_t)(i * 1000 + k)) : tg_app(c, s, 1, &lasts[k]);
+            a[na - 1] = lasts[k];
+            uint64_t h = tgT_app_ahead(c, f, na, a, tgT_hash52(lasts[k]));
+            bad += h != tgT_hash52(tg_app(c, f, na, a));
+            tried++;
+        }
+    TAP_CHECK(bad == 0, "the hash found ahead is the built node's (%zu of %zu differ)", bad, tried);
+    tg_ctx_free(c);
+}
+
 /* The hash of an application is a sum of products, one per element,
  * and a final mix: applications over grids of small integers, with the
  * arguments in either order, must still get distinct hashes, and both
@@ -463,6 +488,7 @@ int main(void)
     test_overflow();
     test_threads();
     test_chain_hashes();
+    test_ahead_hashes();
     test_grid_hashes();
     test_deep();
     return TAP_DONE();
