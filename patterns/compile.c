@@ -1099,6 +1099,27 @@ static void fuse_vars(tgW_vec *b)
     b->n = o;
 }
 
+/* Whether a match program is plain (rset.h): the machine runs such a
+ * program with a matcher of its own, which needs no choice stack. */
+static int plain_match(const tgW_ins *m)
+{
+    if (m->op != M_ROOT)
+        return 0;
+    for (m++;; m++)
+        switch (m->op) {
+        case M_APP:
+            if (m->c + 1u >= TGT_CHUNK)
+                return 0;
+            continue;
+        case M_CONST: case M_SAME:
+            continue;
+        case M_DONE:
+            return 1;
+        default:
+            return 0;
+        }
+}
+
 void tgW_comp_init(tgW_comp *c, tg_rules *rs, tg_error *err)
 {
     memset(c, 0, sizeof *c);
@@ -1158,6 +1179,7 @@ tgW_rule *tgW_compile_rule(tgW_comp *c, tg_term *name, tg_term *l, tg_term *rhs,
     r->ac = c->nac > 0;
     if (r->ac)
         tgW_ac_prepare(r);
+    r->plain = !r->seg && !r->ac && plain_match(r->match);
     r->nvars = c->nvars;
     r->vars = GC_MALLOC((c->nvars ? c->nvars : 1) * sizeof *r->vars);
     r->vregs = GC_MALLOC_ATOMIC((c->nvars ? c->nvars : 1) * sizeof *r->vregs);

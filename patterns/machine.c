@@ -356,6 +356,41 @@ static __attribute__((noinline)) int match(tg_ctx *ctx, const tgW_rule *r, tg_te
     }
 }
 
+/* match for a plain rule (rset.h): the same outcome, without the choice
+ * stack, the segments or the memory they may take, so that the function
+ * needs few registers and no frame (a rule is matched per rewrite).  A
+ * plain rule's registers start with the arguments (R == A). */
+static __attribute__((noinline)) int match_plain(const tgW_rule *r, uint32_t n, tg_term **R)
+{
+    const tgW_ins *pc = r->match;
+    tg_term *const *K = r->k;
+    if (n != pc->a)
+        return 0;
+    for (pc++;; pc++) {
+        if (pc->op == M_APP) {
+            const tg_term *t = R[pc->a];
+            unsigned c = pc->c;
+            if (!tgT_ispair(t) || t->e[0] != K[pc->b] || t->h.n != c + 1 ||
+                (t->h.flags & TGT_HASTAIL))
+                return 0;
+            tg_term **out = R + pc->d;
+            for (unsigned i = 0; i < c; i++) {
+                out[i] = t->e[i + 1];
+                /* the calls of the right side read them next */
+                __builtin_prefetch(out[i]);
+            }
+        } else if (pc->op == M_CONST) {
+            if (R[pc->a] != K[pc->b])
+                return 0;
+        } else if (pc->op == M_SAME) {
+            if (R[pc->a] != R[pc->b])
+                return 0;
+        } else {    /* M_DONE */
+            return 1;
+        }
+    }
+}
+
 /* ---- built-in predicates -------------------------------------------- */
 
 static int pred(int p, const tg_term *t)
@@ -658,8 +693,9 @@ static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term 
     const tgW_ins *pc = NULL;
     tg_term **R = NULL;
     tg_term *const *K = NULL;
-    unsigned long long steps = 0;
     tgO_prov *pv = rs->prov;    /* provenance: NULL when off */
+    /* whether a firing does more than count: one test on the hot path */
+    int watched = memo || run->limit || run->hook || pv;
     /* The memo lookup of the first call (a node of the input: distinct
      * calls, by the input walk's done map) is deferred until its rules do
      * something the profile counts (a condition test, a call, a firing),
@@ -670,7 +706,7 @@ static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term 
      * one left out, so profiles and cycle reports are those of a lookup
      * made at once.  Its frame's opened is 2 until the lookup is made. */
     size_t cbase;               /* the call being entered: its arguments, */
-    size_t ckn0;                /* the open memo calls before it */
+    size_t ckn0 = open0;        /* the open memo calls before it */
     int copened;                /* and whether it is open in the memo */
     const struct tgW_byop *cby; /* its op's rules */
 
@@ -733,7 +769,6 @@ frame:
     f->head = head, f->atom = atom;
     f->chain = (uint32_t)ckn0;
     f->opened = copened;
-    f->rule = NULL;
 
 try_rules:
     while (f->ri < f->nrules) {
@@ -743,7 +778,7 @@ try_rules:
             goto oom;
         R = M->vs + regs;
         r->tried++;
-        int m = match(ctx, r, M->vs + f->base, f->n, R);
+        int m = r->plain ? match_plain(r, f->n, R) : match(ctx, r, M->vs + f->base, f->n, R);
         if (m < 0) {
             if (m == -1)
                 goto oom;
@@ -808,7 +843,10 @@ exec:
                 NEXT();
             }
             f->pc = pc;
-            ix = bix;
+            if (!memo) {    /* nothing to look up: the frame at once */
+                cbase = sp - c, copened = 0;
+                goto frame;
+            }
             goto call_by;
         OP(E_CALLV): {
             tg_term *tl = M->vs[--sp];
@@ -865,6 +903,7 @@ exec:
         OP(E_CALLT): {
             c = i->c;
             if (!pv && !byop(bix, i->a)->n) {
+            build_ctor:
                 /* a constructor: the frame's result, built in place */
                 f->rule->built++;
                 if (c - 1u < TGT_CHUNK - 1u)
@@ -945,6 +984,26 @@ exec:
             NEXT();
         OP(E_FIRE): {
             tgW_rule *r = f->rule;
+            if (__builtin_expect(watched, 0))
+                goto fire_watched;
+            r->fired++;
+            /* every 2^16 rewrites of the run: an interrupt, the step limit */
+            if (__builtin_expect((++rs->rewrites & 0xffff) == 0, 0))
+                goto fire_poll;
+            NEXT();
+        fire_poll:
+            if (rs->interrupt) {
+                tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "interrupted");
+                goto fail;
+            }
+            if (rs->max_steps && rs->rewrites > rs->max_steps) {
+                tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "more than %llu rewrites: stopped",
+                        rs->max_steps);
+                goto fail;
+            }
+            NEXT();
+        fire_watched:
+            /* the memo, the max-use limit, a hook or provenance */
             if (f->opened) {
                 if (f->opened == 2)
                     LOOKUP_DEFERRED();
@@ -976,17 +1035,8 @@ exec:
             }
             if (pv && tgO_fire_at(pv, ctx, r, f->head, f->atom, f->n, M->vs + f->base, fp - 1) < 0)
                 goto oom;
-            if ((++steps & 0xffff) == 0) {
-                if (rs->interrupt) {
-                    tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "interrupted");
-                    goto fail;
-                }
-                if (rs->max_steps && rs->rewrites > rs->max_steps) {
-                    tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "more than %llu rewrites: stopped",
-                            rs->max_steps);
-                    goto fail;
-                }
-            }
+            if ((rs->rewrites & 0xffff) == 0)
+                goto fire_poll;
             NEXT();
         }
         OP(E_RET):
@@ -1083,9 +1133,17 @@ returned:
         return result;
     }
     f = &M->fs[fp - 1];
-    R = M->vs + f->regs;
     K = f->rule->k;
     pc = f->pc;
+    /* A frame of a constructor chain (see chain_ahead; known to be one
+     * when fetched ahead) builds its node at once: its E_CALLT without
+     * the dispatch, the registers or the tests of the general path. */
+    if (fp - 1 >= pfk || (!pv && chain_frame(bix, f))) {
+        i = pc;
+        c = i->c;
+        goto build_ctor;
+    }
+    R = M->vs + f->regs;
     goto exec;
 
 oom:

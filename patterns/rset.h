@@ -127,6 +127,8 @@ typedef struct tgW_rule {
     uint32_t nk;
     int seg;            /* the root has a segment: registers are copies */
     int ac;             /* the match has assoc / comm nodes (M_ACRULE first) */
+    int plain;          /* the match is M_ROOT, then only M_APP of fewer than
+                         * TGT_CHUNK elements, M_CONST and M_SAME: no choice */
     /* what a match at an assoc / comm root needs of the call (ac.c): the
      * bits of the keys its constants and heads take, the least and most
      * arguments (0: no bound); all 0 unless tgW_ac_prepare filled them */
