@@ -358,8 +358,8 @@ static __attribute__((noinline)) int match(tg_ctx *ctx, const tgW_rule *r, tg_te
 
 /* match for a plain rule (rset.h): the same outcome, without the choice
  * stack, the segments or the memory they may take, so that the function
- * needs few registers and no frame (a rule is matched per rewrite).  A
- * plain rule's registers start with the arguments (R == A). */
+ * needs few registers and no stack frame (a rule is matched per
+ * rewrite).  A plain rule's registers start with the arguments. */
 static __attribute__((noinline)) int match_plain(const tgW_rule *r, uint32_t n, tg_term **R)
 {
     const tgW_ins *pc = r->match;
@@ -374,11 +374,8 @@ static __attribute__((noinline)) int match_plain(const tgW_rule *r, uint32_t n, 
                 (t->h.flags & TGT_HASTAIL))
                 return 0;
             tg_term **out = R + pc->d;
-            for (unsigned i = 0; i < c; i++) {
+            for (unsigned i = 0; i < c; i++)
                 out[i] = t->e[i + 1];
-                /* the calls of the right side read them next */
-                __builtin_prefetch(out[i]);
-            }
         } else if (pc->op == M_CONST) {
             if (R[pc->a] != K[pc->b])
                 return 0;
