@@ -181,18 +181,23 @@ void tgW_map_clear(tgW_map *m)
 
 /* ---- terms ------------------------------------------------------------ */
 
+/* app_args for c + 1 < TGT_CHUNK: t is then one chunk. */
+static inline int app_args_short(const tg_term *t, const tg_term *head, unsigned c, tg_term **out)
+{
+    if (!tgT_ispair(t) || t->e[0] != head || t->h.n != c + 1 || (t->h.flags & TGT_HASTAIL))
+        return 0;
+    for (unsigned i = 0; i < c; i++)
+        out[i] = t->e[i + 1];
+    return 1;
+}
+
 /* The c arguments of t into out when t is (head a1 ... ac), a proper list. */
 static inline int app_args(const tg_term *t, const tg_term *head, unsigned c, tg_term **out)
 {
+    if (c + 1 < TGT_CHUNK)
+        return app_args_short(t, head, c, out);
     if (!tgT_ispair(t) || t->e[0] != head)
         return 0;
-    if (c + 1 < TGT_CHUNK) {
-        if (t->h.n != c + 1 || (t->h.flags & TGT_HASTAIL))
-            return 0;
-        for (unsigned i = 0; i < c; i++)
-            out[i] = t->e[i + 1];
-        return 1;
-    }
     tg_iter it = {(tg_term *)t, 1};
     unsigned i = 0;
     for (tg_term *x; (x = tgT_iter_next(&it));)
@@ -368,14 +373,8 @@ static __attribute__((noinline)) int match_plain(const tgW_rule *r, uint32_t n, 
         return 0;
     for (pc++;; pc++) {
         if (pc->op == M_APP) {
-            const tg_term *t = R[pc->a];
-            unsigned c = pc->c;
-            if (!tgT_ispair(t) || t->e[0] != K[pc->b] || t->h.n != c + 1 ||
-                (t->h.flags & TGT_HASTAIL))
+            if (!app_args_short(R[pc->a], K[pc->b], pc->c, R + pc->d))
                 return 0;
-            tg_term **out = R + pc->d;
-            for (unsigned i = 0; i < c; i++)
-                out[i] = t->e[i + 1];
         } else if (pc->op == M_CONST) {
             if (R[pc->a] != K[pc->b])
                 return 0;
