@@ -192,6 +192,21 @@ static inline uint64_t chunk_finish(uint64_t acc)
     return (acc ^ (acc >> 27)) * 0x94D049BB133111EBull;
 }
 
+/* The sum of products of the chunk (head args[0] .. args[na-1] . rest)
+ * before its finishing mix, with the terms of its first k arguments
+ * only (k <= na; the caller adds the others). */
+static inline __attribute__((always_inline)) uint64_t
+chunk_sum(tg_term *head, unsigned na, unsigned k, tg_term *const *args, tg_term *rest)
+{
+    /* () is the usual rest: its fields as constants */
+    uint64_t acc = tgT_hash52(head) * KPOS[0] +
+                   (rest != TGT_NIL ? tgT_hash52(rest) : (uint64_t)NIL_HASH << 20) * KREST +
+                   na * KCOUNT;
+    for (unsigned i = 0; i < k; i++)
+        acc += tgT_hash52(args[i]) * KPOS[i + 1];
+    return acc;
+}
+
 /* The header of the chunk (head args[0] .. args[na-1] . rest): kind,
  * count, the HASTAIL flag and the 52-bit hash (the top 32 bits of the
  * mix for `hash`, 20 bits below them for `hash_hi`).  GROUND is left
@@ -200,13 +215,8 @@ static inline uint64_t chunk_finish(uint64_t acc)
 static inline __attribute__((always_inline)) tgT_hdr
 chunk_hdr(tg_term *head, unsigned na, tg_term *const *args, tg_term *rest)
 {
-    /* () is the usual rest: its fields as constants */
     unsigned hastail = rest != TGT_NIL;
-    uint64_t acc = tgT_hash52(head) * KPOS[0] +
-                   (hastail ? tgT_hash52(rest) : (uint64_t)NIL_HASH << 20) * KREST + na * KCOUNT;
-    for (unsigned i = 0; i < na; i++)
-        acc += tgT_hash52(args[i]) * KPOS[i + 1];
-    acc = chunk_finish(acc);
+    uint64_t acc = chunk_finish(chunk_sum(head, na, na, args, rest));
     return (tgT_hdr){TG_PAIR, hastail ? TGT_HASTAIL : 0, na + 1, (uint32_t)acc >> 12,
                      (uint32_t)(acc >> 32)};
 }
@@ -214,10 +224,7 @@ chunk_hdr(tg_term *head, unsigned na, tg_term *const *args, tg_term *rest)
 uint64_t tgT_app_ahead(const tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args,
                        uint64_t last)
 {
-    uint64_t acc = tgT_hash52(head) * KPOS[0] + ((uint64_t)NIL_HASH << 20) * KREST + na * KCOUNT;
-    for (unsigned i = 0; i + 1 < na; i++)
-        acc += tgT_hash52(args[i]) * KPOS[i + 1];
-    acc = chunk_finish(acc + last * KPOS[na]);
+    uint64_t acc = chunk_finish(chunk_sum(head, na, na - 1, args, TGT_NIL) + last * KPOS[na]);
     __builtin_prefetch(&ctx->tab[home_in((uint32_t)(acc >> 32), ctx->nb)]);
     return acc >> 12;
 }
