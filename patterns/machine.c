@@ -41,6 +41,7 @@ typedef struct frame {
     tg_term *head;
     int atom;                   /* a nullary op written as a bare symbol */
     int opened;                 /* memo: its current call is open (memo.open's top) */
+    uint64_t ahash;             /* a chain frame fetched ahead: its node's hash */
 } frame;
 
 typedef struct tgW_machine {
@@ -605,12 +606,14 @@ static int counts_before_fire(const tgW_ins *i)
  * node after the other, each an element of the next, and the home bucket
  * of each new node is a cache miss that the processor cannot overlap
  * with the next, whose hash it needs.  A node's hash depends only on its
- * elements' hashes, so the machine computes the hashes of the next
- * CHAIN_AHEAD frames' nodes from the one it builds and fetches their
- * buckets (tgT_app_ahead); the misses then overlap.  *pfk is the lowest
- * frame fetched so far (>= k when none is), *pfh the hash of its node:
- * between that fetch and that frame's build the frames run nothing but
- * their E_CALLT, so both stay true until then. */
+ * elements' hashes, so when the top frame of such a run is about to
+ * build, the machine computes the hashes of all the run's nodes at once
+ * (chain_start, into each frame's ahash), and each build then fetches
+ * the home bucket of the node CHAIN_AHEAD frames further down (the
+ * misses overlap) and is interned with its hash known.  pfk is the
+ * run's lowest frame (SIZE_MAX outside a run): between chain_start and
+ * a frame's build the frames run nothing but their E_CALLT, so the
+ * hashes stay true until then. */
 #define CHAIN_AHEAD 4
 
 static inline int chain_frame(const tgW_index *bix, const frame *g)
@@ -620,28 +623,31 @@ static inline int chain_frame(const tgW_index *bix, const frame *g)
 }
 
 /* Frame k (the top) is about to build (head args[0] .. args[c-1]),
- * c >= 1; frames at fp0 and above belong to this run. */
-static inline void chain_ahead(tg_ctx *ctx, const tgW_machine *M, const tgW_index *bix, size_t fp0,
-                               size_t k, tg_term *head, uint32_t c, tg_term *const *args,
-                               size_t *pfk, uint64_t *pfh)
+ * 1 <= c < TGT_CHUNK; frames at fp0 and above belong to this run.  The
+ * lowest frame of the chain that starts at k, with the hashes of its
+ * nodes in the frames and the first buckets fetched, or SIZE_MAX when
+ * no chain frame lies below k. */
+static size_t chain_start(tg_ctx *ctx, tgW_machine *M, const tgW_index *bix, size_t fp0, size_t k,
+                          tg_term *head, uint32_t c, tg_term *const *args)
 {
-    size_t j = *pfk;
-    uint64_t h = *pfh;
-    if (j >= k) {   /* nothing fetched ahead: from this frame's node */
-        if (k == fp0 || !chain_frame(bix, &M->fs[k - 1])) {
-            *pfk = SIZE_MAX;
-            return;
-        }
-        j = k;
-        h = tgT_app_ahead(ctx, head, c, args, tgT_hash52(args[c - 1]));
-    }
-    for (; j > fp0 && j + CHAIN_AHEAD > k && chain_frame(bix, &M->fs[j - 1]); j--) {
-        const frame *g = &M->fs[j - 1];
+    if (k == fp0 || !chain_frame(bix, &M->fs[k - 1]))
+        return SIZE_MAX;
+    uint64_t h = M->fs[k].ahash = tgT_app_hash(head, c, args, tgT_hash52(args[c - 1]));
+    size_t j = k;
+    for (; j > fp0 && chain_frame(bix, &M->fs[j - 1]); j--) {
+        frame *g = &M->fs[j - 1];
         const tgW_ins *p = g->pc;
-        h = tgT_app_ahead(ctx, g->rule->k[p->b], p->c, M->vs + M->fs[j].base - (p->c - 1), h);
+        tg_term *gh = g->rule->k[p->b], *const *ga = M->vs + M->fs[j].base - (p->c - 1);
+        switch (p->c) {     /* the usual short nodes unrolled */
+        case 1: h = tgT_app_hash(gh, 1, ga, h); break;
+        case 2: h = tgT_app_hash(gh, 2, ga, h); break;
+        default: h = tgT_app_hash(gh, p->c, ga, h); break;
+        }
+        g->ahash = h;
     }
-    *pfk = j;
-    *pfh = h;
+    for (size_t i = 0; i < CHAIN_AHEAD && i <= k - j; i++)
+        tgT_fetch(ctx, M->fs[k - i].ahash);
+    return j;
 }
 
 /* The deferred lookup, before the first frame does work the profile
@@ -719,8 +725,7 @@ static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term 
     };
 #endif
     const tgW_ins *i;           /* the body's instruction being run */
-    size_t pfk = SIZE_MAX;      /* constructor chains: see chain_ahead */
-    uint64_t pfh = 0;
+    size_t pfk = SIZE_MAX;      /* constructor chains: see chain_start */
 
     /* frames above the ones of enclosing runs: none (reduce is not reentrant) */
     fp = fp0;
@@ -902,8 +907,22 @@ exec:
             build_ctor:
                 /* a constructor: the frame's result, built in place */
                 f->rule->built++;
-                if (c - 1u < TGT_CHUNK - 1u)
-                    chain_ahead(ctx, M, bix, fp0, fp - 1, K[i->b], c, M->vs + sp - c, &pfk, &pfh);
+                if (c - 1u < TGT_CHUNK - 1u) {
+                    size_t k = fp - 1;
+                    if (pfk > k)
+                        pfk = chain_start(ctx, M, bix, fp0, k, K[i->b], c, M->vs + sp - c);
+                    if (pfk <= k) {     /* a chain frame: its hash is known */
+                        uint64_t ahead = f->ahash;
+                        if (k >= pfk + CHAIN_AHEAD)
+                            ahead = M->fs[k - CHAIN_AHEAD].ahash;
+                        else if (k == pfk)
+                            pfk = SIZE_MAX;     /* the chain's last node */
+                        if (!(result = tgT_app_hashed(ctx, f->ahash, ahead, K[i->b], c,
+                                                      M->vs + sp - c)))
+                            goto oom;
+                        goto ret;
+                    }
+                }
                 if (!(result = build(ctx, K[i->b], i->pad, c, M->vs + sp - c)))
                     goto oom;
                 goto ret;
@@ -1131,7 +1150,7 @@ returned:
     f = &M->fs[fp - 1];
     K = f->rule->k;
     pc = f->pc;
-    /* A frame of a constructor chain (see chain_ahead; known to be one
+    /* A frame of a constructor chain (see chain_start; known to be one
      * when fetched ahead) builds its node at once: its E_CALLT without
      * the dispatch, the registers or the tests of the general path. */
     if (fp - 1 >= pfk || (!pv && chain_frame(bix, f))) {

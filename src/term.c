@@ -21,8 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NIL_HASH 0x6e696c21u
-tg_term tgT_nilobj __attribute__((aligned(16))) = {{TG_NIL, TGT_GROUND, 0, 0, NIL_HASH}};
+tg_term tgT_nilobj __attribute__((aligned(16))) = {{TG_NIL, TGT_GROUND, 0, 0, TGT_NIL_HASH}};
 
 /* ---- allocation --------------------------------------------------- */
 
@@ -170,43 +169,6 @@ intern_miss(tg_ctx *ctx, tgT_hdr hd, tg_term *head, tg_term *const *args, tg_ter
     return intern_chunk(ctx, head, na, args, rest);     /* rare: probe again */
 }
 
-/* Positional multipliers of a chunk's hash: element i (the head is
- * element 0) contributes hash52(e_i) * KPOS[i], the rest and the count
- * their own terms, and one finishing mix diffuses the sum.  The products
- * are independent, so the hash of a short application costs about one
- * multiply of latency per element fewer than a fold of mixes would. */
-static const uint64_t KPOS[15] = {
-    0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull, 0xD6E8FEB86659FD93ull,
-    0xFF51AFD7ED558CCDull, 0xC4CEB9FE1A85EC53ull, 0xA0761D6478BD642Full, 0xE7037ED1A0B428DBull,
-    0xF4524517B84B2607ull, 0x46FCD802F9C7E095ull, 0x453214468BEDDF91ull, 0x8ACC20AC82F722DFull,
-    0xCBD0989A0B09659Bull, 0xF91BE2EDDA15B6F3ull, 0x1CF681E501B54559ull};
-_Static_assert(TGT_CHUNK <= 15, "one multiplier per element of a chunk");
-#define KREST 0x8EBC6AF09C88C6E3ull
-#define KCOUNT 0x589965CC75374CC3ull
-
-/* The finishing mix of a chunk's sum of products: its top 52 bits are
- * the hash. */
-static inline uint64_t chunk_finish(uint64_t acc)
-{
-    acc = (acc ^ (acc >> 30)) * 0xBF58476D1CE4E5B9ull;
-    return (acc ^ (acc >> 27)) * 0x94D049BB133111EBull;
-}
-
-/* The sum of products of the chunk (head args[0] .. args[na-1] . rest)
- * before its finishing mix, with the terms of its first k arguments
- * only (k <= na; the caller adds the others). */
-static inline __attribute__((always_inline)) uint64_t
-chunk_sum(tg_term *head, unsigned na, unsigned k, tg_term *const *args, tg_term *rest)
-{
-    /* () is the usual rest: its fields as constants */
-    uint64_t acc = tgT_hash52(head) * KPOS[0] +
-                   (rest != TGT_NIL ? tgT_hash52(rest) : (uint64_t)NIL_HASH << 20) * KREST +
-                   na * KCOUNT;
-    for (unsigned i = 0; i < k; i++)
-        acc += tgT_hash52(args[i]) * KPOS[i + 1];
-    return acc;
-}
-
 /* The header of the chunk (head args[0] .. args[na-1] . rest): kind,
  * count, the HASTAIL flag and the 52-bit hash (the top 32 bits of the
  * mix for `hash`, 20 bits below them for `hash_hi`).  GROUND is left
@@ -216,17 +178,9 @@ static inline __attribute__((always_inline)) tgT_hdr
 chunk_hdr(tg_term *head, unsigned na, tg_term *const *args, tg_term *rest)
 {
     unsigned hastail = rest != TGT_NIL;
-    uint64_t acc = chunk_finish(chunk_sum(head, na, na, args, rest));
+    uint64_t acc = tgT_chunk_finish(tgT_chunk_sum(head, na, na, args, rest));
     return (tgT_hdr){TG_PAIR, hastail ? TGT_HASTAIL : 0, na + 1, (uint32_t)acc >> 12,
                      (uint32_t)(acc >> 32)};
-}
-
-uint64_t tgT_app_ahead(const tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args,
-                       uint64_t last)
-{
-    uint64_t acc = chunk_finish(chunk_sum(head, na, na - 1, args, TGT_NIL) + last * KPOS[na]);
-    __builtin_prefetch(&ctx->tab[home_in((uint32_t)(acc >> 32), ctx->nb)]);
-    return acc >> 12;
 }
 
 /* Node c holds the chunk whose header word, GROUND aside, is `want`.
@@ -300,9 +254,9 @@ chunk_probe(const tg_ctx *ctx, tgT_hdr hd, tg_term *head, unsigned na, tg_term *
  * from its argument array.  Inlined with constant counts for short
  * applications (tg_app), which unrolls the loops. */
 static inline __attribute__((always_inline)) tg_term *
-intern_body(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args, tg_term *rest)
+intern_hd(tg_ctx *ctx, tgT_hdr hd, tg_term *head, unsigned na, tg_term *const *args,
+          tg_term *rest)
 {
-    tgT_hdr hd = chunk_hdr(head, na, args, rest);
     enter(ctx);
     tg_term *c = chunk_probe(ctx, hd, head, na, args, rest);
     if (c) {
@@ -310,6 +264,11 @@ intern_body(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args, tg_te
         return c;
     }
     return intern_miss(ctx, hd, head, args, rest);
+}
+static inline __attribute__((always_inline)) tg_term *
+intern_body(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args, tg_term *rest)
+{
+    return intern_hd(ctx, chunk_hdr(head, na, args, rest), head, na, args, rest);
 }
 
 /* The generic entry. */
@@ -322,6 +281,25 @@ static __attribute__((noinline)) tg_term *intern_chunk(tg_ctx *ctx, tg_term *hea
 tg_term *tgT_chunk(tg_ctx *ctx, unsigned m, tg_term *const *e, tg_term *rest)
 {
     return intern_chunk(ctx, e[0], m - 1, e + 1, rest);
+}
+
+void tgT_fetch(const tg_ctx *ctx, uint64_t h52)
+{
+    __builtin_prefetch(&ctx->tab[home_in((uint32_t)(h52 >> 20), ctx->nb)]);
+}
+
+tg_term *tgT_app_hashed(tg_ctx *ctx, uint64_t h52, uint64_t ahead, tg_term *head, unsigned na,
+                        tg_term *const *args)
+{
+    __builtin_prefetch(&ctx->tab[home_in((uint32_t)(ahead >> 20), ctx->nb)]);
+    /* the header made in each case, so that its count is a constant */
+#define HASHED_HD(na) ((tgT_hdr){TG_PAIR, 0, (na) + 1, (uint32_t)h52 & 0xFFFFF, (uint32_t)(h52 >> 20)})
+    switch (na) {   /* the usual short chains unrolled, as in tg_app */
+    case 1: return intern_hd(ctx, HASHED_HD(1), head, 1, args, TGT_NIL);
+    case 2: return intern_hd(ctx, HASHED_HD(2), head, 2, args, TGT_NIL);
+    default: return intern_chunk(ctx, head, na, args, TGT_NIL);
+    }
+#undef HASHED_HD
 }
 
 static uint32_t bytes_hash(const char *p, size_t n, uint32_t seed)

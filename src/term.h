@@ -181,15 +181,69 @@ static inline tg_term *tgT_iter_next(tg_iter *it) {
     return NULL;
 }
 
+/* The hash of a chunk (the head, its arguments and its rest, which
+ * tg_app and tgT_chunk intern): element i (the head is element 0)
+ * contributes hash52(e_i) * tgT_kpos[i], the rest and the count their
+ * own terms, and one finishing mix diffuses the sum, whose top 52 bits
+ * are the hash.  The products are independent, so the hash of a short
+ * application costs about one multiply of latency per element fewer
+ * than a fold of mixes would.  Here (not in term.c) so that the
+ * rewriting machine can find the hashes of nodes it will build. */
+static const uint64_t tgT_kpos[15] = {
+    0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull, 0xD6E8FEB86659FD93ull,
+    0xFF51AFD7ED558CCDull, 0xC4CEB9FE1A85EC53ull, 0xA0761D6478BD642Full, 0xE7037ED1A0B428DBull,
+    0xF4524517B84B2607ull, 0x46FCD802F9C7E095ull, 0x453214468BEDDF91ull, 0x8ACC20AC82F722DFull,
+    0xCBD0989A0B09659Bull, 0xF91BE2EDDA15B6F3ull, 0x1CF681E501B54559ull};
+_Static_assert(TGT_CHUNK <= 15, "one multiplier per element of a chunk");
+#define TGT_KREST 0x8EBC6AF09C88C6E3ull
+#define TGT_KCOUNT 0x589965CC75374CC3ull
+#define TGT_NIL_HASH 0x6e696c21u
+
+static inline uint64_t tgT_chunk_finish(uint64_t acc)
+{
+    acc = (acc ^ (acc >> 30)) * 0xBF58476D1CE4E5B9ull;
+    return (acc ^ (acc >> 27)) * 0x94D049BB133111EBull;
+}
+
+/* The sum of products of the chunk (head args[0] .. args[na-1] . rest)
+ * before its finishing mix, with the terms of its first k arguments
+ * only (k <= na; the caller adds the others). */
+static inline __attribute__((always_inline)) uint64_t
+tgT_chunk_sum(tg_term *head, unsigned na, unsigned k, tg_term *const *args, tg_term *rest)
+{
+    /* () is the usual rest: its fields as constants */
+    uint64_t acc = tgT_hash52(head) * tgT_kpos[0] +
+                   (rest != TGT_NIL ? tgT_hash52(rest) : (uint64_t)TGT_NIL_HASH << 20) * TGT_KREST +
+                   na * TGT_KCOUNT;
+    for (unsigned i = 0; i < k; i++)
+        acc += tgT_hash52(args[i]) * tgT_kpos[i + 1];
+    return acc;
+}
+
 /* The 52-bit hash of the application (head args[0] .. args[na-2] x),
  * x any element whose 52-bit hash is `last` (1 <= na < TGT_CHUNK): the
- * hash tg_app will compute, found without the table; and a fetch of its
- * home bucket.  The rewriting machine calls it for nodes it is about to
- * build one after the other, each an element of the next (see
- * "constructor chains" in machine.c), so that their buckets' cache
- * misses overlap. */
-uint64_t tgT_app_ahead(const tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args,
-                       uint64_t last);
+ * hash tg_app will compute, found without the table.  The rewriting
+ * machine computes the hashes of nodes it is about to build one after
+ * the other, each an element of the next (see "constructor chains" in
+ * machine.c). */
+static inline __attribute__((always_inline)) uint64_t
+tgT_app_hash(tg_term *head, unsigned na, tg_term *const *args, uint64_t last)
+{
+    return tgT_chunk_finish(tgT_chunk_sum(head, na, na - 1, args, TGT_NIL) + last * tgT_kpos[na]) >>
+           12;
+}
+
+/* tg_app of (head args[0] .. args[na-1]), 1 <= na < TGT_CHUNK, whose
+ * 52-bit hash h52 tgT_app_hash has computed: the build of a constructor
+ * chain's node, without hashing it again.  It also fetches the home
+ * bucket of the node of hash `ahead`, to be built soon, so that its
+ * cache miss overlaps this build (the node's own hash when there is none
+ * to name). */
+tg_term *tgT_app_hashed(tg_ctx *ctx, uint64_t h52, uint64_t ahead, tg_term *head, unsigned na,
+                        tg_term *const *args);
+
+/* A fetch of the home bucket of the node of 52-bit hash h52 alone. */
+void tgT_fetch(const tg_ctx *ctx, uint64_t h52);
 
 /* One canonical chunk: m elements (1..TGT_CHUNK) and the rest, which must
  * not be a pair unless it is a full chunk. */

@@ -390,28 +390,41 @@ static void test_chain_hashes(void)
     tg_ctx_free(c);
 }
 
-/* tgT_app_ahead finds the hash a node will have from its last element's
- * hash alone (the rewriting machine fetches buckets with it): for every
- * arity it serves, and last elements of every kind, it must be the hash
- * tg_app then gives the node. */
+/* tgT_app_hash finds the hash a node will have from its last element's
+ * hash alone (the rewriting machine builds its constructor chains with
+ * it): for every arity it serves, and last elements of every kind, it
+ * must be the hash tg_app then gives the node; and tgT_app_hashed, given
+ * that hash, must make the node tg_app finds (when it is new) and find
+ * the node tg_app made (when it exists). */
 static void test_ahead_hashes(void)
 {
     tg_ctx *c = tg_ctx_new(NULL);
     tg_term *f = tg_symbol_cstr(c, "f"), *s = tg_symbol_cstr(c, "s");
     tg_term *lasts[] = {tg_int(c, 7), tg_int(c, -1), s, tg_app(c, s, 1, &f), tg_string(c, "x", 1),
                         tg_double(c, 0.5), tg_nil()};
-    size_t bad = 0, tried = 0;
+    size_t bad = 0, badnew = 0, badold = 0, tried = 0;
     for (unsigned na = 1; na < 8; na++)
         for (size_t k = 0; k < sizeof lasts / sizeof *lasts; k++) {
             tg_term *a[7];
             for (unsigned i = 0; i + 1 < na; i++)
                 a[i] = i & 1 ? tg_int(c, (int64_t)(i * 1000 + k)) : tg_app(c, s, 1, &lasts[k]);
             a[na - 1] = lasts[k];
-            uint64_t h = tgT_app_ahead(c, f, na, a, tgT_hash52(lasts[k]));
-            bad += h != tgT_hash52(tg_app(c, f, na, a));
+            uint64_t h = tgT_app_hash(f, na, a, tgT_hash52(lasts[k]));
+            tg_term *made = tgT_app_hashed(c, h, h, f, na, a);     /* new: made here */
+            tg_term *t = tg_app(c, f, na, a);
+            bad += h != tgT_hash52(t);
+            badnew += made != t;
+            a[na - 1] = f;                                      /* made by tg_app first */
+            tg_term *u = tg_app(c, f, na, a);
+            uint64_t hu = tgT_app_hash(f, na, a, tgT_hash52(f));
+            badold += tgT_app_hashed(c, hu, hu, f, na, a) != u;
             tried++;
         }
     TAP_CHECK(bad == 0, "the hash found ahead is the built node's (%zu of %zu differ)", bad, tried);
+    TAP_CHECK(badnew == 0, "a node made with its hash is the one tg_app finds (%zu of %zu differ)",
+              badnew, tried);
+    TAP_CHECK(badold == 0, "a node found with its hash is the one tg_app made (%zu of %zu differ)",
+              badold, tried);
     tg_ctx_free(c);
 }
 
