@@ -12,8 +12,13 @@
  * and median over the repetitions; each repetition starts from a fresh
  * context and rule set so that no memo or hash-cons entry carries over.
  * The reference, Maude 3.2 on the same files, is measured in the same run
- * by bench/rec.sh.  Exit status 1 when a normal form is wrong or a step
+ * by bench/rec.sh, which asks the collector for one mark thread
+ * (GC_MARKERS=1), as Maude runs on one; "gc_parallel_mark" says whether
+ * marking ran on more.  Exit status 1 when a normal form is wrong or a step
  * fails, 2 on bad usage. */
+#define GC_THREADS 1
+#include <gc/gc.h>
+
 #include "tgrel.h"
 #include "rec_convert.h"
 #include "rec_hash.h"
@@ -199,6 +204,8 @@ static void report(const char *name, const tg_rec_spec *spec, const options *o,
             printf(",\"maude_equiv_mrw_per_s\":%.1f",
                    (double)spec->maude_rewrites / cpu[0] / 1e3);
     }
+    /* marking on several threads adds their CPU time (GC_MARKERS=1: one) */
+    printf(",\"gc_parallel_mark\":%s", GC_get_parallel() ? "true" : "false");
     printf(",\"max_rss_mb\":%.1f,\"ok\":%s", max_rss_mb(),
            verdict > 0 ? "true" : verdict < 0 ? "null" : "false");
     if (reason && *reason) {

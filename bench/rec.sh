@@ -31,6 +31,13 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 # Deep normal forms: let nothing die for want of stack.
 ulimit -s unlimited 2>/dev/null || ulimit -s hard 2>/dev/null
 
+# One collector mark thread unless the caller chose: the times compared
+# are CPU times and Maude runs on one thread, and with two markers the
+# collector's parallel marking of these small heaps costs more CPU time
+# (about 5% on revnat10000) for less wall time.  bench/rec reports which
+# ("gc_parallel_mark").
+export GC_MARKERS="${GC_MARKERS:-1}"
+
 # field JSON KEY: the value of a flat number/boolean/null field, or empty.
 field() { printf '%s\n' "$1" | sed -n "s/.*\"$2\":\([^,}\"]*\).*/\1/p"; }
 
