@@ -41,7 +41,7 @@ typedef struct frame {
     tg_term *head;
     int atom;                   /* a nullary op written as a bare symbol */
     int opened;                 /* memo: its current call is open (memo.open's top) */
-    uint64_t ahash;             /* a chain frame fetched ahead: its node's hash */
+    uint64_t ahash;             /* in a constructor chain: its node's hash (chain_start) */
 } frame;
 
 typedef struct tgW_machine {
@@ -1151,8 +1151,9 @@ returned:
     K = f->rule->k;
     pc = f->pc;
     /* A frame of a constructor chain (see chain_start; known to be one
-     * when fetched ahead) builds its node at once: its E_CALLT without
-     * the dispatch, the registers or the tests of the general path. */
+     * at or above pfk, else tested) builds its node at once: its E_CALLT
+     * without the dispatch, the registers or the tests of the general
+     * path. */
     if (fp - 1 >= pfk || (!pv && chain_frame(bix, f))) {
         i = pc;
         c = i->c;

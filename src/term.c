@@ -283,15 +283,21 @@ tg_term *tgT_chunk(tg_ctx *ctx, unsigned m, tg_term *const *e, tg_term *rest)
     return intern_chunk(ctx, e[0], m - 1, e + 1, rest);
 }
 
-void tgT_fetch(const tg_ctx *ctx, uint64_t h52)
+/* A fetch of the home bucket of the node of 52-bit hash h52. */
+static inline void fetch_home(const tg_ctx *ctx, uint64_t h52)
 {
     __builtin_prefetch(&ctx->tab[home_in((uint32_t)(h52 >> 20), ctx->nb)]);
+}
+
+void tgT_fetch(const tg_ctx *ctx, uint64_t h52)
+{
+    fetch_home(ctx, h52);
 }
 
 tg_term *tgT_app_hashed(tg_ctx *ctx, uint64_t h52, uint64_t ahead, tg_term *head, unsigned na,
                         tg_term *const *args)
 {
-    __builtin_prefetch(&ctx->tab[home_in((uint32_t)(ahead >> 20), ctx->nb)]);
+    fetch_home(ctx, ahead);
     /* the header made in each case, so that its count is a constant */
 #define HASHED_HD(na) ((tgT_hdr){TG_PAIR, 0, (na) + 1, (uint32_t)h52 & 0xFFFFF, (uint32_t)(h52 >> 20)})
     switch (na) {   /* the usual short chains unrolled, as in tg_app */
