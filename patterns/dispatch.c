@@ -119,7 +119,7 @@ static int fill(tgW_disp *d, tgW_rule *const *rules, tg_term **const *keys, uint
 
 tgW_disp *tgW_disp_build(tgW_rule *const *rules, uint32_t n, tg_term *quote)
 {
-    if (n < 2 || (rules[0]->op->flags & (TGW_ASSOC | TGW_COMM | TGW_VARIADIC)))
+    if (n < 3 || (rules[0]->op->flags & (TGW_ASSOC | TGW_COMM | TGW_VARIADIC)))
         return NULL;
     tg_term ***keys = GC_MALLOC(n * sizeof *keys);
     tgW_disp *d = GC_MALLOC(sizeof *d);

@@ -26,7 +26,9 @@ typedef struct tgW_disp {
 } tgW_disp;
 
 /* The index of the n rules of one op, or NULL when it would not help
- * (fewer than two rules, nothing named in the arguments, a commutative,
+ * (fewer than three rules: with two, trying the first costs less than
+ * the index when it fits and little more when its match fails on the
+ * heads; nothing named in the arguments, a commutative,
  * associative or variadic op, a left side with a segment at its root) or
  * memory ran out (then the machine tries every rule, as it may). */
 tgW_disp *tgW_disp_build(tgW_rule *const *rules, uint32_t n, tg_term *quote);
