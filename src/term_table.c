@@ -290,54 +290,59 @@ static uint32_t lo_of(size_t k, size_t nb)
 /* Place every entry of array old (tag mask omask) in the empty array na.
  * With wide tags the hash of nearly every entry follows from its slot
  * (see recon_hash), so the pass reads only the two arrays, nearly
- * sequentially (homes are monotonic in the hash).  Otherwise it reads
- * the nodes, fetched some buckets ahead so that the misses overlap.
+ * sequentially (homes are monotonic in the hash).  The others, entries
+ * three or more buckets from their homes (or every entry, without wide
+ * tags), need their nodes read: such a node is fetched when the entry is
+ * met and the entry placed DEFER such entries later, so that these
+ * misses overlap the other moves (entries may be placed in any order).
  * The new array's buckets are fetched for writing some buckets ahead
  * too: a fresh array's lines are in no cache, and the hardware's
  * prefetchers did not hide their misses (8% less time per move). */
-#define REBUILD_PREFETCH 3      /* old buckets, for the nodes */
+#define DEFER 8                 /* entries whose nodes are read, in flight */
 #define REBUILD_AHEAD 8         /* old buckets, for the new array's lines */
-static void move_all(const bucket *old, size_t onb, uintptr_t omask, bucket *na, size_t nnb)
+static inline void place_node(bucket *na, size_t nnb, uintptr_t nmask, const tg_term *t)
 {
-    uintptr_t nmask = tbl_tagmask(na);
-    int same = nmask == omask;
-    int recon = TAG_WIDE && omask != TAG_LO && onb >= RECON_MIN_BUCKETS;
-    /* lo[d] = ceil((i - d) * 2^32 / onb) for displacements d of 0 to 2;
-     * lo[0] stepped as a quotient and a remainder */
+    uint32_t h = t->h.hash;
+    place_tagged(na, nnb, (uintptr_t)t | (ptag(h) & nmask), h);
+}
+static inline __attribute__((always_inline)) void
+move_run(const bucket *old, size_t onb, uintptr_t omask, bucket *na, size_t nnb, uintptr_t nmask,
+         int recon, int same)
+{
+    /* lo0 to lo2 = ceil((i - d) * 2^32 / onb) for displacements d of 0
+     * to 2; lo0 stepped as a quotient and a remainder */
     uint64_t qstep = ((uint64_t)1 << 32) / onb, rstep = ((uint64_t)1 << 32) % onb, q = 0, r = 0;
-    uint32_t lo[3] = {lo_of(onb - 1, onb), lo_of(onb - 2, onb), 0};
+    uint32_t lo0 = 0, lo1 = lo_of(onb - 1, onb), lo2 = lo_of(onb - 2, onb);
     uint64_t ratio = ((uint64_t)nnb << 16) / onb;   /* new buckets per old one, 16.16 */
+    const tg_term *ring[DEFER];
+    size_t deferred = 0;
     for (size_t i = 0; i < onb; i++) {
         size_t t = (size_t)(((uint64_t)(i + REBUILD_AHEAD) * ratio) >> 16);
         if (t + 1 < nnb) {  /* where the entries of old bucket i + REBUILD_AHEAD go */
             __builtin_prefetch(&na[t], 1);
             __builtin_prefetch(&na[t + 1], 1);
         }
-        if (i + REBUILD_PREFETCH < onb) {
-            const bucket *p = &old[i + REBUILD_PREFETCH];
-            for (uint64_t m = p->ctrl & CT_SLOTS; m; m &= m - 1) {
-                uintptr_t v = p->s[ct_slot(m)];
-                if (!recon || (v & DISP) == DISP)
-                    __builtin_prefetch((void *)(v & ~omask));
-            }
-        }
         const bucket *b = &old[i];
         uint64_t c = b->ctrl;
-        lo[2] = lo[1];
-        lo[1] = lo[0];
-        lo[0] = (uint32_t)(q + (r != 0));
         for (uint64_t m = c & CT_SLOTS; m; m &= m - 1) {
             unsigned j = ct_slot(m);
             uintptr_t v = b->s[j], d = v & DISP;
-            uintptr_t t = v & ~omask;
-            uint32_t h = recon && d != DISP ? recon_hash(c, j, v, lo[d]) : ((tg_term *)t)->h.hash;
+            if (__builtin_expect(!recon || d == DISP, 0)) {
+                const tg_term *n = (const tg_term *)(v & ~omask);
+                __builtin_prefetch(n);
+                if (deferred >= DEFER)
+                    place_node(na, nnb, nmask, ring[deferred % DEFER]);
+                ring[deferred++ % DEFER] = n;
+                continue;
+            }
+            uint32_t h = recon_hash(c, j, v, d == 0 ? lo0 : d == 1 ? lo1 : lo2);
 #ifdef TGT_CHECK_RECON
-            if (h != ((tg_term *)t)->h.hash)
+            if (h != ((tg_term *)(v & ~omask))->h.hash)
                 abort();
 #endif
             /* the hash tags do not depend on the number of buckets: with
              * the same mask only the displacement changes */
-            place_tagged(na, nnb, same ? v & ~DISP : t | (ptag(h) & nmask), h);
+            place_tagged(na, nnb, same ? v & ~DISP : (v & ~omask) | (ptag(h) & nmask), h);
         }
         q += qstep;
         r += rstep;
@@ -345,7 +350,22 @@ static void move_all(const bucket *old, size_t onb, uintptr_t omask, bucket *na,
             q++;
             r -= onb;
         }
+        lo2 = lo1;
+        lo1 = lo0;
+        lo0 = (uint32_t)(q + (r != 0));
     }
+    for (size_t k = deferred > DEFER ? deferred - DEFER : 0; k < deferred; k++)
+        place_node(na, nnb, nmask, ring[k % DEFER]);
+}
+/* The usual growth (wide tags kept) apart, its tests made constants. */
+static void move_all(const bucket *old, size_t onb, uintptr_t omask, bucket *na, size_t nnb)
+{
+    uintptr_t nmask = tbl_tagmask(na);
+    int same = nmask == omask;
+    if (TAG_WIDE && same && omask != TAG_LO && onb >= RECON_MIN_BUCKETS)
+        move_run(old, onb, omask, na, nnb, nmask, 1, 1);
+    else
+        move_run(old, onb, omask, na, nnb, nmask, 0, same);
 }
 
 /* Move every entry to a new array of nnb buckets (the caller is inside
