@@ -131,9 +131,9 @@ static hc_slot *hc_grow(hc_slot *t, size_t cap)
     size_t nc = cap * 2;
     hc_slot *nt = hc_alloc(nc);
     for (size_t i = 0; i < cap; i++)
-        if (t[i].hash) {
+        if (t[i].node) {
             size_t j = t[i].hash & (nc - 1);
-            while (nt[j].hash)
+            while (nt[j].node)
                 j = (j + 1) & (nc - 1);
             nt[j] = t[i];
         }
@@ -149,10 +149,10 @@ static double ref_hashcons(long n, double *bytes_per_node)
     uintptr_t acc = 0;
     double t0 = bench_now();
     for (long i = 0; i < n; i++) {
-        uint64_t a = (uint64_t)i, b = (uint64_t)-i, h = mix3(7, a, b) | 1;
+        uint64_t a = (uint64_t)i, b = (uint64_t)-i, h = mix3(7, a, b);
         size_t j = h & (cap - 1);
         hc_node *c = NULL;
-        for (; t[j].hash; j = (j + 1) & (cap - 1))
+        for (; t[j].node; j = (j + 1) & (cap - 1))
             if (t[j].hash == h && t[j].node->k.h == 7 && t[j].node->k.a == a && t[j].node->k.b == b) {
                 c = t[j].node;
                 break;
