@@ -307,7 +307,7 @@ static inline void place_node(bucket *na, size_t nnb, uintptr_t nmask, const tg_
 }
 static inline __attribute__((always_inline)) void
 move_run(const bucket *old, size_t onb, uintptr_t omask, bucket *na, size_t nnb, uintptr_t nmask,
-         int recon, int same)
+         int recon)
 {
     /* lo0 to lo2 = ceil((i - d) * 2^32 / onb) for displacements d of 0
      * to 2; lo0 stepped as a quotient and a remainder */
@@ -340,9 +340,9 @@ move_run(const bucket *old, size_t onb, uintptr_t omask, bucket *na, size_t nnb,
             if (h != ((tg_term *)(v & ~omask))->h.hash)
                 abort();
 #endif
-            /* the hash tags do not depend on the number of buckets: with
-             * the same mask only the displacement changes */
-            place_tagged(na, nnb, same ? v & ~DISP : (v & ~omask) | (ptag(h) & nmask), h);
+            /* the hash tags do not depend on the number of buckets, and
+             * recon keeps the mask: only the displacement changes */
+            place_tagged(na, nnb, v & ~DISP, h);
         }
         q += qstep;
         r += rstep;
@@ -357,15 +357,16 @@ move_run(const bucket *old, size_t onb, uintptr_t omask, bucket *na, size_t nnb,
     for (size_t k = deferred > DEFER ? deferred - DEFER : 0; k < deferred; k++)
         place_node(na, nnb, nmask, ring[k % DEFER]);
 }
-/* The usual growth (wide tags kept) apart, its tests made constants. */
+/* The usual growth (wide tags kept, hashes from the slots) apart, its
+ * test made a constant; otherwise (narrow tags, a small table, or the
+ * tags given up) every node is read. */
 static void move_all(const bucket *old, size_t onb, uintptr_t omask, bucket *na, size_t nnb)
 {
     uintptr_t nmask = tbl_tagmask(na);
-    int same = nmask == omask;
-    if (TAG_WIDE && same && omask != TAG_LO && onb >= RECON_MIN_BUCKETS)
-        move_run(old, onb, omask, na, nnb, nmask, 1, 1);
+    if (TAG_WIDE && nmask == omask && omask != TAG_LO && onb >= RECON_MIN_BUCKETS)
+        move_run(old, onb, omask, na, nnb, nmask, 1);
     else
-        move_run(old, onb, omask, na, nnb, nmask, 0, same);
+        move_run(old, onb, omask, na, nnb, nmask, 0);
 }
 
 /* Move every entry to a new array of nnb buckets (the caller is inside
