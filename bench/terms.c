@@ -118,18 +118,10 @@ static void *hc_map(size_t bytes)
 #endif
     return p;
 }
-static hc_slot *hc_alloc(size_t cap)
-{
-    return hc_map(cap * sizeof(hc_slot));
-}
-static void hc_free(hc_slot *t, size_t cap)
-{
-    munmap(t, cap * sizeof(hc_slot));
-}
 static hc_slot *hc_grow(hc_slot *t, size_t cap)
 {
     size_t nc = cap * 2;
-    hc_slot *nt = hc_alloc(nc);
+    hc_slot *nt = hc_map(nc * sizeof *nt);
     for (size_t i = 0; i < cap; i++)
         if (t[i].node) {
             size_t j = t[i].hash & (nc - 1);
@@ -137,7 +129,7 @@ static hc_slot *hc_grow(hc_slot *t, size_t cap)
                 j = (j + 1) & (nc - 1);
             nt[j] = t[i];
         }
-    hc_free(t, cap);
+    munmap(t, cap * sizeof *t);
     return nt;
 }
 static double ref_hashcons(long n, double *bytes_per_node)
@@ -145,7 +137,7 @@ static double ref_hashcons(long n, double *bytes_per_node)
     hc_node *pool = hc_map((size_t)n * sizeof *pool);
     memset(pool, 0, (size_t)n * sizeof *pool);     /* touched before the clock starts */
     size_t cap = 256, count = 0;
-    hc_slot *t = hc_alloc(cap);
+    hc_slot *t = hc_map(cap * sizeof *t);
     uintptr_t acc = 0;
     double t0 = bench_now();
     for (long i = 0; i < n; i++) {
@@ -171,7 +163,7 @@ static double ref_hashcons(long n, double *bytes_per_node)
     double dt = bench_now() - t0;
     sink = acc;
     *bytes_per_node = (double)(cap * sizeof *t) / (double)n + (double)sizeof *pool;
-    hc_free(t, cap);
+    munmap(t, cap * sizeof *t);
     munmap(pool, (size_t)n * sizeof *pool);
     return (double)n / dt / 1e6;
 }
