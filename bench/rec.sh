@@ -6,7 +6,10 @@
 # (CPU ms, min over the repetitions; below 1 means tgrel is faster).  The
 # times compare the same query to the same verified normal form, not
 # rewrites/s: the engines do different amounts of work (see the README of
-# the benchmark folder).
+# the benchmark folder).  Where bench/rec_floor knows the operators
+# (revnat, factorial) its figures follow: the same evaluation in
+# hand-written C over the term table and with no table, and
+# "floor_ratio", the former over Maude's time.
 #
 #   bench/rec.sh [REC_PROGRAM] [NAME...]
 #
@@ -14,7 +17,8 @@
 # names are the README's table.  Works without Maude (reported "missing")
 # and without MAUDE_REC_DIR (reported "no-translation").
 # Environment: REC_REPS (repetitions, default 3), REC_TIMEOUT (seconds per
-# run, default 1800), TGREL_REC_DIR, MAUDE_REC_DIR, MAUDE.
+# run, default 1800), TGREL_REC_DIR, MAUDE_REC_DIR, MAUDE, REC_FLOOR (the
+# floor program; default rec_floor beside REC_PROGRAM).
 
 here=$(cd "$(dirname "$0")" && pwd)
 rec=./bench/rec
@@ -37,6 +41,11 @@ ulimit -s unlimited 2>/dev/null || ulimit -s hard 2>/dev/null
 # (about 5% on revnat10000) for less wall time.  bench/rec reports which
 # ("gc_parallel_mark").
 export GC_MARKERS="${GC_MARKERS:-1}"
+
+# The hand-written floor beside the engine (bench/rec_floor): for the
+# benchmarks whose operators it knows (revnat, factorial), what the same
+# evaluation costs with no engine, over the term table and with no table.
+floor=${REC_FLOOR:-$(dirname "$rec")/rec_floor}
 
 # field JSON KEY: the value of a flat number/boolean/null field, or empty.
 field() { printf '%s\n' "$1" | sed -n "s/.*\"$2\":\([^,}\"]*\).*/\1/p"; }
@@ -79,13 +88,24 @@ for name in "$@"; do
     on=$(run_tgrel "$name" --memo)
     maude=$(sh "$here/rec-maude.sh" --runs "$reps" "$name")
     printf '%s\n%s\n%s\n' "$off" "$on" "$maude"
+    f_ms=; fa_ms=
+    if [ -x "$floor" ]; then
+        "$floor" --reps "$reps" "$rec_dir/$name.txt" >"$tmp/floor" 2>/dev/null
+        grep -v '"ok":null' "$tmp/floor"
+        grep -q '"ok":false' "$tmp/floor" && failed=1
+        f_ms=$(field "$(grep '"mode":"table".*"ok":true' "$tmp/floor")" ms_min)
+        fa_ms=$(field "$(grep '"mode":"alloc".*"ok":true' "$tmp/floor")" ms_min)
+    fi
     t_ms=$(field "$off" ms_min); tm_ms=$(field "$on" ms_min); m_ms=$(field "$maude" cpu_ms_min)
     t_ok=$(field "$off" ok); tm_ok=$(field "$on" ok); m_ok=$(field "$maude" ok)
     case "$t_ok $tm_ok $m_ok" in *false*) failed=1 ;; esac
     printf '{"bench":"rec-compare","name":"%s","tgrel_ms":%s,"tgrel_memo_ms":%s,"maude_ms":%s' \
         "$name" "${t_ms:-null}" "${tm_ms:-null}" "${m_ms:-null}"
-    printf ',"ratio":%s,"ratio_memo":%s,"tgrel_ok":%s,"tgrel_memo_ok":%s,"maude_ok":%s}\n' \
+    printf ',"ratio":%s,"ratio_memo":%s,"tgrel_ok":%s,"tgrel_memo_ok":%s,"maude_ok":%s' \
         "$(ratio "$t_ms" "$m_ms")" "$(ratio "$tm_ms" "$m_ms")" \
         "${t_ok:-null}" "${tm_ok:-null}" "${m_ok:-null}"
+    [ -n "$f_ms" ] && printf ',"floor_table_ms":%s,"floor_alloc_ms":%s,"floor_ratio":%s' \
+        "$f_ms" "${fa_ms:-null}" "$(ratio "$f_ms" "$m_ms")"
+    printf '}\n'
 done
 exit $failed

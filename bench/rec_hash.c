@@ -5,6 +5,7 @@
 #include "rec_sha256.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -176,4 +177,21 @@ int tg_rec_hash_term(const tg_term *t, tg_rec_digest *out)
     free(cache);
     free(h);
     return rc;
+}
+
+int tg_rec_hash_check(const tg_term *t, const unsigned char sha[32], unsigned long long bytes,
+                      unsigned long long symbols, char *why, size_t whysize)
+{
+    tg_rec_digest d;
+    char hex[65];
+    if (tg_rec_hash_term(t, &d) < 0) {
+        snprintf(why, whysize, "out of memory hashing the normal form");
+        return 0;
+    }
+    if (memcmp(d.sha, sha, 32) == 0 && d.bytes == bytes && d.symbols == symbols)
+        return 1;
+    tg_rec_sha256_hex(d.sha, hex);
+    snprintf(why, whysize, "normal form is %s bytes=%llu symbols=%llu, not the expected one "
+             "(bytes=%llu symbols=%llu)", hex, d.bytes, d.symbols, bytes, symbols);
+    return 0;
 }

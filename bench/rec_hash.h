@@ -6,6 +6,8 @@
 
 #include "tgrel.h"
 
+#include <stddef.h>
+
 typedef struct tg_rec_digest {
     unsigned char sha[32];
     unsigned long long bytes;       /* length of the printing */
@@ -16,5 +18,10 @@ typedef struct tg_rec_digest {
  * text tg_print gives for REC terms.  Iterative (any depth).  0, or -1
  * when out of memory. */
 int tg_rec_hash_term(const tg_term *t, tg_rec_digest *out);
+
+/* Whether t prints to the expected hash, length and symbol count: 1, or
+ * 0 with the reason in why (what t printed to, or out of memory). */
+int tg_rec_hash_check(const tg_term *t, const unsigned char sha[32], unsigned long long bytes,
+                      unsigned long long symbols, char *why, size_t whysize);
 
 #endif

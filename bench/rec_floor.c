@@ -1,0 +1,513 @@
+/* rec_floor.c - a floor under the REC benchmarks that make one new node per
+ * rewrite (revnat, factorial): their rules evaluated innermost by C code
+ * written for them, with no matching, no rule selection and no frames,
+ * so that what is left is the cost of the terms themselves.  Two modes:
+ *
+ *   table  each node interned in tgrel's hash-cons table as the rewriting
+ *          engine interns it: the nodes of a constructor chain hashed
+ *          at its start, each built with its hash known while the home
+ *          bucket of the node four levels further is fetched;
+ *   alloc  each node a fresh block from the collector, in the layout of
+ *          tgrel's nodes, and no table: the same program without
+ *          hash-consing (its result is interned after the clock stops,
+ *          for the check).
+ *
+ *   rec_floor [--reps N] FILE...
+ *
+ * FILE is a benchmark of the shared REC folder whose queries use only the
+ * operators written here (d0 s d10 plus times fact, nil l gen conc rev);
+ * the C code follows the rules of revnat and factorial, and the check of
+ * each normal form against the file's expected hash is what ties the two.
+ * One JSON object per file and mode: CPU ms of the evaluations only (min
+ * and median), the rewrites the rules would count, and the verdict.  A
+ * reference for bench/rec.sh, not a rewriting engine: queries with other
+ * operators are reported as such ("ok":null). */
+#define GC_THREADS 1
+#include <gc/gc.h>
+
+#include "tgrel.h"
+#include "term.h"
+#include "rec_convert.h"
+#include "rec_hash.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define AHEAD 4             /* as the engine's CHAIN_AHEAD */
+#define MAX_QUERY_DEPTH 1000
+
+typedef struct floor_ctx {
+    tg_ctx *ctx;
+    int table;                      /* 1: interned nodes, 0: collector blocks */
+    tg_term *d0, *s, *d10, *plus, *times, *fact, *nil, *l, *gen, *conc, *rev;
+    unsigned long long rewrites;
+    uint64_t *hash;                 /* a chain's hashes */
+    tg_term **elt;                  /* a chain's elements */
+    size_t cap;
+    const char *why;                /* the reason evaluation stopped */
+    struct { tg_term *q, *v; } seen[64];    /* the query's subterms evaluated */
+    size_t nseen;
+} floor_ctx;
+
+static int reserve(floor_ctx *f, size_t n)
+{
+    if (n <= f->cap)
+        return 0;
+    size_t cap = f->cap ? f->cap : 1024;
+    while (cap < n)
+        cap *= 2;
+    uint64_t *h = realloc(f->hash, cap * sizeof *h);
+    if (h)
+        f->hash = h;
+    tg_term **e = realloc(f->elt, cap * sizeof *e);
+    if (e)
+        f->elt = e;
+    if (!h || !e) {
+        f->why = "out of memory";
+        return -1;
+    }
+    f->cap = cap;
+    return 0;
+}
+
+/* A node outside the table, laid out as tgrel's (header, head, elements),
+ * so that the evaluation reads both kinds alike. */
+static tg_term *raw_node(floor_ctx *f, tg_term *head, unsigned na, tg_term *const *args)
+{
+    tg_term *t = GC_MALLOC(sizeof(tgT_hdr) + (na + 1) * sizeof(tg_term *));
+    if (!t) {
+        f->why = "out of memory";
+        return NULL;
+    }
+    t->h = (tgT_hdr){TG_PAIR, 0, na + 1, 0, 0};
+    t->e[0] = head;
+    for (unsigned k = 0; k < na; k++)
+        t->e[k + 1] = args[k];
+    return t;
+}
+
+static tg_term *node(floor_ctx *f, tg_term *head, unsigned na, tg_term *const *args)
+{
+    if (!f->table)
+        return raw_node(f, head, na, args);
+    tg_term *t = tg_app(f->ctx, head, na, args);
+    if (!t)
+        f->why = "out of memory";
+    return t;
+}
+
+/* head(elt[k-1], ... head(elt[1], head(elt[0], base))) with nx = 1, or
+ * head^k(base) with nx = 0: a constructor chain, built from the inside. */
+static tg_term *chain(floor_ctx *f, tg_term *head, unsigned nx, size_t k, tg_term *base)
+{
+    tg_term *r = base, *args[2];
+    if (!f->table) {
+        for (size_t j = 0; j < k && r; j++) {
+            args[0] = nx ? f->elt[j] : r, args[1] = r;
+            r = raw_node(f, head, nx + 1, args);
+        }
+        return r;
+    }
+    uint64_t h = tgT_hash52(base);
+    for (size_t j = 0; j < k; j++) {
+        args[0] = nx ? f->elt[j] : NULL;
+        f->hash[j] = h = tgT_app_hash(head, nx + 1, args, h);
+    }
+    for (size_t j = 0; j < AHEAD && j < k; j++)
+        tgT_fetch(f->ctx, f->hash[j]);
+    for (size_t j = 0; j < k && r; j++) {
+        args[0] = nx ? f->elt[j] : r, args[1] = r;
+        r = tgT_app_hashed(f->ctx, f->hash[j], f->hash[j + AHEAD < k ? j + AHEAD : j], head,
+                           nx + 1, args);
+    }
+    if (!r)
+        f->why = "out of memory";
+    return r;
+}
+
+/* The number of s above d0 in numeral n, or -1 when n is none. */
+static long numeral(floor_ctx *f, tg_term *n)
+{
+    long k = 0;
+    for (; n != f->d0; n = n->e[1], k++)
+        if (tgT_isfix(n) || !tgT_ispair(n) || n->e[0] != f->s) {
+            f->why = "an argument is not a numeral";
+            return -1;
+        }
+    return k;
+}
+
+/* The elements of list x, outermost first, into f->elt; -1 when x is not
+ * a list of l cells ending in nil. */
+static long elements(floor_ctx *f, tg_term *x)
+{
+    long k = 0;
+    for (; x != f->nil; x = x->e[2], k++) {
+        if (tgT_isfix(x) || !tgT_ispair(x) || x->e[0] != f->l) {
+            f->why = "an argument is not a list";
+            return -1;
+        }
+        if (reserve(f, (size_t)k + 1) < 0)
+            return -1;
+        f->elt[k] = x->e[1];
+    }
+    return k;
+}
+
+/* (plus (s ?N) ?M) -> (s (plus ?N ?M)), (plus d0 ?N) -> ?N */
+static tg_term *plus(floor_ctx *f, tg_term *n, tg_term *m)
+{
+    long k = numeral(f, n);
+    if (k < 0 || reserve(f, (size_t)k + AHEAD) < 0)
+        return NULL;
+    f->rewrites += (unsigned long long)k + 1;
+    return chain(f, f->s, 0, (size_t)k, m);
+}
+
+/* (times (s ?N) ?M) -> (plus ?M (times ?N ?M)), (times d0 ?N) -> d0 */
+static tg_term *times(floor_ctx *f, tg_term *n, tg_term *m)
+{
+    long k = numeral(f, n);
+    tg_term *r = f->d0;
+    if (k < 0)
+        return NULL;
+    f->rewrites += (unsigned long long)k + 1;
+    while (k-- > 0 && r)
+        r = plus(f, m, r);
+    return r;
+}
+
+/* (fact (s ?N)) -> (times (s ?N) (fact ?N)), (fact d0) -> (s d0) */
+static tg_term *fact(floor_ctx *f, tg_term *n)
+{
+    long k = numeral(f, n);
+    if (k < 0)
+        return NULL;
+    tg_term **down = malloc(((size_t)k + 1) * sizeof *down);
+    if (!down) {
+        f->why = "out of memory";
+        return NULL;
+    }
+    for (long i = k;; i--, n = n->e[1]) {
+        down[i] = n;                /* down[i] = s^i(d0) */
+        if (i == 0)
+            break;
+    }
+    f->rewrites += (unsigned long long)k + 1;
+    tg_term *r = node(f, f->s, 1, &f->d0);
+    for (long i = 1; i <= k && r; i++)
+        r = times(f, down[i], r);
+    free(down);
+    return r;
+}
+
+/* (gen (s ?N)) -> (l (s ?N) (gen ?N)), (gen d0) -> (l d0 nil) */
+static tg_term *gen(floor_ctx *f, tg_term *n)
+{
+    long k = numeral(f, n);
+    if (k < 0 || reserve(f, (size_t)k + AHEAD) < 0)
+        return NULL;
+    for (long i = k - 1; i >= 0; i--, n = n->e[1])
+        f->elt[i] = n;              /* elt[i] = s^(i+1)(d0), innermost first */
+    f->rewrites += (unsigned long long)k + 1;
+    tg_term *args[2] = {f->d0, f->nil}, *base = node(f, f->l, 2, args);
+    return base ? chain(f, f->l, 1, (size_t)k, base) : NULL;
+}
+
+/* (conc (l ?E ?L1) ?L2) -> (l ?E (conc ?L1 ?L2)), (conc nil ?L2) -> ?L2 */
+static tg_term *conc(floor_ctx *f, tg_term *x, tg_term *y)
+{
+    long k = elements(f, x);
+    if (k < 0 || reserve(f, (size_t)k + AHEAD) < 0)
+        return NULL;
+    for (long i = 0, j = k - 1; i < j; i++, j--) {     /* innermost first */
+        tg_term *e = f->elt[i];
+        f->elt[i] = f->elt[j], f->elt[j] = e;
+    }
+    f->rewrites += (unsigned long long)k + 1;
+    return chain(f, f->l, 1, (size_t)k, y);
+}
+
+/* (rev (l ?E ?L1)) -> (conc (rev ?L1) (l ?E nil)), (rev nil) -> nil */
+static tg_term *rev(floor_ctx *f, tg_term *x)
+{
+    long k = elements(f, x);
+    if (k < 0)
+        return NULL;
+    tg_term **e = malloc(((size_t)k + 1) * sizeof *e);
+    if (!e) {
+        f->why = "out of memory";
+        return NULL;
+    }
+    memcpy(e, f->elt, (size_t)k * sizeof *e);
+    f->rewrites += (unsigned long long)k + 1;
+    tg_term *r = f->nil;
+    for (long j = k - 1; j >= 0 && r; j--) {
+        tg_term *args[2] = {e[j], f->nil}, *one = node(f, f->l, 2, args);
+        r = one ? conc(f, r, one) : NULL;
+    }
+    free(e);
+    return r;
+}
+
+static tg_term *eval_new(floor_ctx *f, tg_term *q, int depth);
+
+/* Innermost evaluation of query q (arguments first).  A subterm that
+ * occurs twice in the query is one node and is evaluated once, as Maude
+ * shares it, so the rewrite counts are Maude's. */
+static tg_term *eval(floor_ctx *f, tg_term *q, int depth)
+{
+    for (size_t i = 0; i < f->nseen; i++)
+        if (f->seen[i].q == q)
+            return f->seen[i].v;
+    tg_term *v = eval_new(f, q, depth);
+    if (v && f->nseen < sizeof f->seen / sizeof *f->seen)
+        f->seen[f->nseen].q = q, f->seen[f->nseen++].v = v;
+    return v;
+}
+
+static tg_term *eval_new(floor_ctx *f, tg_term *q, int depth)
+{
+    if (depth > MAX_QUERY_DEPTH) {
+        f->why = "query too deep";
+        return NULL;
+    }
+    if (q == f->d0 || q == f->nil)
+        return q;
+    if (q == f->d10) {          /* d10 -> (s (s ... d0)), one rewrite */
+        f->rewrites++;
+        return reserve(f, 10 + AHEAD) < 0 ? NULL : chain(f, f->s, 0, 10, f->d0);
+    }
+    if (tgT_isfix(q) || !tgT_ispair(q) || (q->h.flags & TGT_HASTAIL) || q->h.n > 3) {
+        f->why = "a query term this program does not evaluate";
+        return NULL;
+    }
+    tg_term *op = q->e[0], *a[2] = {NULL, NULL};
+    unsigned na = q->h.n - 1u;
+    for (unsigned i = 0; i < na; i++)
+        if (!(a[i] = eval(f, q->e[i + 1], depth + 1)))
+            return NULL;
+    if (op == f->s && na == 1)
+        return node(f, f->s, 1, a);
+    if (op == f->l && na == 2)
+        return node(f, f->l, 2, a);
+    if (op == f->plus && na == 2)
+        return plus(f, a[0], a[1]);
+    if (op == f->times && na == 2)
+        return times(f, a[0], a[1]);
+    if (op == f->fact && na == 1)
+        return fact(f, a[0]);
+    if (op == f->gen && na == 1)
+        return gen(f, a[0]);
+    if (op == f->conc && na == 2)
+        return conc(f, a[0], a[1]);
+    if (op == f->rev && na == 1)
+        return rev(f, a[0]);
+    f->why = "an operator this program does not evaluate";
+    return NULL;
+}
+
+/* The interned copy of a result of the alloc mode, without recursion.
+ * The copy of a node is recorded in the node's hash fields, unused
+ * outside the table (shifted, so the collector does not see it there:
+ * each copy is also kept in `keep`, which it scans, until the end), so
+ * shared nodes are copied once. */
+static void set_copy(tg_term *x, tg_term *c)
+{
+    uint64_t v = (uint64_t)(uintptr_t)c >> 4;
+    x->h.hash = (uint32_t)v;
+    x->h.hash_hi = (uint32_t)(v >> 32);
+}
+static tg_term *copy_of(tg_term *x)
+{
+    if (tgT_isfix(x) || !tgT_ispair(x))
+        return x;
+    uint64_t v = (uint64_t)x->h.hash_hi << 32 | x->h.hash;
+    return (tg_term *)(uintptr_t)(v << 4);
+}
+
+static tg_term *intern_copy(floor_ctx *f, tg_term *t)
+{
+    size_t sp = 0, cap = 1024, nk = 0, kcap = 1024;
+    tg_term **st = malloc(cap * sizeof *st), **keep = GC_MALLOC(kcap * sizeof *keep), *done = NULL;
+    if (!st || !keep)
+        goto out;
+    st[sp++] = t;
+    while (sp) {
+        tg_term *x = st[sp - 1], *args[2];
+        unsigned na = x->h.n - 1u, ready = 1;
+        for (unsigned i = 0; i < na; i++)
+            if (!(args[i] = copy_of(x->e[i + 1]))) {
+                ready = 0;
+                if (sp == cap) {
+                    tg_term **g = realloc(st, (cap *= 2) * sizeof *st);
+                    if (!g)
+                        goto out;
+                    st = g;
+                }
+                st[sp++] = x->e[i + 1];
+            }
+        if (!ready)
+            continue;
+        tg_term *c = tg_app(f->ctx, x->e[0], na, args);
+        if (!c)
+            goto out;
+        if (nk == kcap) {
+            tg_term **g = GC_REALLOC(keep, (kcap *= 2) * sizeof *keep);
+            if (!g)
+                goto out;
+            keep = g;
+        }
+        keep[nk++] = c;
+        set_copy(x, c);
+        sp--;
+    }
+    done = copy_of(t);
+out:
+    free(st);
+    return done;
+}
+
+static double cpu_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+/* The symbols of the benchmarks' operators in a fresh context. */
+static int floor_init(floor_ctx *f, int table)
+{
+    memset(f, 0, sizeof *f);
+    f->table = table;
+    if (!(f->ctx = tg_ctx_new(NULL)))
+        return -1;
+    struct { tg_term **at; const char *name; } sym[] = {
+        {&f->d0, "d0"}, {&f->s, "s"}, {&f->d10, "d10"}, {&f->plus, "plus"},
+        {&f->times, "times"}, {&f->fact, "fact"}, {&f->nil, "nil"}, {&f->l, "l"},
+        {&f->gen, "gen"}, {&f->conc, "conc"}, {&f->rev, "rev"},
+    };
+    for (size_t i = 0; i < sizeof sym / sizeof *sym; i++)
+        if (!(*sym[i].at = tg_symbol_cstr(f->ctx, sym[i].name)))
+            return -1;
+    return 0;
+}
+
+/* One repetition of every eval of spec: 1 verified, -1 nothing to check,
+ * 0 wrong or failed (why set). */
+static int run_once(const tg_rec_spec *spec, int table, double *ms, unsigned long long *rw,
+                    char *why, size_t whysize)
+{
+    floor_ctx f;
+    int verdict = 1;
+    *ms = 0;
+    if (floor_init(&f, table) < 0) {
+        snprintf(why, whysize, "out of memory");
+        return 0;
+    }
+    for (size_t i = 0; i < spec->n_evals && verdict; i++) {
+        const tg_rec_eval *e = &spec->evals[i];
+        tg_term *q = tg_read_cstr(f.ctx, e->query, NULL), *nf;
+        if (!q) {
+            snprintf(why, whysize, "eval %zu: the query does not read", i + 1);
+            verdict = 0;
+            break;
+        }
+        double t0 = cpu_ms();
+        f.nseen = 0;
+        nf = eval(&f, q, 0);
+        *ms += cpu_ms() - t0;
+        if (nf && !table)
+            nf = intern_copy(&f, nf);
+        if (!nf) {
+            snprintf(why, whysize, "eval %zu: %s", i + 1, f.why ? f.why : "out of memory");
+            verdict = f.why && strstr(f.why, "does not evaluate") ? -1 : 0;
+            break;
+        }
+        tg_term *want = e->expect ? tg_read_cstr(f.ctx, e->expect, NULL) : NULL;
+        if (e->expect && nf != want) {
+            snprintf(why, whysize, "eval %zu: normal form differs from expect", i + 1);
+            verdict = 0;
+        } else if (e->has_sha) {
+            int ok = tg_rec_hash_check(nf, e->sha, e->bytes, e->symbols, why, whysize);
+            if (ok <= 0)
+                verdict = 0;
+        } else if (!e->expect) {
+            snprintf(why, whysize, "eval %zu has no expected normal form", i + 1);
+            verdict = -1;
+        }
+    }
+    *rw = f.rewrites;
+    free(f.hash);
+    free(f.elt);
+    tg_ctx_free(f.ctx);
+    return verdict;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int bench_file(const char *file, int reps)
+{
+    tg_error err;
+    tg_rec_spec spec;
+    char msg[600];
+    size_t len;
+    char *text = tg_slurp_file(file, &len, &err);
+    if (!text || tg_rec_convert(text, len, file, &spec, msg, sizeof msg) < 0) {
+        if (!text)
+            tg_error_format(&err, msg, sizeof msg);
+        free(text);
+        printf("{\"bench\":\"rec-floor\",\"file\":\"%s\",\"ok\":false,\"reason\":\"%s\"}\n",
+               file, msg);
+        return -1;
+    }
+    free(text);
+    int failed = 0;
+    for (int table = 1; table >= 0; table--) {
+        double ms[reps];
+        unsigned long long rw = 0;
+        char why[600] = "";
+        int n = 0, verdict = 1;
+        while (n < reps && verdict > 0)
+            verdict = run_once(&spec, table, &ms[n++], &rw, why, sizeof why);
+        qsort(ms, (size_t)n, sizeof *ms, cmp_double);
+        printf("{\"bench\":\"rec-floor\",\"name\":\"%s\",\"mode\":\"%s\",\"reps\":%d", spec.name,
+               table ? "table" : "alloc", n);
+        if (verdict > 0)
+            printf(",\"ms_min\":%.3f,\"ms_median\":%.3f,\"rewrites\":%llu", ms[0], ms[n / 2], rw);
+        printf(",\"ok\":%s", verdict > 0 ? "true" : verdict < 0 ? "null" : "false");
+        if (*why) {
+            printf(",\"reason\":\"");
+            for (const char *p = why; *p; p++)
+                printf(*p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
+            printf("\"");
+        }
+        printf("}\n");
+        fflush(stdout);
+        failed |= verdict == 0;
+    }
+    tg_rec_spec_free(&spec);
+    return failed ? -1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    int reps = 1, i = 1, failed = 0;
+    GC_INIT();
+    if (i + 1 < argc && strcmp(argv[i], "--reps") == 0 && atoi(argv[i + 1]) > 0)
+        reps = atoi(argv[i + 1]), i += 2;
+    if (i == argc || strncmp(argv[i], "--", 2) == 0) {
+        fprintf(stderr, "usage: rec_floor [--reps N] FILE...\n");
+        return 2;
+    }
+    for (; i < argc; i++)
+        failed |= bench_file(argv[i], reps) < 0;
+    return failed;
+}

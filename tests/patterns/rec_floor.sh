@@ -1,0 +1,75 @@
+#!/bin/sh
+# rec_floor.sh - bench/rec_floor, the hand-written floor under the REC
+# benchmarks that make a node per rewrite: on small revnat and factorial
+# files both modes (table, alloc) verify the expected normal form and count
+# the rewrites Maude reports for the file; a file with other operators is
+# reported as not evaluated; a wrong expected hash is caught.  A TAP line
+# per check; skipped when there is no REC folder.
+
+top_builddir=${top_builddir:-.}
+FLOOR=${FLOOR:-$top_builddir/bench/rec_floor}
+dir=${TGREL_REC_DIR:-${srcdir:-.}/../shared/bench/rec}
+
+if [ ! -d "$dir" ]; then
+    echo "1..0 # SKIP no REC benchmark folder ($dir; set TGREL_REC_DIR)"
+    exit 0
+fi
+if [ ! -x "$FLOOR" ]; then
+    echo "Bail out! $FLOOR is not built"
+    exit 1
+fi
+ulimit -s unlimited 2>/dev/null || ulimit -s hard 2>/dev/null
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tgrel-floor.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+n=0
+failed=0
+check() {   # check DESCRIPTION COMMAND...: ok when the command succeeds
+    desc=$1; shift
+    n=$((n + 1))
+    if "$@"; then
+        echo "ok $n - $desc"
+    else
+        failed=$((failed + 1))
+        echo "not ok $n - $desc"
+        sed 's/^/#   /' "$tmp/out"
+    fi
+}
+# verified MODE: the mode's line says ok and counts Maude's rewrites
+verified() {
+    line=$(grep "\"mode\":\"$1\"" "$tmp/out") || return 1
+    case $line in *'"ok":true'*) ;; *) return 1 ;; esac
+    [ -z "$maude" ] || case $line in *"\"rewrites\":$maude,"*) ;; *) return 1 ;; esac
+}
+
+for name in revnat100 factorial5 factorial6; do
+    if [ ! -f "$dir/$name.txt" ]; then
+        n=$((n + 1)); echo "ok $n - $name # SKIP no $name.txt"
+        continue
+    fi
+    "$FLOOR" --reps 2 "$dir/$name.txt" >"$tmp/out" 2>&1
+    status=$?
+    maude=$(sed -n 's/.*Maude 3.2 reports \([0-9]*\) rewrites.*/\1/p' "$dir/$name.txt" | head -n 1)
+    check "$name: exit status 0" test $status = 0
+    check "$name: table mode verified${maude:+, $maude rewrites}" verified table
+    check "$name: alloc mode verified${maude:+, $maude rewrites}" verified alloc
+done
+
+if [ -f "$dir/fibonacci05.txt" ]; then
+    "$FLOOR" "$dir/fibonacci05.txt" >"$tmp/out" 2>&1
+    status=$?
+    check "fibonacci05: other operators are not evaluated, not failed" \
+        sh -c "test $status = 0 && test \$(grep -c '\"ok\":null' '$tmp/out') = 2 &&
+               grep -q 'does not evaluate' '$tmp/out'"
+fi
+
+if [ -f "$dir/factorial5.txt" ]; then
+    sed 's/^expect-sha256 [0-9a-f]*/expect-sha256 0000000000000000000000000000000000000000000000000000000000000000/' \
+        "$dir/factorial5.txt" >"$tmp/wrong.txt"
+    "$FLOOR" "$tmp/wrong.txt" >"$tmp/out" 2>&1
+    status=$?
+    check "a wrong expected hash fails both modes" \
+        sh -c "test $status = 1 && test \$(grep -c '\"ok\":false' '$tmp/out') = 2 &&
+               grep -q 'not the expected one' '$tmp/out'"
+fi
+echo "1..$n"
+exit $((failed > 0))
