@@ -128,12 +128,19 @@ static tg_term *chain(floor_ctx *f, tg_term *head, unsigned nx, size_t k, tg_ter
     return r;
 }
 
+/* Whether t is (head a1 .. ana). */
+static int is_app(const tg_term *t, const tg_term *head, unsigned na)
+{
+    return !tgT_isfix(t) && tgT_ispair(t) && t->e[0] == head && t->h.n == na + 1 &&
+           !(t->h.flags & TGT_HASTAIL);
+}
+
 /* The number of s above d0 in numeral n, or -1 when n is none. */
 static long numeral(floor_ctx *f, tg_term *n)
 {
     long k = 0;
     for (; n != f->d0; n = n->e[1], k++)
-        if (tgT_isfix(n) || !tgT_ispair(n) || n->e[0] != f->s) {
+        if (!is_app(n, f->s, 1)) {
             f->why = "an argument is not a numeral";
             return -1;
         }
@@ -146,7 +153,7 @@ static long elements(floor_ctx *f, tg_term *x)
 {
     long k = 0;
     for (; x != f->nil; x = x->e[2], k++) {
-        if (tgT_isfix(x) || !tgT_ispair(x) || x->e[0] != f->l) {
+        if (!is_app(x, f->l, 2)) {
             f->why = "an argument is not a list";
             return -1;
         }
@@ -180,17 +187,22 @@ static tg_term *times(floor_ctx *f, tg_term *n, tg_term *m)
     return r;
 }
 
+/* An array of k + 1 terms (malloc'd), or NULL with the reason set. */
+static tg_term **terms_array(floor_ctx *f, long k)
+{
+    tg_term **a = malloc(((size_t)k + 1) * sizeof *a);
+    if (!a)
+        f->why = "out of memory";
+    return a;
+}
+
 /* (fact (s ?N)) -> (times (s ?N) (fact ?N)), (fact d0) -> (s d0) */
 static tg_term *fact(floor_ctx *f, tg_term *n)
 {
     long k = numeral(f, n);
-    if (k < 0)
+    tg_term **down = k < 0 ? NULL : terms_array(f, k);
+    if (!down)
         return NULL;
-    tg_term **down = malloc(((size_t)k + 1) * sizeof *down);
-    if (!down) {
-        f->why = "out of memory";
-        return NULL;
-    }
     for (long i = k;; i--, n = n->e[1]) {
         down[i] = n;                /* down[i] = s^i(d0) */
         if (i == 0)
@@ -235,13 +247,9 @@ static tg_term *conc(floor_ctx *f, tg_term *x, tg_term *y)
 static tg_term *rev(floor_ctx *f, tg_term *x)
 {
     long k = elements(f, x);
-    if (k < 0)
+    tg_term **e = k < 0 ? NULL : terms_array(f, k);
+    if (!e)
         return NULL;
-    tg_term **e = malloc(((size_t)k + 1) * sizeof *e);
-    if (!e) {
-        f->why = "out of memory";
-        return NULL;
-    }
     memcpy(e, f->elt, (size_t)k * sizeof *e);
     f->rewrites += (unsigned long long)k + 1;
     tg_term *r = f->nil;
@@ -447,6 +455,14 @@ static int run_once(const tg_rec_spec *spec, int table, double *ms, unsigned lon
     return verdict;
 }
 
+static void json_string(const char *str)
+{
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)str; *p; p++)
+        printf(*p == '"' || *p == '\\' ? "\\%c" : *p < 0x20 ? "\\u%04x" : "%c", *p);
+    putchar('"');
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -464,8 +480,11 @@ static int bench_file(const char *file, int reps)
         if (!text)
             tg_error_format(&err, msg, sizeof msg);
         free(text);
-        printf("{\"bench\":\"rec-floor\",\"file\":\"%s\",\"ok\":false,\"reason\":\"%s\"}\n",
-               file, msg);
+        printf("{\"bench\":\"rec-floor\",\"file\":");
+        json_string(file);
+        printf(",\"ok\":false,\"reason\":");
+        json_string(msg);
+        printf("}\n");
         return -1;
     }
     free(text);
@@ -478,16 +497,15 @@ static int bench_file(const char *file, int reps)
         while (n < reps && verdict > 0)
             verdict = run_once(&spec, table, &ms[n++], &rw, why, sizeof why);
         qsort(ms, (size_t)n, sizeof *ms, cmp_double);
-        printf("{\"bench\":\"rec-floor\",\"name\":\"%s\",\"mode\":\"%s\",\"reps\":%d", spec.name,
-               table ? "table" : "alloc", n);
+        printf("{\"bench\":\"rec-floor\",\"name\":");
+        json_string(spec.name);
+        printf(",\"mode\":\"%s\",\"reps\":%d", table ? "table" : "alloc", n);
         if (verdict > 0)
             printf(",\"ms_min\":%.3f,\"ms_median\":%.3f,\"rewrites\":%llu", ms[0], ms[n / 2], rw);
         printf(",\"ok\":%s", verdict > 0 ? "true" : verdict < 0 ? "null" : "false");
         if (*why) {
-            printf(",\"reason\":\"");
-            for (const char *p = why; *p; p++)
-                printf(*p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
-            printf("\"");
+            printf(",\"reason\":");
+            json_string(why);
         }
         printf("}\n");
         fflush(stdout);

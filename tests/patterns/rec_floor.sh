@@ -71,5 +71,29 @@ if [ -f "$dir/factorial5.txt" ]; then
         sh -c "test $status = 1 && test \$(grep -c '\"ok\":false' '$tmp/out') = 2 &&
                grep -q 'not the expected one' '$tmp/out'"
 fi
+# A query with its full normal form given (expect): both modes compare the
+# pointer, and a different expectation fails.
+for want in "(s (s (s d0)))" "(s (s d0))"; do
+    cat >"$tmp/plus.txt" <<EOT
+sorts Nat
+ctor d0 : -> Nat
+ctor s : Nat -> Nat
+op plus : Nat Nat -> Nat
+vars ?N ?M : Nat
+rule (plus d0 ?N) -> ?N
+rule (plus (s ?N) ?M) -> (s (plus ?N ?M))
+eval (plus (s (s d0)) (s d0))
+expect $want
+EOT
+    "$FLOOR" "$tmp/plus.txt" >"$tmp/out" 2>&1
+    status=$?
+    if [ "$want" = "(s (s (s d0)))" ]; then
+        check "plus: the expected term, 3 rewrites, in both modes" \
+            sh -c "test $status = 0 && test \$(grep -c '\"rewrites\":3,\"ok\":true' '$tmp/out') = 2"
+    else
+        check "plus: another expected term fails both modes" \
+            sh -c "test $status = 1 && test \$(grep -c 'differs from expect' '$tmp/out') = 2"
+    fi
+done
 echo "1..$n"
 exit $((failed > 0))
