@@ -45,7 +45,8 @@ typedef struct floor_ctx {
     tg_term *d0, *s, *d10, *plus, *times, *fact, *nil, *l, *gen, *conc, *rev;
     unsigned long long rewrites;
     uint64_t *hash;                 /* a chain's hashes */
-    tg_term **elt;                  /* a chain's elements */
+    tg_term **elt;                  /* a chain's elements (collector memory: they
+                                     * may be all that holds them) */
     size_t cap;
     const char *why;                /* the reason evaluation stopped */
     struct { tg_term *q, *v; } seen[64];    /* the query's subterms evaluated */
@@ -62,7 +63,7 @@ static int reserve(floor_ctx *f, size_t n)
     uint64_t *h = realloc(f->hash, cap * sizeof *h);
     if (h)
         f->hash = h;
-    tg_term **e = realloc(f->elt, cap * sizeof *e);
+    tg_term **e = GC_REALLOC(f->elt, cap * sizeof *e);
     if (e)
         f->elt = e;
     if (!h || !e) {
@@ -187,10 +188,11 @@ static tg_term *times(floor_ctx *f, tg_term *n, tg_term *m)
     return r;
 }
 
-/* An array of k + 1 terms (malloc'd), or NULL with the reason set. */
+/* An array of k + 1 terms (collector memory, as f->elt), or NULL with
+ * the reason set. */
 static tg_term **terms_array(floor_ctx *f, long k)
 {
-    tg_term **a = malloc(((size_t)k + 1) * sizeof *a);
+    tg_term **a = GC_MALLOC(((size_t)k + 1) * sizeof *a);
     if (!a)
         f->why = "out of memory";
     return a;
@@ -212,7 +214,7 @@ static tg_term *fact(floor_ctx *f, tg_term *n)
     tg_term *r = node(f, f->s, 1, &f->d0);
     for (long i = 1; i <= k && r; i++)
         r = times(f, down[i], r);
-    free(down);
+    GC_FREE(down);
     return r;
 }
 
@@ -257,7 +259,7 @@ static tg_term *rev(floor_ctx *f, tg_term *x)
         tg_term *args[2] = {e[j], f->nil}, *one = node(f, f->l, 2, args);
         r = one ? conc(f, r, one) : NULL;
     }
-    free(e);
+    GC_FREE(e);
     return r;
 }
 
@@ -450,7 +452,7 @@ static int run_once(const tg_rec_spec *spec, int table, double *ms, unsigned lon
     }
     *rw = f.rewrites;
     free(f.hash);
-    free(f.elt);
+    GC_FREE(f.elt);
     tg_ctx_free(f.ctx);
     return verdict;
 }
