@@ -1,9 +1,10 @@
 /* bench.h - what the benchmark programs share: clocks (wall and thread
- * CPU time), the median of repeated runs, and (after tgrel.h) compiling a
- * one-output tensor function from text. */
+ * CPU time), the median of repeated runs, JSON strings, and (after
+ * tgrel.h) compiling a one-output tensor function from text. */
 #ifndef TGREL_BENCH_H
 #define TGREL_BENCH_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -52,6 +53,22 @@ static inline double bench_median(double *v, int n)
     return v[n / 2];
 }
 
+/* s as a JSON string on stdout, quotes, backslashes and control
+ * characters escaped. */
+static inline void bench_json_string(const char *s)
+{
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            printf("\\%c", *p);
+        else if (*p < 0x20)
+            printf("\\u%04x", *p);
+        else
+            putchar(*p);
+    }
+    putchar('"');
+}
+
 /* Sections to run: all when none is named on the command line, else
  * those named. */
 static inline int bench_want(int argc, char **argv, const char *name)
@@ -65,7 +82,6 @@ static inline int bench_want(int argc, char **argv, const char *name)
 }
 
 #ifdef TGREL_H
-#include <stdio.h>
 
 /* The function of output term out over the nin input terms ins (text),
  * compiled (interpret 0) or interpreted; NULL with the error on stderr,

@@ -20,6 +20,7 @@
 #include <gc/gc.h>
 
 #include "tgrel.h"
+#include "bench.h"
 #include "rec_convert.h"
 #include "rec_hash.h"
 #include "rec_sha256.h"
@@ -29,7 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 
 typedef struct options {
     int memo;
@@ -44,13 +44,6 @@ typedef struct run {
     int verdict;            /* 1 verified, 0 wrong or failed, -1 nothing to check */
     char reason[600];
 } run;
-
-static double clock_ms(clockid_t id)
-{
-    struct timespec t;
-    clock_gettime(id, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
 
 static int set_reason(run *r, const char *fmt, ...)
 {
@@ -96,10 +89,10 @@ static int run_eval(run *r, tg_ctx *ctx, tg_rules *rs, const tg_rec_eval *e, siz
     tg_term *want, *q = tg_read_cstr(ctx, e->query, &err);
     if (!q)
         return fail_err(r, "reading a query", &err);
-    double c0 = clock_ms(CLOCK_PROCESS_CPUTIME_ID), w0 = clock_ms(CLOCK_MONOTONIC);
+    double c0 = bench_process_cpu_ms(), w0 = bench_now_ms();
     tg_term *nf = tg_normalize(rs, q, flags, &err);
-    r->cpu_ms += clock_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
-    r->wall_ms += clock_ms(CLOCK_MONOTONIC) - w0;
+    r->cpu_ms += bench_process_cpu_ms() - c0;
+    r->wall_ms += bench_now_ms() - w0;
     if (!nf)
         return fail_err(r, "tg_normalize", &err);
     tg_rules_counts(rs, &rw, &cond);
@@ -145,27 +138,6 @@ static void run_once(const tg_rec_spec *spec, const char *file, const options *o
 
 /* ---- output ------------------------------------------------------------ */
 
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            printf("\\%c", ch);
-        else if (ch < 0x20)
-            printf("\\u%04x", ch);
-        else
-            putchar(ch);
-    }
-    putchar('"');
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double max_rss_mb(void)
 {
     struct rusage u;
@@ -179,13 +151,13 @@ static void report(const char *name, const tg_rec_spec *spec, const options *o,
 {
     double cpu[n > 0 ? n : 1], wall[n > 0 ? n : 1];
     printf("{\"bench\":\"rec\",\"name\":");
-    json_string(name);
+    bench_json_string(name);
     printf(",\"memo\":%s,\"reps\":%d", o->memo ? "true" : "false", n);
     if (n > 0) {
         for (int i = 0; i < n; i++)
             cpu[i] = runs[i].cpu_ms, wall[i] = runs[i].wall_ms;
-        qsort(cpu, (size_t)n, sizeof cpu[0], cmp_double);
-        qsort(wall, (size_t)n, sizeof wall[0], cmp_double);
+        qsort(cpu, (size_t)n, sizeof cpu[0], bench_cmp_double);
+        qsort(wall, (size_t)n, sizeof wall[0], bench_cmp_double);
         printf(",\"evals\":%zu,\"ms_min\":%.3f,\"ms_median\":%.3f,\"wall_ms_min\":%.3f",
                spec->n_evals, cpu[0], cpu[n / 2], wall[0]);
         printf(",\"rewrites\":%llu,\"conditions\":%llu", runs[n - 1].rewrites,
@@ -203,7 +175,7 @@ static void report(const char *name, const tg_rec_spec *spec, const options *o,
            verdict > 0 ? "true" : verdict < 0 ? "null" : "false");
     if (reason && *reason) {
         printf(",\"reason\":");
-        json_string(reason);
+        bench_json_string(reason);
     }
     printf("}\n");
     fflush(stdout);

@@ -21,12 +21,16 @@
  * One JSON object per file and mode: CPU ms of the evaluations only (min
  * and median), the rewrites the rules would count, and the verdict.  A
  * reference for bench/rec.sh, not a rewriting engine: queries with other
- * operators are reported as such ("ok":null). */
+ * operators are reported as such ("ok":null).  Give one file per run for
+ * figures, as bench/rec.sh does: a file run after factorial10 in the same
+ * process finds the collector's heap grown to factorial's size (revnat10000
+ * then took twice its time). */
 #define GC_THREADS 1
 #include <gc/gc.h>
 
 #include "tgrel.h"
 #include "term.h"
+#include "bench.h"
 #include "rec_convert.h"
 #include "rec_hash.h"
 
@@ -34,7 +38,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define AHEAD 4             /* as the engine's CHAIN_AHEAD */
 #define MAX_QUERY_DEPTH 1000
@@ -47,30 +50,37 @@ typedef struct floor_ctx {
     uint64_t *hash;                 /* a chain's hashes */
     tg_term **elt;                  /* a chain's elements (collector memory: they
                                      * may be all that holds them) */
-    size_t cap;
+    size_t hcap, ecap;
     const char *why;                /* the reason evaluation stopped */
     struct { tg_term *q, *v; } seen[64];    /* the query's subterms evaluated */
     size_t nseen;
 } floor_ctx;
 
-static int reserve(floor_ctx *f, size_t n)
+/* *arr with room for n items of size bytes, doubling; collected: in
+ * collector memory (scanned).  0, or -1 with *arr as it was. */
+static int grow(void **arr, size_t *cap, size_t n, size_t size, int collected)
 {
-    if (n <= f->cap)
+    if (n <= *cap)
         return 0;
-    size_t cap = f->cap ? f->cap : 1024;
-    while (cap < n)
-        cap *= 2;
-    uint64_t *h = realloc(f->hash, cap * sizeof *h);
-    if (h)
-        f->hash = h;
-    tg_term **e = GC_REALLOC(f->elt, cap * sizeof *e);
-    if (e)
-        f->elt = e;
-    if (!h || !e) {
+    size_t c = *cap ? *cap : 1024;
+    while (c < n)
+        c *= 2;
+    void *a = collected ? GC_REALLOC(*arr, c * size) : realloc(*arr, c * size);
+    if (!a)
+        return -1;
+    *arr = a, *cap = c;
+    return 0;
+}
+/* Room for a chain of n nodes: its hashes (only the table mode hashes
+ * ahead) and, with elts, its elements.  The arrays grow apart, so that
+ * the collector scans no more element slots than a list needed. */
+static int reserve(floor_ctx *f, size_t n, int elts)
+{
+    if ((f->table && grow((void **)&f->hash, &f->hcap, n, sizeof *f->hash, 0) < 0) ||
+        (elts && grow((void **)&f->elt, &f->ecap, n, sizeof *f->elt, 1) < 0)) {
         f->why = "out of memory";
         return -1;
     }
-    f->cap = cap;
     return 0;
 }
 
@@ -158,7 +168,7 @@ static long elements(floor_ctx *f, tg_term *x)
             f->why = "an argument is not a list";
             return -1;
         }
-        if (reserve(f, (size_t)k + 1) < 0)
+        if (reserve(f, (size_t)k + 1, 1) < 0)
             return -1;
         f->elt[k] = x->e[1];
     }
@@ -169,7 +179,7 @@ static long elements(floor_ctx *f, tg_term *x)
 static tg_term *plus(floor_ctx *f, tg_term *n, tg_term *m)
 {
     long k = numeral(f, n);
-    if (k < 0 || reserve(f, (size_t)k + AHEAD) < 0)
+    if (k < 0 || reserve(f, (size_t)k, 0) < 0)
         return NULL;
     f->rewrites += (unsigned long long)k + 1;
     return chain(f, f->s, 0, (size_t)k, m);
@@ -222,7 +232,7 @@ static tg_term *fact(floor_ctx *f, tg_term *n)
 static tg_term *gen(floor_ctx *f, tg_term *n)
 {
     long k = numeral(f, n);
-    if (k < 0 || reserve(f, (size_t)k + AHEAD) < 0)
+    if (k < 0 || reserve(f, (size_t)k, 1) < 0)
         return NULL;
     for (long i = k - 1; i >= 0; i--, n = n->e[1])
         f->elt[i] = n;              /* elt[i] = s^(i+1)(d0), innermost first */
@@ -235,7 +245,7 @@ static tg_term *gen(floor_ctx *f, tg_term *n)
 static tg_term *conc(floor_ctx *f, tg_term *x, tg_term *y)
 {
     long k = elements(f, x);
-    if (k < 0 || reserve(f, (size_t)k + AHEAD) < 0)
+    if (k < 0 || reserve(f, (size_t)k, 0) < 0)
         return NULL;
     for (long i = 0, j = k - 1; i < j; i++, j--) {     /* innermost first */
         tg_term *e = f->elt[i];
@@ -289,7 +299,7 @@ static tg_term *eval_new(floor_ctx *f, tg_term *q, int depth)
         return q;
     if (q == f->d10) {          /* d10 -> (s (s ... d0)), one rewrite */
         f->rewrites++;
-        return reserve(f, 10 + AHEAD) < 0 ? NULL : chain(f, f->s, 0, 10, f->d0);
+        return reserve(f, 10, 0) < 0 ? NULL : chain(f, f->s, 0, 10, f->d0);
     }
     if (tgT_isfix(q) || !tgT_ispair(q) || (q->h.flags & TGT_HASTAIL) || q->h.n > 3) {
         f->why = "a query term this program does not evaluate";
@@ -381,13 +391,6 @@ out:
     return done;
 }
 
-static double cpu_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
 /* The symbols of the benchmarks' operators in a fresh context. */
 static int floor_init(floor_ctx *f, int table)
 {
@@ -426,10 +429,10 @@ static int run_once(const tg_rec_spec *spec, int table, double *ms, unsigned lon
             verdict = 0;
             break;
         }
-        double t0 = cpu_ms();
+        double t0 = bench_process_cpu_ms();
         f.nseen = 0;
         nf = eval(&f, q, 0);
-        *ms += cpu_ms() - t0;
+        *ms += bench_process_cpu_ms() - t0;
         if (nf && !table)
             nf = intern_copy(&f, nf);
         if (!nf) {
@@ -457,20 +460,6 @@ static int run_once(const tg_rec_spec *spec, int table, double *ms, unsigned lon
     return verdict;
 }
 
-static void json_string(const char *str)
-{
-    putchar('"');
-    for (const unsigned char *p = (const unsigned char *)str; *p; p++)
-        printf(*p == '"' || *p == '\\' ? "\\%c" : *p < 0x20 ? "\\u%04x" : "%c", *p);
-    putchar('"');
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static int bench_file(const char *file, int reps)
 {
     tg_error err;
@@ -483,9 +472,9 @@ static int bench_file(const char *file, int reps)
             tg_error_format(&err, msg, sizeof msg);
         free(text);
         printf("{\"bench\":\"rec-floor\",\"file\":");
-        json_string(file);
+        bench_json_string(file);
         printf(",\"ok\":false,\"reason\":");
-        json_string(msg);
+        bench_json_string(msg);
         printf("}\n");
         return -1;
     }
@@ -498,16 +487,16 @@ static int bench_file(const char *file, int reps)
         int n = 0, verdict = 1;
         while (n < reps && verdict > 0)
             verdict = run_once(&spec, table, &ms[n++], &rw, why, sizeof why);
-        qsort(ms, (size_t)n, sizeof *ms, cmp_double);
+        qsort(ms, (size_t)n, sizeof *ms, bench_cmp_double);
         printf("{\"bench\":\"rec-floor\",\"name\":");
-        json_string(spec.name);
+        bench_json_string(spec.name);
         printf(",\"mode\":\"%s\",\"reps\":%d", table ? "table" : "alloc", n);
         if (verdict > 0)
             printf(",\"ms_min\":%.3f,\"ms_median\":%.3f,\"rewrites\":%llu", ms[0], ms[n / 2], rw);
         printf(",\"ok\":%s", verdict > 0 ? "true" : verdict < 0 ? "null" : "false");
         if (*why) {
             printf(",\"reason\":");
-            json_string(why);
+            bench_json_string(why);
         }
         printf("}\n");
         fflush(stdout);
