@@ -402,7 +402,16 @@ static tg_term *step(runner *u, const tgW_plan *p, const tgW_run *run, tg_term *
  * before them when outputs first) one rewrite by the first rule that
  * applies, or else the first relation.  What a rewrite gives is not
  * walked again: with hash-consing a right side can rebuild the very node
- * it came from, which would otherwise be rewritten forever. */
+ * it came from, which would otherwise be rewritten forever.
+ *
+ * With assoc / comm ops, each node is rewritten in canonical form
+ * (ac.c).  Inputs first, the walk makes it so on the way (as the
+ * machine's walk does): a nested application of an assoc op is spliced
+ * into its parent on the way down, and each node is put in canonical
+ * order when it is built on the way up, so a node is interned once.
+ * Outputs first, a node is rewritten before its elements are walked, so
+ * the whole input is made canonical first; so it is with provenance,
+ * whose positions are those of the canonical input. */
 static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
 {
     tg_rules *rs = u->rs;
@@ -420,6 +429,8 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
         size_t vb;
         uint32_t pos;       /* provenance: its position id */
         int changed;    /* an element was rewritten: the node is built again */
+        const tgW_op *op;   /* assoc / comm op of the node, when canonicalizing on the way */
+        int splice;     /* a nested application of op: its elements are its parent's */
     } wf;
     wf *st = NULL;
     size_t n = 0, cap = 0;
@@ -441,19 +452,28 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
             (arr) = na, (cp) = nc;                                              \
         }                                                                       \
     } while (0)
-    int ac = tgW_ac_any(rs);
-    if (ac && !(t = tgW_ac_canon_deep(rs, t)))     /* flat first: see ac.c */
+    int ac = tgW_ac_any(rs), onway = ac && in_first && !pv;
+    if (ac && !onway && !(t = tgW_ac_canon_deep(rs, t)))     /* flat first: see ac.c */
         goto oom;
     tg_term *start = t;
     if (!in_first && (!(start = step(u, p, &run, t)) || start != t))
         return start;   /* rewritten at the root: not walked again */
     GROW(st, n, cap, 1);
-    st[n].t = start, st[n].it.node = start, st[n].it.i = 0, st[n].vb = nv, st[n].changed = 0;
-    st[n].pos = root;
+    st[n] = (wf){start, {start, 0}, nv, root, 0, onway ? tgW_ac_op_of(rs, start) : NULL, 0};
     n++;
     while (n) {
         wf *w = &st[n - 1];
         tg_term *x = tgT_iter_next(&w->it);
+        if (x && w->op && (w->op->flags & TGW_ASSOC) && tgT_ispair(x) &&
+            x->e[0] == w->op->name && tg_tail(x) == TGT_NIL) {
+            /* spliced even when met before: it is not an argument of
+             * its own (as in tgW_ac_canon_deep) */
+            w->changed = 1;
+            GROW(st, n, cap, 1);
+            st[n] = (wf){x, {x, 1}, nv, 0, 0, st[n - 1].op, 1};
+            n++;
+            continue;
+        }
         if (x) {
             tg_term *v = tgT_ispair(x) ? tgW_map_get(&done, x) : NULL;
             if (!v && tgT_ispair(x)) {
@@ -465,10 +485,7 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
                     goto out;
                 if (y == x) {
                     GROW(st, n, cap, 1);
-                    w = &st[n - 1];
-                    st[n].t = x, st[n].it.node = x, st[n].it.i = 0, st[n].vb = nv;
-                    st[n].pos = pos;
-                    st[n].changed = 0;
+                    st[n] = (wf){x, {x, 0}, nv, pos, 0, onway ? tgW_ac_op_of(rs, x) : NULL, 0};
                     n++;
                     continue;
                 }
@@ -479,6 +496,10 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
             GROW(vals, nv, capv, 1);
             vals[nv++] = v ? v : x;
             w->changed |= v && v != x;
+            continue;
+        }
+        if (w->splice) {
+            n--;    /* its elements stay, in the node around it */
             continue;
         }
         tg_term *tail = (tg_term *)w->it.node;
