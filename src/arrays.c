@@ -13,6 +13,8 @@
 
 #include "arrays.h"
 
+#include <gc/gc.h>
+
 static const char *dtype_names[] = {"bool", "int32", "int64", "float32", "float64"};
 static const size_t dtype_size[] = {1, 4, 8, 4, 8};
 
@@ -302,9 +304,11 @@ tg_term *tgM_array_to_term(tg_ctx *ctx, const tg_array *a)
     int64_t idx[TG_MAXDIM] = {0};
     if (a->ndim == 0)
         return element(ctx, a, idx);
-    /* the leaves in order, then grouped into lists from the last axis */
+    /* the leaves in order, then grouped into lists from the last axis;
+     * in collector memory, which it scans: the terms made so far are
+     * held nowhere else, and the next ones may collect */
     size_t cap = (size_t)(count ? count : 1);
-    tg_term **v = malloc(cap * sizeof *v);
+    tg_term **v = GC_MALLOC(cap * sizeof *v);
     if (!v)
         return NULL;
     for (int64_t i = 0; i < count; i++) {
@@ -320,7 +324,7 @@ tg_term *tgM_array_to_term(tg_ctx *ctx, const tg_array *a)
             outer *= (size_t)a->shape[k];
         size_t w = (size_t)a->shape[d];
         if (outer > cap) {      /* an empty axis below: more lists than leaves */
-            tg_term **b = realloc(v, outer * sizeof *v);
+            tg_term **b = GC_REALLOC(v, outer * sizeof *v);
             if (!b)
                 goto oom;
             v = b, cap = outer;
@@ -330,10 +334,7 @@ tg_term *tgM_array_to_term(tg_ctx *ctx, const tg_array *a)
                 goto oom;
         n = outer;
     }
-    tg_term *t = n ? v[0] : tg_nil();
-    free(v);
-    return t;
+    return n ? v[0] : tg_nil();
 oom:
-    free(v);
     return NULL;
 }

@@ -339,6 +339,16 @@ input ":eval (mul (input x float64 (2)) 3) (x \"$tmp/x.npy\")" \
 t ":eval reads .npy files" 0 "(3.0 6.0)
 ((7 17 27) (9 19 29))" "" "$TGREL"
 
+# a large result: the terms of its elements are held by nothing else while
+# the next ones are made, and collections run meanwhile
+input ":eval (add (input x float64 (n)) 0.5) (x ($(seq 0 299999 | tr '\n' ' ')))"
+"$TGREL" <"$tmp/in" >"$tmp/big.out" 2>&1
+seq 0 299999 | awk '{ printf "%s%s.5", (NR > 1 ? " " : "("), $1 } END { print ")" }' >"$tmp/big.want"
+cmp -s "$tmp/big.want" "$tmp/big.out"
+big=$?
+head -c 300 "$tmp/big.out" >"$tmp/big.head"
+report $big ":eval returns a large array whole" "$tmp/big.head"
+
 input ":eval (neg (input x float64 (2))) (x \"$tmp/f.npy\")" \
       ":eval (neg (input x float64 (2))) (x \"$tmp/b.npy\")" \
       ":eval (neg (input x float64 (3))) (x \"$tmp/t.npy\")" \
