@@ -64,6 +64,11 @@ void tgW_ac_flatten(const tg_term *head, tg_term **a, size_t n, size_t nn)
     }
 }
 
+/* The buffer is memory the collector scans (the stack, or its own): while
+ * a pass writes a back, an element may be held only there, and another
+ * thread may start a collection at any moment. */
+#define SORT_STACK 32
+
 int tgW_ac_sort(tg_term **a, size_t n)
 {
     size_t i = 1;
@@ -71,7 +76,8 @@ int tgW_ac_sort(tg_term **a, size_t n)
         i++;
     if (i >= n)
         return 0;   /* sorted already: the usual case */
-    tg_term **tmp = malloc(n * sizeof *tmp);
+    tg_term *small[SORT_STACK];
+    tg_term **tmp = n <= SORT_STACK ? small : GC_MALLOC(n * sizeof *tmp);
     if (!tmp)
         return -1;
     /* bottom-up merge sort: runs of w, merged into tmp and back */
@@ -92,7 +98,6 @@ int tgW_ac_sort(tg_term **a, size_t n)
     }
     if (src != a)
         memcpy(a, src, n * sizeof *a);
-    free(tmp);
     return 0;
 }
 
