@@ -282,8 +282,8 @@ int tgW_ac_match(tg_rules *rs, const tgW_rule *r, tg_term **A, uint32_t n, tg_te
 size_t tgW_ac_flatlen(const tg_term *head, uint32_t fl, tg_term *const *a, size_t n);
 /* Splice them in, in place: a has room for nn = tgW_ac_flatlen(...). */
 void tgW_ac_flatten(const tg_term *head, tg_term **a, size_t n, size_t nn);
-/* Sort a[0..n) by tg_compare (stable merge sort, O(n log n)); -1 when
- * out of memory. */
+/* Sort a[0..n) by tg_compare (stable merge sort, O(n log n)): 0 when it
+ * was sorted already, 1 when it was not, -1 when out of memory. */
 int tgW_ac_sort(tg_term **a, size_t n);
 /* t with its root in canonical form (its arguments are already): an
  * application of an assoc op flattened, of a comm op sorted; NULL when
