@@ -13,6 +13,8 @@
  *   intern_lookup_batch  the same lookups through the batched call
  *                  tg_app_batch, BATCH applications per call: a separate
  *                  interface, reported apart from the single-call rows;
+ *   intern_new_batch  intern_new's nodes made through tg_app_batch, vs
+ *                  the same malloc+memcpy reference;
  *   bytes_per_node heap and table bytes per live 2-argument node.
  * Usage: terms [scale]  (scale 1 = full size; smaller for a quick look)
  */
@@ -255,6 +257,30 @@ static double tg_lookup_batch(long k, long total)
     return (double)(total / k * k) / dt / 1e6;
 }
 
+/* tg_new's nodes through tg_app_batch, BATCH per call. */
+static double tg_new_batch(long n)
+{
+    tg_ctx *c = tg_ctx_new(NULL);
+    tg_term *f = tg_symbol_cstr(c, "f");
+    tg_term **keep = GC_MALLOC((size_t)n * sizeof *keep);
+    tg_term *args[2 * BATCH];
+    long bad = 0;
+    double t0 = bench_now();
+    for (long i = 0; i < n; i += BATCH) {
+        long m = n - i < BATCH ? n - i : BATCH;
+        for (long j = 0; j < m; j++) {
+            args[2 * j] = tg_int(c, i + j);
+            args[2 * j + 1] = tg_int(c, -(i + j));
+        }
+        bad += tg_app_batch(c, f, 2, (size_t)m, args, keep + i, NULL) != 0;
+    }
+    double dt = bench_now() - t0;
+    if (bad)
+        fprintf(stderr, "terms: %ld batches of new nodes failed\n", bad);
+    tg_ctx_free(c);
+    return (double)n / dt / 1e6;
+}
+
 static void bytes_per_node(long n)
 {
     GC_gcollect();
@@ -300,6 +326,16 @@ int main(int argc, char **argv)
     printf("{\"bench\":\"hashcons_new\",\"nodes\":%ld,\"mnodes_per_s\":%.2f,"
            "\"ref\":\"C hash-cons table, no collector\",\"ref_mnodes_per_s\":%.2f,"
            "\"ratio_to_ref\":%.2f,\"ref_bytes_per_node\":%.1f}\n", n, ta, tc, ta / tc, hc_bytes);
+
+    for (int r = 0; r < RUNS; r++) {
+        a[r] = tg_new_batch(n);
+        b[r] = ref_alloc(n);
+    }
+    ta = bench_median(a, RUNS);
+    tb = bench_median(b, RUNS);
+    printf("{\"bench\":\"intern_new_batch\",\"api\":\"tg_app_batch, %d per call\",\"nodes\":%ld,"
+           "\"mnodes_per_s\":%.2f,\"ref\":\"malloc+memcpy 32B\",\"ref_mnodes_per_s\":%.2f,"
+           "\"ratio_to_ref\":%.2f}\n", BATCH, n, ta, tb, ta / tb);
 
     for (int r = 0; r < RUNS; r++) {
         a[r] = tg_churn(churn);
