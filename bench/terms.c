@@ -305,6 +305,19 @@ static void bytes_per_node(long n)
     tg_ctx_free(c);
 }
 
+/* Medians of RUNS runs of f(arg), each beside the malloc reference for n
+ * nodes. */
+static void with_alloc_ref(double (*f)(long), long arg, long n, double *mine, double *ref)
+{
+    double a[RUNS], b[RUNS];
+    for (int r = 0; r < RUNS; r++) {
+        a[r] = f(arg);
+        b[r] = ref_alloc(n);
+    }
+    *mine = bench_median(a, RUNS);
+    *ref = bench_median(b, RUNS);
+}
+
 int main(int argc, char **argv)
 {
     GC_INIT();
@@ -327,22 +340,12 @@ int main(int argc, char **argv)
            "\"ref\":\"C hash-cons table, no collector\",\"ref_mnodes_per_s\":%.2f,"
            "\"ratio_to_ref\":%.2f,\"ref_bytes_per_node\":%.1f}\n", n, ta, tc, ta / tc, hc_bytes);
 
-    for (int r = 0; r < RUNS; r++) {
-        a[r] = tg_new_batch(n);
-        b[r] = ref_alloc(n);
-    }
-    ta = bench_median(a, RUNS);
-    tb = bench_median(b, RUNS);
+    with_alloc_ref(tg_new_batch, n, n, &ta, &tb);
     printf("{\"bench\":\"intern_new_batch\",\"api\":\"tg_app_batch, %d per call\",\"nodes\":%ld,"
            "\"mnodes_per_s\":%.2f,\"ref\":\"malloc+memcpy 32B\",\"ref_mnodes_per_s\":%.2f,"
            "\"ratio_to_ref\":%.2f}\n", BATCH, n, ta, tb, ta / tb);
 
-    for (int r = 0; r < RUNS; r++) {
-        a[r] = tg_churn(churn);
-        b[r] = ref_alloc(n);
-    }
-    ta = bench_median(a, RUNS);
-    tb = bench_median(b, RUNS);
+    with_alloc_ref(tg_churn, churn, n, &ta, &tb);
     printf("{\"bench\":\"intern_churn\",\"nodes\":%ld,\"mnodes_per_s\":%.2f,"
            "\"ref\":\"malloc+memcpy 32B\",\"ref_mnodes_per_s\":%.2f,\"ratio_to_ref\":%.2f,"
            "\"target_min\":20}\n", churn, ta, tb, ta / tb);
