@@ -25,6 +25,7 @@
 #define GC_THREADS 1   /* thread registration API; no pthread redirects needed here */
 #include <gc/gc.h>
 #include <gc/gc_mark.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +173,23 @@ static void GC_CALLBACK push_roots(void)
         prev_push();
 }
 
+/* The value of TGREL_GC_FLOOR: a whole number of bytes from 4096 on,
+ * else 0 (unset, empty, malformed or too small: ignored).  A test knob:
+ * collections every few kilobytes reclaim within moments a term that
+ * some code holds only where the collector does not look (malloc'd
+ * memory, say), which the usual 8 MiB floor can hide for a long time. */
+size_t tgT_gc_floor(const char *s)
+{
+    if (!s || *s < '0' || *s > '9')
+        return 0;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v < 4096 || v > SIZE_MAX)
+        return 0;
+    return (size_t)v;
+}
+
 static void gc_setup(void)
 {
     GC_init();
@@ -190,8 +208,12 @@ static void gc_setup(void)
      * while its pending branches stay live, and collecting every MiB
      * marked them over and over (a third of the time of some searches).
      * Allow at least 8 MiB between collections, unless the embedder
-     * chose a floor. */
-    if (GC_get_min_bytes_allocd() <= 1)
+     * chose a floor, or TGREL_GC_FLOOR asks for frequent collections. */
+    size_t floor = tgT_gc_floor(getenv("TGREL_GC_FLOOR"));
+    if (floor) {
+        GC_set_min_bytes_allocd(floor);
+        GC_set_free_space_divisor(1000);    /* large heaps collect often too */
+    } else if (GC_get_min_bytes_allocd() <= 1)
         GC_set_min_bytes_allocd((size_t)8 << 20);
     prev_event = GC_get_on_collection_event();
     GC_set_on_collection_event(on_event);

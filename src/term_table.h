@@ -214,4 +214,7 @@ int tgT_narrow_busy(tg_ctx *ctx);
  * Returns -1 only when out of memory with the table full. */
 int tgT_make_room(tg_ctx *ctx);
 
+/* The collector floor that TGREL_GC_FLOOR text s asks for, or 0. */
+size_t tgT_gc_floor(const char *s);
+
 #endif
