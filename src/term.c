@@ -525,12 +525,12 @@ tg_term *tg_app(tg_ctx *ctx, tg_term *head, size_t n, tg_term *const *args)
  * made as a single call makes it, from the header already computed (8%
  * faster for 10^6 new terms than hashing it again on the generic path):
  * the probe is made again, since making a term may allocate and collect,
- * so nothing found earlier is relied on across it.  A pass that also fetched each
- * candidate node before the probes (when probes were slot by slot) no
- * longer paid: 44 against 53 M/s among 10^5 terms, equal when the terms
- * are probed in random order.  Small tables, which stay in the nearest
- * caches, no longer need single probes either (10^3 terms: 86 M/s in
- * groups, 82 one by one). */
+ * so nothing found earlier is relied on across it.  A pass that also
+ * fetched each candidate node before the probes (when probes were slot
+ * by slot) no longer paid: 44 against 53 M/s among 10^5 terms, equal
+ * when the terms are probed in random order.  Small tables, which stay
+ * in the nearest caches, no longer need single probes either (10^3
+ * terms: 86 M/s in groups, 82 one by one). */
 #define BATCH_GROUP 32      /* 16, 64: within 5% of 32 at 10^5 and 10^6 terms */
 
 static inline __attribute__((always_inline)) void

@@ -209,9 +209,9 @@ static void gc_setup(void)
      * marked them over and over (a third of the time of some searches).
      * Allow at least 8 MiB between collections, unless the embedder
      * chose a floor, or TGREL_GC_FLOOR asks for frequent collections. */
-    size_t floor = tgT_gc_floor(getenv("TGREL_GC_FLOOR"));
-    if (floor) {
-        GC_set_min_bytes_allocd(floor);
+    size_t test_floor = tgT_gc_floor(getenv("TGREL_GC_FLOOR"));
+    if (test_floor) {
+        GC_set_min_bytes_allocd(test_floor);
         GC_set_free_space_divisor(1000);    /* large heaps collect often too */
     } else if (GC_get_min_bytes_allocd() <= 1)
         GC_set_min_bytes_allocd((size_t)8 << 20);
