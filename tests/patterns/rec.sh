@@ -8,18 +8,11 @@
 
 top_builddir=${top_builddir:-.}
 REC=${REC:-$top_builddir/bench/rec}
-dir=${TGREL_REC_DIR:-${srcdir:-.}/../shared/bench/rec}
 limit=${REC_TEST_TIMEOUT:-120}
 
-if [ ! -d "$dir" ]; then
-    echo "1..0 # SKIP no REC benchmark folder ($dir; set TGREL_REC_DIR)"
-    exit 0
-fi
-if [ ! -x "$REC" ]; then
-    echo "Bail out! $REC is not built"
-    exit 1
-fi
-ulimit -s unlimited 2>/dev/null || ulimit -s hard 2>/dev/null
+# shellcheck source=tests/patterns/rec_common.sh
+. "${srcdir:-.}/tests/patterns/rec_common.sh"
+rec_setup "$REC"
 
 names="calls check1 check2 confluence empty garbagecollection order revelt
     searchinconditions soundnessofparallelengines tautologyhard tricky

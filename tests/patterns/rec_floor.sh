@@ -8,17 +8,10 @@
 
 top_builddir=${top_builddir:-.}
 FLOOR=${FLOOR:-$top_builddir/bench/rec_floor}
-dir=${TGREL_REC_DIR:-${srcdir:-.}/../shared/bench/rec}
 
-if [ ! -d "$dir" ]; then
-    echo "1..0 # SKIP no REC benchmark folder ($dir; set TGREL_REC_DIR)"
-    exit 0
-fi
-if [ ! -x "$FLOOR" ]; then
-    echo "Bail out! $FLOOR is not built"
-    exit 1
-fi
-ulimit -s unlimited 2>/dev/null || ulimit -s hard 2>/dev/null
+# shellcheck source=tests/patterns/rec_common.sh
+. "${srcdir:-.}/tests/patterns/rec_common.sh"
+rec_setup "$FLOOR"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tgrel-floor.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 n=0
