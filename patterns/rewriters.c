@@ -507,7 +507,11 @@ static tg_term *walk(runner *u, const tgW_plan *p, tg_term *t)
         /* unchanged elements: the node itself (what building it would find) */
         tg_term *node = !w->changed ? w->t
                                     : tg_list(rs->ctx, cnt, vals + w->vb, tail == TGT_NIL ? NULL : tail);
-        if (!node || (ac && !(node = tgW_ac_canon(rs, node))))  /* its elements may have changed */
+        /* its elements may have changed (even its head, to an assoc /
+         * comm op's); on the way, an unchanged node needs it only when
+         * its op is one (w->op) */
+        if (!node ||
+            (ac && (!onway || w->op || node != w->t) && !(node = tgW_ac_canon(rs, node))))
             goto oom;
         if (pv)
             tgO_at(pv, w->pos);
