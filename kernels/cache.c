@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -288,7 +289,7 @@ static void pin_openmp(void)
 /* The GNU build ID of the object holding this code (a hash of its
  * contents the linker writes), so entries made by another build of the
  * lowering are never taken for this one's; "" when there is none. */
-typedef struct build_id { uintptr_t addr; char hex[2 * 64 + 1]; } build_id;
+typedef struct build_id { uintptr_t addr; char hex[2 * 64 + 1]; char file[4096]; } build_id;
 
 static void note_id(const char *p, size_t n, build_id *b)
 {
@@ -319,6 +320,7 @@ static int find_id(struct dl_phdr_info *info, size_t size, void *data)
     }
     if (!mine)
         return 0;
+    snprintf(b->file, sizeof b->file, "%s", info->dlpi_name && *info->dlpi_name ? info->dlpi_name : "/proc/self/exe");
     for (int i = 0; i < info->dlpi_phnum && !b->hex[0]; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type == PT_NOTE)
@@ -335,9 +337,108 @@ static const char *library_id(void)
         void (*self)(void) = pin_openmp;
         memcpy(&b.addr, &self, sizeof b.addr);
         dl_iterate_phdr(find_id, &b);
+        /* linked without a build ID: the hash of the object's file says
+         * the same, read once; an unreadable one names no build, and
+         * every process then keys apart from the others (a miss, never
+         * a wrong hit) */
+        size_t n;
+        char *all = b.hex[0] || !b.file[0] ? NULL : read_all(b.file, &n);
+        if (all)
+            tgZ_hash_hex(all, n, b.hex);
+        else if (!b.hex[0])
+            snprintf(b.hex, sizeof b.hex, "pid %ld %p", (long)getpid(), (void *)&b);
+        free(all);
         done = 1;
     }
     return b.hex;
+}
+
+/* ---- the CPU ------------------------------------------------------------------ */
+
+/* The CPU compiled code is made for: the default flags have -march=native,
+ * whose code may not run (or not the same way) on another CPU, and one
+ * cache directory may serve several machines (a network home).  On x86
+ * the vendor, the signature (family, model, stepping), every feature word
+ * and the state the system enables (XCR0); elsewhere the first
+ * processor's lines of /proc/cpuinfo that stay the same while it runs.
+ * As 32 hex digits. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+
+static size_t cpu_text(char *buf, size_t size)
+{
+    unsigned a, b, c, d, max = __get_cpuid_max(0, NULL), xmax = __get_cpuid_max(0x80000000, NULL);
+    size_t n = 0;
+    static const unsigned leaves[][2] = {{0, 0}, {1, 0}, {7, 0}, {7, 1}, {0xd, 1}, {0x14, 0},
+                                         {0x19, 0}, {0x80000001, 0}, {0x80000008, 0}};
+    for (size_t i = 0; i < sizeof leaves / sizeof *leaves && n < size; i++) {
+        unsigned leaf = leaves[i][0];
+        if (leaf < 0x80000000 ? leaf > max : leaf > xmax)
+            continue;
+        __cpuid_count(leaf, leaves[i][1], a, b, c, d);
+        if (leaf == 1)
+            b &= 0xffff;    /* the upper half is the core's APIC ID and the logical count */
+        n += (size_t)snprintf(buf + n, size - n, "%x.%x:%x,%x,%x,%x ", leaf, leaves[i][1], a, b, c, d);
+    }
+    __cpuid(1, a, b, c, d);
+    if (n < size && (c >> 27 & 1)) {   /* OSXSAVE: XCR0 readable */
+        unsigned lo, hi;
+        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        n += (size_t)snprintf(buf + n, size - n, "xcr0:%x,%x", lo, hi);
+    }
+    return n < size ? n : size - 1;
+}
+#else
+static size_t cpu_text(char *buf, size_t size)
+{
+    static const char *const changing[] = {"processor", "bogomips", "cpu mhz", "core id", "apicid",
+                                           "initial apicid", "physical id", "siblings", "cpu cores"};
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[1024];
+    size_t n = 0;
+    while (f && fgets(line, sizeof line, f) && line[0] != '\n') {
+        int skip = 0;
+        for (size_t i = 0; i < sizeof changing / sizeof *changing && !skip; i++)
+            skip = strncasecmp(line, changing[i], strlen(changing[i])) == 0;
+        size_t l = strlen(line);
+        if (!skip && n + l < size)
+            memcpy(buf + n, line, l), n += l;
+    }
+    if (f)
+        fclose(f);
+    return n;
+}
+#endif
+
+const char *tgZ_cpu_id(void)
+{
+    static char hex[33];
+    if (!hex[0]) {
+        char text[8192];
+        size_t n = cpu_text(text, sizeof text);
+        tgZ_hash_hex(text, n, hex);
+    }
+    return hex;
+}
+
+int tgZ_key(const char *keytext, size_t keylen, const char *cpu, const char *cc, const char *cflags,
+            char key[33])
+{
+    /* this build of the library, the CPU, compiler, flags and the
+     * caller's key text, each part ended by a NUL */
+    const char *part[4] = {library_id(), cpu, cc, cflags};
+    size_t plen[4], hl = keylen;
+    for (int i = 0; i < 4; i++)
+        hl += (plen[i] = strlen(part[i])) + 1;
+    char *all = malloc(hl), *p = all;
+    if (!all)
+        return -1;
+    for (int i = 0; i < 4; i++)
+        memcpy(p, part[i], plen[i] + 1), p += plen[i] + 1;
+    memcpy(p, keytext, keylen);
+    tgZ_hash_hex(all, hl, key);
+    free(all);
+    return 0;
 }
 
 void *tgZ_load(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *ud, const char *cc,
@@ -355,19 +456,8 @@ void *tgZ_load(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *ud, con
         cflags = TGQ_DEFAULT_FLAGS;
     if (tgZ_dir(dir, sizeof dir) < 0 || mkdirs(dir) < 0)
         return tgE_set(err, TG_ERR_IO, NULL, 0, 0, "kernels: no usable cache directory"), NULL;
-    /* the key covers this build of the library, compiler, flags and the
-     * caller's key text */
-    const char *id = library_id();
-    size_t li = strlen(id), lc = strlen(cc), lf = strlen(cflags), hl = li + lc + lf + keylen + 3;
-    char *all = malloc(hl);
-    if (!all)
+    if (tgZ_key(keytext, keylen, tgZ_cpu_id(), cc, cflags, key) < 0)
         return tgE_nomem(err), NULL;
-    memcpy(all, id, li + 1);
-    memcpy(all + li + 1, cc, lc + 1);
-    memcpy(all + li + lc + 2, cflags, lf + 1);
-    memcpy(all + li + lc + lf + 3, keytext, keylen);
-    tgZ_hash_hex(all, hl, key);
-    free(all);
     snprintf(path, sizeof path, "%s/%s.so", dir, key);
     snprintf(lock, sizeof lock, "%s/%s.lock", dir, key);
     int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);

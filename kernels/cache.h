@@ -22,6 +22,15 @@ typedef char *(*tgZ_gen_fn)(void *ud, size_t *len);
 void *tgZ_load(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *ud, const char *cc,
                const char *cflags, int *hit, int *why, tg_error *err);
 
+/* The name of an entry: the hash of this library's build, the CPU
+ * (tgZ_cpu_id), compiler, flags and keytext, as 32 hex digits.  -1 when
+ * out of memory. */
+int tgZ_key(const char *keytext, size_t keylen, const char *cpu, const char *cc, const char *cflags,
+            char key[33]);
+/* This CPU, for the keys of compiled code, as 32 hex digits: its model
+ * and every feature bit (x86 cpuid), or /proc/cpuinfo elsewhere. */
+const char *tgZ_cpu_id(void);
+
 /* The cache directory in use: $TGREL_CACHE_DIR, else $XDG_CACHE_HOME/tgrel,
  * else $HOME/.cache/tgrel; written into buf.  -1 when none can be named. */
 int tgZ_dir(char *buf, size_t size);

@@ -2,10 +2,9 @@
  * tgZw_).  tg_fn_options.rules rewrites a graph before it is lowered; the
  * result is a function of the unrewritten output terms, the rule set and
  * the rewriter spec alone.  So the key is those, printed canonically (the
- * rule set as the forms that would declare it again: ops, rules,
- * rewriters, relation names when it has a logic environment), and the
- * entry holds the rewritten terms in
- * a text that reads back to the same hash-consed pointers.  The entry is
+ * rule set as every definition it was made of: see key_text), and the
+ * entry holds the rewritten terms in a text that reads back to the same
+ * hash-consed pointers.  The entry is
  * a side entry of the compile cache (cache.c: atomic rename, trailer with
  * a hash checked on every read), so a corrupt one is a miss. */
 #include "config.h"
@@ -224,29 +223,40 @@ int tgZw_decode(tg_ctx *ctx, const char *text, size_t len, size_t n, tg_term **o
 
 /* ---- the key ------------------------------------------------------------- */
 
-/* "tgrel VERSION rewrite\n" then the rule set, the spec and the outputs,
- * each printed with shared subterms named once. */
+/* What the rewrite is a function of, as text: this library (its build,
+ * which cache.c adds: the logic prelude and all of the library's C code
+ * are in it), the rule set's definitions in full (ops with their
+ * properties, rules with conditions, alternatives and tags, rewriters;
+ * the forms of included files, the shipped rules' among them: rset.h
+ * src), its logic environment's definitions
+ * (relation bodies, facts, tabling: logic.h defs) and occurs check, the
+ * version of the embedder's C code, the rewriter spec and the outputs;
+ * the terms printed with shared subterms named once.  NULL with
+ * *uncached set when the rule set has C code whose version is not
+ * given: what it computes is known to nobody here. */
 static char *key_text(tg_ctx *ctx, tg_rules *rs, tg_term *spec, size_t nout, tg_term *const *outputs,
-                      size_t *len, tg_error *err)
+                      size_t *len, int *uncached, tg_error *err)
 {
-    tg_term *parts[6];
-    /* relations by name, when the set has an environment: making one just
-     * to list the prelude's would cost more than the rest of a hit */
-    for (int k = 0; k < 4; k++)
-        if (k == TG_LIST_RELATIONS && !rs->env)
-            parts[k] = tg_nil();
-        else if (!(parts[k] = tg_rules_list(rs, (tg_list_kind)k, err)))
-            return NULL;
-    parts[4] = spec;
-    parts[5] = tg_list(ctx, nout, outputs, NULL);
-    tg_term *all = parts[5] ? tg_list(ctx, 6, parts, NULL) : NULL;
+    tg_env *env = rs->env;
+    *uncached = (rs->ext || (env && env->cdefs)) && !rs->cversion;
+    if (*uncached)
+        return NULL;
+    tg_term *parts[4] = {
+        tg_list(ctx, rs->nsrc, rs->src, NULL),
+        env ? tg_list(ctx, env->ndefs, env->defs, NULL) : tg_nil(),
+        spec,
+        tg_list(ctx, nout, outputs, NULL),
+    };
+    tg_term *all = parts[0] && parts[1] && parts[3] ? tg_list(ctx, 4, parts, NULL) : NULL;
     size_t tl;
     char *terms = all ? tg_print_shared(all, &tl) : NULL;
     if (!terms)
         return tgE_nomem(err), NULL;
+    const char *cv = rs->cversion ? rs->cversion : "";
     tgB_buf b;
     tgB_init(&b);
-    tgB_printf(&b, "tgrel %s kernels rewrite\n", PACKAGE_VERSION);
+    tgB_printf(&b, "tgrel %s kernels rewrite 2\nc-code %zu:%s\noccurs-check %d\n", PACKAGE_VERSION,
+               strlen(cv), cv, env ? env->occurs_check : 1);
     tgB_append(&b, terms, tl);
     free(terms);
     char *t = tgB_take(&b, len);
@@ -293,7 +303,10 @@ tg_term **tgZw_rewrite(tg_ctx *ctx, size_t nout, tg_term *const *outputs, const 
         if (!outputs[i])
             return tgE_arg(err, "kernels: a NULL output term"), NULL;
     size_t klen, len;
-    char *key = key_text(ctx, opt->rules, spec, nout, outputs, &klen, err);
+    int uncached;
+    char *key = key_text(ctx, opt->rules, spec, nout, outputs, &klen, &uncached, err);
+    if (uncached)
+        return run_rewriter(ctx, opt->rules, spec, nout, outputs, err);
     if (!key)
         return NULL;
     char *text = tgZ_side_get(key, klen, "rw", &len);

@@ -545,7 +545,7 @@ int tgN_register(tg_env *env, tg_error *err)
         {"ground-ordero", 4, gorder_fn},
     };
     for (size_t i = 0; i < sizeof b / sizeof *b; i++)
-        if (tg_defrel_c(env, b[i].name, b[i].arity, b[i].fn, env, err) < 0)
+        if (tgK_defrel_lib(env, b[i].name, b[i].arity, b[i].fn, env, err) < 0)
             return -1;
     /* the property tables the assoc/comm relations consult: empty */
     tgG_rel **rels[2] = {&env->assoc, &env->comm};

@@ -965,6 +965,7 @@ tg_env *tg_env_new(tg_ctx *ctx, tg_error *err)
         GC_FREE(x);
         return NULL;
     }
+    x->e.logging = 1;
     return &x->e;
 }
 
@@ -974,8 +975,8 @@ void tg_env_free(tg_env *env)
         GC_FREE(env);
 }
 
-int tg_defrel_c(tg_env *env, const char *name, unsigned arity, tg_relation_fn fn,
-                void *ud, tg_error *err)
+int tgK_defrel_lib(tg_env *env, const char *name, unsigned arity, tg_relation_fn fn, void *ud,
+                   tg_error *err)
 {
     if (!env || !name || !fn) {
         tgE_arg(err, "tg_defrel_c needs an environment, a name and a function");
@@ -993,6 +994,15 @@ int tg_defrel_c(tg_env *env, const char *name, unsigned arity, tg_relation_fn fn
     r->cfn = fn;
     r->cud = ud;
     return 0;
+}
+
+int tg_defrel_c(tg_env *env, const char *name, unsigned arity, tg_relation_fn fn,
+                void *ud, tg_error *err)
+{
+    int rc = tgK_defrel_lib(env, name, arity, fn, ud, err);
+    if (rc == 0)
+        env->cdefs++;
+    return rc;
 }
 
 tg_term *tg_env_var(tg_env *env, const char *name)
@@ -1027,6 +1037,22 @@ static int emit_answer(void *ud, tg_term *ans)
     return e->fn ? e->fn(e->ud, ans) : 0;
 }
 
+/* Note a definition evaluated (logic.h: defs). */
+static int log_def(tg_env *env, tg_term *form)
+{
+    if (env->ndefs == env->capdefs) {
+        size_t cap = env->capdefs ? 2 * env->capdefs : 32;
+        tg_term **d = GC_MALLOC(cap * sizeof *d);
+        if (!d)
+            return -1;
+        if (env->ndefs)
+            memcpy(d, env->defs, env->ndefs * sizeof *d);
+        env->defs = d, env->capdefs = cap;
+    }
+    env->defs[env->ndefs++] = form;
+    return 0;
+}
+
 int tg_eval(tg_env *env, tg_term *form, tg_answer_fn fn, void *ud, tg_term **value, tg_error *err)
 {
     comp c;
@@ -1050,6 +1076,8 @@ int tg_eval(tg_env *env, tg_term *form, tg_answer_fn fn, void *ud, tg_term **val
         else
             rc = eval_defrel(&c, form, h == x->syms.s[S_TABLED]);
         comp_free(&c);
+        if (rc >= 0 && env->logging && log_def(env, form) < 0)
+            return tgE_nomem(err), -1;
         return rc < 0 ? -1 : TG_EVAL_DEFINE;
     }
     if (h && (h == x->syms.s[S_RUN] || h == x->syms.s[S_RUNSTAR])) {

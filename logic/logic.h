@@ -52,9 +52,24 @@ struct tg_env {
     tgK_vec canon;          /* the variables of canonical terms: the i-th met */
     unsigned long nlambda;  /* lambdas made, to name them */
     volatile sig_atomic_t interrupt;    /* tg_env_interrupt: stop the query */
+    /* What defines the relations, for keys of caches of rewrites that
+     * use them (kernels/rwcache.c): the definition forms evaluated since
+     * the prelude (defrel, tabled, fact, facts, in order), and how many
+     * relations the embedder defined in C (tg_defrel_c), whose code no
+     * form describes.  The prelude and the library's own C relations
+     * belong to the library's build, which the keys name apart. */
+    tg_term **defs;
+    size_t ndefs, capdefs;
+    int logging;            /* set once the prelude is in */
+    unsigned long cdefs;
 };
 
 static inline uint64_t tgK_new_scope(tg_env *env) { return ++env->next_scope; }
+
+/* tg_defrel_c for the library's own relations (builtin.c, the Scan
+ * rewrites): not counted in cdefs, as they come with the library. */
+int tgK_defrel_lib(tg_env *env, const char *name, unsigned arity, tg_relation_fn fn, void *ud,
+                   tg_error *err);
 
 /* Report an error of the running query (the first one wins). */
 void tgK_error(tg_env *env, int code, const char *fmt, ...)

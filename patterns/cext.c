@@ -93,6 +93,17 @@ static int check_reg(tg_rules *rs, const char *what, const char *name, const voi
     return 0;
 }
 
+/* A registration noted in the rule set's definitions (rset.h: src), as
+ * (KIND NAME A B): the function itself is known by the embedder's
+ * version string alone (tg_rules_set_c_version). */
+static int log_reg(tg_rules *rs, const char *kind, tg_term *name, tg_term *a, tg_term *b,
+                   tg_error *err)
+{
+    tg_term *v[4] = {tg_symbol_cstr(rs->ctx, kind), name, a, b};
+    tg_term *f = v[0] && a && b ? tg_list(rs->ctx, 4, v, NULL) : NULL;
+    return f && tgW_log_src(rs, f) == 0 ? 0 : (tgE_nomem(err), -1);
+}
+
 /* "a b  c" -> (a b c): tags separated by white space. */
 static tg_term *parse_tags(tg_ctx *ctx, const char *s)
 {
@@ -198,7 +209,7 @@ int tg_rules_def_rewriter(tg_rules *rs, const char *name, const char *op, const 
         }
         c->fn = fn, c->ud = ud;
         c->rule->tags = tl;
-        return 0;
+        return log_reg(rs, "c-rewriter", nm, o->name, tl, err);
     }
     if (x->nrw == MAX_CEXT) {
         tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "%s: too many C rewriters", what);
@@ -213,7 +224,7 @@ int tg_rules_def_rewriter(tg_rules *rs, const char *name, const char *op, const 
     if (tgW_rule_add(rs, r) < 0)
         return tgE_nomem(err), -1;
     x->nrw++;
-    return 0;
+    return log_reg(rs, "c-rewriter", nm, o->name, tl, err);
 }
 
 /* Names a predicate may not take: the conditions the compiler knows. */
@@ -254,7 +265,7 @@ int tg_rules_def_predicate(tg_rules *rs, const char *name, unsigned arity, tg_pr
             return -1;
         }
         x->pred[p].fn = fn, x->pred[p].ud = ud;
-        return 0;
+        return log_reg(rs, "c-predicate", nm, tg_int(rs->ctx, arity), tg_nil(), err);
     }
     if (x->npred == MAX_CEXT) {
         tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "%s: too many C predicates", what);
@@ -265,6 +276,17 @@ int tg_rules_def_predicate(tg_rules *rs, const char *name, unsigned arity, tg_pr
         return tgE_nomem(err), -1;
     x->pred = v;
     x->pred[x->npred++] = (cpred){nm, arity, fn, ud};
+    return log_reg(rs, "c-predicate", nm, tg_int(rs->ctx, arity), tg_nil(), err);
+}
+
+int tg_rules_set_c_version(tg_rules *rs, const char *version, tg_error *err)
+{
+    if (!rs)
+        return tgE_arg(err, "tg_rules_set_c_version: NULL rule set"), -1;
+    char *v = NULL;
+    if (version && !(v = GC_MALLOC_ATOMIC(strlen(version) + 1)))
+        return tgE_nomem(err), -1;
+    rs->cversion = version ? strcpy(v, version) : NULL;
     return 0;
 }
 

@@ -124,8 +124,9 @@ static int index_all(tg_rules *rs)
 
 /* Undo a failed load: ops and rules beyond the counts go, and the maps
  * are rebuilt from what stays. */
-static void rollback(tg_rules *rs, uint32_t nops, uint32_t nrules, uint32_t nrws)
+static void rollback(tg_rules *rs, uint32_t nops, uint32_t nrules, uint32_t nrws, uint32_t nsrc)
 {
+    rs->nsrc = nsrc;
     rs->nops = nops;
     rs->nrules = nrules;
     rs->nrws = nrws;
@@ -775,21 +776,40 @@ static int stage_def(loader *L, tg_term *form)
     return 0;
 }
 
+int tgW_log_src(tg_rules *rs, tg_term *form)
+{
+    tg_term **n = form ? tgW_grow(rs->src, rs->nsrc, &rs->capsrc, rs->nsrc + 1, sizeof *n) : NULL;
+    if (!n)
+        return -1;
+    rs->src = n;
+    rs->src[rs->nsrc++] = form;
+    return 0;
+}
+
+/* Note a definition loaded (rset.h: src) when rc says it was; the
+ * include form itself is not one: its file's forms are. */
+static int log_src(loader *L, tg_term *form, int rc)
+{
+    if (rc >= 0 && tgW_log_src(L->rs, form) < 0)
+        return tgE_nomem(L->err), -1;
+    return rc;
+}
+
 static int load_form(loader *L, tg_term *form)
 {
     tg_term *h = tgT_ispair(form) ? tg_car(form) : NULL;
     if (h == L->sym[F_OP])
-        return load_op(L, form);
+        return log_src(L, form, load_op(L, form));
     if (h == L->sym[F_RULE])
-        return load_rule(L, form);
+        return log_src(L, form, load_rule(L, form));
     if (h == L->sym[F_INCLUDE])
         return load_include(L, form);
     if (h == L->sym[F_EQUIL])
-        return load_rewriter(L, form, TGW_EQUIL);
+        return log_src(L, form, load_rewriter(L, form, TGW_EQUIL));
     if (h == L->sym[F_WALK])
-        return load_rewriter(L, form, TGW_WALK_IN);
+        return log_src(L, form, load_rewriter(L, form, TGW_WALK_IN));
     if (h == L->sym[F_SEQ])
-        return load_rewriter(L, form, TGW_SEQ);
+        return log_src(L, form, load_rewriter(L, form, TGW_SEQ));
     if (h && (h == L->sym[F_DEFREL] || h == L->sym[F_TABLED] || h == L->sym[F_FACT] ||
               h == L->sym[F_FACTS]))
         return stage_def(L, form);
@@ -953,9 +973,9 @@ static int load(tg_rules *rs, const char *text, size_t len, const char *file, co
         return -1;
     if (real)
         L.files[L.nfiles++] = real;
-    uint32_t nops = rs->nops, nrules = rs->nrules, nrws = rs->nrws;
+    uint32_t nops = rs->nops, nrules = rs->nrules, nrws = rs->nrws, nsrc = rs->nsrc;
     if (load_text(&L, text, len, file) < 0 || eval_defs(&L) < 0 || check_relrefs(&L, nrules) < 0) {
-        rollback(rs, nops, nrules, nrws);
+        rollback(rs, nops, nrules, nrws, nsrc);
         return -1;
     }
     return 0;
@@ -1165,9 +1185,9 @@ static int eval_form(tg_rules *rs, tg_term *form, const char *file, int line, in
         return eval_provenance(&L, form, value);
     if (h == L.sym[F_OP] || h == L.sym[F_RULE] || h == L.sym[F_INCLUDE] || h == L.sym[F_EQUIL] ||
         h == L.sym[F_WALK] || h == L.sym[F_SEQ]) {
-        uint32_t nops = rs->nops, nrules = rs->nrules, nrws = rs->nrws;
+        uint32_t nops = rs->nops, nrules = rs->nrules, nrws = rs->nrws, nsrc = rs->nsrc;
         if (load_form(&L, form) < 0 || eval_defs(&L) < 0 || check_relrefs(&L, nrules) < 0) {
-            rollback(rs, nops, nrules, nrws);
+            rollback(rs, nops, nrules, nrws, nsrc);
             return -1;
         }
         return TG_EVAL_DEFINE;

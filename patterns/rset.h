@@ -216,9 +216,19 @@ struct tg_rules {
     volatile int interrupt;
     struct tgW_acs *acs;        /* matching modulo assoc / comm: scratch (ac.c) */
     struct tgX_ext *ext;        /* C rewriters and predicates (cext.c) */
+    /* The op, rule and rewriter forms loaded, in order, the included
+     * files' among them: with the logic environment's definitions (logic.h)
+     * they determine every rewrite, so caches of rewrites are keyed by
+     * them (kernels/rwcache.c).  A failed load drops what it added. */
+    tg_term **src;
+    uint32_t nsrc;
+    size_t capsrc;
+    char *cversion;             /* tg_rules_set_c_version, or NULL */
 };
 
 tgW_op *tgW_op_find(const tg_rules *rs, const tg_term *name);
+/* Append form to rs->src; -1 when out of memory (or form is NULL). */
+int tgW_log_src(tg_rules *rs, tg_term *form);
 int tgW_index_build(tg_rules *rs, tgW_index *ix, tgW_rule *const *rules, uint32_t n);
 /* Add a compiled rule to rs (its name goes to the rule map). */
 int tgW_rule_add(tg_rules *rs, tgW_rule *r);

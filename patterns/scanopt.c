@@ -1375,7 +1375,7 @@ int tgSo_define(tg_env *env, tg_ctx *ctx, tg_error *err)
     }
     for (size_t i = 0; i < NRELS; i++) {
         uds[i] = (relud){&rels[i], nm};
-        if (tg_defrel_c(env, rels[i].name, 2, rel_fn, &uds[i], err) < 0)
+        if (tgK_defrel_lib(env, rels[i].name, 2, rel_fn, &uds[i], err) < 0)
             return -1;
     }
     return 0;

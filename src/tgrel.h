@@ -410,6 +410,15 @@ typedef int (*tg_predicate_fn)(tg_ctx *ctx, tg_term *const *args, unsigned nargs
  * or -1 with err filled. */
 int tg_rules_def_predicate(tg_rules *rs, const char *name, unsigned arity, tg_predicate_fn fn,
                            void *ud, tg_error *err);
+/* The version of the C code of rs (its C rewriters and predicates, and
+ * the relations of its logic environment defined with tg_defrel_c), for
+ * the pipeline cache (tg_fn_options.rules): rewritten terms are cached
+ * under the rule set's definitions, which say nothing of what C code
+ * does, so a rule set with C code is rewritten on every compile unless
+ * its embedder names that code's version here, and must then give a new
+ * string whenever the code's results change.  NULL drops it.  0, or -1
+ * with err filled. */
+int tg_rules_set_c_version(tg_rules *rs, const char *version, tg_error *err);
 
 /* ---- tensor functions (kernels) ----------------------------------- */
 

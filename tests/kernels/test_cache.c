@@ -7,12 +7,14 @@
  * a corrupt or truncated entry of rewritten terms is a miss and is
  * rewritten, and another rule set or rewriter is another key. */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "kt.h"
+#include "cache.h"
 #include "rwcache.h"
 
 static tg_ctx *ctx;
@@ -224,6 +226,276 @@ static void test_pipeline_cache(void)
     TAP_EQ_INT(entries(NULL, 0), so0 + 1, "all four rewrite to one graph: one shared object");
 }
 
+/* ---- every change of a rule set is a new key ------------------------- */
+
+static double f_exp(double x) { return exp(x); }
+static double f_log(double x) { return log(x); }
+static double f_sqrt(double x) { return sqrt(x); }
+static double f_twice(double x) { return 2 * x; }
+
+static tg_term *c_to(tg_ctx *c, tg_term *node, const char *op)
+{
+    tg_term *h = tg_symbol_cstr(c, op), *x = tg_nth(node, 1);
+    return h && x ? tg_app(c, h, 1, &x) : NULL;
+}
+static tg_term *c_to_log(tg_ctx *c, tg_term *node, void *ud, tg_error *err)
+{
+    (void)ud, (void)err;
+    return c_to(c, node, "log");
+}
+static tg_term *c_to_sqrt(tg_ctx *c, tg_term *node, void *ud, tg_error *err)
+{
+    (void)ud, (void)err;
+    return c_to(c, node, "sqrt");
+}
+static int c_rel_one(tg_ctx *c, tg_term *const *args, unsigned nargs, unsigned long i, void **state,
+                     tg_term **answer, void *ud, tg_error *err)
+{
+    (void)nargs, (void)state, (void)ud, (void)err;
+    *answer = tg_list(c, 1, args, NULL);
+    return i == 0 && args[0] == tg_int(c, 1);
+}
+
+/* A rule set of its own: C rewriter cfn (when not NULL) registered for
+ * exp as `c` after the forms pre, then the forms rules; C relation
+ * c-one? defined when crel; the C code's version cver (NULL: none). */
+typedef struct cset {
+    const char *pre, *rules;
+    tg_node_rewriter_fn cfn;
+    int crel;
+    const char *cver;
+} cset;
+
+static tg_rules *make_set(tg_ctx *c, const cset *k, tg_error *err)
+{
+    tg_rules *rs = tg_rules_new(c, err);
+    int ok = rs && (!k->pre || tg_rules_load_string(rs, k->pre, strlen(k->pre), NULL, err) == 0);
+    if (ok && k->cfn)
+        ok = tg_rules_def_rewriter(rs, "c", "exp", NULL, k->cfn, NULL, err) == 0;
+    if (ok && k->crel) {
+        tg_env *env = tg_rules_env(rs, err);
+        ok = env && tg_defrel_c(env, "c-one?", 1, c_rel_one, NULL, err) == 0;
+    }
+    ok = ok && tg_rules_load_string(rs, k->rules, strlen(k->rules), NULL, err) == 0;
+    ok = ok && tg_rules_set_c_version(rs, k->cver, err) == 0;
+    if (!ok && rs) {
+        tg_rules_free(rs);
+        rs = NULL;
+    }
+    return rs;
+}
+
+/* Compile expr over x (n) with set k and rewriter spec (text; NULL:
+ * default), in a context of its own; run it on 0.5 1 2.  1 when native
+ * and within a few ulps of ref; *fired as run_rules. */
+static int run_set(const cset *k, const char *spec, const char *expr, double (*ref)(double), int *fired)
+{
+    tg_error err;
+    tg_ctx *c = tg_ctx_new(&err);
+    tg_rules *rs = c ? make_set(c, k, &err) : NULL;
+    FILE *trace = tmpfile();
+    if (rs)
+        tg_rules_set_trace(rs, trace, 1);
+    tg_term *x = tg_read_cstr(c, "(input x float64 (n))", &err), *e = tg_read_cstr(c, expr, &err);
+    tg_fn_options o = {NULL, 0, NULL, NULL, rs, spec ? tg_read_cstr(c, spec, &err) : NULL};
+    tg_fn *fn = rs && x && e ? tg_fn_compile(c, 1, &x, 1, &e, &o, &err) : NULL;
+    if (!fn)
+        tap_diag("%s: %s", expr, err.message);
+    double xv[3] = {0.5, 1, 2}, ov[3] = {0};
+    int64_t n = 3;
+    tg_array in, out;
+    tg_array_init(&in, TG_FLOAT64, 1, &n, xv);
+    tg_array_init(&out, TG_FLOAT64, 1, &n, ov);
+    int ok = fn && tg_fn_native(fn) && tg_fn_call(fn, &in, &out, &err) == 0;
+    for (int i = 0; ok && i < 3; i++)
+        if (!(ok = kt_close(ov[i], ref(xv[i]), KT_ULPS)))
+            tap_diag("%s at %g: got %.17g, want %.17g", expr, xv[i], ov[i], ref(xv[i]));
+    *fired = trace ? (int)ftell(trace) : -1;
+    if (trace)
+        fclose(trace);
+    tg_fn_free(fn);
+    tg_rules_free(rs);
+    tg_ctx_free(c);
+    return ok;
+}
+
+/* run_set in a new process: 1 when right. */
+static int run_set_in_new_process(const cset *k, const char *spec, const char *expr, double (*ref)(double))
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fired;
+        _exit(run_set(k, spec, expr, ref, &fired) ? 0 : 1);
+    }
+    int status = 1;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+#define OPS "(op exp (arity 1)) (op log (arity 1)) (op sqrt (arity 1)) (op sin (arity 1)) "
+
+/* Rule sets a and b differ in one way; compiled one after the other in
+ * one cache, each computes its own function, and a compiled again is a
+ * hit that still computes its own. */
+static const struct stale {
+    const char *what;
+    cset a, b;
+    const char *spec, *expr;
+    double (*fa)(double), (*fb)(double);
+} stale[] = {
+    {"a condition",
+     {NULL, OPS "(rule r (exp ?x) => (log ?x) (when (== 1 1))) (equilibrium default r)", NULL, 0, NULL},
+     {NULL, OPS "(rule r (exp ?x) => (log ?x) (when (== 1 2))) (equilibrium default r)", NULL, 0, NULL},
+     NULL, "(exp (input x float64 (n)))", f_log, f_exp},
+    {"a right side",
+     {NULL, OPS "(rule r (exp ?x) => (log ?x)) (equilibrium default r)", NULL, 0, NULL},
+     {NULL, OPS "(rule r (exp ?x) => (sqrt ?x)) (equilibrium default r)", NULL, 0, NULL},
+     NULL, "(exp (input x float64 (n)))", f_log, f_sqrt},
+    {"an alternative left side",
+     {NULL, OPS "(rule r (exp ?x) (sqrt ?x) => (log ?x)) (equilibrium default r)", NULL, 0, NULL},
+     {NULL, OPS "(rule r (exp ?x) (sin ?x) => (log ?x)) (equilibrium default r)", NULL, 0, NULL},
+     NULL, "(sqrt (input x float64 (n)))", f_log, f_sqrt},
+    {"a tag a query selects",
+     {NULL, OPS "(rule r (exp ?x) => (log ?x) (tags keep)) (equilibrium w r)", NULL, 0, NULL},
+     {NULL, OPS "(rule r (exp ?x) => (log ?x) (tags drop)) (equilibrium w r)", NULL, 0, NULL},
+     "(query w (exclude drop))", "(exp (input x float64 (n)))", f_log, f_exp},
+    {"a relation body",
+     {NULL, OPS "(defrel (ok? x) (== x 1)) (rule r (exp ?x) => (log ?x) (when (ok? 1))) (equilibrium default r)",
+      NULL, 0, NULL},
+     {NULL, OPS "(defrel (ok? x) (== x 2)) (rule r (exp ?x) => (log ?x) (when (ok? 1))) (equilibrium default r)",
+      NULL, 0, NULL},
+     NULL, "(exp (input x float64 (n)))", f_log, f_exp},
+    {"an op property",
+     {NULL, "(op mul (arity 2) comm) (op exp (arity 1)) (rule r (mul ?x 2) => (exp ?x)) (equilibrium default r)",
+      NULL, 0, NULL},
+     {NULL, "(op mul (arity 2)) (op exp (arity 1)) (rule r (mul ?x 2) => (exp ?x)) (equilibrium default r)",
+      NULL, 0, NULL},
+     NULL, "(mul 2 (input x float64 (n)))", f_exp, f_twice},
+    {"the C code's version",
+     {OPS, "(equilibrium default c)", c_to_log, 0, "to-log 1"},
+     {OPS, "(equilibrium default c)", c_to_sqrt, 0, "to-sqrt 1"},
+     NULL, "(exp (input x float64 (n)))", f_log, f_sqrt},
+    {"a C relation's version",
+     {NULL, OPS "(rule r (exp ?x) => (log ?x) (when (c-one? 1))) (equilibrium default r)", NULL, 1, "1"},
+     {NULL, OPS "(rule r (exp ?x) => (log ?x) (when (c-one? 1))) (equilibrium default r)", NULL, 1, "2"},
+     NULL, "(exp (input x float64 (n)))", f_log, f_log},
+};
+
+static void test_stale(void)
+{
+    for (size_t i = 0; i < sizeof stale / sizeof *stale; i++) {
+        const struct stale *k = &stale[i];
+        int fired, n0 = rw_entries(NULL, 0);
+        TAP_CHECK(run_set(&k->a, k->spec, k->expr, k->fa, &fired) && fired > 0,
+                  "%s: the first rule set rewrites (%d) and computes its function", k->what, fired);
+        TAP_CHECK(run_set(&k->b, k->spec, k->expr, k->fb, &fired),
+                  "%s changed: the second computes its own function", k->what);
+        TAP_CHECK(rw_entries(NULL, 0) == n0 + 2, "%s: two entries", k->what);
+        TAP_CHECK(run_set(&k->a, k->spec, k->expr, k->fa, &fired) && fired == 0,
+                  "%s: the first again hits (%d) and computes its function", k->what, fired);
+        TAP_CHECK(run_set_in_new_process(&k->b, k->spec, k->expr, k->fb),
+                  "%s: so does the second in a new process", k->what);
+    }
+}
+
+/* C code without a version is never cached: each compile rewrites. */
+static void test_c_unversioned(void)
+{
+    cset lg = {OPS, "(equilibrium default c)", c_to_log, 0, NULL};
+    cset sq = {OPS, "(equilibrium default c)", c_to_sqrt, 0, NULL};
+    cset rel = {NULL, OPS "(rule r (exp ?x) => (log ?x) (when (c-one? 1))) (equilibrium default r)", NULL, 1, NULL};
+    int fired, n0 = rw_entries(NULL, 0);
+    const char *e = "(exp (input x float64 (n)))";
+    TAP_CHECK(run_set(&lg, NULL, e, f_log, &fired) && fired > 0, "a C rewriter, no version: rewritten");
+    TAP_CHECK(run_set(&lg, NULL, e, f_log, &fired) && fired > 0, "and rewritten again (%d)", fired);
+    TAP_CHECK(run_set(&sq, NULL, e, f_sqrt, &fired) && fired > 0, "another function of that name: its result");
+    TAP_CHECK(run_set(&rel, NULL, e, f_log, &fired) && fired > 0, "a C relation, no version: rewritten");
+    TAP_CHECK(run_set(&rel, NULL, e, f_log, &fired) && fired > 0, "and rewritten again (%d)", fired);
+    TAP_EQ_INT(rw_entries(NULL, 0), n0, "no entry stored for them");
+}
+
+/* Compile expr over x (n) with rs and run it on 0.5 1 2 against ref. */
+static int run_with(tg_ctx *c, tg_rules *rs, const char *expr, double (*ref)(double))
+{
+    tg_error err;
+    tg_term *x = tg_read_cstr(c, "(input x float64 (n))", &err), *e = tg_read_cstr(c, expr, &err);
+    tg_fn_options o = {NULL, 0, NULL, NULL, rs, NULL};
+    tg_fn *fn = x && e ? tg_fn_compile(c, 1, &x, 1, &e, &o, &err) : NULL;
+    double xv[3] = {0.5, 1, 2}, ov[3] = {0};
+    int64_t n = 3;
+    tg_array in, out;
+    tg_array_init(&in, TG_FLOAT64, 1, &n, xv);
+    tg_array_init(&out, TG_FLOAT64, 1, &n, ov);
+    int ok = fn && tg_fn_call(fn, &in, &out, &err) == 0;
+    for (int i = 0; ok && i < 3; i++)
+        ok = kt_close(ov[i], ref(xv[i]), KT_ULPS);
+    tg_fn_free(fn);
+    return ok;
+}
+
+/* One rule set changed between two compiles: through its logic
+ * environment (a relation redefined, the occurs check), and by a form
+ * evaluated (a rule added), each seen by the next compile. */
+static void test_changed_in_place(void)
+{
+    tg_error err;
+    tg_ctx *c = tg_ctx_new(&err);
+    const char *text = OPS "(defrel (ok? x) (== x 1)) (rule r (exp ?x) => (log ?x) (when (ok? 1))) (equilibrium default r)";
+    tg_rules *rs = tg_rules_new(c, &err);
+    const char *e = "(exp (input x float64 (n)))";
+    int ok = rs && tg_rules_load_string(rs, text, strlen(text), NULL, &err) == 0;
+    TAP_CHECK(ok && run_with(c, rs, e, f_log), "a rule whose condition holds: log");
+    tg_env *env = ok ? tg_rules_env(rs, &err) : NULL;
+    tg_term *def = tg_read_cstr(c, "(defrel (ok? x) (== x 2))", &err);
+    ok = env && def && tg_eval(env, def, NULL, NULL, NULL, &err) == TG_EVAL_DEFINE;
+    TAP_CHECK(ok && run_with(c, rs, e, f_exp), "its relation redefined through the environment: exp");
+    tg_term *rule = tg_read_cstr(c, "(rule r2 (exp ?x) => (sqrt ?x))", &err), *walk = tg_read_cstr(c, "(equilibrium w2 r2)", &err);
+    ok = rule && walk && tg_rules_eval(rs, rule, NULL, NULL, NULL, &err) == TG_EVAL_DEFINE &&
+         tg_rules_eval(rs, walk, NULL, NULL, NULL, &err) == TG_EVAL_DEFINE;
+    TAP_CHECK(ok && run_with(c, rs, e, f_exp), "a rule added by a form, not used by default: exp");
+    /* a load that fails adds nothing, so the key is that of before */
+    int n0 = rw_entries(NULL, 0);
+    const char *bad = "(rule r3 (exp ?x) => (sin ?x)) (rule r3 (exp ?x) => (sin ?x))";
+    TAP_CHECK(tg_rules_load_string(rs, bad, strlen(bad), NULL, &err) < 0, "a bad load fails");
+    TAP_CHECK(run_with(c, rs, e, f_exp) && rw_entries(NULL, 0) == n0, "and leaves the key as it was (a hit)");
+    tg_rules_free(rs);
+    tg_ctx_free(c);
+}
+
+static char *tiny_source(void *ud, size_t *len)
+{
+    (void)ud;
+    const char *src = "int tiny(void) { return 7; }\n";
+    char *s = malloc(strlen(src) + 1);
+    if (s)
+        *len = strlen(strcpy(s, src));
+    return s;
+}
+
+/* Compiled code is keyed by the CPU too. */
+static void test_cpu_key(void)
+{
+    const char *text = "some program";
+    char here[33], other[33], again[33];
+    TAP_CHECK(tgZ_key(text, strlen(text), tgZ_cpu_id(), "cc", "-O2", here) == 0 &&
+              tgZ_key(text, strlen(text), tgZ_cpu_id(), "cc", "-O2", again) == 0 && !strcmp(here, again),
+              "the key of a program on this CPU is stable");
+    TAP_CHECK(tgZ_key(text, strlen(text), "another cpu", "cc", "-O2", other) == 0 && strcmp(here, other),
+              "another CPU gives another key");
+    TAP_EQ_INT((int)strlen(tgZ_cpu_id()), 32, "the CPU is named by 32 hex digits");
+    /* an entry compiled here is stored under this CPU's key */
+    const char *kt = "tiny program";
+    char key[33], path[700];
+    int hit, why;
+    tg_error err;
+    void *so = tgZ_load(kt, strlen(kt), tiny_source, NULL, "cc", "-O0", &hit, &why, &err);
+    tgZ_key(kt, strlen(kt), tgZ_cpu_id(), "cc", "-O0", key);
+    snprintf(path, sizeof path, "%s/%s.so", dir, key);
+    TAP_CHECK(so && file_size(path) > 0, "compiled code is stored under the key with this CPU");
+    if (so)
+        dlclose(so);
+}
+
 /* The text of rewritten terms reads back to the same pointers: every
  * kind of atom, improper lists, a DAG of 2^60 paths in linear text, a
  * term 200000 deep (no recursion); damaged text is refused. */
@@ -369,6 +641,10 @@ int main(void)
     TAP_EQ_INT(entries(NULL, 0), 4, "one entry for it");
 
     test_pipeline_cache();
+    test_stale();
+    test_c_unversioned();
+    test_changed_in_place();
+    test_cpu_key();
     test_term_text();
 
     char cmd[700];

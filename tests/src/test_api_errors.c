@@ -504,6 +504,9 @@ static void rewriting(tg_rules *rs)
     tg_error_clear(&err);
     TAP_CHECK(tg_rules_new(NULL, &err) == NULL && err.code == TG_ERR_ARG,
               "tg_rules_new: no context is an argument error");
+    tg_error_clear(&err);
+    TAP_CHECK(tg_rules_set_c_version(NULL, "1", &err) == -1 && err.code == TG_ERR_ARG,
+              "tg_rules_set_c_version: no rule set is an argument error (%s)", err.message);
     tg_rules_set_trace(NULL, stdout, 1);    /* allowed, does nothing */
     TAP_CHECK(tg_rules_tracing(NULL) == 0, "tg_rules_tracing, tg_rules_set_trace: no rule set is not tracing");
     TAP_CHECK(usable(rs), "the rule set works after the rewriting errors");
