@@ -150,8 +150,11 @@ static int slice_size(tgV_graph *g, tgV_node *r, tgV_size n, const tgIx_axis *a,
         *out = tgIx_slice_len(n, a, NULL);
         return 0;
     }
-    bool unit = !a->has_step || a->step == 1 || a->step == -1;
-    if (!a->has_start && !a->has_stop && unit) {  /* all of the axis, either way round */
+    /* all of the axis, either way round: [::1], [0::1], [::-1], [-1::-1]
+     * (so that a rewrite dropping such a slice keeps the size's class) */
+    bool fwd = !a->has_step || a->step == 1, back = a->has_step && a->step == -1;
+    bool at_edge = !a->has_start || (fwd && a->start == 0) || (back && a->start == -1);
+    if (at_edge && !a->has_stop && (fwd || back)) {
         *out = n;
         return 0;
     }

@@ -1182,10 +1182,10 @@ static int prepare(const tgH_sched *s, tgI_state *st, tg_array *out, unsigned ch
             if (!(o->data = malloc(bytes ? bytes : 1)))
                 return tgE_nomem(err), -1;
             owned[i] = 1;
-            o->dtype = a->dtype, o->ndim = a->ndim;
-            memset(o->shape, 0, sizeof o->shape), memset(o->strides, 0, sizeof o->strides);
-            memcpy(o->shape, a->shape, (size_t)a->ndim * sizeof *a->shape);
-            memcpy(o->strides, a->strides, (size_t)a->ndim * sizeof *a->strides);
+            /* C order: a's strides may be a view's of the last call (a
+             * reversed slice's are negative), not this block's */
+            void *data = o->data;
+            tg_array_init(o, a->dtype, a->ndim, a->shape, data);
             continue;
         }
         bool ok = o->dtype == a->dtype && o->ndim == a->ndim;

@@ -469,7 +469,7 @@ static void test_with_rules(void)
     int64_t n = 4;
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         tg_term *x = tg_read_cstr(ctx, "(input x float64 (n))", &err), *e = tg_read_cstr(ctx, cases[c].expr, &err);
-        tg_fn_options o = {NULL, kt_path, NULL, NULL, rs, tg_symbol_cstr(ctx, "canonicalize")};
+        tg_fn_options o = {.interpret = kt_path, .rules = rs, .rewrite = tg_symbol_cstr(ctx, "canonicalize")};
         tg_fn *fn = tg_fn_compile(ctx, 1, &x, 1, &e, &o, &err);
         char *sched = fn ? tg_print(tg_fn_schedule(fn), NULL) : NULL;
         int views = 0;
@@ -493,6 +493,33 @@ static void test_with_rules(void)
     tg_rules_free(rs);
 }
 
+/* An output that is a reversed view of an intermediate, allocated by
+ * the call: a fresh C-ordered array every time (the view's negative
+ * strides of the call before once wrote outside the new block). */
+static void test_view_output_allocated(void)
+{
+    tg_error err;
+    tg_fn *fn = kt_compile(ctx, "(input y float64 (3 3))",
+                           "(subtensor (sub (input y float64 (3 3)) 0.5) (slice none none -1))", NULL, kt_path, &err);
+    double y[9];
+    for (int i = 0; i < 9; i++)
+        y[i] = i;
+    int64_t sh[2] = {3, 3};
+    int ok = fn != NULL;
+    for (int call = 0; ok && call < 3; call++) {
+        tg_array in, out;
+        memset(&out, 0, sizeof out);
+        tg_array_init(&in, TG_FLOAT64, 2, sh, y);
+        ok = tg_fn_call(fn, &in, &out, &err) == 0 && out.strides[0] == 3 * 8 && out.strides[1] == 8;
+        for (int r = 0; ok && r < 3; r++)
+            for (int c = 0; ok && c < 3; c++)
+                ok = ((double *)out.data)[3 * r + c] == y[3 * (2 - r) + c] - 0.5;
+        free(out.data);
+    }
+    TAP_CHECK(ok, "a reversed view of an intermediate as an allocated output: C order, right, 3 calls");
+    tg_fn_free(fn);
+}
+
 int main(void)
 {
     tg_error err;
@@ -503,6 +530,7 @@ int main(void)
             test_random(TG_FLOAT64, w);
         test_random(TG_INT32, 1);
         test_derived_sizes();
+        test_view_output_allocated();
         test_errors();
         test_schedule();
         test_dot_views(TG_FLOAT64);
