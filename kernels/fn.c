@@ -10,6 +10,7 @@
 
 #include "error.h"
 #include "cache.h"
+#include "check.h"
 #include "interp.h"
 #include "rwcache.h"
 #include "scan.h"
@@ -20,6 +21,7 @@ struct tg_fn {
     tg_term *schedule;      /* made on first request */
     tgI_state st;
     void *so;               /* the compiled loops (dlopen handle) or NULL */
+    tgCk *check;            /* the checking mode, or NULL */
 };
 
 /* The text the compiled code is keyed by: everything the generated
@@ -124,31 +126,66 @@ void tg_array_init(tg_array *a, tg_dtype dtype, int ndim, const int64_t *shape, 
     }
 }
 
+typedef struct rerun {
+    tg_ctx *ctx;
+    size_t nout;
+    tg_term *const *outputs;
+    tg_fn_options opt;
+} rerun;
+
+/* The rewrite again, not from the cache (check.h). */
+static int rerun_rewrite(void *ud)
+{
+    rerun *r = ud;
+    tg_error e;
+    return tgZw_rewrite_again(r->ctx, r->nout, r->outputs, &r->opt, &e) ? 0 : -1;
+}
+
+/* The checking mode's state for outputs (unrewritten), or NULL. */
+static tgCk *check_of(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout, tg_term *const *outputs,
+                      const tg_fn_options *opt, tg_error *err)
+{
+    rerun r = {ctx, nout, outputs, *opt};
+    return tgCk_new(ctx, nin, inputs, nout, outputs, opt->check_tol, opt->rules, rerun_rewrite, &r, err);
+}
+
 tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout,
                      tg_term *const *outputs, const tg_fn_options *opt, tg_error *err)
 {
+    tgCk *check = NULL;
+    tg_fn_options kept_all;
+    if (opt && opt->rules && opt->check) {
+        if (!(check = check_of(ctx, nin, inputs, nout, outputs, opt, err)))
+            return NULL;
+        kept_all = *opt;    /* the check reads the inputs after the call */
+        kept_all.kept = NULL;
+        opt = &kept_all;
+    }
     if (opt && opt->rules) {
         int hit;    /* the rewritten terms come from the cache when it has them */
-        tg_term **rw = tgZw_rewrite(ctx, nout, outputs, opt, &hit, err);
-        if (!rw)
+        tg_term **rw = tgZw_rewrite(ctx, nin, inputs, nout, outputs, opt, &hit, err);
+        if (!rw) {
+            tgCk_free(check);
             return NULL;
+        }
         outputs = rw;
     }
     tgV_graph *g = tgV_build(ctx, nin, inputs, nout, outputs, err);
-    if (!g)
-        return NULL;
-    tgH_sched *s = tgH_schedule(g, opt ? opt->kept : NULL, err);
-    if (!s)
-        return NULL;
+    tgH_sched *s = g ? tgH_schedule(g, opt ? opt->kept : NULL, err) : NULL;
     /* uncollectable: the caller may keep it where the collector does not look */
-    tg_fn *fn = GC_MALLOC_UNCOLLECTABLE(sizeof *fn);
-    if (!fn)
-        return tgE_nomem(err), NULL;
-    fn->g = g, fn->s = s;
-    if (tgI_init(&fn->st, s) < 0) {
+    tg_fn *fn = s ? GC_MALLOC_UNCOLLECTABLE(sizeof *fn) : NULL;
+    if (s && !fn)
+        tgE_nomem(err);
+    if (fn && tgI_init(&fn->st, s) < 0) {
         GC_FREE(fn);
-        return tgE_nomem(err), NULL;
+        fn = NULL;
+        tgE_nomem(err);
     }
+    if (!fn) {
+        tgCk_free(check);
+        return NULL;
+    }
+    fn->g = g, fn->s = s, fn->check = check;
     if (!opt || !opt->interpret)
         go_native(fn, ctx, nin, inputs, nout, outputs, opt);
     return fn;
@@ -158,7 +195,9 @@ int tg_fn_call(tg_fn *fn, const tg_array *inputs, tg_array *outputs, tg_error *e
 {
     if (!fn || (fn->g->ninputs && !inputs) || !outputs)
         return tgE_arg(err, "kernels: tg_fn_call needs a function, inputs and outputs"), -1;
-    return tgI_run(fn->s, &fn->st, inputs, outputs, err);
+    if (tgI_run(fn->s, &fn->st, inputs, outputs, err) < 0)
+        return -1;
+    return fn->check ? tgCk_run(fn->check, inputs, outputs, err) : 0;
 }
 
 tg_term *tg_fn_schedule(const tg_fn *fn)
@@ -177,6 +216,7 @@ void tg_fn_free(tg_fn *fn)
     if (!fn)
         return;
     tgI_free(&fn->st);
+    tgCk_free(fn->check);
     if (fn->so)
         dlclose(fn->so);
     GC_FREE(fn);

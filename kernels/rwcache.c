@@ -20,6 +20,7 @@
 #include "error.h"
 #include "rset.h"
 #include "rwcache.h"
+#include "validate.h"
 
 #define TGZW_MAGIC "tgrel-terms 1"
 
@@ -292,8 +293,44 @@ static tg_term **run_rewriter(tg_ctx *ctx, tg_rules *rs, tg_term *spec, size_t n
     return out;
 }
 
-tg_term **tgZw_rewrite(tg_ctx *ctx, size_t nout, tg_term *const *outputs, const tg_fn_options *opt,
-                       int *hit, tg_error *err)
+typedef struct rerun {
+    tg_ctx *ctx;
+    tg_rules *rs;
+    tg_term *spec;
+    size_t nout;
+    tg_term *const *outputs;
+    int was_on;
+} rerun;
+
+/* The rewrite again with provenance on (validate.h), to find the rule
+ * that changed a type. */
+static tg_rules *rerun_logged(void *ud)
+{
+    rerun *r = ud;
+    tg_error e;
+    r->was_on = tg_rules_provenance(r->rs);
+    if ((!r->was_on && tg_rules_set_provenance(r->rs, 1, 0, &e) < 0) ||
+        !run_rewriter(r->ctx, r->rs, r->spec, r->nout, r->outputs, &e))
+        return NULL;
+    return r->rs;
+}
+
+/* The rewrite of outputs, refused when it changes an output's type. */
+static tg_term **rewrite_valid(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_rules *rs, tg_term *spec,
+                               size_t nout, tg_term *const *outputs, tg_error *err)
+{
+    tg_term **out = run_rewriter(ctx, rs, spec, nout, outputs, err);
+    if (!out)
+        return NULL;
+    rerun r = {ctx, rs, spec, nout, outputs, 1};
+    int rc = tgVa_check(ctx, nin, inputs, nout, outputs, out, rerun_logged, &r, err);
+    if (!r.was_on)
+        tg_rules_set_provenance(rs, 0, 0, NULL);
+    return rc < 0 ? NULL : out;
+}
+
+tg_term **tgZw_rewrite(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout, tg_term *const *outputs,
+                       const tg_fn_options *opt, int *hit, tg_error *err)
 {
     tg_term *spec = opt->rewrite ? opt->rewrite : tg_symbol_cstr(ctx, "default");
     *hit = 0;
@@ -306,16 +343,16 @@ tg_term **tgZw_rewrite(tg_ctx *ctx, size_t nout, tg_term *const *outputs, const 
     int uncached;
     char *key = key_text(ctx, opt->rules, spec, nout, outputs, &klen, &uncached, err);
     if (uncached)
-        return run_rewriter(ctx, opt->rules, spec, nout, outputs, err);
+        return rewrite_valid(ctx, nin, inputs, opt->rules, spec, nout, outputs, err);
     if (!key)
         return NULL;
     char *text = tgZ_side_get(key, klen, "rw", &len);
     tg_term **out = text ? GC_MALLOC((nout ? nout : 1) * sizeof *out) : NULL;
     if (out && tgZw_decode(ctx, text, len, nout, out) == 0) {
-        *hit = 1;
+        *hit = 1;   /* validated when it was stored */
     } else {
         /* missing, corrupt or unreadable: rewrite and store again */
-        out = run_rewriter(ctx, opt->rules, spec, nout, outputs, err);
+        out = rewrite_valid(ctx, nin, inputs, opt->rules, spec, nout, outputs, err);
         char *enc = out ? tgZw_encode(nout, out, &len) : NULL;
         if (enc)
             tgZ_side_put(key, klen, "rw", enc, len);
@@ -324,4 +361,11 @@ tg_term **tgZw_rewrite(tg_ctx *ctx, size_t nout, tg_term *const *outputs, const 
     free(text);
     free(key);
     return out;
+}
+
+tg_term **tgZw_rewrite_again(tg_ctx *ctx, size_t nout, tg_term *const *outputs, const tg_fn_options *opt,
+                             tg_error *err)
+{
+    tg_term *spec = opt->rewrite ? opt->rewrite : tg_symbol_cstr(ctx, "default");
+    return spec ? run_rewriter(ctx, opt->rules, spec, nout, outputs, err) : (tgE_nomem(err), NULL);
 }

@@ -9,9 +9,15 @@
 
 /* The outputs rewritten with opt->rules and opt->rewrite: from the cache
  * when an intact entry is there (*hit 1), else by the rewriter, the result
- * then stored.  A collector-scanned array, or NULL with err filled. */
-tg_term **tgZw_rewrite(tg_ctx *ctx, size_t nout, tg_term *const *outputs, const tg_fn_options *opt,
-                       int *hit, tg_error *err);
+ * then validated (validate.h: each output keeps its type over inputs)
+ * and stored.  A collector-scanned array, or NULL with err filled. */
+tg_term **tgZw_rewrite(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout, tg_term *const *outputs,
+                       const tg_fn_options *opt, int *hit, tg_error *err);
+
+/* The same rewrite run again, neither read from the cache nor stored
+ * (the checking mode logs its firings). */
+tg_term **tgZw_rewrite_again(tg_ctx *ctx, size_t nout, tg_term *const *outputs, const tg_fn_options *opt,
+                             tg_error *err);
 
 /* The terms as text that tgZw_decode reads back to the same pointers:
  * every distinct atom and list once (linear in the DAG).  malloc'd; NULL

@@ -34,6 +34,7 @@ const char *tgE_code_name(tg_errcode code)
     case TG_ERR_NOMEM:  return "out of memory";
     case TG_ERR_IO:     return "input/output error";
     case TG_ERR_ARG:    return "bad argument";
+    case TG_ERR_CHECK:  return "values changed by a rewrite";
     }
     return "unknown error";
 }

@@ -41,7 +41,8 @@ typedef enum tg_errcode {
     TG_ERR_RANGE,       /* a value out of range (index, size, number) */
     TG_ERR_NOMEM,       /* out of memory */
     TG_ERR_IO,          /* a file could not be read or written */
-    TG_ERR_ARG          /* a bad argument (NULL where not allowed, ...) */
+    TG_ERR_ARG,         /* a bad argument (NULL where not allowed, ...) */
+    TG_ERR_CHECK        /* the checking mode found values a rewrite changed */
 } tg_errcode;
 
 /* A filled error: message is one line, without position; file is
@@ -471,6 +472,15 @@ typedef struct tg_fn_options {
      * contents and rewrite (a graph compiled again skips the rewriter) */
     tg_rules *rules;
     tg_term *rewrite;
+    /* with rules: nonzero for the checking mode.  The unrewritten graph is
+     * kept and run in the interpreter on the inputs of every call (all
+     * inputs are then kept), and its outputs are compared with the
+     * function's; when one differs beyond check_tol (relative; 0: 1e-7,
+     * at least 1e-4 for float32), tg_fn_call fails with TG_ERR_CHECK naming
+     * the first rule whose firing changed the values (its outputs are
+     * written still).  Slow: for finding a wrong rule. */
+    int check;
+    double check_tol;
 } tg_fn_options;
 
 /* Compile outputs over inputs, each input an (input NAME DTYPE (SIZE ...))
