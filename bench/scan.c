@@ -6,6 +6,8 @@
  * in the lambda); the loop's own cost per step in nanoseconds, and the
  * interpreter's.  One JSON object per line; times are this thread's
  * CPU time (the machine is shared), medians of R runs. */
+#include "config.h"
+
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
@@ -44,12 +46,15 @@ __attribute__((noinline)) static void ref_fib(long n, int64_t a, int64_t b, int6
     *out = b;
 }
 
+/* The dgemv of the OpenBLAS tgrel opened, on the core it runs. */
+static __typeof__(cblas_dgemv) *blas_dgemv;
+
 __attribute__((noinline)) static void ref_rnn(long T, int H, const double *W, const double *x, const double *h0,
                                               double *h, double *tmp)
 {
     const double *prev = h0;
     for (long t = 0; t < T; t++) {
-        cblas_dgemv(CblasRowMajor, CblasNoTrans, H, H, 1.0, W, H, prev, 1, 0.0, tmp, 1);
+        blas_dgemv(CblasRowMajor, CblasNoTrans, H, H, 1.0, W, H, prev, 1, 0.0, tmp, 1);
         double *cur = h + t * H;
         for (int i = 0; i < H; i++)
             cur[i] = tanh(tmp[i] + x[t * H + i]);
@@ -209,6 +214,11 @@ static void bench_rnn(tg_ctx *ctx)
     tg_array_init(&in[1], TG_FLOAT64, 2, hh, W);
     tg_array_init(&in[2], TG_FLOAT64, 1, &hs, h0);
     tg_array_init(&out, TG_FLOAT64, 2, th, h);
+    tg_error err;
+    if (tg_fn_call(itp, in, &out, &err) < 0 || !(blas_dgemv = bench_blas_sym("cblas_dgemv"))) {
+        fprintf(stderr, "scan bench: no BLAS: %s\n", err.message);
+        return;
+    }
     double tr[R];
     for (int r = 0; r < R; r++) {
         double t = now();
