@@ -289,6 +289,9 @@ int tgBl_check(const tgBl_fns *f, char *what, size_t len)
 
 /* ---- loading ---------------------------------------------------------------- */
 
+/* The library opened: configure's soname unless a test names another. */
+static const char *soname = TGREL_BLAS_SONAME;
+
 typedef struct lib {
     void *h;
     tgBl_fns f;
@@ -321,7 +324,7 @@ static void core_of(const lib *L, char *out)
  * by another library): used as it is, since its core is chosen. */
 static bool present(lib *L)
 {
-    void *h = dlopen(TGREL_BLAS_SONAME, RTLD_LAZY | RTLD_NOLOAD);
+    void *h = dlopen(soname, RTLD_LAZY | RTLD_NOLOAD);
     if (h && resolve(h, L))
         return true;
     if (h)
@@ -331,14 +334,15 @@ static bool present(lib *L)
 
 static bool open_lib(lib *L, char *msg, size_t len)
 {
-    void *h = dlopen(TGREL_BLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
+    void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *e = dlerror();
-        snprintf(msg, len, "kernels: cannot load OpenBLAS (%s): %s", TGREL_BLAS_SONAME, e ? e : "not found");
+        snprintf(msg, len, "kernels: cannot load OpenBLAS (%s; on Debian, install libopenblas0): %s", soname,
+                 e ? e : "not found");
         return false;
     }
     if (!resolve(h, L)) {
-        snprintf(msg, len, "kernels: %s lacks a cblas function", TGREL_BLAS_SONAME);
+        snprintf(msg, len, "kernels: %s lacks a cblas function", soname);
         dlclose(h);
         return false;
     }
@@ -350,7 +354,7 @@ static bool open_lib(lib *L, char *msg, size_t len)
 static bool close_lib(lib *L)
 {
     dlclose(L->h);
-    void *h = dlopen(TGREL_BLAS_SONAME, RTLD_LAZY | RTLD_NOLOAD);
+    void *h = dlopen(soname, RTLD_LAZY | RTLD_NOLOAD);
     if (!h)
         return true;
     resolve(h, L);
@@ -460,6 +464,8 @@ const tgBl_fns *tgBl_init(const tgBl_opts *o, tg_error *err)
     pthread_mutex_lock(&mu);
     const tgBl_fns *f = atomic_load(&ready);
     if (!f && !failure[0]) {
+        if (o->soname)
+            soname = o->soname;
         if (load(o, failure, sizeof failure))
             atomic_store(&ready, f = &cur.f);
         else if (!failure[0])
@@ -477,7 +483,7 @@ const tgBl_fns *tgBl_get(tg_error *err)
     if (f)
         return f;
     const char *u = getenv("OPENBLAS_CORETYPE"), *m = getenv("TGREL_BLAS_CORE"), *v = getenv("TGREL_BLAS_VERBOSE");
-    tgBl_opts o = {u && *u ? u : NULL, m && strcmp(m, "off") == 0, v && *v && strcmp(v, "0") != 0, NULL, NULL};
+    tgBl_opts o = {u && *u ? u : NULL, m && strcmp(m, "off") == 0, v && *v && strcmp(v, "0") != 0, NULL, NULL, NULL};
     return tgBl_init(&o, err);
 }
 

@@ -53,10 +53,12 @@ typedef struct tgBl_opts {
     const char *user_core;   /* OPENBLAS_CORETYPE, NULL when unset or empty */
     bool off;                /* TGREL_BLAS_CORE=off */
     bool verbose;            /* TGREL_BLAS_VERBOSE: one line on stderr at load */
-    /* tests only: take OpenBLAS's own choice to be this core, and change
-     * the chosen core's functions before they are checked */
+    /* tests only: take OpenBLAS's own choice to be this core, change
+     * the chosen core's functions before they are checked, open this
+     * library instead of the one configure found */
     const char *own_as;
     void (*tamper)(tgBl_fns *f);
+    const char *soname;
 } tgBl_opts;
 
 /* The functions, loading OpenBLAS on the first call (from the options

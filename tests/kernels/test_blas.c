@@ -5,8 +5,9 @@
  * per process), the choice with a clean environment, with OpenBLAS's own
  * choice taken as Prescott, with that choice made to fail its check, a
  * user's OPENBLAS_CORETYPE, TGREL_BLAS_CORE=off, an OpenBLAS the program
- * loaded itself, and the verbose line; every child checks dot, GEMM and
- * a scan's products against hand-written loops. */
+ * loaded itself, no OpenBLAS at all (errors, no abort), and the verbose
+ * line; every child checks dot, GEMM and a scan's products against
+ * hand-written loops. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -273,8 +274,14 @@ static void tamper(tgBl_fns *f)
 static int child(const char *mode)
 {
     tg_error err;
-    tgBl_opts o = {NULL, false, false, "Prescott", NULL};
+    tgBl_opts o = {NULL, false, false, "Prescott", NULL, NULL};
     const tgBl_fns *f;
+    if (strcmp(mode, "missing") == 0) {     /* no library: errors, twice, and no abort */
+        o.soname = "libtgrel-no-such-blas.so.0";
+        f = tgBl_init(&o, &err);
+        printf("missing init=%s products=%s\n", f ? "loaded" : err.message, products_ok());
+        return 0;
+    }
     if (strcmp(mode, "prescott") == 0) {
         f = tgBl_init(&o, &err);
     } else if (strcmp(mode, "tamper") == 0) {
@@ -301,6 +308,7 @@ static int child(const char *mode)
 /* ---- the parent: each mode in a child --------------------------------------- */
 
 typedef struct result {
+    char line[512];     /* what the child wrote on stdout */
     int origin;
     char core[32], own[32], picked[32], env[32], products[64];
     char err[2048];     /* what the child wrote on stderr */
@@ -343,12 +351,12 @@ static bool spawn(const char *mode, const char *set, result *r)
               waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
     posix_spawn_file_actions_destroy(&fa);
     free(env);
-    char line[512];
-    slurp(out, line, sizeof line);
+    char *line = r->line;
+    slurp(out, line, sizeof r->line);
     slurp(errf, r->err, sizeof r->err);
     close(fo), close(fe), unlink(out), unlink(errf);
     memset(r->core, 0, sizeof r->core);
-    if (ok && sscanf(line, "origin=%d core=%31s own=%31s picked=%31s env=%31s products=%63[^\n]", &r->origin,
+    if (ok && strncmp(mode, "missing", 7) != 0 && sscanf(line, "origin=%d core=%31s own=%31s picked=%31s env=%31s products=%63[^\n]", &r->origin,
                      r->core, r->own, r->picked, r->env, r->products) != 6)
         ok = false;
     if (!ok)
@@ -405,6 +413,13 @@ static void test_children(void)
         TAP_EQ_INT(r.origin, TGBL_PRESENT, "is used as it is");
         TAP_EQ_STR(r.core, "Prescott", "with its core");
         TAP_EQ_STR(r.products, "right", "products against loops");
+    }
+    if (TAP_CHECK(spawn("missing", NULL, &r), "no OpenBLAS to open: the process goes on")) {
+        TAP_CHECK(strstr(r.line, "init=kernels: cannot load OpenBLAS (libtgrel-no-such-blas.so.0") != NULL,
+                  "the first use reports it: %s", r.line);
+        TAP_CHECK(strstr(r.line, "products=gemm failed") != NULL, "a GEMM call fails with an error");
+        TAP_CHECK(strstr(r.err, "test_blas: kernels: cannot load OpenBLAS") != NULL,
+                  "the call's error names the library: %s", r.err);
     }
     if (TAP_CHECK(spawn("env", "TGREL_BLAS_VERBOSE=1", &r), "TGREL_BLAS_VERBOSE=1")) {
         char want[64];
