@@ -1,6 +1,7 @@
 /* bench.h - what the benchmark programs share: clocks (wall and thread
- * CPU time), the median of repeated runs, JSON strings, and (after
- * tgrel.h) compiling a one-output tensor function from text. */
+ * CPU time), the median of repeated runs, JSON strings, (after
+ * config.h) the OpenBLAS functions tgrel opened, and (after tgrel.h)
+ * compiling a one-output tensor function from text. */
 #ifndef TGREL_BENCH_H
 #define TGREL_BENCH_H
 
@@ -80,6 +81,23 @@ static inline int bench_want(int argc, char **argv, const char *name)
             return 1;
     return 0;
 }
+
+#ifdef TGREL_BLAS_SONAME
+#include <dlfcn.h>
+
+/* A function of the OpenBLAS that tgrel opened (after a tgrel function
+ * ran a dot): the benchmarks call the same library, on the same core,
+ * as their reference; NULL before.  (Linking -lopenblas would load it
+ * before tgrel could choose its core.) */
+static inline void *bench_blas_sym(const char *name)
+{
+    void *h = dlopen(TGREL_BLAS_SONAME, RTLD_LAZY | RTLD_NOLOAD);
+    void *f = h ? dlsym(h, name) : NULL;
+    if (h)
+        dlclose(h);     /* tgrel still holds it */
+    return f;
+}
+#endif
 
 #ifdef TGREL_H
 

@@ -8,10 +8,15 @@
  * loops; the interpreter; the
  * overhead of a call on 1-element inputs; lowering time of a 100-node
  * graph, cold and on a warm cache hit in a new process; GEMM 2000x2000
- * against cblas_dgemm.  One JSON object per line. */
+ * against cblas_dgemm, and at tgrel's default OpenBLAS core against
+ * every core type forced by hand (OPENBLAS_CORETYPE, in child processes).
+ * One JSON object per line. */
+#include "config.h"
+
 #include <cblas.h>
 #include <dlfcn.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +42,27 @@ static double wall(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* The OpenBLAS functions tgrel opened, resolved after its first dot
+ * (bench.h): the references run the same library on the same core. */
+static __typeof__(cblas_dgemm) *blas_dgemm;
+static __typeof__(cblas_dgemv) *blas_dgemv;
+static __typeof__(cblas_ddot) *blas_ddot;
+static char *(*blas_corename)(void);
+static int (*blas_threads)(void);
+
+static int blas_resolve(void)
+{
+    blas_dgemm = (__typeof__(blas_dgemm))bench_blas_sym("cblas_dgemm");
+    blas_dgemv = (__typeof__(blas_dgemv))bench_blas_sym("cblas_dgemv");
+    blas_ddot = (__typeof__(blas_ddot))bench_blas_sym("cblas_ddot");
+    blas_corename = (char *(*)(void))bench_blas_sym("openblas_get_corename");
+    blas_threads = (int (*)(void))bench_blas_sym("openblas_get_num_threads");
+    if (blas_dgemm && blas_dgemv && blas_ddot && blas_corename && blas_threads)
+        return 0;
+    fprintf(stderr, "kernels bench: the OpenBLAS tgrel opened is not found\n");
+    return -1;
 }
 
 static const char ref_src[] =
@@ -471,36 +497,161 @@ static void bench_compile_rules(const char *dir)
     tg_ctx_free(ctx);
 }
 
+/* GEMM 2000x2000 float64, 2 OpenBLAS threads on the machines this runs
+ * on (BLAS threads: wall clock).  gemm_2000 compares tgrel's call with
+ * the direct cblas_dgemm; gemm_2000_core compares tgrel's default core
+ * with each core type a user could force (OPENBLAS_CORETYPE in a child
+ * process: the rate there is tgrel's, on that core), the best of them
+ * measured again alternating with the default, so that a drift of the
+ * machine's speed hits both. */
+enum { GEMM_N = 2000, GEMM_REPS = 3, GEMM_ROUNDS = 5 };
+
+typedef struct gemm_setup {
+    tg_fn *fn;
+    tg_array in[2], out;
+    double *a, *b, *c;
+} gemm_setup;
+
+static int gemm_open(tg_ctx *ctx, gemm_setup *g)
+{
+    int n = GEMM_N;
+    size_t nn = (size_t)n * n;
+    g->a = malloc(nn * 8), g->b = malloc(nn * 8), g->c = malloc(nn * 8);
+    for (size_t i = 0; i < nn; i++)
+        g->a[i] = (double)(i % 7) - 3, g->b[i] = (double)(i % 5) - 2;
+    const char *ab[2] = {"(input a float64 (n n))", "(input b float64 (n n))"};
+    g->fn = compile(ctx, 2, ab, "(dot (input a float64 (n n)) (input b float64 (n n)))", 0);
+    int64_t sh[2] = {n, n};
+    tg_array_init(&g->in[0], TG_FLOAT64, 2, sh, g->a);
+    tg_array_init(&g->in[1], TG_FLOAT64, 2, sh, g->b);
+    tg_array_init(&g->out, TG_FLOAT64, 2, sh, g->c);
+    tg_error err;
+    if (!g->a || !g->b || !g->c || !g->fn || tg_fn_call(g->fn, g->in, &g->out, &err) < 0)
+        return -1;      /* the call also opens OpenBLAS */
+    return blas_resolve();
+}
+
+static void gemm_close(gemm_setup *g)
+{
+    tg_fn_free(g->fn);
+    free(g->a), free(g->b), free(g->c);
+}
+
+/* GFLOP/s of tgrel's GEMM, median of GEMM_REPS calls, on the wall
+ * clock and (*cpu) per second of the whole process's CPU time, which
+ * the other users of a shared machine do not inflate. */
+static double gemm_rate(gemm_setup *g, double *cpu)
+{
+    double t[GEMM_REPS], c[GEMM_REPS], flop = 2.0 * GEMM_N * GEMM_N * GEMM_N;
+    tg_error err;
+    for (int r = 0; r < GEMM_REPS; r++) {
+        double t0 = wall(), c0 = bench_process_cpu_ms();
+        tg_fn_call(g->fn, g->in, &g->out, &err);
+        t[r] = wall() - t0, c[r] = (bench_process_cpu_ms() - c0) * 1e-3;
+    }
+    *cpu = flop / bench_median(c, GEMM_REPS) * 1e-9;
+    return flop / bench_median(t, GEMM_REPS) * 1e-9;
+}
+
+/* The child's side: one line, the core it ran and its rate. */
+static int gemm_child(void)
+{
+    tg_error err;
+    tg_ctx *ctx = tg_ctx_new(&err);
+    gemm_setup g;
+    if (!ctx || gemm_open(ctx, &g) < 0)
+        return 1;
+    double cpu, rate = gemm_rate(&g, &cpu);
+    printf("%s %.3f %.3f\n", blas_corename(), rate, cpu);
+    gemm_close(&g);
+    tg_ctx_free(ctx);
+    return 0;
+}
+
+/* tgrel's rate with OPENBLAS_CORETYPE=core in a child process; 0 when
+ * the child failed (a core the processor cannot run dies of SIGILL). */
+static double gemm_forced(const char *core, char *ran, size_t len, double *cpu)
+{
+    char cmd[200], line[200] = "";
+    snprintf(cmd, sizeof cmd, "OPENBLAS_CORETYPE='%s' /proc/%ld/exe gemm-child 2>/dev/null", core, (long)getpid());
+    FILE *p = popen(cmd, "r");
+    bool got = p && fgets(line, sizeof line, p);
+    int st = p ? pclose(p) : -1;
+    double rate = 0;
+    char name[64];
+    if (!got || st != 0 || sscanf(line, "%63s %lf %lf", name, &rate, cpu) != 3)
+        return 0;
+    snprintf(ran, len, "%s", name);
+    return rate;
+}
+
+static void gemm_cores(gemm_setup *g)
+{
+    const char *list = getenv("BENCH_BLAS_CORES");
+    char buf[256], best[64] = "", ran[64];
+    snprintf(buf, sizeof buf, "%s", list && *list ? list : "Prescott Sandybridge Haswell Zen SkylakeX Cooperlake");
+    printf("{\"bench\":\"gemm_2000_forced\",\"cores\":[");
+    double top = 0, cpu;
+    int k = 0;
+    for (char *save, *c = strtok_r(buf, " ,", &save); c; c = strtok_r(NULL, " ,", &save)) {
+        double r = gemm_forced(c, ran, sizeof ran, &cpu);
+        printf("%s{\"forced\":", k++ ? "," : "");
+        bench_json_string(c);
+        if (r > 0) {
+            printf(",\"ran_as\":");
+            bench_json_string(ran);
+            printf(",\"gflops\":%.2f,\"gflop_per_cpu_s\":%.2f}", r, cpu);
+        } else {
+            printf(",\"failed\":true}");
+        }
+        if (r > top)
+            top = r, snprintf(best, sizeof best, "%s", c);
+    }
+    printf("]}\n");
+    fflush(stdout);
+    if (!best[0])
+        return;
+    double d[GEMM_ROUNDS], f[GEMM_ROUNDS], dc[GEMM_ROUNDS], fc[GEMM_ROUNDS];
+    for (int i = 0; i < GEMM_ROUNDS; i++) {
+        d[i] = gemm_rate(g, &dc[i]);
+        f[i] = gemm_forced(best, ran, sizeof ran, &fc[i]);
+    }
+    double md = bench_median(d, GEMM_ROUNDS), mf = bench_median(f, GEMM_ROUNDS);
+    double mdc = bench_median(dc, GEMM_ROUNDS), mfc = bench_median(fc, GEMM_ROUNDS);
+    printf("{\"bench\":\"gemm_2000_core\",\"tgrel_core\":");
+    bench_json_string(blas_corename());
+    printf(",\"tgrel_gflops\":%.2f,\"best_forced_core\":", md);
+    bench_json_string(best);
+    printf(",\"best_forced_gflops\":%.2f,\"fraction_of_best\":%.3f,"
+           "\"tgrel_gflop_per_cpu_s\":%.2f,\"best_forced_gflop_per_cpu_s\":%.2f,\"cpu_fraction_of_best\":%.3f,"
+           "\"blas_threads\":%d,\"clock\":\"wall (and process CPU), median of %d alternated rounds of %d calls\"}\n",
+           mf, mf > 0 ? md / mf : 0, mdc, mfc, mfc > 0 ? mdc / mfc : 0, blas_threads(), GEMM_ROUNDS, GEMM_REPS);
+}
+
 static void bench_gemm(tg_ctx *ctx)
 {
-    int n = 2000;
-    size_t nn = (size_t)n * n;
-    double *a = malloc(nn * 8), *b = malloc(nn * 8), *c = malloc(nn * 8);
-    for (size_t i = 0; i < nn; i++)
-        a[i] = (double)(i % 7) - 3, b[i] = (double)(i % 5) - 2;
-    const char *ab[2] = {"(input a float64 (n n))", "(input b float64 (n n))"};
-    tg_fn *fn = compile(ctx, 2, ab, "(dot (input a float64 (n n)) (input b float64 (n n)))", 0);
-    int64_t sh[2] = {n, n};
-    tg_array in[2], out;
-    tg_array_init(&in[0], TG_FLOAT64, 2, sh, a);
-    tg_array_init(&in[1], TG_FLOAT64, 2, sh, b);
-    tg_array_init(&out, TG_FLOAT64, 2, sh, c);
+    gemm_setup g;
+    if (gemm_open(ctx, &g) < 0) {
+        fprintf(stderr, "kernels bench: gemm: no function or no BLAS\n");
+        return;
+    }
+    int n = GEMM_N;
     tg_error err;
-    enum { R = 3 };
-    double tt[R], tb[R];
-    for (int r = 0; r < R; r++) {
+    double tt[GEMM_REPS], tb[GEMM_REPS];
+    for (int r = 0; r < GEMM_REPS; r++) {
         double t = wall();
-        tg_fn_call(fn, in, &out, &err);
+        tg_fn_call(g.fn, g.in, &g.out, &err);
         tt[r] = wall() - t;
         t = wall();
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a, n, b, n, 0.0, c, n);
+        blas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, g.a, n, g.b, n, 0.0, g.c, n);
         tb[r] = wall() - t;
     }
-    double mt = bench_median(tt, R), mb = bench_median(tb, R);
+    double mt = bench_median(tt, GEMM_REPS), mb = bench_median(tb, GEMM_REPS);
     printf("{\"bench\":\"gemm_2000\",\"tgrel_ms\":%.1f,\"cblas_ms\":%.1f,\"fraction_of_cblas\":%.3f}\n",
            mt * 1e3, mb * 1e3, mb / mt);
-    tg_fn_free(fn);
-    free(a), free(b), free(c);
+    fflush(stdout);
+    gemm_cores(&g);
+    gemm_close(&g);
 }
 
 /* The vector cases of dot: matrix-vector 4000x4000 and vector-vector
@@ -529,6 +680,8 @@ static void bench_dot_vec(tg_ctx *ctx)
     tg_array_init(&vin[1], TG_FLOAT64, 1, &shv, y);
     tg_array_init(&vout, TG_FLOAT64, 0, NULL, &r);
     tg_error err;
+    if (!mv || !vv || tg_fn_call(mv, in, &out, &err) < 0 || blas_resolve() < 0)
+        return;     /* the first call opens OpenBLAS */
     enum { R = 9 };
     double tm[R], bm[R], tv[R], bv[R], gm[R], gv[R];
     volatile double sink = 0;
@@ -537,20 +690,20 @@ static void bench_dot_vec(tg_ctx *ctx)
         tg_fn_call(mv, in, &out, &err);
         tm[k] = wall() - t;
         t = wall();
-        cblas_dgemv(CblasRowMajor, CblasNoTrans, n, n, 1.0, a, n, x, 1, 0.0, o, 1);
+        blas_dgemv(CblasRowMajor, CblasNoTrans, n, n, 1.0, a, n, x, 1, 0.0, o, 1);
         bm[k] = wall() - t;
         t = wall();
         tg_fn_call(vv, vin, &vout, &err);
         tv[k] = wall() - t;
         t = wall();
-        sink += cblas_ddot((int)nv, x, 1, y, 1);
+        sink += blas_ddot((int)nv, x, 1, y, 1);
         bv[k] = wall() - t;
         /* what the kernels called before: dgemm with a unit extent */
         t = wall();
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, 1, n, 1.0, a, n, x, 1, 0.0, o, 1);
+        blas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, 1, n, 1.0, a, n, x, 1, 0.0, o, 1);
         gm[k] = wall() - t;
         t = wall();
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 1, 1, (int)nv, 1.0, x, (int)nv, y, 1, 0.0, &r, 1);
+        blas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 1, 1, (int)nv, 1.0, x, (int)nv, y, 1, 0.0, &r, 1);
         gv[k] = wall() - t;
     }
     double m1 = bench_median(tm, R), m2 = bench_median(bm, R), v1 = bench_median(tv, R), v2 = bench_median(bv, R);
@@ -568,6 +721,8 @@ static void bench_dot_vec(tg_ctx *ctx)
 
 int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "gemm-child") == 0)
+        return gemm_child();
     char dir[] = "/tmp/tgrel-bench-XXXXXX";
     if (!mkdtemp(dir))
         return 1;

@@ -2,16 +2,21 @@
  * hand-written C loop measured in the same run: a cumulative sum of 10^7
  * doubles, Fibonacci modulo a prime for 10^7 steps, a 64-unit RNN
  * h_t = tanh(W h_{t-1} + x_t) for 10^4 steps against a loop calling
- * cblas_dgemv per step; rows of 10 summed and accumulated (a reduction
+ * cblas_dgemv per step and a plain C loop compiled at run time with
+ * -O3 -march=native -ffast-math; rows of 10 summed and accumulated (a reduction
  * in the lambda); the loop's own cost per step in nanoseconds, and the
  * interpreter's.  One JSON object per line; times are this thread's
  * CPU time (the machine is shared), medians of R runs. */
+#include "config.h"
+
 #include <cblas.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "tgrel.h"
 #include "bench.h"
@@ -44,17 +49,58 @@ __attribute__((noinline)) static void ref_fib(long n, int64_t a, int64_t b, int6
     *out = b;
 }
 
+/* The dgemv of the OpenBLAS tgrel opened, on the core it runs. */
+static __typeof__(cblas_dgemv) *blas_dgemv;
+
 __attribute__((noinline)) static void ref_rnn(long T, int H, const double *W, const double *x, const double *h0,
                                               double *h, double *tmp)
 {
     const double *prev = h0;
     for (long t = 0; t < T; t++) {
-        cblas_dgemv(CblasRowMajor, CblasNoTrans, H, H, 1.0, W, H, prev, 1, 0.0, tmp, 1);
+        blas_dgemv(CblasRowMajor, CblasNoTrans, H, H, 1.0, W, H, prev, 1, 0.0, tmp, 1);
         double *cur = h + t * H;
         for (int i = 0; i < H; i++)
             cur[i] = tanh(tmp[i] + x[t * H + i]);
         prev = cur;
     }
+}
+
+/* The plain loop, as anyone would write it, for the C compiler at -O3
+ * -march=native -ffast-math (which may reorder the sums and vectorize). */
+static const char rnn_src[] =
+    "#include <math.h>\n"
+    "void rnn(long T, int H, const double *W, const double *x, const double *h0, double *h) {\n"
+    "  const double *prev = h0;\n"
+    "  for (long t = 0; t < T; t++) {\n"
+    "    double *cur = h + t * H;\n"
+    "    for (int i = 0; i < H; i++) {\n"
+    "      double s = x[t * H + i];\n"
+    "      for (int j = 0; j < H; j++) s += W[i * H + j] * prev[j];\n"
+    "      cur[i] = tanh(s);\n"
+    "    }\n"
+    "    prev = cur;\n"
+    "  }\n"
+    "}\n";
+
+typedef void (*rnn_fn)(long T, int H, const double *W, const double *x, const double *h0, double *h);
+
+/* rnn_src compiled and loaded; NULL without a compiler. */
+static rnn_fn load_rnn_ref(void)
+{
+    char dir[] = "/tmp/tgrel-scan-bench-XXXXXX", src[80], so[80], cmd[400];
+    if (!mkdtemp(dir))
+        return NULL;
+    snprintf(src, sizeof src, "%s/rnn.c", dir);
+    snprintf(so, sizeof so, "%s/rnn.so", dir);
+    FILE *f = fopen(src, "w");
+    if (!f)
+        return NULL;
+    fputs(rnn_src, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "cc -O3 -march=native -ffast-math -shared -fPIC -o '%s' '%s' -lm", so, src);
+    void *h = system(cmd) == 0 ? dlopen(so, RTLD_NOW) : NULL;
+    unlink(so), unlink(src), rmdir(dir);
+    return h ? (rnn_fn)dlsym(h, "rnn") : NULL;
 }
 
 /* Median seconds of R calls of fn. */
@@ -209,6 +255,11 @@ static void bench_rnn(tg_ctx *ctx)
     tg_array_init(&in[1], TG_FLOAT64, 2, hh, W);
     tg_array_init(&in[2], TG_FLOAT64, 1, &hs, h0);
     tg_array_init(&out, TG_FLOAT64, 2, th, h);
+    tg_error err;
+    if (tg_fn_call(itp, in, &out, &err) < 0 || !(blas_dgemv = bench_blas_sym("cblas_dgemv"))) {
+        fprintf(stderr, "scan bench: no BLAS: %s\n", err.message);
+        return;
+    }
     double tr[R];
     for (int r = 0; r < R; r++) {
         double t = now();
@@ -219,9 +270,24 @@ static void bench_rnn(tg_ctx *ctx)
     double worst = 0;
     for (long i = 0; i < T * H; i++)
         worst = fmax(worst, fabs(h[i] - h2[i]));
+    /* the plain -O3 -ffast-math loop, alternated with tgrel's */
+    rnn_fn plain = load_rnn_ref();
+    double tp[R], tt[R], worst_plain = 0;
+    for (int r = 0; plain && r < R; r++) {
+        double t = now();
+        plain(T, H, W, x, h0, h2);
+        tp[r] = now() - t;
+        tt[r] = time_fn(nat, in, &out, 1);
+    }
+    for (long i = 0; plain && i < T * H; i++)
+        worst_plain = fmax(worst_plain, fabs(h[i] - h2[i]));
+    double mp = plain ? bench_median(tp, R) : 0, mt = plain ? bench_median(tt, R) : 0;
     printf("{\"bench\":\"scan_rnn_64\",\"steps\":%ld,\"tgrel_ms\":%.2f,\"ref_c_dgemv_loop_ms\":%.2f,"
-           "\"vs_ref\":%.3f,\"interp_ms\":%.1f,\"us_per_step\":%.3f,\"max_abs_diff\":%.1e,\"native\":%d}\n",
-           T, tn * 1e3, mr * 1e3, tn / mr, ti * 1e3, tn / T * 1e6, worst, tg_fn_native(nat));
+           "\"vs_ref\":%.3f,\"interp_ms\":%.1f,\"us_per_step\":%.3f,\"max_abs_diff\":%.1e,\"native\":%d,"
+           "\"plain_O3_fast_math_ms\":%.2f,\"tgrel_alternated_ms\":%.2f,\"vs_plain_O3\":%.3f,"
+           "\"plain_us_per_step\":%.3f,\"plain_max_abs_diff\":%.1e}\n",
+           T, tn * 1e3, mr * 1e3, tn / mr, ti * 1e3, tn / T * 1e6, worst, tg_fn_native(nat), mp * 1e3, mt * 1e3,
+           mp > 0 ? mt / mp : 0, mp / T * 1e6, worst_plain);
     tg_fn_free(nat), tg_fn_free(itp);
     free(W), free(x), free(h0), free(h), free(h2), free(tmp);
 }

@@ -5,12 +5,12 @@
  * op dispatch is paid once per block, not per element. */
 #include "config.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "blas.h"
 #include "error.h"
 #include "index.h"
 #include "interp.h"
@@ -792,7 +792,8 @@ static const tgI_arr *vec_arg(const tgI_arr *x, tg_dtype d, tgI_arr *tmp, char *
 /* dot of two vectors (ddot / sdot), or of a matrix and a vector either
  * way round (dgemv / sgemv), for float dtypes: 1 when done, 0 when the
  * operands are two matrices, -1 with err on out of memory. */
-static int run_dot_vec(const tgI_arr *A, const tgI_arr *B, const tgI_arr *C, tg_dtype d, tg_error *err)
+static int run_dot_vec(const tgI_arr *A, const tgI_arr *B, const tgI_arr *C, tg_dtype d, const tgBl_fns *bl,
+                       tg_error *err)
 {
     if (A->ndim == 2 && B->ndim == 2)
         return 0;
@@ -807,8 +808,8 @@ static int run_dot_vec(const tgI_arr *A, const tgI_arr *B, const tgI_arr *C, tg_
         } else {
             int n = (int)A->shape[0];
             reg r;
-            r.f = d == TG_FLOAT64 ? cblas_ddot(n, (const double *)x->data, ia, (const double *)y->data, ib)
-                                  : cblas_sdot(n, (const float *)x->data, ia, (const float *)y->data, ib);
+            r.f = d == TG_FLOAT64 ? bl->ddot(n, (const double *)x->data, ia, (const double *)y->data, ib)
+                                  : bl->sdot(n, (const float *)x->data, ia, (const float *)y->data, ib);
             st_elem(C->data, d, r);
         }
         free(fa), free(fb);
@@ -845,10 +846,10 @@ static int run_dot_vec(const tgI_arr *A, const tgI_arr *B, const tgI_arr *C, tg_
             bool t = vm != trans;
             int m = (int)(trans ? cols : rows), n = (int)(trans ? rows : cols);
             if (d == TG_FLOAT64)
-                cblas_dgemv(CblasRowMajor, t ? CblasTrans : CblasNoTrans, m, n, 1.0, (const double *)M->data,
+                bl->dgemv(CblasRowMajor, t ? CblasTrans : CblasNoTrans, m, n, 1.0, (const double *)M->data,
                             (int)ld, (const double *)x->data, ib, 0.0, (double *)y->data, ic);
             else
-                cblas_sgemv(CblasRowMajor, t ? CblasTrans : CblasNoTrans, m, n, 1.0f, (const float *)M->data,
+                bl->sgemv(CblasRowMajor, t ? CblasTrans : CblasNoTrans, m, n, 1.0f, (const float *)M->data,
                             (int)ld, (const float *)x->data, ib, 0.0f, (float *)y->data, ic);
         }
         if (fc)
@@ -908,8 +909,11 @@ static int run_dot(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
         free(acc);
         return 0;
     }
+    const tgBl_fns *bl = tgBl_get(err);
+    if (!bl)
+        return -1;
     if (n->op == TGV_DOT) {
-        int done = run_dot_vec(A, B, C, d, err);
+        int done = run_dot_vec(A, B, C, d, bl, err);
         if (done != 0)
             return done < 0 ? -1 : 0;
     }
@@ -956,11 +960,11 @@ static int run_dot(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
     if (total > 0) {
         int ldc = (int)(nn > 1 ? nn : 1);
         if (d == TG_FLOAT64)
-            cblas_dgemm(CblasRowMajor, transa ? CblasTrans : CblasNoTrans, transb ? CblasTrans : CblasNoTrans,
+            bl->dgemm(CblasRowMajor, transa ? CblasTrans : CblasNoTrans, transb ? CblasTrans : CblasNoTrans,
                         (int)m, (int)nn, (int)k, alpha, (const double *)A->data, (int)lda,
                         (const double *)B->data, (int)ldb, beta, (double *)cd, ldc);
         else
-            cblas_sgemm(CblasRowMajor, transa ? CblasTrans : CblasNoTrans, transb ? CblasTrans : CblasNoTrans,
+            bl->sgemm(CblasRowMajor, transa ? CblasTrans : CblasNoTrans, transb ? CblasTrans : CblasNoTrans,
                         (int)m, (int)nn, (int)k, (float)alpha, (const float *)A->data, (int)lda,
                         (const float *)B->data, (int)ldb, (float)beta, (float *)cd, ldc);
     }

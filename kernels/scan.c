@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cblas.h>
 #include <dlfcn.h>
 
+#include "blas.h"
 #include "buf.h"
 #include "error.h"
 #include "scan.h"
@@ -1422,6 +1422,14 @@ static bool contig(int ndim, const int64_t *shape, const int64_t *strides, size_
     return true;
 }
 
+static bool uses_blas(const tgH_sched *is)
+{
+    for (int j = 0; j < is->nsteps; j++)
+        if (is->steps[j].kind == TGH_DOT || is->steps[j].kind == TGH_GEMM)
+            return true;
+    return false;
+}
+
 static int64_t run_native(const tgH_sched *s, tgI_state *st, const tgH_step *step, tgSc_state *ss,
                           native_fn fn, int64_t n)
 {
@@ -1466,7 +1474,14 @@ static int64_t run_native(const tgH_sched *s, tgI_state *st, const tgH_step *ste
     for (int k = 0; k < sc->is->nslots; k++)
         P[p_slot(sc, k)] = ss->in.slots[k];
     P[p_cond(sc)] = (char *)ss->cond;
-    static const blas_fn blas[6] = {(blas_fn)cblas_dgemv, (blas_fn)cblas_sgemv, (blas_fn)cblas_dgemm,
-                                    (blas_fn)cblas_sgemm, (blas_fn)cblas_ddot, (blas_fn)cblas_sdot};
+    blas_fn blas[6] = {NULL};
+    if (uses_blas(sc->is)) {    /* else OpenBLAS need not be loaded at all */
+        const tgBl_fns *f = tgBl_get(NULL);
+        if (!f)
+            return -1;      /* the interpreter's dot then reports why */
+        blas_fn t[6] = {(blas_fn)f->dgemv, (blas_fn)f->sgemv, (blas_fn)f->dgemm,
+                        (blas_fn)f->sgemm, (blas_fn)f->ddot, (blas_fn)f->sdot};
+        memcpy(blas, t, sizeof blas);
+    }
     return fn(n, P, R, ss->in.symv, blas);
 }
