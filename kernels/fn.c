@@ -10,6 +10,7 @@
 
 #include "error.h"
 #include "cache.h"
+#include "grad.h"
 #include "interp.h"
 #include "rwcache.h"
 #include "scan.h"
@@ -127,6 +128,14 @@ void tg_array_init(tg_array *a, tg_dtype dtype, int ndim, const int64_t *shape, 
 tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout,
                      tg_term *const *outputs, const tg_fn_options *opt, tg_error *err)
 {
+    if (nout && outputs) {  /* the grads first: rewriters and types see tensor terms */
+        tg_term **ex = GC_MALLOC(nout * sizeof *ex);
+        if (!ex)
+            return tgE_nomem(err), NULL;
+        if (tgGr_expand(ctx, nout, outputs, ex, opt ? opt->grad : NULL, err) < 0)
+            return NULL;
+        outputs = ex;
+    }
     if (opt && opt->rules) {
         int hit;    /* the rewritten terms come from the cache when it has them */
         tg_term **rw = tgZw_rewrite(ctx, nout, outputs, opt, &hit, err);

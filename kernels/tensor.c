@@ -867,6 +867,21 @@ static int check_bound(builder *b)
     return 0;
 }
 
+bool tgV_tensor_arg(const tg_term *t, size_t i)
+{
+    const opinfo *oi = lookup((tg_term *)t);
+    if (!oi)
+        return false;
+    tg_term *a = tg_nth(t, i + 1);
+    if (!a)
+        return false;
+    if (oi->op == TGV_CAST && tg_kind_of(tg_nth(t, 1)) != TG_SYMBOL)
+        oi = &cast_x_first;
+    if (oi->op == TGV_SUBTENSOR)
+        return i == 0 || tgIx_is_index_tensor(a);
+    return (int)i >= oi->tlo && (oi->thi < 0 || (int)i <= oi->thi);
+}
+
 /* ---- for kernels/scan.c -------------------------------------------------- */
 
 tgV_graph *tgV_graph_of(tgV_builder *b) { return b->g; }
@@ -928,44 +943,77 @@ tgV_graph *tgV_build_inner(tgV_builder *outer, size_t nin, tg_term *const *input
 
 int tgV_depth(const tgV_builder *b) { return b->depth; }
 
-static tgV_graph *build(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_term *const *psyms,
-                        size_t nout, tg_term *const *outputs, int depth, tg_error *err)
+/* A builder over inputs (psyms: their names inside a scan's lambda),
+ * with no outputs yet. */
+static builder *open_builder(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_term *const *psyms,
+                             int depth, tg_error *err)
 {
-    builder b = {0};
-    b.err = err;
-    b.depth = depth;
-    if (!ctx || (nin && !inputs) || !nout || !outputs)
-        return tgE_arg(err, "kernels: a context, inputs and at least one output are needed"), NULL;
-    b.g = GC_MALLOC(sizeof *b.g);
-    b.mcap = 128;
-    b.keys = GC_MALLOC(b.mcap * sizeof *b.keys);
-    b.vals = GC_MALLOC_ATOMIC(b.mcap * sizeof *b.vals);
-    tgV_graph *g = b.g;
-    if (!g || !b.keys || !b.vals)
+    if (!ctx || (nin && !inputs))
+        return tgE_arg(err, "kernels: a context and inputs are needed"), NULL;
+    builder *b = GC_MALLOC(sizeof *b);
+    if (!b)
+        return tgE_nomem(err), NULL;
+    b->err = err;
+    b->depth = depth;
+    b->g = GC_MALLOC(sizeof *b->g);
+    b->mcap = 128;
+    b->keys = GC_MALLOC(b->mcap * sizeof *b->keys);
+    b->vals = GC_MALLOC_ATOMIC(b->mcap * sizeof *b->vals);
+    tgV_graph *g = b->g;
+    if (!g || !b->keys || !b->vals)
         return tgE_nomem(err), NULL;
     g->ctx = ctx;
     g->inputs = GC_MALLOC_ATOMIC((nin + 1) * sizeof *g->inputs);
-    g->outputs = GC_MALLOC_ATOMIC(nout * sizeof *g->outputs);
-    if (!g->inputs || !g->outputs)
+    if (!g->inputs)
         return tgE_nomem(err), NULL;
     for (size_t i = 0; i < nin; i++) {
         if (!inputs[i])
             return tgE_arg(err, "kernels: a NULL input term"), NULL;
-        if (make_input(&b, inputs[i], (int)i) < 0)
+        if (make_input(b, inputs[i], (int)i) < 0)
             return NULL;
         g->inputs[g->ninputs++] = g->n - 1;
         /* a parameter's symbol names its input inside the lambda */
-        if (psyms && tgV_alias(&b, psyms[i], g->n - 1) < 0)
+        if (psyms && tgV_alias(b, psyms[i], g->n - 1) < 0)
             return NULL;
     }
+    return b;
+}
+
+tgV_builder *tgV_open(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_error *err)
+{
+    return open_builder(ctx, nin, inputs, NULL, 0, err);
+}
+
+int tgV_add(tgV_builder *b, tg_term *t)
+{
+    if (!t)
+        return tgE_arg(b->err, "kernels: a NULL term"), -1;
+    if (build_term(b, t) < 0)
+        return -1;
+    return map_get(b, t);
+}
+
+static tgV_graph *build(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_term *const *psyms,
+                        size_t nout, tg_term *const *outputs, int depth, tg_error *err)
+{
+    if (!ctx || (nin && !inputs) || !nout || !outputs)
+        return tgE_arg(err, "kernels: a context, inputs and at least one output are needed"), NULL;
+    builder *b = open_builder(ctx, nin, inputs, psyms, depth, err);
+    if (!b)
+        return NULL;
+    tgV_graph *g = b->g;
+    g->outputs = GC_MALLOC_ATOMIC(nout * sizeof *g->outputs);
+    if (!g->outputs)
+        return tgE_nomem(err), NULL;
     for (size_t i = 0; i < nout; i++) {
         if (!outputs[i])
             return tgE_arg(err, "kernels: a NULL output term"), NULL;
-        if (build_term(&b, outputs[i]) < 0)
+        int v = tgV_add(b, outputs[i]);
+        if (v < 0)
             return NULL;
-        g->outputs[g->noutputs++] = map_get(&b, outputs[i]);
+        g->outputs[g->noutputs++] = v;
     }
-    if (check_bound(&b) < 0)
+    if (check_bound(b) < 0)
         return NULL;
     for (int i = 0; i < g->n; i++)
         for (int d = 0; d < g->nodes[i].ndim; d++)

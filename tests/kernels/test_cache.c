@@ -134,7 +134,7 @@ static int run_rules(const char *expr, const char *spec, const char *extra, doub
     FILE *trace = tmpfile();
     tg_rules_set_trace(rs, trace, 1);
     tg_term *x = tg_read_cstr(c, "(input x float64 (n))", &err), *e = tg_read_cstr(c, expr, &err);
-    tg_fn_options o = {NULL, 0, NULL, NULL, rs, spec ? tg_symbol_cstr(c, spec) : NULL};
+    tg_fn_options o = {NULL, 0, NULL, NULL, rs, spec ? tg_symbol_cstr(c, spec) : NULL, NULL};
     tg_fn *fn = ok ? tg_fn_compile(c, 1, &x, 1, &e, &o, &err) : NULL;
     if (!fn)
         tap_diag("%s: %s", expr, err.message);
