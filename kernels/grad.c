@@ -28,6 +28,13 @@ typedef struct tmap {
     size_t cap, n;
 } tmap;
 
+/* Most maps here hold a few entries: they start in arrays on the C
+ * stack (scanned by the collector), declared with TMAP_LOCAL. */
+enum { TMAP_SMALL = 16 };
+#define TMAP_LOCAL(m)                                                   \
+    tg_term *m##_k[TMAP_SMALL] = {0}, *m##_v[TMAP_SMALL];              \
+    tmap m = {m##_k, m##_v, TMAP_SMALL, 0}
+
 static tg_term *tm_get(const tmap *m, const tg_term *k)
 {
     if (!m->cap)
@@ -41,7 +48,7 @@ static tg_term *tm_get(const tmap *m, const tg_term *k)
 static int tm_put(tmap *m, tg_term *k, tg_term *v)
 {
     if (2 * (m->n + 1) >= m->cap) {
-        size_t ocap = m->cap, ncap = ocap ? 2 * ocap : 256;
+        size_t ocap = m->cap, ncap = ocap ? 2 * ocap : 16;
         tg_term **ok = m->k, **ov = m->v;
         m->k = GC_MALLOC(ncap * sizeof *m->k);
         m->v = GC_MALLOC(ncap * sizeof *m->v);
@@ -358,8 +365,9 @@ static bool is_builtin(gx *x, tg_term *h)
  * error set. */
 static tg_term *rebuild(gx *x, tg_term *t, tmap *map, tg_term *vjp)
 {
-    tmap done = {0};
-    tstack st = {0};
+    TMAP_LOCAL(done);
+    tg_term *st0[32];
+    tstack st = {st0, 0, 32};
     if (ts_push(&st, t) < 0)
         return nomem(x), NULL;
     while (st.n) {
@@ -370,7 +378,7 @@ static tg_term *rebuild(gx *x, tg_term *t, tmap *map, tg_term *vjp)
             continue;
         }
         size_t len = tg_length(u), before = st.n;
-        tg_term **el = GC_MALLOC((len + 1) * sizeof *el);
+        tg_term *el0[8], **el = len < 8 ? el0 : GC_MALLOC((len + 1) * sizeof *el);
         if (!el)
             return nomem(x), NULL;
         tg_elements(u, el, len);
@@ -467,7 +475,9 @@ static int vjp_items(sweep *s, tg_term *t, int tn, tg_term *A, item **items)
         while (k < na && args[k] != el[i])
             k++;
         if (k == na) {
-            int an = tgV_add(s->b, el[i]);
+            int an = tgV_node_of(s->b, el[i]);    /* typed with t */
+            if (an < 0)
+                an = tgV_add(s->b, el[i]);
             if (an < 0)
                 return -1;
             args[na] = el[i];
@@ -495,11 +505,12 @@ static int vjp_items(sweep *s, tg_term *t, int tn, tg_term *A, item **items)
         if (tg_car(R) != x->s[S_ADJOINTS])
             return fail(x, t, "no gradient rule for %s (a rule (vjp %s ?g) => (adjoints ...) gives one)",
                         show(x, 1, tg_car(t)), show(x, 0, abs));
-        if (!(R = rebuild(x, R, &(tmap){0}, V)) || tm_put(&x->memo, V, R) < 0)
+        TMAP_LOCAL(none);
+        if (!(R = rebuild(x, R, &none, V)) || tm_put(&x->memo, V, R) < 0)
             return R ? nomem(x) : -1;
     }
     /* back from placeholders to the graph */
-    tmap sub = {0};
+    TMAP_LOCAL(sub);
     for (size_t k = 0; k < na; k++)
         if (tm_put(&sub, ph[k], args[k]) < 0)
             return nomem(x);

@@ -736,10 +736,11 @@ static int push(builder *b, tg_term ***stack, size_t *sp, size_t *cap, tg_term *
 /* Give term t and everything under it a node, with an explicit stack. */
 static int build_term(builder *b, tg_term *root)
 {
+    /* on the C stack (which the collector scans) until it outgrows it:
+     * grad.c types many small terms one at a time */
+    tg_term *local[64];
     size_t cap = 64, sp = 0;
-    tg_term **stack = GC_MALLOC(cap * sizeof *stack);
-    if (!stack)
-        return tgE_nomem(b->err), -1;
+    tg_term **stack = local;
     stack[sp++] = root;
     while (sp) {
         tg_term *t = stack[sp - 1];
