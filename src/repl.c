@@ -816,7 +816,10 @@ static int cmd_eval(repl *R, const char *name, const char *args)
     tg_fn *fn = NULL;
     tg_error err;
     tg_error_clear(&err);
-    if (rc == 0 && !(fn = tg_fn_compile(R->ctx, (size_t)nin, in, 1, t, NULL, &err))) {
+    /* the session's vjp rules, if it has any, come before the library's */
+    tg_grad_options go = {R->rs, 0};
+    tg_fn_options fo = {.grad = &go};
+    if (rc == 0 && !(fn = tg_fn_compile(R->ctx, (size_t)nin, in, 1, t, &fo, &err))) {
         report_here(R, &err);
         rc = 1;
     }
