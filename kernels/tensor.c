@@ -98,6 +98,8 @@ const char *tgV_show(const tg_term *t, char *buf, size_t size)
 typedef struct tgV_builder {
     tgV_graph *g;
     int depth;              /* scan lambdas around this graph (0: the function's) */
+    bool any_input;         /* an (input ...) met is an input (tgV_open_any) */
+    int incap;              /* then: the capacity of g->inputs */
     tg_term **keys;         /* term -> node map, open addressing */
     int *vals;
     size_t mcap;
@@ -719,6 +721,25 @@ static int make_op(builder *b, tg_term *t, const opinfo *oi, tg_term **argt, int
     }
 }
 
+/* Make t an input of b's graph, at the next position. */
+static int add_input(builder *b, tg_term *t)
+{
+    tgV_graph *g = b->g;
+    if (g->ninputs + 1 >= b->incap) {
+        int nc = b->incap ? 2 * b->incap : 16;
+        int *ni = GC_MALLOC_ATOMIC((size_t)nc * sizeof *ni);
+        if (!ni)
+            return tgE_nomem(b->err), -1;
+        if (g->ninputs)
+            memcpy(ni, g->inputs, (size_t)g->ninputs * sizeof *ni);
+        g->inputs = ni, b->incap = nc;
+    }
+    if (make_input(b, t, g->ninputs) < 0)
+        return -1;
+    g->inputs[g->ninputs++] = g->n - 1;
+    return 0;
+}
+
 /* Push t on build_term's stack, grown when full; 0, or -1 out of memory. */
 static int push(builder *b, tg_term ***stack, size_t *sp, size_t *cap, tg_term *t)
 {
@@ -761,8 +782,14 @@ static int build_term(builder *b, tg_term *root)
             return fail(b, t, "not a tensor term (an op, a declared input or a number)");
         size_t hl;
         const char *hs = tg_symbol_name(tg_car(t), &hl);
-        if (hs && hl == 5 && memcmp(hs, "input", 5) == 0)
-            return fail(b, t, "this input is not among the function's inputs");
+        if (hs && hl == 5 && memcmp(hs, "input", 5) == 0) {
+            if (!b->any_input)
+                return fail(b, t, "this input is not among the function's inputs");
+            sp--;
+            if (add_input(b, t) < 0)
+                return -1;
+            continue;
+        }
         tg_term *argt[2 + TGV_MAXDIM + 1];
         size_t nt = tg_length(t) - 1;
         if (hs && hl == 5 && memcmp(hs, "const", 5) == 0) {
@@ -983,6 +1010,14 @@ static builder *open_builder(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg
 tgV_builder *tgV_open(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_error *err)
 {
     return open_builder(ctx, nin, inputs, NULL, 0, err);
+}
+
+tgV_builder *tgV_open_any(tg_ctx *ctx, tg_error *err)
+{
+    builder *b = open_builder(ctx, 0, NULL, NULL, 0, err);
+    if (b)
+        b->any_input = true;
+    return b;
 }
 
 int tgV_add(tgV_builder *b, tg_term *t)

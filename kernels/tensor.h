@@ -97,6 +97,9 @@ typedef struct tgV_builder tgV_builder;
  * survive a tgV_add, indices do.  Shapes are not canonical: read them
  * through tgV_canon. */
 tgV_builder *tgV_open(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_error *err);
+/* The same with no inputs given: each (input ...) term met is one, in
+ * the order met (g->inputs[i] its node). */
+tgV_builder *tgV_open_any(tg_ctx *ctx, tg_error *err);
 /* Type t and its subterms in b: t's node, or -1 with the error filled. */
 int tgV_add(tgV_builder *b, tg_term *t);
 /* Whether argument i (from 0, after the head) of op term t is a tensor
