@@ -119,7 +119,6 @@ typedef struct contrib {
 
 typedef struct sweep {
     gx *x;
-    tg_term *form;              /* (grad COST WRT), named in errors */
     tgV_builder *b;
     int n0;                     /* nodes of COST (typed first) */
     unsigned char *dep;         /* per node of COST: depends on WRT */
@@ -759,7 +758,7 @@ static tg_term *grad_of(gx *x, tg_term *form, tg_term *cost, tg_term *wrt)
 {
     if (load_library(x) < 0)
         return NULL;
-    sweep S = {x, form, NULL, 0, NULL, NULL}, *s = &S;
+    sweep S = {x, NULL, 0, NULL, NULL}, *s = &S;
     if (!(s->b = tgV_open_any(x->ctx, &x->e)))
         return NULL;
     int c = tgV_add(s->b, cost);

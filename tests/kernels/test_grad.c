@@ -728,6 +728,67 @@ static void check_sharing(void)
     tg_fn_free(f), tg_fn_free(f1), tg_fn_free(f2);
 }
 
+/* ---- rewriting the expanded terms --------------------------------------------- */
+
+/* The logistic regression's loss and gradients compiled with the rule
+ * library's default rewriter (tg_fn_options.rules: the grads are
+ * expanded first, then rewritten) compute what the unrewritten ones
+ * compute. */
+static void check_rewritten(void)
+{
+    const char *ins = "(input X float64 (n k)) (input w float64 (k)) (input b float64 ()) (input t float64 (n))";
+    const char *L = "(add (mean (log1p (exp (neg (mul $t (add (dot $X $w) $b))))) all) (mul 0.01 (sum (sqr $w) all)))";
+    gin in[4];
+    int nin = read_inputs(ins, in, 4);
+    char tw[1024], tb[1024];
+    snprintf(tw, sizeof tw, "(grad %s $w)", L);
+    snprintf(tb, sizeof tb, "(grad %s $b)", L);
+    char *ls = subst(L, in, nin), *ws = subst(tw, in, nin), *bs = subst(tb, in, nin);
+    tg_term *outs[3] = {read1(ls), read1(ws), read1(bs)}, *it[4];
+    free(ls), free(ws), free(bs);
+    for (int i = 0; i < nin; i++)
+        it[i] = in[i].t;
+    tg_error err;
+    tg_rules *rs = tg_rules_new(ctx, &err);
+    int ok = rs && tg_rules_load_file(rs, tap_path("patterns/lib/all.rules"), &err) == 0;
+    tg_fn_options plain = {NULL, kt_path, NULL, NULL, NULL, NULL, NULL};
+    tg_fn_options rw = {NULL, kt_path, NULL, NULL, rs, NULL, NULL};
+    tg_fn *f0 = ok ? tg_fn_compile(ctx, 4, it, 3, outs, &plain, &err) : NULL;
+    tg_fn *f1 = f0 ? tg_fn_compile(ctx, 4, it, 3, outs, &rw, &err) : NULL;
+    syms S = {.n = 0};
+    kt_arr arr[4];
+    make_arrays(in, nin, arr, &S, 3, 5, -2, 2, 0);
+    tg_array ia[4], o0[3], o1[3];
+    for (int i = 0; i < nin; i++)
+        ia[i] = arr[i].a;
+    memset(o0, 0, sizeof o0), memset(o1, 0, sizeof o1);
+    ok = f1 && tg_fn_call(f0, ia, o0, &err) == 0 && tg_fn_call(f1, ia, o1, &err) == 0;
+    double worst = 0;
+    for (int j = 0; ok && j < 3; j++) {
+        int64_t idx[TG_MAXDIM] = {0};
+        if (kt_count(&o0[j]))
+            do {
+                double a = (double)kt_get(&o0[j], idx), c = (double)kt_get(&o1[j], idx);
+                double e = fabs(a - c) / (1 + fabs(a));
+                if (!(e <= worst))
+                    worst = e;
+            } while (kt_next(o0[j].ndim, o0[j].shape, idx));
+    }
+    char *sch = f1 ? tg_print(tg_fn_schedule(f1), NULL) : NULL;
+    TAP_CHECK(ok && worst <= 1e-12, "%s: loss and gradients rewritten by default compute the same (error %.2g; "
+              "%d nodes in the rewritten schedule)", kt_path ? "interpreter" : "compiled", worst,
+              sch ? count(sch, "(%") : 0);
+    if (!ok)
+        tap_diag("%s", err.message);
+    free(sch);
+    for (int j = 0; j < 3; j++)
+        free(o0[j].data), free(o1[j].data);
+    for (int i = 0; i < nin; i++)
+        free(arr[i].block);
+    tg_fn_free(f0), tg_fn_free(f1);
+    tg_rules_free(rs);
+}
+
 int main(void)
 {
     ctx = tg_ctx_new(NULL);
@@ -735,6 +796,7 @@ int main(void)
         for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
             check_fd(&cases[i]);
         check_float32();
+        check_rewritten();
         check_hvp("elementwise", "(input x float64 (n)) (input v float64 (n)) (input y float64 (n))",
                   "(sum (mul (sin $x) (exp (mul $x $y)) (sqr $x)) all)");
         check_hvp("reductions and dot", "(input x float64 (n)) (input v float64 (n)) (input A float64 (m n))",
