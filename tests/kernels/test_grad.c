@@ -789,6 +789,54 @@ static void check_rewritten(void)
     tg_rules_free(rs);
 }
 
+/* ---- WRT a subterm, integers on the way, a grad inside a term ------------------- */
+
+/* Run the one-output function of text over x (3) on xv and w (3) on wv. */
+static int run3(const char *text, const double *xv, const double *wv, double *out)
+{
+    tg_term *in[2] = {read1("(input x float64 (3))"), read1("(input w float64 (3))")}, *t = read1(text);
+    tg_error err;
+    tg_fn_options o = {NULL, kt_path, NULL, NULL, NULL, NULL, NULL};
+    tg_fn *f = t ? tg_fn_compile(ctx, 2, in, 1, &t, &o, &err) : NULL;
+    tg_array a[2], r;
+    int64_t sh[1] = {3};
+    tg_array_init(&a[0], TG_FLOAT64, 1, sh, (void *)xv);
+    tg_array_init(&a[1], TG_FLOAT64, 1, sh, (void *)wv);
+    tg_array_init(&r, TG_FLOAT64, 1, sh, out);
+    int ok = f && tg_fn_call(f, a, &r, &err) == 0;
+    if (!ok)
+        tap_diag("%s: %s", text, err.message);
+    tg_fn_free(f);
+    return ok;
+}
+
+static void check_special(void)
+{
+    double xv[3] = {0.3, -1.1, 0.8}, wv[3] = {1.5, -0.5, 2}, r[3];
+    int ok = run3("(grad (sum (mul (sin (exp (input x float64 (3)))) (input w float64 (3))) all) "
+                  "(exp (input x float64 (3))))", xv, wv, r);
+    for (int i = 0; ok && i < 3; i++)
+        ok = fabs(r[i] - cos(exp(xv[i])) * wv[i]) <= 1e-12;
+    TAP_CHECK(ok, "%s: the gradient with respect to a subterm, (exp x), is cos(exp x) w",
+              kt_path ? "interpreter" : "compiled");
+    ok = run3("(grad (sum (mul (cast (cast (mul (input x float64 (3)) 3) int64) float64) (input w float64 (3))) all) "
+              "(input x float64 (3)))", xv, wv, r);
+    for (int i = 0; ok && i < 3; i++)
+        ok = r[i] == 0;
+    TAP_CHECK(ok, "%s: a cost depending on x only through integers has a zero gradient, not an error",
+              kt_path ? "interpreter" : "compiled");
+    ok = run3("(add (mul 2 (grad (sum (mul (sqr (input x float64 (3))) (input w float64 (3))) all) "
+              "(input x float64 (3)))) (input w float64 (3)))", xv, wv, r);
+    for (int i = 0; ok && i < 3; i++)
+        ok = fabs(r[i] - (4 * xv[i] * wv[i] + wv[i])) <= 1e-12;
+    TAP_CHECK(ok, "%s: a grad inside other terms", kt_path ? "interpreter" : "compiled");
+    ok = run3("(grad (sum (switch (gt (input x float64 (3)) (input w float64 (3))) (sin (input x float64 (3))) "
+              "(input w float64 (3))) all) (input w float64 (3)))", xv, wv, r);
+    for (int i = 0; ok && i < 3; i++)
+        ok = r[i] == (xv[i] > wv[i] ? 0 : 1);
+    TAP_CHECK(ok, "%s: the condition of a switch passes no gradient", kt_path ? "interpreter" : "compiled");
+}
+
 int main(void)
 {
     ctx = tg_ctx_new(NULL);
@@ -797,6 +845,7 @@ int main(void)
             check_fd(&cases[i]);
         check_float32();
         check_rewritten();
+        check_special();
         check_hvp("elementwise", "(input x float64 (n)) (input v float64 (n)) (input y float64 (n))",
                   "(sum (mul (sin $x) (exp (mul $x $y)) (sqr $x)) all)");
         check_hvp("reductions and dot", "(input x float64 (n)) (input v float64 (n)) (input A float64 (m n))",
