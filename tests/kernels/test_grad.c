@@ -381,7 +381,7 @@ static void check_hvp(const char *name, const char *inputs, const char *F)
     tg_array ia[8], ho, gp, gm;
     for (int i = 0; i < nin; i++)
         ia[i] = arr[i].a;
-    memset(&ho, 0, sizeof ho);
+    memset(&ho, 0, sizeof ho), memset(&gp, 0, sizeof gp), memset(&gm, 0, sizeof gm);
     int ok = tg_fn_call(hf, ia, &ho, &err) == 0;
     /* x +- h v (x is input 0, v input 1) */
     const tg_array *x = &arr[0].a, *v = &arr[1].a;
