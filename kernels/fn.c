@@ -11,6 +11,7 @@
 #include "error.h"
 #include "cache.h"
 #include "check.h"
+#include "grad.h"
 #include "interp.h"
 #include "rwcache.h"
 #include "scan.h"
@@ -154,6 +155,14 @@ tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
 {
     tgCk *check = NULL;
     tg_fn_options kept_all;
+    if (nout && outputs) {  /* the grads first: rewriters and types see tensor terms */
+        tg_term **ex = GC_MALLOC(nout * sizeof *ex);
+        if (!ex)
+            return tgE_nomem(err), NULL;
+        if (tgGr_expand(ctx, nout, outputs, ex, opt ? opt->grad : NULL, err) < 0)
+            return NULL;
+        outputs = ex;
+    }
     if (opt && opt->rules && opt->check) {
         if (!(check = check_of(ctx, nin, inputs, nout, outputs, opt, err)))
             return NULL;

@@ -98,6 +98,8 @@ const char *tgV_show(const tg_term *t, char *buf, size_t size)
 typedef struct tgV_builder {
     tgV_graph *g;
     int depth;              /* scan lambdas around this graph (0: the function's) */
+    bool any_input;         /* an (input ...) met is an input (tgV_open_any) */
+    int incap;              /* then: the capacity of g->inputs */
     tg_term **keys;         /* term -> node map, open addressing */
     int *vals;
     size_t mcap;
@@ -719,6 +721,25 @@ static int make_op(builder *b, tg_term *t, const opinfo *oi, tg_term **argt, int
     }
 }
 
+/* Make t an input of b's graph, at the next position. */
+static int add_input(builder *b, tg_term *t)
+{
+    tgV_graph *g = b->g;
+    if (g->ninputs + 1 >= b->incap) {
+        int nc = b->incap ? 2 * b->incap : 16;
+        int *ni = GC_MALLOC_ATOMIC((size_t)nc * sizeof *ni);
+        if (!ni)
+            return tgE_nomem(b->err), -1;
+        if (g->ninputs)
+            memcpy(ni, g->inputs, (size_t)g->ninputs * sizeof *ni);
+        g->inputs = ni, b->incap = nc;
+    }
+    if (make_input(b, t, g->ninputs) < 0)
+        return -1;
+    g->inputs[g->ninputs++] = g->n - 1;
+    return 0;
+}
+
 /* Push t on build_term's stack, grown when full; 0, or -1 out of memory. */
 static int push(builder *b, tg_term ***stack, size_t *sp, size_t *cap, tg_term *t)
 {
@@ -736,10 +757,11 @@ static int push(builder *b, tg_term ***stack, size_t *sp, size_t *cap, tg_term *
 /* Give term t and everything under it a node, with an explicit stack. */
 static int build_term(builder *b, tg_term *root)
 {
+    /* on the C stack (which the collector scans) until it outgrows it:
+     * grad.c types many small terms one at a time */
+    tg_term *local[64];
     size_t cap = 64, sp = 0;
-    tg_term **stack = GC_MALLOC(cap * sizeof *stack);
-    if (!stack)
-        return tgE_nomem(b->err), -1;
+    tg_term **stack = local;
     stack[sp++] = root;
     while (sp) {
         tg_term *t = stack[sp - 1];
@@ -760,8 +782,14 @@ static int build_term(builder *b, tg_term *root)
             return fail(b, t, "not a tensor term (an op, a declared input or a number)");
         size_t hl;
         const char *hs = tg_symbol_name(tg_car(t), &hl);
-        if (hs && hl == 5 && memcmp(hs, "input", 5) == 0)
-            return fail(b, t, "this input is not among the function's inputs");
+        if (hs && hl == 5 && memcmp(hs, "input", 5) == 0) {
+            if (!b->any_input)
+                return fail(b, t, "this input is not among the function's inputs");
+            sp--;
+            if (add_input(b, t) < 0)
+                return -1;
+            continue;
+        }
         tg_term *argt[2 + TGV_MAXDIM + 1];
         size_t nt = tg_length(t) - 1;
         if (hs && hl == 5 && memcmp(hs, "const", 5) == 0) {
@@ -867,6 +895,21 @@ static int check_bound(builder *b)
     return 0;
 }
 
+bool tgV_tensor_arg(const tg_term *t, size_t i)
+{
+    const opinfo *oi = lookup((tg_term *)t);
+    if (!oi)
+        return false;
+    tg_term *a = tg_nth(t, i + 1);
+    if (!a)
+        return false;
+    if (oi->op == TGV_CAST && tg_kind_of(tg_nth(t, 1)) != TG_SYMBOL)
+        oi = &cast_x_first;
+    if (oi->op == TGV_SUBTENSOR)
+        return i == 0 || tgIx_is_index_tensor(a);
+    return (int)i >= oi->tlo && (oi->thi < 0 || (int)i <= oi->thi);
+}
+
 /* ---- for kernels/scan.c -------------------------------------------------- */
 
 tgV_graph *tgV_graph_of(tgV_builder *b) { return b->g; }
@@ -928,44 +971,85 @@ tgV_graph *tgV_build_inner(tgV_builder *outer, size_t nin, tg_term *const *input
 
 int tgV_depth(const tgV_builder *b) { return b->depth; }
 
-static tgV_graph *build(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_term *const *psyms,
-                        size_t nout, tg_term *const *outputs, int depth, tg_error *err)
+/* A builder over inputs (psyms: their names inside a scan's lambda),
+ * with no outputs yet. */
+static builder *open_builder(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_term *const *psyms,
+                             int depth, tg_error *err)
 {
-    builder b = {0};
-    b.err = err;
-    b.depth = depth;
-    if (!ctx || (nin && !inputs) || !nout || !outputs)
-        return tgE_arg(err, "kernels: a context, inputs and at least one output are needed"), NULL;
-    b.g = GC_MALLOC(sizeof *b.g);
-    b.mcap = 128;
-    b.keys = GC_MALLOC(b.mcap * sizeof *b.keys);
-    b.vals = GC_MALLOC_ATOMIC(b.mcap * sizeof *b.vals);
-    tgV_graph *g = b.g;
-    if (!g || !b.keys || !b.vals)
+    if (!ctx || (nin && !inputs))
+        return tgE_arg(err, "kernels: a context and inputs are needed"), NULL;
+    builder *b = GC_MALLOC(sizeof *b);
+    if (!b)
+        return tgE_nomem(err), NULL;
+    b->err = err;
+    b->depth = depth;
+    b->g = GC_MALLOC(sizeof *b->g);
+    b->mcap = 128;
+    b->keys = GC_MALLOC(b->mcap * sizeof *b->keys);
+    b->vals = GC_MALLOC_ATOMIC(b->mcap * sizeof *b->vals);
+    tgV_graph *g = b->g;
+    if (!g || !b->keys || !b->vals)
         return tgE_nomem(err), NULL;
     g->ctx = ctx;
     g->inputs = GC_MALLOC_ATOMIC((nin + 1) * sizeof *g->inputs);
-    g->outputs = GC_MALLOC_ATOMIC(nout * sizeof *g->outputs);
-    if (!g->inputs || !g->outputs)
+    if (!g->inputs)
         return tgE_nomem(err), NULL;
     for (size_t i = 0; i < nin; i++) {
         if (!inputs[i])
             return tgE_arg(err, "kernels: a NULL input term"), NULL;
-        if (make_input(&b, inputs[i], (int)i) < 0)
+        if (make_input(b, inputs[i], (int)i) < 0)
             return NULL;
         g->inputs[g->ninputs++] = g->n - 1;
         /* a parameter's symbol names its input inside the lambda */
-        if (psyms && tgV_alias(&b, psyms[i], g->n - 1) < 0)
+        if (psyms && tgV_alias(b, psyms[i], g->n - 1) < 0)
             return NULL;
     }
+    return b;
+}
+
+tgV_builder *tgV_open(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_error *err)
+{
+    return open_builder(ctx, nin, inputs, NULL, 0, err);
+}
+
+tgV_builder *tgV_open_any(tg_ctx *ctx, tg_error *err)
+{
+    builder *b = open_builder(ctx, 0, NULL, NULL, 0, err);
+    if (b)
+        b->any_input = true;
+    return b;
+}
+
+int tgV_add(tgV_builder *b, tg_term *t)
+{
+    if (!t)
+        return tgE_arg(b->err, "kernels: a NULL term"), -1;
+    if (build_term(b, t) < 0)
+        return -1;
+    return map_get(b, t);
+}
+
+static tgV_graph *build(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_term *const *psyms,
+                        size_t nout, tg_term *const *outputs, int depth, tg_error *err)
+{
+    if (!ctx || (nin && !inputs) || !nout || !outputs)
+        return tgE_arg(err, "kernels: a context, inputs and at least one output are needed"), NULL;
+    builder *b = open_builder(ctx, nin, inputs, psyms, depth, err);
+    if (!b)
+        return NULL;
+    tgV_graph *g = b->g;
+    g->outputs = GC_MALLOC_ATOMIC(nout * sizeof *g->outputs);
+    if (!g->outputs)
+        return tgE_nomem(err), NULL;
     for (size_t i = 0; i < nout; i++) {
         if (!outputs[i])
             return tgE_arg(err, "kernels: a NULL output term"), NULL;
-        if (build_term(&b, outputs[i]) < 0)
+        int v = tgV_add(b, outputs[i]);
+        if (v < 0)
             return NULL;
-        g->outputs[g->noutputs++] = map_get(&b, outputs[i]);
+        g->outputs[g->noutputs++] = v;
     }
-    if (check_bound(&b) < 0)
+    if (check_bound(b) < 0)
         return NULL;
     for (int i = 0; i < g->n; i++)
         for (int d = 0; d < g->nodes[i].ndim; d++)

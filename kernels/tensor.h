@@ -89,6 +89,22 @@ const char *tgV_show(const tg_term *t, char *buf, size_t size);
 /* ---- for kernels/scan.c: building nodes while a graph is built ---- */
 
 typedef struct tgV_builder tgV_builder;
+
+/* ---- for kernels/grad.c: typing terms one at a time ---- */
+
+/* A builder over inputs and no outputs yet (NULL, err filled, on a bad
+ * input); its graph grows as terms are added, so node pointers do not
+ * survive a tgV_add, indices do.  Shapes are not canonical: read them
+ * through tgV_canon. */
+tgV_builder *tgV_open(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_error *err);
+/* The same with no inputs given: each (input ...) term met is one, in
+ * the order met (g->inputs[i] its node). */
+tgV_builder *tgV_open_any(tg_ctx *ctx, tg_error *err);
+/* Type t and its subterms in b: t's node, or -1 with the error filled. */
+int tgV_add(tgV_builder *b, tg_term *t);
+/* Whether argument i (from 0, after the head) of op term t is a tensor
+ * (a node's argument) rather than a parameter (axes, dtype, sizes). */
+bool tgV_tensor_arg(const tg_term *t, size_t i);
 tgV_graph *tgV_graph_of(tgV_builder *b);
 tg_error *tgV_err_of(tgV_builder *b);
 /* The node of term t, or -1 when it has none yet. */

@@ -816,7 +816,10 @@ static int cmd_eval(repl *R, const char *name, const char *args)
     tg_fn *fn = NULL;
     tg_error err;
     tg_error_clear(&err);
-    if (rc == 0 && !(fn = tg_fn_compile(R->ctx, (size_t)nin, in, 1, t, NULL, &err))) {
+    /* the session's vjp rules, if it has any, come before the library's */
+    tg_grad_options go = {R->rs, 0};
+    tg_fn_options fo = {.grad = &go};
+    if (rc == 0 && !(fn = tg_fn_compile(R->ctx, (size_t)nin, in, 1, t, &fo, &err))) {
         report_here(R, &err);
         rc = 1;
     }
@@ -1144,7 +1147,7 @@ static const command commands[] = {
     {"profile", "", "the profile of the last rewrite", ":profile", cmd_profile},
     {"tree", "TERM", "show TERM as a tree, shared subterms named", ":tree (f (g a) (g a))", cmd_tree},
     {"dot", "TERM [FILE]", "TERM as Graphviz (.dot, or .svg/.png/.pdf)", ":dot (f (g a) (g a)) t.svg", cmd_dot},
-    {"eval", "TERM (NAME VALUE)...", "compile a tensor term and run it on arrays (lists or .npy files)",
+    {"eval", "TERM (NAME VALUE)...", "compile a tensor term, (grad COST WRT) included, and run it on arrays (lists or .npy files)",
      ":eval (add (input x float64 (3)) 1) (x (1 2 3))", cmd_eval},
     {"history", "[firings|passes] [FILE]",
      "the last :step as Graphviz: the term after each firing (or pass), or the firings",

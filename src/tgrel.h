@@ -481,6 +481,10 @@ typedef struct tg_fn_options {
      * written still).  Slow: for finding a wrong rule. */
     int check;
     double check_tol;
+    /* how (grad COST WRT) terms among the outputs are expanded (NULL:
+     * the library's rules, a disconnected input an error); they are
+     * expanded before anything else, rewriting included */
+    const struct tg_grad_options *grad;
 } tg_fn_options;
 
 /* Compile outputs over inputs, each input an (input NAME DTYPE (SIZE ...))
@@ -500,6 +504,32 @@ int tg_fn_native(const tg_fn *fn);
 /* The schedule as a term: loops, reductions, buffer slots. */
 tg_term *tg_fn_schedule(const tg_fn *fn);
 void tg_fn_free(tg_fn *fn);
+
+/* ---- gradients ------------------------------------------------------ */
+
+/* (grad COST WRT), COST a 0-d float term and WRT an (input ...) term or
+ * any subterm of COST, is dCOST/dWRT, of WRT's shape and dtype (see
+ * doc/grad.md).  Each op's gradient is a vjp rule (the library's
+ * patterns/lib/grad.rules, compiled in); the expansion is reverse-mode,
+ * linear in the distinct nodes of COST. */
+typedef struct tg_grad_options {
+    /* NULL, or a rule set whose vjp rules are tried before the library's
+     * (to add or override an op's gradient; load tensor.rules and
+     * grad.rules into it first, for the ops they declare) */
+    tg_rules *rules;
+    /* nonzero: the gradient with respect to a WRT that COST does not
+     * depend on is zero (PyTensor's disconnected_inputs="ignore"), not
+     * an error */
+    int disconnected;
+} tg_grad_options;
+
+/* t with every (grad COST WRT) in it replaced by tensor terms computing
+ * it, the grads inside a grad first (so a gradient of a gradient is a
+ * second derivative); t itself when it has none.  opt may be NULL.  NULL
+ * with err naming the grad term: COST not 0-d float, WRT not float, COST
+ * not depending on WRT, an op with no vjp rule, a term the tensor types
+ * reject. */
+tg_term *tg_grad_expand(tg_ctx *ctx, tg_term *t, const tg_grad_options *opt, tg_error *err);
 
 #ifdef __cplusplus
 }

@@ -8,11 +8,14 @@
 # one TAP test.
 # Run by `make check` with $TGREL set; by hand:
 #   TGREL=./tgrel srcdir=.. sh ../tests/doc/tutorial.sh
+# Other documents' transcripts are tested the same way: $TGREL_DOC names
+# the file (doc/tutorial.md by default; tests/doc/grad.sh sets it).
 
 TGREL=${TGREL:-./tgrel}
 case $TGREL in /*) ;; *) TGREL=$(pwd)/$TGREL ;; esac
 src=${srcdir:-.}
-doc=$src/doc/tutorial.md
+doc=${TGREL_DOC:-$src/doc/tutorial.md}
+name=doc/$(basename "$doc")
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tgrel-tutorial.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
@@ -39,7 +42,7 @@ awk -v dir="$tmp" '
 
 count=$(cat "$tmp/count" 2>/dev/null)
 if [ -z "$count" ] || [ "$count" -eq 0 ]; then
-    echo "not ok 1 - doc/tutorial.md has tgrel transcripts"
+    echo "not ok 1 - $name has tgrel transcripts"
     echo "1..1"
     exit 1
 fi
@@ -59,10 +62,10 @@ i=1
 while [ "$i" -le "$count" ]; do
     where=$(sed -n "${i}p" "$tmp/where")
     if cmp -s "$tmp/want.$i" "$tmp/got.$i"; then
-        echo "ok $i - doc/tutorial.md:$where"
+        echo "ok $i - $name:$where"
     else
         failed=$((failed + 1))
-        echo "not ok $i - doc/tutorial.md:$where"
+        echo "not ok $i - $name:$where"
         sed 's/^/#   expected: /' "$tmp/want.$i"
         sed 's/^/#        got: /' "$tmp/got.$i"
     fi

@@ -302,6 +302,16 @@ t ":eval runs scans" 1 "(1.0 3.0 6.0 10.0)
 ((30 40) (10 20))
 3" "<stdin>:5:1: kernels: in (scan (lambda (h) ((sum h))) (steps 2) (sequences) (outputs (sitsot (input h float64 (2)))) (non_sequences)): output 0 changes shape between steps: (2) before a step, () after" "$TGREL"
 
+# a gradient is a tensor term too, expanded with the library's rules:
+# nothing is loaded (doc/grad.md)
+input ':eval (grad (sum (sqr (input x float64 (3))) all) (input x float64 (3))) (x (1 2 3))' \
+      ':eval (grad (mean (mul (input w float64 (2)) (input x float64 (3 2))) all) (input w float64 (2))) (w (1 -1)) (x ((1 2) (3 4) (5 6)))' \
+      ':eval (grad (sum (mul (grad (sum (mul (input x float64 (2)) (input x float64 (2)) (input x float64 (2))) all) (input x float64 (2))) (input v float64 (2))) all) (input x float64 (2))) (x (1 2)) (v (1 0))' \
+      ':eval (grad (sum (input x float64 (3)) all) (input y float64 (3))) (x (1 2 3)) (y (1 2 3))'
+t ":eval computes gradients with nothing loaded" 1 "(2.0 4.0 6.0)
+(1.5 2.0)
+(6.0 0.0)" "<stdin>:4:1: grad: in (grad (sum (input x float64 (3)) all) (input y float64 (3))): the cost does not depend on (input y float64 (3)) (tg_grad_options.disconnected makes its gradient zero)" "$TGREL"
+
 input ':eval (add (input x float64 (3)) 1)' \
       ':eval (add (input x float64 (3)) 1) (x (1 2))' \
       ':eval (add (input x float64 (3)) 1) (x (1 (2) 3))' \
