@@ -94,7 +94,7 @@ static inline tg_fn *bench_fn(tg_ctx *ctx, const char *who, int nin, const char 
     for (int i = 0; i < nin && i < 8; i++)
         it[i] = tg_read_cstr(ctx, ins[i], &err);
     tg_term *o = tg_read_cstr(ctx, out, &err);
-    tg_fn_options opt = {NULL, interpret, NULL, NULL, NULL, NULL};
+    tg_fn_options opt = {NULL, interpret, NULL, NULL, NULL, NULL, NULL, 0};
     tg_fn *fn = tg_fn_compile(ctx, (size_t)(nin < 8 ? nin : 8), it, 1, &o, &opt, &err);
     if (!fn)
         fprintf(stderr, "%s: %s\n", who, err.message);

@@ -410,7 +410,7 @@ static tg_fn *compile_rules(tg_ctx *ctx, tg_rules *rs, const char *out)
     tg_error err;
     tg_term *it[2] = {tg_read_cstr(ctx, xyz[0], &err), tg_read_cstr(ctx, xyz[1], &err)};
     tg_term *o = tg_read_cstr(ctx, out, &err);
-    tg_fn_options opt = {NULL, 0, NULL, NULL, rs, NULL};
+    tg_fn_options opt = {NULL, 0, NULL, NULL, rs, NULL, NULL, 0};
     tg_fn *fn = tg_fn_compile(ctx, 2, it, 1, &o, &opt, &err);
     if (!fn)
         fprintf(stderr, "kernels bench: %s\n", err.message);

@@ -85,7 +85,7 @@ static tg_fn *compile(const char *spec)
     tg_term *ins[4] = {rd("(input x float64 (T 64))"), rd("(input h0 float64 (64))"),
                        rd("(input W float64 (64 64))"), rd("(input V float64 (64 64))")};
     tg_term *out = rd(rnn);
-    tg_fn_options o = {NULL, 0, NULL, NULL, rs, rd(spec)};
+    tg_fn_options o = {NULL, 0, NULL, NULL, rs, rd(spec), NULL, 0};
     tg_error err;
     tg_fn *fn = tg_fn_compile(ctx, 4, ins, 1, &out, &o, &err);
     if (!fn) {

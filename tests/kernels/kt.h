@@ -63,7 +63,7 @@ static TAP_UNUSED_ tg_fn *kt_compile(tg_ctx *ctx, const char *ins, const char *o
     while (r && no < 16 && tg_reader_next(r, &ot[no], err) == 1)
         no++;
     tg_reader_free(r);
-    tg_fn_options o = {kept, interpret, NULL, NULL, NULL, NULL};
+    tg_fn_options o = {kept, interpret, NULL, NULL, NULL, NULL, NULL, 0};
     return tg_fn_compile(ctx, ni, it, no, ot, &o, err);
 }
 

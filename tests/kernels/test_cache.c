@@ -137,7 +137,7 @@ static int run_rules(const char *expr, const char *spec, const char *extra, doub
     FILE *trace = tmpfile();
     tg_rules_set_trace(rs, trace, 1);
     tg_term *x = tg_read_cstr(c, "(input x float64 (n))", &err), *e = tg_read_cstr(c, expr, &err);
-    tg_fn_options o = {NULL, 0, NULL, NULL, rs, spec ? tg_symbol_cstr(c, spec) : NULL};
+    tg_fn_options o = {NULL, 0, NULL, NULL, rs, spec ? tg_symbol_cstr(c, spec) : NULL, NULL, 0};
     tg_fn *fn = ok ? tg_fn_compile(c, 1, &x, 1, &e, &o, &err) : NULL;
     if (!fn)
         tap_diag("%s: %s", expr, err.message);
@@ -297,7 +297,7 @@ static int run_set(const cset *k, const char *spec, const char *expr, double (*r
     if (rs)
         tg_rules_set_trace(rs, trace, 1);
     tg_term *x = tg_read_cstr(c, "(input x float64 (n))", &err), *e = tg_read_cstr(c, expr, &err);
-    tg_fn_options o = {NULL, 0, NULL, NULL, rs, spec ? tg_read_cstr(c, spec, &err) : NULL};
+    tg_fn_options o = {NULL, 0, NULL, NULL, rs, spec ? tg_read_cstr(c, spec, &err) : NULL, NULL, 0};
     tg_fn *fn = rs && x && e ? tg_fn_compile(c, 1, &x, 1, &e, &o, &err) : NULL;
     if (!fn)
         tap_diag("%s: %s", expr, err.message);
@@ -419,7 +419,7 @@ static int run_with(tg_ctx *c, tg_rules *rs, const char *expr, double (*ref)(dou
 {
     tg_error err;
     tg_term *x = tg_read_cstr(c, "(input x float64 (n))", &err), *e = tg_read_cstr(c, expr, &err);
-    tg_fn_options o = {NULL, 0, NULL, NULL, rs, NULL};
+    tg_fn_options o = {NULL, 0, NULL, NULL, rs, NULL, NULL, 0};
     tg_fn *fn = x && e ? tg_fn_compile(c, 1, &x, 1, &e, &o, &err) : NULL;
     double xv[3] = {0.5, 1, 2}, ov[3] = {0};
     int64_t n = 3;

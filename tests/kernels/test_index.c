@@ -469,7 +469,7 @@ static void test_with_rules(void)
     int64_t n = 4;
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         tg_term *x = tg_read_cstr(ctx, "(input x float64 (n))", &err), *e = tg_read_cstr(ctx, cases[c].expr, &err);
-        tg_fn_options o = {NULL, kt_path, NULL, NULL, rs, tg_symbol_cstr(ctx, "canonicalize")};
+        tg_fn_options o = {NULL, kt_path, NULL, NULL, rs, tg_symbol_cstr(ctx, "canonicalize"), NULL, 0};
         tg_fn *fn = tg_fn_compile(ctx, 1, &x, 1, &e, &o, &err);
         char *sched = fn ? tg_print(tg_fn_schedule(fn), NULL) : NULL;
         int views = 0;

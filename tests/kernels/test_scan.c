@@ -613,7 +613,7 @@ static void test_deep(void)
     for (int i = 0; i < 6; i++)
         all[i] = i == 1 ? nl : tg_nth(t, (size_t)i);
     tg_term *scan = tg_list(ctx, 6, all, NULL);
-    tg_fn_options o = {NULL, kt_path, NULL, NULL, NULL, NULL};
+    tg_fn_options o = {NULL, kt_path, NULL, NULL, NULL, NULL, NULL, 0};
     tg_fn *fn = tg_fn_compile(ctx, 0, NULL, 1, &scan, &o, &err);
     tg_array out;
     memset(&out, 0, sizeof out);

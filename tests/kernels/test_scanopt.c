@@ -98,7 +98,7 @@ static tg_fn *compile(const char *outs, int rules, tg_error *err, const char *re
     tg_term *it[8], *ot[8];
     size_t ni = terms(ins, it, 8), no = terms(outs, ot, 8);
     tg_fn_options o = {NULL, kt_path, NULL, NULL, rules ? rs : NULL,
-                       rules ? tg_symbol_cstr(ctx, rewriter) : NULL};
+                       rules ? tg_symbol_cstr(ctx, rewriter) : NULL, NULL, 0};
     return tg_fn_compile(ctx, ni, it, no, ot, &o, err);
 }
 

@@ -270,7 +270,7 @@ static void test_layout(void)
     tg_term *x = tg_read_cstr(ctx, "(input x float64 (n))", &err);
     tg_term *e = tg_read_cstr(ctx, "(exp (input x float64 (n)))", &err);
     tg_term *outs[3] = {e, e, x};
-    tg_fn_options opt = {NULL, kt_path, NULL, NULL, NULL, NULL};
+    tg_fn_options opt = {NULL, kt_path, NULL, NULL, NULL, NULL, NULL, 0};
     fn = tg_fn_compile(ctx, 1, &x, 3, outs, &opt, &err);
     tg_array o3[3];
     memset(o3, 0, sizeof o3);
@@ -610,7 +610,7 @@ static void test_paths_agree(void)
         free(r2[0].data), free(r2[1].data), free(p2.block), free(q2.block);
     }
     /* no compiler: a warning and the interpreter */
-    tg_fn_options opt = {NULL, 0, "tgrel-no-such-compiler", NULL, NULL, NULL};
+    tg_fn_options opt = {NULL, 0, "tgrel-no-such-compiler", NULL, NULL, NULL, NULL, 0};
     tg_term *xt = tg_read_cstr(ctx, "(input x float64 (n))", &err);
     tg_term *e = tg_read_cstr(ctx, "(exp (input x float64 (n)))", &err);
     tg_fn *fn = tg_fn_compile(ctx, 1, &xt, 1, &e, &opt, &err);

@@ -304,7 +304,7 @@ static tg_fn *compile_rw(tg_rules *rs, const char *spec, const char *outs, tg_er
     }
     if (!got || ni != NIN)
         return NULL;
-    tg_fn_options o = {NULL, kt_path, NULL, NULL, rs, sp};
+    tg_fn_options o = {NULL, kt_path, NULL, NULL, rs, sp, NULL, 0};
     return tg_fn_compile(ctx, ni, it, 1, &ot, &o, err);
 }
 
