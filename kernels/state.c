@@ -35,6 +35,7 @@ struct tg_shared {
     int64_t shape[TG_MAXDIM];
     char *data;             /* C-contiguous, malloc'd, never NULL */
     size_t cap;
+    tg_array arr;           /* the value as an array: what a call binds, copied whole */
     int refs;               /* the registry's, and one per function using it */
     registry *reg;          /* NULL once removed from its context */
     tg_shared *next;
@@ -200,6 +201,7 @@ tg_shared *tg_shared_new(tg_ctx *ctx, const char *name, const tg_array *value, t
     int64_t cs[TG_MAXDIM];
     c_strides(v->ndim, v->shape, esize(v->dtype), cs);
     copy_strided(v->ndim, v->shape, v->data, cs, value->data, value->strides, esize(v->dtype));
+    tg_array_init(&v->arr, v->dtype, v->ndim, v->shape, v->data);
     v->refs = 1, v->reg = r, v->next = r->head;
     r->head = v;
     return v;
@@ -239,6 +241,7 @@ int tg_shared_set(tg_shared *sv, const tg_array *value, tg_error *err)
         sv->data = dst, sv->cap = need;
     }
     memcpy(sv->shape, value->shape, (size_t)value->ndim * sizeof *sv->shape);
+    tg_array_init(&sv->arr, sv->dtype, sv->ndim, sv->shape, sv->data);
     return 0;
 }
 
@@ -246,7 +249,7 @@ int tg_shared_view(const tg_shared *sv, tg_array *view, tg_error *err)
 {
     if (!sv || !view)
         return argerr(err, "kernels: tg_shared_view needs a shared variable and an array"), -1;
-    tg_array_init(view, sv->dtype, sv->ndim, sv->shape, sv->data);
+    *view = sv->arr;
     return 0;
 }
 
@@ -580,23 +583,24 @@ int tgSt_call(const tgH_sched *s, tgI_state *st, tgSt_fn *f, const tg_array *in,
         if (f->downcast && in[i].dtype != want && downcast(f, g, i, &in[i], want, err) < 0)
             return -1;
     }
-    for (int k = 0; k < f->nsh; k++) {
-        const tg_shared *v = f->vars[k];
-        tg_array_init(&f->in[f->nin + k], v->dtype, v->ndim, v->shape, v->data);
-    }
+    for (int k = 0; k < f->nsh; k++)
+        f->in[f->nin + k] = f->vars[k]->arr;
     if (f->nout)
         memcpy(f->out, out, (size_t)f->nout * sizeof *out);
     for (int j = 0; j < f->nupd; j++) {
         tg_shared *v = f->vars[f->var_of[j]];
+        f->out[f->nout + j] = v->arr;
+        f->now[j] = f->inplace[j] && (!f->nin || !read_by_inputs(f, in, v));
+        if (f->now[j])
+            continue;
         size_t bytes = nbytes(v);
-        f->now[j] = f->inplace[j] && !read_by_inputs(f, in, v);
-        if (!f->now[j] && (bytes > f->stagecap[j] || !f->stage[j])) {
+        if (bytes > f->stagecap[j] || !f->stage[j]) {
             char *p = realloc(f->stage[j], bytes ? bytes : 1);
             if (!p)
                 return tgE_nomem(err), -1;
             f->stage[j] = p, f->stagecap[j] = bytes ? bytes : 1;
         }
-        tg_array_init(&f->out[f->nout + j], v->dtype, v->ndim, v->shape, f->now[j] ? v->data : f->stage[j]);
+        f->out[f->nout + j].data = f->stage[j];
     }
     int rc = tgI_run(s, st, f->in, f->out, err);
     if (f->nout)
@@ -609,7 +613,7 @@ int tgSt_call(const tgH_sched *s, tgI_state *st, tgSt_fn *f, const tg_array *in,
             tg_shared *v = f->vars[f->var_of[j]];
             char *p = v->data;
             size_t c = v->cap;
-            v->data = f->stage[j], v->cap = f->stagecap[j];
+            v->data = v->arr.data = f->stage[j], v->cap = f->stagecap[j];
             f->stage[j] = p, f->stagecap[j] = c;
         }
     return 0;
