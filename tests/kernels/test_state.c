@@ -520,11 +520,88 @@ static void test_alias(void)
     tg_shared_free(w);
 }
 
+/* A shared variable given to a scan as a non-sequence, updated after the
+ * scan read it; one inside a lambda is an error. */
+static void test_scan(void)
+{
+    tg_error err;
+    double two = 2, x[3] = {1, 2, 3}, out[3];
+    int64_t n = 3;
+    tg_shared *w = var("w", 0, NULL, &two);
+    tg_fn *fn = compile("(input x float64 (n))",
+                        "(scan (lambda (xt acc w) ((add acc (mul xt w)))) (steps auto) (sequences (input x float64 (n)))"
+                        " (outputs (sitsot 0.0)) (non_sequences (shared w float64 ())))",
+                        "(((shared w float64 ()) (add (shared w float64 ()) 1)))", 0, &err);
+    TAP_CHECK(fn != NULL, "compile a scan reading w: %s", fn ? "" : err.message);
+    tg_array in, o;
+    tg_array_init(&in, TG_FLOAT64, 1, &n, x);
+    tg_array_init(&o, TG_FLOAT64, 1, &n, out);
+    int ok = fn != NULL;
+    for (int call = 0; ok && call < 3; call++) {
+        double wv = 2 + call, acc = 0;
+        ok &= tg_fn_call(fn, &in, &o, &err) == 0;
+        for (int i = 0; i < 3; i++)
+            acc += x[i] * wv, ok &= out[i] == acc;
+        ok &= data(w)[0] == wv + 1;
+    }
+    TAP_CHECK(ok, "3 calls: the running sums of x*w, then w := w + 1");
+    tg_fn_free(fn);
+    fn = compile("(input x float64 (n))",
+                 "(scan (lambda (xt acc) ((add acc (mul xt (shared w float64 ()))))) (steps auto)"
+                 " (sequences (input x float64 (n))) (outputs (sitsot 0.0)) (non_sequences))", NULL, 0, &err);
+    TAP_CHECK(!fn && strstr(err.message, "give it to the scan as a non-sequence"), "in a lambda: %s", err.message);
+    tg_fn_free(fn);
+    tg_shared_free(w);
+}
+
+/* With the rule library's rewrites the shared leaves stay and the
+ * training step computes what it computes without them. */
+static void test_rules(void)
+{
+    tg_error err;
+    tg_rules *rs = tg_rules_new(ctx, &err);
+    const char *inc = "(include \"all.rules\")";
+    if (!rs || tg_rules_load_string(rs, inc, strlen(inc), NULL, &err) < 0) {
+        TAP_CHECK(0, "load the rule library: %s", err.message);
+        tg_rules_free(rs);
+        return;
+    }
+    double v0[3] = {1, 2, 3}, g[3] = {0.5, -1, 4};
+    int64_t n = 3;
+    tg_shared *a = var("a", 1, &n, v0), *b = var("b", 1, &n, v0);
+    const char *upd[2] = {"(((shared a float64 (n)) (sub (shared a float64 (n)) (mul (true_div (mul 2 (input g float64 (n))) 2) 0.5))))",
+                          "(((shared b float64 (n)) (sub (shared b float64 (n)) (mul (input g float64 (n)) 0.5))))"};
+    tg_fn *fn[2];
+    for (int k = 0; k < 2; k++) {
+        tg_term *in = tg_read_cstr(ctx, "(input g float64 (n))", &err);
+        tg_fn_options o;
+        memset(&o, 0, sizeof o);
+        o.interpret = kt_path;
+        o.rules = k == 0 ? rs : NULL;
+        o.updates = tg_read_cstr(ctx, upd[k], &err);
+        fn[k] = tg_fn_compile(ctx, 1, &in, 0, NULL, &o, &err);
+    }
+    TAP_CHECK(fn[0] && fn[1], "compile with and without the rule library: %s", fn[0] && fn[1] ? "" : err.message);
+    tg_array in;
+    tg_array_init(&in, TG_FLOAT64, 1, &n, g);
+    int ok = fn[0] && fn[1];
+    for (int call = 0; ok && call < 3; call++)
+        ok &= tg_fn_call(fn[0], &in, NULL, &err) == 0 && tg_fn_call(fn[1], &in, NULL, &err) == 0 &&
+              memcmp(data(a), data(b), sizeof v0) == 0;
+    TAP_CHECK(ok && data(a)[2] == 3 - 3 * 2.0, "the same values after 3 calls: %s", ok ? "" : err.message);
+    tg_fn_free(fn[0]);
+    tg_fn_free(fn[1]);
+    tg_shared_free(a);
+    tg_shared_free(b);
+    tg_rules_free(rs);
+}
+
 /* ---- non-strict inputs ------------------------------------------------ */
 
 static void test_downcast(void)
 {
     tg_error err;
+    tg_error_clear(&err);
     int64_t n = 3;
     tg_fn *strict = compile("(input x float64 (n))", "(mul (input x float64 (n)) 0.5)", NULL, 0, &err);
     tg_fn *lax = compile("(input x float64 (n))", "(mul (input x float64 (n)) 0.5)", NULL, 1, &err);
@@ -589,6 +666,8 @@ int main(void)
         test_compile_errors();
         test_call_errors();
         test_alias();
+        test_scan();
+        test_rules();
         test_downcast();
     }
     /* variables still registered go with their context */
