@@ -596,6 +596,133 @@ static void test_rules(void)
     tg_rules_free(rs);
 }
 
+/* ---- random graphs: the plan against plain outputs ------------------------ */
+
+static const char *const rvar[3] = {"(shared A float64 (n))", "(shared B float64 (n))", "(shared C float64 (n))"};
+
+/* A random term over A B C, x (n) and M (n n), into b at *o. */
+static void rterm(char *b, size_t cap, size_t *o, int depth)
+{
+    int k = (int)(kt_rand() % (depth ? 9 : 4));
+    static const char *const leaf[4] = {"(input x float64 (n))", NULL, NULL, NULL};
+    if (k < 4) {
+        *o += (size_t)snprintf(b + *o, cap - *o, "%s", k == 0 ? leaf[0] : rvar[k - 1]);
+        return;
+    }
+    static const char *const op[5] = {"(add ", "(mul ", "(sub ", "(tanh ", "(dot (input M float64 (n n)) "};
+    if (k == 8 && kt_rand() % 2) {   /* a reduction broadcast back, or a transposed read */
+        *o += (size_t)snprintf(b + *o, cap - *o, "(mul (sum ");
+        rterm(b, cap, o, depth - 1);
+        *o += (size_t)snprintf(b + *o, cap - *o, ") ");
+        rterm(b, cap, o, depth - 1);
+        *o += (size_t)snprintf(b + *o, cap - *o, ")");
+        return;
+    }
+    *o += (size_t)snprintf(b + *o, cap - *o, "%s", op[k - 4]);
+    rterm(b, cap, o, depth - 1);
+    if (k < 7) {
+        *o += (size_t)snprintf(b + *o, cap - *o, " ");
+        rterm(b, cap, o, depth - 1);
+    }
+    *o += (size_t)snprintf(b + *o, cap - *o, ")");
+}
+
+/* Random updates of A B C (each bounded by a tanh) and outputs: the
+ * function with updates against the same terms compiled as plain
+ * outputs, the variables then set by hand, over 3 calls. */
+static void test_random_plans(void)
+{
+    tg_error err;
+    int64_t n = 4, nn[2] = {4, 4};
+    double x[4] = {0.5, -1, 2, 0.25}, M[16];
+    for (int i = 0; i < 16; i++)
+        M[i] = kt_unif(-0.5, 0.5);
+    int bad = 0, cases = 60, inplace = 0, staged = 0;
+    for (int c = 0; c < cases; c++) {
+        double v0[3][4];
+        tg_shared *sv[3];
+        const char *names[3] = {"A", "B", "C"};
+        for (int k = 0; k < 3; k++) {
+            for (int i = 0; i < 4; i++)
+                v0[k][i] = kt_unif(-1, 1);
+            sv[k] = var(names[k], 1, &n, v0[k]);
+        }
+        static char upd[3000], outs[3000], both[6000];
+        size_t ou = 0, oo = 0, ob = 0;
+        outs[0] = both[0] = '\0';
+        int which[3], nu = 0, nout = (int)(kt_rand() % 3);
+        ou += (size_t)snprintf(upd + ou, sizeof upd - ou, "(");
+        for (int k = 0; k < 3; k++) {
+            if (kt_rand() % 4 == 0)
+                continue;
+            which[nu++] = k;
+            ou += (size_t)snprintf(upd + ou, sizeof upd - ou, "(%s (tanh ", rvar[k]);
+            size_t at = ou;
+            rterm(upd, sizeof upd, &ou, 3);
+            ob += (size_t)snprintf(both + ob, sizeof both - ob, " (tanh %.*s)", (int)(ou - at), upd + at);
+            ou += (size_t)snprintf(upd + ou, sizeof upd - ou, "))");
+        }
+        snprintf(upd + ou, sizeof upd - ou, ")");
+        for (int j = 0; j < nout; j++) {
+            oo += (size_t)snprintf(outs + oo, sizeof outs - oo, " ");
+            rterm(outs, sizeof outs, &oo, 3);
+        }
+        char plain[9000];
+        snprintf(plain, sizeof plain, "%s%s", outs, both);
+        const char *ins = "(input x float64 (n)) (input M float64 (n n))";
+        tg_fn *fs = nu ? compile(ins, outs, upd, 0, &err) : NULL;
+        tg_fn *fp = nu ? compile(ins, plain, NULL, 0, &err) : NULL;
+        if (nu && (!fs || !fp)) {
+            bad++;
+            tap_diag("case %d: %s", c, err.message);
+        }
+        char *p = fs ? plan(fs) : NULL;
+        for (char *q = p; q && (q = strstr(q, "inplace")); q++)
+            inplace++;
+        for (char *q = p; q && (q = strstr(q, "staged")); q++)
+            staged++;
+        free(p);
+        for (int call = 0; fs && fp && call < 3; call++) {
+            tg_array in[2], o1[8], o2[8];
+            double r1[8][4], r2[8][4];
+            tg_array_init(&in[0], TG_FLOAT64, 1, &n, x);
+            tg_array_init(&in[1], TG_FLOAT64, 2, nn, M);
+            for (int j = 0; j < nout + nu; j++) {
+                tg_array_init(&o1[j], TG_FLOAT64, 1, &n, r1[j]);
+                tg_array_init(&o2[j], TG_FLOAT64, 1, &n, r2[j]);
+            }
+            if (tg_fn_call(fp, in, o2, &err) < 0 || tg_fn_call(fs, in, o1, &err) < 0) {
+                bad++;
+                tap_diag("case %d call %d: %s", c, call, err.message);
+                break;
+            }
+            /* within a few ulps: compiled loops may take vector math functions */
+            for (int j = 0; j < nout; j++)
+                for (int i = 0; i < 4; i++)
+                    bad += !kt_close(r1[j][i], r2[j][i], 1e-13);
+            for (int u = 0; u < nu; u++) {
+                int wrong = 0;
+                for (int i = 0; i < 4; i++)
+                    wrong |= !kt_close(data(sv[which[u]])[i], r2[nout + u][i], 1e-13);
+                if (wrong)
+                    tap_diag("case %d call %d: %s is %.17g, want %.17g; updates %s", c, call, names[which[u]],
+                             data(sv[which[u]])[0], r2[nout + u][0], upd);
+                bad += wrong;
+                tg_array a;
+                tg_array_init(&a, TG_FLOAT64, 1, &n, r2[nout + u]);
+                tg_shared_set(sv[which[u]], &a, &err);  /* for the plain function's next call */
+            }
+        }
+        tg_fn_free(fs);
+        tg_fn_free(fp);
+        for (int k = 0; k < 3; k++)
+            tg_shared_free(sv[k]);
+    }
+    TAP_CHECK(bad == 0 && inplace > 0 && staged > 0,
+              "%d random graphs of updates, 3 calls each: as plain outputs set by hand (%d in place, %d staged)",
+              cases, inplace, staged);
+}
+
 /* ---- non-strict inputs ------------------------------------------------ */
 
 static void test_downcast(void)
@@ -668,6 +795,7 @@ int main(void)
         test_alias();
         test_scan();
         test_rules();
+        test_random_plans();
         test_downcast();
     }
     /* variables still registered go with their context */
