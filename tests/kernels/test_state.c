@@ -605,6 +605,10 @@ static void rterm(char *b, size_t cap, size_t *o, int depth)
 {
     int k = (int)(kt_rand() % (depth ? 9 : 4));
     static const char *const leaf[4] = {"(input x float64 (n))", NULL, NULL, NULL};
+    if (k < 4 && k > 0 && kt_rand() % 4 == 0) {   /* a variable read backwards: a view */
+        *o += (size_t)snprintf(b + *o, cap - *o, "(subtensor %s (slice none none -1))", rvar[k - 1]);
+        return;
+    }
     if (k < 4) {
         *o += (size_t)snprintf(b + *o, cap - *o, "%s", k == 0 ? leaf[0] : rvar[k - 1]);
         return;
