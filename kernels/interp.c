@@ -15,6 +15,7 @@
 #include "index.h"
 #include "interp.h"
 #include "codegen.h"
+#include "random.h"
 #include "scan.h"
 
 TGJ_DIVMOD_DEFS
@@ -1300,6 +1301,10 @@ int tgI_exec(const tgH_sched *s, tgI_state *st, tg_array *out, tg_error *err)
             break;
         case TGH_RESHAPE:
             if (run_reshape(s, st, v, err) < 0)
+                return -1;
+            break;
+        case TGH_RANDOM:
+            if (tgRn_run(s, st, v, err) < 0)
                 return -1;
             break;
         case TGH_SCAN:

@@ -11,6 +11,7 @@
 #include "error.h"
 #include "index.h"
 #include "tensor.h"
+#include "random.h"
 #include "scan.h"
 
 /* What an op looks like as a term: arity bounds (max -1: any) and which
@@ -72,6 +73,8 @@ const char *tgV_op_name(tgV_op op)
         return "gemm";
     if (op == TGV_SCAN)
         return "scan";
+    if (op == TGV_RANDOM)
+        return "random";
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
         if (ops[i].op == op)
             return ops[i].name;
@@ -888,9 +891,9 @@ static int build_term(builder *b, tg_term *root)
                 return -1;
             continue;
         }
-        if (hs && tgSc_head(hs, hl)) {
+        if (hs && (tgSc_head(hs, hl) || tgRn_head(hs, hl))) {
             tg_term *need = NULL;
-            int r = tgSc_build(b, t, &need);
+            int r = tgSc_head(hs, hl) ? tgSc_build(b, t, &need) : tgRn_build(b, t, &need);
             if (r < 0)
                 return -1;
             if (r == 0) {   /* an argument first, then t again */

@@ -25,6 +25,7 @@ typedef enum tgV_op {
     TGV_GEMM,   /* made by the schedule: alpha*dot(A,B) + beta*C */
     TGV_SUBTENSOR,  /* indexing and slicing, a view: index.c */
     TGV_SCAN,   /* one output of a scan, or its step count (kernels/scan.h) */
+    TGV_RANDOM, /* a random draw (kernels/random.h) */
     TGV_NOPS
 } tgV_op;
 
@@ -51,6 +52,8 @@ typedef struct tgV_node {
     const struct tgIx_spec *index;  /* SUBTENSOR: its indices (index.h) */
     struct tgSc_scan *scan; /* SCAN: the scan, shared by its nodes */
     int sout;               /* SCAN: the output, or -1 for the step count */
+    int8_t rkind;           /* RANDOM: the kind of draw (TGRN_UNIFORM ...) */
+    int rord;               /* RANDOM: its ordinal among the graph's draws */
 } tgV_node;
 
 typedef struct tgV_graph {

@@ -323,6 +323,18 @@ t ":repeat 10 step (x (1 2)) leaves w at (10.0 20.0)" 0 "w: float64 (2)
 step: 1 input, 0 outputs, 1 update
 (10.0 20.0)" "" "$TGREL"
 
+# doc/kernels.md's random draws from a state an update advances
+input ':var rng int64 11' \
+      ':fn noise (outputs (random uniform (shared rng int64 ()) (3) 0 1)) (updates ((shared rng int64 ()) (add (shared rng int64 ()) 1)))' \
+      ':call noise' ':call noise' ':var rng int64 11' ':call noise' ':var rng'
+t "random draws: a state set back draws again what it drew" 0 "rng: int64 ()
+noise: 0 inputs, 1 output, 1 update
+(0.9587867103740684 0.6934046604194692 0.034212382650878115)
+(0.5251201891809784 0.6804808585015907 0.5808752436854749)
+rng: int64 ()
+(0.9587867103740684 0.6934046604194692 0.034212382650878115)
+12" "" "$TGREL"
+
 # a failed call leaves the variables as they were; errors name the culprit
 input ':var w float64 (1 2)' \
       ':fn f (inputs (input x float64 (2))) (outputs) (updates ((shared w float64 (2)) (mul (shared w float64 (2)) (input x float64 (2)))))' \
