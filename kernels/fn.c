@@ -137,9 +137,12 @@ tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
         return NULL;
     if (nupd) {
         tg_term **all = GC_MALLOC((nout + nupd) * sizeof *all);
-        if (!all || (nout && !outputs))
-            return all ? tgE_arg(err, "kernels: no output terms"), NULL : (tgE_nomem(err), NULL);
-        memcpy(all, outputs, nout * sizeof *all);
+        if (!all)
+            return tgE_nomem(err), NULL;
+        if (nout && !outputs)
+            return tgE_arg(err, "kernels: no output terms"), NULL;
+        if (nout)
+            memcpy(all, outputs, nout * sizeof *all);
         memcpy(all + nout, values, nupd * sizeof *all);
         outputs = all, nout += nupd;
     }
