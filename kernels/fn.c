@@ -15,6 +15,7 @@
 #include "interp.h"
 #include "rwcache.h"
 #include "scan.h"
+#include "state.h"
 
 struct tg_fn {
     tgV_graph *g;
@@ -23,6 +24,7 @@ struct tg_fn {
     tgI_state st;
     void *so;               /* the compiled loops (dlopen handle) or NULL */
     tgCk *check;            /* the checking mode, or NULL */
+    tgSt_fn *state;         /* shared variables, updates, non-strict inputs; or NULL */
 };
 
 /* The text the compiled code is keyed by: everything the generated
@@ -30,10 +32,11 @@ struct tg_fn {
  * (shared subterms named once, so the text is linear in the DAG), and the
  * lowering's version stands for the code that turns them into C. */
 static char *key_text(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout,
-                      tg_term *const *outputs, const unsigned char *kept, size_t *len)
+                      tg_term *const *outputs, tg_term *targets, const unsigned char *kept, size_t *len)
 {
-    tg_term *parts[2] = {tg_list(ctx, nin, inputs, NULL), tg_list(ctx, nout, outputs, NULL)};
-    tg_term *all = parts[0] && parts[1] ? tg_list(ctx, 2, parts, NULL) : NULL;
+    /* the targets of updates unify sizes: a part of the key when there are some */
+    tg_term *parts[3] = {tg_list(ctx, nin, inputs, NULL), tg_list(ctx, nout, outputs, NULL), targets};
+    tg_term *all = parts[0] && parts[1] ? tg_list(ctx, targets ? 3 : 2, parts, NULL) : NULL;
     size_t tl;
     char *terms = all ? tg_print_shared(all, &tl) : NULL;
     if (!terms)
@@ -60,7 +63,7 @@ static char *gen_source(void *ud, size_t *len) { return tgJ_source(ud, len); }
  * runs them, with a warning on stderr.  keytext names the code in the
  * cache: a hit skips code generation. */
 static void go_native(tg_fn *fn, tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout,
-                      tg_term *const *outputs, const tg_fn_options *opt)
+                      tg_term *const *outputs, tg_term *targets, const tg_fn_options *opt)
 {
     const tgH_sched *s = fn->s;
     int loops = 0;
@@ -69,7 +72,7 @@ static void go_native(tg_fn *fn, tg_ctx *ctx, size_t nin, tg_term *const *inputs
     if (!loops)
         return;
     size_t keylen = 0;
-    char *keytext = key_text(ctx, nin, inputs, nout, outputs, opt ? opt->kept : NULL, &keylen);
+    char *keytext = key_text(ctx, nin, inputs, nout, outputs, targets, opt ? opt->kept : NULL, &keylen);
     tg_error err;
     int hit, why;
     void *so = NULL;
@@ -155,6 +158,11 @@ tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
 {
     tgCk *check = NULL;
     tg_fn_options kept_all;
+    tgV_graph *g;
+    tgH_sched *s;
+    tgSt_fn *state = NULL;
+    tg_fn *fn;
+    unsigned char *kept;
     if (nout && outputs) {  /* the grads first: rewriters and types see tensor terms */
         tg_term **ex = GC_MALLOC(nout * sizeof *ex);
         if (!ex)
@@ -164,47 +172,83 @@ tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
         outputs = ex;
     }
     if (opt && opt->rules && opt->check) {
+        if (opt->updates)
+            return tgE_arg(err, "kernels: the checking mode does not check updates (compile without them)"), NULL;
         if (!(check = check_of(ctx, nin, inputs, nout, outputs, opt, err)))
             return NULL;
         kept_all = *opt;    /* the check reads the inputs after the call */
         kept_all.kept = NULL;
         opt = &kept_all;
     }
+    /* updates: their values are computed as outputs after the caller's */
+    size_t nupd = 0, nuser = nout;
+    tg_term **targets = NULL, **values = NULL;
+    if (opt && tgSt_split(ctx, opt->updates, &nupd, &targets, &values, err) < 0)
+        goto fail;
+    if (nupd) {
+        tg_term **all = GC_MALLOC((nout + nupd) * sizeof *all);
+        if (!all) {
+            tgE_nomem(err);
+            goto fail;
+        }
+        if (nout && !outputs) {
+            tgE_arg(err, "kernels: no output terms");
+            goto fail;
+        }
+        if (nout)
+            memcpy(all, outputs, nout * sizeof *all);
+        memcpy(all + nout, values, nupd * sizeof *all);
+        outputs = all, nout += nupd;
+    }
     if (opt && opt->rules) {
         int hit;    /* the rewritten terms come from the cache when it has them */
         tg_term **rw = tgZw_rewrite(ctx, nin, inputs, nout, outputs, opt, &hit, err);
-        if (!rw) {
-            tgCk_free(check);
-            return NULL;
-        }
+        if (!rw)
+            goto fail;
         outputs = rw;
     }
-    tgV_graph *g = tgV_build(ctx, nin, inputs, nout, outputs, err);
-    tgH_sched *s = g ? tgH_schedule(g, opt ? opt->kept : NULL, err) : NULL;
+    if (!(g = tgV_build_updates(ctx, nin, inputs, nout, outputs, nupd, targets, err)))
+        goto fail;
+    /* shared variables are kept: only updates write them */
+    kept = opt ? (unsigned char *)opt->kept : NULL;
+    if (kept && g->nshared) {
+        if (!(kept = GC_MALLOC_ATOMIC((size_t)g->ninputs))) {
+            tgE_nomem(err);
+            goto fail;
+        }
+        memcpy(kept, opt->kept, nin);
+        memset(kept + nin, 1, (size_t)g->nshared);
+    }
+    if (!(s = tgH_schedule(g, kept, err)))
+        goto fail;
+    if ((g->nshared || (opt && opt->allow_input_downcast)) &&
+        !(state = tgSt_new(ctx, s, nin, nuser, opt && opt->allow_input_downcast, err)))
+        goto fail;
     /* uncollectable: the caller may keep it where the collector does not look */
-    tg_fn *fn = s ? GC_MALLOC_UNCOLLECTABLE(sizeof *fn) : NULL;
-    if (s && !fn)
-        tgE_nomem(err);
-    if (fn && tgI_init(&fn->st, s) < 0) {
+    if (!(fn = GC_MALLOC_UNCOLLECTABLE(sizeof *fn)) || tgI_init(&fn->st, s) < 0) {
         GC_FREE(fn);
-        fn = NULL;
+        tgSt_free(state);
         tgE_nomem(err);
+        goto fail;
     }
-    if (!fn) {
-        tgCk_free(check);
-        return NULL;
-    }
-    fn->g = g, fn->s = s, fn->check = check;
+    fn->g = g, fn->s = s, fn->state = state, fn->check = check;
+    tg_term *tl = nupd ? tg_list(ctx, nupd, targets, NULL) : NULL;
     if (!opt || !opt->interpret)
-        go_native(fn, ctx, nin, inputs, nout, outputs, opt);
+        go_native(fn, ctx, nin, inputs, nout, outputs, tl, opt);
     return fn;
+fail:
+    tgCk_free(check);
+    return NULL;
 }
 
 int tg_fn_call(tg_fn *fn, const tg_array *inputs, tg_array *outputs, tg_error *err)
 {
-    if (!fn || (fn->g->ninputs && !inputs) || !outputs)
+    if (!fn || (fn->g->ninputs && !inputs && (!fn->state || fn->g->ninputs > fn->g->nshared)) ||
+        (!outputs && fn->g->noutputs > fn->g->nupdates))
         return tgE_arg(err, "kernels: tg_fn_call needs a function, inputs and outputs"), -1;
-    if (tgI_run(fn->s, &fn->st, inputs, outputs, err) < 0)
+    int rc = fn->state ? tgSt_call(fn->s, &fn->st, fn->state, inputs, outputs, err)
+                       : tgI_run(fn->s, &fn->st, inputs, outputs, err);
+    if (rc < 0)
         return -1;
     return fn->check ? tgCk_run(fn->check, inputs, outputs, err) : 0;
 }
@@ -214,7 +258,8 @@ tg_term *tg_fn_schedule(const tg_fn *fn)
     if (!fn)
         return NULL;
     if (!fn->schedule)
-        ((tg_fn *)fn)->schedule = tgH_term(fn->s, NULL);
+        ((tg_fn *)fn)->schedule = fn->state ? tgSt_schedule(fn->s, fn->state, tgH_term(fn->s, NULL))
+                                            : tgH_term(fn->s, NULL);
     return fn->schedule;
 }
 
@@ -226,6 +271,7 @@ void tg_fn_free(tg_fn *fn)
         return;
     tgI_free(&fn->st);
     tgCk_free(fn->check);
+    tgSt_free(fn->state);
     if (fn->so)
         dlclose(fn->so);
     GC_FREE(fn);

@@ -15,6 +15,7 @@
 #include "index.h"
 #include "interp.h"
 #include "codegen.h"
+#include "random.h"
 #include "scan.h"
 
 TGJ_DIVMOD_DEFS
@@ -173,6 +174,14 @@ static void expected_str(const tgH_sched *s, const tgI_state *st, const tgV_node
     }
 }
 
+/* How errors name a leaf: an input, or a shared variable (state.c). */
+static const char *leaf_kind(const tgV_node *n)
+{
+    size_t len;
+    const char *h = tg_symbol_name(tg_car(n->term), &len);
+    return h && len == 6 && memcmp(h, "shared", 6) == 0 ? "shared variable" : "input";
+}
+
 static int bind_inputs(const tgH_sched *s, tgI_state *st, const tg_array *in, tg_error *err)
 {
     const tgV_graph *g = s->g;
@@ -184,7 +193,7 @@ static int bind_inputs(const tgH_sched *s, tgI_state *st, const tg_array *in, tg
         if (a->dtype != n->dtype) {
             char name[120];
             tgV_show(tg_nth(n->term, 1), name, sizeof name);
-            tgE_set(err, TG_ERR_TYPE, NULL, 0, 0, "kernels: input %s: expected dtype %s, got %s", name,
+            tgE_set(err, TG_ERR_TYPE, NULL, 0, 0, "kernels: %s %s: expected dtype %s, got %s", leaf_kind(n), name,
                     tgV_dtype_name(n->dtype), tgV_dtype_name(a->dtype));
             return -1;
         }
@@ -211,7 +220,7 @@ static int bind_inputs(const tgH_sched *s, tgI_state *st, const tg_array *in, tg
                 st->symv[bound[--nb]] = -1;
             expected_str(s, st, n, want, sizeof want);
             tgV_show(tg_nth(n->term, 1), name, sizeof name);
-            tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "kernels: input %s: expected shape %s, got %s", name,
+            tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "kernels: %s %s: expected shape %s, got %s", leaf_kind(n), name,
                     want, shape_str(&tmp, got, sizeof got));
             return -1;
         }
@@ -222,7 +231,7 @@ static int bind_inputs(const tgH_sched *s, tgI_state *st, const tg_array *in, tg
         if (!a->data && count(v) > 0) {
             char name[120];
             tgV_show(tg_nth(n->term, 1), name, sizeof name);
-            tgE_set(err, TG_ERR_ARG, NULL, 0, 0, "kernels: input %s: no data", name);
+            tgE_set(err, TG_ERR_ARG, NULL, 0, 0, "kernels: %s %s: no data", leaf_kind(n), name);
             return -1;
         }
     }
@@ -1296,6 +1305,10 @@ int tgI_exec(const tgH_sched *s, tgI_state *st, tg_array *out, tg_error *err)
             break;
         case TGH_RESHAPE:
             if (run_reshape(s, st, v, err) < 0)
+                return -1;
+            break;
+        case TGH_RANDOM:
+            if (tgRn_run(s, st, v, err) < 0)
                 return -1;
             break;
         case TGH_SCAN:

@@ -12,6 +12,7 @@
 #include "error.h"
 #include "index.h"
 #include "schedule.h"
+#include "random.h"
 #include "scan.h"
 
 static int *ints(size_t n, int fill)
@@ -274,6 +275,7 @@ static int make_steps(tgH_sched *s, const int *unit, int nu, const int *order)
                      : n->op == TGV_DOT ? TGH_DOT
                      : n->op == TGV_GEMM ? TGH_GEMM
                      : n->op == TGV_SCAN ? TGH_SCAN
+                     : n->op == TGV_RANDOM ? TGH_RANDOM
                      : n->op == TGV_RESHAPE ? TGH_RESHAPE
                      : n->op == TGV_TRANSPOSE || n->op == TGV_DIMSHUFFLE || n->op == TGV_SUBTENSOR
                          ? TGH_VIEW : TGH_REDUCE;
@@ -501,6 +503,8 @@ static void put_op(const tgH_sched *s, tgB_buf *b, int v)
     tgB_printf(b, " (%s", tgV_op_name(n->op));
     if (n->op == TGV_CAST)
         tgB_printf(b, " %s", tgV_dtype_name(n->dtype));
+    if (n->op == TGV_RANDOM)
+        tgB_printf(b, " %s", tgRn_kind_name(n->rkind));
     for (int i = 0; i < n->nargs; i++) {
         if (n->op == TGV_GEMM && (i == 3 || i == 3 + n->nalpha))
             tgB_puts(b, i == 3 ? " (alpha" : ") (beta");
@@ -563,7 +567,7 @@ tg_term *tgH_term(const tgH_sched *s, tg_error *err)
         tgB_putc(&b, ')');
     }
     tgB_putc(&b, ')');
-    static const char *const kinds[] = {"loop", "reduce", "dot", "view", "reshape", "gemm", "scan"};
+    static const char *const kinds[] = {"loop", "reduce", "dot", "view", "reshape", "gemm", "scan", "random"};
     for (int k = 0; k < s->nsteps; k++) {
         const tgH_step *st = &s->steps[k];
         tgB_printf(&b, "\n  (%s", kinds[st->kind]);

@@ -6,7 +6,7 @@
 
 #include "tensor.h"
 
-typedef enum tgH_kind { TGH_LOOP, TGH_REDUCE, TGH_DOT, TGH_VIEW, TGH_RESHAPE, TGH_GEMM, TGH_SCAN } tgH_kind;
+typedef enum tgH_kind { TGH_LOOP, TGH_REDUCE, TGH_DOT, TGH_VIEW, TGH_RESHAPE, TGH_GEMM, TGH_SCAN, TGH_RANDOM } tgH_kind;
 
 typedef struct tgH_step {
     tgH_kind kind;

@@ -11,6 +11,7 @@
 #include "error.h"
 #include "index.h"
 #include "tensor.h"
+#include "random.h"
 #include "scan.h"
 
 /* What an op looks like as a term: arity bounds (max -1: any) and which
@@ -72,6 +73,8 @@ const char *tgV_op_name(tgV_op op)
         return "gemm";
     if (op == TGV_SCAN)
         return "scan";
+    if (op == TGV_RANDOM)
+        return "random";
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
         if (ops[i].op == op)
             return ops[i].name;
@@ -623,14 +626,22 @@ static int make_const(builder *b, tg_term *t, tg_dtype d, tg_term *v, bool weak)
     return 0;
 }
 
-static int make_input(builder *b, tg_term *t, int pos)
+/* An (input NAME DTYPE (SIZE ...)) leaf, or with shared a (shared NAME
+ * DTYPE (SIZE ...)) one (bound from the variable's storage at each call). */
+static int make_input(builder *b, tg_term *t, int pos, bool shared)
 {
     tg_term *a[4];
     size_t k = tg_elements(t, a, 4);
     size_t len;
     const char *h = k ? tg_symbol_name(a[0], &len) : NULL;
-    if (!h || len != 5 || memcmp(h, "input", 5) != 0 || k != 4 || tg_tail(t) != tg_nil())
-        return fail(b, t, "an input is (input NAME DTYPE (SIZE ...))");
+    const char *kw = shared ? "shared" : "input";
+    if (!shared && h && len == 6 && memcmp(h, "shared", 6) == 0)
+        return fail(b, t, "a shared variable is not an input: write it in the outputs, it is bound from its storage");
+    if (!h || len != strlen(kw) || memcmp(h, kw, len) != 0 || k != 4 || tg_tail(t) != tg_nil())
+        return fail(b, t, shared ? "a shared variable is (shared NAME DTYPE (SIZE ...))"
+                                 : "an input is (input NAME DTYPE (SIZE ...))");
+    if (shared && tg_kind_of(a[1]) != TG_SYMBOL)
+        return fail(b, t, "a shared variable's name is a symbol");
     if (map_get(b, t) >= 0)
         return fail(b, t, "the input is given twice");
     tg_dtype d;
@@ -653,6 +664,90 @@ static int make_input(builder *b, tg_term *t, int pos)
             return -1;
         n->shape[n->ndim++] = s;
     }
+    return 0;
+}
+
+static int build_term(builder *b, tg_term *root);
+
+/* A shared variable met in the outputs: one more input, after the
+ * caller's.  One declaration per name, so that no two leaves alias one
+ * storage behind the buffer plan's back. */
+static int add_shared(builder *b, tg_term *t)
+{
+    tgV_graph *g = b->g;
+    if (b->depth)
+        return fail(b, t, "a shared variable inside a scan's lambda: give it to the scan as a non-sequence");
+    int *ni = GC_MALLOC_ATOMIC((size_t)(g->ninputs + 1) * sizeof *ni);
+    if (!ni)
+        return tgE_nomem(b->err), -1;
+    memcpy(ni, g->inputs, (size_t)g->ninputs * sizeof *ni);
+    g->inputs = ni, b->incap = g->ninputs + 1;  /* add_input's capacity too */
+    if (make_input(b, t, g->ninputs, true) < 0)
+        return -1;
+    for (int i = g->ninputs - g->nshared; i < g->ninputs; i++) {
+        const tg_term *o = g->nodes[g->inputs[i]].term;
+        if (tg_nth(o, 1) == tg_nth(t, 1)) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "the shared variable is also declared as %s", show(b, o));
+            return fail(b, t, msg);
+        }
+    }
+    g->inputs[g->ninputs++] = g->n - 1;
+    g->nshared++;
+    return 0;
+}
+
+static bool head_is(const tg_term *t, const char *name)
+{
+    size_t len;
+    const char *h = tg_symbol_name(tg_car(t), &len);
+    return h && len == strlen(name) && memcmp(h, name, len) == 0;
+}
+
+/* Update j: output out is the new value of target, a shared variable,
+ * of its dtype and shape. */
+static int set_update(builder *b, tg_term *target, int out, int j)
+{
+    tgV_graph *g = b->g;
+    if (!target || !head_is(target, "shared"))
+        return fail(b, target ? target : tg_nil(),
+                    "an update's target is a shared variable (shared NAME DTYPE (SIZE ...))");
+    if (build_term(b, target) < 0)
+        return -1;
+    int w = map_get(b, target), v = g->outputs[out];
+    for (int i = 0; i < j; i++)
+        if (g->updated[i] == w)
+            return fail(b, target, "the shared variable is updated twice");
+    g->updated[j] = w;
+    char name[100], what[600], sa[120], sb[120];
+    tgV_show(tg_nth(target, 1), name, sizeof name);
+    if (g->nodes[v].dtype != g->nodes[w].dtype) {
+        if (!g->nodes[v].weak) {
+            snprintf(what, sizeof what, "the new value of shared variable %s is %s, %s is %s", name,
+                     tgV_dtype_name(g->nodes[v].dtype), name, tgV_dtype_name(g->nodes[w].dtype));
+            return fail(b, g->nodes[v].term, what);
+        }
+        /* a literal takes the variable's dtype, as it would in an op */
+        tg_term *parts[3] = {tg_symbol_cstr(g->ctx, "cast"), g->nodes[v].term,
+                             tg_symbol_cstr(g->ctx, tgV_dtype_name(g->nodes[w].dtype))};
+        tg_term *c = parts[0] && parts[2] ? tg_list(g->ctx, 3, parts, NULL) : NULL;
+        if (!c)
+            return tgE_nomem(b->err), -1;
+        if (build_term(b, c) < 0)
+            return -1;
+        g->outputs[out] = v = map_get(b, c);
+    }
+    const tgV_node *vn = &g->nodes[v], *wn = &g->nodes[w];
+    if (vn->ndim != wn->ndim) {
+        snprintf(what, sizeof what, "the new value of shared variable %s has shape %s, %s has %s", name,
+                 shape_text(g, vn->ndim, vn->shape, sa, sizeof sa), name,
+                 shape_text(g, wn->ndim, wn->shape, sb, sizeof sb));
+        return fail(b, vn->term, what);
+    }
+    snprintf(what, sizeof what, "the new value of shared variable %s", name);
+    for (int d = 0; d < vn->ndim; d++)
+        if (unify(b, vn->term, vn->shape[d], wn->shape[d], what) < 0)
+            return -1;
     return 0;
 }
 
@@ -734,7 +829,7 @@ static int add_input(builder *b, tg_term *t)
             memcpy(ni, g->inputs, (size_t)g->ninputs * sizeof *ni);
         g->inputs = ni, b->incap = nc;
     }
-    if (make_input(b, t, g->ninputs) < 0)
+    if (make_input(b, t, g->ninputs, false) < 0)
         return -1;
     g->inputs[g->ninputs++] = g->n - 1;
     return 0;
@@ -790,6 +885,12 @@ static int build_term(builder *b, tg_term *root)
                 return -1;
             continue;
         }
+        if (hs && hl == 6 && memcmp(hs, "shared", 6) == 0) {
+            sp--;
+            if (add_shared(b, t) < 0)
+                return -1;
+            continue;
+        }
         tg_term *argt[2 + TGV_MAXDIM + 1];
         size_t nt = tg_length(t) - 1;
         if (hs && hl == 5 && memcmp(hs, "const", 5) == 0) {
@@ -818,9 +919,9 @@ static int build_term(builder *b, tg_term *root)
                 return -1;
             continue;
         }
-        if (hs && tgSc_head(hs, hl)) {
+        if (hs && (tgSc_head(hs, hl) || tgRn_head(hs, hl))) {
             tg_term *need = NULL;
-            int r = tgSc_build(b, t, &need);
+            int r = tgSc_head(hs, hl) ? tgSc_build(b, t, &need) : tgRn_build(b, t, &need);
             if (r < 0)
                 return -1;
             if (r == 0) {   /* an argument first, then t again */
@@ -955,18 +1056,28 @@ int tgV_unify(tgV_builder *b, tg_term *t, tgV_size a, tgV_size c, const char *wh
 }
 
 static tgV_graph *build(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_term *const *psyms,
-                        size_t nout, tg_term *const *outputs, int depth, tg_error *err);
+                        size_t nout, tg_term *const *outputs, size_t nupd, tg_term *const *targets,
+                        int depth, tg_error *err);
 
 tgV_graph *tgV_build(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout,
                      tg_term *const *outputs, tg_error *err)
 {
-    return build(ctx, nin, inputs, NULL, nout, outputs, 0, err);
+    return build(ctx, nin, inputs, NULL, nout, outputs, 0, NULL, 0, err);
+}
+
+tgV_graph *tgV_build_updates(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout,
+                             tg_term *const *outputs, size_t nupd, tg_term *const *targets,
+                             tg_error *err)
+{
+    if (nupd > nout || (nupd && !targets))
+        return tgE_arg(err, "kernels: an update needs its target and its value"), NULL;
+    return build(ctx, nin, inputs, NULL, nout, outputs, nupd, targets, 0, err);
 }
 
 tgV_graph *tgV_build_inner(tgV_builder *outer, size_t nin, tg_term *const *inputs, tg_term *const *psyms,
                            size_t nout, tg_term *const *outputs)
 {
-    return build(outer->g->ctx, nin, inputs, psyms, nout, outputs, outer->depth + 1, outer->err);
+    return build(outer->g->ctx, nin, inputs, psyms, nout, outputs, 0, NULL, outer->depth + 1, outer->err);
 }
 
 int tgV_depth(const tgV_builder *b) { return b->depth; }
@@ -997,7 +1108,7 @@ static builder *open_builder(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg
     for (size_t i = 0; i < nin; i++) {
         if (!inputs[i])
             return tgE_arg(err, "kernels: a NULL input term"), NULL;
-        if (make_input(b, inputs[i], (int)i) < 0)
+        if (make_input(b, inputs[i], (int)i, false) < 0)
             return NULL;
         g->inputs[g->ninputs++] = g->n - 1;
         /* a parameter's symbol names its input inside the lambda */
@@ -1030,7 +1141,8 @@ int tgV_add(tgV_builder *b, tg_term *t)
 }
 
 static tgV_graph *build(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_term *const *psyms,
-                        size_t nout, tg_term *const *outputs, int depth, tg_error *err)
+                        size_t nout, tg_term *const *outputs, size_t nupd, tg_term *const *targets,
+                        int depth, tg_error *err)
 {
     if (!ctx || (nin && !inputs) || !nout || !outputs)
         return tgE_arg(err, "kernels: a context, inputs and at least one output are needed"), NULL;
@@ -1049,6 +1161,13 @@ static tgV_graph *build(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_term
             return NULL;
         g->outputs[g->noutputs++] = v;
     }
+    g->updated = GC_MALLOC_ATOMIC((nupd + 1) * sizeof *g->updated);
+    if (!g->updated)
+        return tgE_nomem(err), NULL;
+    g->nupdates = (int)nupd;
+    for (size_t j = 0; j < nupd; j++)
+        if (set_update(b, targets[j], (int)(nout - nupd + j), (int)j) < 0)
+            return NULL;
     if (check_bound(b) < 0)
         return NULL;
     for (int i = 0; i < g->n; i++)

@@ -25,6 +25,7 @@ typedef enum tgV_op {
     TGV_GEMM,   /* made by the schedule: alpha*dot(A,B) + beta*C */
     TGV_SUBTENSOR,  /* indexing and slicing, a view: index.c */
     TGV_SCAN,   /* one output of a scan, or its step count (kernels/scan.h) */
+    TGV_RANDOM, /* a random draw (kernels/random.h) */
     TGV_NOPS
 } tgV_op;
 
@@ -51,6 +52,8 @@ typedef struct tgV_node {
     const struct tgIx_spec *index;  /* SUBTENSOR: its indices (index.h) */
     struct tgSc_scan *scan; /* SCAN: the scan, shared by its nodes */
     int sout;               /* SCAN: the output, or -1 for the step count */
+    int8_t rkind;           /* RANDOM: the kind of draw (TGRN_UNIFORM ...) */
+    int rord;               /* RANDOM: its ordinal among the graph's draws */
 } tgV_node;
 
 typedef struct tgV_graph {
@@ -66,6 +69,13 @@ typedef struct tgV_graph {
     struct tgIx_dsize *dsizes;  /* sizes derived by slicing (index.h) */
     int ndsizes, dscap;
     bool keep_reductions;   /* schedule: no reduction fused into a loop */
+    /* shared variables (kernels/state.c): the leaves (shared NAME DTYPE
+     * (SIZE ...)) are the last nshared inputs, in the order met; update
+     * j writes updated[j] (one of them) with the value of output
+     * noutputs - nupdates + j */
+    int nshared;
+    int nupdates;
+    int *updated;
 } tgV_graph;
 
 /* Build the typed graph of outputs over inputs; NULL with err filled
@@ -121,6 +131,14 @@ int tgV_size_of(tgV_builder *b, tg_term *ctx_term, tg_term *t, tgV_size *out);
 int tgV_unify(tgV_builder *b, tg_term *t, tgV_size a, tgV_size c, const char *what);
 /* "(3 n)" */
 const char *tgV_shape_text(const tgV_graph *g, int ndim, const tgV_size *sh, char *buf, size_t n);
+
+/* tgV_build for a function with updates: the last nupd outputs are the
+ * new values of targets[j], each a (shared ...) leaf; a value must have
+ * its target's dtype (a weak literal is cast to it) and shape (symbolic
+ * sizes are unified, so that a mismatch is found when sizes are bound). */
+tgV_graph *tgV_build_updates(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout,
+                             tg_term *const *outputs, size_t nupd, tg_term *const *targets,
+                             tg_error *err);
 
 /* The typed graph of a scan's inner function, met while building outer:
  * inputs as tgV_build's, and psyms[i] (a symbol) naming inputs[i] inside

@@ -16,6 +16,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <gc/gc.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -63,7 +64,10 @@ typedef struct repl {
                              * so that its arguments read at their place */
     int shared;             /* :shared on */
     int quit;
+    struct replfn *fns;     /* the functions :fn defined (collector memory) */
 } repl;
+
+static void free_fns(repl *R);
 
 /* ---- entries: when is the input whole -------------------------------- */
 
@@ -337,6 +341,7 @@ int tgM_eval_text(tg_ctx *ctx, tg_rules *rs, const char *text, size_t len, const
               .shared = o->shared};
     R.out = o->color & TGM_COLOR_OUT ? tint_open() : stdout;
     int errors = eval_text(&R, text, len, line);
+    free_fns(&R);
     tg_rules_set_trace(rs, stdout, tg_rules_tracing(rs));  /* the filter goes now */
     if (R.out != stdout)
         fclose(R.out);
@@ -843,6 +848,241 @@ static int cmd_eval(repl *R, const char *name, const char *args)
     return rc;
 }
 
+/* ---- functions with state: :var, :fn, :call, :repeat ------------------- */
+
+/* A function :fn compiled, by name; in collector memory, so that its
+ * terms stay alive (the list hangs on the repl, on the stack). */
+typedef struct replfn {
+    tg_term *name;
+    tg_term *inputs;        /* its (input ...) terms, a list */
+    int nout;
+    tg_fn *fn;
+    struct replfn *next;
+} replfn;
+
+static replfn *find_fn(repl *R, tg_term *name)
+{
+    for (replfn *f = R->fns; f; f = f->next)
+        if (f->name == name)
+            return f;
+    return NULL;
+}
+
+static void free_fns(repl *R)
+{
+    for (replfn *f = R->fns; f; f = f->next)
+        tg_fn_free(f->fn);
+    R->fns = NULL;
+}
+
+static const char *const dtype_names[] = {"bool", "int32", "int64", "float32", "float64"};
+
+/* "NAME: DTYPE (SIZE ...)" of a shared variable. */
+static void print_var(repl *R, const tg_shared *v)
+{
+    tg_array a;
+    tg_shared_view(v, &a, NULL);
+    fprintf(R->out, "%s: %s (", tg_shared_name(v), dtype_names[a.dtype]);
+    for (int d = 0; d < a.ndim; d++)
+        fprintf(R->out, d ? " %lld" : "%lld", (long long)a.shape[d]);
+    fprintf(R->out, ")\n");
+}
+
+/* :var NAME [DTYPE VALUE]: make or set a shared variable, or print it. */
+static int cmd_var(repl *R, const char *name, const char *args)
+{
+    tg_term *t[3];
+    int n = read_args(R, name, args, t, 1, 3, "NAME [DTYPE VALUE-OR-\"FILE.npy\"]");
+    if (n < 0)
+        return 1;
+    size_t len;
+    const char *vn = tg_kind_of(t[0]) == TG_SYMBOL ? tg_symbol_name(t[0], &len) : NULL;
+    char *cname = vn ? strndup(vn, len) : NULL;
+    if (!cname || n == 2) {
+        free(cname);
+        complain(R, "%s", "usage: :var NAME [DTYPE VALUE-OR-\"FILE.npy\"]");
+        return 1;
+    }
+    tg_shared *v = tg_shared_find(R->ctx, cname);
+    tg_error err;
+    tg_error_clear(&err);
+    int rc = 0;
+    if (n == 1) {
+        tg_array a;
+        tg_term *val = NULL;
+        if (!v)
+            complain(R, "no shared variable %s (:var NAME DTYPE VALUE makes one)", cname), rc = 1;
+        else if (tg_shared_view(v, &a, &err) < 0 || !(val = tgM_array_to_term(R->ctx, &a)))
+            complain(R, "%s", "out of memory"), rc = 1;
+        if (val)
+            print_term(R, val);
+        free(cname);
+        return rc;
+    }
+    int dt = tgM_dtype_of(t[1]);
+    if (dt < 0) {
+        complain(R, "%s", ":var NAME DTYPE VALUE: DTYPE is float64, float32, int64, int32 or bool");
+        free(cname);
+        return 1;
+    }
+    tg_array a;
+    size_t pl;
+    const char *path = tg_kind_of(t[2]) == TG_STRING ? tg_string_bytes(t[2], &pl) : NULL;
+    char *p = path ? strndup(path, pl) : NULL;
+    rc = path ? (p ? tgM_array_read_npy(p, &a, &err) : -1) : tgM_array_from_term(t[2], (tg_dtype)dt, &a, &err);
+    free(p);
+    if (rc == 0 && a.dtype != (tg_dtype)dt) {
+        snprintf(err.message, sizeof err.message, "the file holds %s data, not %s", dtype_names[a.dtype],
+                 dtype_names[dt]);
+        free(a.data);
+        rc = -1;
+    }
+    if (rc == 0) {
+        rc = v ? tg_shared_set(v, &a, &err) : (v = tg_shared_new(R->ctx, cname, &a, &err)) ? 0 : -1;
+        free(a.data);
+    }
+    if (rc < 0) {
+        char msg[700];
+        snprintf(msg, sizeof msg, "%s: %s", cname, err.message);
+        complain(R, "%s", msg);
+    } else {
+        print_var(R, v);
+    }
+    free(cname);
+    return rc < 0;
+}
+
+/* The elements of clause (HEAD X ...) among t[0..n), as a list; NULL when
+ * there is none. */
+static tg_term *clause(repl *R, tg_term *const *t, int n, const char *head)
+{
+    tg_term *h = tg_symbol_cstr(R->ctx, head);
+    for (int i = 0; i < n; i++)
+        if (tg_kind_of(t[i]) == TG_PAIR && tg_car(t[i]) == h)
+            return tg_cdr(R->ctx, t[i]);
+    return NULL;
+}
+
+enum { MAX_FN_OUTPUTS = 32 };
+
+/* :fn NAME (inputs IN ...) (outputs OUT ...) (updates (SHARED NEW) ...):
+ * compile a function with state and keep it under NAME. */
+static int cmd_fn(repl *R, const char *name, const char *args)
+{
+    static const char usage[] = "NAME (inputs IN ...) (outputs OUT ...) [(updates (SHARED NEW) ...)]";
+    tg_term *t[4];
+    int n = read_args(R, name, args, t, 2, 4, usage);
+    if (n < 0)
+        return 1;
+    tg_term *ins = clause(R, t + 1, n - 1, "inputs"), *outs = clause(R, t + 1, n - 1, "outputs");
+    tg_term *upd = clause(R, t + 1, n - 1, "updates");
+    if (tg_kind_of(t[0]) != TG_SYMBOL || (!outs && !upd) || (n - 1 != !!ins + !!outs + !!upd)) {
+        complain(R, "usage: :fn %s", usage);
+        return 1;
+    }
+    tg_term *in[MAX_INPUTS], *out[MAX_FN_OUTPUTS];
+    size_t nin = ins ? tg_elements(ins, in, MAX_INPUTS) : 0, nout = outs ? tg_elements(outs, out, MAX_FN_OUTPUTS) : 0;
+    if (nin > MAX_INPUTS || nout > MAX_FN_OUTPUTS) {
+        complain(R, "%s", "more than 32 inputs or outputs");
+        return 1;
+    }
+    tg_fn_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.updates = upd;
+    tg_error err;
+    tg_error_clear(&err);
+    tg_fn *fn = tg_fn_compile(R->ctx, nin, in, nout, out, &opt, &err);
+    replfn *f = fn ? find_fn(R, t[0]) : NULL;
+    if (fn && !f && (f = GC_MALLOC(sizeof *f))) {
+        f->name = t[0], f->next = R->fns;
+        R->fns = f;
+    } else if (f) {
+        tg_fn_free(f->fn);      /* defined again */
+    }
+    if (!f) {
+        if (fn)
+            complain(R, "%s", "out of memory");
+        else
+            report_here(R, &err);
+        tg_fn_free(fn);
+        return 1;
+    }
+    f->fn = fn, f->inputs = ins ? ins : tg_nil(), f->nout = (int)nout;
+    size_t nl;
+    const char *fname = tg_symbol_name(t[0], &nl);
+    fprintf(R->out, "%.*s: %zu input%s, %zu output%s, %zu update%s\n", (int)nl, fname, nin, nin == 1 ? "" : "s",
+            nout, nout == 1 ? "" : "s", upd ? tg_length(upd) : 0, upd && tg_length(upd) == 1 ? "" : "s");
+    return 0;
+}
+
+/* Call function NAME (t[0]) `times` times on the bindings t[1..n), then
+ * print its outputs. */
+static int call_fn(repl *R, tg_term *const *t, int n, long times)
+{
+    replfn *f = tg_kind_of(t[0]) == TG_SYMBOL ? find_fn(R, t[0]) : NULL;
+    if (!f) {
+        char *p = tg_print(t[0], NULL);
+        complain(R, "no function %s (:fn defines one)", p ? p : "?");
+        free(p);
+        return 1;
+    }
+    tg_term *in[MAX_INPUTS];
+    tg_array arr[MAX_INPUTS], out[MAX_FN_OUTPUTS];
+    int nin = (int)tg_elements(f->inputs, in, MAX_INPUTS), made = 0, rc = 0;
+    for (; made < nin && rc == 0; made++)
+        rc = bind_input(R, in[made], t + 1, n - 1, &arr[made]);
+    if (rc)
+        made--;
+    tg_error err;
+    tg_error_clear(&err);
+    memset(out, 0, sizeof out);
+    for (long k = 0; rc == 0 && k < times; k++) {
+        for (int i = 0; k && i < f->nout; i++) {    /* the last call's outputs are printed */
+            free(out[i].data);
+            out[i].data = NULL;
+        }
+        if (tg_fn_call(f->fn, arr, out, &err) < 0) {
+            report_here(R, &err);
+            rc = 1;
+        }
+    }
+    for (int i = 0; rc == 0 && i < f->nout; i++) {
+        tg_term *v = tgM_array_to_term(R->ctx, &out[i]);
+        if (v)
+            print_term(R, v);
+        else
+            complain(R, "%s", "out of memory"), rc = 1;
+    }
+    for (int i = 0; i < f->nout; i++)
+        free(out[i].data);
+    for (int i = 0; i < made; i++)
+        free(arr[i].data);
+    return rc;
+}
+
+/* :call NAME (X VALUE) ...: run a function :fn defined once. */
+static int cmd_call(repl *R, const char *name, const char *args)
+{
+    tg_term *t[1 + MAX_INPUTS];
+    int n = read_args(R, name, args, t, 1, 1 + MAX_INPUTS, "NAME (X VALUE-OR-\"FILE.npy\") ...");
+    return n < 0 ? 1 : call_fn(R, t, n, 1);
+}
+
+/* :repeat N NAME (X VALUE) ...: run it N times on the same arrays. */
+static int cmd_repeat(repl *R, const char *name, const char *args)
+{
+    tg_term *t[2 + MAX_INPUTS];
+    int64_t times;
+    int n = read_args(R, name, args, t, 2, 2 + MAX_INPUTS, "N NAME (X VALUE-OR-\"FILE.npy\") ...");
+    if (n < 0)
+        return 1;
+    if (tg_int_get(t[0], &times) < 0 || times < 1) {
+        complain(R, "%s", ":repeat needs a count of at least 1");
+        return 1;
+    }
+    return call_fn(R, t + 1, n - 1, (long)times);
+}
+
 static char *get_line(repl *R, FILE *in, const char *prompt);
 
 /* Wait for Enter at the terminal; 0 to go on, 1 when q was typed (or
@@ -1152,6 +1392,15 @@ static const command commands[] = {
     {"history", "[firings|passes] [FILE]",
      "the last :step as Graphviz: the term after each firing (or pass), or the firings",
      ":history passes steps.svg", cmd_history},
+    {"var", "NAME [DTYPE VALUE]", "make or set a shared variable (a list or a .npy file), or print it",
+     ":var w float64 (0 0)", cmd_var},
+    {"fn", "NAME (inputs ...) (outputs ...) [(updates ...)]",
+     "compile a function that may read and update shared variables",
+     ":fn step (inputs (input x float64 (2))) (outputs) (updates ((shared w float64 (2)) (add (shared w float64 (2)) (input x float64 (2)))))",
+     cmd_fn},
+    {"call", "NAME (X VALUE)...", "run a function :fn defined; print its outputs", ":call step (x (1 2))", cmd_call},
+    {"repeat", "N NAME (X VALUE)...", "run it N times on the same arrays; print the last outputs",
+     ":repeat 10 step (x (1 2))", cmd_repeat},
     {"shared", "[on|off]", "print repeated subterms once: X where *1 = ...", ":shared on", cmd_shared},
     {"quit", "", "leave (Ctrl-D too)", ":quit", cmd_quit},
     {NULL, NULL, NULL, NULL, NULL}
@@ -1477,6 +1726,7 @@ int tgM_repl(tg_ctx *ctx, tg_rules *rs, FILE *in, const char *name, const tgM_re
     }
     free(hist);
     free(e.text);
+    free_fns(&R);
     tg_rules_set_trace(rs, stdout, tg_rules_tracing(rs));  /* the filter goes now */
     if (R.out != stdout)
         fclose(R.out);

@@ -285,4 +285,10 @@ const char *tgT_table_check(const tg_ctx *ctx);
  * back towards their homes. */
 size_t tgT_table_displacement(const tg_ctx *ctx);
 
+/* A slot of the context for the state a higher layer keeps per context
+ * (the kernels' shared variables), so that this layer knows nothing of
+ * it: free_fn(ext) runs when the context is freed.  NULL until set. */
+void *tgT_ctx_ext(const tg_ctx *ctx);
+void tgT_ctx_set_ext(tg_ctx *ctx, void *ext, void (*free_fn)(void *));
+
 #endif

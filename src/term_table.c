@@ -648,9 +648,19 @@ void tg_ctx_free(tg_ctx *ctx)
 {
     if (!ctx)
         return;
+    if (ctx->ext_free)
+        ctx->ext_free(ctx->ext);
     GC_call_with_alloc_lock(unlink_ctx, ctx);
     table_free(ctx->tab);
     GC_FREE(ctx);
+}
+
+void *tgT_ctx_ext(const tg_ctx *ctx) { return ctx->ext; }
+
+void tgT_ctx_set_ext(tg_ctx *ctx, void *ext, void (*free_fn)(void *))
+{
+    ctx->ext = ext;
+    ctx->ext_free = free_fn;
 }
 
 void tg_ctx_stats(const tg_ctx *ctx, tg_stats *out)

@@ -35,6 +35,8 @@ struct tg_ctx {
     uint64_t next_lvar;     /* ids of runtime logic variables */
     void *freelist[TGT_NFREE + 1];
     tg_ctx *next;           /* registry of live contexts */
+    void *ext;              /* a higher layer's state (tgT_ctx_set_ext) */
+    void (*ext_free)(void *);
 };
 
 /* ---- buckets ------------------------------------------------------ */

@@ -485,10 +485,20 @@ typedef struct tg_fn_options {
      * the library's rules, a disconnected input an error); they are
      * expanded before anything else, rewriting included */
     const struct tg_grad_options *grad;
+    /* NULL, or the update pairs ((SHARED NEW-VALUE) ...): after each call
+     * shared variable SHARED holds NEW-VALUE, computed from the values
+     * before the call (doc/kernels.md, Shared variables and updates) */
+    tg_term *updates;
+    /* nonzero: an input given in another dtype than declared is converted
+     * when no value changes (int64 data into a float64 input); a value
+     * that would change is an error, as is any other dtype when zero */
+    int allow_input_downcast;
 } tg_fn_options;
 
 /* Compile outputs over inputs, each input an (input NAME DTYPE (SIZE ...))
- * term; opt may be NULL.  NULL with err filled (naming the subterm) on an
+ * term; the outputs may read shared variables of ctx, written (shared
+ * NAME DTYPE (SIZE ...)), bound from their storage at each call; opt may
+ * be NULL.  NULL with err filled (naming the subterm) on an
  * unknown op or a dtype or shape mismatch known at compile time. */
 tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout,
                      tg_term *const *outputs, const tg_fn_options *opt, tg_error *err);
@@ -530,6 +540,37 @@ typedef struct tg_grad_options {
  * not depending on WRT, an op with no vjp rule, a term the tensor types
  * reject. */
 tg_term *tg_grad_expand(tg_ctx *ctx, tg_term *t, const tg_grad_options *opt, tg_error *err);
+/* ---- shared variables --------------------------------------------- */
+
+/* A named array of a context that outlives calls: the terms of any
+ * function compiled in that context read it as (shared NAME DTYPE (SIZE
+ * ...)), and updates (tg_fn_options.updates) write it, so functions
+ * sharing a variable see each other's writes.  The context owns it; a
+ * function compiled with it keeps it alive until freed itself. */
+typedef struct tg_shared tg_shared;
+
+/* A new shared variable holding a copy of value (any strides).  NULL with
+ * err filled: a name already taken, a bad array. */
+tg_shared *tg_shared_new(tg_ctx *ctx, const char *name, const tg_array *value, tg_error *err);
+/* The shared variable of ctx named name, or NULL. */
+tg_shared *tg_shared_find(tg_ctx *ctx, const char *name);
+/* Replace the value with a copy of value, of the variable's dtype and
+ * rank; only this changes its shape.  0, or -1 with err filled and the
+ * value unchanged. */
+int tg_shared_set(tg_shared *sv, const tg_array *value, tg_error *err);
+/* Copy the value into out: with out->data NULL it is allocated (malloc:
+ * release it with free) and dtype, shape and strides are filled;
+ * otherwise out must have the variable's dtype and shape.  0 or -1. */
+int tg_shared_get(const tg_shared *sv, tg_array *out, tg_error *err);
+/* A read-only view of the value, without copying: valid until the next
+ * tg_shared_set, tg_shared_free or call of a function updating it.  0 or
+ * -1. */
+int tg_shared_view(const tg_shared *sv, tg_array *view, tg_error *err);
+/* Its name (NULL for a NULL sv). */
+const char *tg_shared_name(const tg_shared *sv);
+/* Remove the variable from its context (the name is free again); its
+ * storage goes when no function uses it any more. */
+void tg_shared_free(tg_shared *sv);
 
 #ifdef __cplusplus
 }

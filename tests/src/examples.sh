@@ -47,5 +47,12 @@ profile: (profile canonicalize-c (passes 1) (nodes 2 2 2) (rewrites 0) (conditio
 result:  (true_div (mul x y) z)
 profile: (profile canonicalize-rule (passes 1) (nodes 2 2 2) (rewrites 0) (conditions 0) (rules) (never-fired mul-div-cancel))"
 
+ex shared "step 0: loss 21.000000
+step 1: loss 7.058750
+step 2: loss 2.373022
+step 10: loss 0.000920
+step 50: loss 0.000048
+w = 2.000058, b = 0.999876"
+
 echo "1..$n"
 [ $failed = 0 ]

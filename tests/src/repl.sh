@@ -291,6 +291,69 @@ t ":eval runs tensor terms on literal arrays" 0 "(2.0 3.0 4.0)
 -2.5
 (() ())" "" "$TGREL"
 
+# functions with state: :var makes, sets and prints shared variables, :fn
+# compiles a function with updates, :call and :repeat run it
+input ':var w float64 (0 0)' ':var b float64 0' \
+      ':fn step (inputs (input x float64 (n))) (outputs (sum (shared w float64 (n))) (shared b float64 ())) (updates ((shared w float64 (n)) (add (shared w float64 (n)) (input x float64 (n)))) ((shared b float64 ()) (add (shared b float64 ()) 1)))' \
+      ':call step (x (1 2))' ':var w' ':repeat 10 step (x (0.5 1))' ':var w' ':var b' \
+      ':fn swap (outputs) (updates ((shared w float64 (n)) (shared v float64 (n))) ((shared v float64 (n)) (shared w float64 (n))))' \
+      ':var v float64 (7 8)' \
+      ':fn swap (outputs) (updates ((shared w float64 (n)) (shared v float64 (n))) ((shared v float64 (n)) (shared w float64 (n))))' \
+      ':call swap' ':var w' ':var v'
+t ":var, :fn, :call and :repeat: a function updating shared variables" 1 "w: float64 (2)
+b: float64 ()
+step: 1 input, 2 outputs, 2 updates
+0.0
+0.0
+(1.0 2.0)
+16.5
+10.0
+(6.0 12.0)
+11.0
+v: float64 (2)
+swap: 0 inputs, 0 outputs, 2 updates
+(7.0 8.0)
+(6.0 12.0)" "<stdin>:9:1: kernels: in (shared v float64 (n)): no shared variable v in this context" "$TGREL"
+
+# the man page's example of :repeat
+input ':var w float64 (0 0)' \
+      ':fn step (inputs (input x float64 (2))) (outputs) (updates ((shared w float64 (2)) (add (shared w float64 (2)) (input x float64 (2)))))' \
+      ':repeat 10 step (x (1 2))' ':var w'
+t ":repeat 10 step (x (1 2)) leaves w at (10.0 20.0)" 0 "w: float64 (2)
+step: 1 input, 0 outputs, 1 update
+(10.0 20.0)" "" "$TGREL"
+
+# doc/kernels.md's random draws from a state an update advances
+input ':var rng int64 11' \
+      ':fn noise (outputs (random uniform (shared rng int64 ()) (3) 0 1)) (updates ((shared rng int64 ()) (add (shared rng int64 ()) 1)))' \
+      ':call noise' ':call noise' ':var rng int64 11' ':call noise' ':var rng'
+t "random draws: a state set back draws again what it drew" 0 "rng: int64 ()
+noise: 0 inputs, 1 output, 1 update
+(0.9587867103740684 0.6934046604194692 0.034212382650878115)
+(0.5251201891809784 0.6804808585015907 0.5808752436854749)
+rng: int64 ()
+(0.9587867103740684 0.6934046604194692 0.034212382650878115)
+12" "" "$TGREL"
+
+# a failed call leaves the variables as they were; errors name the culprit
+input ':var w float64 (1 2)' \
+      ':fn f (inputs (input x float64 (2))) (outputs) (updates ((shared w float64 (2)) (mul (shared w float64 (2)) (input x float64 (2)))))' \
+      ':var w float64 (1 2 3)' ':call f (x (2 2))' ':var w' ':var w int64 (1 2)' ':var w float64 (3 4)' \
+      ':call f (x (2 2))' ':var w' ':call g' ':repeat 0 f (x (1 1))' ':var q' \
+      ':fn h (inputs (input x int64 (2))) (outputs) (updates ((shared w float64 (2)) (input x int64 (2))))' ':var w float64 "nope.npy"'
+t "errors of :var, :fn, :call and :repeat leave the variables as they were" 1 "w: float64 (2)
+f: 1 input, 0 outputs, 1 update
+w: float64 (3)
+(1.0 2.0 3.0)
+w: float64 (2)
+(6.0 8.0)" "<stdin>:4:1: kernels: shared variable w: expected shape (2), got (3)
+<stdin>:6:1: w: kernels: shared variable w is float64 with 1 axes, the value int64 with 1
+<stdin>:10:1: no function g (:fn defines one)
+<stdin>:11:1: :repeat needs a count of at least 1
+<stdin>:12:1: no shared variable q (:var NAME DTYPE VALUE makes one)
+<stdin>:13:1: kernels: in (input x int64 (2)): the new value of shared variable w is int64, w is float64
+<stdin>:14:1: w: *nope.npy*" "$TGREL"
+
 # a scan is a tensor term like any other (doc/scan.md)
 input ':eval (scan (lambda (xt acc) ((add acc xt))) (steps auto) (sequences (input x float64 (n))) (outputs (sitsot 0)) (non_sequences)) (x (1 2 3 4))' \
       ':eval (scan (lambda (a b) ((add a b))) (steps 6) (sequences) (outputs (mitsot (input f int64 (2)) (taps -2 -1))) (non_sequences)) (f (0 1))' \
