@@ -137,8 +137,8 @@ static void put_node(tgB_buf *b, const tgH_sched *s, const tgH_step *st, int v)
         tgB_printf(b, "    %s v%d = %s ? %s : %s;\n", lt, v, c, x, y);
         return;
     }
-    if (n->op == TGV_CAST || n->op == TGV_ALLOC) {
-        arg_expr(s, st, n->args[0], n->dtype, x, sizeof x);
+    if (n->op == TGV_CAST || n->op == TGV_ALLOC || n->op == TGV_FILL) {
+        arg_expr(s, st, n->args[n->op == TGV_FILL], n->dtype, x, sizeof x);
         tgB_printf(b, "    %s v%d = %s;\n", lt, v, x);
         return;
     }

@@ -308,8 +308,8 @@ static void eval_node(loopctx *L, const tgV_node *n, reg *out, int m)
             out[j] = c[j].i ? out[j] : y[j];
         return;
     }
-    if (n->op == TGV_CAST || n->op == TGV_ALLOC) {
-        const reg *x = arg_block(L, n, n->args[0], n->dtype, m, t0);
+    if (n->op == TGV_CAST || n->op == TGV_ALLOC || n->op == TGV_FILL) {
+        const reg *x = arg_block(L, n, n->args[n->op == TGV_FILL], n->dtype, m, t0);
         if (x != out)
             memcpy(out, x, (size_t)m * sizeof *out);
         return;

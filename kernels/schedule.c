@@ -403,6 +403,29 @@ static int plan_buffers(tgH_sched *s, const unsigned char *kept)
     return 0;
 }
 
+/* Elementwise nodes no output needs are dead: a fill's model, typed
+ * for its type alone, is never computed.  Nodes are in topological
+ * order, so one pass from the last marks what the outputs read. */
+static int mark_unused(tgV_graph *g)
+{
+    unsigned char *live = GC_MALLOC_ATOMIC((size_t)g->n + 1);
+    if (!live)
+        return -1;
+    memset(live, 0, (size_t)g->n + 1);
+    for (int i = 0; i < g->noutputs; i++)
+        live[g->outputs[i]] = 1;
+    for (int v = g->n - 1; v >= 0; v--) {
+        tgV_node *n = &g->nodes[v];
+        if (!live[v] && tgV_elementwise(n->op)) {
+            n->dead = true;
+            continue;
+        }
+        for (int i = 0; i < n->nargs; i++)
+            live[n->args[i]] = 1;
+    }
+    return 0;
+}
+
 tgH_sched *tgH_schedule(tgV_graph *g, const unsigned char *kept, tg_error *err)
 {
     tgH_sched *s = GC_MALLOC(sizeof *s);
@@ -410,7 +433,7 @@ tgH_sched *tgH_schedule(tgV_graph *g, const unsigned char *kept, tg_error *err)
     if (!s || !unit || !level)
         return tgE_nomem(err), NULL;
     s->g = g;
-    if (fuse_gemm(g) < 0)
+    if (mark_unused(g) < 0 || fuse_gemm(g) < 0)
         return tgE_nomem(err), NULL;
     int nu = assign_units(g, unit, level);
     int *order = nu >= 0 ? ints((size_t)nu, -1) : NULL;

@@ -39,7 +39,7 @@ static const opinfo ops[] = {
     {"gt", TGV_GT, 2, 2, 0, -1}, {"ge", TGV_GE, 2, 2, 0, -1},
     {"eq", TGV_EQ, 2, 2, 0, -1}, {"neq", TGV_NEQ, 2, 2, 0, -1},
     {"switch", TGV_SWITCH, 3, 3, 0, -1}, {"cast", TGV_CAST, 2, 2, 1, 1},
-    {"alloc", TGV_ALLOC, 1, 1 + TGV_MAXDIM, 0, 0},
+    {"fill", TGV_FILL, 2, 2, 0, -1}, {"alloc", TGV_ALLOC, 1, 1 + TGV_MAXDIM, 0, 0},
     {"sum", TGV_SUM, 1, 2, 0, 0}, {"prod", TGV_PROD, 1, 2, 0, 0},
     {"max", TGV_MAX, 1, 2, 0, 0}, {"min", TGV_MIN, 1, 2, 0, 0},
     {"mean", TGV_MEAN, 1, 2, 0, 0}, {"dot", TGV_DOT, 2, 2, 0, -1},
@@ -387,6 +387,10 @@ static int type_elementwise(builder *b, tgV_node *n, tg_term **argt)
         break;
     case TGV_LT: case TGV_LE: case TGV_GT: case TGV_GE: case TGV_EQ: case TGV_NEQ:
         n->dtype = TG_BOOL;
+        break;
+    case TGV_FILL:  /* (fill MODEL VALUE): VALUE in MODEL's dtype, the shapes broadcast */
+        n->dtype = g->nodes[n->args[0]].dtype;
+        n->weak = g->nodes[n->args[0]].weak;
         break;
     case TGV_CAST:  /* (cast DTYPE x) or the rule library's (cast x DTYPE) */
         if (parse_dtype(argt[0], &n->dtype) < 0 && parse_dtype(argt[1], &n->dtype) < 0)
@@ -786,9 +790,26 @@ static tg_term *gemm_sum(builder *b, tg_term *t)
 }
 
 /* Type an op node whose tensor arguments all have nodes. */
+/* (fill MODEL VALUE) where VALUE has MODEL's dtype and shape already is
+ * VALUE: no node, so that MODEL, read for its type only, is computed
+ * by nobody (x*y/y -> (fill (true_div x y) x) compiles to x's loop). */
+static int fill_is_value(builder *b, tg_term **argt)
+{
+    const tgV_graph *g = b->g;
+    const tgV_node *m = &g->nodes[map_get(b, argt[0])], *v = &g->nodes[map_get(b, argt[1])];
+    if (m->dtype != v->dtype || m->weak != v->weak || m->ndim != v->ndim)
+        return 0;
+    for (int d = 0; d < m->ndim; d++)
+        if (tgV_canon(g, m->shape[d]) != tgV_canon(g, v->shape[d]))
+            return 0;
+    return 1;
+}
+
 static int make_op(builder *b, tg_term *t, const opinfo *oi, tg_term **argt, int nt)
 {
     int th = oi->thi < 0 ? nt - 1 : oi->thi;
+    if (oi->op == TGV_FILL && fill_is_value(b, argt))
+        return tgV_alias(b, t, map_get(b, argt[1]));
     tgV_node *n = new_node(b, t, oi->op);
     if (!n)
         return -1;

@@ -5,7 +5,7 @@
  * small expression over them; one standing for an axis, a dtype, a slice
  * bound, a reshape's shape or a segment of arguments becomes one of
  * those, by the op it is an argument of.  The instance is rewritten by
- * that rule alone (with fold and guards, as canonicalize runs it); when
+ * that rule alone (with the guards its conditions ask for); when
  * the rule fired, the instance and its rewrite are compiled natively and
  * run on random inputs: the same type, and the same values within a
  * tolerance, or the rule is wrong.  A guard rule (known_pos,
@@ -25,7 +25,7 @@ static tg_rules *rs;
 static char dir[] = "/tmp/tgrel-librules-test-XXXXXX";
 
 #define TRIALS 400      /* random instances tried per rule, at most */
-#define WANT 6          /* instances that fire checked per rule */
+#define WANT 12         /* instances that fire checked per rule */
 #define DRAWS 3         /* random input sets per instance */
 
 /* ---- instances ---------------------------------------------------------- */
@@ -63,7 +63,8 @@ static tg_term *operand(inst *I, int depth)
         return I->in[pick(10) < 8 ? pick(2) : 2];
     if (r < 6 || depth >= 2)
         return number();
-    static const char *const un[] = {"exp", "neg", "sqr", "abs", "sigmoid", "tanh", "sin", "log1p", "expm1"};
+    /* finite on finite inputs: the fast_math rules hold there only */
+    static const char *const un[] = {"exp", "neg", "sqr", "abs", "sigmoid", "tanh", "sin", "expm1"};
     static const char *const bin[] = {"add", "mul", "sub", "maximum"};
     if (r < 8) {
         tg_term *a = operand(I, depth + 1);
@@ -355,26 +356,18 @@ static int check_guard(const inst *I, tg_term *e, int strict, char *msg, size_t 
 
 /* Rules of the library this test finds wrong, not fixed yet: each must
  * still be found wrong (so that the list stays true), every other one
- * right.  Most turn a tensor into a bare number, changing the output's
- * shape, dtype or both, which validation refuses when it happens at an
- * output; their fix is a node that keeps the type (a fill), which the
- * vocabulary does not have yet.  doc/rules.md lists them. */
-#define SCALAR "a tensor becomes a bare number: shape and dtype change"
+ * right.  They change the type of what they rewrite, which validation
+ * refuses when it happens at an output.  doc/rules.md lists them. */
 #define WEAK "exact folding of weak numbers gives an integer where the computation gives a float"
 #define BOOL "a comparison of numbers folds to the integer 0 or 1, not a bool"
 static const struct known { const char *rule, *why; } known_wrong[] = {
-    {"fold-add", WEAK}, {"fold-true_div", WEAK}, {"fold-reciprocal", WEAK}, {"fold-minimum", WEAK},
-    {"log1p-expm1", WEAK}, {"alloc-scalar", WEAK},
+    {"fold-true_div", WEAK}, {"fold-reciprocal", WEAK}, {"fold-maximum", WEAK}, {"fold-minimum", WEAK},
+    {"fold-pow", "an integer to a negative power folds to a rational, where integers compute 0 (or +-1)"},
     {"fold-lt", BOOL}, {"fold-le", BOOL}, {"fold-gt", BOOL}, {"fold-ge", BOOL}, {"fold-eq", BOOL},
     {"fold-neq", BOOL},
-    {"fold-switch", "a number condition picks one branch, losing the other's broadcast shape"},
+    {"fold-switch", "a number condition picks one branch, losing the other's dtype and broadcast shape"},
+    {"fold-switch-else", "a number condition picks one branch, losing the other's dtype and broadcast shape"},
     {"fold-cast-float32", "the cast number is a weak float64, not a float32"},
-    {"mul-zero", SCALAR}, {"mul-zero-n", SCALAR}, {"zero-div", SCALAR}, {"pow-zero", SCALAR},
-    {"one-pow", SCALAR}, {"sub-self", SCALAR}, {"div-self", SCALAR}, {"add-neg-self", SCALAR},
-    {"add-neg-self-n", "the 0 left for x + -x loses x's dtype and shape"},
-    {"mul-div-cancel", "x*y/y -> x loses the float dtype of an integer x and y's broadcast shape"},
-    {"mul-reciprocal-self", SCALAR}, {"lt-abs-zero", SCALAR}, {"ge-abs-zero", SCALAR}, {"eq-self", SCALAR},
-    {"neq-self", SCALAR}, {"switch-same", "the condition's broadcast shape is lost"},
     {"pow-minus-one", "an integer x^-1 (an integer) becomes a float reciprocal"},
     {"pow-minus-two", "an integer x^-2 (an integer) becomes a float reciprocal"},
     {"dot-zero", "it applies only to (dot 0 x), which does not type: never to a graph that compiles"},
@@ -401,7 +394,9 @@ static void check_lhs(tg_term *name, tg_term *lhs, outcome *res)
     size_t nl;
     const char *s = tg_symbol_name(name, &nl);
     snprintf(nm, sizeof nm, "%.*s", (int)(nl < 90 ? nl : 90), s);
-    snprintf(spec, sizeof spec, "(equilibrium t-%s fold guards %s)", nm, nm);
+    /* with the guards the rule's conditions ask, not with fold: a fold
+     * rule's own fault must not be laid on the rule it ran beside */
+    snprintf(spec, sizeof spec, "(equilibrium t-%s guards %s)", nm, nm);
     tg_error err;
     char rw[120];
     snprintf(rw, sizeof rw, "t-%s", nm);
@@ -447,6 +442,18 @@ static void check_lhs(tg_term *name, tg_term *lhs, outcome *res)
 }
 
 /* The outcome of rule name (its left sides tried). */
+/* The random stream restarts for each rule from its name, so that what
+ * one rule's instances are does not hang on the rules before it. */
+static void seed_for(tg_term *name)
+{
+    size_t n;
+    const char *s = tg_symbol_name(name, &n);
+    unsigned long long h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    kt_seed = h | 1;
+}
+
 static void report(tg_term *name, const outcome *r)
 {
     char nm[100];
@@ -541,6 +548,7 @@ int main(void)
             if (cur)
                 report(cur, &res);
             cur = name, res = (outcome){1, 0, 0, 0};
+            seed_for(name);
             n++;
         }
         check_lhs(name, lhs, &res);

@@ -310,6 +310,36 @@ static tg_fn *compile_rw(tg_rules *rs, const char *spec, const char *outs, tg_er
 
 static char *sched_of(tg_fn *fn) { return fn ? tg_print(tg_fn_schedule(fn), NULL) : NULL; }
 
+/* s with its node names %N renumbered in order of first appearance, so
+ * that schedules computing the same nodes compare equal whatever nodes
+ * their graphs typed and left uncomputed (a fill's model). */
+static char *renumbered(char *s)
+{
+    long map[256][2];
+    int nm = 0;
+    size_t len = s ? strlen(s) : 0, o = 0;
+    char *out = s ? malloc(len * 2 + 1) : NULL;
+    for (size_t i = 0; out && i < len;) {
+        if (s[i] != '%') {
+            out[o++] = s[i++];
+            continue;
+        }
+        char *end;
+        long v = strtol(s + i + 1, &end, 10), k = -1;
+        for (int j = 0; j < nm && k < 0; j++)
+            if (map[j][0] == v)
+                k = map[j][1];
+        if (k < 0 && nm < 256)
+            map[nm][0] = v, map[nm][1] = nm, k = nm++;
+        o += (size_t)sprintf(out + o, "%%%ld", k);
+        i = (size_t)(end - s);
+    }
+    if (out)
+        out[o] = 0;
+    free(s);
+    return out;
+}
+
 /* tg_fn_options.rules: outputs go through the library's databases. */
 static void test_rewrite_option(void)
 {
@@ -322,12 +352,13 @@ static void test_rewrite_option(void)
         tg_rules_free(rs);
         return;
     }
-    /* x*y/y is x after canonicalize: the same schedule (and so one cache entry) */
+    /* x*y/y is x after canonicalize (as (fill (true_div x y) x), whose
+     * model only gives the type): the same loop */
     const char *x = "(exp (input x float64 (n m)))";
     const char *xyy = "(exp (true_div (mul (input x float64 (n m)) (input y float64 (n m))) (input y float64 (n m))))";
     tg_fn *f1 = compile_rw(rs, NULL, xyy, &err), *f2 = compile_rw(NULL, NULL, x, &err);
     tg_fn *f3 = compile_rw(NULL, NULL, xyy, &err);
-    char *s1 = sched_of(f1), *s2 = sched_of(f2), *s3 = sched_of(f3);
+    char *s1 = renumbered(sched_of(f1)), *s2 = renumbered(sched_of(f2)), *s3 = renumbered(sched_of(f3));
     TAP_CHECK(s1 && s2 && strcmp(s1, s2) == 0, "x*y/y rewritten compiles to the schedule of x: %s", s1 ? s1 : err.message);
     TAP_CHECK(s1 && s3 && strcmp(s1, s3) != 0, "without the rules it does not: %s", s3 ? s3 : "?");
     free(s1), free(s2), free(s3);
