@@ -95,11 +95,12 @@ static int ts_push(tstack *s, tg_term *t)
 
 enum { S_TENSOR, S_VJP, S_ADJOINTS, S_G, S_GRAD, S_INPUT, S_AXES, S_ALL, S_PERM, S_X,
        S_SHAPE_OF, S_DIMSHUFFLE, S_SUM, S_ALLOC, S_CAST, S_RESHAPE, S_CONST, S_ADD, S_MUL,
-       S_KEEPDIMS, S_COUNT, S_RESHAPE_LIKE, S_UNDIMSHUFFLE, S_TRANSPOSE, S_NSYMS };
+       S_KEEPDIMS, S_COUNT, S_RESHAPE_LIKE, S_UNDIMSHUFFLE, S_ZEROS_LIKE, S_TRANSPOSE, S_NSYMS };
 static const char *const sym_names[S_NSYMS] = {
     "tensor", "vjp", "adjoints", "g", "grad", "input", "axes", "all", "perm", "x",
     "shape-of", "dimshuffle", "sum", "alloc", "cast", "reshape", "const", "add", "mul",
-    "grad:keepdims", "grad:count", "grad:reshape-like", "grad:undimshuffle", "transpose"};
+    "grad:keepdims", "grad:count", "grad:reshape-like", "grad:undimshuffle", "grad:zeros-like",
+    "transpose"};
 
 typedef struct gx {
     tg_ctx *ctx;
@@ -307,10 +308,19 @@ static tg_term *builtin(gx *x, tg_term *vjp, tg_term *t)
 {
     tg_term *a[4], *sz[TGV_MAXDIM], *dt, *v[TGV_MAXDIM + 2];
     size_t n = tg_elements(t, a, 4);
-    bool count = a[0] == x->s[S_COUNT];     /* (grad:count X AXES), the others (F G X ...) */
-    int r = n >= 3 ? ph_shape(x, a[count ? 1 : 2], sz, &dt) : -1;
+    /* (grad:count X AXES) and (grad:zeros-like X), the others (F G X ...) */
+    bool count = a[0] == x->s[S_COUNT], zeros = a[0] == x->s[S_ZEROS_LIKE];
+    int r = n >= (zeros ? 2u : 3u) ? ph_shape(x, a[count || zeros ? 1 : 2], sz, &dt) : -1;
     if (r < 0)
         return fail(x, vjp, "%s needs an argument of the node where its X is", show(x, 1, a[0])), NULL;
+    if (zeros) {
+        tg_term *z = list3(x, x->s[S_CONST], dt, tg_int(x->ctx, 0));
+        if (!r || !z)
+            return z;
+        v[0] = x->s[S_ALLOC], v[1] = z;
+        memcpy(v + 2, sz, (size_t)r * sizeof *sz);
+        return tg_list(x->ctx, (size_t)r + 2, v, NULL);
+    }
     if (count) {
         a[3] = a[2];
         n = 4;
@@ -371,7 +381,7 @@ static tg_term *builtin(gx *x, tg_term *vjp, tg_term *t)
 static bool is_builtin(gx *x, tg_term *h)
 {
     return h == x->s[S_KEEPDIMS] || h == x->s[S_COUNT] || h == x->s[S_RESHAPE_LIKE] ||
-           h == x->s[S_UNDIMSHUFFLE];
+           h == x->s[S_UNDIMSHUFFLE] || h == x->s[S_ZEROS_LIKE];
 }
 
 /* Rebuild t bottom-up (explicit stack): the leaves and subterms map has

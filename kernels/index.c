@@ -241,40 +241,58 @@ static int64_t load_index(const tgI_arr *a)
     return v;
 }
 
-int tgIx_view(const tgV_graph *g, tgI_state *st, int v, tg_error *err)
+/* The view that spec sp of node term (dynamic indices in st->vals[args[k]])
+ * makes of x: y's data, strides and, with shape set, ndim and shape.  -1
+ * with err on an index out of range. */
+static int view_of(const tgIx_spec *sp, const tg_term *term, const int *args, const tgI_state *st,
+                   const tgI_arr *x, tgI_arr *y, bool shape, tg_error *err)
 {
-    const tgV_node *n = &g->nodes[v];
-    const tgIx_spec *sp = n->index;
-    const tgI_arr *x = &st->vals[n->args[0]];
-    tgI_arr *y = &st->vals[v];
     int64_t off = 0, count = 1;
     int od = 0;
-    for (int d = 0; d < y->ndim; d++)
-        count *= y->shape[d];
     for (int d = 0; d < x->ndim; d++) {
         const tgIx_axis *a = d < sp->n ? &sp->ax[d] : NULL;
         int64_t size = x->shape[d];
         if (!a) {
+            if (shape)
+                y->shape[od] = size;
             y->strides[od++] = x->strides[d];
         } else if (a->kind == TGIX_SLICE) {
             int64_t first, len = tgIx_slice_len(size, a, &first);
             if (len > 0)
                 off += first * x->strides[d];
+            if (shape)
+                y->shape[od] = len;
             /* a huge step only ever meets one element: no overflow */
             y->strides[od++] = len > 1 ? (a->has_step ? a->step : 1) * x->strides[d] : 0;
         } else {
-            int64_t i = a->kind == TGIX_INDEX ? a->start : load_index(&st->vals[n->args[a->arg]]);
+            int64_t i = a->kind == TGIX_INDEX ? a->start : load_index(&st->vals[args[a->arg]]);
             if (i < -size || i >= size) {
                 char buf[200];
                 tgE_set(err, TG_ERR_RANGE, NULL, 0, 0,
                         "kernels: in %s: index %lld is out of range for axis %d of size %lld",
-                        tgV_show(n->term, buf, sizeof buf), (long long)i, d, (long long)size);
+                        tgV_show(term, buf, sizeof buf), (long long)i, d, (long long)size);
                 return -1;
             }
             off += (i < 0 ? i + size : i) * x->strides[d];
         }
     }
+    if (shape)
+        y->ndim = od, y->dtype = x->dtype;
+    for (int d = 0; d < y->ndim; d++)
+        count *= y->shape[d];
     /* an empty result points at its base: no address past an empty array */
     y->data = count ? x->data + off : x->data;
     return 0;
+}
+
+int tgIx_view(const tgV_graph *g, tgI_state *st, int v, tg_error *err)
+{
+    const tgV_node *n = &g->nodes[v];
+    return view_of(n->index, n->term, n->args, st, &st->vals[n->args[0]], &st->vals[v], false, err);
+}
+
+int tgIx_part(const tgV_graph *g, const tgI_state *st, int v, const tgI_arr *x, tgI_arr *part, tg_error *err)
+{
+    const tgV_node *n = &g->nodes[v];
+    return view_of(n->index, n->term, n->args, st, x, part, true, err);
 }

@@ -1,6 +1,7 @@
 /* index.h - indexing and slicing (module prefix tgIx_): the typing of
  * (subtensor X IDX ...), the sizes that slices of symbolic sizes derive,
- * and the view a subtensor is at run time.  See doc/kernels.md. */
+ * and the view a subtensor is at run time, also the part of X that
+ * inc_subtensor and set_subtensor write.  See doc/kernels.md. */
 #ifndef TG_KERNELS_INDEX_H
 #define TG_KERNELS_INDEX_H
 
@@ -47,5 +48,9 @@ int tgIx_bind(const tgV_graph *g, int64_t *symv, tg_error *err);
 /* Set the data and strides of subtensor node v from its base's; -1 with
  * err on an index out of range at call time. */
 int tgIx_view(const tgV_graph *g, tgI_state *st, int v, tg_error *err);
+/* The part x[IDX ...] of array x (of X's shape) that inc_subtensor or
+ * set_subtensor node v writes: *part's dtype, shape, strides and data;
+ * -1 with err on an index out of range. */
+int tgIx_part(const tgV_graph *g, const tgI_state *st, int v, const tgI_arr *x, tgI_arr *part, tg_error *err);
 
 #endif

@@ -617,6 +617,49 @@ static void copy_arr(const tgI_arr *dst, const tgI_arr *src)
     for_each(dst->ndim, dst->shape, dst->strides, src->strides, copy_visit, &C);
 }
 
+typedef struct updctx {
+    const tgI_arr *part, *val;
+    bool inc;
+} updctx;
+
+static void update_visit(void *ud, int64_t op, int64_t ov)
+{
+    updctx *U = ud;
+    tg_dtype d = U->part->dtype;
+    char *p = U->part->data + op;
+    reg v = convert(ld_reg(U->val->data + ov, U->val->dtype), U->val->dtype, d);
+    if (U->inc) {
+        reg a = ld_reg(p, d);
+        if (tgV_is_float(d))
+            v.f += a.f;     /* exact in double for float32: one rounding when stored */
+        else if (d == TG_BOOL)
+            v.i = v.i || a.i;
+        else
+            v.i = (int64_t)((uint64_t)v.i + (uint64_t)a.i);
+    }
+    st_elem(p, d, v);
+}
+
+/* (inc_subtensor X V IDX ...) and set_subtensor: X copied into the
+ * result, then V (broadcast) added to or written over its part IDX. */
+static int run_update(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
+{
+    const tgV_node *n = &s->g->nodes[v];
+    const tgI_arr *x = &st->vals[n->args[0]], *val = &st->vals[n->args[1]];
+    tgI_arr *y = &st->vals[v], part;
+    copy_arr(y, x);
+    if (tgIx_part(s->g, st, v, y, &part, err) < 0)
+        return -1;
+    int64_t vs[TGV_MAXDIM] = {0};
+    for (int d = 0; d < val->ndim; d++) {
+        int pd = part.ndim - val->ndim + d;
+        vs[pd] = val->shape[d] == 1 ? 0 : val->strides[d];
+    }
+    updctx U = {&part, val, n->op == TGV_INC_SUBTENSOR};
+    for_each(part.ndim, part.shape, part.strides, vs, update_visit, &U);
+    return 0;
+}
+
 /* The accumulators of reduction node v, initialized, with their strides
  * over its source's shape; an error for max / min of an empty axis. */
 static int reduce_begin(const tgH_sched *s, tgI_state *st, int v, facc *F, tg_error *err)
@@ -1287,8 +1330,12 @@ int tgI_exec(const tgH_sched *s, tgI_state *st, tg_array *out, tg_error *err)
             }
             break;
         case TGH_REDUCE:
-            if (run_reduce(s, st, v, err) < 0)
+            if (g->nodes[v].op == TGV_INC_SUBTENSOR || g->nodes[v].op == TGV_SET_SUBTENSOR) {
+                if (run_update(s, st, v, err) < 0)
+                    return -1;
+            } else if (run_reduce(s, st, v, err) < 0) {
                 return -1;
+            }
             break;
         case TGH_DOT:
         case TGH_GEMM:

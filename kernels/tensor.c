@@ -47,6 +47,9 @@ static const opinfo ops[] = {
     {"reshape", TGV_RESHAPE, 2, 2, 0, 0},
     /* tensors: X and the index terms that are not literals (index.c) */
     {"subtensor", TGV_SUBTENSOR, 1, 1 + TGV_MAXDIM, 0, -1},
+    /* tensors: X, V and the index tensors */
+    {"inc_subtensor", TGV_INC_SUBTENSOR, 2, 2 + TGV_MAXDIM, 0, -1},
+    {"set_subtensor", TGV_SET_SUBTENSOR, 2, 2 + TGV_MAXDIM, 0, -1},
 };
 
 static const char *const dtype_names[] = {"bool", "int32", "int64", "float32", "float64"};
@@ -789,6 +792,49 @@ static tg_term *gemm_sum(builder *b, tg_term *t)
     return tg_list(c, 3, sum, NULL);
 }
 
+static bool updates(tgV_op op) { return op == TGV_INC_SUBTENSOR || op == TGV_SET_SUBTENSOR; }
+
+/* (inc_subtensor X V IDX ...), (set_subtensor X V IDX ...): X's dtype
+ * and shape; IDX as subtensor's (typed as the view X[IDX ...], whose
+ * shape V must broadcast to). */
+static int type_update(builder *b, tgV_node *n, tg_term **argt, int nt)
+{
+    tgV_graph *g = b->g;
+    /* the view: a node of args X and the index tensors, indices argt[2..] */
+    tgV_node view = {0};
+    int vargs[1 + TGV_MAXDIM];
+    tg_term *vt[1 + TGV_MAXDIM];
+    view.term = n->term, view.op = TGV_SUBTENSOR, view.args = vargs;
+    vargs[0] = n->args[0], vt[0] = argt[0];
+    for (int i = 2; i < nt; i++)
+        vt[i - 1] = argt[i];
+    for (int i = 2; i < n->nargs; i++)
+        vargs[i - 1] = n->args[i];
+    view.nargs = n->nargs - 1;
+    if (tgIx_type(g, &view, vt, nt - 1, b->err) < 0)
+        return -1;
+    tgIx_spec *sp = GC_MALLOC_ATOMIC(sizeof *sp);
+    if (!sp)
+        return tgE_nomem(b->err), -1;
+    *sp = *view.index;
+    for (int i = 0; i < sp->n; i++)      /* index tensors come after X and V here */
+        if (sp->ax[i].kind == TGIX_DYNAMIC)
+            sp->ax[i].arg++;
+    n->index = sp;
+    const tgV_node *x = &g->nodes[n->args[0]], *v = &g->nodes[n->args[1]];
+    n->dtype = n->cdt = x->dtype, n->weak = false;
+    n->ndim = x->ndim;
+    memcpy(n->shape, x->shape, sizeof n->shape);
+    if (v->ndim > view.ndim)
+        return fail(b, n->term, "the value has more axes than the part of X it goes to");
+    for (int d = 0; d < v->ndim; d++) {
+        tgV_size vs = tgV_canon(g, v->shape[d]), ws = tgV_canon(g, view.shape[view.ndim - v->ndim + d]);
+        if (vs != 1 && unify(b, n->term, vs, ws, "the value and the part of X it goes to") < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* Type an op node whose tensor arguments all have nodes. */
 /* (fill MODEL VALUE) where VALUE has MODEL's dtype and shape already is
  * VALUE: no node, so that MODEL, read for its type only, is computed
@@ -825,6 +871,15 @@ static int make_op(builder *b, tg_term *t, const opinfo *oi, tg_term **argt, int
             if (i == 0 || tgIx_is_index_tensor(argt[i]))
                 args[n->nargs++] = map_get(b, argt[i]);
         return tgIx_type(b->g, n, argt, nt, b->err);
+    }
+    if (oi->op == TGV_INC_SUBTENSOR || oi->op == TGV_SET_SUBTENSOR) {   /* X, V, index tensors */
+        if (b->depth)
+            return fail(b, t, "inc_subtensor and set_subtensor are not supported inside a scan yet");
+        n->nargs = 0;
+        for (int i = 0; i < nt; i++)
+            if (i < 2 || tgIx_is_index_tensor(argt[i]))
+                args[n->nargs++] = map_get(b, argt[i]);
+        return type_update(b, n, argt, nt);
     }
     if (tgV_elementwise(oi->op) && oi->op != TGV_ALLOC)
         return type_elementwise(b, n, argt);
@@ -975,7 +1030,8 @@ static int build_term(builder *b, tg_term *root)
         size_t before = sp;
         for (int i = oi->tlo; i <= th; i++)
             if (map_get(b, all[i]) < 0 &&
-                (oi->op != TGV_SUBTENSOR || i == 0 || tgIx_is_index_tensor(all[i]))) {
+                (oi->op != TGV_SUBTENSOR || i == 0 || tgIx_is_index_tensor(all[i])) &&
+                (!updates(oi->op) || i < 2 || tgIx_is_index_tensor(all[i]))) {
                 if (push(b, &stack, &sp, &cap, all[i]) < 0)
                     return -1;
             }
@@ -1029,6 +1085,8 @@ bool tgV_tensor_arg(const tg_term *t, size_t i)
         oi = &cast_x_first;
     if (oi->op == TGV_SUBTENSOR)
         return i == 0 || tgIx_is_index_tensor(a);
+    if (updates(oi->op))
+        return i < 2 || tgIx_is_index_tensor(a);
     return (int)i >= oi->tlo && (oi->thi < 0 || (int)i <= oi->thi);
 }
 

@@ -26,6 +26,7 @@ typedef enum tgV_op {
     TGV_SUBTENSOR,  /* indexing and slicing, a view: index.c */
     TGV_SCAN,   /* one output of a scan, or its step count (kernels/scan.h) */
     TGV_RANDOM, /* a random draw (kernels/random.h) */
+    TGV_INC_SUBTENSOR, TGV_SET_SUBTENSOR,   /* X with X[IDX...] += V or = V: index.c */
     TGV_NOPS
 } tgV_op;
 
@@ -49,7 +50,7 @@ typedef struct tgV_node {
     uint32_t axes;          /* reductions: bit mask of reduced axes */
     int nalpha;             /* GEMM: args are A B C alpha... beta... */
     bool dead;              /* absorbed into a GEMM: not computed */
-    const struct tgIx_spec *index;  /* SUBTENSOR: its indices (index.h) */
+    const struct tgIx_spec *index;  /* SUBTENSOR, INC / SET_SUBTENSOR: its indices (index.h) */
     struct tgSc_scan *scan; /* SCAN: the scan, shared by its nodes */
     int sout;               /* SCAN: the output, or -1 for the step count */
     int8_t rkind;           /* RANDOM: the kind of draw (TGRN_UNIFORM ...) */
