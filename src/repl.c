@@ -1104,11 +1104,8 @@ static int call_fn(repl *R, tg_term *const *t, int n, long times)
     tg_error err;
     tg_error_clear(&err);
     memset(out, 0, sizeof out);
+    /* the first call allocates the outputs, the others write into them */
     for (long k = 0; rc == 0 && k < times; k++) {
-        for (int i = 0; k && i < f->nout; i++) {    /* the last call's outputs are printed */
-            free(out[i].data);
-            out[i].data = NULL;
-        }
         if (tg_fn_call(f->fn, arr, out, &err) < 0) {
             report_here(R, &err);
             rc = 1;
