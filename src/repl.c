@@ -65,6 +65,8 @@ typedef struct repl {
     int shared;             /* :shared on */
     int quit;
     struct replfn *fns;     /* the functions :fn defined (collector memory) */
+    tg_term *let_names;     /* :let: names and the terms they stand for, two lists */
+    tg_term *let_terms;
 } repl;
 
 static void free_fns(repl *R);
@@ -799,6 +801,72 @@ static int bind_input(repl *R, tg_term *in, tg_term *const *b, int nb, tg_array 
     return 1;
 }
 
+/* t with the names :let bound replaced by their terms; NULL (reported)
+ * when out of memory. */
+static tg_term *expand(repl *R, tg_term *t)
+{
+    size_t n = R->let_names ? tg_length(R->let_names) : 0;
+    if (!n)
+        return t;
+    tg_term **names = GC_MALLOC(2 * n * sizeof *names), *r = NULL;
+    if (names) {
+        tg_elements(R->let_names, names, n);
+        tg_elements(R->let_terms, names + n, n);
+        r = tgM_subst(R->ctx, t, names, names + n, (int)n);
+    }
+    if (!r)
+        complain(R, "%s", "out of memory");
+    return r;
+}
+
+/* :let NAME TERM: NAME stands for TERM in the terms of later :eval, :fn
+ * and :let entries; :let NAME prints it. */
+static int cmd_let(repl *R, const char *name, const char *args)
+{
+    tg_term *t[2];
+    int n = read_args(R, name, args, t, 1, 2, "NAME [TERM]");
+    if (n < 0)
+        return 1;
+    if (tg_kind_of(t[0]) != TG_SYMBOL) {
+        complain(R, "%s", "usage: :let NAME [TERM], NAME a symbol");
+        return 1;
+    }
+    size_t k = R->let_names ? tg_length(R->let_names) : 0, at = k;
+    for (size_t i = 0; i < k; i++)
+        if (tg_nth(R->let_names, i) == t[0])
+            at = i;
+    if (n == 1) {
+        if (at == k) {
+            char *p = tg_print(t[0], NULL);
+            complain(R, "%s is not bound by :let", p ? p : "?");
+            free(p);
+            return 1;
+        }
+        print_term(R, tg_nth(R->let_terms, at));
+        return 0;
+    }
+    tg_term *v = expand(R, t[1]);
+    tg_term **names = v ? GC_MALLOC(2 * (k + 1) * sizeof *names) : NULL;
+    if (!names) {
+        if (v)
+            complain(R, "%s", "out of memory");
+        return 1;
+    }
+    if (k) {
+        tg_elements(R->let_names, names, k);
+        tg_elements(R->let_terms, names + k + 1, k);
+    }
+    names[at] = t[0], names[k + 1 + at] = v;
+    size_t nk = at == k ? k + 1 : k;
+    tg_term *ln = tg_list(R->ctx, nk, names, NULL), *lt = tg_list(R->ctx, nk, names + k + 1, NULL);
+    if (!ln || !lt) {
+        complain(R, "%s", "out of memory");
+        return 1;
+    }
+    R->let_names = ln, R->let_terms = lt;
+    return 0;
+}
+
 /* :eval TERM (NAME VALUE) ...: compile TERM (the tensor vocabulary of
  * doc/kernels.md) and run it on the arrays given. */
 static int cmd_eval(repl *R, const char *name, const char *args)
@@ -806,7 +874,7 @@ static int cmd_eval(repl *R, const char *name, const char *args)
     tg_term *t[1 + MAX_INPUTS], *in[MAX_INPUTS];
     tg_array arr[MAX_INPUTS], out;
     int n = read_args(R, name, args, t, 1, 1 + MAX_INPUTS, "TERM (NAME VALUE-OR-\"FILE.npy\") ...");
-    if (n < 0)
+    if (n < 0 || !(t[0] = expand(R, t[0])))
         return 1;
     int nin = tgM_find_inputs(R->ctx, t[0], in, MAX_INPUTS);
     if (nin < 0) {
@@ -974,6 +1042,9 @@ static int cmd_fn(repl *R, const char *name, const char *args)
     int n = read_args(R, name, args, t, 2, 4, usage);
     if (n < 0)
         return 1;
+    for (int i = 1; i < n; i++)
+        if (!(t[i] = expand(R, t[i])))
+            return 1;
     tg_term *ins = clause(R, t + 1, n - 1, "inputs"), *outs = clause(R, t + 1, n - 1, "outputs");
     tg_term *upd = clause(R, t + 1, n - 1, "updates");
     if (tg_kind_of(t[0]) != TG_SYMBOL || (!outs && !upd) || (n - 1 != !!ins + !!outs + !!upd)) {
@@ -1036,11 +1107,8 @@ static int call_fn(repl *R, tg_term *const *t, int n, long times)
     tg_error err;
     tg_error_clear(&err);
     memset(out, 0, sizeof out);
+    /* the first call allocates the outputs, the others write into them */
     for (long k = 0; rc == 0 && k < times; k++) {
-        for (int i = 0; k && i < f->nout; i++) {    /* the last call's outputs are printed */
-            free(out[i].data);
-            out[i].data = NULL;
-        }
         if (tg_fn_call(f->fn, arr, out, &err) < 0) {
             report_here(R, &err);
             rc = 1;
@@ -1392,6 +1460,8 @@ static const command commands[] = {
     {"history", "[firings|passes] [FILE]",
      "the last :step as Graphviz: the term after each firing (or pass), or the firings",
      ":history passes steps.svg", cmd_history},
+    {"let", "NAME [TERM]", "let NAME stand for TERM in later :eval, :fn and :let terms; or print it",
+     ":let r (sub (input x float64 (n)) 1)", cmd_let},
     {"var", "NAME [DTYPE VALUE]", "make or set a shared variable (a list or a .npy file), or print it",
      ":var w float64 (0 0)", cmd_var},
     {"fn", "NAME (inputs ...) (outputs ...) [(updates ...)]",

@@ -568,8 +568,9 @@ int tg_shared_get(const tg_shared *sv, tg_array *out, tg_error *err);
 int tg_shared_view(const tg_shared *sv, tg_array *view, tg_error *err);
 /* Its name (NULL for a NULL sv). */
 const char *tg_shared_name(const tg_shared *sv);
-/* Remove the variable from its context (the name is free again); its
- * storage goes when no function uses it any more. */
+/* Remove the variable from its context (the name is free again) and
+ * give up the handle; its storage goes when no function uses it any
+ * more. */
 void tg_shared_free(tg_shared *sv);
 
 #ifdef __cplusplus

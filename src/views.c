@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <gc/gc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -735,4 +736,113 @@ int tgM_write_history(FILE *out, const tgM_history *H, int per_pass)
     ps_free(&h.ids);
     free(h.todo.v), free(p.v);
     return rc;
+}
+
+/* ---- names for subterms (:let) ------------------------------------------- */
+
+/* A map from terms to terms in collector memory: what it builds is held
+ * only here until the walk ends. */
+typedef struct tmap {
+    tg_term **k, **v;
+    size_t cap, n;
+} tmap;
+
+static tg_term **tm_slot(tmap *m, tg_term *key, int *found)
+{
+    if (2 * (m->n + 1) > m->cap) {
+        size_t ncap = m->cap ? 2 * m->cap : 256;
+        tg_term **nk = GC_MALLOC(ncap * sizeof *nk), **nv = GC_MALLOC(ncap * sizeof *nv);
+        if (!nk || !nv)
+            return NULL;
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->k[i]) {
+                size_t j = ps_home(m->k[i], ncap);
+                while (nk[j])
+                    j = (j + 1) & (ncap - 1);
+                nk[j] = m->k[i], nv[j] = m->v[i];
+            }
+        m->k = nk, m->v = nv, m->cap = ncap;
+    }
+    size_t j = ps_home(key, m->cap);
+    while (m->k[j] && m->k[j] != key)
+        j = (j + 1) & (m->cap - 1);
+    *found = m->k[j] != NULL;
+    if (!*found)
+        m->k[j] = key, m->n++;
+    return &m->v[j];
+}
+
+tg_term *tgM_subst(tg_ctx *ctx, tg_term *t, tg_term *const *names, tg_term *const *values, int n)
+{
+    tmap m = {0};
+    tvec st = {0};
+    tg_term *result = NULL, **tmp = NULL;
+    size_t tmpcap = 0;
+    int rc = tv_push(&st, t);
+    while (rc == 0 && st.n) {
+        tg_term *x = st.v[st.n - 1];
+        int found;
+        tg_term **r = tm_slot(&m, x, &found);
+        if (!r) {
+            rc = -1;
+            break;
+        }
+        if (found && *r) {
+            st.n--;
+            continue;
+        }
+        if (tg_kind_of(x) != TG_PAIR) {
+            *r = x;
+            for (int k = 0; k < n; k++)
+                if (names[k] == x)
+                    *r = values[k];
+            st.n--;
+            continue;
+        }
+        /* a list: its elements (and tail) first, then it */
+        size_t len = tg_length(x), pending = st.n;
+        if (len + 1 > tmpcap) {
+            free(tmp);
+            tmpcap = 2 * (len + 1);
+            if (!(tmp = malloc(tmpcap * sizeof *tmp))) {
+                rc = -1;
+                break;
+            }
+        }
+        tg_elements(x, tmp, len);
+        tmp[len] = tg_tail(x);
+        for (size_t i = 0; i <= len && rc == 0; i++) {
+            int f2;
+            tg_term **r2 = tm_slot(&m, tmp[i], &f2);
+            if (!r2)
+                rc = -1;
+            else if (!f2 || !*r2)
+                rc = tv_push(&st, tmp[i]);
+        }
+        if (rc < 0 || st.n > pending)
+            continue;
+        /* every part done: the slots may have moved as the map grew */
+        tg_term **parts = GC_MALLOC((len + 1) * sizeof *parts);
+        if (!parts) {
+            rc = -1;
+            break;
+        }
+        for (size_t i = 0; i <= len; i++)
+            parts[i] = *tm_slot(&m, tmp[i], &found);
+        tg_term *y = tg_list(ctx, len, parts, parts[len]);
+        if (!y) {
+            rc = -1;
+            break;
+        }
+        *tm_slot(&m, x, &found) = y;
+        st.n--;
+    }
+    if (rc == 0) {
+        int found;
+        tg_term **r = tm_slot(&m, t, &found);
+        result = r ? *r : NULL;
+    }
+    free(st.v);
+    free(tmp);
+    return result;
 }

@@ -42,4 +42,9 @@ int tgM_run_graphviz(const char *format, const char *in, const char *out);
  * met, into in; their number, or -1 (more than max, or out of memory). */
 int tgM_find_inputs(tg_ctx *ctx, tg_term *t, tg_term **in, int max);
 
+/* t with every occurrence of the symbol names[k] replaced by values[k]
+ * (shared subterms rebuilt once, an explicit stack: terms may be deep);
+ * NULL when out of memory. */
+tg_term *tgM_subst(tg_ctx *ctx, tg_term *t, tg_term *const *names, tg_term *const *values, int n);
+
 #endif

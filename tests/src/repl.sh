@@ -335,6 +335,27 @@ rng: int64 ()
 (0.9587867103740684 0.6934046604194692 0.034212382650878115)
 12" "" "$TGREL"
 
+# :let names a subterm for later :eval, :fn and :let entries, expanded
+# when read; a deep term goes through without recursion
+input ':let r (sub (mul (shared w float64 ()) (input x float64 (n))) (input y float64 (n)))' \
+      ':let loss (mean (sqr r))' ':let loss' ':var w float64 0' \
+      ':fn step (inputs (input x float64 (n)) (input y float64 (n))) (outputs loss) (updates ((shared w float64 ()) (sub (shared w float64 ()) (mul 0.1 (mean (mul r (input x float64 (n))))))))' \
+      ':repeat 50 step (x (1 2 3)) (y (2 4 6))' ':var w' ':eval (add r 1) (x (1 2)) (y (0 0))' \
+      ':let r (input x float64 (n))' ':let loss' ':let q' ':let (a) b'
+t ":let names subterms for :eval, :fn and :let" 1 "(mean (sqr (sub (mul (shared w float64 ()) (input x float64 (n))) (input y float64 (n)))))
+w: float64 ()
+step: 2 inputs, 1 output, 1 update
+3.294999688858521e-26
+1.9999999999999554
+(2.9999999999999556 4.999999999999911)
+(mean (sqr (sub (mul (shared w float64 ()) (input x float64 (n))) (input y float64 (n)))))" "<stdin>:11:1: q is not bound by :let
+<stdin>:12:1: usage: :let NAME ?TERM?, NAME a symbol" "$TGREL"
+deep=$(awk 'BEGIN { for (i = 0; i < 100000; i++) printf "(neg "; printf "x"; for (i = 0; i < 100000; i++) printf ")" }')
+input ":let d $deep" ':let e (g d d)' ':let e' 
+"$TGREL" <"$tmp/in" >"$tmp/out" 2>"$tmp/err"
+[ $? = 0 ] && [ ! -s "$tmp/err" ] && [ "$(wc -c <"$tmp/out")" -gt 1200000 ]
+report $? ":let of a term 10^5 levels deep, used twice in another" "$tmp/out" "$tmp/err"
+
 # a failed call leaves the variables as they were; errors name the culprit
 input ':var w float64 (1 2)' \
       ':fn f (inputs (input x float64 (2))) (outputs) (updates ((shared w float64 (2)) (mul (shared w float64 (2)) (input x float64 (2)))))' \
