@@ -4,6 +4,7 @@
 #ifndef TGREL_TESTS_KT_H
 #define TGREL_TESTS_KT_H
 
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -185,6 +186,11 @@ static TAP_UNUSED_ const char *kt_shape(int ndim, const int64_t *shape)
     snprintf(buf[k] + o, sizeof buf[k] - o, ")");
     return buf[k];
 }
+
+/* Compiled loops may take vector math functions (libmvec) whose results
+ * are within a few ulps of libm's, not always the same: what a
+ * transcendental function computes is compared within this. */
+#define KT_ULPS (4 * DBL_EPSILON)
 
 /* Relative closeness with NaN == NaN and infinities exact. */
 static TAP_UNUSED_ int kt_close(long double got, long double want, long double rel)

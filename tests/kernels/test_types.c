@@ -407,7 +407,10 @@ static void test_buffers(void)
     tg_array_init(&a2[0], TG_FLOAT64, 2, sh, xs);
     a2[0].strides[0] *= 2, a2[0].strides[1] *= 2;
     memset(r1, 0, sizeof r1);
-    ok = tg_fn_call(f1, a2, &o1, &err) == 0 && memcmp(r1, r2, sizeof r1) == 0;
+    ok = tg_fn_call(f1, a2, &o1, &err) == 0;
+    /* the strided loop may call libm where the other took vector exp */
+    for (int i = 0; ok && i < 9; i++)
+        ok = kt_close(r1[i], r2[i], KT_ULPS);
     TAP_CHECK(ok && xs[8] == 0.3 * 4 - 1, "a strided donated input is left alone, same results");
     tg_fn_free(f1);
     tg_fn_free(f2);
