@@ -7,6 +7,7 @@
  * a corrupt or truncated entry of rewritten terms is a miss and is
  * rewritten, and another rule set or rewriter is another key. */
 #include <dirent.h>
+#include <float.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -60,8 +61,7 @@ static int run_once(const char *expr)
     tg_array in, out;
     tg_array_init(&in, TG_FLOAT64, 1, &n, x);
     tg_array_init(&out, TG_FLOAT64, 1, &n, o);
-    int ok = fn && tg_fn_native(fn) && tg_fn_call(fn, &in, &out, &err) == 0 &&
-             kt_close(o[1], exp(1.0) * 2, KT_ULPS);
+    int ok = fn && tg_fn_native(fn) && tg_fn_call(fn, &in, &out, &err) == 0 && fabs(o[1] - exp(1.0) * 2) <= 4 * DBL_EPSILON * exp(1.0) * 2;   /* vector exp: 4 ulp */
     tg_fn_free(fn);
     return ok;
 }
@@ -145,8 +145,8 @@ static int run_rules(const char *expr, const char *spec, const char *extra, doub
     tg_array_init(&in, TG_FLOAT64, 1, &n, xv);
     tg_array_init(&out, TG_FLOAT64, 1, &n, ov);
     ok = fn && tg_fn_native(fn) && tg_fn_call(fn, &in, &out, &err) == 0;
-    for (int i = 0; ok && i < 3; i++)
-        ok = kt_close(ov[i], ref(xv[i]), KT_ULPS);
+    for (int i = 0; ok && i < 3; i++)     /* vector exp: within 4 ulp */
+        ok = fabs(ov[i] - ref(xv[i])) <= 4 * DBL_EPSILON * fabs(ref(xv[i]));
     *fired = trace ? (int)ftell(trace) : -1;
     if (trace)
         fclose(trace);

@@ -408,9 +408,10 @@ static void test_buffers(void)
     a2[0].strides[0] *= 2, a2[0].strides[1] *= 2;
     memset(r1, 0, sizeof r1);
     ok = tg_fn_call(f1, a2, &o1, &err) == 0;
-    /* the strided loop may call libm where the other took vector exp */
+    /* the strided loop calls scalar exp, the contiguous one vector exp
+     * (within 4 ulp): the same results to that accuracy */
     for (int i = 0; ok && i < 9; i++)
-        ok = kt_close(r1[i], r2[i], KT_ULPS);
+        ok = fabs(r1[i] - r2[i]) <= 1e-14 * (fabs(r2[i]) + 1);
     TAP_CHECK(ok && xs[8] == 0.3 * 4 - 1, "a strided donated input is left alone, same results");
     tg_fn_free(f1);
     tg_fn_free(f2);
