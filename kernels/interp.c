@@ -899,10 +899,10 @@ static int run_dot_vec(const tgI_arr *A, const tgI_arr *B, const tgI_arr *C, tg_
             int m = (int)(trans ? cols : rows), n = (int)(trans ? rows : cols);
             if (d == TG_FLOAT64)
                 bl->dgemv(CblasRowMajor, t ? CblasTrans : CblasNoTrans, m, n, 1.0, (const double *)M->data,
-                            (int)ld, (const double *)x->data, ib, 0.0, (double *)y->data, ic);
+                          (int)ld, (const double *)x->data, ib, 0.0, (double *)y->data, ic);
             else
                 bl->sgemv(CblasRowMajor, t ? CblasTrans : CblasNoTrans, m, n, 1.0f, (const float *)M->data,
-                            (int)ld, (const float *)x->data, ib, 0.0f, (float *)y->data, ic);
+                          (int)ld, (const float *)x->data, ib, 0.0f, (float *)y->data, ic);
         }
         if (fc)
             copy_arr(C, &tc);
@@ -1013,12 +1013,12 @@ static int run_dot(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
         int ldc = (int)(nn > 1 ? nn : 1);
         if (d == TG_FLOAT64)
             bl->dgemm(CblasRowMajor, transa ? CblasTrans : CblasNoTrans, transb ? CblasTrans : CblasNoTrans,
-                        (int)m, (int)nn, (int)k, alpha, (const double *)A->data, (int)lda,
-                        (const double *)B->data, (int)ldb, beta, (double *)cd, ldc);
+                      (int)m, (int)nn, (int)k, alpha, (const double *)A->data, (int)lda,
+                      (const double *)B->data, (int)ldb, beta, (double *)cd, ldc);
         else
             bl->sgemm(CblasRowMajor, transa ? CblasTrans : CblasNoTrans, transb ? CblasTrans : CblasNoTrans,
-                        (int)m, (int)nn, (int)k, (float)alpha, (const float *)A->data, (int)lda,
-                        (const float *)B->data, (int)ldb, (float)beta, (float *)cd, ldc);
+                      (int)m, (int)nn, (int)k, (float)alpha, (const float *)A->data, (int)lda,
+                      (const float *)B->data, (int)ldb, (float)beta, (float *)cd, ldc);
     }
     if (split) {
         combctx X = {fc ? &tc : C, &cview, a0, b0};

@@ -5,7 +5,8 @@
  * per process), the choice with a clean environment, with OpenBLAS's own
  * choice taken as Prescott, with that choice made to fail its check, a
  * user's OPENBLAS_CORETYPE, TGREL_BLAS_CORE=off, an OpenBLAS the program
- * loaded itself, no OpenBLAS at all (errors, no abort), and the verbose
+ * loaded itself, no OpenBLAS at all (errors, no abort), a loop and a
+ * scan with no product (which never open OpenBLAS), and the verbose
  * line; every child checks dot, GEMM and a scan's products against
  * hand-written loops. */
 #include "config.h"
@@ -264,6 +265,30 @@ static const char *products_ok(void)
     return bad ? bad : "right";
 }
 
+/* A fused loop and a scan with no product in them, compiled and run:
+ * true when both computed what they should. */
+static bool elementwise_and_scan(void)
+{
+    tg_error err;
+    tg_ctx *ctx = tg_ctx_new(&err);
+    double x[5] = {1, 2, 3, 4, 5}, y[5], c[5];
+    int64_t n = 5;
+    tg_array in, o;
+    tg_array_init(&in, TG_FLOAT64, 1, &n, x);
+    tg_array_init(&o, TG_FLOAT64, 1, &n, y);
+    bool ok = run(ctx, "(input x float64 (5))", "(mul (exp (input x float64 (5))) 2)", 0, &in, &o) == 0;
+    for (int i = 0; ok && i < 5; i++)
+        ok = near(y[i], 2 * exp(x[i]));
+    tg_array_init(&o, TG_FLOAT64, 1, &n, c);
+    ok = ok && run(ctx, "(input x float64 (5))",
+                   "(scan (lambda (xt acc) ((add acc xt))) (steps auto) (sequences (input x float64 (5)))"
+                   " (outputs (sitsot (const float64 0))) (non_sequences))", 0, &in, &o) == 0;
+    for (int i = 0; ok && i < 5; i++)
+        ok = c[i] == (i + 1) * (i + 2) / 2;
+    tg_ctx_free(ctx);
+    return ok;
+}
+
 static void tamper(tgBl_fns *f)
 {
     real = *f;
@@ -280,6 +305,10 @@ static int child(const char *mode)
         o.soname = "libtgrel-no-such-blas.so.0";
         f = tgBl_init(&o, &err);
         printf("missing init=%s products=%s\n", f ? "loaded" : err.message, products_ok());
+        return 0;
+    }
+    if (strcmp(mode, "nodot") == 0) {       /* work without a product opens nothing */
+        printf("nodot loaded=%d\n", elementwise_and_scan() ? (int)tgBl_status_get(&(tgBl_status){0}) : -1);
         return 0;
     }
     if (strcmp(mode, "prescott") == 0) {
@@ -356,7 +385,7 @@ static bool spawn(const char *mode, const char *set, result *r)
     slurp(errf, r->err, sizeof r->err);
     close(fo), close(fe), unlink(out), unlink(errf);
     memset(r->core, 0, sizeof r->core);
-    if (ok && strncmp(mode, "missing", 7) != 0 && sscanf(line, "origin=%d core=%31s own=%31s picked=%31s env=%31s products=%63[^\n]", &r->origin,
+    if (ok && strcmp(mode, "missing") != 0 && strcmp(mode, "nodot") != 0 && sscanf(line, "origin=%d core=%31s own=%31s picked=%31s env=%31s products=%63[^\n]", &r->origin,
                      r->core, r->own, r->picked, r->env, r->products) != 6)
         ok = false;
     if (!ok)
@@ -413,6 +442,11 @@ static void test_children(void)
         TAP_EQ_INT(r.origin, TGBL_PRESENT, "is used as it is");
         TAP_EQ_STR(r.core, "Prescott", "with its core");
         TAP_EQ_STR(r.products, "right", "products against loops");
+    }
+    if (TAP_CHECK(spawn("nodot", NULL, &r), "a process that runs no product")) {
+        TAP_EQ_STR(r.line, "nodot loaded=0\n", "computes its loop and scan and never opens OpenBLAS");
+        if (strcmp(r.line, "nodot loaded=0\n") != 0)
+            tap_diag("stderr: %s", r.err);
     }
     if (TAP_CHECK(spawn("missing", NULL, &r), "no OpenBLAS to open: the process goes on")) {
         TAP_CHECK(strstr(r.line, "init=kernels: cannot load OpenBLAS (libtgrel-no-such-blas.so.0") != NULL,
