@@ -16,6 +16,7 @@
 
 #include "check.h"
 #include "error.h"
+#include "compile.h"
 #include "prov.h"
 
 typedef struct firing {
@@ -187,15 +188,6 @@ static int changed(const tgCk *c, const firing *f, const tg_array *in, int64_t *
     return ch;
 }
 
-static char *shown(const tg_term *t)
-{
-    size_t n;
-    char *p = tg_print(t, &n);
-    if (p && n > 160)
-        strcpy(p + 150, " ...");
-    return p;
-}
-
 /* err: the first firing that changed values, or the output alone. */
 static void report(const tgCk *c, const tg_array *in, size_t i, int64_t k, double got, double want, tg_error *err)
 {
@@ -205,7 +197,7 @@ static void report(const tgCk *c, const tg_array *in, size_t i, int64_t k, doubl
         double fg, fw;
         if (!changed(c, f, in, &fk, &fg, &fw))
             continue;
-        char *sb = shown(f->before), *sa = shown(f->after);
+        char *sb = tgW_show(f->before), *sa = tgW_show(f->after);
         tgE_set(err, TG_ERR_CHECK, f->file, f->line, f->col,
                 "kernels: check: rule %s%s changed the values: %s gives %.17g where %s gives %.17g (element %lld); "
                 "output %zu differs",

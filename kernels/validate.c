@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "compile.h"
 #include "prov.h"
 #include "tensor.h"
 #include "validate.h"
@@ -56,16 +57,6 @@ static const tgV_node *out_node(const tgV_graph *g, int i)
     return &g->nodes[g->outputs[i]];
 }
 
-/* A short text of t for messages (malloc'd). */
-static char *shown(const tg_term *t)
-{
-    size_t n;
-    char *p = tg_print(t, &n);
-    if (p && n > 160)
-        strcpy(p + 150, " ...");
-    return p;
-}
-
 /* The typed graph of t alone, or NULL (t does not type: a firing inside
  * a term that is not a tensor, or with a size the whole fixes). */
 static tgV_graph *type_of(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_term *t)
@@ -90,7 +81,7 @@ static int name_firing(tg_ctx *ctx, tg_rules *rs, size_t nin, tg_term *const *in
         char ta[240], tb[240];
         type_text(A, out_node(A, 0), ta, sizeof ta);
         type_text(B, out_node(B, 0), tb, sizeof tb);
-        char *sb = shown(f->before), *sa = shown(f->after);
+        char *sb = tgW_show(f->before), *sa = tgW_show(f->after);
         tgE_set(err, TG_ERR_TYPE, f->rule->file, f->rule->line, f->rule->col,
                 "kernels: rule %s%s changed a node's type, refused: %s (%s) became %s (%s)",
                 tg_symbol_name(f->rule->name, NULL), f->rule->backward ? " (reverse)" : "", sb ? sb : "?", ta,
@@ -127,7 +118,7 @@ int tgVa_check(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout, tg_
         char ta[240], tb[240];
         type_text(A, a, ta, sizeof ta);
         type_text(B, b, tb, sizeof tb);
-        char *sb = shown(before[i]), *sa = shown(after[i]);
+        char *sb = tgW_show(before[i]), *sa = tgW_show(after[i]);
         tgE_set(err, TG_ERR_TYPE, NULL, 0, 0,
                 "kernels: the rewrite changed output %zu's type, refused: %s (%s) became %s (%s)", i,
                 sb ? sb : "?", ta, sa ? sa : "?", tb);

@@ -187,6 +187,20 @@ static TAP_UNUSED_ const char *kt_shape(int ndim, const int64_t *shape)
     return buf[k];
 }
 
+/* A rule set of the .rules text (file names it in errors), or NULL
+ * with the error shown. */
+static TAP_UNUSED_ tg_rules *kt_rules(tg_ctx *ctx, const char *text, const char *file)
+{
+    tg_error err;
+    tg_rules *rs = tg_rules_new(ctx, &err);
+    if (rs && tg_rules_load_string(rs, text, strlen(text), file, &err) < 0) {
+        tap_diag("%s", err.message);
+        tg_rules_free(rs);
+        return NULL;
+    }
+    return rs;
+}
+
 /* Compiled loops may take vector math functions (libmvec) whose results
  * are within a few ulps of libm's, not always the same: what a
  * transcendental function computes is compared within this. */

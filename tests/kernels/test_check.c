@@ -27,18 +27,6 @@ static tg_fn *compile(tg_ctx *ctx, tg_rules *rs, const char *outs, int check, do
     return x && o ? tg_fn_compile(ctx, 1, &x, 1, &o, &opt, err) : NULL;
 }
 
-static tg_rules *rules_from(tg_ctx *ctx, const char *text, const char *file)
-{
-    tg_error err;
-    tg_rules *rs = tg_rules_new(ctx, &err);
-    if (rs && tg_rules_load_string(rs, text, strlen(text), file, &err) < 0) {
-        tap_diag("%s", err.message);
-        tg_rules_free(rs);
-        return NULL;
-    }
-    return rs;
-}
-
 /* Call fn on x; the result code, out[0..n) filled. */
 static int call(tg_fn *fn, double *x, double *out, int64_t n, tg_error *err)
 {
@@ -58,7 +46,7 @@ static void test_wrong_rule(int interpret)
     const char *path = interpret ? "interpreted" : "compiled";
     tg_error err;
     tg_ctx *ctx = tg_ctx_new(&err);
-    tg_rules *rs = rules_from(ctx, wrong_rules, "wrong.rules");
+    tg_rules *rs = kt_rules(ctx, wrong_rules, "wrong.rules");
     double x[4] = {0.5, 1, 2, -1}, out[4] = {0};
     for (int pass = 0; pass < 2; pass++) {  /* the second compile's rewrite is a cache hit */
         tg_error_clear(&err);
@@ -122,7 +110,7 @@ static void test_tolerance(void)
 {
     tg_error err;
     tg_ctx *ctx = tg_ctx_new(&err);
-    tg_rules *rs = rules_from(ctx, wrong_rules, "wrong.rules");
+    tg_rules *rs = kt_rules(ctx, wrong_rules, "wrong.rules");
     const double bad[] = {NAN, -1, INFINITY};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         tg_error_clear(&err);

@@ -31,18 +31,6 @@ static tg_fn *compile_with(tg_ctx *ctx, tg_rules *rs, const char *ins, const cha
     return tg_fn_compile(ctx, ni, iv, no, ov, &o, err);
 }
 
-static tg_rules *rules(tg_ctx *ctx, const char *text)
-{
-    tg_error err;
-    tg_rules *rs = tg_rules_new(ctx, &err);
-    if (rs && tg_rules_load_string(rs, text, strlen(text), "bad.rules", &err) < 0) {
-        tap_diag("%s", err.message);
-        tg_rules_free(rs);
-        rs = NULL;
-    }
-    return rs;
-}
-
 static const struct refused {
     const char *what, *rules, *ins, *outs, *rule, *from, *to;
 } refused[] = {
@@ -70,7 +58,7 @@ static void test_refused(void)
         tg_ctx *ctx = tg_ctx_new(&err);
         char text[1000];
         snprintf(text, sizeof text, OPS "%s", c->rules);
-        tg_rules *rs = rules(ctx, text);
+        tg_rules *rs = kt_rules(ctx, text, "bad.rules");
         tg_error_clear(&err);
         tg_fn *fn = rs ? compile_with(ctx, rs, c->ins, c->outs, &err) : NULL;
         char rule[64];
@@ -96,7 +84,7 @@ static void test_provenance_kept(void)
 {
     tg_error err;
     tg_ctx *ctx = tg_ctx_new(&err);
-    tg_rules *rs = rules(ctx, OPS "(rule bad (exp ?x) => 14) (equilibrium default bad)");
+    tg_rules *rs = kt_rules(ctx, OPS "(rule bad (exp ?x) => 14) (equilibrium default bad)", "bad.rules");
     TAP_CHECK(rs && tg_rules_set_provenance(rs, 1, 0, &err) == 0, "provenance on");
     tg_fn *fn = rs ? compile_with(ctx, rs, "((input x float64 (n)))", "((exp (input x float64 (n))))", &err) : NULL;
     TAP_CHECK(!fn && strstr(err.message, "rule bad "), "refused (%s)", err.message);
@@ -110,7 +98,7 @@ static void test_kept(void)
 {
     tg_error err;
     tg_ctx *ctx = tg_ctx_new(&err);
-    tg_rules *rs = rules(ctx, OPS "(rule mdc (true_div (mul ?x ?y) ?y) => ?x) (equilibrium default mdc)");
+    tg_rules *rs = kt_rules(ctx, OPS "(rule mdc (true_div (mul ?x ?y) ?y) => ?x) (equilibrium default mdc)", "bad.rules");
     /* x*y/y -> x: y's size k leaves the output's class, which still has n */
     tg_fn *fn = rs ? compile_with(ctx, rs, "((input x float64 (n)) (input y float64 (k)))",
                                   "((true_div (mul (input x float64 (n)) (input y float64 (k))) (input y float64 (k))))",
