@@ -10,7 +10,8 @@
  * terminal interrupts the running rewrite or query (tg_rules_interrupt)
  * or drops the line being typed.  The tree and Graphviz views are here
  * too, with their own pointer set (the program links only the public
- * library).
+ * library).  The tensor commands (:eval, :let, :var, :fn, :call,
+ * :repeat) are in repl_tensor.c.
  */
 #define _GNU_SOURCE     /* fopencookie, for the colouring filter */
 #include "config.h"
@@ -34,6 +35,7 @@
 
 #include "arrays.h"
 #include "repl.h"
+#include "repl_int.h"
 #include "selftest.h"
 #include "views.h"
 
@@ -48,28 +50,6 @@ enum { HISTORY_MAX = 1000, HISTORY_FIRINGS = 2000 };
 static tg_rules *volatile sig_rules;   /* what Ctrl-C interrupts */
 static volatile sig_atomic_t sig_reading, sig_hit;
 
-typedef struct repl {
-    tg_ctx *ctx;
-    tg_rules *rs;
-    const tgM_repl_opts *o;
-    const char *name;       /* the input's name in errors */
-    int line;               /* where the entry being run starts */
-    const char *entry;      /* the text of the entry being run */
-    tg_term *last_why;      /* the firings the last :step showed (for :history) */
-    tg_term *hist_start;    /* the term the last :step rewrote */
-    tg_term *hist;          /* its firings as traced: ("RULE" BEFORE AFTER) ... */
-    size_t hist_dropped;    /* firings beyond HISTORY_FIRINGS, not kept */
-    FILE *out;              /* standard output, or through the colouring filter */
-    char *argtext;          /* a command's entry with the :name blanked out,
-                             * so that its arguments read at their place */
-    int shared;             /* :shared on */
-    int quit;
-    struct replfn *fns;     /* the functions :fn defined (collector memory) */
-    tg_term *let_names;     /* :let: names and the terms they stand for, two lists */
-    tg_term *let_terms;
-} repl;
-
-static void free_fns(repl *R);
 
 /* ---- entries: when is the input whole -------------------------------- */
 
@@ -256,7 +236,7 @@ static FILE *tint_open(void)
 }
 
 /* Report err at the entry's position when it has none of its own. */
-static void report_here(const repl *R, tg_error *err)
+void tgM_report_here(const repl *R, tg_error *err)
 {
     if (err->line == 0 && R->line > 0) {
         err->line = R->line, err->column = 1;
@@ -267,20 +247,20 @@ static void report_here(const repl *R, tg_error *err)
 
 /* Report a message of the program itself (a command's usage, ...) at
  * the entry's position. */
-static void complain(const repl *R, const char *fmt, const char *arg)
+void tgM_complain(const repl *R, const char *fmt, const char *arg)
 {
     tg_error err;
     tg_error_clear(&err);
     tg_error_set(&err, TG_ERR_ARG, fmt, arg);
-    report_here(R, &err);
+    tgM_report_here(R, &err);
 }
 
-static void print_term(const repl *R, const tg_term *t)
+void tgM_show(const repl *R, const tg_term *t)
 {
     size_t n;
     char *s = tgM_print_term(t, R->shared, &n);
     if (!s) {
-        complain(R, "%s", "out of memory printing");
+        tgM_complain(R, "%s", "out of memory printing");
         return;
     }
     fwrite(s, 1, n, R->out);
@@ -343,7 +323,7 @@ int tgM_eval_text(tg_ctx *ctx, tg_rules *rs, const char *text, size_t len, const
               .shared = o->shared};
     R.out = o->color & TGM_COLOR_OUT ? tint_open() : stdout;
     int errors = eval_text(&R, text, len, line);
-    free_fns(&R);
+    tgM_free_fns(&R);
     tg_rules_set_trace(rs, stdout, tg_rules_tracing(rs));  /* the filter goes now */
     if (R.out != stdout)
         fclose(R.out);
@@ -352,8 +332,8 @@ int tgM_eval_text(tg_ctx *ctx, tg_rules *rs, const char *text, size_t len, const
 
 /* The terms of a command's argument text: between min and max of them
  * into t[]; their number, or -1 after reporting. */
-static int read_args(repl *R, const char *cmd, const char *text, tg_term **t, int min, int max,
-                     const char *usage)
+int tgM_read_args(repl *R, const char *cmd, const char *text, tg_term **t, int min, int max,
+                  const char *usage)
 {
     tg_error err;
     tg_error_clear(&err);
@@ -387,7 +367,7 @@ static int read_args(repl *R, const char *cmd, const char *text, tg_term **t, in
     if (n < min || n > max) {
         char msg[256];
         snprintf(msg, sizeof msg, "usage: :%s %s", cmd, usage);
-        complain(R, "%s", msg);
+        tgM_complain(R, "%s", msg);
         return -1;
     }
     return n;
@@ -401,14 +381,14 @@ static int eval_built(repl *R, const char *head, tg_term *const *args, int n)
         x[i + 1] = args[i];
     tg_term *form = x[0] ? tg_list(R->ctx, (size_t)n + 1, x, tg_nil()) : NULL;
     if (!form) {
-        complain(R, "%s", "out of memory");
+        tgM_complain(R, "%s", "out of memory");
         return 1;
     }
     tg_error err;
     tg_error_clear(&err);
     if (tgM_eval_print(R->rs, NULL, form, R->shared, R->out, &err) == 0)
         return 0;
-    report_here(R, &err);
+    tgM_report_here(R, &err);
     return 1;
 }
 
@@ -424,21 +404,21 @@ static int dot_to(repl *R, tg_term *t, const char *file, int (*write)(FILE *, tg
     const char *ext = file ? strrchr(file, '.') : NULL;
     int image = ext && (!strcmp(ext, ".svg") || !strcmp(ext, ".png") || !strcmp(ext, ".pdf"));
     if (!file)
-        return write(stdout, t, R) < 0 ? (complain(R, "%s", "out of memory"), 1) : 0;
+        return write(stdout, t, R) < 0 ? (tgM_complain(R, "%s", "out of memory"), 1) : 0;
     char tmp[] = "/tmp/tgrel-dot-XXXXXX";
     int fd = image ? mkstemp(tmp) : -1;
     FILE *f = image ? (fd >= 0 ? fdopen(fd, "w") : NULL) : fopen(file, "w");
     if (!f) {
         if (fd >= 0)
             close(fd), unlink(tmp);
-        complain(R, "cannot write %s", image ? "a temporary file" : file);
+        tgM_complain(R, "cannot write %s", image ? "a temporary file" : file);
         return 1;
     }
     int rc = write(f, t, R);
     if (fclose(f) != 0 || rc < 0) {
         if (image)
             unlink(tmp);
-        complain(R, "cannot write %s", file);
+        tgM_complain(R, "cannot write %s", file);
         return 1;
     }
     if (!image)
@@ -446,11 +426,11 @@ static int dot_to(repl *R, tg_term *t, const char *file, int (*write)(FILE *, tg
     int st = tgM_run_graphviz(ext + 1, tmp, file);
     unlink(tmp);
     if (st == 127) {
-        complain(R, "%s", "Graphviz is not installed (apt-get install graphviz); write a .dot file instead");
+        tgM_complain(R, "%s", "Graphviz is not installed (apt-get install graphviz); write a .dot file instead");
         return 1;
     }
     if (st != 0) {
-        complain(R, "Graphviz failed to write %s", file);
+        tgM_complain(R, "Graphviz failed to write %s", file);
         return 1;
     }
     return 0;
@@ -510,7 +490,7 @@ static tg_term *rule_spec(repl *R, tg_term *spec)
     const char *nm = tg_symbol_name(rule, &len);
     char *text = malloc(2 * len + 64);
     if (!text) {
-        complain(R, "%s", "out of memory");
+        tgM_complain(R, "%s", "out of memory");
         return NULL;
     }
     int n = sprintf(text, "rule:%.*s%s", (int)len, nm, back ? "/reverse" : "");
@@ -525,7 +505,7 @@ static tg_term *rule_spec(repl *R, tg_term *spec)
     }
     free(text);
     if (!hidden)
-        report_here(R, &err);
+        tgM_report_here(R, &err);
     return hidden;
 }
 
@@ -542,14 +522,14 @@ static int print_list(repl *R, tg_list_kind kind)
     tg_iter_init(&it, l);
     for (tg_term *x; (x = tg_iter_next(&it));)
         if (kind != TG_LIST_REWRITERS || !hidden_rewriter(R, x))
-            print_term(R, x);
+            tgM_show(R, x);
     return 0;
 }
 
 static int cmd_list(repl *R, const char *name, const char *args)
 {
     if (*args) {
-        complain(R, ":%s takes no argument", name);
+        tgM_complain(R, ":%s takes no argument", name);
         return 1;
     }
     tg_list_kind k = !strcmp(name, "ops") ? TG_LIST_OPS
@@ -564,7 +544,7 @@ static char *file_arg(repl *R, const char *args)
     if (*args != '"')
         return strdup(args);
     tg_term *t;
-    if (read_args(R, "load", args, &t, 1, 1, "FILE") < 0)
+    if (tgM_read_args(R, "load", args, &t, 1, 1, "FILE") < 0)
         return NULL;
     size_t n;
     const char *s = tg_string_bytes(t, &n);
@@ -575,7 +555,7 @@ static int cmd_load(repl *R, const char *name, const char *args)
 {
     (void)name;
     if (!*args) {
-        complain(R, "%s", "usage: :load FILE");
+        tgM_complain(R, "%s", "usage: :load FILE");
         return 1;
     }
     char *path = file_arg(R, args);
@@ -595,7 +575,7 @@ static int cmd_load(repl *R, const char *name, const char *args)
 static int cmd_rewrite(repl *R, const char *name, const char *args)
 {
     tg_term *t[2];
-    if (read_args(R, name, args, t, 2, 2, "REWRITER-OR-QUERY-OR-RULE TERM") < 0)
+    if (tgM_read_args(R, name, args, t, 2, 2, "REWRITER-OR-QUERY-OR-RULE TERM") < 0)
         return 1;
     if (!(t[0] = rule_spec(R, t[0])))
         return 1;
@@ -605,7 +585,7 @@ static int cmd_rewrite(repl *R, const char *name, const char *args)
 static int cmd_normalize(repl *R, const char *name, const char *args)
 {
     tg_term *t[2];
-    int n = read_args(R, name, args, t, 1, 2, "TERM [memo]");
+    int n = tgM_read_args(R, name, args, t, 1, 2, "TERM [memo]");
     return n < 0 ? 1 : eval_built(R, "normalize", t, n);
 }
 
@@ -618,7 +598,7 @@ static int on_off(repl *R, const char *name, const char *args, int *state)
         *state = !strcmp(args, "on");
         return 0;
     }
-    complain(R, "usage: :%s [on|off]", name);
+    tgM_complain(R, "usage: :%s [on|off]", name);
     return -1;
 }
 
@@ -707,28 +687,28 @@ static int print_profile(repl *R, tg_term *p)
 static int cmd_profile(repl *R, const char *name, const char *args)
 {
     if (*args) {
-        complain(R, ":%s takes no argument", name);
+        tgM_complain(R, ":%s takes no argument", name);
         return 1;
     }
     tg_term *p = tg_rules_profile(R->rs);
     if (!p) {
-        complain(R, "%s", "no rewrite has run yet");
+        tgM_complain(R, "%s", "no rewrite has run yet");
         return 1;
     }
     if (!(R->o->color & TGM_COLOR_OUT))
-        print_term(R, p);
+        tgM_show(R, p);
     else if (print_profile(R, p) < 0)
-        complain(R, "%s", "out of memory printing");
+        tgM_complain(R, "%s", "out of memory printing");
     return 0;
 }
 
 static int cmd_tree(repl *R, const char *name, const char *args)
 {
     tg_term *t;
-    if (read_args(R, name, args, &t, 1, 1, "TERM") < 0)
+    if (tgM_read_args(R, name, args, &t, 1, 1, "TERM") < 0)
         return 1;
     if (tgM_print_tree(stdout, t) < 0) {
-        complain(R, "%s", "out of memory");
+        tgM_complain(R, "%s", "out of memory");
         return 1;
     }
     return 0;
@@ -743,14 +723,14 @@ static char *file_name(repl *R, const tg_term *t, const char *usage)
                     : tg_kind_of(t) == TG_SYMBOL ? tg_symbol_name(t, &len) : NULL;
     char *file = s ? strndup(s, len) : NULL;
     if (!file)
-        complain(R, "%s", usage);
+        tgM_complain(R, "%s", usage);
     return file;
 }
 
 static int cmd_dot(repl *R, const char *name, const char *args)
 {
     tg_term *t[2];
-    int n = read_args(R, name, args, t, 1, 2, "TERM [FILE]");
+    int n = tgM_read_args(R, name, args, t, 1, 2, "TERM [FILE]");
     if (n < 0)
         return 1;
     char *file = NULL;
@@ -761,395 +741,6 @@ static int cmd_dot(repl *R, const char *name, const char *args)
     return rc;
 }
 
-enum { MAX_INPUTS = 32 };
-
-/* Array a for input in from the bindings ((NAME VALUE) ...): a literal
- * value or a .npy file name (a string); 0 or 1 after reporting. */
-static int bind_input(repl *R, tg_term *in, tg_term *const *b, int nb, tg_array *a)
-{
-    tg_term *name = tg_nth(in, 1);
-    int dt = tg_length(in) == 4 ? tgM_dtype_of(tg_nth(in, 2)) : -1;
-    size_t len;
-    const char *s = tg_kind_of(name) == TG_SYMBOL ? tg_symbol_name(name, &len) : NULL;
-    char what[160];
-    snprintf(what, sizeof what, "%.*s", s ? (int)(len > 100 ? 100 : len) : 1, s ? s : "?");
-    if (!s || dt < 0) {
-        complain(R, "malformed input %s: (input NAME DTYPE (SIZE ...))", what);
-        return 1;
-    }
-    for (int i = 0; i < nb; i++) {
-        if (tg_kind_of(b[i]) != TG_PAIR || tg_length(b[i]) != 2 || tg_car(b[i]) != name)
-            continue;
-        tg_term *v = tg_nth(b[i], 1);
-        tg_error err;
-        tg_error_clear(&err);
-        size_t pl;
-        const char *path = tg_kind_of(v) == TG_STRING ? tg_string_bytes(v, &pl) : NULL;
-        char *p = path ? strndup(path, pl) : NULL;
-        int rc = path ? (p ? tgM_array_read_npy(p, a, &err) : -1)
-                      : tgM_array_from_term(v, (tg_dtype)dt, a, &err);
-        free(p);
-        if (rc < 0) {
-            char msg[700];
-            snprintf(msg, sizeof msg, "input %s: %s", what, err.message);
-            complain(R, "%s", msg);
-            return 1;
-        }
-        return 0;
-    }
-    complain(R, "no value for input %s: give (NAME VALUE) after the term", what);
-    return 1;
-}
-
-/* t with the names :let bound replaced by their terms; NULL (reported)
- * when out of memory. */
-static tg_term *expand(repl *R, tg_term *t)
-{
-    size_t n = R->let_names ? tg_length(R->let_names) : 0;
-    if (!n)
-        return t;
-    tg_term **names = GC_MALLOC(2 * n * sizeof *names), *r = NULL;
-    if (names) {
-        tg_elements(R->let_names, names, n);
-        tg_elements(R->let_terms, names + n, n);
-        r = tgM_subst(R->ctx, t, names, names + n, (int)n);
-    }
-    if (!r)
-        complain(R, "%s", "out of memory");
-    return r;
-}
-
-/* :let NAME TERM: NAME stands for TERM in the terms of later :eval, :fn
- * and :let entries; :let NAME prints it. */
-static int cmd_let(repl *R, const char *name, const char *args)
-{
-    tg_term *t[2];
-    int n = read_args(R, name, args, t, 1, 2, "NAME [TERM]");
-    if (n < 0)
-        return 1;
-    if (tg_kind_of(t[0]) != TG_SYMBOL) {
-        complain(R, "%s", "usage: :let NAME [TERM], NAME a symbol");
-        return 1;
-    }
-    size_t k = R->let_names ? tg_length(R->let_names) : 0, at = k;
-    for (size_t i = 0; i < k; i++)
-        if (tg_nth(R->let_names, i) == t[0])
-            at = i;
-    if (n == 1) {
-        if (at == k) {
-            char *p = tg_print(t[0], NULL);
-            complain(R, "%s is not bound by :let", p ? p : "?");
-            free(p);
-            return 1;
-        }
-        print_term(R, tg_nth(R->let_terms, at));
-        return 0;
-    }
-    tg_term *v = expand(R, t[1]);
-    tg_term **names = v ? GC_MALLOC(2 * (k + 1) * sizeof *names) : NULL;
-    if (!names) {
-        if (v)
-            complain(R, "%s", "out of memory");
-        return 1;
-    }
-    if (k) {
-        tg_elements(R->let_names, names, k);
-        tg_elements(R->let_terms, names + k + 1, k);
-    }
-    names[at] = t[0], names[k + 1 + at] = v;
-    size_t nk = at == k ? k + 1 : k;
-    tg_term *ln = tg_list(R->ctx, nk, names, NULL), *lt = tg_list(R->ctx, nk, names + k + 1, NULL);
-    if (!ln || !lt) {
-        complain(R, "%s", "out of memory");
-        return 1;
-    }
-    R->let_names = ln, R->let_terms = lt;
-    return 0;
-}
-
-/* :eval TERM (NAME VALUE) ...: compile TERM (the tensor vocabulary of
- * doc/kernels.md) and run it on the arrays given. */
-static int cmd_eval(repl *R, const char *name, const char *args)
-{
-    tg_term *t[1 + MAX_INPUTS], *in[MAX_INPUTS];
-    tg_array arr[MAX_INPUTS], out;
-    int n = read_args(R, name, args, t, 1, 1 + MAX_INPUTS, "TERM (NAME VALUE-OR-\"FILE.npy\") ...");
-    if (n < 0 || !(t[0] = expand(R, t[0])))
-        return 1;
-    int nin = tgM_find_inputs(R->ctx, t[0], in, MAX_INPUTS);
-    if (nin < 0) {
-        complain(R, "%s", "more than 32 inputs");
-        return 1;
-    }
-    int rc = 0, made = 0;
-    for (; made < nin && rc == 0; made++)
-        rc = bind_input(R, in[made], t + 1, n - 1, &arr[made]);
-    if (rc)
-        made--;
-    tg_fn *fn = NULL;
-    tg_error err;
-    tg_error_clear(&err);
-    /* the session's vjp rules, if it has any, come before the library's */
-    tg_grad_options go = {R->rs, 0};
-    tg_fn_options fo = {.grad = &go};
-    if (rc == 0 && !(fn = tg_fn_compile(R->ctx, (size_t)nin, in, 1, t, &fo, &err))) {
-        report_here(R, &err);
-        rc = 1;
-    }
-    memset(&out, 0, sizeof out);
-    if (rc == 0 && tg_fn_call(fn, arr, &out, &err) < 0) {
-        report_here(R, &err);
-        rc = 1;
-    }
-    if (rc == 0) {
-        tg_term *v = tgM_array_to_term(R->ctx, &out);
-        if (v)
-            print_term(R, v);
-        else
-            complain(R, "%s", "out of memory");
-        rc = !v;
-    }
-    free(out.data);
-    for (int i = 0; i < made; i++)
-        free(arr[i].data);
-    tg_fn_free(fn);
-    return rc;
-}
-
-/* ---- functions with state: :var, :fn, :call, :repeat ------------------- */
-
-/* A function :fn compiled, by name; in collector memory, so that its
- * terms stay alive (the list hangs on the repl, on the stack). */
-typedef struct replfn {
-    tg_term *name;
-    tg_term *inputs;        /* its (input ...) terms, a list */
-    int nout;
-    tg_fn *fn;
-    struct replfn *next;
-} replfn;
-
-static replfn *find_fn(repl *R, tg_term *name)
-{
-    for (replfn *f = R->fns; f; f = f->next)
-        if (f->name == name)
-            return f;
-    return NULL;
-}
-
-static void free_fns(repl *R)
-{
-    for (replfn *f = R->fns; f; f = f->next)
-        tg_fn_free(f->fn);
-    R->fns = NULL;
-}
-
-static const char *const dtype_names[] = {"bool", "int32", "int64", "float32", "float64"};
-
-/* "NAME: DTYPE (SIZE ...)" of a shared variable. */
-static void print_var(repl *R, const tg_shared *v)
-{
-    tg_array a;
-    tg_shared_view(v, &a, NULL);
-    fprintf(R->out, "%s: %s (", tg_shared_name(v), dtype_names[a.dtype]);
-    for (int d = 0; d < a.ndim; d++)
-        fprintf(R->out, d ? " %lld" : "%lld", (long long)a.shape[d]);
-    fprintf(R->out, ")\n");
-}
-
-/* :var NAME [DTYPE VALUE]: make or set a shared variable, or print it. */
-static int cmd_var(repl *R, const char *name, const char *args)
-{
-    tg_term *t[3];
-    int n = read_args(R, name, args, t, 1, 3, "NAME [DTYPE VALUE-OR-\"FILE.npy\"]");
-    if (n < 0)
-        return 1;
-    size_t len;
-    const char *vn = tg_kind_of(t[0]) == TG_SYMBOL ? tg_symbol_name(t[0], &len) : NULL;
-    char *cname = vn ? strndup(vn, len) : NULL;
-    if (!cname || n == 2) {
-        free(cname);
-        complain(R, "%s", "usage: :var NAME [DTYPE VALUE-OR-\"FILE.npy\"]");
-        return 1;
-    }
-    tg_shared *v = tg_shared_find(R->ctx, cname);
-    tg_error err;
-    tg_error_clear(&err);
-    int rc = 0;
-    if (n == 1) {
-        tg_array a;
-        tg_term *val = NULL;
-        if (!v)
-            complain(R, "no shared variable %s (:var NAME DTYPE VALUE makes one)", cname), rc = 1;
-        else if (tg_shared_view(v, &a, &err) < 0 || !(val = tgM_array_to_term(R->ctx, &a)))
-            complain(R, "%s", "out of memory"), rc = 1;
-        if (val)
-            print_term(R, val);
-        free(cname);
-        return rc;
-    }
-    int dt = tgM_dtype_of(t[1]);
-    if (dt < 0) {
-        complain(R, "%s", ":var NAME DTYPE VALUE: DTYPE is float64, float32, int64, int32 or bool");
-        free(cname);
-        return 1;
-    }
-    tg_array a;
-    size_t pl;
-    const char *path = tg_kind_of(t[2]) == TG_STRING ? tg_string_bytes(t[2], &pl) : NULL;
-    char *p = path ? strndup(path, pl) : NULL;
-    rc = path ? (p ? tgM_array_read_npy(p, &a, &err) : -1) : tgM_array_from_term(t[2], (tg_dtype)dt, &a, &err);
-    free(p);
-    if (rc == 0 && a.dtype != (tg_dtype)dt) {
-        snprintf(err.message, sizeof err.message, "the file holds %s data, not %s", dtype_names[a.dtype],
-                 dtype_names[dt]);
-        free(a.data);
-        rc = -1;
-    }
-    if (rc == 0) {
-        rc = v ? tg_shared_set(v, &a, &err) : (v = tg_shared_new(R->ctx, cname, &a, &err)) ? 0 : -1;
-        free(a.data);
-    }
-    if (rc < 0) {
-        char msg[700];
-        snprintf(msg, sizeof msg, "%s: %s", cname, err.message);
-        complain(R, "%s", msg);
-    } else {
-        print_var(R, v);
-    }
-    free(cname);
-    return rc < 0;
-}
-
-/* The elements of clause (HEAD X ...) among t[0..n), as a list; NULL when
- * there is none. */
-static tg_term *clause(repl *R, tg_term *const *t, int n, const char *head)
-{
-    tg_term *h = tg_symbol_cstr(R->ctx, head);
-    for (int i = 0; i < n; i++)
-        if (tg_kind_of(t[i]) == TG_PAIR && tg_car(t[i]) == h)
-            return tg_cdr(R->ctx, t[i]);
-    return NULL;
-}
-
-enum { MAX_FN_OUTPUTS = 32 };
-
-/* :fn NAME (inputs IN ...) (outputs OUT ...) (updates (SHARED NEW) ...):
- * compile a function with state and keep it under NAME. */
-static int cmd_fn(repl *R, const char *name, const char *args)
-{
-    static const char usage[] = "NAME (inputs IN ...) (outputs OUT ...) [(updates (SHARED NEW) ...)]";
-    tg_term *t[4];
-    int n = read_args(R, name, args, t, 2, 4, usage);
-    if (n < 0)
-        return 1;
-    for (int i = 1; i < n; i++)
-        if (!(t[i] = expand(R, t[i])))
-            return 1;
-    tg_term *ins = clause(R, t + 1, n - 1, "inputs"), *outs = clause(R, t + 1, n - 1, "outputs");
-    tg_term *upd = clause(R, t + 1, n - 1, "updates");
-    if (tg_kind_of(t[0]) != TG_SYMBOL || (!outs && !upd) || (n - 1 != !!ins + !!outs + !!upd)) {
-        complain(R, "usage: :fn %s", usage);
-        return 1;
-    }
-    tg_term *in[MAX_INPUTS], *out[MAX_FN_OUTPUTS];
-    size_t nin = ins ? tg_elements(ins, in, MAX_INPUTS) : 0, nout = outs ? tg_elements(outs, out, MAX_FN_OUTPUTS) : 0;
-    if (nin > MAX_INPUTS || nout > MAX_FN_OUTPUTS) {
-        complain(R, "%s", "more than 32 inputs or outputs");
-        return 1;
-    }
-    tg_fn_options opt;
-    memset(&opt, 0, sizeof opt);
-    opt.updates = upd;
-    tg_error err;
-    tg_error_clear(&err);
-    tg_fn *fn = tg_fn_compile(R->ctx, nin, in, nout, out, &opt, &err);
-    replfn *f = fn ? find_fn(R, t[0]) : NULL;
-    if (fn && !f && (f = GC_MALLOC(sizeof *f))) {
-        f->name = t[0], f->next = R->fns;
-        R->fns = f;
-    } else if (f) {
-        tg_fn_free(f->fn);      /* defined again */
-    }
-    if (!f) {
-        if (fn)
-            complain(R, "%s", "out of memory");
-        else
-            report_here(R, &err);
-        tg_fn_free(fn);
-        return 1;
-    }
-    f->fn = fn, f->inputs = ins ? ins : tg_nil(), f->nout = (int)nout;
-    size_t nl;
-    const char *fname = tg_symbol_name(t[0], &nl);
-    fprintf(R->out, "%.*s: %zu input%s, %zu output%s, %zu update%s\n", (int)nl, fname, nin, nin == 1 ? "" : "s",
-            nout, nout == 1 ? "" : "s", upd ? tg_length(upd) : 0, upd && tg_length(upd) == 1 ? "" : "s");
-    return 0;
-}
-
-/* Call function NAME (t[0]) `times` times on the bindings t[1..n), then
- * print its outputs. */
-static int call_fn(repl *R, tg_term *const *t, int n, long times)
-{
-    replfn *f = tg_kind_of(t[0]) == TG_SYMBOL ? find_fn(R, t[0]) : NULL;
-    if (!f) {
-        char *p = tg_print(t[0], NULL);
-        complain(R, "no function %s (:fn defines one)", p ? p : "?");
-        free(p);
-        return 1;
-    }
-    tg_term *in[MAX_INPUTS];
-    tg_array arr[MAX_INPUTS], out[MAX_FN_OUTPUTS];
-    int nin = (int)tg_elements(f->inputs, in, MAX_INPUTS), made = 0, rc = 0;
-    for (; made < nin && rc == 0; made++)
-        rc = bind_input(R, in[made], t + 1, n - 1, &arr[made]);
-    if (rc)
-        made--;
-    tg_error err;
-    tg_error_clear(&err);
-    memset(out, 0, sizeof out);
-    /* the first call allocates the outputs, the others write into them */
-    for (long k = 0; rc == 0 && k < times; k++) {
-        if (tg_fn_call(f->fn, arr, out, &err) < 0) {
-            report_here(R, &err);
-            rc = 1;
-        }
-    }
-    for (int i = 0; rc == 0 && i < f->nout; i++) {
-        tg_term *v = tgM_array_to_term(R->ctx, &out[i]);
-        if (v)
-            print_term(R, v);
-        else
-            complain(R, "%s", "out of memory"), rc = 1;
-    }
-    for (int i = 0; i < f->nout; i++)
-        free(out[i].data);
-    for (int i = 0; i < made; i++)
-        free(arr[i].data);
-    return rc;
-}
-
-/* :call NAME (X VALUE) ...: run a function :fn defined once. */
-static int cmd_call(repl *R, const char *name, const char *args)
-{
-    tg_term *t[1 + MAX_INPUTS];
-    int n = read_args(R, name, args, t, 1, 1 + MAX_INPUTS, "NAME (X VALUE-OR-\"FILE.npy\") ...");
-    return n < 0 ? 1 : call_fn(R, t, n, 1);
-}
-
-/* :repeat N NAME (X VALUE) ...: run it N times on the same arrays. */
-static int cmd_repeat(repl *R, const char *name, const char *args)
-{
-    tg_term *t[2 + MAX_INPUTS];
-    int64_t times;
-    int n = read_args(R, name, args, t, 2, 2 + MAX_INPUTS, "N NAME (X VALUE-OR-\"FILE.npy\") ...");
-    if (n < 0)
-        return 1;
-    if (tg_int_get(t[0], &times) < 0 || times < 1) {
-        complain(R, "%s", ":repeat needs a count of at least 1");
-        return 1;
-    }
-    return call_fn(R, t + 1, n - 1, (long)times);
-}
 
 static char *get_line(repl *R, FILE *in, const char *prompt);
 
@@ -1311,14 +902,14 @@ static tg_term *reversed(tg_ctx *ctx, tg_term *l)
 static int cmd_step(repl *R, const char *name, const char *args)
 {
     tg_term *t[2];
-    int n = read_args(R, name, args, t, 1, 2, "[REWRITER-OR-QUERY-OR-RULE] TERM");
+    int n = tgM_read_args(R, name, args, t, 1, 2, "[REWRITER-OR-QUERY-OR-RULE] TERM");
     if (n < 0 || (n == 2 && !(t[0] = rule_spec(R, t[0]))))
         return 1;
     tg_error err;
     tg_error_clear(&err);
     int was = tg_rules_provenance(R->rs), tracing = tg_rules_tracing(R->rs);
     if (tg_rules_set_provenance(R->rs, 1, 0, &err) < 0) {
-        report_here(R, &err);
+        tgM_report_here(R, &err);
         return 1;
     }
     capture c = {R, tracing ? R->out : NULL, NULL, 0, 0, tg_nil()};
@@ -1338,13 +929,13 @@ static int cmd_step(repl *R, const char *name, const char *args)
     int rc = 1;
     if (w && print_why(R, r, w) == 0) {
         R->last_why = w;
-        print_term(R, r);
+        tgM_show(R, r);
         rc = 0;
     } else {
         if (r && w)
             tg_error_set(&err, TG_ERR_NOMEM, "out of memory");
         R->hist = NULL;
-        report_here(R, &err);
+        tgM_report_here(R, &err);
     }
     tg_rules_set_provenance(R->rs, was, 0, NULL);
     return rc;
@@ -1387,11 +978,11 @@ static int write_dot(FILE *out, tg_term *t, void *ud)
 static int cmd_history(repl *R, const char *name, const char *args)
 {
     tg_term *t[2];
-    int n = *args ? read_args(R, name, args, t, 1, 2, "[firings|passes] [FILE]") : 0;
+    int n = *args ? tgM_read_args(R, name, args, t, 1, 2, "[firings|passes] [FILE]") : 0;
     if (n < 0)
         return 1;
     if (!R->last_why) {
-        complain(R, "%s", "no rewrite history yet: :step a rewrite first");
+        tgM_complain(R, "%s", "no rewrite history yet: :step a rewrite first");
         return 1;
     }
     int (*write)(FILE *, tg_term *, void *) = write_history_firing;
@@ -1399,7 +990,7 @@ static int cmd_history(repl *R, const char *name, const char *args)
         write = t[0] == tg_symbol_cstr(R->ctx, "passes") ? write_history_pass : write_firings;
         t[0] = t[1], n--;
     } else if (n == 2) {
-        complain(R, "%s", "usage: :history [firings|passes] [FILE]");
+        tgM_complain(R, "%s", "usage: :history [firings|passes] [FILE]");
         return 1;
     }
     char *file = NULL;
@@ -1425,7 +1016,7 @@ static int cmd_help(repl *R, const char *name, const char *args)
     if (*args) {
         const command *c = find_command(args[0] == ':' ? args + 1 : args);
         if (!c) {
-            complain(R, "no command :%s (:help lists them)", args[0] == ':' ? args + 1 : args);
+            tgM_complain(R, "no command :%s (:help lists them)", args[0] == ':' ? args + 1 : args);
             return 1;
         }
         printf(":%s %s\n    %s\n    example: %s\n", c->name, c->args, c->help, c->example);
@@ -1456,21 +1047,21 @@ static const command commands[] = {
     {"tree", "TERM", "show TERM as a tree, shared subterms named", ":tree (f (g a) (g a))", cmd_tree},
     {"dot", "TERM [FILE]", "TERM as Graphviz (.dot, or .svg/.png/.pdf)", ":dot (f (g a) (g a)) t.svg", cmd_dot},
     {"eval", "TERM (NAME VALUE)...", "compile a tensor term, (grad COST WRT) included, and run it on arrays (lists or .npy files)",
-     ":eval (add (input x float64 (3)) 1) (x (1 2 3))", cmd_eval},
+     ":eval (add (input x float64 (3)) 1) (x (1 2 3))", tgM_cmd_eval},
     {"history", "[firings|passes] [FILE]",
      "the last :step as Graphviz: the term after each firing (or pass), or the firings",
      ":history passes steps.svg", cmd_history},
     {"let", "NAME [TERM]", "let NAME stand for TERM in later :eval, :fn and :let terms; or print it",
-     ":let r (sub (input x float64 (n)) 1)", cmd_let},
+     ":let r (sub (input x float64 (n)) 1)", tgM_cmd_let},
     {"var", "NAME [DTYPE VALUE]", "make or set a shared variable (a list or a .npy file), or print it",
-     ":var w float64 (0 0)", cmd_var},
+     ":var w float64 (0 0)", tgM_cmd_var},
     {"fn", "NAME (inputs ...) (outputs ...) [(updates ...)]",
      "compile a function that may read and update shared variables",
      ":fn step (inputs (input x float64 (2))) (outputs) (updates ((shared w float64 (2)) (add (shared w float64 (2)) (input x float64 (2)))))",
-     cmd_fn},
-    {"call", "NAME (X VALUE)...", "run a function :fn defined; print its outputs", ":call step (x (1 2))", cmd_call},
+     tgM_cmd_fn},
+    {"call", "NAME (X VALUE)...", "run a function :fn defined; print its outputs", ":call step (x (1 2))", tgM_cmd_call},
     {"repeat", "N NAME (X VALUE)...", "run it N times on the same arrays; print the last outputs",
-     ":repeat 10 step (x (1 2))", cmd_repeat},
+     ":repeat 10 step (x (1 2))", tgM_cmd_repeat},
     {"shared", "[on|off]", "print repeated subterms once: X where *1 = ...", ":shared on", cmd_shared},
     {"quit", "", "leave (Ctrl-D too)", ":quit", cmd_quit},
     {NULL, NULL, NULL, NULL, NULL}
@@ -1513,7 +1104,7 @@ static int run_command(repl *R, char *line)
     int rc = 1;
     R->argtext = blanked;
     if (!c)
-        complain(R, "unknown command :%s (:help lists them)", line);
+        tgM_complain(R, "unknown command :%s (:help lists them)", line);
     else
         rc = c->fn(R, c->name, args);
     R->argtext = NULL;
@@ -1762,7 +1353,7 @@ int tgM_repl(tg_ctx *ctx, tg_rules *rs, FILE *in, const char *name, const tgM_re
         int oom = entry_add(&e, l) < 0;
         free(l);
         if (oom) {
-            complain(&R, "%s", "out of memory");
+            tgM_complain(&R, "%s", "out of memory");
             e.len = 0;
             errors++;
             continue;
@@ -1796,7 +1387,7 @@ int tgM_repl(tg_ctx *ctx, tg_rules *rs, FILE *in, const char *name, const tgM_re
     }
     free(hist);
     free(e.text);
-    free_fns(&R);
+    tgM_free_fns(&R);
     tg_rules_set_trace(rs, stdout, tg_rules_tracing(rs));  /* the filter goes now */
     if (R.out != stdout)
         fclose(R.out);

@@ -1,0 +1,53 @@
+/* repl_int.h - what the REPL's files share (program-only, prefix tgM_):
+ * the session, the helpers that report and print, and the commands of
+ * repl_tensor.c. */
+#ifndef TG_REPL_INT_H
+#define TG_REPL_INT_H
+
+#include <stdio.h>
+
+#include "repl.h"
+
+typedef struct repl {
+    tg_ctx *ctx;
+    tg_rules *rs;
+    const tgM_repl_opts *o;
+    const char *name;       /* the input's name in errors */
+    int line;               /* where the entry being run starts */
+    const char *entry;      /* the text of the entry being run */
+    tg_term *last_why;      /* the firings the last :step showed (for :history) */
+    tg_term *hist_start;    /* the term the last :step rewrote */
+    tg_term *hist;          /* its firings as traced: ("RULE" BEFORE AFTER) ... */
+    size_t hist_dropped;    /* firings beyond HISTORY_FIRINGS, not kept */
+    FILE *out;              /* standard output, or through the colouring filter */
+    char *argtext;          /* a command's entry with the :name blanked out,
+                             * so that its arguments read at their place */
+    int shared;             /* :shared on */
+    int quit;
+    struct replfn *fns;     /* the functions :fn defined (collector memory) */
+    tg_term *let_names;     /* :let: names and the terms they stand for, two lists */
+    tg_term *let_terms;
+} repl;
+
+/* An error of the current entry, with its place. */
+void tgM_report_here(const repl *R, tg_error *err);
+/* A message of the current entry: fmt with one %s, arg. */
+void tgM_complain(const repl *R, const char *fmt, const char *arg);
+/* t on the session's output, shared subterms as :shared says. */
+void tgM_show(const repl *R, const tg_term *t);
+/* Read a command's arguments (min to max terms) into t: their number,
+ * or -1 after reporting usage. */
+int tgM_read_args(repl *R, const char *cmd, const char *text, tg_term **t, int min, int max,
+                  const char *usage);
+
+/* repl_tensor.c: tensor functions, :let names, shared variables. */
+int tgM_cmd_let(repl *R, const char *name, const char *args);
+int tgM_cmd_eval(repl *R, const char *name, const char *args);
+int tgM_cmd_var(repl *R, const char *name, const char *args);
+int tgM_cmd_fn(repl *R, const char *name, const char *args);
+int tgM_cmd_call(repl *R, const char *name, const char *args);
+int tgM_cmd_repeat(repl *R, const char *name, const char *args);
+/* Free the functions :fn compiled. */
+void tgM_free_fns(repl *R);
+
+#endif

@@ -1,0 +1,406 @@
+/* repl_tensor.c - the REPL's tensor commands (prefix tgM_): :eval
+ * compiles a term and runs it on values given inline or as .npy files,
+ * :let names subterms for later entries, :var makes and sets shared
+ * variables, :fn compiles a function with updates that :call and
+ * :repeat run. */
+#include "config.h"
+
+#include <gc/gc.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arrays.h"
+#include "repl_int.h"
+#include "views.h"
+
+enum { MAX_INPUTS = 32 };
+
+/* Array a for input in from the bindings ((NAME VALUE) ...): a literal
+ * value or a .npy file name (a string); 0 or 1 after reporting. */
+static int bind_input(repl *R, tg_term *in, tg_term *const *b, int nb, tg_array *a)
+{
+    tg_term *name = tg_nth(in, 1);
+    int dt = tg_length(in) == 4 ? tgM_dtype_of(tg_nth(in, 2)) : -1;
+    size_t len;
+    const char *s = tg_kind_of(name) == TG_SYMBOL ? tg_symbol_name(name, &len) : NULL;
+    char what[160];
+    snprintf(what, sizeof what, "%.*s", s ? (int)(len > 100 ? 100 : len) : 1, s ? s : "?");
+    if (!s || dt < 0) {
+        tgM_complain(R, "malformed input %s: (input NAME DTYPE (SIZE ...))", what);
+        return 1;
+    }
+    for (int i = 0; i < nb; i++) {
+        if (tg_kind_of(b[i]) != TG_PAIR || tg_length(b[i]) != 2 || tg_car(b[i]) != name)
+            continue;
+        tg_term *v = tg_nth(b[i], 1);
+        tg_error err;
+        tg_error_clear(&err);
+        size_t pl;
+        const char *path = tg_kind_of(v) == TG_STRING ? tg_string_bytes(v, &pl) : NULL;
+        char *p = path ? strndup(path, pl) : NULL;
+        int rc = path ? (p ? tgM_array_read_npy(p, a, &err) : -1)
+                      : tgM_array_from_term(v, (tg_dtype)dt, a, &err);
+        free(p);
+        if (rc < 0) {
+            char msg[700];
+            snprintf(msg, sizeof msg, "input %s: %s", what, err.message);
+            tgM_complain(R, "%s", msg);
+            return 1;
+        }
+        return 0;
+    }
+    tgM_complain(R, "no value for input %s: give (NAME VALUE) after the term", what);
+    return 1;
+}
+
+/* t with the names :let bound replaced by their terms; NULL (reported)
+ * when out of memory. */
+static tg_term *expand(repl *R, tg_term *t)
+{
+    size_t n = R->let_names ? tg_length(R->let_names) : 0;
+    if (!n)
+        return t;
+    tg_term **names = GC_MALLOC(2 * n * sizeof *names), *r = NULL;
+    if (names) {
+        tg_elements(R->let_names, names, n);
+        tg_elements(R->let_terms, names + n, n);
+        r = tgM_subst(R->ctx, t, names, names + n, (int)n);
+    }
+    if (!r)
+        tgM_complain(R, "%s", "out of memory");
+    return r;
+}
+
+/* :let NAME TERM: NAME stands for TERM in the terms of later :eval, :fn
+ * and :let entries; :let NAME prints it. */
+int tgM_cmd_let(repl *R, const char *name, const char *args)
+{
+    tg_term *t[2];
+    int n = tgM_read_args(R, name, args, t, 1, 2, "NAME [TERM]");
+    if (n < 0)
+        return 1;
+    if (tg_kind_of(t[0]) != TG_SYMBOL) {
+        tgM_complain(R, "%s", "usage: :let NAME [TERM], NAME a symbol");
+        return 1;
+    }
+    size_t k = R->let_names ? tg_length(R->let_names) : 0, at = k;
+    for (size_t i = 0; i < k; i++)
+        if (tg_nth(R->let_names, i) == t[0])
+            at = i;
+    if (n == 1) {
+        if (at == k) {
+            char *p = tg_print(t[0], NULL);
+            tgM_complain(R, "%s is not bound by :let", p ? p : "?");
+            free(p);
+            return 1;
+        }
+        tgM_show(R, tg_nth(R->let_terms, at));
+        return 0;
+    }
+    tg_term *v = expand(R, t[1]);
+    tg_term **names = v ? GC_MALLOC(2 * (k + 1) * sizeof *names) : NULL;
+    if (!names) {
+        if (v)
+            tgM_complain(R, "%s", "out of memory");
+        return 1;
+    }
+    if (k) {
+        tg_elements(R->let_names, names, k);
+        tg_elements(R->let_terms, names + k + 1, k);
+    }
+    names[at] = t[0], names[k + 1 + at] = v;
+    size_t nk = at == k ? k + 1 : k;
+    tg_term *ln = tg_list(R->ctx, nk, names, NULL), *lt = tg_list(R->ctx, nk, names + k + 1, NULL);
+    if (!ln || !lt) {
+        tgM_complain(R, "%s", "out of memory");
+        return 1;
+    }
+    R->let_names = ln, R->let_terms = lt;
+    return 0;
+}
+
+/* :eval TERM (NAME VALUE) ...: compile TERM (the tensor vocabulary of
+ * doc/kernels.md) and run it on the arrays given. */
+int tgM_cmd_eval(repl *R, const char *name, const char *args)
+{
+    tg_term *t[1 + MAX_INPUTS], *in[MAX_INPUTS];
+    tg_array arr[MAX_INPUTS], out;
+    int n = tgM_read_args(R, name, args, t, 1, 1 + MAX_INPUTS, "TERM (NAME VALUE-OR-\"FILE.npy\") ...");
+    if (n < 0 || !(t[0] = expand(R, t[0])))
+        return 1;
+    int nin = tgM_find_inputs(R->ctx, t[0], in, MAX_INPUTS);
+    if (nin < 0) {
+        tgM_complain(R, "%s", "more than 32 inputs");
+        return 1;
+    }
+    int rc = 0, made = 0;
+    for (; made < nin && rc == 0; made++)
+        rc = bind_input(R, in[made], t + 1, n - 1, &arr[made]);
+    if (rc)
+        made--;
+    tg_fn *fn = NULL;
+    tg_error err;
+    tg_error_clear(&err);
+    /* the session's vjp rules, if it has any, come before the library's */
+    tg_grad_options go = {R->rs, 0};
+    tg_fn_options fo = {.grad = &go};
+    if (rc == 0 && !(fn = tg_fn_compile(R->ctx, (size_t)nin, in, 1, t, &fo, &err))) {
+        tgM_report_here(R, &err);
+        rc = 1;
+    }
+    memset(&out, 0, sizeof out);
+    if (rc == 0 && tg_fn_call(fn, arr, &out, &err) < 0) {
+        tgM_report_here(R, &err);
+        rc = 1;
+    }
+    if (rc == 0) {
+        tg_term *v = tgM_array_to_term(R->ctx, &out);
+        if (v)
+            tgM_show(R, v);
+        else
+            tgM_complain(R, "%s", "out of memory");
+        rc = !v;
+    }
+    free(out.data);
+    for (int i = 0; i < made; i++)
+        free(arr[i].data);
+    tg_fn_free(fn);
+    return rc;
+}
+
+/* ---- functions with state: :var, :fn, :call, :repeat ------------------- */
+
+/* A function :fn compiled, by name; in collector memory, so that its
+ * terms stay alive (the list hangs on the repl, on the stack). */
+typedef struct replfn {
+    tg_term *name;
+    tg_term *inputs;        /* its (input ...) terms, a list */
+    int nout;
+    tg_fn *fn;
+    struct replfn *next;
+} replfn;
+
+static replfn *find_fn(repl *R, tg_term *name)
+{
+    for (replfn *f = R->fns; f; f = f->next)
+        if (f->name == name)
+            return f;
+    return NULL;
+}
+
+void tgM_free_fns(repl *R)
+{
+    for (replfn *f = R->fns; f; f = f->next)
+        tg_fn_free(f->fn);
+    R->fns = NULL;
+}
+
+static const char *const dtype_names[] = {"bool", "int32", "int64", "float32", "float64"};
+
+/* "NAME: DTYPE (SIZE ...)" of a shared variable. */
+static void print_var(repl *R, const tg_shared *v)
+{
+    tg_array a;
+    tg_shared_view(v, &a, NULL);
+    fprintf(R->out, "%s: %s (", tg_shared_name(v), dtype_names[a.dtype]);
+    for (int d = 0; d < a.ndim; d++)
+        fprintf(R->out, d ? " %lld" : "%lld", (long long)a.shape[d]);
+    fprintf(R->out, ")\n");
+}
+
+/* :var NAME [DTYPE VALUE]: make or set a shared variable, or print it. */
+int tgM_cmd_var(repl *R, const char *name, const char *args)
+{
+    tg_term *t[3];
+    int n = tgM_read_args(R, name, args, t, 1, 3, "NAME [DTYPE VALUE-OR-\"FILE.npy\"]");
+    if (n < 0)
+        return 1;
+    size_t len;
+    const char *vn = tg_kind_of(t[0]) == TG_SYMBOL ? tg_symbol_name(t[0], &len) : NULL;
+    char *cname = vn ? strndup(vn, len) : NULL;
+    if (!cname || n == 2) {
+        free(cname);
+        tgM_complain(R, "%s", "usage: :var NAME [DTYPE VALUE-OR-\"FILE.npy\"]");
+        return 1;
+    }
+    tg_shared *v = tg_shared_find(R->ctx, cname);
+    tg_error err;
+    tg_error_clear(&err);
+    int rc = 0;
+    if (n == 1) {
+        tg_array a;
+        tg_term *val = NULL;
+        if (!v)
+            tgM_complain(R, "no shared variable %s (:var NAME DTYPE VALUE makes one)", cname), rc = 1;
+        else if (tg_shared_view(v, &a, &err) < 0 || !(val = tgM_array_to_term(R->ctx, &a)))
+            tgM_complain(R, "%s", "out of memory"), rc = 1;
+        if (val)
+            tgM_show(R, val);
+        free(cname);
+        return rc;
+    }
+    int dt = tgM_dtype_of(t[1]);
+    if (dt < 0) {
+        tgM_complain(R, "%s", ":var NAME DTYPE VALUE: DTYPE is float64, float32, int64, int32 or bool");
+        free(cname);
+        return 1;
+    }
+    tg_array a;
+    size_t pl;
+    const char *path = tg_kind_of(t[2]) == TG_STRING ? tg_string_bytes(t[2], &pl) : NULL;
+    char *p = path ? strndup(path, pl) : NULL;
+    rc = path ? (p ? tgM_array_read_npy(p, &a, &err) : -1) : tgM_array_from_term(t[2], (tg_dtype)dt, &a, &err);
+    free(p);
+    if (rc == 0 && a.dtype != (tg_dtype)dt) {
+        snprintf(err.message, sizeof err.message, "the file holds %s data, not %s", dtype_names[a.dtype],
+                 dtype_names[dt]);
+        free(a.data);
+        rc = -1;
+    }
+    if (rc == 0) {
+        rc = v ? tg_shared_set(v, &a, &err) : (v = tg_shared_new(R->ctx, cname, &a, &err)) ? 0 : -1;
+        free(a.data);
+    }
+    if (rc < 0) {
+        char msg[700];
+        snprintf(msg, sizeof msg, "%s: %s", cname, err.message);
+        tgM_complain(R, "%s", msg);
+    } else {
+        print_var(R, v);
+    }
+    free(cname);
+    return rc < 0;
+}
+
+/* The elements of clause (HEAD X ...) among t[0..n), as a list; NULL when
+ * there is none. */
+static tg_term *clause(repl *R, tg_term *const *t, int n, const char *head)
+{
+    tg_term *h = tg_symbol_cstr(R->ctx, head);
+    for (int i = 0; i < n; i++)
+        if (tg_kind_of(t[i]) == TG_PAIR && tg_car(t[i]) == h)
+            return tg_cdr(R->ctx, t[i]);
+    return NULL;
+}
+
+enum { MAX_FN_OUTPUTS = 32 };
+
+/* :fn NAME (inputs IN ...) (outputs OUT ...) (updates (SHARED NEW) ...):
+ * compile a function with state and keep it under NAME. */
+int tgM_cmd_fn(repl *R, const char *name, const char *args)
+{
+    static const char usage[] = "NAME (inputs IN ...) (outputs OUT ...) [(updates (SHARED NEW) ...)]";
+    tg_term *t[4];
+    int n = tgM_read_args(R, name, args, t, 2, 4, usage);
+    if (n < 0)
+        return 1;
+    for (int i = 1; i < n; i++)
+        if (!(t[i] = expand(R, t[i])))
+            return 1;
+    tg_term *ins = clause(R, t + 1, n - 1, "inputs"), *outs = clause(R, t + 1, n - 1, "outputs");
+    tg_term *upd = clause(R, t + 1, n - 1, "updates");
+    if (tg_kind_of(t[0]) != TG_SYMBOL || (!outs && !upd) || (n - 1 != !!ins + !!outs + !!upd)) {
+        tgM_complain(R, "usage: :fn %s", usage);
+        return 1;
+    }
+    tg_term *in[MAX_INPUTS], *out[MAX_FN_OUTPUTS];
+    size_t nin = ins ? tg_elements(ins, in, MAX_INPUTS) : 0, nout = outs ? tg_elements(outs, out, MAX_FN_OUTPUTS) : 0;
+    if (nin > MAX_INPUTS || nout > MAX_FN_OUTPUTS) {
+        tgM_complain(R, "%s", "more than 32 inputs or outputs");
+        return 1;
+    }
+    tg_fn_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.updates = upd;
+    tg_error err;
+    tg_error_clear(&err);
+    tg_fn *fn = tg_fn_compile(R->ctx, nin, in, nout, out, &opt, &err);
+    replfn *f = fn ? find_fn(R, t[0]) : NULL;
+    if (fn && !f && (f = GC_MALLOC(sizeof *f))) {
+        f->name = t[0], f->next = R->fns;
+        R->fns = f;
+    } else if (f) {
+        tg_fn_free(f->fn);      /* defined again */
+    }
+    if (!f) {
+        if (fn)
+            tgM_complain(R, "%s", "out of memory");
+        else
+            tgM_report_here(R, &err);
+        tg_fn_free(fn);
+        return 1;
+    }
+    f->fn = fn, f->inputs = ins ? ins : tg_nil(), f->nout = (int)nout;
+    size_t nl;
+    const char *fname = tg_symbol_name(t[0], &nl);
+    fprintf(R->out, "%.*s: %zu input%s, %zu output%s, %zu update%s\n", (int)nl, fname, nin, nin == 1 ? "" : "s",
+            nout, nout == 1 ? "" : "s", upd ? tg_length(upd) : 0, upd && tg_length(upd) == 1 ? "" : "s");
+    return 0;
+}
+
+/* Call function NAME (t[0]) `times` times on the bindings t[1..n), then
+ * print its outputs. */
+static int call_fn(repl *R, tg_term *const *t, int n, long times)
+{
+    replfn *f = tg_kind_of(t[0]) == TG_SYMBOL ? find_fn(R, t[0]) : NULL;
+    if (!f) {
+        char *p = tg_print(t[0], NULL);
+        tgM_complain(R, "no function %s (:fn defines one)", p ? p : "?");
+        free(p);
+        return 1;
+    }
+    tg_term *in[MAX_INPUTS];
+    tg_array arr[MAX_INPUTS], out[MAX_FN_OUTPUTS];
+    int nin = (int)tg_elements(f->inputs, in, MAX_INPUTS), made = 0, rc = 0;
+    for (; made < nin && rc == 0; made++)
+        rc = bind_input(R, in[made], t + 1, n - 1, &arr[made]);
+    if (rc)
+        made--;
+    tg_error err;
+    tg_error_clear(&err);
+    memset(out, 0, sizeof out);
+    /* the first call allocates the outputs, the others write into them */
+    for (long k = 0; rc == 0 && k < times; k++) {
+        if (tg_fn_call(f->fn, arr, out, &err) < 0) {
+            tgM_report_here(R, &err);
+            rc = 1;
+        }
+    }
+    for (int i = 0; rc == 0 && i < f->nout; i++) {
+        tg_term *v = tgM_array_to_term(R->ctx, &out[i]);
+        if (v)
+            tgM_show(R, v);
+        else
+            tgM_complain(R, "%s", "out of memory"), rc = 1;
+    }
+    for (int i = 0; i < f->nout; i++)
+        free(out[i].data);
+    for (int i = 0; i < made; i++)
+        free(arr[i].data);
+    return rc;
+}
+
+/* :call NAME (X VALUE) ...: run a function :fn defined once. */
+int tgM_cmd_call(repl *R, const char *name, const char *args)
+{
+    tg_term *t[1 + MAX_INPUTS];
+    int n = tgM_read_args(R, name, args, t, 1, 1 + MAX_INPUTS, "NAME (X VALUE-OR-\"FILE.npy\") ...");
+    return n < 0 ? 1 : call_fn(R, t, n, 1);
+}
+
+/* :repeat N NAME (X VALUE) ...: run it N times on the same arrays. */
+int tgM_cmd_repeat(repl *R, const char *name, const char *args)
+{
+    tg_term *t[2 + MAX_INPUTS];
+    int64_t times;
+    int n = tgM_read_args(R, name, args, t, 2, 2 + MAX_INPUTS, "N NAME (X VALUE-OR-\"FILE.npy\") ...");
+    if (n < 0)
+        return 1;
+    if (tg_int_get(t[0], &times) < 0 || times < 1) {
+        tgM_complain(R, "%s", ":repeat needs a count of at least 1");
+        return 1;
+    }
+    return call_fn(R, t + 1, n - 1, (long)times);
+}
