@@ -17,48 +17,17 @@
 #include "check.h"
 #include "error.h"
 #include "compile.h"
-#include "prov.h"
-
-typedef struct firing {
-    tg_term *name;          /* the rule's */
-    int backward;
-    const char *file;
-    int line, col;
-    tg_term *before, *after;
-} firing;
+#include "rwcache.h"
 
 struct tgCk {
     tg_ctx *ctx;
     size_t nin, nout;
     tg_term **inputs, **outputs;    /* unrewritten */
     tg_fn *ref;                     /* their function, interpreted */
-    firing *fire;                   /* the rewrite's firings, in order */
+    tgZw_firing *fire;              /* the rewrite's firings, in order */
     size_t nfire;
     double tol;
 };
-
-/* The rewrite's firings: rs's provenance log of a rewrite run again. */
-static int log_firings(tgCk *c, tg_rules *rs, tgCk_rerun_fn rerun, void *ud)
-{
-    int was_on = tg_rules_provenance(rs);
-    tg_error e;
-    int ok = (was_on || tg_rules_set_provenance(rs, 1, 0, &e) == 0) && rerun(ud) == 0;
-    const tgO_prov *p = rs->prov;
-    if (ok && p && p->n) {
-        c->fire = GC_MALLOC(p->n * sizeof *c->fire);
-        ok = c->fire != NULL;
-        for (size_t k = 0; ok && k < p->n; k++) {
-            const tgO_fire *f = &p->log[k];
-            if (!f->after || f->after == f->before)
-                continue;
-            c->fire[c->nfire++] = (firing){f->rule->name, f->rule->backward, f->rule->file, f->rule->line,
-                                           f->rule->col, f->before, f->after};
-        }
-    }
-    if (!was_on)
-        tg_rules_set_provenance(rs, 0, 0, NULL);
-    return ok ? 0 : -1;
-}
 
 /* An interpreted function of terms over c's inputs, or NULL. */
 static tg_fn *interpreted(const tgCk *c, size_t n, tg_term *const *terms, tg_error *err)
@@ -70,7 +39,7 @@ static tg_fn *interpreted(const tgCk *c, size_t n, tg_term *const *terms, tg_err
 }
 
 tgCk *tgCk_new(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout, tg_term *const *outputs,
-               double tol, tg_rules *rs, tgCk_rerun_fn rerun, void *ud, tg_error *err)
+               double tol, tg_rules *rs, tg_term *spec, tg_error *err)
 {
     if (!(tol >= 0) || !isfinite(tol))
         return tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "kernels: a checking tolerance must be a finite number >= 0"),
@@ -88,7 +57,7 @@ tgCk *tgCk_new(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout, tg_
         tgCk_free(c);
         return NULL;
     }
-    if (log_firings(c, rs, rerun, ud) < 0) {
+    if (!(c->fire = tgZw_firings(ctx, rs, spec, nout, out, &c->nfire))) {
         tgCk_free(c);
         return tgE_set(err, TG_ERR_NOMEM, NULL, 0, 0, "kernels: check: the rewrite's firings could not be logged"),
                NULL;
@@ -167,7 +136,7 @@ static void free_outs(tg_array *o, size_t n)
 
 /* Whether firing f's replacement computes other values than its redex
  * on inputs in; *k the element, *got and *want its values. */
-static int changed(const tgCk *c, const firing *f, const tg_array *in, int64_t *k, double *got, double *want)
+static int changed(const tgCk *c, const tgZw_firing *f, const tg_array *in, int64_t *k, double *got, double *want)
 {
     tg_error e;
     tg_term *t[2] = {f->before, f->after};
@@ -192,16 +161,16 @@ static int changed(const tgCk *c, const firing *f, const tg_array *in, int64_t *
 static void report(const tgCk *c, const tg_array *in, size_t i, int64_t k, double got, double want, tg_error *err)
 {
     for (size_t j = 0; j < c->nfire; j++) {
-        const firing *f = &c->fire[j];
+        const tgZw_firing *f = &c->fire[j];
         int64_t fk;
         double fg, fw;
         if (!changed(c, f, in, &fk, &fg, &fw))
             continue;
         char *sb = tgW_show(f->before), *sa = tgW_show(f->after);
-        tgE_set(err, TG_ERR_CHECK, f->file, f->line, f->col,
+        tgE_set(err, TG_ERR_CHECK, f->rule->file, f->rule->line, f->rule->col,
                 "kernels: check: rule %s%s changed the values: %s gives %.17g where %s gives %.17g (element %lld); "
                 "output %zu differs",
-                tg_symbol_name(f->name, NULL), f->backward ? " (reverse)" : "", sa ? sa : "?", fg, sb ? sb : "?", fw,
+                tg_symbol_name(f->rule->name, NULL), f->rule->backward ? " (reverse)" : "", sa ? sa : "?", fg, sb ? sb : "?", fw,
                 (long long)fk, i);
         free(sb);
         free(sa);

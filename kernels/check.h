@@ -12,15 +12,12 @@
 
 typedef struct tgCk tgCk;
 
-/* Runs the rewrite of the outputs again (provenance is then on): 0 or -1. */
-typedef int (*tgCk_rerun_fn)(void *ud);
-
 /* The check of a function of outputs (unrewritten) over inputs whose
- * terms rs rewrote: the interpreted function of outputs, and the firings
- * of the rewrite (rerun logs them).  tol: relative tolerance (0: the
+ * terms rs rewrote with spec (NULL: default): the interpreted function
+ * of outputs, and the firings of the rewrite (run again to log them).  tol: relative tolerance (0: the
  * default; not a finite number >= 0: an error).  NULL with err filled. */
 tgCk *tgCk_new(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout, tg_term *const *outputs,
-               double tol, tg_rules *rs, tgCk_rerun_fn rerun, void *ud, tg_error *err);
+               double tol, tg_rules *rs, tg_term *spec, tg_error *err);
 /* Compare out, the outputs of a call on in, with the unrewritten graph's
  * on in: 0 when within the tolerance, else -1 with err (TG_ERR_CHECK)
  * naming the first firing that changed the values. */

@@ -130,29 +130,6 @@ void tg_array_init(tg_array *a, tg_dtype dtype, int ndim, const int64_t *shape, 
     }
 }
 
-typedef struct rerun {
-    tg_ctx *ctx;
-    size_t nout;
-    tg_term *const *outputs;
-    tg_fn_options opt;
-} rerun;
-
-/* The rewrite again, not from the cache (check.h). */
-static int rerun_rewrite(void *ud)
-{
-    rerun *r = ud;
-    tg_error e;
-    return tgZw_rewrite_again(r->ctx, r->nout, r->outputs, &r->opt, &e) ? 0 : -1;
-}
-
-/* The checking mode's state for outputs (unrewritten), or NULL. */
-static tgCk *check_of(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout, tg_term *const *outputs,
-                      const tg_fn_options *opt, tg_error *err)
-{
-    rerun r = {ctx, nout, outputs, *opt};
-    return tgCk_new(ctx, nin, inputs, nout, outputs, opt->check_tol, opt->rules, rerun_rewrite, &r, err);
-}
-
 tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout,
                      tg_term *const *outputs, const tg_fn_options *opt, tg_error *err)
 {
@@ -174,7 +151,7 @@ tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
     if (opt && opt->rules && opt->check) {
         if (opt->updates)
             return tgE_arg(err, "kernels: the checking mode does not check updates (compile without them)"), NULL;
-        if (!(check = check_of(ctx, nin, inputs, nout, outputs, opt, err)))
+        if (!(check = tgCk_new(ctx, nin, inputs, nout, outputs, opt->check_tol, opt->rules, opt->rewrite, err)))
             return NULL;
         kept_all = *opt;    /* the check reads the inputs after the call */
         kept_all.kept = NULL;

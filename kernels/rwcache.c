@@ -18,6 +18,7 @@
 #include "buf.h"
 #include "cache.h"
 #include "error.h"
+#include "prov.h"
 #include "rset.h"
 #include "rwcache.h"
 #include "validate.h"
@@ -293,26 +294,26 @@ static tg_term **run_rewriter(tg_ctx *ctx, tg_rules *rs, tg_term *spec, size_t n
     return out;
 }
 
-typedef struct rerun {
-    tg_ctx *ctx;
-    tg_rules *rs;
-    tg_term *spec;
-    size_t nout;
-    tg_term *const *outputs;
-    int was_on;
-} rerun;
-
-/* The rewrite again with provenance on (validate.h), to find the rule
- * that changed a type. */
-static tg_rules *rerun_logged(void *ud)
+tgZw_firing *tgZw_firings(tg_ctx *ctx, tg_rules *rs, tg_term *spec, size_t nout, tg_term *const *outputs,
+                          size_t *n)
 {
-    rerun *r = ud;
     tg_error e;
-    r->was_on = tg_rules_provenance(r->rs);
-    if ((!r->was_on && tg_rules_set_provenance(r->rs, 1, 0, &e) < 0) ||
-        !run_rewriter(r->ctx, r->rs, r->spec, r->nout, r->outputs, &e))
-        return NULL;
-    return r->rs;
+    int was_on = tg_rules_provenance(rs);
+    tgZw_firing *f = NULL;
+    *n = 0;
+    if (!spec)
+        spec = tg_symbol_cstr(ctx, "default");
+    if (spec && (was_on || tg_rules_set_provenance(rs, 1, 0, &e) == 0) &&
+        run_rewriter(ctx, rs, spec, nout, outputs, &e) && rs->prov &&
+        (f = GC_MALLOC((rs->prov->n ? rs->prov->n : 1) * sizeof *f)))
+        for (size_t k = 0; k < rs->prov->n; k++) {
+            const tgO_fire *x = &rs->prov->log[k];
+            if (x->after && x->after != x->before)
+                f[(*n)++] = (tgZw_firing){x->rule, x->before, x->after};
+        }
+    if (!was_on)    /* the log goes with it: f holds what is needed */
+        tg_rules_set_provenance(rs, 0, 0, NULL);
+    return f;
 }
 
 /* The rewrite of outputs, refused when it changes an output's type. */
@@ -322,11 +323,7 @@ static tg_term **rewrite_valid(tg_ctx *ctx, size_t nin, tg_term *const *inputs, 
     tg_term **out = run_rewriter(ctx, rs, spec, nout, outputs, err);
     if (!out)
         return NULL;
-    rerun r = {ctx, rs, spec, nout, outputs, 1};
-    int rc = tgVa_check(ctx, nin, inputs, nout, outputs, out, rerun_logged, &r, err);
-    if (!r.was_on)
-        tg_rules_set_provenance(rs, 0, 0, NULL);
-    return rc < 0 ? NULL : out;
+    return tgVa_check(ctx, nin, inputs, nout, outputs, out, rs, spec, err) < 0 ? NULL : out;
 }
 
 tg_term **tgZw_rewrite(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout, tg_term *const *outputs,
@@ -361,11 +358,4 @@ tg_term **tgZw_rewrite(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t n
     free(text);
     free(key);
     return out;
-}
-
-tg_term **tgZw_rewrite_again(tg_ctx *ctx, size_t nout, tg_term *const *outputs, const tg_fn_options *opt,
-                             tg_error *err)
-{
-    tg_term *spec = opt->rewrite ? opt->rewrite : tg_symbol_cstr(ctx, "default");
-    return spec ? run_rewriter(ctx, opt->rules, spec, nout, outputs, err) : (tgE_nomem(err), NULL);
 }

@@ -14,10 +14,18 @@
 tg_term **tgZw_rewrite(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout, tg_term *const *outputs,
                        const tg_fn_options *opt, int *hit, tg_error *err);
 
-/* The same rewrite run again, neither read from the cache nor stored
- * (the checking mode logs its firings). */
-tg_term **tgZw_rewrite_again(tg_ctx *ctx, size_t nout, tg_term *const *outputs, const tg_fn_options *opt,
-                             tg_error *err);
+/* A firing of a rewrite: the rule, its redex and what it gave. */
+typedef struct tgZw_firing {
+    struct tgW_rule *rule;
+    tg_term *before, *after;
+} tgZw_firing;
+
+/* The firings that changed a term when rs rewrites the outputs with spec
+ * (NULL: default) again, not from the cache, with provenance on: a
+ * collector array of *n in the order they fired, or NULL when the
+ * rewrite did not run.  rs's provenance setting is left as it was. */
+tgZw_firing *tgZw_firings(tg_ctx *ctx, tg_rules *rs, tg_term *spec, size_t nout, tg_term *const *outputs,
+                          size_t *n);
 
 /* The terms as text that tgZw_decode reads back to the same pointers:
  * every distinct atom and list once (linear in the DAG).  malloc'd; NULL

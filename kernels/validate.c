@@ -16,7 +16,7 @@
 
 #include "error.h"
 #include "compile.h"
-#include "prov.h"
+#include "rwcache.h"
 #include "tensor.h"
 #include "validate.h"
 
@@ -66,15 +66,13 @@ static tgV_graph *type_of(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_te
     return tgV_build(ctx, nin, inputs, 1, &t, &e);
 }
 
-/* The first firing of the last rewrite of rs whose after is typed other
- * than its before: err filled naming it, 1; 0 when none is found. */
-static int name_firing(tg_ctx *ctx, tg_rules *rs, size_t nin, tg_term *const *inputs, tg_error *err)
+/* The first of the n firings whose after is typed other than its
+ * before: err filled naming it, 1; 0 when none is. */
+static int name_firing(tg_ctx *ctx, const tgZw_firing *fs, size_t n, size_t nin, tg_term *const *inputs,
+                       tg_error *err)
 {
-    const tgO_prov *p = rs->prov;
-    for (size_t k = 0; p && k < p->n; k++) {
-        const tgO_fire *f = &p->log[k];
-        if (!f->after || f->after == f->before)
-            continue;
+    for (size_t k = 0; k < n; k++) {
+        const tgZw_firing *f = &fs[k];
         tgV_graph *A = type_of(ctx, nin, inputs, f->before), *B = A ? type_of(ctx, nin, inputs, f->after) : NULL;
         if (!B || same_type(A, out_node(A, 0), B, out_node(B, 0)))
             continue;
@@ -94,7 +92,7 @@ static int name_firing(tg_ctx *ctx, tg_rules *rs, size_t nin, tg_term *const *in
 }
 
 int tgVa_check(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout, tg_term *const *before,
-               tg_term *const *after, tgVa_rerun_fn rerun, void *ud, tg_error *err)
+               tg_term *const *after, tg_rules *rs, tg_term *spec, tg_error *err)
 {
     tg_error e;
     tg_error_clear(&e);
@@ -112,8 +110,9 @@ int tgVa_check(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout, tg_
         const tgV_node *a = out_node(A, (int)i), *b = out_node(B, (int)i);
         if (same_type(A, a, B, b))
             continue;
-        tg_rules *rs = rerun ? rerun(ud) : NULL;
-        if (rs && name_firing(ctx, rs, nin, inputs, err))
+        size_t nf;
+        tgZw_firing *fs = tgZw_firings(ctx, rs, spec, nout, before, &nf);
+        if (fs && name_firing(ctx, fs, nf, nin, inputs, err))
             return -1;
         char ta[240], tb[240];
         type_text(A, a, ta, sizeof ta);
