@@ -49,20 +49,23 @@ static TAP_UNUSED_ size_t kt_esize(tg_dtype d)
     return s[d];
 }
 
+/* The terms of text, at most 16, into t: their count. */
+static TAP_UNUSED_ size_t kt_read_terms(tg_ctx *ctx, const char *text, tg_term **t, tg_error *err)
+{
+    size_t n = 0;
+    tg_reader *r = tg_reader_new(ctx, text, strlen(text), NULL, err);
+    while (r && n < 16 && tg_reader_next(r, &t[n], err) == 1)
+        n++;
+    tg_reader_free(r);
+    return n;
+}
+
 /* Compile: ins is text of input terms, outs text of output terms. */
 static TAP_UNUSED_ tg_fn *kt_compile(tg_ctx *ctx, const char *ins, const char *outs, const unsigned char *kept,
                          int interpret, tg_error *err)
 {
     tg_term *it[16], *ot[16];
-    size_t ni = 0, no = 0;
-    tg_reader *r = tg_reader_new(ctx, ins, strlen(ins), NULL, err);
-    while (r && ni < 16 && tg_reader_next(r, &it[ni], err) == 1)
-        ni++;
-    tg_reader_free(r);
-    r = tg_reader_new(ctx, outs, strlen(outs), NULL, err);
-    while (r && no < 16 && tg_reader_next(r, &ot[no], err) == 1)
-        no++;
-    tg_reader_free(r);
+    size_t ni = kt_read_terms(ctx, ins, it, err), no = kt_read_terms(ctx, outs, ot, err);
     tg_fn_options o = {.kept = kept, .interpret = interpret};
     return tg_fn_compile(ctx, ni, it, no, ot, &o, err);
 }

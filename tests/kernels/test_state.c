@@ -13,15 +13,7 @@ static tg_ctx *ctx;
 static tg_fn *compile(const char *ins, const char *outs, const char *upd, int downcast, tg_error *err)
 {
     tg_term *it[16], *ot[16];
-    size_t ni = 0, no = 0;
-    tg_reader *r = tg_reader_new(ctx, ins, strlen(ins), NULL, err);
-    while (r && ni < 16 && tg_reader_next(r, &it[ni], err) == 1)
-        ni++;
-    tg_reader_free(r);
-    r = tg_reader_new(ctx, outs, strlen(outs), NULL, err);
-    while (r && no < 16 && tg_reader_next(r, &ot[no], err) == 1)
-        no++;
-    tg_reader_free(r);
+    size_t ni = kt_read_terms(ctx, ins, it, err), no = kt_read_terms(ctx, outs, ot, err);
     tg_fn_options o;
     memset(&o, 0, sizeof o);
     o.interpret = kt_path;
