@@ -841,6 +841,8 @@ int tgGr_expand(tg_ctx *ctx, size_t n, tg_term *const *ts, tg_term **out, const 
             return tgE_nomem(err), -1;
     tmap done = {0};
     tstack st = {0};
+    tg_term **el = NULL;
+    size_t elcap = 0;
     int rc = 0;
     for (size_t k = 0; k < n && rc == 0; k++) {
         if (!ts[k]) {
@@ -867,10 +869,12 @@ int tgGr_expand(tg_ctx *ctx, size_t n, tg_term *const *ts, tg_term **out, const 
             if (rc || st.n != before)
                 continue;
             st.n--;
-            tg_term **el = GC_MALLOC((len + 1) * sizeof *el);
-            if (!el) {
-                rc = nomem(x);
-                break;
+            if (len + 1 > elcap) {  /* one buffer for every node's elements */
+                elcap = 2 * (len + 1);
+                if (!(el = GC_MALLOC(elcap * sizeof *el))) {
+                    rc = nomem(x);
+                    break;
+                }
             }
             tg_elements(u, el, len);
             bool changed = false;
