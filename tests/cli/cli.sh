@@ -2,7 +2,7 @@
 # cli.sh - TAP tests of the tgrel command line: where terms come from,
 # error reports, exit statuses, --shared and --run-tests.
 # Run by `make check` with $TGREL set; by hand, from the build directory:
-# TGREL=./tgrel srcdir=.. sh ../tests/src/cli.sh
+# TGREL=./tgrel srcdir=.. sh ../tests/cli/cli.sh
 
 TGREL=${TGREL:-./tgrel}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tgrel-cli.XXXXXX") || exit 1

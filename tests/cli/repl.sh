@@ -4,7 +4,7 @@
 # scripts (-f), -i, the machine mode and --check.  The terminal side
 # (prompt, completion, Ctrl-C, history) is tested by test_repl_pty.c.
 # Run by `make check` with $TGREL set; by hand, from the build directory:
-# TGREL=./tgrel srcdir=.. sh ../tests/src/repl.sh
+# TGREL=./tgrel srcdir=.. sh ../tests/cli/repl.sh
 
 TGREL=${TGREL:-./tgrel}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tgrel-repl.XXXXXX") || exit 1
