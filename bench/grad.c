@@ -12,6 +12,7 @@
 
 #include "tgrel.h"
 #include "bench.h"
+#include "grad_bench.h"
 
 enum { R = 5 };
 
@@ -87,5 +88,7 @@ int main(int argc, char **argv)
         run("chain of 10^5 ops", 1, 100000);
     if (bench_want(argc, argv, "dag"))
         run("DAG of 10^4 steps, each using the one before twice", 0, 10000);
+    if (bench_want(argc, argv, "logreg"))
+        bench_logreg();     /* grad_logreg.c */
     return 0;
 }

@@ -59,7 +59,8 @@ static const char prelude[] =
     "#define TGK_ADD(a, b) ((int64_t)((uint64_t)(a) + (uint64_t)(b)))\n"
     "#define TGK_SUB(a, b) ((int64_t)((uint64_t)(a) - (uint64_t)(b)))\n"
     "#define TGK_MUL(a, b) ((int64_t)((uint64_t)(a) * (uint64_t)(b)))\n"
-    TGJ_STR(TGJ_DIVMOD_DEFS) "\n";
+    TGJ_STR(TGJ_DIVMOD_DEFS) "\n"
+    TGJ_STR(TGJ_SOFTPLUS_DEF) "\n";
 
 static const char *ctype(tg_dtype d)
 {
@@ -161,6 +162,8 @@ static void put_node(tgB_buf *b, const tgH_sched *s, const tgH_step *st, int v)
             tgB_printf(b, "%s(%s)", f, x);
         else if (n->op == TGV_SIGMOID)
             tgB_printf(b, "1.0 / (1.0 + exp(-(%s)))", x);
+        else if (n->op == TGV_SOFTPLUS)    /* log(1 + e^x), no overflow: TGK_SOFTPLUS */
+            tgB_printf(b, "tgk_softplus(%s)", x);
         else if (n->op == TGV_NEG)
             tgB_printf(b, fl ? "-(%s)" : "TGK_SUB(0, %s)", x);
         else if (n->op == TGV_SQR)

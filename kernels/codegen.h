@@ -45,6 +45,11 @@ typedef void (*tgJ_loop_fn)(const int64_t *shape, char *const *base, const int64
         if (b == 0 || m != m) return m; \
         if (m == 0) return copysign(0.0, b); \
         return (b < 0) != (m < 0) ? m + b : m; }
+/* softplus, log(1 + e^x), written so that nothing overflows: max(x, 0)
+ * + log1p(e^-|x|) (x for large x, e^x for very negative x; NaN stays
+ * NaN); both paths, as TGJ_DIVMOD_DEFS. */
+#define TGJ_SOFTPLUS_DEF \
+    static inline double tgk_softplus(double x) { return (x > 0 ? x : 0) + log1p(exp(-fabs(x))); }
 #define TGJ_STR_(...) #__VA_ARGS__
 #define TGJ_STR(...) TGJ_STR_(__VA_ARGS__)
 

@@ -275,6 +275,9 @@ static const reg *arg_block(loopctx *L, const tgV_node *n, int a, tg_dtype to, i
 
 static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
+/* the generated code's tgk_softplus (codegen.h), one text for both paths */
+TGJ_SOFTPLUS_DEF
+
 static double fmaxn(double a, double b) { return a != a ? a : b != b ? b : a > b ? a : b; }
 static double fminn(double a, double b) { return a != a ? a : b != b ? b : a < b ? a : b; }
 
@@ -333,6 +336,7 @@ static void eval_node(loopctx *L, const tgV_node *n, reg *out, int m)
             case TGV_SQR: if (fl) out[j].f = x * x; else out[j].i = (int64_t)((uint64_t)xi * (uint64_t)xi); break;
             case TGV_RECIPROCAL: out[j].f = 1.0 / x; break;
             case TGV_EXPM1: out[j].f = expm1(x); break;
+            case TGV_SOFTPLUS: out[j].f = tgk_softplus(x); break;
             case TGV_ABS: if (fl) out[j].f = fabs(x); else out[j].i = xi < 0 ? (int64_t)(0 - (uint64_t)xi) : xi; break;
             default: break;
             }

@@ -33,7 +33,8 @@ static const opinfo ops[] = {
     {"abs", TGV_ABS, 1, 1, 0, -1}, {"maximum", TGV_MAXIMUM, 2, 2, 0, -1},
     {"minimum", TGV_MINIMUM, 2, 2, 0, -1},
     {"sqr", TGV_SQR, 1, 1, 0, -1}, {"reciprocal", TGV_RECIPROCAL, 1, 1, 0, -1},
-    {"expm1", TGV_EXPM1, 1, 1, 0, -1}, {"int_div", TGV_INT_DIV, 2, 2, 0, -1},
+    {"expm1", TGV_EXPM1, 1, 1, 0, -1}, {"softplus", TGV_SOFTPLUS, 1, 1, 0, -1},
+    {"int_div", TGV_INT_DIV, 2, 2, 0, -1},
     {"mod", TGV_MOD, 2, 2, 0, -1},
     {"lt", TGV_LT, 2, 2, 0, -1}, {"le", TGV_LE, 2, 2, 0, -1},
     {"gt", TGV_GT, 2, 2, 0, -1}, {"ge", TGV_GE, 2, 2, 0, -1},
@@ -385,7 +386,7 @@ static int type_elementwise(builder *b, tgV_node *n, tg_term **argt)
         break;
     case TGV_DIV: case TGV_EXP: case TGV_LOG: case TGV_LOG1P: case TGV_SQRT:
     case TGV_SIN: case TGV_COS: case TGV_TANH: case TGV_SIGMOID:
-    case TGV_RECIPROCAL: case TGV_EXPM1:
+    case TGV_RECIPROCAL: case TGV_EXPM1: case TGV_SOFTPLUS:
         n->dtype = tgV_is_float(p) ? p : TG_FLOAT64;
         break;
     case TGV_LT: case TGV_LE: case TGV_GT: case TGV_GE: case TGV_EQ: case TGV_NEQ:
@@ -792,6 +793,43 @@ static tg_term *gemm_sum(builder *b, tg_term *t)
     return tg_list(c, 3, sum, NULL);
 }
 
+/* The rule library's (logsumexp X AXES), log(sum(exp X) over AXES), as
+ * the stable form the kernels compute: with M the maximum over AXES (0
+ * where it is not finite, so that all -inf gives -inf and +inf gives
+ * +inf), M + log(sum(exp(X - M'))), M' being M with the reduced axes put
+ * back as axes of size 1.  X must have a node (its rank is needed).  NULL
+ * with the error set when the form is wrong. */
+static tg_term *logsumexp_sum(builder *b, tg_term *t)
+{
+    tg_ctx *c = b->g->ctx;
+    tg_term *a[4];
+    if (tg_elements(t, a, 4) != 3 || tg_tail(t) != tg_nil())
+        return fail(b, t, "a logsumexp is (logsumexp X AXES)"), NULL;
+    const tgV_node *x = &b->g->nodes[map_get(b, a[1])];
+    tgV_node scratch = {.term = t};
+    bool all = is_symbol(a[2], "all");
+    if (!all && axes_of(b, &scratch, a[2], x->ndim, NULL, NULL) < 0)
+        return NULL;
+    uint32_t mask = all ? (uint32_t)((1ull << x->ndim) - 1) : scratch.axes;
+#define APP(...) tg_list(c, sizeof((tg_term *[]){__VA_ARGS__}) / sizeof(tg_term *), (tg_term *[]){__VA_ARGS__}, NULL)
+#define SYM(s) tg_symbol_cstr(c, s)
+    tg_term *m = APP(SYM("max"), a[1], a[2]);
+    tg_term *fin = APP(SYM("le"), APP(SYM("abs"), m), tg_double(c, 1.7976931348623157e308));
+    tg_term *ms = APP(SYM("switch"), fin, m, tg_int(c, 0)), *mk = ms;
+    if (!all && x->ndim) {   /* the reduced axes back, of size 1 */
+        tg_term *perm[TGV_MAXDIM + 1];
+        int k = 0, kept = 0;
+        perm[k++] = SYM("perm");
+        for (int d = 0; d < x->ndim; d++)
+            perm[k++] = mask & (1u << d) ? SYM("x") : tg_int(c, kept++);
+        mk = APP(SYM("dimshuffle"), ms, tg_list(c, (size_t)k, perm, NULL));
+    }
+    tg_term *s = APP(SYM("sum"), APP(SYM("exp"), APP(SYM("sub"), a[1], mk)), a[2]);
+    return APP(SYM("add"), APP(SYM("log"), s), ms);
+#undef APP
+#undef SYM
+}
+
 static bool updates(tgV_op op) { return op == TGV_INC_SUBTENSOR || op == TGV_SET_SUBTENSOR; }
 
 /* (inc_subtensor X V IDX ...), (set_subtensor X V IDX ...): X's dtype
@@ -985,6 +1023,28 @@ static int build_term(builder *b, tg_term *root)
                 return fail(b, t, "a gemm is (gemm C ALPHA A B BETA)");
             int v = map_get(b, e);
             if (v < 0) {    /* build the sum, then meet t again */
+                if (push(b, &stack, &sp, &cap, e) < 0)
+                    return -1;
+                continue;
+            }
+            sp--;
+            b->nalias++;
+            if (map_put(b, t, v) < 0)
+                return -1;
+            continue;
+        }
+        if (hs && hl == 9 && memcmp(hs, "logsumexp", 9) == 0) {
+            tg_term *xt = tg_length(t) == 3 ? tg_nth(t, 1) : NULL;
+            if (xt && map_get(b, xt) < 0) {     /* X first: its rank shapes the form */
+                if (push(b, &stack, &sp, &cap, xt) < 0)
+                    return -1;
+                continue;
+            }
+            tg_term *e = logsumexp_sum(b, t);
+            if (!e)
+                return -1;
+            int v = map_get(b, e);
+            if (v < 0) {    /* build the stable form, then meet t again */
                 if (push(b, &stack, &sp, &cap, e) < 0)
                     return -1;
                 continue;

@@ -45,14 +45,14 @@ static const char *const reserved[] = {"float64", "float32", "int64", "int32", "
 /* Heads of the tensor vocabulary: terms that may move in or out of a loop.
  * The first NELEM are elementwise (a whole-sequence form computes each
  * step's row). */
-#define NELEM 31
+#define NELEM 32
 static const char *const tensor_ops[] = {
     "add", "mul", "sub", "true_div", "int_div", "mod", "neg", "reciprocal", "pow", "sqr", "sqrt",
     "exp", "expm1", "log", "log1p", "sin", "cos", "tanh", "sigmoid", "abs", "maximum", "minimum",
-    "lt", "le", "gt", "ge", "eq", "neq", "switch", "cast", "fill",
+    "lt", "le", "gt", "ge", "eq", "neq", "switch", "cast", "fill", "softplus",
     /* not elementwise */
     "sum", "prod", "max", "min", "mean", "dot", "gemm", "transpose", "dimshuffle",
-    "reshape", "alloc", "subtensor"};
+    "reshape", "alloc", "subtensor", "logsumexp"};
 #define NTENSOR (sizeof tensor_ops / sizeof *tensor_ops)
 
 typedef struct names {

@@ -1,0 +1,406 @@
+/* grad_logreg.c - bench/grad's logistic regression (the "logreg"
+ * section): the loss and its gradient as one function,
+ *   p = sigmoid(X w + b),
+ *   loss = mean(-y log p - (1-y) log(1-p)) + 0.01 sum(w^2),
+ * outputs loss, d loss/dw and d loss/db, written with (grad COST WRT) and
+ * rewritten by the rule library's default rewriter.  It prints:
+ * - the compile times: cold (the C compiler included, an empty cache),
+ *   again in the same process, and warm in a new process from the disk
+ *   cache;
+ * - the size of the rewritten graph (op nodes, and the schedule's steps)
+ *   beside PyTensor 2.34's count for the same function;
+ * - a call at N = 10^5, F = 100 against numpy computing the same loss and
+ *   gradient by hand (the system python's, in the same run) and against
+ *   hand-written C loops compiled in the same run (one pass over X per
+ *   row, at the flags of tgrel's own code and at -O3 -ffast-math).
+ * Everything runs on one thread (OpenMP, OpenBLAS, numpy's BLAS) and is
+ * timed in this thread's CPU time, medians of R calls. */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tgrel.h"
+#include "bench.h"
+#include "grad_bench.h"
+
+/* PyTensor 2.34's node count for this function (the issue's figure:
+ * len(f.maker.fgraph.apply_nodes) after its rewrites, fusion included) */
+#define PYTENSOR_NODES 18
+
+static const char *const lr_inputs[4] = {
+    "(input X float64 (n f))", "(input y float64 (n))", "(input w float64 (f))", "(input b float64 ())"};
+
+#define LR_P "(sigmoid (add (dot (input X float64 (n f)) (input w float64 (f))) (input b float64 ())))"
+#define LR_COST                                                                                         \
+    "(add (mean (sub (neg (mul (input y float64 (n)) (log " LR_P ")))"                                \
+    " (mul (sub 1 (input y float64 (n))) (log (sub 1 " LR_P ")))) all)"                               \
+    " (mul 0.01 (sum (sqr (input w float64 (f))) all)))"
+
+static const char lr_outputs[] =
+    "(graph " LR_COST " (grad " LR_COST " (input w float64 (f))) (grad " LR_COST " (input b float64 ())))";
+
+/* The rule library of the source tree ($srcdir), or NULL. */
+static tg_rules *library(tg_ctx *ctx)
+{
+    const char *sd = getenv("srcdir");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/patterns/lib/all.rules", sd ? sd : ".");
+    tg_error err;
+    tg_rules *rs = tg_rules_new(ctx, &err);
+    if (rs && tg_rules_load_file(rs, path, &err) < 0) {
+        fprintf(stderr, "grad bench: %s (set srcdir)\n", err.message);
+        tg_rules_free(rs);
+        rs = NULL;
+    }
+    return rs;
+}
+
+/* The function, compiled with the library's default rewriter (rs) or
+ * interpreted; NULL with the error on stderr. */
+static tg_fn *lr_compile(tg_ctx *ctx, tg_rules *rs, int interpret)
+{
+    tg_error err;
+    tg_term *in[4], *outs = tg_read_cstr(ctx, lr_outputs, &err), *o[3];
+    for (int i = 0; i < 4; i++)
+        in[i] = tg_read_cstr(ctx, lr_inputs[i], &err);
+    for (int i = 0; i < 3; i++)
+        o[i] = tg_nth(outs, (size_t)i + 1);
+    tg_fn_options opt = {.rules = rs, .interpret = interpret};
+    tg_fn *fn = tg_fn_compile(ctx, 4, in, 3, o, &opt, &err);
+    if (!fn)
+        fprintf(stderr, "grad bench: logreg: %s\n", err.message);
+    return fn;
+}
+
+/* ---- node counts ------------------------------------------------------- */
+
+static int is_sym(const tg_term *t, const char *name)
+{
+    const char *s = tg_kind_of(t) == TG_SYMBOL ? tg_symbol_name(t, NULL) : NULL;
+    return s && strcmp(s, name) == 0;
+}
+
+/* The distinct op nodes of t: compound terms headed by an op, leaving out
+ * leaves (input, const) and the arguments that are not tensors (axes,
+ * perm, shape-of, slice) and the (graph ...) around the outputs. */
+static size_t op_nodes(tg_term *t)
+{
+    size_t cap = 1024, n = 0, top = 0, count = 0;
+    const tg_term **seen = calloc(cap, sizeof *seen);
+    tg_term **stack = malloc(cap * sizeof *stack);
+    stack[top++] = t;
+    while (top) {
+        tg_term *u = stack[--top];
+        if (tg_kind_of(u) != TG_PAIR)
+            continue;
+        size_t i = tg_hash(u) & (cap - 1);
+        while (seen[i] && seen[i] != u)
+            i = (i + 1) & (cap - 1);
+        if (seen[i])
+            continue;
+        if (2 * (n + 1) >= cap)
+            break;  /* far larger than any graph here: the count is a floor */
+        seen[i] = u, n++;
+        tg_term *h = tg_car(u);
+        if (is_sym(h, "input") || is_sym(h, "const") || is_sym(h, "axes") || is_sym(h, "perm") ||
+            is_sym(h, "shape-of") || is_sym(h, "slice"))
+            continue;
+        count += !is_sym(h, "graph");
+        size_t len = tg_length(u);
+        for (size_t k = 1; k < len && top + 1 < cap; k++)
+            stack[top++] = tg_nth(u, k);
+    }
+    free(seen), free(stack);
+    return count;
+}
+
+/* The steps of a schedule (its items other than inputs, outputs, slots). */
+static size_t sched_steps(tg_term *s)
+{
+    size_t n = 0, len = tg_length(s);
+    for (size_t k = 1; k < len; k++) {
+        tg_term *h = tg_car(tg_nth(s, k));
+        n += !(is_sym(h, "inputs") || is_sym(h, "outputs") || is_sym(h, "slots"));
+    }
+    return n;
+}
+
+/* ---- compile times ------------------------------------------------------- */
+
+/* A child process: a new context, the library loaded, then the compile
+ * timed (thread CPU; wall with cold set, the C compiler being another
+ * process).  Its time in ms, -1 on a failure or an interpreted result. */
+static double compile_in_child(int cold)
+{
+    int p[2];
+    double d = -1;
+    if (pipe(p) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        tg_error err;
+        tg_ctx *c = tg_ctx_new(&err);
+        tg_rules *rs = c ? library(c) : NULL;
+        double t0 = cold ? bench_now_ms() : bench_thread_cpu_ms();
+        tg_fn *f = rs ? lr_compile(c, rs, 0) : NULL;
+        d = f && tg_fn_native(f) ? (cold ? bench_now_ms() : bench_thread_cpu_ms()) - t0 : -1;
+        _exit(write(p[1], &d, sizeof d) == sizeof d ? 0 : 1);
+    }
+    close(p[1]);
+    if (read(p[0], &d, sizeof d) != sizeof d)
+        d = -1;
+    close(p[0]);
+    waitpid(pid, NULL, 0);
+    return d;
+}
+
+static void lr_compile_times(const char *dir)
+{
+    enum { R = 5 };
+    char cdir[700];
+    double cold[R], warm[R], again[R], load[R];
+    for (int r = 0; r < R; r++) {   /* each cold compile in a cache of its own */
+        snprintf(cdir, sizeof cdir, "%s/logreg-cache-%d", dir, r);
+        setenv("TGREL_CACHE_DIR", cdir, 1);
+        cold[r] = compile_in_child(1);
+    }
+    for (int r = 0; r < R; r++)
+        warm[r] = compile_in_child(0);
+    tg_error err;
+    tg_ctx *ctx = tg_ctx_new(&err);
+    for (int r = 0; r < R; r++) {
+        double t0 = bench_thread_cpu_ms();
+        tg_rules *rs = library(ctx);
+        load[r] = bench_thread_cpu_ms() - t0;
+        tg_fn_free(lr_compile(ctx, rs, 0));
+        t0 = bench_thread_cpu_ms();
+        tg_fn *f = lr_compile(ctx, rs, 0);
+        again[r] = bench_thread_cpu_ms() - t0;
+        tg_fn_free(f);
+        tg_rules_free(rs);
+    }
+    /* the sizes: the rewritten terms, and the schedule */
+    tg_rules *rs = library(ctx);
+    tg_term *outs = tg_read_cstr(ctx, lr_outputs, &err);
+    tg_term *ex = outs ? tg_grad_expand(ctx, outs, NULL, &err) : NULL;
+    tg_term *rw = ex && rs ? tg_rewrite(rs, tg_symbol_cstr(ctx, "default"), ex, &err) : NULL;
+    tg_fn *f = rs ? lr_compile(ctx, rs, 1) : NULL;
+    size_t steps = f ? sched_steps(tg_fn_schedule(f)) : 0;
+    printf("{\"bench\": \"grad_logreg_compile\", \"cold_with_cc_ms\": %.1f, \"warm_new_process_ms\": %.3f, "
+           "\"again_in_process_ms\": %.3f, \"rules_load_ms\": %.2f, "
+           "\"targets\": {\"cold_ms\": 150, \"warm_new_process_ms\": 2}, "
+           "\"pytensor_2_34\": {\"cold_ms\": 5500, \"warm_new_process_ms\": 550, \"again_in_process_ms\": 92}, "
+           "\"clock\": \"cold: wall; others: thread cpu; medians of %d, the library's rules loaded before\"}\n",
+           bench_median(cold, R), bench_median(warm, R), bench_median(again, R), bench_median(load, R), R);
+    printf("{\"bench\": \"grad_logreg_graph\", \"expanded_op_nodes\": %zu, \"rewritten_op_nodes\": %zu, "
+           "\"schedule_steps\": %zu, \"pytensor_2_34_nodes\": %d}\n",
+           ex ? op_nodes(ex) : 0, rw ? op_nodes(rw) : 0, steps, PYTENSOR_NODES);
+    fflush(stdout);
+    tg_fn_free(f);
+    tg_rules_free(rs);
+    tg_ctx_free(ctx);
+}
+
+/* ---- the call against numpy and C ------------------------------------------- */
+
+/* The data, the same formulas in C and in the numpy script. */
+static void lr_data(long n, long f, double *X, double *y, double *w, double *b)
+{
+    for (long i = 0; i < n; i++) {
+        for (long j = 0; j < f; j++)
+            X[i * f + j] = sin((double)i * 0.001 + (double)j * 0.37);
+        y[i] = cos((double)i * 0.01) > 0 ? 1 : 0;
+    }
+    for (long j = 0; j < f; j++)
+        w[j] = cos((double)j * 0.3) * 0.1;
+    *b = 0.1;
+}
+
+static const char ref_src[] =
+    "#include <math.h>\n"
+    "double logreg(long n, long f, const double *X, const double *y, const double *w, double b,\n"
+    "              double *dw, double *db) {\n"
+    "  double loss = 0, gb = 0, r = 0;\n"
+    "  for (long j = 0; j < f; j++) dw[j] = 0, r += w[j] * w[j];\n"
+    "  for (long i = 0; i < n; i++) {\n"
+    "    const double *x = X + i * f;\n"
+    "    double z = b;\n"
+    "    for (long j = 0; j < f; j++) z += x[j] * w[j];\n"
+    "    double p = 1 / (1 + exp(-z));\n"
+    "    loss += -y[i] * log(p) - (1 - y[i]) * log(1 - p);\n"
+    "    double g = (p - y[i]) / n;\n"
+    "    gb += g;\n"
+    "    for (long j = 0; j < f; j++) dw[j] += g * x[j];\n"
+    "  }\n"
+    "  for (long j = 0; j < f; j++) dw[j] += 0.02 * w[j];\n"
+    "  *db = gb;\n"
+    "  return loss / n + 0.01 * r; }\n";
+
+typedef double ref_fn(long, long, const double *, const double *, const double *, double, double *, double *);
+
+static ref_fn *load_ref(const char *dir, const char *name, const char *flags)
+{
+    char src[800], so[800], cmd[2000];
+    snprintf(src, sizeof src, "%s/%s.c", dir, name);
+    snprintf(so, sizeof so, "%s/%s.so", dir, name);
+    FILE *f = fopen(src, "w");
+    if (!f)
+        return NULL;
+    fputs(ref_src, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "cc %s -shared -fPIC -o '%s' '%s' -lm", flags, so, src);
+    if (system(cmd) != 0)
+        return NULL;
+    void *h = dlopen(so, RTLD_NOW);
+    void *fp = h ? dlsym(h, "logreg") : NULL;
+    ref_fn *r;
+    memcpy(&r, &fp, sizeof r);
+    return r;
+}
+
+static const char numpy_script[] =
+    "import sys, time\n"
+    "try:\n"
+    "    import numpy as np\n"
+    "except Exception:\n"
+    "    print('absent'); sys.exit(0)\n"
+    "n, f = int(sys.argv[1]), int(sys.argv[2])\n"
+    "i = np.arange(n, dtype=np.float64)[:, None]; j = np.arange(f, dtype=np.float64)[None, :]\n"
+    "X = np.sin(i * 0.001 + j * 0.37); y = (np.cos(i[:, 0] * 0.01) > 0).astype(np.float64)\n"
+    "w = np.cos(j[0] * 0.3) * 0.1; b = 0.1\n"
+    "def step():\n"
+    "    p = 1 / (1 + np.exp(-(X @ w + b)))\n"
+    "    loss = np.mean(-y * np.log(p) - (1 - y) * np.log(1 - p)) + 0.01 * np.sum(w * w)\n"
+    "    g = (p - y) / n\n"
+    "    return loss, X.T @ g + 0.02 * w, g.sum()\n"
+    "ts = []\n"
+    "for r in range(9):\n"
+    "    t = time.thread_time(); out = step(); ts.append(time.thread_time() - t)\n"
+    "print('%.4f %.17g' % (sorted(ts)[4] * 1e3, out[0]))\n";
+
+static int numpy_ms(long n, long f, const char *dir, double *ms, double *loss)
+{
+    char path[800], cmd[1200], line[200] = "";
+    snprintf(path, sizeof path, "%s/logreg_numpy.py", dir);
+    FILE *fp = fopen(path, "w");
+    if (!fp)
+        return 0;
+    fputs(numpy_script, fp);
+    fclose(fp);
+    const char *py = getenv("PYTHON");     /* default: the system python */
+    snprintf(cmd, sizeof cmd, "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 '%s' '%s' %ld %ld 2>/dev/null",
+             py && *py ? py : "/usr/bin/python3", path, n, f);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return 0;
+    if (!fgets(line, sizeof line, p))
+        line[0] = 0;
+    pclose(p);
+    return sscanf(line, "%lf %lf", ms, loss) == 2;
+}
+
+/* One thread for the kernels' OpenMP loops and for OpenBLAS (opened by
+ * tgrel at its first dot). */
+static void one_thread(void)
+{
+    void *gomp = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void *set = gomp ? dlsym(gomp, "omp_set_num_threads") : NULL;
+    if (set)
+        ((void (*)(int))set)(1);
+    void *bset = bench_blas_sym("openblas_set_num_threads");
+    if (bset)
+        ((void (*)(int))bset)(1);
+}
+
+static void lr_run(const char *dir)
+{
+    long n = 100000, f = 100;
+    double *X = malloc((size_t)(n * f) * sizeof *X), *y = malloc((size_t)n * sizeof *y);
+    double *w = malloc((size_t)f * sizeof *w), *dw = malloc((size_t)f * sizeof *dw);
+    double *rdw = malloc((size_t)f * sizeof *rdw), b, loss, db, rloss = 0, rdb;
+    lr_data(n, f, X, y, w, &b);
+    ref_fn *plain = load_ref(dir, "logreg_plain", "-O2 -march=native -fno-math-errno -ffp-contract=off");
+    ref_fn *fast = load_ref(dir, "logreg_fast", "-O3 -march=native -ffast-math");
+    tg_error err;
+    tg_ctx *ctx = tg_ctx_new(&err);
+    tg_rules *rs = library(ctx);
+    tg_fn *nat = rs ? lr_compile(ctx, rs, 0) : NULL, *itp = rs ? lr_compile(ctx, rs, 1) : NULL;
+    if (!plain || !fast || !nat || !itp) {
+        fprintf(stderr, "grad bench: logreg: no function or no reference loops\n");
+        return;
+    }
+    int64_t sx[2] = {n, f};
+    tg_array in[4], out[3];
+    tg_array_init(&in[0], TG_FLOAT64, 2, sx, X);
+    tg_array_init(&in[1], TG_FLOAT64, 1, &sx[0], y);
+    tg_array_init(&in[2], TG_FLOAT64, 1, &sx[1], w);
+    tg_array_init(&in[3], TG_FLOAT64, 0, NULL, &b);
+    tg_array_init(&out[0], TG_FLOAT64, 0, NULL, &loss);
+    tg_array_init(&out[1], TG_FLOAT64, 1, &sx[1], dw);
+    tg_array_init(&out[2], TG_FLOAT64, 0, NULL, &db);
+    if (tg_fn_call(nat, in, out, &err) < 0) {   /* opens OpenBLAS */
+        fprintf(stderr, "grad bench: logreg: %s\n", err.message);
+        return;
+    }
+    one_thread();
+    enum { R = 9 };
+    double tt[R], tp[R], tf[R], ti[3];
+    for (int r = 0; r < R; r++) {
+        double t = bench_thread_cpu_ms();
+        tg_fn_call(nat, in, out, &err);
+        tt[r] = bench_thread_cpu_ms() - t;
+        t = bench_thread_cpu_ms();
+        rloss = plain(n, f, X, y, w, b, rdw, &rdb);
+        tp[r] = bench_thread_cpu_ms() - t;
+        t = bench_thread_cpu_ms();
+        fast(n, f, X, y, w, b, rdw, &rdb);
+        tf[r] = bench_thread_cpu_ms() - t;
+    }
+    for (int r = 0; r < 3; r++) {
+        double t = bench_thread_cpu_ms();
+        tg_fn_call(itp, in, out, &err);
+        ti[r] = bench_thread_cpu_ms() - t;
+    }
+    /* agreement with the C loop (the interpreter's values, last written) */
+    double diff = fabs(db - rdb) + fabs(loss - rloss);
+    for (long j = 0; j < f; j++)
+        diff = fmax(diff, fabs(dw[j] - rdw[j]));
+    double mt = bench_median(tt, R), mp = bench_median(tp, R), mf = bench_median(tf, R);
+    double np_ms = 0, np_loss = 0;
+    char npj[300];
+    if (numpy_ms(n, f, dir, &np_ms, &np_loss))
+        snprintf(npj, sizeof npj, "\"ref_numpy_ms\": %.2f, \"speedup_vs_numpy\": %.2f, \"numpy_loss_diff\": %.2g",
+                 np_ms, np_ms / mt, fabs(np_loss - rloss));
+    else
+        snprintf(npj, sizeof npj, "\"ref_numpy_ms\": null, \"numpy\": \"absent\"");
+    printf("{\"bench\": \"grad_logreg_run\", \"n\": %ld, \"f\": %ld, \"tgrel_ms\": %.2f, \"interp_ms\": %.2f, "
+           "\"ref_c_ms\": %.2f, \"vs_c\": %.2f, \"ref_c_fastmath_ms\": %.2f, \"vs_c_fastmath\": %.2f, %s, "
+           "\"max_abs_diff_vs_c\": %.2g, \"native\": %d, "
+           "\"targets\": {\"speedup_vs_numpy\": 2, \"vs_c\": 1.3}, "
+           "\"clock\": \"thread cpu, one thread everywhere, median of %d\"}\n",
+           n, f, mt, bench_median(ti, 3), mp, mt / mp, mf, mt / mf, npj, diff, tg_fn_native(nat), R);
+    fflush(stdout);
+    tg_fn_free(nat), tg_fn_free(itp);
+    tg_rules_free(rs);
+    tg_ctx_free(ctx);
+    free(X), free(y), free(w), free(dw), free(rdw);
+}
+
+void bench_logreg(void)
+{
+    char dir[] = "/tmp/tgrel-bench-grad-XXXXXX";
+    if (!mkdtemp(dir))
+        return;
+    lr_compile_times(dir);
+    lr_run(dir);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "grad bench: could not remove %s\n", dir);
+}
