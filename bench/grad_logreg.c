@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -133,45 +134,71 @@ static size_t sched_steps(tg_term *s)
 
 /* ---- compile times ------------------------------------------------------- */
 
+static double loadavg(void)
+{
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
+static double children_cpu_ms(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_CHILDREN, &u);
+    return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 +
+           (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-3;
+}
+
 /* A child process: a new context, the library loaded, then the compile
- * timed (thread CPU; wall with cold set, the C compiler being another
- * process).  Its time in ms, -1 on a failure or an interpreted result. */
-static double compile_in_child(int cold)
+ * timed: d[0] in thread CPU time, plus (cold) the CPU time of the C
+ * compiler's processes, and d[1] on the wall clock.  -1 on a failure or
+ * an interpreted result. */
+static void compile_in_child(int cold, double d[2])
 {
     int p[2];
-    double d = -1;
+    d[0] = d[1] = -1;
     if (pipe(p) != 0)
-        return -1;
+        return;
     pid_t pid = fork();
     if (pid == 0) {
         tg_error err;
         tg_ctx *c = tg_ctx_new(&err);
         tg_rules *rs = c ? library(c) : NULL;
-        double t0 = cold ? bench_now_ms() : bench_thread_cpu_ms();
+        double w0 = bench_now_ms(), t0 = bench_thread_cpu_ms(), c0 = children_cpu_ms();
         tg_fn *f = rs ? lr_compile(c, rs, 0) : NULL;
-        d = f && tg_fn_native(f) ? (cold ? bench_now_ms() : bench_thread_cpu_ms()) - t0 : -1;
-        _exit(write(p[1], &d, sizeof d) == sizeof d ? 0 : 1);
+        if (f && tg_fn_native(f)) {
+            d[0] = bench_thread_cpu_ms() - t0 + (cold ? children_cpu_ms() - c0 : 0);
+            d[1] = bench_now_ms() - w0;
+        }
+        _exit(write(p[1], d, 2 * sizeof *d) == 2 * sizeof *d ? 0 : 1);
     }
     close(p[1]);
-    if (read(p[0], &d, sizeof d) != sizeof d)
-        d = -1;
+    if (read(p[0], d, 2 * sizeof *d) != 2 * sizeof *d)
+        d[0] = d[1] = -1;
     close(p[0]);
     waitpid(pid, NULL, 0);
-    return d;
 }
 
 static void lr_compile_times(const char *dir)
 {
     enum { R = 5 };
     char cdir[700];
-    double cold[R], warm[R], again[R], load[R];
+    double cold[R], cold_cpu[R], warm[R], again[R], load[R], d[2];
     for (int r = 0; r < R; r++) {   /* each cold compile in a cache of its own */
         snprintf(cdir, sizeof cdir, "%s/logreg-cache-%d", dir, r);
         setenv("TGREL_CACHE_DIR", cdir, 1);
-        cold[r] = compile_in_child(1);
+        compile_in_child(1, d);
+        cold_cpu[r] = d[0], cold[r] = d[1];
     }
-    for (int r = 0; r < R; r++)
-        warm[r] = compile_in_child(0);
+    for (int r = 0; r < R; r++) {
+        compile_in_child(0, d);
+        warm[r] = d[0];
+    }
     tg_error err;
     tg_ctx *ctx = tg_ctx_new(&err);
     for (int r = 0; r < R; r++) {
@@ -192,12 +219,14 @@ static void lr_compile_times(const char *dir)
     tg_term *rw = ex && rs ? tg_rewrite(rs, tg_symbol_cstr(ctx, "default"), ex, &err) : NULL;
     tg_fn *f = rs ? lr_compile(ctx, rs, 1) : NULL;
     size_t steps = f ? sched_steps(tg_fn_schedule(f)) : 0;
-    printf("{\"bench\": \"grad_logreg_compile\", \"cold_with_cc_ms\": %.1f, \"warm_new_process_ms\": %.3f, "
+    printf("{\"bench\": \"grad_logreg_compile\", \"cold_with_cc_ms\": %.1f, \"cold_cpu_with_cc_ms\": %.1f, "
+           "\"warm_new_process_ms\": %.3f, "
            "\"again_in_process_ms\": %.3f, \"rules_load_ms\": %.2f, "
            "\"targets\": {\"cold_ms\": 150, \"warm_new_process_ms\": 2}, "
            "\"pytensor_2_34\": {\"cold_ms\": 5500, \"warm_new_process_ms\": 550, \"again_in_process_ms\": 92}, "
-           "\"clock\": \"cold: wall; others: thread cpu; medians of %d, the library's rules loaded before\"}\n",
-           bench_median(cold, R), bench_median(warm, R), bench_median(again, R), bench_median(load, R), R);
+           "\"loadavg_1min\": %.1f, \"clock\": \"cold: wall, and cpu of this thread and the C compiler; others: "
+           "thread cpu; medians of %d new processes, the library's rules loaded before\"}\n",
+           bench_median(cold, R), bench_median(cold_cpu, R), bench_median(warm, R), bench_median(again, R), bench_median(load, R), loadavg(), R);
     printf("{\"bench\": \"grad_logreg_graph\", \"expanded_op_nodes\": %zu, \"rewritten_op_nodes\": %zu, "
            "\"schedule_steps\": %zu, \"pytensor_2_34_nodes\": %d}\n",
            ex ? op_nodes(ex) : 0, rw ? op_nodes(rw) : 0, steps, PYTENSOR_NODES);

@@ -402,13 +402,24 @@ static void put_loop(tgB_buf *b, const tgH_sched *s, int k)
     tgB_printf(b, "  tgk_range%d(shape, base, st, 0, total);\n}\n", k);
 }
 
+int tgJ_compiles_outer(const tgH_sched *s, int k)
+{
+    const tgH_step *st = &s->steps[k];
+    if (!tgJ_compiles(st))
+        return 0;
+    for (int i = 0; i < st->nnodes; i++)
+        if (s->g->nodes[st->nodes[i]].ndim)
+            return 1;
+    return 0;
+}
+
 char *tgJ_source(const tgH_sched *s, size_t *len)
 {
     tgB_buf b;
     tgB_init(&b);
     tgB_puts(&b, prelude);
     for (int k = 0; k < s->nsteps; k++)
-        if (tgJ_compiles(&s->steps[k]))
+        if (tgJ_compiles_outer(s, k))
             put_loop(&b, s, k);
         else if (s->steps[k].kind == TGH_SCAN && tgSc_has_code(s, k))
             tgSc_source(&b, s, k);

@@ -61,6 +61,13 @@ static inline int tgJ_compiles(const tgH_step *st)
     return st->kind == TGH_LOOP && st->nnodes <= TGJ_MAX_NODES;
 }
 
+/* Whether loop k of a function's (outer) schedule is compiled: as
+ * tgJ_compiles, except a loop whose nodes are all 0-d (one element: the
+ * interpreter runs it about as fast as a call, and every loop compiled
+ * costs the C compiler tens of milliseconds).  A scan's inner loops are
+ * all compiled (tgJ_compiles). */
+int tgJ_compiles_outer(const tgH_sched *s, int k);
+
 /* The statements of one element of loop step st: loads of its inputs
  * through A(k, T) (k: position in ins then outs; T: C type), one local
  * v<node> per node (c<node> for comparisons), stores. */

@@ -68,7 +68,7 @@ static void go_native(tg_fn *fn, tg_ctx *ctx, size_t nin, tg_term *const *inputs
     const tgH_sched *s = fn->s;
     int loops = 0;
     for (int k = 0; k < s->nsteps; k++)
-        loops += tgJ_compiles(&s->steps[k]) || (s->steps[k].kind == TGH_SCAN && tgSc_has_code(s, k));
+        loops += tgJ_compiles_outer(s, k) || (s->steps[k].kind == TGH_SCAN && tgSc_has_code(s, k));
     if (!loops)
         return;
     size_t keylen = 0;
@@ -89,7 +89,7 @@ static void go_native(tg_fn *fn, tg_ctx *ctx, size_t nin, tg_term *const *inputs
                 free(fn->st.kern);
                 fn->st.kern = NULL;
             }
-        } else if (tgJ_compiles(&s->steps[k])) {
+        } else if (tgJ_compiles_outer(s, k)) {
             char name[40];
             snprintf(name, sizeof name, "tgk_loop%d", k);
             void *f = dlsym(so, name);
