@@ -1010,9 +1010,25 @@ static int cmd_quit(repl *R, const char *name, const char *args)
 
 static const command *find_command(const char *name);
 
+/* :help grad - gradients are a term, not a command */
+static const char help_grad[] =
+    "(grad COST WRT) is the derivative of COST, a 0-d float term, with respect to\n"
+    "WRT, an (input ...) of it or any subterm, with WRT's shape and dtype.  It is\n"
+    "accepted wherever a tensor term is (:eval, :fn, :let, inside another grad for\n"
+    "second derivatives) and expanded before anything else by the vjp rules of\n"
+    "grad.rules; rules (vjp NODE G) => (adjoints (ARG ADJ) ...) of the session are\n"
+    "tried first.  The library's default rewriter (include \"all.rules\") has a\n"
+    "stabilize database: log(sigmoid x) becomes -softplus(-x), log(sum(exp x)) a\n"
+    "logsumexp, and the gradients of those stay finite.  See doc/grad.md.\n"
+    "    example: :eval (grad (sum (sqr (input x float64 (3))) all) (input x float64 (3))) (x (1 2 3))\n";
+
 static int cmd_help(repl *R, const char *name, const char *args)
 {
     (void)name;
+    if (!strcmp(args, "grad") || !strcmp(args, "(grad")) {
+        fputs(help_grad, stdout);
+        return 0;
+    }
     if (*args) {
         const command *c = find_command(args[0] == ':' ? args + 1 : args);
         if (!c) {
@@ -1027,7 +1043,7 @@ static int cmd_help(repl *R, const char *name, const char *args)
          "to see it back.  A form may span lines.  Commands:");
     for (const command *c = commands; c->name; c++)
         printf("  :%-10s %-24s %s\n", c->name, c->args, c->help);
-    puts(":help COMMAND shows an example.");
+    puts(":help COMMAND shows an example; :help grad explains gradients.");
     return 0;
 }
 

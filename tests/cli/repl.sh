@@ -103,6 +103,13 @@ t ":help COMMAND shows an example, an unknown one is an error" 1 \
     example: :rewrite (query simplify (exclude div-self)) (true_div x x)" \
 "<stdin>:2:1: no command :nothing (:help lists them)" "$TGREL"
 
+input ':help grad' ':eval (grad (sum (sqr (input x float64 (3))) all) (input x float64 (3))) (x (1 2 3))'
+"$TGREL" <"$tmp/in" >"$tmp/help" 2>&1
+ex=$(sed -n 's/^    example: //p' "$tmp/help")
+grep -q '^(grad COST WRT) is the derivative' "$tmp/help" && [ -n "$ex" ] &&
+    printf '%s\n' "$ex" | "$TGREL" 2>&1 | grep -qx '(2.0 4.0 6.0)'
+report $? ":help grad explains gradients, and its example runs"
+
 input ':help'
 "$TGREL" <"$tmp/in" >"$tmp/help" 2>&1
 missing=
