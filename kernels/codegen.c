@@ -407,9 +407,12 @@ int tgJ_compiles_outer(const tgH_sched *s, int k)
     const tgH_step *st = &s->steps[k];
     if (!tgJ_compiles(st))
         return 0;
-    for (int i = 0; i < st->nnodes; i++)
-        if (s->g->nodes[st->nodes[i]].ndim)
-            return 1;
+    for (int i = 0; i < st->nnodes; i++) {
+        const tgV_node *n = &s->g->nodes[st->nodes[i]];
+        for (int d = 0; d < n->ndim; d++)
+            if (n->shape[d] != 1)   /* symbolic (< 0) or more than one element */
+                return 1;
+    }
     return 0;
 }
 

@@ -62,7 +62,8 @@ static inline int tgJ_compiles(const tgH_step *st)
 }
 
 /* Whether loop k of a function's (outer) schedule is compiled: as
- * tgJ_compiles, except a loop whose nodes are all 0-d (one element: the
+ * tgJ_compiles, except a loop whose nodes all have one element, 0-d or
+ * of static sizes 1 (the
  * interpreter runs it about as fast as a call, and every loop compiled
  * costs the C compiler tens of milliseconds).  A scan's inner loops are
  * all compiled (tgJ_compiles). */
