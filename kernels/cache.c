@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "clock.h"
 #include "error.h"
 
 extern char **environ;
@@ -444,8 +445,18 @@ int tgZ_key(const char *keytext, size_t keylen, const char *cpu, const char *cc,
 void *tgZ_load(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *ud, const char *cc,
                const char *cflags, int *hit, int *why, tg_error *err)
 {
+    return tgZ_load_timed(keytext, keylen, gen, ud, cc, cflags, hit, why, NULL, err);
+}
+
+void *tgZ_load_timed(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *ud, const char *cc,
+                     const char *cflags, int *hit, int *why, tgZ_times *times, tg_error *err)
+{
     char dir[4096], path[4200], lock[4200], key[33];
+    tgZ_times tm = {0, 0, 0};
+    double t0 = tgTm_ms(), t1;
     *hit = 0, *why = TGQ_FAILED;
+    if (times)
+        *times = tm;
     if (!cc)
         cc = getenv("TGREL_CC");
     if (!cc || !*cc)
@@ -474,11 +485,15 @@ void *tgZ_load(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *ud, con
     } else {
         /* the source is only generated on a miss */
         size_t len;
+        t1 = tgTm_ms();
         char *src = gen(ud, &len);
+        tm.gen_ms = tgTm_ms() - t1;
+        t1 = tgTm_ms();
         if (src)
             rc = build(dir, key, path, src, len, cc, cflags, why, err);
         else
             rc = -1, tgE_nomem(err);
+        tm.cc_ms = tgTm_ms() - t1;
         free(src);
     }
     flock(fd, LOCK_UN);
@@ -493,6 +508,9 @@ void *tgZ_load(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *ud, con
         return NULL;
     }
     *why = TGQ_OK;
+    tm.load_ms = tgTm_ms() - t0 - tm.gen_ms - tm.cc_ms;
+    if (times)
+        *times = tm;
     return h;
 }
 

@@ -22,6 +22,16 @@ typedef char *(*tgZ_gen_fn)(void *ud, size_t *len);
 void *tgZ_load(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *ud, const char *cc,
                const char *cflags, int *hit, int *why, tg_error *err);
 
+/* Where tgZ_load_timed spent its time: generating the source and
+ * running the compiler (0 on a hit), and the rest (the cache's lock and
+ * checks, loading). */
+typedef struct tgZ_times {
+    double gen_ms, cc_ms, load_ms;
+} tgZ_times;
+/* tgZ_load, and its times in *times (when not NULL). */
+void *tgZ_load_timed(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *ud, const char *cc,
+                     const char *cflags, int *hit, int *why, tgZ_times *times, tg_error *err);
+
 /* The name of an entry: the hash of this library's build, the CPU
  * (tgZ_cpu_id), compiler, flags and keytext, as 32 hex digits.  -1 when
  * out of memory. */
