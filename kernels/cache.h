@@ -53,6 +53,23 @@ int tgZ_dir(char *buf, size_t size);
 char *tgZ_side_get(const char *keytext, size_t keylen, const char *ext, size_t *len);
 int tgZ_side_put(const char *keytext, size_t keylen, const char *ext, const char *data, size_t len);
 
+/* ---- the directory (cachedir.c) ---- */
+
+/* Lock file path exclusively (waiting when wait is set): its fd, or -1
+ * (busy without wait, or an error).  tgZ_unlock removes the file and
+ * closes fd, so no lock file outlives its use; a waiter that was given
+ * the lock of a removed file takes the path's new one. */
+int tgZ_lock(const char *path, int wait);
+void tgZ_unlock(const char *path, int fd);
+/* Count a hit or a miss in DIR/stats (every process's together). */
+enum { TGZ_CODE_HIT, TGZ_CODE_MISS, TGZ_RW_HIT, TGZ_RW_MISS };
+void tgZ_count(const char *dir, int k);
+/* Mark an entry used now (recency for eviction). */
+void tgZ_touch(const char *path);
+/* Keep dir within $TGREL_CACHE_MAX: remove least recently used entries
+ * (never the one named keep, nor one another process has locked). */
+void tgZ_evict(const char *dir, const char *keep);
+
 /* 128-bit hash of bytes, as 32 hex digits and a NUL in out. */
 void tgZ_hash_hex(const void *p, size_t n, char out[33]);
 

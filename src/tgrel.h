@@ -555,6 +555,32 @@ int tg_fn_profile(const tg_fn *fn, tg_fn_stats *out);
 /* Print a profile as lines of text ("compile 12.3 ms", ...) to out. */
 void tg_fn_profile_print(const tg_fn_stats *p, FILE *out);
 
+/* ---- the compile cache (doc/kernels.md, Compile cache) -------------- */
+
+/* What the cache directory holds.  Hits and misses are counted by every
+ * process using the directory, since it was made or last cleared. */
+typedef struct tg_cache_stats {
+    size_t entries;             /* compiled objects and rewritten graphs */
+    size_t code_entries, rewrite_entries;
+    uint64_t bytes;             /* the entries' size */
+    uint64_t max_bytes;         /* $TGREL_CACHE_MAX, 0 when unset (no limit) */
+    unsigned long long code_hits, code_misses, rewrite_hits, rewrite_misses;
+    size_t locks;               /* lock files: compiles running now */
+    size_t temporary;           /* files of compiles under way (or killed) */
+} tg_cache_stats;
+/* The cache directory in use ($TGREL_CACHE_DIR, else $XDG_CACHE_HOME/tgrel,
+ * else $HOME/.cache/tgrel) into buf.  0, or -1 when none can be named or
+ * it does not fit. */
+int tg_cache_dir(char *buf, size_t size);
+/* Fill *out.  0 (a directory not made yet holds nothing), or -1 with err
+ * filled: no directory, unreadable, $TGREL_CACHE_MAX not a size. */
+int tg_cache_info(tg_cache_stats *out, tg_error *err);
+/* Remove every entry, the lock files no process holds, the temporary
+ * files of processes that are gone, and reset the counts; what went into
+ * *removed (may be NULL).  0, or -1 with err filled (entries another
+ * process is loading or building are kept and counted in the message). */
+int tg_cache_clear(tg_cache_stats *removed, tg_error *err);
+
 /* ---- gradients ------------------------------------------------------ */
 
 /* (grad COST WRT), COST a 0-d float term and WRT an (input ...) term or
