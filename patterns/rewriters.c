@@ -975,8 +975,9 @@ static int by_time(const void *a, const void *b)
     return x->fired < y->fired ? 1 : x->fired > y->fired ? -1 : 0;
 }
 
-/* The node's rules summed by name, slowest first: their count in *n. */
-static rsum *rules_summed(const tgW_pnode *pn, size_t *n)
+/* The node's rules summed by name, in load order or slowest first: their
+ * count in *n. */
+static rsum *rules_summed(const tgW_pnode *pn, size_t *n, int slowest_first)
 {
     const tgW_plan *p = pn->p;
     uint32_t all = p->nrules + p->nrels;
@@ -994,7 +995,8 @@ static rsum *rules_summed(const tgW_pnode *pn, size_t *n)
         v[k].fired += pn->fired[i], v[k].built += pn->built[i];
         v[k].tried += pn->tried[i], v[k].ticks += pn->ticks[i];
     }
-    qsort(v, *n, sizeof *v, by_time);
+    if (slowest_first)
+        qsort(v, *n, sizeof *v, by_time);
     return v;
 }
 
@@ -1018,7 +1020,7 @@ static tg_term *pnode_term(tg_rules *rs, const tgW_pnode *pn, double mspt, int d
     if (depth > MAX_NEST_RW)
         return NULL;
     size_t nr;
-    rsum *v = rules_summed(pn, &nr);
+    rsum *v = rules_summed(pn, &nr, 1);
     tg_term **rl = GC_MALLOC((nr + 1) * sizeof *rl), **pl = GC_MALLOC((pn->npass + 1) * sizeof *pl),
             **kl = GC_MALLOC((p->nparts + 1) * sizeof *kl);
     if (!v || !rl || !pl || !kl)
@@ -1083,34 +1085,36 @@ static int pnode_print(tg_rules *rs, const tgW_pnode *pn, double mspt, int depth
         return -1;
     fprintf(out, "%*s", ind, "");
     put_name(out, p->rw ? p->rw->name : sym(rs, kind_name(p->kind)));
-    fprintf(out, " (%s): %.3f ms, %lu run%s, %lu pass%s\n", kind_name(p->kind), pn->ms, pn->runs,
-            pn->runs == 1 ? "" : "s", pn->passes, pn->passes == 1 ? "" : "es");
+    fprintf(out, " (%s): %.3f ms, %lu run%s", kind_name(p->kind), pn->ms, pn->runs, pn->runs == 1 ? "" : "s");
+    if (p->kind != TGW_SEQ)
+        fprintf(out, ", %lu pass%s", pn->passes, pn->passes == 1 ? "" : "es");
+    fputc('\n', out);
     for (size_t i = 0; i < pn->npass; i++)
         fprintf(out, "%*s  pass %zu: %.3f ms, %llu firing%s, %zu nodes after\n", ind, "", i, pn->pass_ms[i],
                 pn->pass_fired[i], pn->pass_fired[i] == 1 ? "" : "s", tgW_count_nodes(rs->ctx, pn->pass_out[i]));
     size_t nr, never = 0;
-    rsum *v = rules_summed(pn, &nr);
-    if (!v)
+    rsum *v = rules_summed(pn, &nr, 1), *w = rules_summed(pn, &nr, 0);
+    if (!v || !w)
         return -1;
     if (nr)
-        fprintf(out, "%*s  %10s %8s %8s %8s  rule\n", ind, "", "time us", "fired", "built", "tried");
+        fprintf(out, "%*s  %11s %8s %8s %8s  rule\n", ind, "", "time", "fired", "built", "tried");
     for (size_t i = 0; i < nr; i++) {
         if (!v[i].fired) {
             never++;
             continue;
         }
-        fprintf(out, "%*s  %10.1f %8llu %8llu %8llu  ", ind, "", (double)v[i].ticks * mspt * 1e3, v[i].fired,
+        fprintf(out, "%*s  %8.1f us %8llu %8llu %8llu  ", ind, "", (double)v[i].ticks * mspt * 1e3, v[i].fired,
                 v[i].built, v[i].tried);
         put_name(out, v[i].r->name);
         fputs(v[i].r->backward ? " (reverse)\n" : "\n", out);
     }
     if (never) {
         fprintf(out, "%*s  never fired:", ind, "");
-        for (size_t i = 0; i < nr; i++)
-            if (!v[i].fired) {
+        for (size_t i = 0; i < nr; i++)    /* in load order */
+            if (!w[i].fired) {
                 fputc(' ', out);
-                put_name(out, v[i].r->name);
-                if (v[i].r->backward)
+                put_name(out, w[i].r->name);
+                if (w[i].r->backward)
                     fputs(" (reverse)", out);
             }
         fputc('\n', out);
