@@ -31,6 +31,7 @@ typedef struct options {
     int check;              /* --check: arguments are .rules files to validate */
     int machine;            /* --machine: for programs driving tgrel */
     int interactive;        /* -i: the REPL after the other inputs */
+    enum { CACHE_NONE, CACHE_INFO, CACHE_CLEAR } cache;    /* --cache-info, --cache-clear */
     enum { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER } color;   /* --color=WHEN */
     input *inputs;
     int ninputs;
@@ -62,6 +63,9 @@ static const char usage_text[] =
     "                    before and after: auto (the default: at a terminal,\n"
     "                    unless NO_COLOR is set or TERM is dumb), always\n"
     "                    (also --color alone) or never; never with --machine\n"
+    "      --cache-info  show the compile cache: directory, entries, size,\n"
+    "                    limit ($TGREL_CACHE_MAX), hits and misses\n"
+    "      --cache-clear remove the compile cache's entries\n"
     "      --run-tests   run test files: cases separated by blank lines,\n"
     "                    an input line then the expected output lines\n"
     "                    ('!error MESSAGE' for a read error); prints TAP\n"
@@ -130,6 +134,8 @@ static int parse_args(int argc, char **argv, options *o)
             return usage_error("--color takes auto, always or never, not '%s'", a + 8);
         } else if (strcmp(a, "--shared") == 0) {
             o->shared = 1;
+        } else if (strcmp(a, "--cache-info") == 0 || strcmp(a, "--cache-clear") == 0) {
+            o->cache = a[8] == 'i' ? CACHE_INFO : CACHE_CLEAR;
         } else if (strcmp(a, "--run-tests") == 0) {
             o->run_tests = 1;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -144,6 +150,8 @@ static int parse_args(int argc, char **argv, options *o)
     }
     if (o->run_tests && o->check)
         return usage_error("%s", "--run-tests and --check do not go together");
+    if (o->cache && (o->ninputs || o->run_tests || o->check || o->interactive))
+        return usage_error("%s", "--cache-info and --cache-clear take nothing else");
     if (o->run_tests || o->check) {
         const char *opt = o->run_tests ? "--run-tests" : "--check";
         if (o->ninputs != o->nfiles)
@@ -241,6 +249,61 @@ static int check_files(tg_ctx *ctx, const options *o)
     return errors ? EXIT_INPUT : 0;
 }
 
+/* ---- --cache-info, --cache-clear ---------------------------------------- */
+
+static void put_size(uint64_t b)
+{
+    if (b < 10 * 1024)
+        printf("%llu bytes", (unsigned long long)b);
+    else if (b < 10 * 1024 * 1024)
+        printf("%.1f KiB", (double)b / 1024);
+    else
+        printf("%.1f MiB", (double)b / (1024 * 1024));
+}
+
+static int cache_command(const options *o)
+{
+    char dir[4096];
+    tg_cache_stats st;
+    tg_error err;
+    tg_error_clear(&err);
+    if (tg_cache_dir(dir, sizeof dir) < 0) {
+        tg_error_set(&err, TG_ERR_IO, "no cache directory (set TGREL_CACHE_DIR or HOME)");
+        report(&err, color_of(o));
+        return EXIT_INPUT;
+    }
+    if (o->cache == CACHE_CLEAR) {
+        int rc = tg_cache_clear(&st, &err);
+        printf("removed %zu entr%s (", st.entries, st.entries == 1 ? "y" : "ies");
+        put_size(st.bytes);
+        printf(") from %s\n", dir);
+        if (rc < 0) {
+            report(&err, color_of(o));
+            return EXIT_INPUT;
+        }
+        return 0;
+    }
+    if (tg_cache_info(&st, &err) < 0) {
+        report(&err, color_of(o));
+        return EXIT_INPUT;
+    }
+    printf("directory: %s\n", dir);
+    printf("entries: %zu (%zu compiled, %zu rewritten)\n", st.entries, st.code_entries, st.rewrite_entries);
+    printf("size: ");
+    put_size(st.bytes);
+    if (st.max_bytes) {
+        printf(" of at most ");
+        put_size(st.max_bytes);
+        printf(" (TGREL_CACHE_MAX)\n");
+    } else {
+        printf(", no limit (TGREL_CACHE_MAX unset)\n");
+    }
+    printf("compiled code: %llu hits, %llu misses\n", st.code_hits, st.code_misses);
+    printf("rewritten graphs: %llu hits, %llu misses\n", st.rewrite_hits, st.rewrite_misses);
+    printf("lock files: %zu, temporary files: %zu\n", st.locks, st.temporary);
+    return 0;
+}
+
 static int run(const options *o)
 {
     tg_error err;
@@ -282,7 +345,7 @@ int main(int argc, char **argv)
     options o = { 0 };
     int status = parse_args(argc, argv, &o);
     if (status < 0)
-        status = run(&o);
+        status = o.cache ? cache_command(&o) : run(&o);
     free(o.inputs);
     free(o.files);
     return status;

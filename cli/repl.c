@@ -321,6 +321,7 @@ int tgM_eval_text(tg_ctx *ctx, tg_rules *rs, const char *text, size_t len, const
 {
     repl R = {.ctx = ctx, .rs = rs, .o = o, .name = name ? name : "<string>", .line = line,
               .shared = o->shared};
+    tg_rules_set_timing(rs, 1);     /* :profile rewrite gives each rule's time */
     R.out = o->color & TGM_COLOR_OUT ? tint_open() : stdout;
     int errors = eval_text(&R, text, len, line);
     tgM_free_fns(&R);
@@ -684,10 +685,33 @@ static int print_profile(repl *R, tg_term *p)
     return rc;
 }
 
+/* :profile rewrite: the last rewrite's timed profile, part by part. */
+int tgM_profile_rewrite(repl *R)
+{
+    fflush(stdout);
+    if (tg_rules_profile_print(R->rs, R->out) < 0) {
+        tgM_complain(R, "%s", "no rewrite has run yet");
+        return 1;
+    }
+    return 0;
+}
+
 static int cmd_profile(repl *R, const char *name, const char *args)
 {
-    if (*args) {
-        tgM_complain(R, ":%s takes no argument", name);
+    static const char usage[] = "[eval | fn NAME | rewrite]";
+    tg_term *t[2];
+    int n = *args ? tgM_read_args(R, name, args, t, 1, 2, usage) : 0;
+    if (n < 0)
+        return 1;
+    tg_term *what = n ? t[0] : NULL;
+    if (what == tg_symbol_cstr(R->ctx, "eval") && n == 1)
+        return tgM_profile_eval(R);
+    if (what == tg_symbol_cstr(R->ctx, "fn") && n == 2)
+        return tgM_profile_fn(R, t[1]);
+    if (what == tg_symbol_cstr(R->ctx, "rewrite") && n == 1)
+        return tgM_profile_rewrite(R);
+    if (n) {
+        tgM_complain(R, "usage: :profile %s", usage);
         return 1;
     }
     tg_term *p = tg_rules_profile(R->rs);
@@ -1059,7 +1083,9 @@ static const command commands[] = {
      ":step simplify (add 0 (neg (neg x)))", cmd_step},
     {"normalize", "TERM [memo]", "normal form of TERM under every rule", ":normalize (add (s z) (s z))", cmd_normalize},
     {"trace", "[on|off]", "print each rule firing, before and after", ":trace on", cmd_trace},
-    {"profile", "", "the profile of the last rewrite", ":profile", cmd_profile},
+    {"profile", "[eval | fn NAME | rewrite]",
+     "the profile of the last rewrite (as a term; rewrite: timed, rewriter by rewriter), of the last :eval's function or of a :fn function",
+     ":profile fn step", cmd_profile},
     {"tree", "TERM", "show TERM as a tree, shared subterms named", ":tree (f (g a) (g a))", cmd_tree},
     {"dot", "TERM [FILE]", "TERM as Graphviz (.dot, or .svg/.png/.pdf)", ":dot (f (g a) (g a)) t.svg", cmd_dot},
     {"eval", "TERM (NAME VALUE)...", "compile a tensor term, (grad COST WRT) included, and run it on arrays (lists or .npy files)",
@@ -1321,6 +1347,7 @@ int tgM_repl(tg_ctx *ctx, tg_rules *rs, FILE *in, const char *name, const tgM_re
 {
     repl R = {.ctx = ctx, .rs = rs, .o = o, .name = name, .shared = o->shared};
     entry e = {NULL, 0, 0, 1};
+    tg_rules_set_timing(rs, 1);     /* :profile rewrite gives each rule's time */
     R.out = o->color & TGM_COLOR_OUT ? tint_open() : stdout;
     char more[64];
     make_prompt(&R, prompt, "tgrel>");

@@ -27,6 +27,9 @@ typedef struct repl {
     struct replfn *fns;     /* the functions :fn defined (collector memory) */
     tg_term *let_names;     /* :let: names and the terms they stand for, two lists */
     tg_term *let_terms;
+    /* :profile eval: the profile of the last :eval's function */
+    tg_fn_stats last_eval;
+    int has_last_eval;
 } repl;
 
 /* An error of the current entry, with its place. */
@@ -47,6 +50,11 @@ int tgM_cmd_var(repl *R, const char *name, const char *args);
 int tgM_cmd_fn(repl *R, const char *name, const char *args);
 int tgM_cmd_call(repl *R, const char *name, const char *args);
 int tgM_cmd_repeat(repl *R, const char *name, const char *args);
+/* :profile fn NAME, :profile eval and :profile rewrite: print a
+ * function's profile, or the last rewrite's timed profile. */
+int tgM_profile_fn(repl *R, tg_term *name);
+int tgM_profile_eval(repl *R);
+int tgM_profile_rewrite(repl *R);
 /* Free the functions :fn compiled. */
 void tgM_free_fns(repl *R);
 

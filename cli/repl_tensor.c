@@ -166,6 +166,8 @@ int tgM_cmd_eval(repl *R, const char *name, const char *args)
     free(out.data);
     for (int i = 0; i < made; i++)
         free(arr[i].data);
+    if (fn)     /* for :profile eval */
+        R->has_last_eval = tg_fn_profile(fn, &R->last_eval) == 0;
     tg_fn_free(fn);
     return rc;
 }
@@ -403,4 +405,30 @@ int tgM_cmd_repeat(repl *R, const char *name, const char *args)
         return 1;
     }
     return call_fn(R, t + 1, n - 1, (long)times);
+}
+
+/* ---- :profile fn NAME, :profile eval ------------------------------------ */
+
+int tgM_profile_fn(repl *R, tg_term *name)
+{
+    replfn *f = tg_kind_of(name) == TG_SYMBOL ? find_fn(R, name) : NULL;
+    tg_fn_stats st;
+    if (!f || tg_fn_profile(f->fn, &st) < 0) {
+        char *p = tg_print(name, NULL);
+        tgM_complain(R, "no function %s (:fn defines one)", p ? p : "?");
+        free(p);
+        return 1;
+    }
+    tg_fn_profile_print(&st, R->out);
+    return 0;
+}
+
+int tgM_profile_eval(repl *R)
+{
+    if (!R->has_last_eval) {
+        tgM_complain(R, "%s", "no :eval has compiled a function yet");
+        return 1;
+    }
+    tg_fn_profile_print(&R->last_eval, R->out);
+    return 0;
 }

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "clock.h"
 #include "error.h"
 
 extern char **environ;
@@ -444,8 +445,18 @@ int tgZ_key(const char *keytext, size_t keylen, const char *cpu, const char *cc,
 void *tgZ_load(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *ud, const char *cc,
                const char *cflags, int *hit, int *why, tg_error *err)
 {
+    return tgZ_load_timed(keytext, keylen, gen, ud, cc, cflags, hit, why, NULL, err);
+}
+
+void *tgZ_load_timed(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *ud, const char *cc,
+                     const char *cflags, int *hit, int *why, tgZ_times *times, tg_error *err)
+{
     char dir[4096], path[4200], lock[4200], key[33];
+    tgZ_times tm = {0, 0, 0};
+    double t0 = tgTm_ms(), t1;
     *hit = 0, *why = TGQ_FAILED;
+    if (times)
+        *times = tm;
     if (!cc)
         cc = getenv("TGREL_CC");
     if (!cc || !*cc)
@@ -460,39 +471,51 @@ void *tgZ_load(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *ud, con
         return tgE_nomem(err), NULL;
     snprintf(path, sizeof path, "%s/%s.so", dir, key);
     snprintf(lock, sizeof lock, "%s/%s.lock", dir, key);
-    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int fd = tgZ_lock(lock, 1);
     if (fd < 0)
-        return tgE_set(err, TG_ERR_IO, NULL, 0, 0, "kernels: cannot open %s", lock), NULL;
-    while (flock(fd, LOCK_EX) < 0)
-        if (errno != EINTR) {
-            close(fd);
-            return tgE_set(err, TG_ERR_IO, NULL, 0, 0, "kernels: cannot lock %s", lock), NULL;
-        }
+        return tgE_set(err, TG_ERR_IO, NULL, 0, 0, "kernels: cannot lock %s", lock), NULL;
     int rc = 0;
     if (intact(path)) {
         *hit = 1;
+        tgZ_touch(path);    /* recently used: evicted last */
     } else {
         /* the source is only generated on a miss */
         size_t len;
+        t1 = tgTm_ms();
         char *src = gen(ud, &len);
+        tm.gen_ms = tgTm_ms() - t1;
+        t1 = tgTm_ms();
         if (src)
             rc = build(dir, key, path, src, len, cc, cflags, why, err);
         else
             rc = -1, tgE_nomem(err);
+        tm.cc_ms = tgTm_ms() - t1;
         free(src);
     }
-    flock(fd, LOCK_UN);
-    close(fd);
+    /* loaded under the lock, so that no eviction removes it in between */
+    void *h = NULL;
+    if (rc == 0) {
+        pin_openmp();
+        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    }
+    tgZ_unlock(lock, fd);
+    tgZ_count(dir, *hit ? TGZ_CODE_HIT : TGZ_CODE_MISS);
+    if (rc == 0 && !*hit) {
+        char name[64];
+        snprintf(name, sizeof name, "%s.so", key);
+        tgZ_evict(dir, name);
+    }
     if (rc < 0)
         return NULL;
-    pin_openmp();
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *e = dlerror();
         tgE_set(err, TG_ERR_IO, NULL, 0, 0, "kernels: cannot load %s: %s", path, e ? e : "?");
         return NULL;
     }
     *why = TGQ_OK;
+    tm.load_ms = tgTm_ms() - t0 - tm.gen_ms - tm.cc_ms;
+    if (times)
+        *times = tm;
     return h;
 }
 
@@ -523,13 +546,15 @@ char *tgZ_side_get(const char *keytext, size_t keylen, const char *ext, size_t *
         return NULL;
     size_t n;
     char *buf = read_all(path, &n);
-    if (!buf)
-        return NULL;
     uint64_t h[2];
-    if (n < 24 || memcmp(buf + n - 24, magic, 8) != 0 || (hash128(buf, n - 24, h), memcmp(buf + n - 16, h, 16)) != 0) {
-        free(buf);  /* truncated or corrupt: a miss, and the caller writes it again */
+    if (!buf || n < 24 || memcmp(buf + n - 24, magic, 8) != 0 ||
+        (hash128(buf, n - 24, h), memcmp(buf + n - 16, h, 16)) != 0) {
+        free(buf);  /* missing, truncated or corrupt: a miss, and the caller writes it again */
+        tgZ_count(dir, TGZ_RW_MISS);
         return NULL;
     }
+    tgZ_touch(path);
+    tgZ_count(dir, TGZ_RW_HIT);
     buf[n - 24] = 0;   /* the trailer's room holds the NUL */
     *len = n - 24;
     return buf;
@@ -554,5 +579,7 @@ int tgZ_side_put(const char *keytext, size_t keylen, const char *ext, const char
         unlink(tmp);
         return -1;
     }
+    const char *base = strrchr(path, '/');
+    tgZ_evict(dir, base ? base + 1 : path);
     return 0;
 }

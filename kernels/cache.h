@@ -22,6 +22,16 @@ typedef char *(*tgZ_gen_fn)(void *ud, size_t *len);
 void *tgZ_load(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *ud, const char *cc,
                const char *cflags, int *hit, int *why, tg_error *err);
 
+/* Where tgZ_load_timed spent its time: generating the source and
+ * running the compiler (0 on a hit), and the rest (the cache's lock and
+ * checks, loading). */
+typedef struct tgZ_times {
+    double gen_ms, cc_ms, load_ms;
+} tgZ_times;
+/* tgZ_load, and its times in *times (when not NULL). */
+void *tgZ_load_timed(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *ud, const char *cc,
+                     const char *cflags, int *hit, int *why, tgZ_times *times, tg_error *err);
+
 /* The name of an entry: the hash of this library's build, the CPU
  * (tgZ_cpu_id), compiler, flags and keytext, as 32 hex digits.  -1 when
  * out of memory. */
@@ -42,6 +52,23 @@ int tgZ_dir(char *buf, size_t size);
  * name of its own, fsyncs and renames it into place: 0 or -1. */
 char *tgZ_side_get(const char *keytext, size_t keylen, const char *ext, size_t *len);
 int tgZ_side_put(const char *keytext, size_t keylen, const char *ext, const char *data, size_t len);
+
+/* ---- the directory (cachedir.c) ---- */
+
+/* Lock file path exclusively (waiting when wait is set): its fd, or -1
+ * (busy without wait, or an error).  tgZ_unlock removes the file and
+ * closes fd, so no lock file outlives its use; a waiter that was given
+ * the lock of a removed file takes the path's new one. */
+int tgZ_lock(const char *path, int wait);
+void tgZ_unlock(const char *path, int fd);
+/* Count a hit or a miss in DIR/stats (every process's together). */
+enum { TGZ_CODE_HIT, TGZ_CODE_MISS, TGZ_RW_HIT, TGZ_RW_MISS };
+void tgZ_count(const char *dir, int k);
+/* Mark an entry used now (recency for eviction). */
+void tgZ_touch(const char *path);
+/* Keep dir within $TGREL_CACHE_MAX: remove least recently used entries
+ * (never the one named keep, nor one another process has locked). */
+void tgZ_evict(const char *dir, const char *keep);
 
 /* 128-bit hash of bytes, as 32 hex digits and a NUL in out. */
 void tgZ_hash_hex(const void *p, size_t n, char out[33]);

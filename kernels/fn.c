@@ -10,12 +10,16 @@
 
 #include "error.h"
 #include "cache.h"
+#include "clock.h"
 #include "check.h"
 #include "grad.h"
 #include "interp.h"
+#include "rewriters.h"
 #include "rwcache.h"
 #include "scan.h"
 #include "state.h"
+
+enum { CALLS_TIMED = 64, SAMPLE = 8 };
 
 struct tg_fn {
     tgV_graph *g;
@@ -25,6 +29,12 @@ struct tg_fn {
     void *so;               /* the compiled loops (dlopen handle) or NULL */
     tgCk *check;            /* the checking mode, or NULL */
     tgSt_fn *state;         /* shared variables, updates, non-strict inputs; or NULL */
+    /* the profile (tg_fn_profile): its calls are timed in ticks, the
+     * first CALLS_TIMED each, then one in SAMPLE (reading the counter
+     * twice a call would add about 5% to a call of a few elements) */
+    tg_fn_stats prof;
+    uint64_t call_ticks, sampled_ticks, nsampled;
+    tgTm_mark mark;
 };
 
 /* The text the compiled code is keyed by: everything the generated
@@ -65,6 +75,8 @@ static char *gen_source(void *ud, size_t *len) { return tgJ_source(ud, len); }
 static void go_native(tg_fn *fn, tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout,
                       tg_term *const *outputs, tg_term *targets, const tg_fn_options *opt)
 {
+    double t0 = tgTm_ms();
+    tgZ_times tm = {0, 0, 0};
     const tgH_sched *s = fn->s;
     int loops = 0;
     for (int k = 0; k < s->nsteps; k++)
@@ -77,8 +89,8 @@ static void go_native(tg_fn *fn, tg_ctx *ctx, size_t nin, tg_term *const *inputs
     int hit, why;
     void *so = NULL;
     if (keytext)
-        so = tgZ_load(keytext, keylen, gen_source, (void *)s, opt ? opt->cc : NULL,
-                      opt ? opt->cflags : NULL, &hit, &why, &err);
+        so = tgZ_load_timed(keytext, keylen, gen_source, (void *)s, opt ? opt->cc : NULL,
+                            opt ? opt->cflags : NULL, &hit, &why, &tm, &err);
     else
         tgE_nomem(&err);
     free(keytext);
@@ -100,6 +112,10 @@ static void go_native(tg_fn *fn, tg_ctx *ctx, size_t nin, tg_term *const *inputs
                 snprintf(err.message, sizeof err.message, "kernels: %s missing from the compiled code", name);
             }
         }
+    /* what the cache did not time (the key, the symbols) counts as loading */
+    fn->prof.codegen_ms = tm.gen_ms, fn->prof.cc_ms = tm.cc_ms;
+    fn->prof.load_ms = tgTm_ms() - t0 - tm.gen_ms - tm.cc_ms;
+    fn->prof.code_cached = so && hit;
     if (fn->st.kern) {
         fn->so = so;
         return;
@@ -107,6 +123,20 @@ static void go_native(tg_fn *fn, tg_ctx *ctx, size_t nin, tg_term *const *inputs
     if (so)
         dlclose(so);
     fprintf(stderr, "tgrel: warning: %s; running the interpreter\n", err.message);
+}
+
+/* Distinct compound nodes of n terms together (the profile's node counts). */
+static size_t count_nodes(tg_ctx *ctx, size_t n, tg_term *const *terms)
+{
+    if (!n || !terms)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!terms[i])
+            return 0;
+    if (n == 1)
+        return tgW_count_nodes(ctx, terms[0]);
+    tg_term *all = tg_list(ctx, n, terms, NULL);
+    return all ? tgW_count_nodes(ctx, all) - 1 : 0;    /* not the list itself */
 }
 
 void tg_array_init(tg_array *a, tg_dtype dtype, int ndim, const int64_t *shape, void *data)
@@ -140,6 +170,11 @@ tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
     tgSt_fn *state = NULL;
     tg_fn *fn;
     unsigned char *kept;
+    /* the profile's stage times (tg_fn_profile) */
+    tgTm_mark mark = tgTm_now();
+    tg_fn_stats ps;
+    memset(&ps, 0, sizeof ps);
+    double t0 = mark.ms;
     if (nout && outputs) {  /* the grads first: rewriters and types see tensor terms */
         tg_term **ex = GC_MALLOC(nout * sizeof *ex);
         if (!ex)
@@ -147,6 +182,7 @@ tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
         if (tgGr_expand(ctx, nout, outputs, ex, opt ? opt->grad : NULL, err) < 0)
             return NULL;
         outputs = ex;
+        ps.grad_ms = tgTm_ms() - t0;
     }
     if (opt && opt->rules && opt->check) {
         if (opt->updates)
@@ -177,15 +213,21 @@ tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
         memcpy(all + nout, values, nupd * sizeof *all);
         outputs = all, nout += nupd;
     }
+    ps.nodes_before = ps.nodes_after = count_nodes(ctx, nout, outputs);
     if (opt && opt->rules) {
         int hit;    /* the rewritten terms come from the cache when it has them */
+        double t1 = tgTm_ms();
         tg_term **rw = tgZw_rewrite(ctx, nin, inputs, nout, outputs, opt, &hit, err);
         if (!rw)
             goto fail;
         outputs = rw;
+        ps.rewrite_ms = tgTm_ms() - t1, ps.rewrite_cached = hit;
+        ps.nodes_after = count_nodes(ctx, nout, outputs);
     }
+    double t2 = tgTm_ms();
     if (!(g = tgV_build_updates(ctx, nin, inputs, nout, outputs, nupd, targets, err)))
         goto fail;
+    ps.type_ms = tgTm_ms() - t2;
     /* shared variables are kept: only updates write them */
     kept = opt ? (unsigned char *)opt->kept : NULL;
     if (kept && g->nshared) {
@@ -196,8 +238,10 @@ tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
         memcpy(kept, opt->kept, nin);
         memset(kept + nin, 1, (size_t)g->nshared);
     }
+    double t3 = tgTm_ms();
     if (!(s = tgH_schedule(g, kept, err)))
         goto fail;
+    ps.schedule_ms = tgTm_ms() - t3;
     if ((g->nshared || (opt && opt->allow_input_downcast)) &&
         !(state = tgSt_new(ctx, s, nin, nuser, opt && opt->allow_input_downcast, err)))
         goto fail;
@@ -209,9 +253,12 @@ tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
         goto fail;
     }
     fn->g = g, fn->s = s, fn->state = state, fn->check = check;
+    fn->prof = ps, fn->mark = mark;
     tg_term *tl = nupd ? tg_list(ctx, nupd, targets, NULL) : NULL;
     if (!opt || !opt->interpret)
         go_native(fn, ctx, nin, inputs, nout, outputs, tl, opt);
+    fn->prof.native = fn->st.kern != NULL;
+    fn->prof.compile_ms = tgTm_ms() - t0;
     return fn;
 fail:
     tgCk_free(check);
@@ -223,11 +270,21 @@ int tg_fn_call(tg_fn *fn, const tg_array *inputs, tg_array *outputs, tg_error *e
     if (!fn || (fn->g->ninputs && !inputs && (!fn->state || fn->g->ninputs > fn->g->nshared)) ||
         (!outputs && fn->g->noutputs > fn->g->nupdates))
         return tgE_arg(err, "kernels: tg_fn_call needs a function, inputs and outputs"), -1;
+    unsigned long long k = fn->prof.calls++;
+    int timed = k < CALLS_TIMED || k % SAMPLE == 0;
+    uint64_t t0 = timed ? tgTm_ticks() : 0;
     int rc = fn->state ? tgSt_call(fn->s, &fn->st, fn->state, inputs, outputs, err)
                        : tgI_run(fn->s, &fn->st, inputs, outputs, err);
-    if (rc < 0)
-        return -1;
-    return fn->check ? tgCk_run(fn->check, inputs, outputs, err) : 0;
+    if (rc == 0 && fn->check)
+        rc = tgCk_run(fn->check, inputs, outputs, err);
+    if (timed) {
+        uint64_t d = tgTm_ticks() - t0;
+        if (k < CALLS_TIMED)
+            fn->call_ticks += d;
+        else
+            fn->sampled_ticks += d, fn->nsampled++;
+    }
+    return rc < 0 ? -1 : 0;
 }
 
 tg_term *tg_fn_schedule(const tg_fn *fn)
@@ -241,6 +298,43 @@ tg_term *tg_fn_schedule(const tg_fn *fn)
 }
 
 int tg_fn_native(const tg_fn *fn) { return fn && fn->st.kern != NULL; }
+
+/* ---- profiles -------------------------------------------------------- */
+
+int tg_fn_profile(const tg_fn *fn, tg_fn_stats *out)
+{
+    if (!fn || !out)
+        return -1;
+    *out = fn->prof;
+    /* the calls after the first CALLS_TIMED, from those sampled */
+    double ticks = (double)fn->call_ticks;
+    if (fn->nsampled)
+        ticks += (double)fn->sampled_ticks / (double)fn->nsampled * (double)(fn->prof.calls - CALLS_TIMED);
+    out->call_ms = ticks * tgTm_ms_per_tick(fn->mark);
+    return 0;
+}
+
+void tg_fn_profile_print(const tg_fn_stats *p, FILE *out)
+{
+    if (!p || !out)
+        return;
+    fprintf(out, "compile %.3f ms\n", p->compile_ms);
+    const char *name[] = {"grad", "rewrite", "type", "schedule", "codegen", "cc", "load"};
+    const double ms[] = {p->grad_ms, p->rewrite_ms, p->type_ms, p->schedule_ms,
+                         p->codegen_ms, p->cc_ms, p->load_ms};
+    for (int i = 0; i < 7; i++) {
+        fprintf(out, "  %-9s %10.3f ms", name[i], ms[i]);
+        if ((i == 1 && p->rewrite_cached) || (i == 6 && p->code_cached))
+            fputs("  (cached)", out);
+        fputc('\n', out);
+    }
+    fprintf(out, "nodes %zu before rewriting, %zu after\n", p->nodes_before, p->nodes_after);
+    fprintf(out, "%s code\n", p->native ? "native" : "interpreted");
+    fprintf(out, "calls %llu, %.3f ms", p->calls, p->call_ms);
+    if (p->calls)
+        fprintf(out, ", %.3f us per call", p->call_ms * 1e3 / (double)p->calls);
+    fputc('\n', out);
+}
 
 void tg_fn_free(tg_fn *fn)
 {

@@ -24,6 +24,7 @@
 #include "prov.h"
 #include "cext.h"
 #include "error.h"
+#include "clock.h"
 
 #include <gc/gc.h>
 #include <stdio.h>
@@ -42,6 +43,7 @@ typedef struct frame {
     int atom;                   /* a nullary op written as a bare symbol */
     int opened;                 /* memo: its current call is open (memo.open's top) */
     uint64_t ahash;             /* in a constructor chain: its node's hash (chain_start) */
+    uint64_t t0;                /* rule timing: when its rule's try began */
 } frame;
 
 typedef struct tgW_machine {
@@ -697,7 +699,10 @@ static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term 
     tg_term *const *K = NULL;
     tgO_prov *pv = rs->prov;    /* provenance: NULL when off */
     /* whether a firing does more than count: one test on the hot path */
-    int watched = memo || run->limit || run->hook || pv;
+    int watched = memo || run->limit || run->hook || pv || rs->timing;
+    /* rule timing (profiles): a try's ticks, from its match to its firing
+     * or failure, conditions included */
+    int timing = rs->timing;
     /* The memo lookup of the first call (a node of the input: distinct
      * calls, by the input walk's done map) is deferred until its rules do
      * something the profile counts (a condition test, a call, a firing),
@@ -779,6 +784,8 @@ try_rules:
             goto oom;
         R = M->vs + regs;
         r->tried++;
+        if (__builtin_expect(timing, 0))
+            f->t0 = tgTm_ticks();
         int m = r->plain ? match_plain(r, f->n, R) : match(ctx, r, M->vs + f->base, f->n, R);
         if (m < 0) {
             if (m == -1)
@@ -787,8 +794,11 @@ try_rules:
             if ((m = tgW_ac_match(rs, r, M->vs + f->base, f->n, R, err)) < 0)
                 goto fail;
         }
-        if (!m)
+        if (!m) {
+            if (__builtin_expect(timing, 0))
+                r->ticks += tgTm_ticks() - f->t0;
             continue;
+        }
         if (__builtin_expect(f->opened == 2, 0) && counts_before_fire(r->body))
             LOOKUP_DEFERRED();
         f->rule = r;
@@ -1027,6 +1037,8 @@ exec:
             }
             rs->rewrites++;
             r->fired++;
+            if (timing)
+                r->ticks += tgTm_ticks() - f->t0;
             /* the nodes walked so far bound the input's count from below */
             if (run->limit && r->fired - r->fired0 > run->limit->n &&
                 tgW_limit_over(rs, run->limit, r->fired - r->fired0,
@@ -1133,6 +1145,8 @@ exec:
 
 failed_rule:
     /* a condition failed: the next rule, from the same arguments */
+    if (__builtin_expect(timing, 0))
+        f->rule->ticks += tgTm_ticks() - f->t0;
     goto try_rules;
 
 ret:

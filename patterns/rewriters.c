@@ -14,6 +14,7 @@
 #include "relrw.h"
 #include "prov.h"
 #include "error.h"
+#include "clock.h"
 
 #include <gc/gc.h>
 #include <stdarg.h>
@@ -266,9 +267,84 @@ static tgW_plan *plan_of(tg_rules *rs, tgW_rw *rw, const tgW_query *q, const tag
 
 static double now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+    return tgTm_ms();
+}
+
+/* ---- timed profiles, part by part --------------------------------------- */
+
+/* The profile tree of plan p (one node per part, as the plan nests). */
+static tgW_pnode *pnode_make(const tgW_plan *p)
+{
+    tgW_pnode *pn = GC_MALLOC(sizeof *pn);
+    uint32_t n = p->nrules + p->nrels;
+    if (!pn)
+        return NULL;
+    pn->p = p;
+    pn->fired = GC_MALLOC_ATOMIC((n + 1) * sizeof *pn->fired);
+    pn->built = GC_MALLOC_ATOMIC((n + 1) * sizeof *pn->built);
+    pn->tried = GC_MALLOC_ATOMIC((n + 1) * sizeof *pn->tried);
+    pn->ticks = GC_MALLOC_ATOMIC((n + 1) * sizeof *pn->ticks);
+    pn->kids = GC_MALLOC((p->nparts + 1) * sizeof *pn->kids);
+    if (!pn->fired || !pn->built || !pn->tried || !pn->ticks || !pn->kids)
+        return NULL;
+    for (size_t i = 0; i < p->nparts; i++)
+        if (!(pn->kids[i] = pnode_make(p->parts[i])))
+            return NULL;
+    return pn;
+}
+
+static void pnode_clear(tgW_pnode *pn)
+{
+    uint32_t n = pn->p->nrules + pn->p->nrels;
+    memset(pn->fired, 0, n * sizeof *pn->fired);
+    memset(pn->built, 0, n * sizeof *pn->built);
+    memset(pn->tried, 0, n * sizeof *pn->tried);
+    memset(pn->ticks, 0, n * sizeof *pn->ticks);
+    pn->ms = 0, pn->runs = pn->passes = 0, pn->npass = 0;
+    for (size_t i = 0; i < pn->p->nparts; i++)
+        pnode_clear(pn->kids[i]);
+}
+
+/* Around a run of p's own rules and relations: sign -1 before, +1 after,
+ * so that pn keeps what the runs added to the rules' counters (the same
+ * rule may be in other parts too). */
+static void pnode_own(tgW_pnode *pn, int sign)
+{
+    const tgW_plan *p = pn->p;
+    for (uint32_t i = 0; i < p->nrules + p->nrels; i++) {
+        const tgW_rule *r = i < p->nrules ? p->rules[i] : p->rels[i - p->nrules];
+        if (sign < 0)
+            pn->fired[i] -= r->fired, pn->built[i] -= r->built, pn->tried[i] -= r->tried,
+                pn->ticks[i] -= r->ticks;
+        else
+            pn->fired[i] += r->fired, pn->built[i] += r->built, pn->tried[i] += r->tried,
+                pn->ticks[i] += r->ticks;
+    }
+}
+
+/* An equilibrium pass done: its time, firings and result. */
+static int pnode_pass(tgW_pnode *pn, double ms, unsigned long long fired, tg_term *out)
+{
+    pn->passes++;
+    if (pn->npass >= TGW_PASSES_KEPT)
+        return 0;
+    if (pn->npass == pn->cappass) {
+        size_t nc = pn->cappass ? 2 * pn->cappass : 8;
+        double *a = GC_MALLOC_ATOMIC(nc * sizeof *a);
+        unsigned long long *b = GC_MALLOC_ATOMIC(nc * sizeof *b);
+        tg_term **c = GC_MALLOC(nc * sizeof *c);
+        if (!a || !b || !c)
+            return -1;
+        if (pn->npass) {
+            memcpy(a, pn->pass_ms, pn->npass * sizeof *a);
+            memcpy(b, pn->pass_fired, pn->npass * sizeof *b);
+            memcpy(c, pn->pass_out, pn->npass * sizeof *c);
+        }
+        pn->pass_ms = a, pn->pass_fired = b, pn->pass_out = c, pn->cappass = nc;
+    }
+    pn->pass_ms[pn->npass] = ms, pn->pass_fired[pn->npass] = fired, pn->pass_out[pn->npass] = out;
+    pn->npass++;
+    return 0;
 }
 
 /* Distinct compound nodes of t (a DAG).  Every node it meets is
@@ -376,7 +452,7 @@ typedef struct runner {
     tgW_prof *prof;
 } runner;
 
-static tg_term *run_plan(runner *u, const tgW_plan *p, tg_term *t);
+static tg_term *run_plan(runner *u, const tgW_plan *p, tgW_pnode *pn, tg_term *t);
 
 static void rules_mark(const tgW_plan *p)
 {
@@ -594,7 +670,7 @@ int tgW_limit_over(tg_rules *rs, tgW_limit *L, unsigned long long fired, size_t 
     return fired > L->n;
 }
 
-static tg_term *equilibrium(runner *u, const tgW_plan *p, tg_term *t)
+static tg_term *equilibrium(runner *u, const tgW_plan *p, tgW_pnode *pn, tg_term *t)
 {
     tg_rules *rs = u->rs;
     double ratio = p->rw ? p->rw->max_use_ratio : 0;
@@ -607,21 +683,28 @@ static tg_term *equilibrium(runner *u, const tgW_plan *p, tg_term *t)
     for (unsigned pass = 0; pass < MAX_PASSES; pass++) {
         if (u->prof)
             u->prof->passes++;
+        double pt0 = now_ms();
+        unsigned long long pr0 = rs->rewrites;
         tg_term *t1 = t;
+        pnode_own(pn, -1);
         if (p->nrules && t != normal) {
             t1 = tgW_normalize(rs, &run, t, u->err);
-            if (!t1)
-                return NULL;
             if (skippable)
                 normal = t1;
-            run.nodes = tgW_normalize_seen(rs);     /* the next pass's done map sized from this one's */
+            if (t1)
+                run.nodes = tgW_normalize_seen(rs);     /* the next pass's done map sized from this one's */
         }
-        if (p->nrels && !(t1 = tgD_normalize(rs, p->rels, p->nrels, t1, run.limit, &relmemo, u->err)))
-            return NULL;
-        for (size_t i = 0; i < p->nparts && t1; i++)
-            t1 = run_plan(u, p->parts[i], t1);
+        if (t1 && p->nrels)
+            t1 = tgD_normalize(rs, p->rels, p->nrels, t1, run.limit, &relmemo, u->err);
+        pnode_own(pn, +1);
         if (!t1)
             return NULL;
+        for (size_t i = 0; i < p->nparts && t1; i++)
+            t1 = run_plan(u, p->parts[i], pn->kids[i], t1);
+        if (!t1)
+            return NULL;
+        if (pnode_pass(pn, now_ms() - pt0, rs->rewrites - pr0, t1) < 0)
+            return tgE_nomem(u->err), NULL;
         if (u->prof && prof_note(u->prof, t1) < 0)
             return tgE_nomem(u->err), NULL;
         if (t1 == t)
@@ -646,28 +729,41 @@ static tg_term *equilibrium(runner *u, const tgW_plan *p, tg_term *t)
     return NULL;
 }
 
-static tg_term *run_plan(runner *u, const tgW_plan *p, tg_term *t)
+static tg_term *run_part(runner *u, const tgW_plan *p, tgW_pnode *pn, tg_term *t)
 {
-    if (u->prof && prof_note(u->prof, t) < 0)
-        return tgE_nomem(u->err), NULL;
-    rules_mark(p);
     switch (p->kind) {
     case TGW_EQUIL:
-        return equilibrium(u, p, t);
+        return equilibrium(u, p, pn, t);
     case TGW_WALK_IN: case TGW_WALK_OUT: {
         if (u->prof)
             u->prof->passes++;
+        pn->passes++;
+        pnode_own(pn, -1);
         tg_term *r = p->nrules || p->nrels ? walk(u, p, t) : t;
+        pnode_own(pn, +1);
         for (size_t i = 0; i < p->nparts && r; i++)
-            r = run_plan(u, p->parts[i], r);
+            r = run_plan(u, p->parts[i], pn->kids[i], r);
         return r;
     }
     case TGW_SEQ:
         for (size_t i = 0; i < p->nparts && t; i++)
-            t = run_plan(u, p->parts[i], t);
+            t = run_plan(u, p->parts[i], pn->kids[i], t);
         return t;
     }
     return t;
+}
+
+/* Run part p of a plan on t, timed in its profile node pn. */
+static tg_term *run_plan(runner *u, const tgW_plan *p, tgW_pnode *pn, tg_term *t)
+{
+    if (u->prof && prof_note(u->prof, t) < 0)
+        return tgE_nomem(u->err), NULL;
+    rules_mark(p);
+    double t0 = now_ms();
+    tg_term *r = run_part(u, p, pn, t);
+    pn->ms += now_ms() - t0;
+    pn->runs++;
+    return r;
 }
 
 /* ---- the entry points -------------------------------------------------------- */
@@ -735,6 +831,12 @@ tg_term *tgW_rewrite_plan(tg_rules *rs, const tgW_cplan *cp, tg_term *t, tg_erro
     }
     prof->name = p->rw->name;
     prof->start = t;
+    tgW_pnode *tree = cp->tree ? cp->tree : pnode_make(p);
+    if (!tree)
+        return tgE_nomem(err), NULL;
+    ((tgW_cplan *)cp)->tree = tree;     /* made once, cleared at each run */
+    pnode_clear(tree);
+    prof->tree = tree;
     if (prof_note(prof, t) < 0)
         return tgE_nomem(err), NULL;
     runner u = {rs, err, prof};
@@ -745,7 +847,7 @@ tg_term *tgW_rewrite_plan(tg_rules *rs, const tgW_cplan *cp, tg_term *t, tg_erro
     if (rs->prov)
         tgO_begin(rs->prov, t);
     double t0 = now_ms();
-    tg_term *r = run_plan(&u, p, t);
+    tg_term *r = run_plan(&u, p, tree, t);
     prof->ms = now_ms() - t0;
     if (rs->prov)
         rs->prov->result = r;
@@ -844,4 +946,212 @@ tg_term *tgW_profile_term(tg_rules *rs)
         if (!parts[i])
             return NULL;
     return tg_list(ctx, 8, parts, NULL);
+}
+
+/* ---- the timed profile: as a term, as text -------------------------------- */
+
+static const char *kind_name(int kind)
+{
+    switch (kind) {
+    case TGW_EQUIL: return "equilibrium";
+    case TGW_WALK_IN: return "walk";
+    case TGW_WALK_OUT: return "walk-out";
+    default: return "sequence";
+    }
+}
+
+/* The rules of a profile node, alternatives of one rule summed under its
+ * name: (rule index of the first, fired, built, tried, ticks). */
+typedef struct rsum {
+    const tgW_rule *r;
+    unsigned long long fired, built, tried, ticks;
+} rsum;
+
+static int by_time(const void *a, const void *b)
+{
+    const rsum *x = a, *y = b;
+    if (x->ticks != y->ticks)
+        return x->ticks < y->ticks ? 1 : -1;
+    return x->fired < y->fired ? 1 : x->fired > y->fired ? -1 : 0;
+}
+
+/* The node's rules summed by name, in load order or slowest first: their
+ * count in *n. */
+static rsum *rules_summed(const tgW_pnode *pn, size_t *n, int slowest_first)
+{
+    const tgW_plan *p = pn->p;
+    uint32_t all = p->nrules + p->nrels;
+    rsum *v = GC_MALLOC_ATOMIC((all + 1) * sizeof *v);
+    *n = 0;
+    if (!v)
+        return NULL;
+    for (uint32_t i = 0; i < all; i++) {
+        const tgW_rule *r = i < p->nrules ? p->rules[i] : p->rels[i - p->nrules];
+        size_t k = 0;
+        while (k < *n && !(v[k].r->name == r->name && v[k].r->backward == r->backward))
+            k++;
+        if (k == *n)
+            v[(*n)++] = (rsum){r, 0, 0, 0, 0};
+        v[k].fired += pn->fired[i], v[k].built += pn->built[i];
+        v[k].tried += pn->tried[i], v[k].ticks += pn->ticks[i];
+    }
+    if (slowest_first)
+        qsort(v, *n, sizeof *v, by_time);
+    return v;
+}
+
+static tg_term *rule_name(tg_rules *rs, const tgW_rule *r)
+{
+    return r->backward ? list_of(rs, 2, sym(rs, "reverse"), r->name) : r->name;
+}
+
+static tg_term *ms_term(tg_rules *rs, double ms)
+{
+    return tg_double(rs->ctx, ms);
+}
+
+/* (rewriter NAME KIND (time MS) (runs N) (passes P ((PASS MS FIRED NODES) ...))
+ *  (rules (RULE MS FIRED BUILT TRIED) ...) (parts PART ...)), NAME being
+ * the rewriter's name or its kind for an unnamed part. */
+static tg_term *pnode_term(tg_rules *rs, const tgW_pnode *pn, double mspt, int depth)
+{
+    tg_ctx *ctx = rs->ctx;
+    const tgW_plan *p = pn->p;
+    if (depth > MAX_NEST_RW)
+        return NULL;
+    size_t nr;
+    rsum *v = rules_summed(pn, &nr, 1);
+    tg_term **rl = GC_MALLOC((nr + 1) * sizeof *rl), **pl = GC_MALLOC((pn->npass + 1) * sizeof *pl),
+            **kl = GC_MALLOC((p->nparts + 1) * sizeof *kl);
+    if (!v || !rl || !pl || !kl)
+        return NULL;
+    rl[0] = sym(rs, "rules");
+    for (size_t i = 0; i < nr; i++)
+        if (!(rl[i + 1] = list_of(rs, 5, rule_name(rs, v[i].r), ms_term(rs, (double)v[i].ticks * mspt),
+                                  tg_int(ctx, (int64_t)v[i].fired), tg_int(ctx, (int64_t)v[i].built),
+                                  tg_int(ctx, (int64_t)v[i].tried))))
+            return NULL;
+    for (size_t i = 0; i < pn->npass; i++)
+        if (!(pl[i] = list_of(rs, 4, tg_int(ctx, (int64_t)i), ms_term(rs, pn->pass_ms[i]),
+                              tg_int(ctx, (int64_t)pn->pass_fired[i]),
+                              tg_int(ctx, (int64_t)tgW_count_nodes(ctx, pn->pass_out[i])))))
+            return NULL;
+    kl[0] = sym(rs, "parts");
+    for (size_t i = 0; i < p->nparts; i++)
+        if (!(kl[i + 1] = pnode_term(rs, pn->kids[i], mspt, depth + 1)))
+            return NULL;
+    tg_term *passes = tg_list(ctx, pn->npass, pl, NULL);
+    tg_term *parts[8] = {
+        sym(rs, "rewriter"), p->rw ? p->rw->name : sym(rs, kind_name(p->kind)), sym(rs, kind_name(p->kind)),
+        list_of(rs, 2, sym(rs, "time"), ms_term(rs, pn->ms)),
+        list_of(rs, 2, sym(rs, "runs"), tg_int(ctx, (int64_t)pn->runs)),
+        passes ? list_of(rs, 3, sym(rs, "passes"), tg_int(ctx, (int64_t)pn->passes), passes) : NULL,
+        tg_list(ctx, nr + 1, rl, NULL), tg_list(ctx, p->nparts + 1, kl, NULL)};
+    for (int i = 0; i < 8; i++)
+        if (!parts[i])
+            return NULL;
+    return tg_list(ctx, 8, parts, NULL);
+}
+
+tg_term *tgW_profile_tree(tg_rules *rs)
+{
+    tgW_prof *p = rs->last;
+    if (!p || !p->tree || prof_count(rs, p) < 0)
+        return NULL;
+    tg_term *tree = pnode_term(rs, p->tree, tgTm_calibrated(), 0);
+    tg_term *parts[4] = {sym(rs, "profile-tree"),
+                         list_of(rs, 2, sym(rs, "time"), ms_term(rs, p->ms)),
+                         list_of(rs, 4, sym(rs, "nodes"), tg_int(rs->ctx, (int64_t)p->nodes_start),
+                                 tg_int(rs->ctx, (int64_t)p->nodes_end), tg_int(rs->ctx, (int64_t)p->nodes_max)),
+                         tree};
+    for (int i = 0; i < 4; i++)
+        if (!parts[i])
+            return NULL;
+    return tg_list(rs->ctx, 4, parts, NULL);
+}
+
+static void put_name(FILE *out, const tg_term *name)
+{
+    size_t nl;
+    const char *s = tg_symbol_name(name, &nl);
+    fprintf(out, "%.*s", (int)nl, s ? s : "?");
+}
+
+static int pnode_print(tg_rules *rs, const tgW_pnode *pn, double mspt, int depth, FILE *out)
+{
+    const tgW_plan *p = pn->p;
+    int ind = 2 * depth;
+    if (depth > MAX_NEST_RW)
+        return -1;
+    fprintf(out, "%*s", ind, "");
+    put_name(out, p->rw ? p->rw->name : sym(rs, kind_name(p->kind)));
+    fprintf(out, " (%s): %.3f ms, %lu run%s", kind_name(p->kind), pn->ms, pn->runs, pn->runs == 1 ? "" : "s");
+    if (p->kind != TGW_SEQ)
+        fprintf(out, ", %lu pass%s", pn->passes, pn->passes == 1 ? "" : "es");
+    fputc('\n', out);
+    for (size_t i = 0; i < pn->npass; i++)
+        fprintf(out, "%*s  pass %zu: %.3f ms, %llu firing%s, %zu nodes after\n", ind, "", i, pn->pass_ms[i],
+                pn->pass_fired[i], pn->pass_fired[i] == 1 ? "" : "s", tgW_count_nodes(rs->ctx, pn->pass_out[i]));
+    size_t nr, never = 0;
+    rsum *v = rules_summed(pn, &nr, 1), *w = rules_summed(pn, &nr, 0);
+    if (!v || !w)
+        return -1;
+    if (nr)
+        fprintf(out, "%*s  %11s %8s %8s %8s  rule\n", ind, "", "time", "fired", "built", "tried");
+    for (size_t i = 0; i < nr; i++) {
+        if (!v[i].fired) {
+            never++;
+            continue;
+        }
+        fprintf(out, "%*s  %8.1f us %8llu %8llu %8llu  ", ind, "", (double)v[i].ticks * mspt * 1e3, v[i].fired,
+                v[i].built, v[i].tried);
+        put_name(out, v[i].r->name);
+        fputs(v[i].r->backward ? " (reverse)\n" : "\n", out);
+    }
+    if (never) {
+        fprintf(out, "%*s  never fired:", ind, "");
+        for (size_t i = 0; i < nr; i++)    /* in load order */
+            if (!w[i].fired) {
+                fputc(' ', out);
+                put_name(out, w[i].r->name);
+                if (w[i].r->backward)
+                    fputs(" (reverse)", out);
+            }
+        fputc('\n', out);
+    }
+    for (size_t i = 0; i < p->nparts; i++)
+        if (pnode_print(rs, pn->kids[i], mspt, depth + 1, out) < 0)
+            return -1;
+    return 0;
+}
+
+int tgW_profile_print(tg_rules *rs, FILE *out)
+{
+    tgW_prof *p = rs->last;
+    if (!p || !p->tree || prof_count(rs, p) < 0)
+        return -1;
+    fprintf(out, "rewrite ");
+    put_name(out, p->name);
+    fprintf(out, ": %.3f ms, nodes %zu at the start, %zu at the end, %zu at most; %llu rewrites, %llu conditions%s\n",
+            p->ms, p->nodes_start, p->nodes_end, p->nodes_max, p->rewrites, p->conditions,
+            rs->timing ? "" : " (rule times: tg_rules_set_timing)");
+    return pnode_print(rs, p->tree, tgTm_calibrated(), 1, out);
+}
+
+/* ---- the public entry points of timed profiles -------------------------- */
+
+void tg_rules_set_timing(tg_rules *rs, int on)
+{
+    if (rs)
+        rs->timing = on != 0;
+}
+
+tg_term *tg_rules_profile_tree(tg_rules *rs)
+{
+    return rs ? tgW_profile_tree(rs) : NULL;
+}
+
+int tg_rules_profile_print(tg_rules *rs, FILE *out)
+{
+    return rs && out ? tgW_profile_print(rs, out) : -1;
 }

@@ -48,6 +48,25 @@ typedef struct tgW_plan {
     size_t nparts, capparts;
 } tgW_plan;
 
+/* The timed profile of one part of a plan (one plan node), its parts'
+ * beside: the counts of the runs of its own rules and relations (rules
+ * first), its time and its passes.  A plan's tree is made once and
+ * cleared at the start of each rewrite. */
+typedef struct tgW_pnode {
+    const tgW_plan *p;
+    double ms;                  /* in it, its parts included */
+    unsigned long runs, passes;
+    unsigned long long *fired, *built, *tried, *ticks;     /* p->nrules + p->nrels */
+    /* equilibrium: each pass's time, firings and result (the first
+     * TGW_PASSES_KEPT passes) */
+    double *pass_ms;
+    unsigned long long *pass_fired;
+    tg_term **pass_out;
+    size_t npass, cappass;
+    struct tgW_pnode **kids;    /* p->nparts */
+} tgW_pnode;
+#define TGW_PASSES_KEPT 1000
+
 /* The profile of the last rewrite. */
 typedef struct tgW_prof {
     tg_term *name;
@@ -66,6 +85,7 @@ typedef struct tgW_prof {
     size_t ncounted, capcounted;
     tg_term *start, *end;
     int nodes_known;
+    tgW_pnode *tree;            /* timed, part by part */
 } tgW_prof;
 
 /* A rewriter resolved under one spec (its name or a query), with every
@@ -74,6 +94,7 @@ typedef struct tgW_cplan {
     tgW_plan *p;
     tgW_rule **rules;
     uint32_t nrules;
+    tgW_pnode *tree;            /* the profile's, made on its first run */
 } tgW_cplan;
 
 tgW_rw *tgW_rw_find(const tg_rules *rs, const tg_term *name);
@@ -99,6 +120,10 @@ uint32_t tgW_rules_named(const tg_rules *rs, const tg_term *name, int backward, 
  * compared): (profile NAME (passes P) (nodes START END MAX) (rewrites N)
  * (conditions C) (rules (RULE FIRED BUILT) ...) (never-fired RULE ...)). */
 tg_term *tgW_profile_term(tg_rules *rs);
+/* The last rewrite's timed profile as a term (see tg_rules_profile_tree)
+ * and as text (tg_rules_profile_print). */
+tg_term *tgW_profile_tree(tg_rules *rs);
+int tgW_profile_print(tg_rules *rs, FILE *out);
 /* The hook that prints each firing to rs->trace. */
 int tgW_trace_hook(void *ud, tgW_rule *r, tg_term *before, tg_term *const *R);
 

@@ -144,6 +144,8 @@ typedef struct tgW_rule {
     /* statistics */
     unsigned long long fired, tried, built;
     unsigned long long fired0;  /* fired at the start of the current run */
+    unsigned long long ticks;   /* time trying it (clock.h ticks), counted while
+                                 * rs->timing is on (relations: always) */
 } tgW_rule;
 
 /* The rules of one rewriter, by op id. */
@@ -208,6 +210,7 @@ struct tg_rules {
     struct tgW_prof *last;      /* the profile of the last rewrite */
     FILE *trace;                /* print each firing here ... */
     int trace_on;               /* ... when on */
+    int timing;                 /* rule timing on (tg_rules_set_timing) */
     int (*hook)(void *ud, struct tgW_rule *r, tg_term *before, tg_term *const *R);
     void *hook_ud;
     struct tgO_prov *prov;      /* the firing log (prov.h), NULL when off */

@@ -343,6 +343,19 @@ tg_term *tg_rewrite(tg_rules *rs, tg_term *spec, tg_term *t, tg_error *err);
  * (nodes START END MAX) (rewrites N) (conditions C) (rules (RULE FIRED
  * BUILT) ...) (never-fired RULE ...)); NULL before any. */
 tg_term *tg_rules_profile(tg_rules *rs);
+/* Timed profiles (doc/rules.md, Timed profiles): the last tg_rewrite
+ * part by part, as its rewriters nest: (profile-tree (time MS) (nodes
+ * START END MAX) PART), each PART (rewriter NAME KIND (time MS) (runs N)
+ * (passes P ((PASS MS FIRINGS NODES) ...)) (rules (RULE MS FIRED BUILT
+ * TRIED) ...) (parts PART ...)), rules slowest first; times in
+ * milliseconds (doubles).  NULL before any rewrite. */
+tg_term *tg_rules_profile_tree(tg_rules *rs);
+/* The same as text, to out.  0, or -1 before any rewrite. */
+int tg_rules_profile_print(tg_rules *rs, FILE *out);
+/* Time every rule tried (while on): a rule's time is from its match to
+ * its firing or failure, its conditions included.  Off by default: it
+ * reads a clock at each try. */
+void tg_rules_set_timing(tg_rules *rs, int on);
 /* Print each rule firing ("rule: before => after") to out while on is
  * set; (trace on) and (trace off) forms switch it too. */
 void tg_rules_set_trace(tg_rules *rs, FILE *out, int on);
@@ -514,6 +527,60 @@ int tg_fn_native(const tg_fn *fn);
 /* The schedule as a term: loops, reductions, buffer slots. */
 tg_term *tg_fn_schedule(const tg_fn *fn);
 void tg_fn_free(tg_fn *fn);
+
+/* ---- profiles of tensor functions (doc/kernels.md, Profiles) -------- */
+
+/* Where a function's compile went and what its calls cost.  Stage times
+ * are wall-clock milliseconds of tg_fn_compile; a stage that did not run
+ * (no rules, no gradient, a cache hit, the interpreter) is 0. */
+typedef struct tg_fn_stats {
+    double compile_ms;      /* all of tg_fn_compile */
+    double grad_ms;         /* expanding (grad COST WRT) terms */
+    double rewrite_ms;      /* tg_fn_options.rules: rewriting and validating, or the cache read */
+    double type_ms;         /* building the graph: dtypes and shapes */
+    double schedule_ms;     /* ordering, fusion, memory plan */
+    double codegen_ms;      /* generating the C source */
+    double cc_ms;           /* the C compiler */
+    double load_ms;         /* the compile cache's lock and checks, loading the code */
+    int rewrite_cached;     /* the rewritten terms came from the compile cache */
+    int code_cached;        /* the compiled code came from the compile cache */
+    int native;             /* as tg_fn_native */
+    size_t nodes_before;    /* distinct compound nodes of the outputs, before rewriting */
+    size_t nodes_after;     /* and after (the same without rules) */
+    unsigned long long calls;   /* tg_fn_call calls, failed ones included */
+    double call_ms;         /* their total time (the first 64 calls timed, then one in 8,
+                             * the others estimated from those); / calls: per call */
+} tg_fn_stats;
+/* Fill *out with fn's profile.  0, or -1 when fn or out is NULL. */
+int tg_fn_profile(const tg_fn *fn, tg_fn_stats *out);
+/* Print a profile as lines of text ("compile 12.3 ms", ...) to out. */
+void tg_fn_profile_print(const tg_fn_stats *p, FILE *out);
+
+/* ---- the compile cache (doc/kernels.md, Compile cache) -------------- */
+
+/* What the cache directory holds.  Hits and misses are counted by every
+ * process using the directory, since it was made or last cleared. */
+typedef struct tg_cache_stats {
+    size_t entries;             /* compiled objects and rewritten graphs */
+    size_t code_entries, rewrite_entries;
+    uint64_t bytes;             /* the entries' size */
+    uint64_t max_bytes;         /* $TGREL_CACHE_MAX, 0 when unset (no limit) */
+    unsigned long long code_hits, code_misses, rewrite_hits, rewrite_misses;
+    size_t locks;               /* lock files: compiles running now */
+    size_t temporary;           /* files of compiles under way (or killed) */
+} tg_cache_stats;
+/* The cache directory in use ($TGREL_CACHE_DIR, else $XDG_CACHE_HOME/tgrel,
+ * else $HOME/.cache/tgrel) into buf.  0, or -1 when none can be named or
+ * it does not fit. */
+int tg_cache_dir(char *buf, size_t size);
+/* Fill *out.  0 (a directory not made yet holds nothing), or -1 with err
+ * filled: no directory, unreadable, $TGREL_CACHE_MAX not a size. */
+int tg_cache_info(tg_cache_stats *out, tg_error *err);
+/* Remove every entry, the lock files no process holds, the temporary
+ * files of processes that are gone, and reset the counts; what went into
+ * *removed (may be NULL).  0, or -1 with err filled (entries another
+ * process is loading or building are kept and counted in the message). */
+int tg_cache_clear(tg_cache_stats *removed, tg_error *err);
 
 /* ---- gradients ------------------------------------------------------ */
 

@@ -47,7 +47,20 @@ if [ -z "$count" ] || [ "$count" -eq 0 ]; then
     exit 1
 fi
 
+# A document may show profiles, whose times vary: with TGREL_DOC_TIMES
+# set, numbers with a decimal point on lines with a time (" ms", " us")
+# compare as T.  With TGREL_DOC_FRESH_CACHE set, the session compiles into
+# an empty cache (so that a profile's cache hits are those it shows).
+if [ -n "$TGREL_DOC_FRESH_CACHE" ]; then
+    TGREL_CACHE_DIR=$tmp/cache
+    export TGREL_CACHE_DIR
+fi
 (cd "$src" && "$TGREL" --machine <"$tmp/input" >"$tmp/got" 2>&1)
+if [ -n "$TGREL_DOC_TIMES" ]; then
+    for f in "$tmp"/want.* "$tmp/got"; do
+        sed -E '/ (ms|us)([ ,)]|$)/ s/[0-9]+\.[0-9]+/T/g' "$f" >"$f.t" && mv "$f.t" "$f"
+    done
+fi
 # Answers of entry i: the lines before the i-th ";;end", errors written
 # as the terminal shows them (without the "!error " mark).
 awk -v dir="$tmp" '
