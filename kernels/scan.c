@@ -1180,6 +1180,16 @@ static bool reduce_ok(const tgSc_scan *sc, const tgV_node *n)
     return true;
 }
 
+/* The parameter result r is, when it is one that the generated loop
+ * copies (a row to a stacked output: the trace a gradient reads), else -1. */
+static int param_result(const tgSc_scan *sc, int r)
+{
+    const tgV_node *n = &sc->ig->nodes[sc->ig->outputs[r]];
+    if (r >= sc->nres || n->op != TGV_INPUT || sc->outs[sc->rout[r]].kind != TGSC_NITSOT)
+        return -1;
+    return n->input;
+}
+
 bool tgSc_compiles(const tgH_sched *s, int k)
 {
     const tgSc_scan *sc = s->g->nodes[s->steps[k].node].scan;
@@ -1215,6 +1225,8 @@ bool tgSc_compiles(const tgH_sched *s, int k)
     /* every result is computed by a step and lands where it belongs */
     for (int i = 0; i < ig->noutputs; i++) {
         int v = ig->outputs[i];
+        if (param_result(sc, i) >= 0)
+            continue;
         if (is->output[v] != i || ig->nodes[v].op == TGV_INPUT || ig->nodes[v].op == TGV_CONST)
             return false;
     }
@@ -1277,12 +1289,12 @@ static void put_ptr(tgB_buf *b, const tgSc_scan *sc, int v)
 {
     const tgV_node *n = &sc->ig->nodes[v];
     int o = out_of(sc, v);
-    if (o >= 0 && o < sc->nres)
+    if (n->op == TGV_INPUT)     /* a parameter that is also a result is copied after the step */
+        tgB_printf(b, "p%d", n->input);
+    else if (o >= 0 && o < sc->nres)
         tgB_printf(b, "d%d", o);
     else if (o == sc->nres)
         tgB_printf(b, "P[%d]", p_cond(sc));
-    else if (n->op == TGV_INPUT)
-        tgB_printf(b, "p%d", n->input);
     else
         tgB_printf(b, "P[%d]", p_slot(sc, sc->is->slot[v]));
 }
@@ -1570,6 +1582,14 @@ void tgSc_source(tgB_buf *b, const tgH_sched *s, int k)
             put_reduce_block(b, sc, st);
         else
             put_dot_block(b, sc, st);
+    }
+    for (int r = 0; r < sc->nres; r++) {     /* results that are parameters: copied */
+        int p = param_result(sc, r), dist, o = p >= 0 ? tap_of(sc, p, &dist) : -1;
+        tg_dtype d = p >= 0 ? ig->nodes[ig->inputs[p]].dtype : TG_FLOAT64;
+        if (p >= 0 && o >= 0 && carried(sc, o))
+            tgB_printf(b, "    *(%s *)d%d = (%s)h%d_%d;\n", ctype_of(d), r, ctype_of(d), o, dist);
+        else if (p >= 0)
+            tgB_printf(b, "    __builtin_memcpy(d%d, p%d, (unsigned long)R[%d]);\n", r, p, r_rowb(sc, r));
     }
     for (int o = 0; o < sc->nout; o++) {
         const tgSc_out *out = &sc->outs[o];
