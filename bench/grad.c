@@ -183,6 +183,11 @@ static void run_bptt(void)
     tg_array_init(&oa[0], TG_FLOAT64, 2, hh, gW);
     tg_array_init(&oa[1], TG_FLOAT64, 1, &hs, gh0);
     tg_array_init(&oa[2], TG_FLOAT64, 2, th, gx);
+    if (getenv("TGREL_BENCH_SCHEDULE")) {      /* the schedule, to see what runs */
+        char *p = tg_print(tg_fn_schedule(fn), NULL);
+        fprintf(stderr, "%s\n", p);
+        free(p);
+    }
     int rc = tg_fn_call(fn, ia, oa, &err);     /* opens OpenBLAS, whose functions the reference calls */
     bptt_gemv gemv = (bptt_gemv)bench_blas_sym("cblas_dgemv");
     bptt_ger ger = (bptt_ger)bench_blas_sym("cblas_dger");
