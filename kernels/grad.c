@@ -935,22 +935,11 @@ static int step_vjp(sgx *g, const bool *want, const bool *radj)
     return 0;
 }
 
-/* The scan term's parts after its head, and an output's term without last. */
-static tg_term *without_last(gx *x, tg_term *o)
-{
-    size_t n = tg_length(o);
-    tg_term **v = GC_MALLOC((n + 1) * sizeof *v);
-    if (!v)
-        return NULL;
-    tg_elements(o, v, n);
-    if (n > 1 && v[n - 1] == sym(x, "last"))
-        n--;
-    return tg_list(x->ctx, n, v, NULL);
-}
-
-/* The forward copy: the scan with every output stacked, and one nitsot
- * more per tap parameter, stacking its value (the trace the backward scan
- * reads: tap T of step t is the value of step t + T). */
+/* The forward copy: the scan with one nitsot more per tap parameter,
+ * stacking its value (the trace the backward scan reads: what tap T read
+ * at step t).  Its outputs are the scan's own, `last` ones included, so
+ * that the rewrites merge it with the scan itself (scan-merge, then
+ * scan-merge-outputs): the forward pass runs once. */
 static tg_term *forward_copy(sgx *g)
 {
     gx *x = g->x;
@@ -967,7 +956,7 @@ static tg_term *forward_copy(sgx *g)
         if (add1(x, &res, sc->results[r]) < 0)
             return NULL;
     for (size_t k = 1; k < nouts; k++)
-        if (add1(x, &outs, without_last(x, ov[k])) < 0)
+        if (add1(x, &outs, ov[k]) < 0)
             return NULL;
     int nt = sc->nout;
     tg_term *nitsot = tg_list(x->ctx, 1, (tg_term *[]){sym(x, "nitsot")}, NULL);
@@ -1120,7 +1109,7 @@ static int scan_vjp(sweep *s, const tgSc_scan *sc, tg_term **A)
         if (!radj[o])
             continue;
         int rv = sc->res[o];
-        if (out->kind != TGSC_NITSOT) {     /* the forward value, read where the step recomputes it */
+        if (out->kind != TGSC_NITSOT && !out->last) {   /* the forward value, read where the step recomputes it */
             tg_term *fy = fresh(x, &g->syms, "grad_y");
             if (!fy || add1(x, &bp, fy) < 0 || add1(x, &bseq, scan_out(x, F, o)) < 0)
                 return -1;
@@ -1168,9 +1157,22 @@ static int scan_vjp(sweep *s, const tgSc_scan *sc, tg_term **A)
             pending = c;
         } else {
             int64_t n = tgV_canon(og, sc->steps);
-            if (n < 0)
-                return sfail(g, "the adjoint of a mitsot output is a mitmot buffer of steps + taps rows, "
-                                "which needs a static number of steps");
+            if (n < 0) {    /* no buffer of steps + M rows to write: M carried adjoints */
+                if (!(carry[o] = GC_MALLOC(((size_t)out->maxtap + 1) * sizeof **carry)))
+                    return nomem(x);
+                for (int d = 0; d < out->maxtap; d++) {
+                    carry[o][d] = fresh(x, &g->syms, "grad_p");
+                    if (!carry[o][d] || add1(x, &tapp, carry[o][d]) < 0 ||
+                        add1(x, &bout, list3(x, sym(x, "sitsot"), inner_zeros(x, g->ig, rv, NULL), sym(x, "last"))) < 0)
+                        return -1;
+                }
+                nb += out->maxtap - 1;
+                pending = carry[o][0];
+                tg_term *yb = ybar[o] ? list3(x, x->s[S_ADD], ybar[o], pending) : pending;
+                if (!yb || tm_put(&sub, g->gin[o], yb) < 0)
+                    return yb ? nomem(x) : -1;
+                continue;
+            }
             tg_term **tv = GC_MALLOC(((size_t)out->ntaps + 2) * sizeof *tv);
             tg_term **ov = GC_MALLOC(((size_t)out->ntaps + 2) * sizeof *ov);
             if (!tv || !ov || !(carry[o] = GC_MALLOC(((size_t)out->ntaps + 1) * sizeof **carry)))
@@ -1202,6 +1204,24 @@ static int scan_vjp(sweep *s, const tgSc_scan *sc, tg_term **A)
         const tgSc_out *out = &sc->outs[o];
         if (bidx[o] < 0)
             continue;
+        if (out->kind == TGSC_MITSOT && tgV_canon(og, sc->steps) < 0) {
+            /* carried adjoint d (of y[t-1-d]): the next one's, plus what tap d+1 passes back */
+            for (int d = 0; d < out->maxtap; d++) {
+                tg_term *a = d + 1 < out->maxtap ? carry[o][d + 1] : NULL;
+                for (int j = 0; j < out->ntaps; j++)
+                    if (out->taps[j] == d + 1) {
+                        tg_term *e = rebuild(x, g->adj[out->param + j], &sub, NULL);
+                        if (!e)
+                            return -1;
+                        a = a ? list3(x, x->s[S_ADD], a, e) : e;
+                    }
+                if (!a)
+                    a = inner_zeros(x, g->ig, sc->res[o], NULL);
+                if (add1(x, &bres, a) < 0)
+                    return -1;
+            }
+            continue;
+        }
         for (int j = 0; j < out->ntaps; j++) {
             tg_term *a = rebuild(x, g->adj[out->param + j], &sub, NULL);
             if (!a)
@@ -1268,6 +1288,17 @@ static int scan_vjp(sweep *s, const tgSc_scan *sc, tg_term **A)
         const tgSc_out *out = &sc->outs[o];
         if (bidx[o] < 0 || !s->dep[args[out->arg]])
             continue;
+        if (out->kind == TGSC_MITSOT && tgV_canon(og, sc->steps) < 0) {
+            /* carried adjoint d is row M-1-d of INIT's */
+            for (int d = 0; d < out->maxtap; d++) {
+                tg_term *z = inner_zeros(x, g->ig, sc->res[o], tg_int(x->ctx, out->maxtap));
+                tg_term *e = list4(x, sym(x, "inc_subtensor"), z, scan_out(x, B, bidx[o] + d),
+                                   tg_int(x->ctx, out->maxtap - 1 - d));
+                if (!e || deliver(s, args[out->arg], e) < 0)
+                    return e ? -1 : nomem(x);
+            }
+            continue;
+        }
         tg_term *e = scan_out(x, B, bidx[o]);
         if (out->kind == TGSC_MITSOT)
             e = list3(x, sym(x, "subtensor"), e,

@@ -998,6 +998,10 @@ static const gcase scan_cases[] = {
      "(input y0 float64 (3 m)) (input w float64 (m))",
      "(sum (sqr (scan (lambda (a b w) ((tanh (add (mul b w) a)))) (steps 6) (sequences) "
      "(outputs (mitsot $y0 (taps -3 -1) last)) (non_sequences $w))) all)", -1, 1, 0, 0, 0},
+    {"scan: mitsot (taps -3 -1) over a symbolic number of steps, stacked",
+     "(input x float64 (n m)) (input y0 float64 (3 m)) (input w float64 (m))",
+     "(sum (mul (scan (lambda (s a b w) ((add (mul b w) (sin a) s))) (steps auto) (sequences $x) "
+     "(outputs (mitsot $y0 (taps -3 -1))) (non_sequences $w)) $x) all)", -1, 1, 0, 0, 0},
     {"scan: nitsot and sitsot outputs, one read stacked, one last",
      "(input x float64 (n m)) (input c float64 (m)) (input w float64 (m))",
      "(add (sum (mul (scan_output (scan (lambda (s acc w) ((mul (exp s) w) (add acc (mul s w)))) (steps auto) "
