@@ -68,11 +68,48 @@ static bool reserved(const tg_term *p)
     return false;
 }
 
+/* A list (HEAD T ...) of distinct non-negative taps into *v; their count. */
+static int mitmot_taps(tgV_builder *b, tgSc_scan *sc, tg_term *l, const char *head, int **v, int *max)
+{
+    tg_term **t;
+    int nt = items(l, head, &t);
+    if (nt < 1)
+        return tgV_fail(b, sc->term, "a mitmot output is (mitmot INIT (taps T ...) (out_taps T ...)), "
+                                     "each list with at least one tap");
+    if (!(*v = GC_MALLOC_ATOMIC((size_t)nt * sizeof **v)))
+        return tgE_nomem(tgV_err_of(b)), -1;
+    for (int i = 0; i < nt; i++) {
+        int64_t k;
+        if (tg_kind_of(t[i]) != TG_INT || tg_int_get(t[i], &k) < 0 || k < 0 || k > (1 << 20))
+            return tgV_fail(b, sc->term, "a mitmot tap is a non-negative integer");
+        for (int j = 0; j < i; j++)
+            if ((*v)[j] == k)
+                return tgV_fail(b, sc->term, "a tap is repeated");
+        (*v)[i] = (int)k;
+        if (k > *max)
+            *max = (int)k;
+    }
+    return nt;
+}
+
+/* (mitmot INIT (taps T ...) (out_taps T ...)): a buffer of steps + M
+ * rows (M the largest tap), INIT's copy; step t reads rows t + T of the
+ * taps and writes its results to rows t + T of the out taps. */
+static int parse_mitmot(tgV_builder *b, tgSc_scan *sc, tg_term **a, tgSc_out *out)
+{
+    out->kind = TGSC_MITMOT, out->init = a[1];
+    if ((out->ntaps = mitmot_taps(b, sc, a[2], "taps", &out->taps, &out->maxtap)) < 0 ||
+        (out->nres = mitmot_taps(b, sc, a[3], "out_taps", &out->otaps, &out->maxtap)) < 0)
+        return -1;
+    return 0;
+}
+
 static int parse_out(tgV_builder *b, tgSc_scan *sc, tg_term *o, tgSc_out *out)
 {
     tg_term **a;
     int n = items(o, NULL, &a);
     memset(out, 0, sizeof *out);
+    out->nres = 1;
     if (n > 0 && sym_is(a[n - 1], "last"))
         out->last = true, n--;
     if (n == 1 && sym_is(a[0], "nitsot")) {
@@ -89,8 +126,12 @@ static int parse_out(tgV_builder *b, tgSc_scan *sc, tg_term *o, tgSc_out *out)
     }
     tg_term **t;
     int nt;
+    if (n == 4 && sym_is(a[0], "mitmot"))
+        return out->last ? tgV_fail(b, sc->term, "a mitmot output is its whole buffer: it takes no last")
+                         : parse_mitmot(b, sc, a, out);
     if (n != 3 || !sym_is(a[0], "mitsot") || (nt = items(a[2], "taps", &t)) < 1)
-        return tgV_fail(b, sc->term, "an output is (nitsot), (sitsot INIT) or (mitsot INIT (taps T ...)), "
+        return tgV_fail(b, sc->term, "an output is (nitsot), (sitsot INIT), (mitsot INIT (taps T ...)) "
+                                     "or (mitmot INIT (taps T ...) (out_taps T ...)), the first three "
                                      "optionally ending with last");
     out->kind = TGSC_MITSOT, out->init = a[1], out->ntaps = nt;
     out->taps = GC_MALLOC_ATOMIC((size_t)nt * sizeof *out->taps);
@@ -160,9 +201,6 @@ static int parse(tgV_builder *b, tg_term *t, tgSc_scan *sc)
         return tgV_fail(b, t, "(steps auto) needs a sequence");
     if (!sc->autosteps && tgV_size_of(b, t, st[0], &sc->steps) < 0)
         return -1;
-    if ((sc->nparams = items(lam[0], NULL, &sc->params)) < 0 ||
-        items(lam[1], NULL, &sc->results) != sc->nout)
-        return tgV_fail(b, t, "the lambda has one result per output: (lambda (P ...) (R ...))");
     if (nl == 3) {
         tg_term **u;
         if (items(lam[2], "until", &u) != 1)
@@ -179,7 +217,18 @@ static int parse(tgV_builder *b, tg_term *t, tgSc_scan *sc)
         sc->outs[i].param = np;
         np += sc->outs[i].ntaps;
         nrec += sc->outs[i].kind != TGSC_NITSOT;
+        sc->outs[i].r0 = sc->nres;
+        sc->nres += sc->outs[i].nres;
     }
+    if ((sc->nparams = items(lam[0], NULL, &sc->params)) < 0 ||
+        items(lam[1], NULL, &sc->results) != sc->nres)
+        return tgV_fail(b, t, "the lambda has one result per output (per out tap of a mitmot): "
+                              "(lambda (P ...) (R ...))");
+    if (!(sc->rout = GC_MALLOC_ATOMIC((size_t)sc->nres * sizeof *sc->rout)))
+        return tgE_nomem(tgV_err_of(b)), -1;
+    for (int i = 0; i < sc->nout; i++)
+        for (int r = 0; r < sc->outs[i].nres; r++)
+            sc->rout[sc->outs[i].r0 + r] = i;
     np += sc->nnon;
     if (inplace && check_inplace(b, sc, inplace) < 0)
         return -1;
@@ -257,7 +306,7 @@ static int param_inputs(tgV_builder *b, tgSc_scan *sc, const int *argn, const in
         if (out->kind == TGSC_NITSOT)
             continue;
         const tgV_node *x = &g->nodes[argn[out->arg]];
-        int drop = out->kind == TGSC_MITSOT;
+        int drop = out->kind == TGSC_MITSOT || out->kind == TGSC_MITMOT;
         tg_dtype d = dt[o] >= 0 ? (tg_dtype)dt[o] : x->dtype;
         for (int j = 0; j < out->ntaps; j++)
             pin[out->param + j] = param_input(g, sc->params[out->param + j], d, x->ndim - drop, x->shape + drop);
@@ -301,6 +350,16 @@ static int check_outer(tgV_builder *b, tgSc_scan *sc, const int *argn)
     }
     for (int o = 0; o < sc->nout; o++) {
         const tgSc_out *out = &sc->outs[o];
+        if (out->kind == TGSC_MITMOT) {
+            const tgV_node *x = &g->nodes[argn[out->arg]];
+            tgV_size r = x->ndim ? tgV_canon(g, x->shape[0]) : 0;
+            if (x->ndim < 1 || (r >= 0 && n >= 0 && r != n + out->maxtap)) {
+                snprintf(msg, sizeof msg, "output %d: a mitmot buffer has steps + %d rows (%lld), its "
+                         "initial value has %lld", o, out->maxtap, (long long)(n + out->maxtap), (long long)r);
+                return tgV_fail(b, sc->term, msg);
+            }
+            continue;
+        }
         if (out->kind != TGSC_MITSOT)
             continue;
         const tgV_node *x = &g->nodes[argn[out->arg]];
@@ -321,15 +380,15 @@ static int check_outer(tgV_builder *b, tgSc_scan *sc, const int *argn)
 static int type_inner(tgV_builder *b, tgSc_scan *sc, int *argn)
 {
     tgV_graph *g = tgV_graph_of(b);
-    int nres = sc->nout + (sc->until != NULL);
+    int nres = sc->nres + (sc->until != NULL);
     tg_term **pin = GC_MALLOC((size_t)(sc->nparams + 1) * sizeof *pin);
     tg_term **res = GC_MALLOC((size_t)(nres + 1) * sizeof *res);
     int *dt = GC_MALLOC_ATOMIC((size_t)sc->nout * sizeof *dt);
     if (!pin || !res || !dt)
         return tgE_nomem(tgV_err_of(b)), -1;
-    memcpy(res, sc->results, (size_t)sc->nout * sizeof *res);
+    memcpy(res, sc->results, (size_t)sc->nres * sizeof *res);
     if (sc->until)
-        res[sc->nout] = sc->until;
+        res[sc->nres] = sc->until;
     for (int o = 0; o < sc->nout; o++) {
         dt[o] = -1;
         if (sc->outs[o].kind == TGSC_NITSOT)
@@ -349,9 +408,10 @@ static int type_inner(tgV_builder *b, tgSc_scan *sc, int *argn)
             const tgSc_out *out = &sc->outs[o];
             if (out->kind == TGSC_NITSOT)
                 continue;
-            tg_dtype rd = sc->ig->nodes[sc->ig->outputs[o]].dtype;
             const tgV_node *x = &g->nodes[argn[out->arg]];
-            tg_dtype want = dt[o] >= 0 ? (tg_dtype)dt[o] : x->dtype;
+            tg_dtype want = dt[o] >= 0 ? (tg_dtype)dt[o] : x->dtype, rd = want;
+            for (int r = 0; r < out->nres && rd == want; r++)
+                rd = sc->ig->nodes[sc->ig->outputs[out->r0 + r]].dtype;
             if (rd == want)
                 continue;
             if (dt[o] < 0 || pass == 4) {
@@ -380,28 +440,29 @@ static int type_inner(tgV_builder *b, tgSc_scan *sc, int *argn)
 static int check_results(tgV_builder *b, tgSc_scan *sc)
 {
     const tgV_graph *ig = sc->ig;
-    sc->res = GC_MALLOC_ATOMIC((size_t)sc->nout * sizeof *sc->res);
+    sc->res = GC_MALLOC_ATOMIC((size_t)sc->nres * sizeof *sc->res);
     if (!sc->res)
         return tgE_nomem(tgV_err_of(b)), -1;
-    for (int o = 0; o < sc->nout; o++) {
+    for (int r = 0; r < sc->nres; r++) {
+        int o = sc->rout[r];
         const tgSc_out *out = &sc->outs[o];
-        sc->res[o] = ig->outputs[o];
+        sc->res[r] = ig->outputs[r];
         if (out->kind == TGSC_NITSOT)
             continue;
-        const tgV_node *r = &ig->nodes[sc->res[o]], *p = &ig->nodes[ig->inputs[out->param]];
-        bool bad = r->ndim != p->ndim;
-        for (int d = 0; !bad && d < r->ndim; d++)
-            bad = r->shape[d] >= 0 && p->shape[d] >= 0 && r->shape[d] != p->shape[d];
+        const tgV_node *n = &ig->nodes[sc->res[r]], *p = &ig->nodes[ig->inputs[out->param]];
+        bool bad = n->ndim != p->ndim;
+        for (int d = 0; !bad && d < n->ndim; d++)
+            bad = n->shape[d] >= 0 && p->shape[d] >= 0 && n->shape[d] != p->shape[d];
         if (bad) {
             char msg[400], a[150], c[150];
             snprintf(msg, sizeof msg, "output %d changes shape between steps: %s before a step, %s after", o,
                      tgV_shape_text(ig, p->ndim, p->shape, a, sizeof a),
-                     tgV_shape_text(ig, r->ndim, r->shape, c, sizeof c));
+                     tgV_shape_text(ig, n->ndim, n->shape, c, sizeof c));
             return tgV_fail(b, sc->term, msg);
         }
     }
     if (sc->until) {
-        sc->cond = ig->outputs[sc->nout];
+        sc->cond = ig->outputs[sc->nres];
         if (ig->nodes[sc->cond].ndim != 0)
             return tgV_fail(b, sc->term, "the until condition must be 0-d");
     }
@@ -450,8 +511,14 @@ static int make_nodes(tgV_builder *b, tgSc_scan *sc, int *argn)
             continue;
         }
         const tgSc_out *out = &sc->outs[o];
-        const tgV_node *r = &sc->ig->nodes[sc->res[o]];
+        const tgV_node *r = &sc->ig->nodes[sc->res[out->r0]];
         n->dtype = n->cdt = r->dtype;
+        if (out->kind == TGSC_MITMOT) {     /* the buffer: INIT's shape */
+            const tgV_node *x = &g->nodes[argn[out->arg]];
+            n->ndim = x->ndim;
+            memcpy(n->shape, x->shape, (size_t)x->ndim * sizeof *n->shape);
+            continue;
+        }
         if (!out->last)
             n->shape[n->ndim++] = sc->steps;
         if (r->ndim + n->ndim > TGV_MAXDIM)
@@ -578,6 +645,8 @@ struct tgSc_state {
     store *stor;            /* per output */
     char **ring;            /* per output: ring memory (malloc'd) or NULL */
     size_t *ringcap;
+    char **scr;             /* per result of a MITMOT: this step's value (malloc'd) */
+    size_t *scrcap;
     int64_t cond[2];        /* where the until condition lands */
 };
 
@@ -587,14 +656,18 @@ tgSc_state *tgSc_state_new(const tgSc_scan *sc)
     if (!ss)
         return NULL;
     ss->sc = sc;
-    int nres = sc->nout + 1;
+    int nres = sc->nres + 1;
     ss->pin = calloc((size_t)sc->nparams + 1, sizeof *ss->pin);
     ss->pout = calloc((size_t)nres, sizeof *ss->pout);
     ss->stor = calloc((size_t)sc->nout, sizeof *ss->stor);
     ss->ring = calloc((size_t)sc->nout, sizeof *ss->ring);
     ss->ringcap = calloc((size_t)sc->nout, sizeof *ss->ringcap);
-    if (!ss->pin || !ss->pout || !ss->stor || !ss->ring || !ss->ringcap || tgI_init(&ss->in, sc->is) < 0) {
+    ss->scr = calloc((size_t)nres, sizeof *ss->scr);
+    ss->scrcap = calloc((size_t)nres, sizeof *ss->scrcap);
+    if (!ss->pin || !ss->pout || !ss->stor || !ss->ring || !ss->ringcap || !ss->scr || !ss->scrcap ||
+        tgI_init(&ss->in, sc->is) < 0) {
         free(ss->pin), free(ss->pout), free(ss->stor), free(ss->ring), free(ss->ringcap);
+        free(ss->scr), free(ss->scrcap);
         free(ss);
         return NULL;
     }
@@ -608,7 +681,10 @@ void tgSc_state_free(tgSc_state *ss)
     tgI_free(&ss->in);
     for (int o = 0; o < ss->sc->nout; o++)
         free(ss->ring[o]);
+    for (int r = 0; r < ss->sc->nres; r++)
+        free(ss->scr[r]);
     free(ss->pin), free(ss->pout), free(ss->stor), free(ss->ring), free(ss->ringcap);
+    free(ss->scr), free(ss->scrcap);
     free(ss);
 }
 
@@ -671,12 +747,79 @@ static char *value_at(const tgSc_state *ss, const tgI_arr *init, int o, int64_t 
     const tgSc_out *out = &ss->sc->outs[o];
     const store *sr = &ss->stor[o];
     if (u < 0) {
-        int drop = out->kind == TGSC_MITSOT;
+        int drop = out->kind == TGSC_MITSOT || out->kind == TGSC_MITMOT;
         *strides = init->strides + drop;
         return init->data + (drop ? (u + out->maxtap) * init->strides[0] : 0);
     }
     *strides = sr->strides;
     return sr->base + (sr->mask >= 0 ? (u & sr->mask) : u) * sr->rowstride;
+}
+
+/* Room for n bytes in *p (capacity *cap); -1 when out of memory. */
+static int reserve(char **p, size_t *cap, size_t n)
+{
+    if (n <= *cap)
+        return 0;
+    char *q = realloc(*p, n);
+    if (!q)
+        return -1;
+    *p = q, *cap = n;
+    return 0;
+}
+
+/* A MITMOT's buffer: the output array (or, when nothing reads it, memory
+ * of its own) holding a copy of INIT, which must have n + M rows; and the
+ * rows its results are computed in before they are stored. */
+static int mitmot_setup(const tgSc_scan *sc, const tgI_state *st, const tgI_arr *init, const tgI_arr *res,
+                        tgSc_state *ss, int o, int64_t n, tg_error *err)
+{
+    const tgSc_out *out = &sc->outs[o];
+    store *sr = &ss->stor[o];
+    (void)st;
+    if (init->ndim < 1 || init->shape[0] != n + out->maxtap) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "output %d: a mitmot buffer has steps + %d rows (%lld), its initial value has %lld",
+                 o, out->maxtap, (long long)(n + out->maxtap), (long long)(init->ndim ? init->shape[0] : 0));
+        return runerr(sc, err, msg);
+    }
+    size_t es = tgV_dtype_size(init->dtype);
+    int rnd = init->ndim - 1;
+    size_t rowb = (size_t)elems(rnd, init->shape + 1) * es;
+    int64_t full[TGV_MAXDIM];
+    if (res->data) {
+        sr->base = res->data, sr->rowstride = res->strides[0];
+        memcpy(sr->strides, res->strides + 1, (size_t)rnd * sizeof *sr->strides);
+    } else {
+        if (reserve(&ss->ring[o], &ss->ringcap[o], (size_t)init->shape[0] * rowb + 1) < 0)
+            return tgE_nomem(err), -1;
+        sr->base = ss->ring[o], sr->rowstride = (int64_t)rowb;
+        c_strides(rnd, init->shape + 1, es, sr->strides);
+    }
+    sr->mask = -1;
+    full[0] = sr->rowstride;
+    memcpy(full + 1, sr->strides, (size_t)rnd * sizeof *full);
+    copy_elems(sr->base, full, init->data, init->strides, init->ndim, init->shape, es);
+    for (int r = out->r0; r < out->r0 + out->nres; r++)
+        if (reserve(&ss->scr[r], &ss->scrcap[r], rowb + 1) < 0)
+            return tgE_nomem(err), -1;
+    return 0;
+}
+
+/* The MITMOT results of step t, computed aside, stored in their rows t + T. */
+static void mitmot_store(tgSc_state *ss, int64_t t)
+{
+    const tgSc_scan *sc = ss->sc;
+    for (int o = 0; o < sc->nout; o++) {
+        const tgSc_out *out = &sc->outs[o];
+        if (out->kind != TGSC_MITMOT)
+            continue;
+        const store *sr = &ss->stor[o];
+        for (int j = 0; j < out->nres; j++) {
+            const tg_array *p = &ss->pout[out->r0 + j];
+            copy_elems(sr->base + (t + out->otaps[j]) * sr->rowstride, sr->strides, p->data, p->strides, p->ndim,
+                       p->shape, tgV_dtype_size(p->dtype));
+        }
+    }
 }
 
 /* Checks of one call, and the storage of each output. */
@@ -698,6 +841,11 @@ static int setup(const tgH_sched *s, tgI_state *st, const tgH_step *step, tgSc_s
         const tgSc_out *out = &sc->outs[o];
         const tgI_arr *res = &st->vals[sc->first + o];
         store *sr = &ss->stor[o];
+        if (out->kind == TGSC_MITMOT) {
+            if (mitmot_setup(sc, st, &st->vals[g->nodes[step->node].args[out->arg]], res, ss, o, n, err) < 0)
+                return -1;
+            continue;
+        }
         if (out->kind == TGSC_MITSOT) {
             const tgI_arr *init = &st->vals[g->nodes[step->node].args[out->arg]];
             if (init->shape[0] != out->maxtap) {
@@ -750,12 +898,18 @@ static void point(const tgH_sched *s, tgI_state *st, const tgH_step *step, tgSc_
     for (int o = 0; o < sc->nout; o++) {
         const tgSc_out *out = &sc->outs[o];
         const int64_t *strides;
+        bool mm = out->kind == TGSC_MITMOT;
         for (int j = 0; j < out->ntaps; j++) {
             tg_array *p = &ss->pin[out->param + j];
-            p->data = value_at(ss, out->kind ? &st->vals[args[out->arg]] : NULL, o, t - out->taps[j], &strides);
+            p->data = value_at(ss, out->kind ? &st->vals[args[out->arg]] : NULL, o,
+                               mm ? t + out->taps[j] : t - out->taps[j], &strides);
             memcpy(p->strides, strides, (size_t)p->ndim * sizeof *strides);
         }
-        ss->pout[o].data = value_at(ss, NULL, o, t, &strides);
+        if (mm)
+            for (int j = 0; j < out->nres; j++)
+                ss->pout[out->r0 + j].data = ss->scr[out->r0 + j];
+        else
+            ss->pout[out->r0].data = value_at(ss, NULL, o, t, &strides);
     }
     int base = sc->nparams - sc->nnon;
     for (int i = 0; i < sc->nnon; i++)
@@ -782,22 +936,27 @@ static void describe(const tgH_sched *s, tgI_state *st, const tgH_step *step, tg
         } else {
             for (int o = 0; o < sc->nout; o++)
                 if (sc->outs[o].kind && i >= sc->outs[o].param && i < sc->outs[o].param + sc->outs[o].ntaps)
-                    x = &st->vals[args[sc->outs[o].arg]], drop = sc->outs[o].kind == TGSC_MITSOT;
+                    x = &st->vals[args[sc->outs[o].arg]],
+                    drop = sc->outs[o].kind == TGSC_MITSOT || sc->outs[o].kind == TGSC_MITMOT;
         }
         memcpy(p->shape, x->shape + drop, (size_t)p->ndim * sizeof *p->shape);
         memcpy(p->strides, x->strides + drop, (size_t)p->ndim * sizeof *p->strides);
     }
-    for (int o = 0; o < sc->nout; o++) {
+    for (int r = 0; r < sc->nres; r++) {
+        int o = sc->rout[r];
         const tgI_arr *res = &st->vals[sc->first + o];
         int rd = sc->outs[o].last ? 0 : 1;
-        tg_array *p = &ss->pout[o];
+        tg_array *p = &ss->pout[r];
         memset(p, 0, sizeof *p);
         p->dtype = res->dtype, p->ndim = res->ndim - rd;
         memcpy(p->shape, res->shape + rd, (size_t)p->ndim * sizeof *p->shape);
-        memcpy(p->strides, ss->stor[o].strides, (size_t)p->ndim * sizeof *p->strides);
+        if (sc->outs[o].kind == TGSC_MITMOT)
+            c_strides(p->ndim, p->shape, tgV_dtype_size(p->dtype), p->strides);
+        else
+            memcpy(p->strides, ss->stor[o].strides, (size_t)p->ndim * sizeof *p->strides);
     }
     if (sc->until) {
-        tg_array *p = &ss->pout[sc->nout];
+        tg_array *p = &ss->pout[sc->nres];
         memset(p, 0, sizeof *p);
         p->dtype = ig->nodes[sc->cond].dtype;
         p->data = (char *)ss->cond;
@@ -842,11 +1001,12 @@ static bool cond_true(const tgSc_state *ss)
 static int check_shapes(const tgSc_state *ss, tg_error *err)
 {
     const tgSc_scan *sc = ss->sc;
-    for (int o = 0; o < sc->nout; o++) {
+    for (int k = 0; k < sc->nres; k++) {
+        int o = sc->rout[k];
         const tgSc_out *out = &sc->outs[o];
         if (out->kind == TGSC_NITSOT)
             continue;
-        const tgI_arr *r = &ss->in.vals[sc->res[o]];
+        const tgI_arr *r = &ss->in.vals[sc->res[k]];
         const tg_array *p = &ss->pin[out->param];
         bool same = r->ndim == p->ndim;
         for (int d = 0; same && d < r->ndim; d++)
@@ -880,7 +1040,7 @@ static void finish(const tgH_sched *s, tgI_state *st, const tgH_step *step, tgSc
     for (int o = 0; o < sc->nout; o++) {
         const tgSc_out *out = &sc->outs[o];
         const tgI_arr *res = &st->vals[sc->first + o];
-        if (!res->data)
+        if (!res->data || out->kind == TGSC_MITMOT)
             continue;
         size_t es = tgV_dtype_size(res->dtype);
         if (out->last && (out->kind != TGSC_NITSOT || ss->stor[o].base != res->data)) {
@@ -948,6 +1108,7 @@ int tgSc_run(const tgH_sched *s, tgI_state *st, const tgH_step *step, tgSc_state
             point_inner(ss);
             if (tgI_exec(sc->is, &ss->in, ss->pout, err) < 0)
                 return -1;
+            mitmot_store(ss, done);
             done++;
             if (sc->until && cond_true(ss))
                 break;
@@ -969,6 +1130,8 @@ static int p_store(const tgSc_scan *sc, int o) { return sc->nseq + 2 * o + 1; }
 static int p_non(const tgSc_scan *sc, int i) { return sc->nseq + 2 * sc->nout + i; }
 static int p_slot(const tgSc_scan *sc, int k) { return sc->nseq + 2 * sc->nout + sc->nnon + k; }
 static int p_cond(const tgSc_scan *sc) { return p_slot(sc, sc->is->nslots); }
+static int p_scr(const tgSc_scan *sc, int r) { return p_cond(sc) + 1 + r; }
+static int r_rowb(const tgSc_scan *sc, int r) { return sc->nseq + 3 * sc->nout + r; }
 static int r_init(const tgSc_scan *sc, int o) { return sc->nseq + 3 * o; }
 static int r_store(const tgSc_scan *sc, int o) { return sc->nseq + 3 * o + 1; }
 static int r_mask(const tgSc_scan *sc, int o) { return sc->nseq + 3 * o + 2; }
@@ -986,7 +1149,7 @@ static bool same_shape(const tgV_node *a, const tgV_node *b)
     return a->ndim == b->ndim && memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof *a->shape) == 0;
 }
 
-/* Which output (or nout for the until condition) inner node v is, or -1. */
+/* Which result (or nres for the until condition) inner node v is, or -1. */
 static int out_of(const tgSc_scan *sc, int v)
 {
     int o = sc->is->output[v];
@@ -1015,6 +1178,16 @@ static bool reduce_ok(const tgSc_scan *sc, const tgV_node *n)
             if ((n->axes & (1u << d)) && x->shape[d] <= 0)
                 return false;
     return true;
+}
+
+/* The parameter result r is, when it is one that the generated loop
+ * copies (a row to a stacked output: the trace a gradient reads), else -1. */
+static int param_result(const tgSc_scan *sc, int r)
+{
+    const tgV_node *n = &sc->ig->nodes[sc->ig->outputs[r]];
+    if (r >= sc->nres || n->op != TGV_INPUT || sc->outs[sc->rout[r]].kind != TGSC_NITSOT)
+        return -1;
+    return n->input;
 }
 
 bool tgSc_compiles(const tgH_sched *s, int k)
@@ -1052,6 +1225,8 @@ bool tgSc_compiles(const tgH_sched *s, int k)
     /* every result is computed by a step and lands where it belongs */
     for (int i = 0; i < ig->noutputs; i++) {
         int v = ig->outputs[i];
+        if (param_result(sc, i) >= 0)
+            continue;
         if (is->output[v] != i || ig->nodes[v].op == TGV_INPUT || ig->nodes[v].op == TGV_CONST)
             return false;
     }
@@ -1095,10 +1270,18 @@ static int tap_of(const tgSc_scan *sc, int p, int *dist)
     return -1;
 }
 
-/* 0-d recurrent outputs keep their last values in locals h<o>_<d>. */
+/* 0-d recurrent outputs keep their last values in locals h<o>_<d>
+ * (not a MITMOT: its buffer is read ahead of the step). */
 static bool carried(const tgSc_scan *sc, int o)
 {
-    return sc->outs[o].kind != TGSC_NITSOT && sc->ig->nodes[sc->res[o]].ndim == 0;
+    int k = sc->outs[o].kind;
+    return k != TGSC_NITSOT && k != TGSC_MITMOT && sc->ig->nodes[sc->res[sc->outs[o].r0]].ndim == 0;
+}
+
+/* The output of result r when it is carried in a local, else -1. */
+static int carried_res(const tgSc_scan *sc, int r)
+{
+    return r >= 0 && r < sc->nres && carried(sc, sc->rout[r]) ? sc->rout[r] : -1;
 }
 
 /* The pointer to node v's data in this step, as a C expression. */
@@ -1106,12 +1289,12 @@ static void put_ptr(tgB_buf *b, const tgSc_scan *sc, int v)
 {
     const tgV_node *n = &sc->ig->nodes[v];
     int o = out_of(sc, v);
-    if (o >= 0 && o < sc->nout)
-        tgB_printf(b, "d%d", o);
-    else if (o == sc->nout)
-        tgB_printf(b, "P[%d]", p_cond(sc));
-    else if (n->op == TGV_INPUT)
+    if (n->op == TGV_INPUT)     /* a parameter that is also a result is copied after the step */
         tgB_printf(b, "p%d", n->input);
+    else if (o >= 0 && o < sc->nres)
+        tgB_printf(b, "d%d", o);
+    else if (o == sc->nres)
+        tgB_printf(b, "P[%d]", p_cond(sc));
     else
         tgB_printf(b, "P[%d]", p_slot(sc, sc->is->slot[v]));
 }
@@ -1158,8 +1341,8 @@ static void put_loop_block(tgB_buf *b, const tgSc_scan *sc, const tgH_step *st)
     }
     tgJ_put_body(b, sc->is, st);
     for (int q = 0; q < st->nouts; q++) {
-        int v = st->outs[q], o = out_of(sc, v);
-        if (o >= 0 && o < sc->nout && carried(sc, o)) {
+        int v = st->outs[q], o = carried_res(sc, out_of(sc, v));
+        if (o >= 0) {
             bool cmp = ig->nodes[v].op >= TGV_LT && ig->nodes[v].op <= TGV_NEQ;
             if (ig->nodes[v].dtype == TG_BOOL)
                 tgB_printf(b, "      x%d = (int64_t)(%c%d != 0);\n", o, cmp ? 'c' : 'v', v);
@@ -1209,8 +1392,8 @@ static void put_dot_block(tgB_buf *b, const tgSc_scan *sc, const tgH_step *st)
     else
         tgB_printf(b, "     *(%s *)c = ((tgk_dot_%s)fp[%d])((int)k, (const %s *)a, 1, (const %s *)bb, 1);\n", T, T,
                    f64 ? 4 : 5, T, T);
-    int o = out_of(sc, st->node);
-    if (o >= 0 && o < sc->nout && carried(sc, o))
+    int o = carried_res(sc, out_of(sc, st->node));
+    if (o >= 0)
         tgB_printf(b, "     x%d = *(%s *)c;\n", o, T);
     tgB_puts(b, "    }\n");
 }
@@ -1321,8 +1504,8 @@ static void put_reduce_block(tgB_buf *b, const tgSc_scan *sc, const tgH_step *st
     tgB_puts(b, "     }\n");
     if (n->op == TGV_MEAN)
         tgB_puts(b, "     for (int64_t o = 0; o < ot; o++) y[o] /= (double)cnt;\n");
-    int o = out_of(sc, st->node);
-    if (o >= 0 && o < sc->nout && carried(sc, o))
+    int o = carried_res(sc, out_of(sc, st->node));
+    if (o >= 0)
         tgB_printf(b, "     x%d = y[0];\n", o);
     tgB_puts(b, "    }\n");
 }
@@ -1352,7 +1535,7 @@ void tgSc_source(tgB_buf *b, const tgH_sched *s, int k)
         if (!carried(sc, o))
             continue;
         const tgSc_out *out = &sc->outs[o];
-        tg_dtype d = ig->nodes[sc->res[o]].dtype;
+        tg_dtype d = ig->nodes[sc->res[out->r0]].dtype;
         for (int dist = 1; dist <= out->maxtap; dist++) {
             char ptr[80];
             snprintf(ptr, sizeof ptr, "P[%d] + %d * R[%d]", p_init(sc, o), out->maxtap - dist, r_init(sc, o));
@@ -1367,7 +1550,15 @@ void tgSc_source(tgB_buf *b, const tgH_sched *s, int k)
         tgB_printf(b, "    char *p%d = P[%d] + (%s) * R[%d];\n", i, i, sc->backwards ? "n - 1 - t" : "t", i);
     for (int o = 0; o < sc->nout; o++) {
         const tgSc_out *out = &sc->outs[o];
-        tgB_printf(b, "    char *d%d = P[%d] + (t & R[%d]) * R[%d];\n", o, p_store(sc, o), r_mask(sc, o),
+        if (out->kind == TGSC_MITMOT) {     /* results aside, taps ahead in the buffer */
+            for (int j = 0; j < out->nres; j++)
+                tgB_printf(b, "    char *d%d = P[%d];\n", out->r0 + j, p_scr(sc, out->r0 + j));
+            for (int j = 0; j < out->ntaps; j++)
+                tgB_printf(b, "    char *p%d = P[%d] + (t + %d) * R[%d];\n", out->param + j, p_store(sc, o),
+                           out->taps[j], r_store(sc, o));
+            continue;
+        }
+        tgB_printf(b, "    char *d%d = P[%d] + (t & R[%d]) * R[%d];\n", out->r0, p_store(sc, o), r_mask(sc, o),
                    r_store(sc, o));
         if (carried(sc, o))
             continue;
@@ -1391,6 +1582,20 @@ void tgSc_source(tgB_buf *b, const tgH_sched *s, int k)
             put_reduce_block(b, sc, st);
         else
             put_dot_block(b, sc, st);
+    }
+    for (int r = 0; r < sc->nres; r++) {     /* results that are parameters: copied */
+        int p = param_result(sc, r), dist, o = p >= 0 ? tap_of(sc, p, &dist) : -1;
+        tg_dtype d = p >= 0 ? ig->nodes[ig->inputs[p]].dtype : TG_FLOAT64;
+        if (p >= 0 && o >= 0 && carried(sc, o))
+            tgB_printf(b, "    *(%s *)d%d = (%s)h%d_%d;\n", ctype_of(d), r, ctype_of(d), o, dist);
+        else if (p >= 0)
+            tgB_printf(b, "    __builtin_memcpy(d%d, p%d, (unsigned long)R[%d]);\n", r, p, r_rowb(sc, r));
+    }
+    for (int o = 0; o < sc->nout; o++) {
+        const tgSc_out *out = &sc->outs[o];
+        for (int j = 0; out->kind == TGSC_MITMOT && j < out->nres; j++)
+            tgB_printf(b, "    __builtin_memcpy(P[%d] + (t + %d) * R[%d], d%d, (unsigned long)R[%d]);\n", p_store(sc, o),
+                       out->otaps[j], r_store(sc, o), out->r0 + j, r_rowb(sc, out->r0 + j));
     }
     /* shift the carried values: h<o>_1 is the value just computed */
     for (int o = 0; o < sc->nout; o++) {
@@ -1435,7 +1640,7 @@ static int64_t run_native(const tgH_sched *s, tgI_state *st, const tgH_step *ste
 {
     const tgSc_scan *sc = ss->sc;
     const int *args = s->g->nodes[step->node].args;
-    int np = p_cond(sc) + 1, nr = sc->nseq + 3 * sc->nout;
+    int np = p_scr(sc, sc->nres), nr = r_rowb(sc, sc->nres);
     char *P[np];
     int64_t R[nr > 0 ? nr : 1];
     for (int i = 0; i < sc->nparams; i++) {     /* rows within themselves contiguous */
@@ -1445,7 +1650,7 @@ static int64_t run_native(const tgH_sched *s, tgI_state *st, const tgH_step *ste
             continue;
         if (o >= 0) {
             const tgI_arr *init = &st->vals[args[sc->outs[o].arg]];
-            int drop = sc->outs[o].kind == TGSC_MITSOT;
+            int drop = sc->outs[o].kind == TGSC_MITSOT || sc->outs[o].kind == TGSC_MITMOT;
             if (!contig(init->ndim - drop, init->shape + drop, init->strides + drop, tgV_dtype_size(init->dtype)) ||
                 !contig(p->ndim, p->shape, ss->stor[o].strides, tgV_dtype_size(p->dtype)))
                 return -1;
@@ -1453,9 +1658,13 @@ static int64_t run_native(const tgH_sched *s, tgI_state *st, const tgH_step *ste
             return -1;
         }
     }
-    for (int o = 0; o < sc->nout; o++)
-        if (!contig(ss->pout[o].ndim, ss->pout[o].shape, ss->stor[o].strides, tgV_dtype_size(ss->pout[o].dtype)))
+    for (int r = 0; r < sc->nres; r++) {
+        const tg_array *p = &ss->pout[r];
+        R[r_rowb(sc, r)] = elems(p->ndim, p->shape) * (int64_t)tgV_dtype_size(p->dtype);
+        P[p_scr(sc, r)] = ss->scr[r];
+        if (!contig(p->ndim, p->shape, ss->stor[sc->rout[r]].strides, tgV_dtype_size(p->dtype)))
             return -1;
+    }
     for (int i = 0; i < sc->nseq; i++) {
         const tgI_arr *x = &st->vals[args[i]];
         P[i] = x->data, R[i] = x->strides[0];

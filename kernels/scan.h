@@ -6,7 +6,10 @@
 
 #include "interp.h"
 
-enum { TGSC_NITSOT, TGSC_SITSOT, TGSC_MITSOT };
+/* Output kinds: no feedback; one tap -1; negative taps; and MITMOT
+ * (inputs at several taps >= 0 of one buffer, results written at
+ * several taps >= 0 of it: PyTensor's kind for gradients of scans). */
+enum { TGSC_NITSOT, TGSC_SITSOT, TGSC_MITSOT, TGSC_MITMOT };
 
 /* Scans inside scans' lambdas: at most this many levels. */
 #define TGSC_MAX_NEST 8
@@ -17,7 +20,9 @@ typedef struct tgSc_out {
     bool last;              /* only the final value is kept */
     tg_term *init;          /* recurrent: the initial value's term */
     int ntaps, maxtap;      /* recurrent: taps, and max |tap| */
-    int *taps;              /* |tap| per parameter, in the order listed */
+    int *taps;              /* |tap| per parameter, in the order listed (MITMOT: the tap) */
+    int nres, r0;           /* its results: nres (MITMOT: one per out tap) from r0 */
+    int *otaps;             /* MITMOT: the out taps, one per result */
     int param;              /* first parameter of its taps */
     int arg;                /* position of INIT among the outer args */
     bool inplace;           /* (inplace K): the last value may take INIT's buffer */
@@ -26,6 +31,8 @@ typedef struct tgSc_out {
 typedef struct tgSc_scan {
     tg_term *term;
     int nseq, nout, nnon, nparams;
+    int nres;               /* results: one per output, one per out tap of a MITMOT */
+    int *rout;              /* the output of each result */
     tg_term **params, **results, *until;
     tg_term **seqs, **nons;
     tgSc_out *outs;
@@ -37,7 +44,7 @@ typedef struct tgSc_scan {
     /* the inner function */
     tgV_graph *ig;
     tgH_sched *is;
-    int *res;               /* inner node per result */
+    int *res;               /* inner node per result (nres) */
     int cond;               /* inner node of the until condition, or -1 */
 } tgSc_scan;
 

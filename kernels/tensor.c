@@ -777,6 +777,15 @@ static const opinfo *lookup(tg_term *t)
 /* The rule library's (cast X DTYPE): the tensor is the first argument. */
 static const opinfo cast_x_first = {"cast", TGV_CAST, 2, 2, 0, 0};
 
+/* Is t the number 1 written bare (a weak constant)? */
+static bool weak_one(const tg_term *t)
+{
+    int64_t v;
+    double d;
+    return (tg_kind_of(t) == TG_INT && tg_int_get(t, &v) == 0 && v == 1) ||
+           (tg_kind_of(t) == TG_DOUBLE && tg_double_get(t, &d) == 0 && d == 1.0);
+}
+
 /* The rule library's (gemm C ALPHA A B BETA) as the sum the schedule
  * fuses back into one GEMM: (add (mul ALPHA (dot A B)) (mul BETA C)).
  * NULL when the form is wrong. */
@@ -789,7 +798,10 @@ static tg_term *gemm_sum(builder *b, tg_term *t)
     tg_term *dot[3] = {tg_symbol_cstr(c, "dot"), a[3], a[4]};
     tg_term *l[3] = {tg_symbol_cstr(c, "mul"), a[2], tg_list(c, 3, dot, NULL)};
     tg_term *r[3] = {tg_symbol_cstr(c, "mul"), a[5], a[1]};
-    tg_term *sum[3] = {tg_symbol_cstr(c, "add"), tg_list(c, 3, l, NULL), tg_list(c, 3, r, NULL)};
+    /* a weak 1 scales nothing and changes no dtype: no product to compute
+     * (in a scan's step it would be a loop of its own) */
+    tg_term *sum[3] = {tg_symbol_cstr(c, "add"), weak_one(a[2]) ? l[2] : tg_list(c, 3, l, NULL),
+                       weak_one(a[5]) ? a[1] : tg_list(c, 3, r, NULL)};
     return tg_list(c, 3, sum, NULL);
 }
 

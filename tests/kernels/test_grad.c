@@ -8,15 +8,19 @@
  * against derivatives computed here, the errors, a user's vjp rule, the
  * sharing of one backward pass by two gradients (on the schedule), and a
  * check that every op of the vocabulary has a vjp rule or is listed here
- * as lowered to others or pending. */
+ * as lowered to others or built by the sweep; gradients through scans
+ * (check_scans). */
 #include <ctype.h>
 
 #include "kt.h"
+#include "scan.h"
+#include "schedule.h"
 #include "tensor.h"
 
 extern const char tgGr_rules_text[];
 
 static tg_ctx *ctx;
+static tg_rules *fd_rules;     /* rules the finite-difference checks compile with (NULL: none) */
 
 /* ---- inputs: "(input x float64 (n 3)) ...", sizes bound per round ------- */
 
@@ -132,7 +136,7 @@ static tg_fn *compile(const gin *in, int nin, int nout, tg_term **outs, tg_error
     tg_term *it[16];
     for (int i = 0; i < nin; i++)
         it[i] = in[i].t;
-    tg_fn_options o = {.interpret = kt_path};
+    tg_fn_options o = {.interpret = kt_path, .rules = fd_rules};
     return tg_fn_compile(ctx, (size_t)nin, it, (size_t)nout, outs, &o, err);
 }
 
@@ -611,14 +615,9 @@ static void check_errors(void)
     TAP_CHECK(ok, "disconnected set: the gradient with respect to an input the cost does not read is zeros");
     free(out.data);
     tg_fn_free(f);
-    /* a scan on the path */
-    check_error("a scan on the path",
-                "(grad (sum (scan (lambda (a s) ((add s a))) (steps auto) (sequences (input X float64 (n 3))) "
-                "(outputs (sitsot (input h float64 (3)))) (non_sequences)) all) (input h float64 (3)))", NULL,
-                "no gradient through scan yet", NULL);
 }
 
-/* ---- coverage: every op has a vjp rule, is lowered to others, or is pending */
+/* ---- coverage: every op has a vjp rule, is lowered to others, or is the sweep's */
 
 static void check_coverage(void)
 {
@@ -629,8 +628,8 @@ static void check_coverage(void)
     tg_term *rules = ok ? tg_rules_list(rs, TG_LIST_RULES, &err) : NULL;
     /* ops the typer reads as others: no node of theirs reaches the sweep */
     static const char *const lowered[] = {"gemm"};
-    /* PENDING: ops of the vocabulary whose gradient is a later step */
-    static const char *const pending[] = {"scan"};
+    /* ops whose gradient the sweep builds itself (a scan's: a backwards scan) */
+    static const char *const swept[] = {"scan"};
     tg_term *vjp = tg_symbol_cstr(ctx, "vjp");
     for (int op = TGV_ADD; op < TGV_NOPS; op++) {
         const char *name = tgV_op_name((tgV_op)op);
@@ -639,9 +638,9 @@ static void check_coverage(void)
         for (size_t i = 0; i < sizeof lowered / sizeof *lowered; i++)
             if (!strcmp(lowered[i], name))
                 how = "read as add, mul and dot by the typer";
-        for (size_t i = 0; i < sizeof pending / sizeof *pending; i++)
-            if (!strcmp(pending[i], name))
-                how = "PENDING";
+        for (size_t i = 0; i < sizeof swept / sizeof *swept; i++)
+            if (!strcmp(swept[i], name))
+                how = "a backwards scan, built by the sweep (check_scans)";
         tg_iter it;
         tg_term *r;
         tg_iter_init(&it, rules);
@@ -650,8 +649,7 @@ static void check_coverage(void)
             if (tg_car(lhs) == vjp && tg_car(tg_nth(lhs, 1)) == sym)
                 how = "a vjp rule";
         }
-        TAP_CHECK(how, "op %s: %s", name,
-                  !how ? "no vjp rule" : strcmp(how, "PENDING") ? how : "pending: no gradient yet (listed here)");
+        TAP_CHECK(how, "op %s: %s", name, how ? how : "no vjp rule");
     }
     tg_rules_free(rs);
 }
@@ -971,6 +969,177 @@ static void check_updates(void)
     }
 }
 
+/* ==== scans (doc/grad.md, "Scans") ==========================================
+ * Gradients through scans against finite differences, on both paths,
+ * compiled without rules and with the library's default rewriter (the
+ * Scan rewrites then act on the forward and the backward scans). */
+
+#define RNN_LAMBDA "(lambda (s h W) ((tanh (add (dot W h) s))))"
+
+static const gcase scan_cases[] = {
+    {"scan: RNN, stacked sitsot, all its states in the cost",
+     "(input x float64 (n m)) (input h0 float64 (m)) (input W float64 (m m)) (input V float64 (n m))",
+     "(sum (mul (scan " RNN_LAMBDA " (steps auto) (sequences $x) (outputs (sitsot $h0)) (non_sequences $W)) $V) all)",
+     -1, 1, 0, 0, 0},
+    {"scan: sitsot last, and non-scan terms of the same inputs",
+     "(input x float64 (n m)) (input h0 float64 (m)) (input W float64 (m m))",
+     "(add (sum (sqr (scan " RNN_LAMBDA " (steps auto) (sequences $x) (outputs (sitsot $h0 last)) "
+     "(non_sequences $W))) all) (sum (mul $W $W) all) (sum (sin $x) all) (sum (mul (dot $W $h0) $h0) all))",
+     -1, 1, 0, 0, 0},
+    {"scan: a parameter used twice in the step",
+     "(input x float64 (n m)) (input h0 float64 (m)) (input W float64 (m m))",
+     "(sum (scan (lambda (s h W) ((tanh (add (dot W h) (dot W s) (mul s s))))) (steps auto) (sequences $x) "
+     "(outputs (sitsot $h0)) (non_sequences $W)) all)", -1, 1, 0, 0, 0},
+    {"scan: mitsot (taps -2 -1), stacked",
+     "(input x float64 (5 m)) (input y0 float64 (2 m)) (input w float64 (m))",
+     "(sum (sin (scan (lambda (s a b w) ((add (mul b w) (mul 0.5 (sin a)) s))) (steps auto) (sequences $x) "
+     "(outputs (mitsot $y0 (taps -2 -1))) (non_sequences $w))) all)", -1, 1, 0, 0, 0},
+    {"scan: mitsot (taps -3 -1), last",
+     "(input y0 float64 (3 m)) (input w float64 (m))",
+     "(sum (sqr (scan (lambda (a b w) ((tanh (add (mul b w) a)))) (steps 6) (sequences) "
+     "(outputs (mitsot $y0 (taps -3 -1) last)) (non_sequences $w))) all)", -1, 1, 0, 0, 0},
+    {"scan: mitsot (taps -3 -1) over a symbolic number of steps, stacked",
+     "(input x float64 (n m)) (input y0 float64 (3 m)) (input w float64 (m))",
+     "(sum (mul (scan (lambda (s a b w) ((add (mul b w) (sin a) s))) (steps auto) (sequences $x) "
+     "(outputs (mitsot $y0 (taps -3 -1))) (non_sequences $w)) $x) all)", -1, 1, 0, 0, 0},
+    {"scan: nitsot and sitsot outputs, one read stacked, one last",
+     "(input x float64 (n m)) (input c float64 (m)) (input w float64 (m))",
+     "(add (sum (mul (scan_output (scan (lambda (s acc w) ((mul (exp s) w) (add acc (mul s w)))) (steps auto) "
+     "(sequences $x) (outputs (nitsot) (sitsot $c last)) (non_sequences $w)) 0) $x) all) "
+     "(sum (sqr (scan_output (scan (lambda (s acc w) ((mul (exp s) w) (add acc (mul s w)))) (steps auto) "
+     "(sequences $x) (outputs (nitsot) (sitsot $c last)) (non_sequences $w)) 1)) all))", -1, 1, 0, 0, 0},
+    {"scan: nitsot last, backwards",
+     "(input x float64 (n m)) (input h0 float64 (m)) (input W float64 (m m))",
+     "(add (sum (scan (lambda (s h W) ((sin (add (dot W h) s)) (mul s h))) (steps auto) (sequences $x) "
+     "(outputs (sitsot $h0) (nitsot last)) (non_sequences $W) backwards) all) "
+     "(sum (scan_output (scan (lambda (s h W) ((sin (add (dot W h) s)) (mul s h))) (steps auto) (sequences $x) "
+     "(outputs (sitsot $h0) (nitsot last)) (non_sequences $W) backwards) 1) all))", -1, 1, 0, 0, 0},
+    {"scan: a 0-d sitsot (carried in a register) and a sum in the step",
+     "(input x float64 (n m)) (input c float64 ())",
+     "(scan (lambda (s acc) ((add (mul acc 0.9) (sum (sin s) all)))) (steps auto) (sequences $x) "
+     "(outputs (sitsot $c last)) (non_sequences))", -1, 1, 0, 0, 0},
+};
+
+/* The gradient of an RNN's loss with respect to W, x and h0, rewritten by
+ * default: the forward trace kept (the values agree with no rewriting),
+ * and each scan of the schedule (forward, backward) one generated loop. */
+static void check_scan_schedule(tg_rules *rs)
+{
+    const char *ins = "(input x float64 (n 4)) (input h0 float64 (4)) (input W float64 (4 4))";
+    const char *L = "(sum (scan " RNN_LAMBDA " (steps auto) (sequences $x) (outputs (sitsot $h0)) (non_sequences $W)) all)";
+    gin in[3];
+    int nin = read_inputs(ins, in, 3);
+    char *ls = subst(L, in, nin);
+    tg_term *cost = read1(ls), *outs[4] = {cost}, *it[3];
+    free(ls);
+    for (int i = 0; i < nin; i++) {
+        tg_term *g[3] = {tg_symbol_cstr(ctx, "grad"), cost, in[i].t};
+        outs[1 + i] = tg_list(ctx, 3, g, NULL);
+        it[i] = in[i].t;
+    }
+    tg_error err;
+    tg_term *ex[4];
+    int ok = 1;
+    for (int i = 0; i < 4 && ok; i++)
+        ok = (ex[i] = tg_grad_expand(ctx, outs[i], NULL, &err)) != NULL;
+    tg_term *gv[5] = {tg_symbol_cstr(ctx, "graph"), ex[0], ex[1], ex[2], ex[3]};
+    tg_term *rw = ok ? tg_rewrite(rs, tg_symbol_cstr(ctx, "default"), tg_list(ctx, 5, gv, NULL), &err) : NULL;
+    tg_term *ro[4];
+    if (rw)
+        tg_elements(tg_cdr(ctx, rw), ro, 4);
+    tgV_graph *g = rw ? tgV_build(ctx, 3, it, 4, ro, &err) : NULL;
+    tgH_sched *s = g ? tgH_schedule(g, NULL, &err) : NULL;
+    int nscan = 0, ncomp = 0;
+    for (int k = 0; s && k < s->nsteps; k++)
+        if (s->steps[k].kind == TGH_SCAN)
+            nscan++, ncomp += tgSc_compiles(s, k);
+    TAP_CHECK(s && nscan == 2 && ncomp == 2, "an RNN's loss and gradients, rewritten by default: %d scans "
+              "(forward, backward), %d of them one generated loop", nscan, ncomp);
+    if (!s)
+        tap_diag("%s", err.message);
+    if (s && (nscan != 2 || ncomp != 2)) {
+        char *p = tg_print(rw, NULL);
+        tap_diag("rewritten: %s", p);
+        free(p);
+    }
+    /* the same values with and without the rewrites */
+    tg_fn_options plain = {.interpret = kt_path}, withr = {.interpret = kt_path, .rules = rs};
+    tg_fn *f0 = tg_fn_compile(ctx, 3, it, 4, outs, &plain, &err);
+    tg_fn *f1 = f0 ? tg_fn_compile(ctx, 3, it, 4, outs, &withr, &err) : NULL;
+    syms S = {.n = 0};
+    kt_arr arr[3];
+    make_arrays(in, nin, arr, &S, 5, 9, -1, 1, 0);
+    tg_array ia[3], o0[4], o1[4];
+    for (int i = 0; i < nin; i++)
+        ia[i] = arr[i].a;
+    memset(o0, 0, sizeof o0), memset(o1, 0, sizeof o1);
+    ok = f1 && tg_fn_call(f0, ia, o0, &err) == 0 && tg_fn_call(f1, ia, o1, &err) == 0;
+    double worst = 0;
+    for (int j = 0; ok && j < 4; j++) {
+        int64_t idx[TG_MAXDIM] = {0};
+        if (kt_count(&o0[j]))
+            do {
+                double a = (double)kt_get(&o0[j], idx), c = (double)kt_get(&o1[j], idx);
+                double e = fabs(a - c) / (1 + fabs(a));
+                if (!(e <= worst))
+                    worst = e;
+            } while (kt_next(o0[j].ndim, o0[j].shape, idx));
+    }
+    TAP_CHECK(ok && worst <= 1e-12, "%s: an RNN's loss and gradients rewritten by default compute the same "
+              "(error %.2g)", kt_path ? "interpreter" : "compiled", worst);
+    if (!ok)
+        tap_diag("%s", err.message);
+    for (int j = 0; j < 4; j++)
+        free(o0[j].data), free(o1[j].data);
+    for (int i = 0; i < nin; i++)
+        free(arr[i].block);
+    tg_fn_free(f0), tg_fn_free(f1);
+}
+
+static void check_scans(void)
+{
+    tg_error err;
+    tg_rules *rs = tg_rules_new(ctx, &err);
+    int ok = rs && tg_rules_load_file(rs, tap_path("patterns/lib/all.rules"), &err) == 0;
+    TAP_CHECK(ok, "the rule library loads");
+    for (int r = 0; r < 2; r++) {
+        fd_rules = r && ok ? rs : NULL;
+        for (size_t i = 0; i < sizeof scan_cases / sizeof *scan_cases; i++) {
+            gcase c = scan_cases[i];
+            char name[200];
+            snprintf(name, sizeof name, "%s%s", c.name, r ? " (rewritten by default)" : "");
+            c.name = name;
+            check_fd(&c);
+        }
+    }
+    fd_rules = NULL;
+    if (ok)
+        check_scan_schedule(rs);
+    tg_rules_free(rs);
+}
+
+static void check_scan_errors(void)
+{
+    check_error("a scan with until",
+                "(grad (sum (scan (lambda (s acc) ((add acc s)) (until (gt acc 3.0))) (steps auto) "
+                "(sequences (input x float64 (n))) (outputs (sitsot 0.0)) (non_sequences)) all) (input x float64 (n)))",
+                NULL, "no gradient through this scan", "until condition");
+    check_error("a scan with a mitmot output",
+                "(grad (sum (scan (lambda (s a b) ((add b (mul a s)))) (steps 3) (sequences (input x float64 (3))) "
+                "(outputs (mitmot (input B float64 (4)) (taps 0 1) (out_taps 1))) (non_sequences)) all) "
+                "(input x float64 (3)))", NULL, "no gradient through this scan", "mitmot");
+    check_error("a scan over fewer steps than rows",
+                "(grad (sum (scan (lambda (s acc) ((add acc s))) (steps 2) (sequences (input x float64 (3))) "
+                "(outputs (sitsot 0.0)) (non_sequences)) all) (input x float64 (3)))",
+                NULL, "no gradient through this scan", "more rows than the scan has steps");
+    check_error("an integer sequence",
+                "(grad (sum (scan (lambda (s acc) ((add acc s))) (steps auto) (sequences (input i int64 (3))) "
+                "(outputs (sitsot 0.0)) (non_sequences)) all) (input i int64 (3)))",
+                NULL, "(input i int64 (3)) is int64", NULL);
+}
+
+/* ==== end of scans ========================================================= */
+
 int main(void)
 {
     ctx = tg_ctx_new(NULL);
@@ -981,6 +1150,7 @@ int main(void)
         check_rewritten();
         check_special();
         check_updates();
+        check_scans();      /* scans (gradscan) */
         check_hvp("elementwise", "(input x float64 (n)) (input v float64 (n)) (input y float64 (n))",
                   "(sum (mul (sin $x) (exp (mul $x $y)) (sqr $x)) all)");
         check_hvp("reductions and dot", "(input x float64 (n)) (input v float64 (n)) (input A float64 (m n))",
@@ -989,6 +1159,7 @@ int main(void)
     }
     check_linear();
     check_errors();
+    check_scan_errors();    /* scans (gradscan) */
     check_coverage();
     check_user_rules();
     check_sharing();

@@ -838,6 +838,102 @@ static void test_errors(void)
     free(a.block), free(b.block), free(c.block), free(d.block);
 }
 
+/* ==== MITMOT (gradscan) ======================================================
+ * A buffer of steps + 2 rows of 3, a copy of B: step t reads rows t, t+1,
+ * t+2 and writes row t+1 as b + a*x[t] and row t+2 as c + sin(a), both
+ * computed before either is stored; against the same loop in C.  Static
+ * and symbolic sizes (the row count checked at call time), zero steps. */
+static void mitmot_ref(int64_t T, const tg_array *x, const tg_array *B, double *buf)
+{
+    for (int64_t r = 0; r < T + 2; r++)
+        for (int64_t j = 0; j < 3; j++) {
+            int64_t rj[2] = {r, j};
+            buf[r * 3 + j] = (double)kt_get(B, rj);
+        }
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t j = 0; j < 3; j++) {
+            int64_t tj[2] = {t, j};
+            double a = buf[t * 3 + j], b = buf[(t + 1) * 3 + j], c = buf[(t + 2) * 3 + j];
+            buf[(t + 1) * 3 + j] = b + a * (double)kt_get(x, tj);
+            buf[(t + 2) * 3 + j] = c + sin(a);
+        }
+}
+
+static void test_mitmot(int64_t T, int symbolic)
+{
+    int64_t xs[2] = {T, 3}, bs[2] = {T + 2, 3};
+    kt_arr x, B;
+    kt_make(&x, TG_FLOAT64, 2, xs, symbolic);
+    kt_make(&B, TG_FLOAT64, 2, bs, symbolic);
+    kt_fill(&x.a, -1, 1);
+    kt_fill(&B.a, -1, 1);
+    char ins[200], outs[600];
+    if (symbolic)
+        snprintf(ins, sizeof ins, "(input x float64 (t 3)) (input B float64 (r 3))");
+    else
+        snprintf(ins, sizeof ins, "(input x float64 (%lld 3)) (input B float64 (%lld 3))", (long long)T,
+                 (long long)T + 2);
+    const char *X = strstr(ins, "(input x"), *Bt = strstr(ins, "(input B");
+    snprintf(outs, sizeof outs,
+             "(scan (lambda (s a b c) ((add b (mul a s)) (add c (sin a)))) (steps auto) (sequences %.*s) "
+             "(outputs (mitmot %s (taps 0 1 2) (out_taps 1 2))) (non_sequences))",
+             (int)(Bt - X - 1), X, Bt);
+    tg_array args[2] = {x.a, B.a}, out[1];
+    tg_error err;
+    int rc = run(ins, outs, args, out, 1, &err);
+    TAP_CHECK(rc == 0, "mitmot, %lld steps%s, runs: %s", (long long)T, symbolic ? " (symbolic, strided)" : "",
+              rc ? err.message : "");
+    if (rc == 0) {
+        double *buf = malloc(sizeof(double) * (size_t)(T + 2) * 3), worst = 0;
+        mitmot_ref(T, &x.a, &B.a, buf);
+        for (int64_t r = 0; r < T + 2; r++)
+            for (int64_t j = 0; j < 3; j++) {
+                int64_t rj[2] = {r, j};
+                worst = fmax(worst, fabs((double)kt_get(&out[0], rj) - buf[r * 3 + j]));
+            }
+        TAP_CHECK(out[0].ndim == 2 && out[0].shape[0] == T + 2 && worst <= 1e-14,
+                  "mitmot: the buffer after %lld steps, as the C loop (within %g)", (long long)T, worst);
+        free(buf);
+        free(out[0].data);
+    }
+    free(x.block), free(B.block);
+}
+
+static void test_mitmot_errors(void)
+{
+    int64_t xs[1] = {3}, bs[1] = {4};
+    kt_arr x, B;
+    kt_make(&x, TG_FLOAT64, 1, xs, 0);
+    kt_make(&B, TG_FLOAT64, 1, bs, 0);
+    tg_array args[2] = {x.a, B.a};
+    const char *ins = "(input x float64 (3)) (input B float64 (r))";
+    fails(ins, "(scan (lambda (s a b) ((add b (mul a s)))) (steps 3) (sequences (input x float64 (3))) "
+               "(outputs (mitmot (input B float64 (r)) (taps 0 2) (out_taps 2))) (non_sequences))",
+          args, "a mitmot buffer has steps + 2 rows (5), its initial value has 4");
+    fails("(input x float64 (3)) (input B float64 (4))",
+          "(scan (lambda (s a b) ((add b (mul a s)))) (steps 3) (sequences (input x float64 (3))) "
+          "(outputs (mitmot (input B float64 (4)) (taps 0 2) (out_taps 2))) (non_sequences))",
+          args, "a mitmot buffer has steps + 2 rows (5), its initial value has 4");
+    fails(ins, "(scan (lambda (s a b) ((add b (mul a s)))) (steps 3) (sequences (input x float64 (3))) "
+               "(outputs (mitmot (input B float64 (r)) (taps 0 1) (out_taps 1) last)) (non_sequences))",
+          args, "a mitmot output is its whole buffer: it takes no last");
+    fails(ins, "(scan (lambda (s a b) ((add b (mul a s)))) (steps 3) (sequences (input x float64 (3))) "
+               "(outputs (mitmot (input B float64 (r)) (taps 0 -1) (out_taps 1))) (non_sequences))",
+          args, "a mitmot tap is a non-negative integer");
+    fails(ins, "(scan (lambda (s a b) ((add b (mul a s)))) (steps 3) (sequences (input x float64 (3))) "
+               "(outputs (mitmot (input B float64 (r)) (taps 1 1) (out_taps 1))) (non_sequences))",
+          args, "a tap is repeated");
+    fails(ins, "(scan (lambda (s a) ((add a s))) (steps 3) (sequences (input x float64 (3))) "
+               "(outputs (mitmot (input B float64 (r)) (taps 0) (out_taps))) (non_sequences))",
+          args, "each list with at least one tap");
+    fails(ins, "(scan (lambda (s a b) ((add b (mul a s)))) (steps 3) (sequences (input x float64 (3))) "
+               "(outputs (mitmot (input B float64 (r)) (taps 0 1) (out_taps 1 2))) (non_sequences))",
+          args, "one result per output (per out tap of a mitmot)");
+    free(x.block), free(B.block);
+}
+
+/* ==== end of MITMOT ========================================================== */
+
 int main(void)
 {
     tg_error err;
@@ -861,6 +957,10 @@ int main(void)
         test_schedule();
         test_inplace();
         test_errors();
+        test_mitmot(7, 0);      /* MITMOT (gradscan) */
+        test_mitmot(11, 1);
+        test_mitmot(0, 1);
+        test_mitmot_errors();
     }
     tg_ctx_free(ctx);
     return TAP_DONE();
