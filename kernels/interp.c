@@ -16,6 +16,7 @@
 #include "interp.h"
 #include "codegen.h"
 #include "random.h"
+#include "arrange.h"
 #include "scan.h"
 
 TGJ_DIVMOD_DEFS
@@ -236,7 +237,9 @@ static int bind_inputs(const tgH_sched *s, tgI_state *st, const tg_array *in, tg
         }
     }
     /* the sizes slices derive from those (index.c) */
-    return tgIx_bind(g, st->symv, err);
+    if (tgIx_bind(g, st->symv, err) < 0)
+        return -1;
+    return tgAr_bind(g, st->symv, err);     /* and those concatenate derives */
 }
 
 /* ---- loops ---------------------------------------------------------------- */
@@ -1332,6 +1335,9 @@ int tgI_exec(const tgH_sched *s, tgI_state *st, tg_array *out, tg_error *err)
         case TGH_REDUCE:
             if (g->nodes[v].op == TGV_INC_SUBTENSOR || g->nodes[v].op == TGV_SET_SUBTENSOR) {
                 if (run_update(s, st, v, err) < 0)
+                    return -1;
+            } else if (tgAr_op(g->nodes[v].op)) {
+                if (tgAr_run(s, st, v, err) < 0)
                     return -1;
             } else if (run_reduce(s, st, v, err) < 0) {
                 return -1;
