@@ -425,7 +425,6 @@ mknpy() {
 mknpy "$tmp/x.npy" '<f8' '(2,)' False '\000\000\000\000\000\000\360\077\000\000\000\000\000\000\000\100'
 mknpy "$tmp/m.npy" '<i4' '(2, 1)' False '\007\000\000\000\011\000\000\000'
 mknpy "$tmp/f.npy" '<f8' '(2,)' True '\000\000\000\000\000\000\360\077\000\000\000\000\000\000\000\100'
-mknpy "$tmp/b.npy" '>f8' '(2,)' False '\000\000\000\000\000\000\360\077\000\000\000\000\000\000\000\100'
 mknpy "$tmp/t.npy" '<f8' '(3,)' False '\000\000\000\000\000\000\360\077'
 printf 'not an array' >"$tmp/n.npy"
 input ":eval (mul (input x float64 (2)) 3) (x \"$tmp/x.npy\")" \
@@ -443,15 +442,31 @@ big=$?
 head -c 300 "$tmp/big.out" >"$tmp/big.head"
 report $big ":eval returns a large array whole" "$tmp/big.head"
 
-input ":eval (neg (input x float64 (2))) (x \"$tmp/f.npy\")" \
-      ":eval (neg (input x float64 (2))) (x \"$tmp/b.npy\")" \
+# Fortran order (a 2x3 matrix stored by columns) and big-endian data
+# are read as what they hold
+mknpy "$tmp/f23.npy" '<i8' '(2, 3)' True \
+    '\001\0\0\0\0\0\0\0\004\0\0\0\0\0\0\0\002\0\0\0\0\0\0\0\005\0\0\0\0\0\0\0\003\0\0\0\0\0\0\0\006\0\0\0\0\0\0\0'
+mknpy "$tmp/be.npy" '>f8' '(2,)' False '\077\360\000\000\000\000\000\000\300\000\000\000\000\000\000\000'
+mknpy "$tmp/bi.npy" '>i4' '(2, 1)' True '\000\000\000\007\377\377\377\367'
+mknpy "$tmp/u2.npy" '<u2' '(1,)' False '\000\000'
+input ":eval (neg (input x int64 (2 3))) (x \"$tmp/f23.npy\")" \
+      ":eval (neg (input x float64 (2))) (x \"$tmp/be.npy\")" \
+      ":eval (neg (input x int32 (2 1))) (x \"$tmp/bi.npy\")" \
+      ":eval (neg (input x float64 (2))) (x \"$tmp/f.npy\")"
+t ":eval reads Fortran-ordered and big-endian .npy files" 0 "((-1 -2 -3) (-4 -5 -6))
+(-1.0 2.0)
+((-7) (9))
+(-1.0 -2.0)" "" "$TGREL"
+
+input ":eval (neg (input x float64 (2))) (x \"$tmp/u2.npy\")" \
+      ":eval (neg (input x float64 (3))) (x \"$tmp/x.npy\")" \
       ":eval (neg (input x float64 (3))) (x \"$tmp/t.npy\")" \
       ":eval (neg (input x float64 (3))) (x \"$tmp/n.npy\")" \
       ":eval (neg (input x float64 (3))) (x \"$tmp/none.npy\")"
 t "bad .npy files are reported with their name" 1 "" \
-"<stdin>:1:1: input x: $tmp/f.npy: Fortran order is not supported
-<stdin>:2:1: input x: $tmp/b.npy: unsupported dtype (bool, int32, int64, float32 or float64, little-endian)
-<stdin>:3:1: input x: $tmp/t.npy: truncated data
+"<stdin>:1:1: input x: $tmp/u2.npy: unsupported dtype (bool, int32, int64, float32 or float64)
+<stdin>:2:1: kernels: input x: expected shape (3), got (2)
+<stdin>:3:1: input x: $tmp/t.npy: truncated data: the header announces 24 bytes, the file has 8
 <stdin>:4:1: input x: $tmp/n.npy: not a .npy file (version 1 to 3)
 <stdin>:5:1: input x: *none.npy*" "$TGREL"
 
