@@ -47,6 +47,7 @@ int tgM_cmd_var(repl *R, const char *name, const char *args);
 int tgM_cmd_fn(repl *R, const char *name, const char *args);
 int tgM_cmd_call(repl *R, const char *name, const char *args);
 int tgM_cmd_repeat(repl *R, const char *name, const char *args);
+int tgM_cmd_save(repl *R, const char *name, const char *args);
 /* Free the functions :fn compiled. */
 void tgM_free_fns(repl *R);
 
