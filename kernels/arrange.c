@@ -2,7 +2,7 @@
  *
  *   (argmax X [AXIS])  (argmin X [AXIS])    int64, AXIS dropped (none: of
  *                                           X flattened, 0-d); first of ties,
- *                                           a NaN counts as the largest
+ *                                           the first NaN wins (numpy's rule)
  *   (concatenate AXIS X ...)                numpy's concatenate
  *   (stack AXIS X ...)                      numpy's stack
  *   (take X IDX)                            numpy's X[IDX], IDX an integer
@@ -169,12 +169,14 @@ static int type_part(tgV_builder *b, tgV_node *n, tg_term **argt)
     n->dtype = n->cdt = gn->dtype;
     n->ndim = x->ndim;
     memcpy(n->shape, x->shape, sizeof n->shape);
-    for (int k = 0, j = 0; k < gn->ndim; k++) {
-        if (k == a)
+    /* the other axes of G are X's (a stack's G has one more, at a) */
+    for (int k = 0, j = 0; k < gn->ndim; k++, j++) {
+        if (k == a) {
+            j -= stack;
             continue;
-        if ((stack || k != a) && tgV_unify(b, n->term, gn->shape[k], x->shape[j], "the part") < 0)
+        }
+        if (tgV_unify(b, n->term, gn->shape[k], x->shape[j], "the part") < 0)
             return -1;
-        j++;
     }
     return 0;
 }
