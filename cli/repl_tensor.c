@@ -434,7 +434,7 @@ static int call_fn(repl *R, tg_term *const *t, int n, long times, long every, in
             rc = 1;
             break;
         }
-        if (every > 0 && (k + 1) % every == 0 && k + 1 < times) {
+        if (every > 0 && (k + 1) % every == 0) {
             if (bar)
                 fprintf(stderr, "\r\033[K");
             fprintf(R->out, "%.*s %ld/%ld: ", (int)nl, fname, k + 1, times);
@@ -446,7 +446,8 @@ static int call_fn(repl *R, tg_term *const *t, int n, long times, long every, in
     }
     if (bar && rc == 0)
         fprintf(stderr, "\r\033[K");
-    for (int i = 0; rc == 0 && i < f->nout; i++) {
+    /* the last outputs, unless (every K) has just shown them */
+    for (int i = 0; rc == 0 && !(every > 0 && times % every == 0) && i < f->nout; i++) {
         tg_term *v = tgM_array_to_term(R->ctx, &out[i]);
         if (v)
             tgM_show(R, v);
