@@ -343,6 +343,27 @@ static void put(char *q, tg_dtype dd, const char *p, tg_dtype sd, bool add)
  * strides and dtypes. */
 static void copy(const tgI_arr *dst, const tgI_arr *src, bool add)
 {
+    int nd = src->ndim;
+    int64_t es = (int64_t)tgV_dtype_size(src->dtype);
+    if (!add && nd > 0 && src->dtype == dst->dtype && src->strides[nd - 1] == es && dst->strides[nd - 1] == es) {
+        /* rows contiguous on both sides: a memcpy a row */
+        tgI_arr s1 = *src, d1 = *dst;
+        s1.ndim = d1.ndim = nd - 1;
+        int64_t rows = count(&s1), idx[TGV_MAXDIM] = {0};
+        const char *p = src->data;
+        char *q = dst->data;
+        for (int64_t i = 0; i < rows && src->shape[nd - 1] > 0; i++) {
+            memcpy(q, p, (size_t)(src->shape[nd - 1] * es));
+            for (int d = nd - 2; d >= 0; d--) {
+                p += src->strides[d], q += dst->strides[d];
+                if (++idx[d] < src->shape[d])
+                    break;
+                p -= src->strides[d] * src->shape[d], q -= dst->strides[d] * src->shape[d];
+                idx[d] = 0;
+            }
+        }
+        return;
+    }
     int64_t n = count(src), idx[TGV_MAXDIM] = {0};
     const char *p = src->data;
     char *q = dst->data;

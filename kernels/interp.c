@@ -614,8 +614,28 @@ static void store_regs(const tgI_arr *dst, const reg *acc, tg_dtype from)
     for_each(dst->ndim, dst->shape, dst->strides, rs, copy_visit, &C);
 }
 
+typedef struct rowctx {
+    const tgI_arr *src, *dst;
+    size_t bytes;
+} rowctx;
+
+static void row_visit(void *ud, int64_t od, int64_t os)
+{
+    rowctx *R = ud;
+    memcpy(R->dst->data + od, R->src->data + os, R->bytes);
+}
+
 static void copy_arr(const tgI_arr *dst, const tgI_arr *src)
 {
+    /* one dtype and rows contiguous on both sides (a GEMM's bias broadcast
+     * over the rows, a copied matrix): a memcpy a row */
+    int nd = dst->ndim;
+    int64_t es = (int64_t)tgV_dtype_size(dst->dtype);
+    if (src->dtype == dst->dtype && nd > 0 && dst->strides[nd - 1] == es && src->strides[nd - 1] == es) {
+        rowctx R = {src, dst, (size_t)(dst->shape[nd - 1] * es)};
+        for_each(nd - 1, dst->shape, dst->strides, src->strides, row_visit, &R);
+        return;
+    }
     copyctx C = {src, dst, NULL, TG_BOOL};
     for_each(dst->ndim, dst->shape, dst->strides, src->strides, copy_visit, &C);
 }
