@@ -13,6 +13,8 @@
  *   (concatenate_part AXIS G X BEFORE ...)  the part of G (a concatenate's
  *   (stack_part AXIS G X BEFORE ...)        adjoint) that X made, after the
  *                                           parts BEFORE made: their vjps
+ *   (concatenate_inc AXIS Z V X BEFORE ...) Z with V added at that part: the
+ *   (stack_inc AXIS Z V X BEFORE ...)       parts' vjps
  *
  * Each is a step of its own (of kind TGH_REDUCE), run by this code on the
  * compiled and the interpreted path alike: they move data, they do no
@@ -234,6 +236,32 @@ static int type_one_hot(tgV_builder *b, tgV_node *n, tg_term **argt)
     return 0;
 }
 
+/* (concatenate_inc AXIS Z V X BEFORE ...), (stack_inc ...): Z's type; V
+ * of X's shape, the part of Z X made. */
+static int type_inc_part(tgV_builder *b, tgV_node *n, tg_term **argt)
+{
+    tgV_graph *g = tgV_graph_of(b);
+    const tgV_node *v = &g->nodes[n->args[1]], *x = &g->nodes[n->args[2]];
+    if (v->ndim != x->ndim)
+        return tgV_fail(b, n->term, "the value must have the shape of the part");
+    for (int d = 0; d < v->ndim; d++)
+        if (tgV_unify(b, n->term, v->shape[d], x->shape[d], "the value and the part") < 0)
+            return -1;
+    /* Z is typed as the G of the part op */
+    tgV_node part = *n;
+    part.op = n->op == TGV_CONCAT_INC ? TGV_CONCAT_PART : TGV_STACK_PART;
+    int pargs[2] = {n->args[0], n->args[2]};
+    part.args = pargs, part.nargs = 2;
+    if (type_part(b, &part, argt) < 0)
+        return -1;
+    const tgV_node *z = &g->nodes[n->args[0]];
+    n->value.i = part.value.i;
+    n->dtype = n->cdt = z->dtype;
+    n->ndim = z->ndim;
+    memcpy(n->shape, z->shape, sizeof n->shape);
+    return 0;
+}
+
 int tgAr_type(tgV_builder *b, tgV_node *n, tg_term **argt, int nt)
 {
     n->weak = false;
@@ -241,6 +269,7 @@ int tgAr_type(tgV_builder *b, tgV_node *n, tg_term **argt, int nt)
     case TGV_ARGMAX: case TGV_ARGMIN: return type_argmax(b, n, argt, nt);
     case TGV_CONCAT: case TGV_STACK: return type_join(b, n, argt);
     case TGV_CONCAT_PART: case TGV_STACK_PART: return type_part(b, n, argt);
+    case TGV_CONCAT_INC: case TGV_STACK_INC: return type_inc_part(b, n, argt);
     case TGV_TAKE: case TGV_INC_TAKE: return type_take(b, n);
     default: return type_one_hot(b, n, argt);
     }
@@ -587,6 +616,17 @@ int tgAr_run(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
             off += n->op == TGV_STACK_PART ? 1 : st->vals[n->args[i]].shape[ax];
         tgI_arr part = n->op == TGV_STACK_PART ? drop(g, ax, off) : cut(g, ax, off, y->shape[ax]);
         copy(y, &part, false);
+        return 0;
+    }
+    case TGV_CONCAT_INC: case TGV_STACK_INC: {
+        bool stack = n->op == TGV_STACK_INC;
+        int64_t off = 0;
+        for (int i = 3; i < n->nargs; i++)
+            off += stack ? 1 : st->vals[n->args[i]].shape[ax];
+        copy(y, &st->vals[n->args[0]], false);
+        const tgI_arr *v = &st->vals[n->args[1]];
+        tgI_arr part = stack ? drop(y, ax, off) : cut(y, ax, off, v->shape[ax]);
+        copy(&part, v, true);
         return 0;
     }
     case TGV_TAKE: case TGV_INC_TAKE:

@@ -55,6 +55,7 @@ static const opinfo ops[] = {
     {"argmax", TGV_ARGMAX, 1, 2, 0, 0}, {"argmin", TGV_ARGMIN, 1, 2, 0, 0},
     {"concatenate", TGV_CONCAT, 2, -1, 1, -1}, {"stack", TGV_STACK, 2, -1, 1, -1},
     {"concatenate_part", TGV_CONCAT_PART, 3, -1, 1, -1}, {"stack_part", TGV_STACK_PART, 3, -1, 1, -1},
+    {"concatenate_inc", TGV_CONCAT_INC, 4, -1, 1, -1}, {"stack_inc", TGV_STACK_INC, 4, -1, 1, -1},
     {"take", TGV_TAKE, 2, 2, 0, -1}, {"inc_take", TGV_INC_TAKE, 3, 3, 0, -1},
     {"one_hot", TGV_ONE_HOT, 2, 2, 0, 0},
 };

@@ -30,7 +30,7 @@ typedef enum tgV_op {
     /* picking and arranging (arrange.c): argmax / argmin over an axis,
      * concatenate, stack, their gradients' parts, take, inc_take, one_hot */
     TGV_ARGMAX, TGV_ARGMIN, TGV_CONCAT, TGV_STACK, TGV_CONCAT_PART, TGV_STACK_PART,
-    TGV_TAKE, TGV_INC_TAKE, TGV_ONE_HOT,
+    TGV_CONCAT_INC, TGV_STACK_INC, TGV_TAKE, TGV_INC_TAKE, TGV_ONE_HOT,
     TGV_NOPS
 } tgV_op;
 

@@ -353,6 +353,15 @@ static void test_grads(void)
               "(mul (stack 1 (input a float64 (4)) (input b float64 (4)) (input a float64 (4))) "
               "(transpose (stack 0 (input b float64 (4)) (sin (input a float64 (4))) (input b float64 (4)))))", 4,
               "(input a float64 (4))", 2, in, 0);
+    /* second derivatives: the parts' gradients (concatenate_inc, stack_inc) */
+    grad_case("the gradient of a concatenate (second derivative)", "(input a float64 (4)) (input b float64 (4))",
+              "(grad (sum (mul (sqr (concatenate 0 (input a float64 (4)) (input b float64 (4))))"
+              " (concatenate 0 (input b float64 (4)) (input a float64 (4)))) all) (input b float64 (4)))", 4,
+              "(input a float64 (4))", 2, in, 0);
+    grad_case("the gradient of a stack (second derivative)", "(input a float64 (4)) (input b float64 (4))",
+              "(grad (sum (mul (sqr (stack 1 (input a float64 (4)) (input b float64 (4))))"
+              " (stack 1 (input b float64 (4)) (input a float64 (4)))) all) (input b float64 (4)))", 4,
+              "(input a float64 (4))", 2, in, 0);
     int64_t idx[5] = {2, 0, 2, -1, 1}, s5[1] = {5};
     tg_array_init(&in[0], TG_FLOAT64, 2, s34, w);
     tg_array_init(&in[1], TG_INT64, 1, s5, idx);
