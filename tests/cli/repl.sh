@@ -375,6 +375,33 @@ w: float64 (2)
 <stdin>:13:1: kernels: in (input x int64 (2)): the new value of shared variable w is int64, w is float64
 <stdin>:14:1: w: *nope.npy*" "$TGREL"
 
+# :var takes a term's value (cast to its dtype, :let names expanded);
+# :repeat (every K) prints the outputs after every K calls (in a pipe: no
+# bar); :save writes a variable or a term's value as .npy, read back
+input ':let two (add 1 1)' ':var v float64 (mul two (alloc 1.5 3))' ':var k int64 (sum (shared v float64 (3)) all)' \
+      ':var v' ':var k' \
+      ':fn inc (outputs (sum (shared v float64 (3)) all)) (updates ((shared v float64 (3)) (add (shared v float64 (3)) 1)))' \
+      ':repeat 4 inc (every 2)' ':repeat 3 inc (every 2)' \
+      ":save v \"$tmp/v.npy\"" ":save (mul (shared v float64 (3)) 2) \"$tmp/v2.npy\"" \
+      ":var u float64 \"$tmp/v.npy\"" ":eval (input z float64 (3)) (z \"$tmp/v2.npy\")" \
+      ':save nope "x.npy"' ":save v \"$tmp/no/such/dir.npy\"" ':save v x.npy' ':repeat 2 inc (every 0)' \
+      ':var k float64 (frob 1)'
+t ":var of a term, :repeat (every K), :save" 1 "v: float64 (3)
+k: int64 ()
+(3.0 3.0 3.0)
+9
+inc: 0 inputs, 1 output, 1 update
+inc 2/4: 12.0
+inc 4/4: 18.0
+inc 2/3: 24.0
+27.0
+u: float64 (3)
+(20.0 20.0 20.0)" "<stdin>:13:1: no shared variable nope (:var makes one; or give a term)
+<stdin>:14:1: $tmp/no/such/dir.npy: No such file or directory
+<stdin>:15:1: usage: :save NAME-OR-TERM \"FILE.npy\" (the file name a string)
+<stdin>:16:1: :repeat: (every K) needs a count K of at least 1
+<stdin>:17:1: k: kernels: in (frob 1): unknown op" "$TGREL"
+
 # a scan is a tensor term like any other (doc/scan.md)
 input ':eval (scan (lambda (xt acc) ((add acc xt))) (steps auto) (sequences (input x float64 (n))) (outputs (sitsot 0)) (non_sequences)) (x (1 2 3 4))' \
       ':eval (scan (lambda (a b) ((add a b))) (steps 6) (sequences) (outputs (mitsot (input f int64 (2)) (taps -2 -1))) (non_sequences)) (f (0 1))' \
