@@ -391,6 +391,13 @@ static void show_line(repl *R, const tg_array *out, int n)
     fputc('\n', R->out);
 }
 
+/* Clear the line of :repeat's bar (spaces: no escape sequence, so a
+ * dumb terminal shows it right too). */
+static void clear_bar(void)
+{
+    fprintf(stderr, "\r%60s\r", "");
+}
+
 /* :repeat's bar on standard error at a terminal: calls done of all. */
 static void draw_bar(long done, long all)
 {
@@ -436,7 +443,7 @@ static int call_fn(repl *R, tg_term *const *t, int n, long times, long every, in
         }
         if (every > 0 && (k + 1) % every == 0) {
             if (bar)
-                fprintf(stderr, "\r\033[K");
+                clear_bar();
             fprintf(R->out, "%.*s %ld/%ld: ", (int)nl, fname, k + 1, times);
             show_line(R, out, f->nout);
             fflush(R->out);
@@ -445,7 +452,7 @@ static int call_fn(repl *R, tg_term *const *t, int n, long times, long every, in
             draw_bar(k + 1, times);
     }
     if (bar && rc == 0)
-        fprintf(stderr, "\r\033[K");
+        clear_bar();
     /* the last outputs, unless (every K) has just shown them */
     for (int i = 0; rc == 0 && !(every > 0 && times % every == 0) && i < f->nout; i++) {
         tg_term *v = tgM_array_to_term(R->ctx, &out[i]);
