@@ -27,6 +27,19 @@
 static tg_ctx *ctx;
 static tg_error err;
 
+/* The 1-minute load average (-1 when unknown): the machine is shared. */
+static double loadavg(void)
+{
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
 static void die(const char *what)
 {
     fprintf(stderr, "bench/train: %s: %s\n", what, err.message);
@@ -175,7 +188,7 @@ static void logreg(const char *dir)
     tg_array ax, ay, a;
     tg_array_init(&ax, TG_FLOAT64, 2, xs, X);
     tg_array_init(&ay, TG_FLOAT64, 1, &ys, y);
-    char path[600];
+    char path[700];
     snprintf(path, sizeof path, "%s/X.npy", dir);
     if (tg_npy_write(path, &ax, &err) < 0)
         die("writing X");
@@ -217,7 +230,7 @@ static void logreg(const char *dir)
            n, f, tt, 1e6 / tt, tcm, 1e6 / tcm);
     if (tn > 0)
         printf("\"numpy_us\": %.1f, \"numpy_steps_per_s\": %.1f, \"numpy_over_tgrel\": %.2f, ", tn, 1e6 / tn, tn / tt);
-    printf("\"tgrel_over_c\": %.2f}\n", tt / tcm);
+    printf("\"tgrel_over_c\": %.2f, \"load_avg\": %.1f}\n", tt / tcm, loadavg());
     tg_fn_free(step);
     tg_shared_free(sw);
     tg_shared_free(sb);
@@ -290,7 +303,7 @@ static void mlp(const char *dir, const char *data)
            "\"tgrel_steps_per_s\": %.1f, \"loss_after\": %.4f", tt, 1e6 / tt, l);
     if (tn > 0)
         printf(", \"numpy_us\": %.1f, \"numpy_over_tgrel\": %.2f", tn, tn / tt);
-    printf("}\n");
+    printf(", \"load_avg\": %.1f}\n", loadavg());
     tg_fn_free(step);
     free(dx.data), free(dy.data);
 }
@@ -329,7 +342,7 @@ static void overhead(void)
     double tp = time_calls(plain, &in, pout, 100000);
     double ts = time_calls(state, &in, NULL, 100000);
     printf("{\"bench\": \"20 shared variables: 20 updates against 20 outputs, per call\", \"outputs_us\": %.3f, "
-           "\"updates_us\": %.3f, \"added_us\": %.3f}\n", tp, ts, ts - tp);
+           "\"updates_us\": %.3f, \"added_us\": %.3f, \"load_avg\": %.1f}\n", tp, ts, ts - tp, loadavg());
     tg_fn_free(plain);
     tg_fn_free(state);
     for (int k = 0; k < K; k++)

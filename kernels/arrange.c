@@ -53,8 +53,9 @@ static int type_argmax(tgV_builder *b, tgV_node *n, tg_term **argt, int nt)
     tgV_graph *g = tgV_graph_of(b);
     const tgV_node *x = &g->nodes[n->args[0]];
     n->dtype = n->cdt = TG_INT64;
-    if (nt == 1 || (tg_kind_of(argt[1]) == TG_SYMBOL && tg_symbol_name(argt[1], NULL) &&
-                    strcmp(tg_symbol_name(argt[1], NULL), "all") == 0)) {
+    size_t len = 0;
+    const char *sym = nt > 1 && tg_kind_of(argt[1]) == TG_SYMBOL ? tg_symbol_name(argt[1], &len) : NULL;
+    if (nt == 1 || (sym && len == 3 && memcmp(sym, "all", 3) == 0)) {
         n->axes = x->ndim ? (uint32_t)((1ull << x->ndim) - 1) : 0;
         return 0;
     }
