@@ -1,8 +1,9 @@
 /* repl_tensor.c - the REPL's tensor commands (prefix tgM_): :eval
  * compiles a term and runs it on values given inline or as .npy files,
  * :let names subterms for later entries, :var makes and sets shared
- * variables, :fn compiles a function with updates that :call and
- * :repeat run. */
+ * variables (from a literal, a file or a term's value), :fn compiles a
+ * function with updates that :call and :repeat run (:repeat with a
+ * progress bar at a terminal), :save writes a value as .npy. */
 #include "config.h"
 
 #include <gc/gc.h>
@@ -171,7 +172,6 @@ int tgM_cmd_eval(repl *R, const char *name, const char *args)
     return rc;
 }
 
-
 /* ---- functions with state: :var, :fn, :call, :repeat, :save ------------ */
 
 /* A function :fn compiled, by name; in collector memory, so that its
@@ -200,8 +200,6 @@ void tgM_free_fns(repl *R)
 }
 
 static const char *const dtype_names[] = {"bool", "int32", "int64", "float32", "float64"};
-
-/* ---- functions with state: :var, :fn, :call, :repeat ------------------- */
 
 /* Whether t is an op application (a term to evaluate), not a literal
  * array: a list whose head is a symbol. */
@@ -436,7 +434,7 @@ static int call_fn(repl *R, tg_term *const *t, int n, long times, long every, in
     for (long k = 0; rc == 0 && k < times; k++) {
         if (tg_fn_call(f->fn, arr, out, &err) < 0) {
             if (bar)
-                fputc('\n', stderr);
+                clear_bar();
             tgM_report_here(R, &err);
             rc = 1;
             break;
