@@ -388,6 +388,9 @@ static void test_errors(void)
          "int64 or int32"},
         {"(input y float64 (2))", "(one_hot (input y float64 (2)) 3)", "int64 or int32"},
         {"(input y int64 (2))", "(one_hot (input y int64 (2)) 0)", "integer literal >= 1"},
+        {"(input m float64 (n 3))",
+         "(scan (lambda (r) ((argmax r 0))) (steps auto) (sequences (input m float64 (n 3))) (outputs (nitsot)) (non_sequences))",
+         "not supported inside a scan's lambda yet"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         tg_error err;
