@@ -492,6 +492,18 @@ static int run_argmax(const tgV_node *n, const tgI_arr *x, const tgI_arr *y, tg_
     return 0;
 }
 
+/* Whether a's elements are one block of memory in C order. */
+static bool is_block(const tgI_arr *a)
+{
+    int64_t want = (int64_t)tgV_dtype_size(a->dtype);
+    for (int d = a->ndim - 1; d >= 0; d--) {
+        if (a->shape[d] != 1 && a->strides[d] != want)
+            return false;
+        want *= a->shape[d];
+    }
+    return true;
+}
+
 /* Index i of take's IDX as a row of an axis of size n (negative from the
  * end); -1 with err when out of range. */
 static int row_of(const tgV_node *n, const tgI_arr *ix, int64_t i, int64_t rows, int64_t *out, tg_error *err)
@@ -544,6 +556,21 @@ static int run_take(const tgV_node *n, tgI_state *st, const tgI_arr *y, tg_error
                 copy(&other, &a, true);
             else
                 copy(&a, &other, false);
+        }
+        return 0;
+    }
+    /* the common case, rows of X and of Y each one block of memory: a
+     * memcpy a row, the index read in place */
+    tgI_arr rx = drop(x, 0, 0), ry = drop(y, 0, 0);
+    size_t rb = (size_t)count(&rx) * tgV_dtype_size(x->dtype);
+    if (!inc && is_block(&rx) && is_block(&ry) && (ix->dtype == TG_INT64 || ix->dtype == TG_INT32)) {
+        for (int64_t i = 0; i < ni; i++) {
+            const char *p = ix->data + i * ix->strides[0];
+            int64_t r = ix->dtype == TG_INT64 ? *(const int64_t *)p : *(const int32_t *)p;
+            if (r < -rows || r >= rows)
+                return fail(n, err, "index %lld is out of range for an axis of size %lld", (long long)r,
+                            (long long)rows);
+            memcpy(y->data + i * y->strides[0], x->data + (r < 0 ? r + rows : r) * x->strides[0], rb);
         }
         return 0;
     }
