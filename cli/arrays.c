@@ -169,116 +169,16 @@ bad:
     return -1;
 }
 
-/* ---- .npy -------------------------------------------------------------- */
-
-/* The text after key in the header dict ('descr': ...), or NULL. */
-static const char *npy_field(const char *h, const char *key)
-{
-    const char *p = strstr(h, key);
-    if (!p)
-        return NULL;
-    p += strlen(key);
-    while (*p == ' ' || *p == '\'' || *p == '"' || *p == ':')
-        p++;
-    return p;
-}
-
-static int npy_dtype(const char *d)
-{
-    static const char *descr[] = {"|b1", "<i4", "<i8", "<f4", "<f8"};
-    for (int i = 0; i < 5; i++)
-        if (!strncmp(d, descr[i], 3))
-            return i;
-    return -1;
-}
-
-static int npy_fail(tg_error *err, const char *path, const char *why)
-{
-    tg_error_set(err, TG_ERR_IO, "%s: %s", path, why);
-    return -1;
-}
+/* ---- .npy: the library's reader (tg_npy_parse) -------------------------- */
 
 int tgM_array_read_npy(const char *path, tg_array *a, tg_error *err)
 {
-    size_t len;
-    memset(a, 0, sizeof *a);
-    tg_error e;
-    tg_error_clear(&e);
-    char *f = tg_slurp_file(path, &len, &e);
-    if (!f)
-        return npy_fail(err, path, e.message);
-    int st = tgM_array_parse_npy(f, len, path, a, err);
-    free(f);
-    return st;
-}
-
-/* The header's shape tuple into a; NULL, or what is wrong. */
-static const char *npy_shape(const char *sh, tg_array *a)
-{
-    for (const char *p = sh + 1; *p && *p != ')';) {
-        while (*p == ' ' || *p == ',')
-            p++;
-        if (*p == ')')
-            break;
-        char *end;
-        errno = 0;
-        long long v = strtoll(p, &end, 10);
-        if (end == p || v < 0 || errno || a->ndim == TG_MAXDIM)
-            return "bad shape in the header";
-        a->shape[a->ndim++] = v;
-        p = end;
-    }
-    return NULL;
+    return tg_npy_read(path, a, err);
 }
 
 int tgM_array_parse_npy(const char *f, size_t len, const char *name, tg_array *a, tg_error *err)
 {
-    memset(a, 0, sizeof *a);
-    const unsigned char *u = (const unsigned char *)f;
-    if (len < 10 || memcmp(f, "\x93NUMPY", 6) != 0 || u[6] < 1 || u[6] > 3)
-        return npy_fail(err, name, "not a .npy file (version 1 to 3)");
-    size_t hl, off;
-    if (u[6] == 1) {
-        hl = (size_t)u[8] | (size_t)u[9] << 8;
-        off = 10;
-    } else {
-        hl = len < 12 ? SIZE_MAX : (size_t)u[8] | (size_t)u[9] << 8 | (size_t)u[10] << 16 |
-                                   (size_t)u[11] << 24;
-        off = 12;
-    }
-    if (len < off || hl > len - off)
-        return npy_fail(err, name, "truncated header");
-    char *h = strndup(f + off, hl);
-    const char *d = h ? npy_field(h, "descr") : NULL;
-    const char *fo = h ? npy_field(h, "fortran_order") : NULL;
-    const char *sh = h ? npy_field(h, "shape") : NULL;
-    int dt = d ? npy_dtype(d) : -1;
-    const char *why = !h ? "out of memory" : dt < 0 ? "unsupported dtype (bool, int32, int64, float32 or float64, little-endian)"
-                      : !fo || strncmp(fo, "False", 5) ? "Fortran order is not supported"
-                      : !sh || *sh != '(' ? "no shape in the header" : NULL;
-    if (!why) {
-        a->dtype = (tg_dtype)dt;
-        why = npy_shape(sh, a);
-    }
-    int64_t count = 1;
-    for (int k = 0; !why && k < a->ndim; k++) {
-        if (a->shape[k] && count > ((int64_t)1 << 40) / a->shape[k])
-            why = "array too large";
-        count *= a->shape[k];
-    }
-    size_t bytes = why ? 0 : (size_t)count * dtype_size[dt];
-    if (!why && bytes > len - off - hl)
-        why = "truncated data";
-    if (!why && !(a->data = malloc(bytes ? bytes : 1)))
-        why = "out of memory";
-    if (!why) {
-        int64_t shape[TG_MAXDIM];
-        memcpy(shape, a->shape, sizeof shape);
-        memcpy(a->data, f + off + hl, bytes);
-        tg_array_init(a, a->dtype, a->ndim, shape, a->data);
-    }
-    free(h);
-    return why ? npy_fail(err, name, why) : 0;
+    return tg_npy_parse(f, len, name, a, err);
 }
 
 /* ---- back to terms --------------------------------------------------------- */

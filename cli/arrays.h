@@ -11,9 +11,9 @@
  * dtype; 0, or -1 with err filled. */
 int tgM_array_from_term(const tg_term *t, tg_dtype dtype, tg_array *a, tg_error *err);
 
-/* Read a .npy file (version 1 to 3, little-endian or one-byte elements,
- * C order; dtypes bool, int32, int64, float32, float64) into a (data
- * malloc'd); 0, or -1 with err naming the file and what is wrong. */
+/* Read a .npy file (tg_npy_read: version 1 to 3, either byte order,
+ * C or Fortran order; dtypes bool, int32, int64, float32, float64) into a
+ * (data malloc'd); 0, or -1 with err naming the file and what is wrong. */
 int tgM_array_read_npy(const char *path, tg_array *a, tg_error *err);
 
 /* The same for the len bytes at buf (the whole file's contents); errors

@@ -55,6 +55,7 @@ int tgM_cmd_repeat(repl *R, const char *name, const char *args);
 int tgM_profile_fn(repl *R, tg_term *name);
 int tgM_profile_eval(repl *R);
 int tgM_profile_rewrite(repl *R);
+int tgM_cmd_save(repl *R, const char *name, const char *args);
 /* Free the functions :fn compiled. */
 void tgM_free_fns(repl *R);
 

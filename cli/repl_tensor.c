@@ -1,8 +1,9 @@
 /* repl_tensor.c - the REPL's tensor commands (prefix tgM_): :eval
  * compiles a term and runs it on values given inline or as .npy files,
  * :let names subterms for later entries, :var makes and sets shared
- * variables, :fn compiles a function with updates that :call and
- * :repeat run. */
+ * variables (from a literal, a file or a term's value), :fn compiles a
+ * function with updates that :call and :repeat run (:repeat with a
+ * progress bar at a terminal), :save writes a value as .npy. */
 #include "config.h"
 
 #include <gc/gc.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "arrays.h"
 #include "repl_int.h"
@@ -172,7 +174,7 @@ int tgM_cmd_eval(repl *R, const char *name, const char *args)
     return rc;
 }
 
-/* ---- functions with state: :var, :fn, :call, :repeat ------------------- */
+/* ---- functions with state: :var, :fn, :call, :repeat, :save ------------ */
 
 /* A function :fn compiled, by name; in collector memory, so that its
  * terms stay alive (the list hangs on the repl, on the stack). */
@@ -200,6 +202,32 @@ void tgM_free_fns(repl *R)
 }
 
 static const char *const dtype_names[] = {"bool", "int32", "int64", "float32", "float64"};
+
+/* Whether t is an op application (a term to evaluate), not a literal
+ * array: a list whose head is a symbol. */
+static int is_op_term(const tg_term *t)
+{
+    return tg_kind_of(t) == TG_PAIR && tg_kind_of(tg_car((tg_term *)t)) == TG_SYMBOL;
+}
+
+/* The value of x, a term with no inputs (it may read shared variables),
+ * as dtype (cast) in *a (data malloc'd); 0, or -1 with err filled. */
+static int eval_closed(repl *R, tg_term *x, tg_dtype dt, tg_array *a, tg_error *err)
+{
+    tg_term *c[3] = {tg_symbol_cstr(R->ctx, "cast"), x, tg_symbol_cstr(R->ctx, dtype_names[dt])};
+    tg_term *term = c[0] && c[2] ? tg_list(R->ctx, 3, c, NULL) : NULL;
+    if (!term) {
+        tg_error_set(err, TG_ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    tg_grad_options go = {R->rs, 0};
+    tg_fn_options fo = {.grad = &go};
+    tg_fn *fn = tg_fn_compile(R->ctx, 0, NULL, 1, &term, &fo, err);
+    memset(a, 0, sizeof *a);
+    int rc = fn ? tg_fn_call(fn, NULL, a, err) : -1;
+    tg_fn_free(fn);
+    return rc;
+}
 
 /* "NAME: DTYPE (SIZE ...)" of a shared variable. */
 static void print_var(repl *R, const tg_shared *v)
@@ -253,7 +281,16 @@ int tgM_cmd_var(repl *R, const char *name, const char *args)
     size_t pl;
     const char *path = tg_kind_of(t[2]) == TG_STRING ? tg_string_bytes(t[2], &pl) : NULL;
     char *p = path ? strndup(path, pl) : NULL;
-    rc = path ? (p ? tgM_array_read_npy(p, &a, &err) : -1) : tgM_array_from_term(t[2], (tg_dtype)dt, &a, &err);
+    if (is_op_term(t[2])) {     /* a tensor term: its value */
+        tg_term *x = expand(R, t[2]);
+        rc = x ? eval_closed(R, x, (tg_dtype)dt, &a, &err) : -1;
+        if (!x) {
+            free(cname), free(p);
+            return 1;
+        }
+    } else {
+        rc = path ? (p ? tgM_array_read_npy(p, &a, &err) : -1) : tgM_array_from_term(t[2], (tg_dtype)dt, &a, &err);
+    }
     free(p);
     if (rc == 0 && a.dtype != (tg_dtype)dt) {
         snprintf(err.message, sizeof err.message, "the file holds %s data, not %s", dtype_names[a.dtype],
@@ -342,9 +379,38 @@ int tgM_cmd_fn(repl *R, const char *name, const char *args)
     return 0;
 }
 
+/* The outputs out[0..n) on one line (for :repeat's progress lines). */
+static void show_line(repl *R, const tg_array *out, int n)
+{
+    for (int i = 0; i < n; i++) {
+        tg_term *v = tgM_array_to_term(R->ctx, &out[i]);
+        char *p = v ? tg_print(v, NULL) : NULL;
+        fprintf(R->out, "%s%s", i ? " " : "", p ? p : "?");
+        free(p);
+    }
+    fputc('\n', R->out);
+}
+
+/* Clear the line of :repeat's bar (spaces: no escape sequence, so a
+ * dumb terminal shows it right too). */
+static void clear_bar(void)
+{
+    fprintf(stderr, "\r%60s\r", "");
+}
+
+/* :repeat's bar on standard error at a terminal: calls done of all. */
+static void draw_bar(long done, long all)
+{
+    enum { W = 30 };
+    int fill = (int)((double)done / (double)all * W);
+    fprintf(stderr, "\r[%.*s%*s] %ld/%ld", fill, "##############################", W - fill, "", done, all);
+    fflush(stderr);
+}
+
 /* Call function NAME (t[0]) `times` times on the bindings t[1..n), then
- * print its outputs. */
-static int call_fn(repl *R, tg_term *const *t, int n, long times)
+ * print its outputs; with every > 0, also a line with them after every
+ * `every` calls; with bar set, a progress bar on standard error. */
+static int call_fn(repl *R, tg_term *const *t, int n, long times, long every, int bar)
 {
     replfn *f = tg_kind_of(t[0]) == TG_SYMBOL ? find_fn(R, t[0]) : NULL;
     if (!f) {
@@ -363,14 +429,32 @@ static int call_fn(repl *R, tg_term *const *t, int n, long times)
     tg_error err;
     tg_error_clear(&err);
     memset(out, 0, sizeof out);
+    size_t nl;
+    const char *fname = tg_symbol_name(t[0], &nl);
+    long step = times / 200 ? times / 200 : 1;     /* redraw the bar 200 times at most */
     /* the first call allocates the outputs, the others write into them */
     for (long k = 0; rc == 0 && k < times; k++) {
         if (tg_fn_call(f->fn, arr, out, &err) < 0) {
+            if (bar)
+                clear_bar();
             tgM_report_here(R, &err);
             rc = 1;
+            break;
         }
+        if (every > 0 && (k + 1) % every == 0) {
+            if (bar)
+                clear_bar();
+            fprintf(R->out, "%.*s %ld/%ld: ", (int)nl, fname, k + 1, times);
+            show_line(R, out, f->nout);
+            fflush(R->out);
+        }
+        if (bar && ((k + 1) % step == 0 || k + 1 == times))
+            draw_bar(k + 1, times);
     }
-    for (int i = 0; rc == 0 && i < f->nout; i++) {
+    if (bar && rc == 0)
+        clear_bar();
+    /* the last outputs, unless (every K) has just shown them */
+    for (int i = 0; rc == 0 && !(every > 0 && times % every == 0) && i < f->nout; i++) {
         tg_term *v = tgM_array_to_term(R->ctx, &out[i]);
         if (v)
             tgM_show(R, v);
@@ -389,22 +473,93 @@ int tgM_cmd_call(repl *R, const char *name, const char *args)
 {
     tg_term *t[1 + MAX_INPUTS];
     int n = tgM_read_args(R, name, args, t, 1, 1 + MAX_INPUTS, "NAME (X VALUE-OR-\"FILE.npy\") ...");
-    return n < 0 ? 1 : call_fn(R, t, n, 1);
+    return n < 0 ? 1 : call_fn(R, t, n, 1, 0, 0);
 }
 
-/* :repeat N NAME (X VALUE) ...: run it N times on the same arrays. */
+/* :repeat N NAME [(every K)] (X VALUE) ...: run it N times on the same
+ * arrays; (every K) prints the outputs after every K calls, and at a
+ * terminal a progress bar goes to standard error meanwhile. */
 int tgM_cmd_repeat(repl *R, const char *name, const char *args)
 {
-    tg_term *t[2 + MAX_INPUTS];
-    int64_t times;
-    int n = tgM_read_args(R, name, args, t, 2, 2 + MAX_INPUTS, "N NAME (X VALUE-OR-\"FILE.npy\") ...");
+    tg_term *t[3 + MAX_INPUTS];
+    int64_t times, every = 0;
+    int n = tgM_read_args(R, name, args, t, 2, 3 + MAX_INPUTS,
+                          "N NAME [(every K)] (X VALUE-OR-\"FILE.npy\") ...");
     if (n < 0)
         return 1;
     if (tg_int_get(t[0], &times) < 0 || times < 1) {
         tgM_complain(R, "%s", ":repeat needs a count of at least 1");
         return 1;
     }
-    return call_fn(R, t + 1, n - 1, (long)times);
+    tg_term *ev = tg_symbol_cstr(R->ctx, "every");
+    for (int i = 2; i < n; i++)
+        if (tg_kind_of(t[i]) == TG_PAIR && tg_car(t[i]) == ev) {
+            if (tg_length(t[i]) != 2 || tg_int_get(tg_nth(t[i], 1), &every) < 0 || every < 1) {
+                tgM_complain(R, "%s", ":repeat: (every K) needs a count K of at least 1");
+                return 1;
+            }
+            memmove(t + i, t + i + 1, (size_t)(n - i - 1) * sizeof *t);
+            n--;
+            break;
+        }
+    int bar = !R->o->machine && isatty(STDERR_FILENO) && times > 1;
+    return call_fn(R, t + 1, n - 1, (long)times, (long)every, bar);
+}
+
+/* :save NAME-OR-TERM "FILE.npy": write a shared variable's value, or a
+ * term's (no inputs; it may read shared variables), as a .npy file. */
+int tgM_cmd_save(repl *R, const char *name, const char *args)
+{
+    tg_term *t[2];
+    int n = tgM_read_args(R, name, args, t, 2, 2, "NAME-OR-TERM \"FILE.npy\"");
+    if (n < 0)
+        return 1;
+    size_t pl;
+    const char *path = tg_kind_of(t[1]) == TG_STRING ? tg_string_bytes(t[1], &pl) : NULL;
+    if (!path) {
+        tgM_complain(R, "%s", "usage: :save NAME-OR-TERM \"FILE.npy\" (the file name a string)");
+        return 1;
+    }
+    char *p = strndup(path, pl);
+    tg_error err;
+    tg_error_clear(&err);
+    tg_array a;
+    memset(&a, 0, sizeof a);
+    int rc = p ? 0 : -1, owned = 0;
+    if (tg_kind_of(t[0]) == TG_SYMBOL) {
+        size_t len;
+        const char *vn = tg_symbol_name(t[0], &len);
+        char *cname = strndup(vn, len);
+        tg_shared *v = cname ? tg_shared_find(R->ctx, cname) : NULL;
+        free(cname);
+        if (!v) {
+            char *s = tg_print(t[0], NULL);
+            tgM_complain(R, "no shared variable %s (:var makes one; or give a term)", s ? s : "?");
+            free(s), free(p);
+            return 1;
+        }
+        rc = tg_shared_view(v, &a, &err);
+    } else {
+        tg_term *x = expand(R, t[0]);
+        if (!x) {
+            free(p);
+            return 1;
+        }
+        tg_grad_options go = {R->rs, 0};
+        tg_fn_options fo = {.grad = &go};
+        tg_fn *fn = tg_fn_compile(R->ctx, 0, NULL, 1, &x, &fo, &err);
+        rc = fn ? tg_fn_call(fn, NULL, &a, &err) : -1;
+        owned = rc == 0;
+        tg_fn_free(fn);
+    }
+    if (rc == 0)
+        rc = tg_npy_write(p, &a, &err);
+    if (owned)
+        free(a.data);
+    free(p);
+    if (rc < 0)
+        tgM_report_here(R, &err);
+    return rc < 0;
 }
 
 /* ---- :profile fn NAME, :profile eval ------------------------------------ */

@@ -175,7 +175,29 @@ tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
     tg_fn_stats ps;
     memset(&ps, 0, sizeof ps);
     double t0 = mark.ms;
-    if (nout && outputs) {  /* the grads first: rewriters and types see tensor terms */
+    /* updates: their values are computed as outputs after the caller's */
+    size_t nupd = 0, nuser = nout;
+    tg_term **targets = NULL, **values = NULL;
+    if (opt && tgSt_split(ctx, opt->updates, &nupd, &targets, &values, err) < 0)
+        return NULL;
+    if (nupd) {
+        tg_term **all = GC_MALLOC((nout + nupd) * sizeof *all);
+        if (!all) {
+            tgE_nomem(err);
+            return NULL;
+        }
+        if (nout && !outputs) {
+            tgE_arg(err, "kernels: no output terms");
+            return NULL;
+        }
+        if (nout)
+            memcpy(all, outputs, nout * sizeof *all);
+        memcpy(all + nout, values, nupd * sizeof *all);
+        outputs = all, nout += nupd;
+    }
+    /* the grads first, in the outputs and the updates' values alike:
+     * rewriters and types see tensor terms */
+    if (nout && outputs) {
         tg_term **ex = GC_MALLOC(nout * sizeof *ex);
         if (!ex)
             return tgE_nomem(err), NULL;
@@ -192,26 +214,6 @@ tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
         kept_all = *opt;    /* the check reads the inputs after the call */
         kept_all.kept = NULL;
         opt = &kept_all;
-    }
-    /* updates: their values are computed as outputs after the caller's */
-    size_t nupd = 0, nuser = nout;
-    tg_term **targets = NULL, **values = NULL;
-    if (opt && tgSt_split(ctx, opt->updates, &nupd, &targets, &values, err) < 0)
-        goto fail;
-    if (nupd) {
-        tg_term **all = GC_MALLOC((nout + nupd) * sizeof *all);
-        if (!all) {
-            tgE_nomem(err);
-            goto fail;
-        }
-        if (nout && !outputs) {
-            tgE_arg(err, "kernels: no output terms");
-            goto fail;
-        }
-        if (nout)
-            memcpy(all, outputs, nout * sizeof *all);
-        memcpy(all + nout, values, nupd * sizeof *all);
-        outputs = all, nout += nupd;
     }
     ps.nodes_before = ps.nodes_after = count_nodes(ctx, nout, outputs);
     if (opt && opt->rules) {

@@ -16,6 +16,7 @@
 #include "interp.h"
 #include "codegen.h"
 #include "random.h"
+#include "arrange.h"
 #include "scan.h"
 
 TGJ_DIVMOD_DEFS
@@ -236,7 +237,9 @@ static int bind_inputs(const tgH_sched *s, tgI_state *st, const tg_array *in, tg
         }
     }
     /* the sizes slices derive from those (index.c) */
-    return tgIx_bind(g, st->symv, err);
+    if (tgIx_bind(g, st->symv, err) < 0)
+        return -1;
+    return tgAr_bind(g, st->symv, err);     /* and those concatenate derives */
 }
 
 /* ---- loops ---------------------------------------------------------------- */
@@ -615,8 +618,28 @@ static void store_regs(const tgI_arr *dst, const reg *acc, tg_dtype from)
     for_each(dst->ndim, dst->shape, dst->strides, rs, copy_visit, &C);
 }
 
+typedef struct rowctx {
+    const tgI_arr *src, *dst;
+    size_t bytes;
+} rowctx;
+
+static void row_visit(void *ud, int64_t od, int64_t os)
+{
+    rowctx *R = ud;
+    memcpy(R->dst->data + od, R->src->data + os, R->bytes);
+}
+
 static void copy_arr(const tgI_arr *dst, const tgI_arr *src)
 {
+    /* one dtype and rows contiguous on both sides (a GEMM's bias broadcast
+     * over the rows, a copied matrix): a memcpy a row */
+    int nd = dst->ndim;
+    int64_t es = (int64_t)tgV_dtype_size(dst->dtype);
+    if (src->dtype == dst->dtype && nd > 0 && dst->strides[nd - 1] == es && src->strides[nd - 1] == es) {
+        rowctx R = {src, dst, (size_t)(dst->shape[nd - 1] * es)};
+        for_each(nd - 1, dst->shape, dst->strides, src->strides, row_visit, &R);
+        return;
+    }
     copyctx C = {src, dst, NULL, TG_BOOL};
     for_each(dst->ndim, dst->shape, dst->strides, src->strides, copy_visit, &C);
 }
@@ -1336,6 +1359,9 @@ int tgI_exec(const tgH_sched *s, tgI_state *st, tg_array *out, tg_error *err)
         case TGH_REDUCE:
             if (g->nodes[v].op == TGV_INC_SUBTENSOR || g->nodes[v].op == TGV_SET_SUBTENSOR) {
                 if (run_update(s, st, v, err) < 0)
+                    return -1;
+            } else if (tgAr_op(g->nodes[v].op)) {
+                if (tgAr_run(s, st, v, err) < 0)
                     return -1;
             } else if (run_reduce(s, st, v, err) < 0) {
                 return -1;

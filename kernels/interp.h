@@ -33,6 +33,8 @@ typedef struct tgI_state {
     tgJ_loop_fn *kern;      /* per step: compiled loop (a scan: its function), or NULL */
     struct tgSc_state **scans;  /* per step: a scan's runtime state, or NULL */
     size_t nscansteps;
+    uint32_t rstream;       /* random draws' stream: 0 for a function, one per
+                             * step of a scan's body (random.c) */
 } tgI_state;
 
 int tgI_init(tgI_state *st, const tgH_sched *s);

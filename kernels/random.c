@@ -20,6 +20,15 @@
 static const char *const kinds[] = {"uniform", "normal", "bernoulli", "integers"};
 static const int nparams[] = {2, 2, 1, 2};
 
+/* A draw in a scan's body is keyed by its step as well (the counter's
+ * fourth word), so that each step draws afresh from one state: step t of
+ * a scan run in stream p draws in stream p * golden + t + 1 (mod 2^32),
+ * a function's own draws in stream 0. */
+uint32_t tgRn_stream(uint32_t parent, int64_t step)
+{
+    return parent * 0x9E3779B1u + (uint32_t)step + 1u;
+}
+
 const char *tgRn_kind_name(int k) { return k >= 0 && k < 4 ? kinds[k] : "?"; }
 
 bool tgRn_head(const char *name, size_t len) { return len == 6 && memcmp(name, "random", 6) == 0; }
@@ -43,11 +52,11 @@ void tgRn_philox(uint32_t ctr[4], const uint32_t key[2])
     }
 }
 
-/* The two 64-bit words of counter (i, d) under key s. */
-static void block(uint64_t s, int64_t i, int d, uint64_t out[2])
+/* The two 64-bit words of counter (i, d, stream) under key s. */
+static void block(uint64_t s, int64_t i, int d, uint32_t stream, uint64_t out[2])
 {
     uint32_t key[2] = {(uint32_t)s, (uint32_t)(s >> 32)};
-    uint32_t c[4] = {(uint32_t)(uint64_t)i, (uint32_t)((uint64_t)i >> 32), (uint32_t)d, 0};
+    uint32_t c[4] = {(uint32_t)(uint64_t)i, (uint32_t)((uint64_t)i >> 32), (uint32_t)d, stream};
     tgRn_philox(c, key);
     out[0] = (uint64_t)c[1] << 32 | c[0];
     out[1] = (uint64_t)c[3] << 32 | c[2];
@@ -63,8 +72,6 @@ int tgRn_build(tgV_builder *b, tg_term *t, tg_term **need)
     static const char usage[] = "a random draw is (random KIND STATE (SIZE ...) PARAM ...), KIND one of "
                                 "uniform (LO HI), normal (MEAN STD), bernoulli (P), integers (LO HI)";
     tgV_graph *g = tgV_graph_of(b);
-    if (tgV_depth(b))
-        return tgV_fail(b, t, "a random draw inside a scan's lambda: draw outside the scan and give it as a sequence");
     tg_term *a[3 + 3];
     size_t n = tg_elements(t, a, 6), len;
     const char *kn = n > 1 ? tg_symbol_name(a[1], &len) : NULL;
@@ -175,7 +182,7 @@ int tgRn_run(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
     char *p = y->data;
     for (int64_t i = 0; i < total; i++) {
         uint64_t w[2];
-        block((uint64_t)sv, i, n->rord, w);
+        block((uint64_t)sv, i, n->rord, st->rstream, w);
         switch (n->rkind) {
         case TGRN_UNIFORM: {
             double x = p0 + (p1 - p0) * unit(w[0]);

@@ -17,6 +17,9 @@ int tgRn_build(tgV_builder *b, tg_term *t, tg_term **need);
 /* Fill node v's value (step of kind TGH_RANDOM); 0, or -1 with err
  * naming the term (invalid parameters). */
 int tgRn_run(const tgH_sched *s, tgI_state *st, int v, tg_error *err);
+/* The stream of the draws of step `step` of a scan's body run within
+ * stream parent (0: a function's own draws). */
+uint32_t tgRn_stream(uint32_t parent, int64_t step);
 /* The name of kind k. */
 const char *tgRn_kind_name(int k);
 

@@ -16,6 +16,7 @@
 #include "buf.h"
 #include "error.h"
 #include "scan.h"
+#include "random.h"
 
 /* ---- reading the term -------------------------------------------------- */
 
@@ -1106,6 +1107,7 @@ int tgSc_run(const tgH_sched *s, tgI_state *st, const tgH_step *step, tgSc_state
         for (done = 0; done < n;) {
             point(s, st, step, ss, n, done);
             point_inner(ss);
+            ss->in.rstream = tgRn_stream(st->rstream, done);    /* fresh draws each step */
             if (tgI_exec(sc->is, &ss->in, ss->pout, err) < 0)
                 return -1;
             mitmot_store(ss, done);

@@ -13,6 +13,7 @@
 #include "tensor.h"
 #include "random.h"
 #include "scan.h"
+#include "arrange.h"
 
 /* What an op looks like as a term: arity bounds (max -1: any) and which
  * arguments are tensors (from tlo, up to thi or the end when thi is -1). */
@@ -51,6 +52,13 @@ static const opinfo ops[] = {
     /* tensors: X, V and the index tensors */
     {"inc_subtensor", TGV_INC_SUBTENSOR, 2, 2 + TGV_MAXDIM, 0, -1},
     {"set_subtensor", TGV_SET_SUBTENSOR, 2, 2 + TGV_MAXDIM, 0, -1},
+    /* picking and arranging (arrange.c) */
+    {"argmax", TGV_ARGMAX, 1, 2, 0, 0}, {"argmin", TGV_ARGMIN, 1, 2, 0, 0},
+    {"concatenate", TGV_CONCAT, 2, -1, 1, -1}, {"stack", TGV_STACK, 2, -1, 1, -1},
+    {"concatenate_part", TGV_CONCAT_PART, 3, -1, 1, -1}, {"stack_part", TGV_STACK_PART, 3, -1, 1, -1},
+    {"concatenate_inc", TGV_CONCAT_INC, 4, -1, 1, -1}, {"stack_inc", TGV_STACK_INC, 4, -1, 1, -1},
+    {"take", TGV_TAKE, 2, 2, 0, -1}, {"inc_take", TGV_INC_TAKE, 3, 3, 0, -1},
+    {"one_hot", TGV_ONE_HOT, 2, 2, 0, 0},
 };
 
 static const char *const dtype_names[] = {"bool", "int32", "int64", "float32", "float64"};
@@ -342,6 +350,8 @@ static tg_dtype promote2(tg_dtype a, tg_dtype c)
     tg_dtype f = fa ? a : c, i = fa ? c : a;
     return f == TG_FLOAT32 && i == TG_BOOL ? TG_FLOAT32 : TG_FLOAT64;
 }
+
+tg_dtype tgV_promote2(tg_dtype a, tg_dtype c) { return promote2(a, c); }
 
 /* The promoted dtype of a node's tensor arguments from..to-1: weak
  * literals only decide the kind (integer / float) unless all are weak. */
@@ -931,6 +941,11 @@ static int make_op(builder *b, tg_term *t, const opinfo *oi, tg_term **argt, int
                 args[n->nargs++] = map_get(b, argt[i]);
         return type_update(b, n, argt, nt);
     }
+    if (tgAr_op(oi->op)) {
+        if (b->depth)
+            return fail(b, t, "not supported inside a scan's lambda yet");
+        return tgAr_type(b, n, argt, nt);
+    }
     if (tgV_elementwise(oi->op) && oi->op != TGV_ALLOC)
         return type_elementwise(b, n, argt);
     switch (oi->op) {
@@ -1122,7 +1137,7 @@ static int check_bound(builder *b)
     tgV_graph *g = b->g;
     for (int k = 0; k < g->nsyms; k++) {
         tgV_size c = tgV_canon(g, -(tgV_size)k - 1);
-        if (c >= 0 || tgIx_derived(g, c))
+        if (c >= 0 || tgIx_derived(g, c) || tgAr_derived(g, c))
             continue;
         bool found = false;
         for (int i = 0; i < g->ninputs && !found; i++) {

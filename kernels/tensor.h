@@ -27,6 +27,10 @@ typedef enum tgV_op {
     TGV_SCAN,   /* one output of a scan, or its step count (kernels/scan.h) */
     TGV_RANDOM, /* a random draw (kernels/random.h) */
     TGV_INC_SUBTENSOR, TGV_SET_SUBTENSOR,   /* X with X[IDX...] += V or = V: index.c */
+    /* picking and arranging (arrange.c): argmax / argmin over an axis,
+     * concatenate, stack, their gradients' parts, take, inc_take, one_hot */
+    TGV_ARGMAX, TGV_ARGMIN, TGV_CONCAT, TGV_STACK, TGV_CONCAT_PART, TGV_STACK_PART,
+    TGV_CONCAT_INC, TGV_STACK_INC, TGV_TAKE, TGV_INC_TAKE, TGV_ONE_HOT,
     TGV_NOPS
 } tgV_op;
 
@@ -77,6 +81,9 @@ typedef struct tgV_graph {
     int nshared;
     int nupdates;
     int *updated;
+    /* sizes concatenate derives from symbolic sizes (arrange.h) */
+    struct tgAr_dsum *dsums;
+    int ndsums, dsumcap;
 } tgV_graph;
 
 /* Build the typed graph of outputs over inputs; NULL with err filled
@@ -85,6 +92,9 @@ tgV_graph *tgV_build(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
                      tg_term *const *outputs, tg_error *err);
 
 const char *tgV_dtype_name(tg_dtype d);
+/* numpy's promotion of two dtypes (bool < int32 < int64, float32 <
+ * float64, an integer of 32 bits or more with float32 float64). */
+tg_dtype tgV_promote2(tg_dtype a, tg_dtype c);
 size_t tgV_dtype_size(tg_dtype d);
 bool tgV_is_float(tg_dtype d);
 bool tgV_elementwise(tgV_op op);

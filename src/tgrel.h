@@ -640,6 +640,20 @@ const char *tg_shared_name(const tg_shared *sv);
  * more. */
 void tg_shared_free(tg_shared *sv);
 
+/* ---- .npy files ----------------------------------------------------- */
+
+/* Read numpy's .npy format (versions 1 to 3; bool, int32, int64,
+ * float32, float64 in either byte order, C or Fortran order) into out: a
+ * C-contiguous array whose data is malloc'd (release it with free).  0,
+ * or -1 with err naming the file (name for tg_npy_parse, NULL:
+ * "<buffer>") and what is wrong: not a .npy file, a truncated header or
+ * truncated data, an unsupported dtype; out then holds no data. */
+int tg_npy_read(const char *path, tg_array *out, tg_error *err);
+int tg_npy_parse(const void *buf, size_t len, const char *name, tg_array *out, tg_error *err);
+/* Write a (any strides) as a .npy file, version 1.0, C order,
+ * little-endian.  0, or -1 with err naming the file. */
+int tg_npy_write(const char *path, const tg_array *a, tg_error *err);
+
 #ifdef __cplusplus
 }
 #endif

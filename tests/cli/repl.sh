@@ -382,6 +382,33 @@ w: float64 (2)
 <stdin>:13:1: kernels: in (input x int64 (2)): the new value of shared variable w is int64, w is float64
 <stdin>:14:1: w: *nope.npy*" "$TGREL"
 
+# :var takes a term's value (cast to its dtype, :let names expanded);
+# :repeat (every K) prints the outputs after every K calls (in a pipe: no
+# bar); :save writes a variable or a term's value as .npy, read back
+input ':let two (add 1 1)' ':var v float64 (mul two (alloc 1.5 3))' ':var k int64 (sum (shared v float64 (3)) all)' \
+      ':var v' ':var k' \
+      ':fn inc (outputs (sum (shared v float64 (3)) all)) (updates ((shared v float64 (3)) (add (shared v float64 (3)) 1)))' \
+      ':repeat 4 inc (every 2)' ':repeat 3 inc (every 2)' \
+      ":save v \"$tmp/v.npy\"" ":save (mul (shared v float64 (3)) 2) \"$tmp/v2.npy\"" \
+      ":var u float64 \"$tmp/v.npy\"" ":eval (input z float64 (3)) (z \"$tmp/v2.npy\")" \
+      ':save nope "x.npy"' ":save v \"$tmp/no/such/dir.npy\"" ':save v x.npy' ':repeat 2 inc (every 0)' \
+      ':var k float64 (frob 1)'
+t ":var of a term, :repeat (every K), :save" 1 "v: float64 (3)
+k: int64 ()
+(3.0 3.0 3.0)
+9
+inc: 0 inputs, 1 output, 1 update
+inc 2/4: 12.0
+inc 4/4: 18.0
+inc 2/3: 24.0
+27.0
+u: float64 (3)
+(20.0 20.0 20.0)" "<stdin>:13:1: no shared variable nope (:var makes one; or give a term)
+<stdin>:14:1: $tmp/no/such/dir.npy: No such file or directory
+<stdin>:15:1: usage: :save NAME-OR-TERM \"FILE.npy\" (the file name a string)
+<stdin>:16:1: :repeat: (every K) needs a count K of at least 1
+<stdin>:17:1: k: kernels: in (frob 1): unknown op" "$TGREL"
+
 # a scan is a tensor term like any other (doc/scan.md)
 input ':eval (scan (lambda (xt acc) ((add acc xt))) (steps auto) (sequences (input x float64 (n))) (outputs (sitsot 0)) (non_sequences)) (x (1 2 3 4))' \
       ':eval (scan (lambda (a b) ((add a b))) (steps 6) (sequences) (outputs (mitsot (input f int64 (2)) (taps -2 -1))) (non_sequences)) (f (0 1))' \
@@ -432,7 +459,6 @@ mknpy() {
 mknpy "$tmp/x.npy" '<f8' '(2,)' False '\000\000\000\000\000\000\360\077\000\000\000\000\000\000\000\100'
 mknpy "$tmp/m.npy" '<i4' '(2, 1)' False '\007\000\000\000\011\000\000\000'
 mknpy "$tmp/f.npy" '<f8' '(2,)' True '\000\000\000\000\000\000\360\077\000\000\000\000\000\000\000\100'
-mknpy "$tmp/b.npy" '>f8' '(2,)' False '\000\000\000\000\000\000\360\077\000\000\000\000\000\000\000\100'
 mknpy "$tmp/t.npy" '<f8' '(3,)' False '\000\000\000\000\000\000\360\077'
 printf 'not an array' >"$tmp/n.npy"
 input ":eval (mul (input x float64 (2)) 3) (x \"$tmp/x.npy\")" \
@@ -450,15 +476,31 @@ big=$?
 head -c 300 "$tmp/big.out" >"$tmp/big.head"
 report $big ":eval returns a large array whole" "$tmp/big.head"
 
-input ":eval (neg (input x float64 (2))) (x \"$tmp/f.npy\")" \
-      ":eval (neg (input x float64 (2))) (x \"$tmp/b.npy\")" \
+# Fortran order (a 2x3 matrix stored by columns) and big-endian data
+# are read as what they hold
+mknpy "$tmp/f23.npy" '<i8' '(2, 3)' True \
+    '\001\0\0\0\0\0\0\0\004\0\0\0\0\0\0\0\002\0\0\0\0\0\0\0\005\0\0\0\0\0\0\0\003\0\0\0\0\0\0\0\006\0\0\0\0\0\0\0'
+mknpy "$tmp/be.npy" '>f8' '(2,)' False '\077\360\000\000\000\000\000\000\300\000\000\000\000\000\000\000'
+mknpy "$tmp/bi.npy" '>i4' '(2, 1)' True '\000\000\000\007\377\377\377\367'
+mknpy "$tmp/u2.npy" '<u2' '(1,)' False '\000\000'
+input ":eval (neg (input x int64 (2 3))) (x \"$tmp/f23.npy\")" \
+      ":eval (neg (input x float64 (2))) (x \"$tmp/be.npy\")" \
+      ":eval (neg (input x int32 (2 1))) (x \"$tmp/bi.npy\")" \
+      ":eval (neg (input x float64 (2))) (x \"$tmp/f.npy\")"
+t ":eval reads Fortran-ordered and big-endian .npy files" 0 "((-1 -2 -3) (-4 -5 -6))
+(-1.0 2.0)
+((-7) (9))
+(-1.0 -2.0)" "" "$TGREL"
+
+input ":eval (neg (input x float64 (2))) (x \"$tmp/u2.npy\")" \
+      ":eval (neg (input x float64 (3))) (x \"$tmp/x.npy\")" \
       ":eval (neg (input x float64 (3))) (x \"$tmp/t.npy\")" \
       ":eval (neg (input x float64 (3))) (x \"$tmp/n.npy\")" \
       ":eval (neg (input x float64 (3))) (x \"$tmp/none.npy\")"
 t "bad .npy files are reported with their name" 1 "" \
-"<stdin>:1:1: input x: $tmp/f.npy: Fortran order is not supported
-<stdin>:2:1: input x: $tmp/b.npy: unsupported dtype (bool, int32, int64, float32 or float64, little-endian)
-<stdin>:3:1: input x: $tmp/t.npy: truncated data
+"<stdin>:1:1: input x: $tmp/u2.npy: unsupported dtype (bool, int32, int64, float32 or float64)
+<stdin>:2:1: kernels: input x: expected shape (3), got (2)
+<stdin>:3:1: input x: $tmp/t.npy: truncated data: the header announces 24 bytes, the file has 8
 <stdin>:4:1: input x: $tmp/n.npy: not a .npy file (version 1 to 3)
 <stdin>:5:1: input x: *none.npy*" "$TGREL"
 

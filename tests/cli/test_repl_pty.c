@@ -249,6 +249,19 @@ int main(void)
     type(fd, "kept\r");
     TAP_CHECK(expect(fd, "kept\r\n"), "Ctrl-C drops the half-typed entry, the next one runs");
 
+    /* :repeat draws a progress bar at a terminal (issue 22), then clears it */
+    expect(fd, "tgrel> ");
+    type(fd, ":var c float64 0\r");
+    expect(fd, "tgrel> ");
+    type(fd, ":fn cnt (outputs (shared c float64 ())) (updates ((shared c float64 ()) (add (shared c float64 ()) 1)))\r");
+    expect(fd, "tgrel> ");
+    type(fd, ":repeat 3000 cnt (every 1500)\r");
+    int bar = expect(fd, "] ") && expect(fd, "/3000") && expect(fd, "cnt 1500/3000: 1499.0") &&
+              expect(fd, "cnt 3000/3000: 2999.0") && expect(fd, "] 3000/3000");
+    if (!bar)
+        dump_screen();
+    TAP_CHECK(bar, ":repeat shows a progress bar at a terminal and clears it");
+
     /* ^D typed before readline has the terminal in raw mode would be the
      * line discipline's end of file, which readline does not see: wait
      * for the prompt first */
