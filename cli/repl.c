@@ -1063,6 +1063,11 @@ static const command commands[] = {
     {"repeat", "N NAME (X VALUE)...", "run it N times on the same arrays; print the last outputs",
      ":repeat 10 step (x (1 2))", tgM_cmd_repeat},
     {"shared", "[on|off]", "print repeated subterms once: X where *1 = ...", ":shared on", cmd_shared},
+    /* modes and the checking mode of :eval (repl_tensor.c) */
+    {"mode", "[fast_run|fast_compile|none]", "how :eval rewrites with a loaded library (default, canonicalize, nothing); or print it",
+     ":mode fast_compile", tgM_cmd_mode},
+    {"check", "[on [TOL]|off]", "run :eval's unrewritten graph beside it and name a rule that changed a value",
+     ":check on 1e-9", tgM_cmd_check},
     {"quit", "", "leave (Ctrl-D too)", ":quit", cmd_quit},
     {NULL, NULL, NULL, NULL, NULL}
 };

@@ -27,6 +27,11 @@ typedef struct repl {
     struct replfn *fns;     /* the functions :fn defined (collector memory) */
     tg_term *let_names;     /* :let: names and the terms they stand for, two lists */
     tg_term *let_terms;
+    /* :mode and :check (repl_tensor.c): how :eval rewrites with a loaded
+     * library's default rewriter */
+    const char *mode;       /* NULL: $TGREL_MODE, else fast_run */
+    int check;              /* the checking mode on */
+    double check_tol;       /* its tolerance (0: the default) */
 } repl;
 
 /* An error of the current entry, with its place. */
@@ -47,6 +52,8 @@ int tgM_cmd_var(repl *R, const char *name, const char *args);
 int tgM_cmd_fn(repl *R, const char *name, const char *args);
 int tgM_cmd_call(repl *R, const char *name, const char *args);
 int tgM_cmd_repeat(repl *R, const char *name, const char *args);
+int tgM_cmd_mode(repl *R, const char *name, const char *args);
+int tgM_cmd_check(repl *R, const char *name, const char *args);
 /* Free the functions :fn compiled. */
 void tgM_free_fns(repl *R);
 

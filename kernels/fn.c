@@ -130,9 +130,50 @@ void tg_array_init(tg_array *a, tg_dtype dtype, int ndim, const int64_t *shape, 
     }
 }
 
+/* ---- modes: how much of the rule set rewrites (doc/kernels.md) ---------- */
+
+const char *tg_fn_mode(const char *mode, tg_error *err)
+{
+    static const char *const modes[] = {"fast_run", "fast_compile", "none"};
+    const char *m = mode;
+    if (!m && (!(m = getenv("TGREL_MODE")) || !*m))
+        return modes[0];
+    for (size_t i = 0; i < sizeof modes / sizeof *modes; i++)
+        if (!strcmp(m, modes[i]))
+            return modes[i];
+    tgE_set(err, TG_ERR_ARG, NULL, 0, 0, "kernels: unknown mode %.100s%s (fast_run, fast_compile or none)", m,
+            mode ? "" : " in TGREL_MODE");
+    return NULL;
+}
+
+/* *opt as its mode says: itself for fast_run, else a copy in *buf that
+ * rewrites with canonicalize (fast_compile) or not at all (none: the
+ * checking mode has nothing to check then).  0, or -1 with err filled. */
+static int apply_mode(tg_ctx *ctx, const tg_fn_options **opt, tg_fn_options *buf, tg_error *err)
+{
+    const tg_fn_options *o = *opt;
+    const char *m = tg_fn_mode(o ? o->mode : NULL, err);
+    if (!m)
+        return -1;
+    if (!o || !o->rules || !strcmp(m, "fast_run"))
+        return 0;
+    *buf = *o;
+    if (!strcmp(m, "none")) {
+        buf->rules = NULL;
+        buf->check = 0;
+    } else if (!(buf->rewrite = tg_symbol_cstr(ctx, "canonicalize"))) {
+        return tgE_nomem(err), -1;
+    }
+    *opt = buf;
+    return 0;
+}
+
 tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout,
                      tg_term *const *outputs, const tg_fn_options *opt, tg_error *err)
 {
+    tg_fn_options moded;
+    if (apply_mode(ctx, &opt, &moded, err) < 0)
+        return NULL;
     tgCk *check = NULL;
     tg_fn_options kept_all;
     tgV_graph *g;

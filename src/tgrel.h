@@ -493,7 +493,18 @@ typedef struct tg_fn_options {
      * when no value changes (int64 data into a float64 input); a value
      * that would change is an error, as is any other dtype when zero */
     int allow_input_downcast;
+    /* ---- modes (doc/kernels.md, Modes) ---- */
+    /* how much rules rewrites: "fast_run" (the rewriter rewrite names,
+     * everything by default), "fast_compile" (the rule set's canonicalize
+     * only) or "none" (no rewriting, the checking mode off); NULL:
+     * $TGREL_MODE, else fast_run.  Another name is an error */
+    const char *mode;
 } tg_fn_options;
+
+/* The mode a compile with options mode uses (NULL: $TGREL_MODE, else
+ * "fast_run"): "fast_run", "fast_compile" or "none" (static strings);
+ * NULL with err filled for any other name. */
+const char *tg_fn_mode(const char *mode, tg_error *err);
 
 /* Compile outputs over inputs, each input an (input NAME DTYPE (SIZE ...))
  * term; the outputs may read shared variables of ctx, written (shared

@@ -1,0 +1,114 @@
+/* test_pipeline.c - a pipeline users can extend (doc/kernels.md, Modes;
+ * doc/rules.md, Registering into a database): the modes fast_run,
+ * fast_compile and none chosen in tg_fn_options and by $TGREL_MODE, an
+ * unknown one an error; rules a user's file registers into a database of
+ * another file, run by tg_fn_compile; each checked by the values the
+ * function computes (a rule that changes a value on purpose shows which
+ * rewriter ran), on the compiled and the interpreted path. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "kt.h"
+
+static char dir[] = "/tmp/tgrel-pipeline-test-XXXXXX";
+
+/* A library in miniature: canonicalize turns exp into expm1 and
+ * specialize turns sin into cos, both on purpose, so that the values say
+ * which of them ran. */
+static const char lib_rules[] =
+    "(op exp (arity 1)) (op expm1 (arity 1)) (op sin (arity 1)) (op cos (arity 1))\n"
+    "(op add (arity 2+) assoc comm)\n"
+    "(rule exp-expm1 (exp ?x) => (expm1 ?x))\n"
+    "(rule sin-cos (sin ?x) => (cos ?x))\n"
+    "(equilibrium canonicalize exp-expm1)\n"
+    "(equilibrium specialize sin-cos)\n"
+    "(sequence default (0 canonicalize) (1 specialize))\n";
+
+/* Compile out over x (n) with rs and the given mode (and rewrite spec,
+ * NULL: default), call it on x[0..n), out written to y. */
+static int run(tg_ctx *ctx, tg_rules *rs, const char *mode, const char *spec, const char *out, const double *x,
+               double *y, int64_t n, tg_error *err)
+{
+    tg_error_clear(err);
+    tg_term *in = tg_read_cstr(ctx, "(input x float64 (n))", err), *o = tg_read_cstr(ctx, out, err);
+    tg_fn_options opt = {.interpret = kt_path, .rules = rs, .mode = mode,
+                         .rewrite = spec ? tg_read_cstr(ctx, spec, err) : NULL};
+    tg_fn *fn = in && o ? tg_fn_compile(ctx, 1, &in, 1, &o, &opt, err) : NULL;
+    tg_array a, b;
+    tg_array_init(&a, TG_FLOAT64, 1, &n, (void *)x);
+    tg_array_init(&b, TG_FLOAT64, 1, &n, y);
+    int rc = fn ? tg_fn_call(fn, &a, &b, err) : -1;
+    tg_fn_free(fn);
+    return rc;
+}
+
+/* y[i] == f(x[i]) + g(x[i]) for all i, within a few ulps. */
+static int all_close(const double *x, const double *y, int64_t n, double (*f)(double), double (*g)(double))
+{
+    for (int64_t i = 0; i < n; i++)
+        if (!kt_close(y[i], f(x[i]) + g(x[i]), KT_ULPS))
+            return 0;
+    return 1;
+}
+
+static void test_modes(void)
+{
+    tg_error err;
+    tg_ctx *ctx = tg_ctx_new(&err);
+    tg_rules *rs = kt_rules(ctx, lib_rules, "lib.rules");
+    const double x[5] = {0.25, -1.5, 2, 0, 3.5};
+    double y[5];
+    const char *t = "(add (exp (input x float64 (n))) (sin (input x float64 (n))))";
+    KT_EACH_PATH {
+        TAP_CHECK(run(ctx, rs, NULL, NULL, t, x, y, 5, &err) == 0 && all_close(x, y, 5, expm1, cos),
+                  "no mode: fast_run, canonicalize and specialize ran (%s)", err.message);
+        TAP_CHECK(run(ctx, rs, "fast_run", NULL, t, x, y, 5, &err) == 0 && all_close(x, y, 5, expm1, cos),
+                  "fast_run: everything");
+        TAP_CHECK(run(ctx, rs, "fast_compile", NULL, t, x, y, 5, &err) == 0 && all_close(x, y, 5, expm1, sin),
+                  "fast_compile: canonicalize only (%s)", err.message);
+        TAP_CHECK(run(ctx, rs, "fast_compile", "specialize", t, x, y, 5, &err) == 0 && all_close(x, y, 5, expm1, sin),
+                  "fast_compile runs canonicalize whatever rewrite names");
+        TAP_CHECK(run(ctx, rs, "none", NULL, t, x, y, 5, &err) == 0 && all_close(x, y, 5, exp, sin),
+                  "none: not rewritten (%s)", err.message);
+        setenv("TGREL_MODE", "fast_compile", 1);
+        TAP_CHECK(run(ctx, rs, NULL, NULL, t, x, y, 5, &err) == 0 && all_close(x, y, 5, expm1, sin),
+                  "TGREL_MODE=fast_compile when the options name none");
+        TAP_CHECK(run(ctx, rs, "none", NULL, t, x, y, 5, &err) == 0 && all_close(x, y, 5, exp, sin),
+                  "the options' mode wins over TGREL_MODE");
+        setenv("TGREL_MODE", "none", 1);
+        TAP_CHECK(run(ctx, rs, NULL, NULL, t, x, y, 5, &err) == 0 && all_close(x, y, 5, exp, sin), "TGREL_MODE=none");
+        setenv("TGREL_MODE", "fastest", 1);
+        tg_error_clear(&err);
+        TAP_CHECK(run(ctx, rs, NULL, NULL, t, x, y, 5, &err) < 0 && err.code == TG_ERR_ARG &&
+                      strstr(err.message, "unknown mode fastest in TGREL_MODE (fast_run, fast_compile or none)"),
+                  "an unknown TGREL_MODE is an error (%s)", err.message);
+        unsetenv("TGREL_MODE");
+        tg_error_clear(&err);
+        TAP_CHECK(run(ctx, rs, "fast", NULL, t, x, y, 5, &err) < 0 &&
+                      strstr(err.message, "unknown mode fast (fast_run, fast_compile or none)"),
+                  "an unknown mode in the options is an error (%s)", err.message);
+        tg_error_clear(&err);
+        TAP_CHECK(run(ctx, NULL, "slow", NULL, "(exp (input x float64 (n)))", x, y, 5, &err) < 0 &&
+                      strstr(err.message, "unknown mode slow"),
+                  "also without a rule set");
+    }
+    TAP_CHECK(tg_fn_mode(NULL, NULL) && !strcmp(tg_fn_mode(NULL, NULL), "fast_run") &&
+                  !strcmp(tg_fn_mode("none", NULL), "none") && !tg_fn_mode("", &err),
+              "tg_fn_mode: the default, a name, and \"\" unknown");
+    tg_rules_free(rs);
+    tg_ctx_free(ctx);
+}
+
+int main(void)
+{
+    if (!mkdtemp(dir))
+        return 1;
+    setenv("TGREL_CACHE_DIR", dir, 1);
+    unsetenv("TGREL_MODE");
+    test_modes();
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    TAP_CHECK(system(cmd) == 0, "clean up");
+    return TAP_DONE();
+}
