@@ -144,17 +144,30 @@ static void rollback(tg_rules *rs, uint32_t nops, uint32_t nrules, uint32_t nrws
     tgW_plans_clear(rs);
 }
 
+/* Undo the registrations after the first nregs (newest first): each
+ * rewriter gets back the items it had. */
+static void unregister(tg_rules *rs, uint32_t nregs)
+{
+    while (rs->nregs > nregs) {
+        tgW_reg *r = &rs->regs[--rs->nregs];
+        r->rw->items = r->items;
+        r->rw->nitems = r->nitems;
+    }
+    tgW_plans_clear(rs);
+}
+
 /* ---- loading ------------------------------------------------------------ */
 
 enum { F_OP, F_RULE, F_INCLUDE, F_DEFREL, F_TABLED, F_FACT, F_FACTS, F_ARITY, F_ASSOC, F_COMM,
        F_TO, F_BOTH, F_WHEN, F_NORMALIZE, F_MEMO, F_RUN, F_RUNSTAR, F_TAGS, F_EQUIL, F_WALK,
        F_SEQ, F_ORDER, F_IN2OUT, F_OUT2IN, F_MAXUSE, F_REVERSE, F_QUERY, F_INCL, F_REQ, F_EXCL,
-       F_SUBQ, F_REWRITE, F_PROFILE, F_TRACE, F_ON, F_OFF, F_PROV, F_WHY, NF };
+       F_SUBQ, F_REWRITE, F_PROFILE, F_TRACE, F_ON, F_OFF, F_PROV, F_WHY, F_REGISTER, F_DEFQUERY, NF };
 static const char *const form_names[NF] = {
     "op", "rule", "include", "defrel", "tabled", "fact", "facts", "arity", "assoc", "comm",
     "=>", "<=>", "when", "normalize", "memo", "run", "run*", "tags", "equilibrium", "walk",
     "sequence", "order", "in-to-out", "out-to-in", "max-use-ratio", "reverse", "query", "include",
-    "require", "exclude", "subquery", "rewrite", "profile", "trace", "on", "off", "provenance", "why"
+    "require", "exclude", "subquery", "rewrite", "profile", "trace", "on", "off", "provenance", "why",
+    "register", "defquery"
 };
 
 typedef struct loader {
@@ -542,6 +555,143 @@ static tgW_rw *parse_spec(loader *L, tg_term *spec, tgW_query **q)
     return rw;
 }
 
+/* ---- extending databases: register, defquery -------------------------- */
+
+/* The rewriter a register form names, or NULL after the error. */
+static tgW_rw *register_target(loader *L, tg_term *db)
+{
+    tgW_rw *rw = tg_kind_of(db) == TG_SYMBOL ? tgW_rw_find(L->rs, db) : NULL;
+    char *p = tgW_show(db);
+    if (!rw)
+        lerr(L, db, "register: unknown database %s (declare it with equilibrium, walk or sequence)", p ? p : "?");
+    else if (rw->kind == TGW_QUERY)
+        lerr(L, db, "register: %s is a named query, not a database (register into the database it selects from)",
+             p ? p : "?");
+    free(p);
+    return rw && rw->kind != TGW_QUERY ? rw : NULL;
+}
+
+/* Whether item it is in rw already (the same name, the same way). */
+static const tgW_item *item_in(const tgW_rw *rw, const tgW_item *it, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (rw->items[i].name == it->name && rw->items[i].backward == it->backward)
+            return &rw->items[i];
+    return NULL;
+}
+
+/* (register DB ITEM ...) into an equilibrium or walk, (register DB (POS
+ * ITEM) ...) into a sequence, whose positions must be free: the items
+ * join DB as if DB's form had named them (PyTensor's register_canonicalize
+ * and optdb.register).  The rewriter's old items are kept to undo a
+ * failed load. */
+static int load_register(loader *L, tg_term *form)
+{
+    tg_rules *rs = L->rs;
+    size_t n = tg_length(form);
+    if (n < 3 || tg_tail(form) != tg_nil()) {
+        char *p = tgW_show(form);
+        lerr(L, form, "malformed register: (register DATABASE ITEM ...), (POSITION ITEM) for a sequence, in %s",
+             p ? p : "?");
+        free(p);
+        return -1;
+    }
+    tgW_rw *rw = register_target(L, tg_nth(form, 1));
+    if (!rw)
+        return -1;
+    tgW_item *items = GC_MALLOC((rw->nitems + n) * sizeof *items);
+    tgW_reg *regs = tgW_grow(rs->regs, rs->nregs, &rs->capregs, rs->nregs + 1, sizeof *regs);
+    if (!items || !regs)
+        return tgE_nomem(L->err), -1;
+    rs->regs = regs;
+    if (rw->nitems)
+        memcpy(items, rw->items, rw->nitems * sizeof *items);
+    size_t k = rw->nitems;
+    for (size_t i = 2; i < n; i++) {
+        tg_term *x = tg_nth(form, i), *nm = x;
+        double pos = 0;
+        if (rw->kind == TGW_SEQ) {
+            int64_t iv;
+            if (!tgT_ispair(x) || tg_length(x) != 2 || tg_tail(x) != tg_nil() ||
+                (tg_int_get(tg_car(x), &iv) < 0 && tg_double_get(tg_car(x), &pos) < 0)) {
+                char *p = tgW_show(x);
+                size_t sl;
+                const char *sn = tg_symbol_name(rw->name, &sl);
+                lerr(L, x, "register: an item of sequence %.*s is (POSITION NAME), found %s", (int)sl, sn,
+                     p ? p : "?");
+                free(p);
+                return -1;
+            }
+            if (tg_int_get(tg_car(x), &iv) == 0)
+                pos = (double)iv;
+            nm = tg_nth(x, 1);
+        }
+        if (parse_item(L, nm, &items[k]) < 0)
+            return -1;
+        items[k].pos = pos;
+        tgW_rw tmp = *rw;
+        tmp.items = items;
+        const tgW_item *old = item_in(&tmp, &items[k], k);
+        char *p = tgW_show(nm);
+        size_t dl;
+        const char *dn = tg_symbol_name(rw->name, &dl);
+        if (old)
+            lerr(L, nm, "register: %s is in %.*s already", p ? p : "?", (int)dl, dn);
+        for (size_t j = 0; !old && rw->kind == TGW_SEQ && j < k; j++)
+            if (items[j].pos == pos) {
+                char *q = tgW_show(items[j].name);
+                lerr(L, x, "register: position %g of sequence %.*s is taken by %s (a position is free or given once)",
+                     pos, (int)dl, dn, q ? q : "?");
+                free(q);
+                old = &items[j];
+            }
+        free(p);
+        if (old)
+            return -1;
+        if (items[k].rw == rw) {
+            lerr(L, nm, "register: %.*s into itself", (int)dl, dn);
+            return -1;
+        }
+        k++;
+    }
+    rs->regs[rs->nregs++] = (tgW_reg){rw, rw->items, rw->nitems};
+    rw->items = items;
+    rw->nitems = k;
+    tgW_plans_clear(rs);
+    return 0;
+}
+
+/* (defquery NAME SPEC): a name for SPEC, a rewriter's name or (query
+ * NAME CLAUSE ...), usable wherever a rewriter is (rewrite, items,
+ * sequences, other queries, which nest). */
+static int load_defquery(loader *L, tg_term *form)
+{
+    tg_rules *rs = L->rs;
+    tg_term *name = tg_length(form) == 3 && tg_tail(form) == tg_nil() ? tg_nth(form, 1) : NULL;
+    if (!name || tg_kind_of(name) != TG_SYMBOL) {
+        char *p = tgW_show(form);
+        lerr(L, form, "malformed defquery: (defquery NAME (query DATABASE CLAUSE ...)) in %s", p ? p : "?");
+        free(p);
+        return -1;
+    }
+    if (tgW_rw_find(rs, name) || tgW_map_get(&rs->rulemap, name)) {
+        size_t len;
+        const char *s = tg_symbol_name(name, &len);
+        lerr(L, name, "%.*s is already the name of a %s", (int)len, s, tgW_rw_find(rs, name) ? "rewriter" : "rule");
+        return -1;
+    }
+    tgW_query *q;
+    tg_term *spec = tg_nth(form, 2);
+    tgW_rw *base = parse_spec(L, spec, &q);
+    tgW_rw *rw = base ? GC_MALLOC(sizeof *rw) : NULL;
+    if (!rw)
+        return base ? (tgE_nomem(L->err), -1) : -1;
+    rw->name = name, rw->kind = TGW_QUERY, rw->tags = tg_nil();
+    rw->base = base, rw->q = q, rw->spec = spec;
+    rw->file = L->file, rw->line = L->line, rw->col = L->col;
+    return rws_push(rs, rw) < 0 ? (tgE_nomem(L->err), -1) : 0;
+}
+
 /* (rule NAME LHS... => RHS (when C...)) and (rule NAME LHS <=> RHS ...) */
 static int load_rule(loader *L, tg_term *form)
 {
@@ -810,6 +960,10 @@ static int load_form(loader *L, tg_term *form)
         return log_src(L, form, load_rewriter(L, form, TGW_WALK_IN));
     if (h == L->sym[F_SEQ])
         return log_src(L, form, load_rewriter(L, form, TGW_SEQ));
+    if (h == L->sym[F_REGISTER])
+        return log_src(L, form, load_register(L, form));
+    if (h == L->sym[F_DEFQUERY])
+        return log_src(L, form, load_defquery(L, form));
     if (h && (h == L->sym[F_DEFREL] || h == L->sym[F_TABLED] || h == L->sym[F_FACT] ||
               h == L->sym[F_FACTS]))
         return stage_def(L, form);
@@ -973,8 +1127,9 @@ static int load(tg_rules *rs, const char *text, size_t len, const char *file, co
         return -1;
     if (real)
         L.files[L.nfiles++] = real;
-    uint32_t nops = rs->nops, nrules = rs->nrules, nrws = rs->nrws, nsrc = rs->nsrc;
+    uint32_t nops = rs->nops, nrules = rs->nrules, nrws = rs->nrws, nsrc = rs->nsrc, nregs = rs->nregs;
     if (load_text(&L, text, len, file) < 0 || eval_defs(&L) < 0 || check_relrefs(&L, nrules) < 0) {
+        unregister(rs, nregs);
         rollback(rs, nops, nrules, nrws, nsrc);
         return -1;
     }
@@ -1184,9 +1339,10 @@ static int eval_form(tg_rules *rs, tg_term *form, const char *file, int line, in
     if (h == L.sym[F_PROV] || h == L.sym[F_WHY])
         return eval_provenance(&L, form, value);
     if (h == L.sym[F_OP] || h == L.sym[F_RULE] || h == L.sym[F_INCLUDE] || h == L.sym[F_EQUIL] ||
-        h == L.sym[F_WALK] || h == L.sym[F_SEQ]) {
-        uint32_t nops = rs->nops, nrules = rs->nrules, nrws = rs->nrws, nsrc = rs->nsrc;
+        h == L.sym[F_WALK] || h == L.sym[F_SEQ] || h == L.sym[F_REGISTER] || h == L.sym[F_DEFQUERY]) {
+        uint32_t nops = rs->nops, nrules = rs->nrules, nrws = rs->nrws, nsrc = rs->nsrc, nregs = rs->nregs;
         if (load_form(&L, form) < 0 || eval_defs(&L) < 0 || check_relrefs(&L, nrules) < 0) {
+            unregister(rs, nregs);
             rollback(rs, nops, nrules, nrws, nsrc);
             return -1;
         }

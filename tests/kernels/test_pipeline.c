@@ -100,6 +100,68 @@ static void test_modes(void)
     tg_ctx_free(ctx);
 }
 
+/* A user's file registers a rule into the library's canonicalize: a
+ * compile after it runs the rule (the rewrite cache tells the two rule
+ * sets apart), fast_compile too; a named query of the user's file is a
+ * rewrite spec; the errors of a bad file carry file:line:column, and
+ * leave the rule set as it was. */
+static void test_register(void)
+{
+    static const char user[] =
+        "(op log1p (arity 1))\n"
+        "(rule expm1-log1p (expm1 ?x) => (log1p ?x))\n"
+        "(register canonicalize expm1-log1p)\n"
+        "(defquery no-sin (query default (exclude sin-cos)))\n";
+    tg_error err;
+    tg_ctx *ctx = tg_ctx_new(&err);
+    tg_rules *rs = kt_rules(ctx, lib_rules, "lib.rules");
+    const double x[4] = {0.5, 1.25, 2, 3};
+    double y[4];
+    const char *t = "(add (exp (input x float64 (n))) (sin (input x float64 (n))))";
+    KT_EACH_PATH {
+        TAP_CHECK(run(ctx, rs, NULL, NULL, t, x, y, 4, &err) == 0 && all_close(x, y, 4, expm1, cos),
+                  "before the user's file: the library alone");
+    }
+    int ok = tg_rules_load_string(rs, user, strlen(user), "user.rules", &err) == 0;
+    TAP_CHECK(ok, "the user's file loads (%s)", ok ? "" : err.message);
+    KT_EACH_PATH {
+        TAP_CHECK(run(ctx, rs, NULL, NULL, t, x, y, 4, &err) == 0 && all_close(x, y, 4, log1p, cos),
+                  "after: default runs the registered rule (%s)", err.message);
+        TAP_CHECK(run(ctx, rs, "fast_compile", NULL, t, x, y, 4, &err) == 0 && all_close(x, y, 4, log1p, sin),
+                  "fast_compile runs it, in canonicalize");
+        TAP_CHECK(run(ctx, rs, NULL, "no-sin", t, x, y, 4, &err) == 0 && all_close(x, y, 4, log1p, sin),
+                  "a named query as the rewrite spec (%s)", err.message);
+    }
+    static const struct { const char *text, *msg; int line, col; } bad[] = {
+        {"(rule r2 (sin ?x) => ?x)\n(register\n    canonicalise r2)", "unknown database canonicalise", 3, 5},
+        {"(rule r2 (sin ?x) => ?x)\n(register default (0.5 r2)\n  (1 sin-cos))",
+         "position 1 of sequence default is taken by specialize", 3, 3},
+        {"(rule r2 (sin ?x) => ?x)\n  (register canonicalize r2 exp-expm1)", "exp-expm1 is in canonicalize already", 2,
+         29},
+        {"(defquery q (query specialize))\n(register q exp-expm1)", "q is a named query, not a database", 2, 11},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        tg_error_clear(&err);
+        int rc = tg_rules_load_string(rs, bad[i].text, strlen(bad[i].text), "bad.rules", &err);
+        TAP_CHECK(rc < 0 && strstr(err.message, bad[i].msg) && err.file && !strcmp(err.file, "bad.rules") &&
+                      err.line == bad[i].line && err.column == bad[i].col,
+                  "bad file %zu: %s at bad.rules:%d:%d (%s:%d:%d: %s)", i + 1, bad[i].msg, bad[i].line, bad[i].col,
+                  err.file ? err.file : "-", err.line, err.column, err.message);
+    }
+    KT_EACH_PATH {
+        TAP_CHECK(run(ctx, rs, NULL, NULL, t, x, y, 4, &err) == 0 && all_close(x, y, 4, log1p, cos),
+                  "the bad files changed nothing: default as before (%s)", err.message);
+    }
+    tg_term *l = tg_rules_list(rs, TG_LIST_REWRITERS, &err);
+    char *p = l ? tg_print(l, NULL) : NULL;
+    TAP_CHECK(p && strstr(p, "(equilibrium canonicalize exp-expm1 expm1-log1p)") &&
+                  strstr(p, "(defquery no-sin (query default (exclude sin-cos)))") && !strstr(p, "r2"),
+              "the listing shows the registration and the named query (%s)", p ? p : "-");
+    free(p);
+    tg_rules_free(rs);
+    tg_ctx_free(ctx);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
@@ -107,6 +169,7 @@ int main(void)
     setenv("TGREL_CACHE_DIR", dir, 1);
     unsetenv("TGREL_MODE");
     test_modes();
+    test_register();
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     TAP_CHECK(system(cmd) == 0, "clean up");
