@@ -11,6 +11,7 @@
 #include "error.h"
 #include "cache.h"
 #include "check.h"
+#include "defop.h"
 #include "grad.h"
 #include "interp.h"
 #include "rwcache.h"
@@ -172,6 +173,7 @@ tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
                      tg_term *const *outputs, const tg_fn_options *opt, tg_error *err)
 {
     tg_fn_options moded;
+    tg_rules *defrs = opt ? opt->rules : NULL;     /* its definitions are expanded in every mode */
     if (apply_mode(ctx, &opt, &moded, err) < 0)
         return NULL;
     tgCk *check = NULL;
@@ -184,6 +186,15 @@ tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
     if (nout && outputs) {  /* the grads first: rewriters and types see tensor terms */
         tg_term **ex = GC_MALLOC(nout * sizeof *ex);
         if (!ex)
+            return tgE_nomem(err), NULL;
+        /* before them, the ops the rule sets define (defop): their
+         * gradients are those of their definitions */
+        tg_rules *gr = opt && opt->grad ? opt->grad->rules : NULL;
+        if (tgDo_expand(ctx, defrs, nout, outputs, ex, err) < 0 ||
+            (gr && gr != defrs && tgDo_expand(ctx, gr, nout, ex, ex, err) < 0))
+            return NULL;
+        outputs = ex;
+        if (!(ex = GC_MALLOC(nout * sizeof *ex)))
             return tgE_nomem(err), NULL;
         if (tgGr_expand(ctx, nout, outputs, ex, opt ? opt->grad : NULL, err) < 0)
             return NULL;

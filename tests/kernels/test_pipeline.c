@@ -162,6 +162,98 @@ static void test_register(void)
     tg_ctx_free(ctx);
 }
 
+/* softplus(x) = log(1 + e^x) and its derivative, the logistic: by hand. */
+static double softplus(double x) { return log1p(exp(x)); }
+static double logistic(double x) { return 1 / (1 + exp(-x)); }
+
+/* Ops a .rules file defines (defop) compile: values on both paths
+ * against a hand computation, with and without rewriting; the gradient
+ * through the definition against finite differences; a definition
+ * using an unknown op, or reaching itself, refused at its place. */
+static void test_defop(void)
+{
+    static const char defs[] =
+        "(op exp (arity 1)) (op log1p (arity 1)) (op sub (arity 2)) (op mul (arity 2+) assoc comm)\n"
+        "(op sum (arity 1 2))\n"
+        "(defop (softplus ?x) (log1p (exp ?x)))\n"
+        "(defop (scaled ?x ?y) (mul (softplus (sub ?x ?y)) ?y))\n"
+        "(equilibrium default)\n";
+    tg_error err;
+    tg_ctx *ctx = tg_ctx_new(&err);
+    tg_rules *rs = kt_rules(ctx, defs, "defs.rules");
+    const double x[6] = {0.5, -3, 2, 0, 7.5, -0.25};
+    double y[6];
+    KT_EACH_PATH {
+        for (int m = 0; m < 2; m++) {
+            const char *mode = m ? "none" : "fast_run";
+            int rc = run(ctx, rs, mode, NULL, "(scaled (input x float64 (n)) 2)", x, y, 6, &err);
+            int good = rc == 0;
+            for (int i = 0; good && i < 6; i++)
+                good = kt_close(y[i], softplus(x[i] - 2) * 2, KT_ULPS);
+            TAP_CHECK(good, "%s: a definition in a definition computes softplus(x - 2) * 2 (%s)", mode, err.message);
+        }
+        /* d/dx sum(scaled(x, 2)) = 2 * logistic(x - 2): by hand and by
+         * central differences of the compiled function */
+        tg_grad_options go = {rs, 0};
+        tg_term *in = tg_read_cstr(ctx, "(input x float64 (n))", &err);
+        tg_term *cost = tg_read_cstr(ctx, "(sum (scaled (input x float64 (n)) 2) all)", &err);
+        tg_term *gt[2] = {tg_read_cstr(ctx, "grad", &err), cost};
+        tg_term *g3[3] = {gt[0], cost, in};
+        tg_term *grad = tg_list(ctx, 3, g3, NULL);
+        tg_fn_options o = {.interpret = kt_path, .rules = rs, .grad = &go};
+        tg_fn *fg = tg_fn_compile(ctx, 1, &in, 1, &grad, &o, &err), *fc = tg_fn_compile(ctx, 1, &in, 1, &cost, &o, &err);
+        int64_t n = 6, zero = 0;
+        (void)zero;
+        tg_array a, b;
+        double xs[6], c1, c2;
+        memcpy(xs, x, sizeof xs);
+        tg_array_init(&a, TG_FLOAT64, 1, &n, xs);
+        tg_array_init(&b, TG_FLOAT64, 1, &n, y);
+        int good = fg && fc && tg_fn_call(fg, &a, &b, &err) == 0;
+        for (int i = 0; good && i < 6; i++)
+            good = kt_close(y[i], 2 * logistic(x[i] - 2), 1e-12);
+        TAP_CHECK(good, "the gradient through the definition is 2 * logistic(x - 2) (%s)", err.message);
+        for (int i = 0; good && i < 6; i++) {
+            double h = 1e-5;
+            tg_array cc;
+            tg_array_init(&cc, TG_FLOAT64, 0, NULL, &c1);
+            xs[i] = x[i] + h;
+            good = tg_fn_call(fc, &a, &cc, &err) == 0;
+            tg_array_init(&cc, TG_FLOAT64, 0, NULL, &c2);
+            xs[i] = x[i] - h;
+            good = good && tg_fn_call(fc, &a, &cc, &err) == 0;
+            xs[i] = x[i];
+            good = good && fabs((c1 - c2) / (2 * h) - y[i]) < 1e-7;
+        }
+        TAP_CHECK(good, "and agrees with central differences of the cost");
+        tg_fn_free(fg);
+        tg_fn_free(fc);
+    }
+    static const struct { const char *text, *msg; int line, col; } bad[] = {
+        {"\n(defop (twice ?x)\n   (mul 2 (frob ?x)))", "unknown op frob", 3, 11},
+        {"(defop (loop ?x) (mul (loop ?x) 2))", "defop loop is recursive: loop -> loop", 1, 18},
+        {"(op g (arity 1))\n(defop (f ?x) (g ?x))\n(defop (g ?x) (mul 2 (f ?x)))", "defop g is recursive: g -> f -> g",
+         3, 15},
+        {"(defop (softplus ?x) ?x)", "softplus is defined already", 1, 8},
+        {"(defop (h ?x ?x) ?x)", "malformed defop", 1, 1},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        tg_error_clear(&err);
+        int rc = tg_rules_load_string(rs, bad[i].text, strlen(bad[i].text), "bad.rules", &err);
+        TAP_CHECK(rc < 0 && strstr(err.message, bad[i].msg) && err.file && !strcmp(err.file, "bad.rules") &&
+                      err.line == bad[i].line && err.column == bad[i].col,
+                  "bad definition %zu: %s at bad.rules:%d:%d (%s:%d:%d: %s)", i + 1, bad[i].msg, bad[i].line,
+                  bad[i].col, err.file ? err.file : "-", err.line, err.column, err.message);
+    }
+    tg_term *l = tg_rules_list(rs, TG_LIST_OPS, &err);
+    char *p = l ? tg_print(l, NULL) : NULL;
+    TAP_CHECK(p && !strstr(p, "twice") && !strstr(p, "loop") && strstr(p, "(op softplus (arity 1))"),
+              "the refused definitions declared nothing (%s)", p ? p : "-");
+    free(p);
+    tg_rules_free(rs);
+    tg_ctx_free(ctx);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
@@ -170,6 +262,7 @@ int main(void)
     unsetenv("TGREL_MODE");
     test_modes();
     test_register();
+    test_defop();
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     TAP_CHECK(system(cmd) == 0, "clean up");
