@@ -17,6 +17,7 @@
 #include "rwcache.h"
 #include "scan.h"
 #include "state.h"
+#include "userop.h"
 
 struct tg_fn {
     tgV_graph *g;
@@ -45,15 +46,20 @@ static char *key_text(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t no
     char head[160];
     int hl = snprintf(head, sizeof head, "tgrel %s kernels lowering %s\nkept ", PACKAGE_VERSION,
                       TGJ_LOWERING_VERSION);
-    char *t = malloc((size_t)hl + nin + 1 + tl + 1);
+    /* the ops defined with C expressions: their code is part of the loops */
+    char *uo = tgUo_key_text(ctx);
+    size_t ul = uo ? strlen(uo) : 0;
+    char *t = uo ? malloc((size_t)hl + nin + 1 + ul + tl + 1) : NULL;
     if (t) {
         memcpy(t, head, (size_t)hl);
         for (size_t i = 0; i < nin; i++)
             t[hl + i] = !kept || kept[i] ? 'k' : '-';
         t[hl + nin] = '\n';
-        memcpy(t + hl + nin + 1, terms, tl + 1);
-        *len = (size_t)hl + nin + 1 + tl;
+        memcpy(t + hl + nin + 1, uo, ul);
+        memcpy(t + hl + nin + 1 + ul, terms, tl + 1);
+        *len = (size_t)hl + nin + 1 + ul + tl;
     }
+    free(uo);
     free(terms);
     return t;
 }

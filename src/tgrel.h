@@ -526,6 +526,24 @@ int tg_fn_native(const tg_fn *fn);
 tg_term *tg_fn_schedule(const tg_fn *fn);
 void tg_fn_free(tg_fn *fn);
 
+/* ---- ops defined with C expressions (doc/kernels.md) ---- */
+
+/* An elementwise op's value at one element, for the interpreter: its
+ * nargs arguments as doubles, ud as given. */
+typedef double (*tg_elementwise_fn)(const double *args, void *ud);
+/* Define op name for the functions of ctx: nargs (1 to 8) tensor
+ * arguments, elementwise with broadcasting, a float64 result (float32
+ * when every argument is float32).  c_expr is its value as one C
+ * expression over the double arguments x0, x1, ... (math.h's functions
+ * may be called) for compiled code; fn computes the same for the
+ * interpreter.  A name is defined once per context.  Its gradient is a
+ * vjp rule of the rule set given as tg_grad_options.rules (doc/grad.md).
+ * 0, or -1 with err filled: a NULL argument, a bad name, an op of the
+ * vocabulary or one defined already, nargs out of range, c_expr empty or
+ * not one expression (holding ; { } # quotes, comments or newlines). */
+int tg_fn_def_elementwise(tg_ctx *ctx, const char *name, unsigned nargs, const char *c_expr,
+                          tg_elementwise_fn fn, void *ud, tg_error *err);
+
 /* ---- gradients ------------------------------------------------------ */
 
 /* (grad COST WRT), COST a 0-d float term and WRT an (input ...) term or

@@ -642,6 +642,8 @@ static void check_coverage(void)
         for (size_t i = 0; i < sizeof pending / sizeof *pending; i++)
             if (!strcmp(pending[i], name))
                 how = "PENDING";
+        if (op == TGV_USER)     /* tg_fn_def_elementwise: test_pipeline.c */
+            how = "the user's vjp rule (ops defined with a C expression)";
         tg_iter it;
         tg_term *r;
         tg_iter_init(&it, rules);
