@@ -1046,7 +1046,7 @@ static const command commands[] = {
     {"profile", "", "the profile of the last rewrite", ":profile", cmd_profile},
     {"tree", "TERM", "show TERM as a tree, shared subterms named", ":tree (f (g a) (g a))", cmd_tree},
     {"dot", "TERM [FILE]", "TERM as Graphviz (.dot, or .svg/.png/.pdf)", ":dot (f (g a) (g a)) t.svg", cmd_dot},
-    {"eval", "TERM (NAME VALUE)...", "compile a tensor term, (grad COST WRT) included, and run it on arrays (lists or .npy files)",
+    {"eval", "TERM (NAME VALUE)...", "compile a tensor term, (grad COST WRT) included, and run it on arrays (lists or .npy files); with a library loaded, rewritten as :mode says",
      ":eval (add (input x float64 (3)) 1) (x (1 2 3))", tgM_cmd_eval},
     {"history", "[firings|passes] [FILE]",
      "the last :step as Graphviz: the term after each firing (or pass), or the firings",
