@@ -1088,7 +1088,7 @@ static const command commands[] = {
      ":profile fn step", cmd_profile},
     {"tree", "TERM", "show TERM as a tree, shared subterms named", ":tree (f (g a) (g a))", cmd_tree},
     {"dot", "TERM [FILE]", "TERM as Graphviz (.dot, or .svg/.png/.pdf)", ":dot (f (g a) (g a)) t.svg", cmd_dot},
-    {"eval", "TERM (NAME VALUE)...", "compile a tensor term, (grad COST WRT) included, and run it on arrays (lists or .npy files)",
+    {"eval", "TERM (NAME VALUE)...", "compile a tensor term, (grad COST WRT) included, and run it on arrays (lists or .npy files); with a library loaded, rewritten as :mode says",
      ":eval (add (input x float64 (3)) 1) (x (1 2 3))", tgM_cmd_eval},
     {"history", "[firings|passes] [FILE]",
      "the last :step as Graphviz: the term after each firing (or pass), or the firings",
@@ -1108,6 +1108,11 @@ static const command commands[] = {
     {"save", "NAME-OR-TERM FILE", "write a shared variable's value, or a term's, as a .npy file",
      ":save w \"w.npy\"", tgM_cmd_save},
     {"shared", "[on|off]", "print repeated subterms once: X where *1 = ...", ":shared on", cmd_shared},
+    /* modes and the checking mode of :eval (repl_tensor.c) */
+    {"mode", "[fast_run|fast_compile|none]", "how :eval rewrites with a loaded library (default, canonicalize, nothing); or print it",
+     ":mode fast_compile", tgM_cmd_mode},
+    {"check", "[on [TOL]|off]", "run :eval's unrewritten graph beside it and name a rule that changed a value",
+     ":check on 1e-9", tgM_cmd_check},
     {"quit", "", "leave (Ctrl-D too)", ":quit", cmd_quit},
     {NULL, NULL, NULL, NULL, NULL}
 };

@@ -30,6 +30,11 @@ typedef struct repl {
     /* :profile eval: the profile of the last :eval's function */
     tg_fn_stats last_eval;
     int has_last_eval;
+    /* :mode and :check (repl_tensor.c): how :eval rewrites with a loaded
+     * library's default rewriter */
+    const char *mode;       /* NULL: $TGREL_MODE, else fast_run */
+    int check;              /* the checking mode on */
+    double check_tol;       /* its tolerance (0: the default) */
 } repl;
 
 /* An error of the current entry, with its place. */
@@ -56,6 +61,8 @@ int tgM_profile_fn(repl *R, tg_term *name);
 int tgM_profile_eval(repl *R);
 int tgM_profile_rewrite(repl *R);
 int tgM_cmd_save(repl *R, const char *name, const char *args);
+int tgM_cmd_mode(repl *R, const char *name, const char *args);
+int tgM_cmd_check(repl *R, const char *name, const char *args);
 /* Free the functions :fn compiled. */
 void tgM_free_fns(repl *R);
 

@@ -123,6 +123,116 @@ int tgM_cmd_let(repl *R, const char *name, const char *args)
     return 0;
 }
 
+/* ---- modes and the checking mode of :eval: :mode, :check --------------- */
+
+/* Whether the session has a rewriter (or named query) called name. */
+static int has_rewriter(repl *R, const char *name)
+{
+    tg_term *l = tg_rules_list(R->rs, TG_LIST_REWRITERS, NULL), *s = tg_symbol_cstr(R->ctx, name), *f;
+    if (!l || !s)
+        return 0;
+    tg_iter it;
+    tg_iter_init(&it, l);
+    while ((f = tg_iter_next(&it)))
+        if (tg_nth(f, 1) == s)
+            return 1;
+    return 0;
+}
+
+/* :eval's options as :mode and :check say: with a library loaded (a
+ * rewriter default), the session's rule set rewrites the term, and a line
+ * says which mode it used.  0, or 1 after reporting. */
+static int eval_options(repl *R, tg_fn_options *fo)
+{
+    tg_error err;
+    tg_error_clear(&err);
+    const char *mode = tg_fn_mode(R->mode, &err);
+    if (!mode) {
+        tgM_report_here(R, &err);
+        return 1;
+    }
+    if (!has_rewriter(R, "default")) {
+        if (R->check) {
+            tgM_complain(R, "%s", ":check on: the checking mode needs a library loaded (a rewriter default)");
+            return 1;
+        }
+        return 0;
+    }
+    fo->rules = R->rs;
+    fo->mode = mode;
+    fo->check = R->check;
+    fo->check_tol = R->check_tol;
+    if (!strcmp(mode, "none"))
+        fprintf(R->out, "; mode none: not rewritten\n");
+    else
+        fprintf(R->out, "; mode %s: rewritten with %s%s\n", mode, !strcmp(mode, "fast_run") ? "default" : "canonicalize",
+                R->check ? ", checked" : "");
+    return 0;
+}
+
+/* :mode [fast_run|fast_compile|none]: set :eval's mode, or print it. */
+int tgM_cmd_mode(repl *R, const char *name, const char *args)
+{
+    tg_error err;
+    tg_error_clear(&err);
+    tg_term *t;
+    char buf[64] = "";
+    if (*args) {
+        if (tgM_read_args(R, name, args, &t, 1, 1, "[fast_run|fast_compile|none]") < 0)
+            return 1;
+        size_t len;
+        const char *s = tg_kind_of(t) == TG_SYMBOL ? tg_symbol_name(t, &len) : NULL;
+        snprintf(buf, sizeof buf, "%.*s", s ? (int)(len > 60 ? 60 : len) : 1, s ? s : "?");
+    }
+    const char *m = tg_fn_mode(*args ? buf : R->mode, &err);
+    if (!m) {
+        tgM_report_here(R, &err);
+        return 1;
+    }
+    if (*args)
+        R->mode = m;
+    else
+        fprintf(R->out, "%s\n", m);
+    return 0;
+}
+
+/* :check on [TOL] | off: the checking mode for :eval; alone, print it. */
+int tgM_cmd_check(repl *R, const char *name, const char *args)
+{
+    static const char usage[] = "[on [TOL]|off]";
+    tg_term *t[2];
+    int n = *args ? tgM_read_args(R, name, args, t, 1, 2, usage) : 0;
+    if (n < 0)
+        return 1;
+    if (!n) {
+        if (R->check)
+            fprintf(R->out, "check on %g\n", R->check_tol > 0 ? R->check_tol : 1e-7);
+        else
+            fprintf(R->out, "check off\n");
+        return 0;
+    }
+    tg_term *on = tg_symbol_cstr(R->ctx, "on"), *off = tg_symbol_cstr(R->ctx, "off");
+    if ((t[0] != on && t[0] != off) || (t[0] == off && n == 2)) {
+        tgM_complain(R, "usage: :check %s", usage);
+        return 1;
+    }
+    double tol = 0;
+    int64_t iv;
+    if (n == 2 && tg_int_get(t[1], &iv) == 0)
+        tol = (double)iv;
+    else if (n == 2 && tg_double_get(t[1], &tol) < 0)
+        tol = -1;
+    if (n == 2 && (!(tol >= 0) || tol > 1e300)) {
+        char *p = tg_print(t[1], NULL);
+        tgM_complain(R, ":check on TOL: the tolerance must be a finite number >= 0, not %s", p ? p : "?");
+        free(p);
+        return 1;
+    }
+    R->check = t[0] == on;
+    R->check_tol = R->check ? tol : 0;
+    return 0;
+}
+
 /* :eval TERM (NAME VALUE) ...: compile TERM (the tensor vocabulary of
  * doc/kernels.md) and run it on the arrays given. */
 int tgM_cmd_eval(repl *R, const char *name, const char *args)
@@ -148,6 +258,8 @@ int tgM_cmd_eval(repl *R, const char *name, const char *args)
     /* the session's vjp rules, if it has any, come before the library's */
     tg_grad_options go = {R->rs, 0};
     tg_fn_options fo = {.grad = &go};
+    if (rc == 0)
+        rc = eval_options(R, &fo);
     if (rc == 0 && !(fn = tg_fn_compile(R->ctx, (size_t)nin, in, 1, t, &fo, &err))) {
         tgM_report_here(R, &err);
         rc = 1;

@@ -12,12 +12,14 @@
 #include "cache.h"
 #include "clock.h"
 #include "check.h"
+#include "defop.h"
 #include "grad.h"
 #include "interp.h"
 #include "rewriters.h"
 #include "rwcache.h"
 #include "scan.h"
 #include "state.h"
+#include "userop.h"
 
 enum { CALLS_TIMED = 64, SAMPLE = 8 };
 
@@ -54,15 +56,20 @@ static char *key_text(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t no
     char head[160];
     int hl = snprintf(head, sizeof head, "tgrel %s kernels lowering %s\nkept ", PACKAGE_VERSION,
                       TGJ_LOWERING_VERSION);
-    char *t = malloc((size_t)hl + nin + 1 + tl + 1);
+    /* the ops defined with C expressions: their code is part of the loops */
+    char *uo = tgUo_key_text(ctx);
+    size_t ul = uo ? strlen(uo) : 0;
+    char *t = uo ? malloc((size_t)hl + nin + 1 + ul + tl + 1) : NULL;
     if (t) {
         memcpy(t, head, (size_t)hl);
         for (size_t i = 0; i < nin; i++)
             t[hl + i] = !kept || kept[i] ? 'k' : '-';
         t[hl + nin] = '\n';
-        memcpy(t + hl + nin + 1, terms, tl + 1);
-        *len = (size_t)hl + nin + 1 + tl;
+        memcpy(t + hl + nin + 1, uo, ul);
+        memcpy(t + hl + nin + 1 + ul, terms, tl + 1);
+        *len = (size_t)hl + nin + 1 + ul + tl;
     }
+    free(uo);
     free(terms);
     return t;
 }
@@ -160,9 +167,51 @@ void tg_array_init(tg_array *a, tg_dtype dtype, int ndim, const int64_t *shape, 
     }
 }
 
+/* ---- modes: how much of the rule set rewrites (doc/kernels.md) ---------- */
+
+const char *tg_fn_mode(const char *mode, tg_error *err)
+{
+    static const char *const modes[] = {"fast_run", "fast_compile", "none"};
+    const char *m = mode;
+    if (!m && (!(m = getenv("TGREL_MODE")) || !*m))
+        return modes[0];
+    for (size_t i = 0; i < sizeof modes / sizeof *modes; i++)
+        if (!strcmp(m, modes[i]))
+            return modes[i];
+    tgE_set(err, TG_ERR_ARG, NULL, 0, 0, "kernels: unknown mode %.100s%s (fast_run, fast_compile or none)", m,
+            mode ? "" : " in TGREL_MODE");
+    return NULL;
+}
+
+/* *opt as its mode says: itself for fast_run, else a copy in *buf that
+ * rewrites with canonicalize (fast_compile) or not at all (none: the
+ * checking mode has nothing to check then).  0, or -1 with err filled. */
+static int apply_mode(tg_ctx *ctx, const tg_fn_options **opt, tg_fn_options *buf, tg_error *err)
+{
+    const tg_fn_options *o = *opt;
+    const char *m = tg_fn_mode(o ? o->mode : NULL, err);
+    if (!m)
+        return -1;
+    if (!o || !o->rules || !strcmp(m, "fast_run"))
+        return 0;
+    *buf = *o;
+    if (!strcmp(m, "none")) {
+        buf->rules = NULL;
+        buf->check = 0;
+    } else if (!(buf->rewrite = tg_symbol_cstr(ctx, "canonicalize"))) {
+        return tgE_nomem(err), -1;
+    }
+    *opt = buf;
+    return 0;
+}
+
 tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout,
                      tg_term *const *outputs, const tg_fn_options *opt, tg_error *err)
 {
+    tg_fn_options moded;
+    tg_rules *defrs = opt ? opt->rules : NULL;     /* its definitions are expanded in every mode */
+    if (apply_mode(ctx, &opt, &moded, err) < 0)
+        return NULL;
     tgCk *check = NULL;
     tg_fn_options kept_all;
     tgV_graph *g;
@@ -200,6 +249,15 @@ tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
     if (nout && outputs) {
         tg_term **ex = GC_MALLOC(nout * sizeof *ex);
         if (!ex)
+            return tgE_nomem(err), NULL;
+        /* before them, the ops the rule sets define (defop): their
+         * gradients are those of their definitions */
+        tg_rules *gr = opt && opt->grad ? opt->grad->rules : NULL;
+        if (tgDo_expand(ctx, defrs, nout, outputs, ex, err) < 0 ||
+            (gr && gr != defrs && tgDo_expand(ctx, gr, nout, ex, ex, err) < 0))
+            return NULL;
+        outputs = ex;
+        if (!(ex = GC_MALLOC(nout * sizeof *ex)))
             return tgE_nomem(err), NULL;
         if (tgGr_expand(ctx, nout, outputs, ex, opt ? opt->grad : NULL, err) < 0)
             return NULL;

@@ -557,7 +557,7 @@ static int vjp_items(sweep *s, tg_term *t, int tn, tg_term *A, item **items)
     tg_elements(t, el, n);
     size_t na = 0;
     for (size_t i = 1; i < n; i++) {
-        if (!tgV_tensor_arg(t, i - 1))
+        if (!tgV_tensor_arg_in(s->x->ctx, t, i - 1))
             continue;
         size_t k = 0;
         while (k < na && args[k] != el[i])

@@ -18,6 +18,7 @@
 #include "random.h"
 #include "arrange.h"
 #include "scan.h"
+#include "userop.h"
 
 TGJ_DIVMOD_DEFS
 
@@ -318,6 +319,22 @@ static void eval_node(loopctx *L, const tgV_node *n, reg *out, int m)
         const reg *x = arg_block(L, n, n->args[n->op == TGV_FILL], n->dtype, m, t0);
         if (x != out)
             memcpy(out, x, (size_t)m * sizeof *out);
+        return;
+    }
+    if (n->op == TGV_USER) {    /* a C function of its arguments, one element at a time */
+        static _Thread_local reg ub[TGUO_MAXARGS][TGI_BLOCK];
+        const reg *u[TGUO_MAXARGS];
+        double x[TGUO_MAXARGS];
+        for (int k = 0; k < n->nargs; k++)
+            u[k] = arg_block(L, n, n->args[k], cd, m, ub[k]);
+        for (int j = 0; j < m; j++) {
+            for (int k = 0; k < n->nargs; k++)
+                x[k] = u[k][j].f;
+            out[j].f = n->user->fn(x, n->user->ud);
+        }
+        if (n->dtype == TG_FLOAT32)
+            for (int j = 0; j < m; j++)
+                out[j].f = (double)(float)out[j].f;
         return;
     }
     const reg *a = arg_block(L, n, n->args[0], cd, m, t0);
@@ -701,7 +718,7 @@ static int reduce_begin(const tgH_sched *s, tgI_state *st, int v, facc *F, tg_er
     if (nred == 0 && nout > 0 && (n->op == TGV_MAX || n->op == TGV_MIN)) {
         char buf[200];
         tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "kernels: in %s: %s of an empty axis",
-                tgV_show(n->term, buf, sizeof buf), tgV_op_name(n->op));
+                tgV_show(n->term, buf, sizeof buf), tgV_node_op_name(n));
         return -1;
     }
     reg *acc = malloc((size_t)(nout ? nout : 1) * sizeof *acc);

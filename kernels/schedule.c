@@ -523,7 +523,7 @@ static void put_op(const tgH_sched *s, tgB_buf *b, int v)
     }
     tgB_putc(b, '(');
     put_name(s, b, v);
-    tgB_printf(b, " (%s", tgV_op_name(n->op));
+    tgB_printf(b, " (%s", tgV_node_op_name(n));
     if (n->op == TGV_CAST)
         tgB_printf(b, " %s", tgV_dtype_name(n->dtype));
     if (n->op == TGV_RANDOM)

@@ -26,6 +26,10 @@
 
 typedef struct registry {
     tg_shared *head;
+    /* the context's other kernels state: the elementwise ops defined
+     * with C expressions (userop.c), freed by userops_free */
+    void *userops;
+    void (*userops_free)(void *);
 } registry;
 
 struct tg_shared {
@@ -66,6 +70,8 @@ static void unlink_var(tg_shared *v)
 static void registry_free(void *p)
 {
     registry *r = p;
+    if (r->userops_free)
+        r->userops_free(r->userops);
     while (r->head) {
         tg_shared *v = r->head;
         unlink_var(v);
@@ -80,6 +86,14 @@ static registry *registry_of(tg_ctx *ctx, int make)
     if (!r && make && (r = calloc(1, sizeof *r)))
         tgT_ctx_set_ext(ctx, r, registry_free);
     return r;
+}
+
+void **tgSt_userops(tg_ctx *ctx, int make, void (*free_fn)(void *))
+{
+    registry *r = registry_of(ctx, make);
+    if (r && free_fn)
+        r->userops_free = free_fn;
+    return r ? &r->userops : NULL;
 }
 
 static tg_shared *find(tg_ctx *ctx, const char *name, size_t len)

@@ -14,6 +14,10 @@ typedef struct tgSt_fn tgSt_fn;
 
 /* Split ((SHARED VALUE) ...) into targets and values (collector memory);
  * 0, or -1 with err filled when it is not a list of pairs. */
+/* The slot of ctx's kernels registry that userop.c keeps its ops in
+ * (made when make is set; NULL when there is none), free_fn (when not
+ * NULL) freeing them with the context. */
+void **tgSt_userops(tg_ctx *ctx, int make, void (*free_fn)(void *));
 int tgSt_split(tg_ctx *ctx, tg_term *updates, size_t *n, tg_term ***targets, tg_term ***values,
                tg_error *err);
 

@@ -14,6 +14,7 @@
 #include "random.h"
 #include "scan.h"
 #include "arrange.h"
+#include "userop.h"
 
 /* What an op looks like as a term: arity bounds (max -1: any) and which
  * arguments are tensors (from tlo, up to thi or the end when thi is -1). */
@@ -87,6 +88,8 @@ const char *tgV_op_name(tgV_op op)
         return "scan";
     if (op == TGV_RANDOM)
         return "random";
+    if (op == TGV_USER)
+        return "user";  /* any op defined with a C expression (tgV_node_op_name names it) */
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
         if (ops[i].op == op)
             return ops[i].name;
@@ -396,7 +399,7 @@ static int type_elementwise(builder *b, tgV_node *n, tg_term **argt)
         break;
     case TGV_DIV: case TGV_EXP: case TGV_LOG: case TGV_LOG1P: case TGV_SQRT:
     case TGV_SIN: case TGV_COS: case TGV_TANH: case TGV_SIGMOID:
-    case TGV_RECIPROCAL: case TGV_EXPM1: case TGV_SOFTPLUS:
+    case TGV_RECIPROCAL: case TGV_EXPM1: case TGV_SOFTPLUS: case TGV_USER:
         n->dtype = tgV_is_float(p) ? p : TG_FLOAT64;
         break;
     case TGV_LT: case TGV_LE: case TGV_GT: case TGV_GE: case TGV_EQ: case TGV_NEQ:
@@ -1096,6 +1099,13 @@ static int build_term(builder *b, tg_term *root)
             continue;
         }
         const opinfo *oi = lookup(t);
+        /* an op defined with a C expression: elementwise over all its arguments */
+        const tgUo_op *uo = !oi && hs ? tgUo_find(b->g->ctx, hs, hl) : NULL;
+        opinfo uinfo;
+        if (uo) {
+            uinfo = (opinfo){uo->name, TGV_USER, (int)uo->nargs, (int)uo->nargs, 0, -1};
+            oi = &uinfo;
+        }
         if (!oi)
             return fail(b, t, "unknown op");
         if (tg_tail(t) != tg_nil() || (int)nt < oi->min || (oi->max >= 0 && (int)nt > oi->max))
@@ -1127,6 +1137,8 @@ static int build_term(builder *b, tg_term *root)
         sp--;
         if (make_op(b, t, oi, all, (int)nt) < 0)
             return -1;
+        if (uo)
+            b->g->nodes[map_get(b, t)].user = uo;
     }
     return 0;
 }
@@ -1175,6 +1187,29 @@ bool tgV_tensor_arg(const tg_term *t, size_t i)
     if (updates(oi->op))
         return i < 2 || tgIx_is_index_tensor(a);
     return (int)i >= oi->tlo && (oi->thi < 0 || (int)i <= oi->thi);
+}
+
+bool tgV_tensor_arg_in(tg_ctx *ctx, const tg_term *t, size_t i)
+{
+    size_t hl;
+    const char *hs = tg_kind_of(t) == TG_PAIR ? tg_symbol_name(tg_car(t), &hl) : NULL;
+    const tgUo_op *uo = hs && !lookup((tg_term *)t) ? tgUo_find(ctx, hs, hl) : NULL;
+    if (uo)
+        return i < uo->nargs;
+    return tgV_tensor_arg(t, i);
+}
+
+bool tgV_builtin_op(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+        if (strlen(ops[i].name) == len && memcmp(ops[i].name, name, len) == 0)
+            return true;
+    return false;
+}
+
+const char *tgV_node_op_name(const tgV_node *n)
+{
+    return n->op == TGV_USER && n->user ? n->user->name : tgV_op_name(n->op);
 }
 
 /* ---- for kernels/scan.c -------------------------------------------------- */

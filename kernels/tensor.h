@@ -17,6 +17,7 @@ typedef enum tgV_op {
     TGV_ADD, TGV_SUB, TGV_MUL, TGV_DIV, TGV_NEG, TGV_POW,
     TGV_EXP, TGV_LOG, TGV_LOG1P, TGV_SQRT, TGV_SIN, TGV_COS, TGV_TANH, TGV_SIGMOID,
     TGV_ABS, TGV_SQR, TGV_RECIPROCAL, TGV_EXPM1, TGV_SOFTPLUS, TGV_MAXIMUM, TGV_MINIMUM, TGV_INT_DIV, TGV_MOD,
+    TGV_USER,   /* an op defined with a C expression (userop.h): node->user */
     TGV_LT, TGV_LE, TGV_GT, TGV_GE, TGV_EQ, TGV_NEQ,
     TGV_SWITCH, TGV_CAST, TGV_FILL, TGV_ALLOC,
     /* the rest */
@@ -59,6 +60,7 @@ typedef struct tgV_node {
     int sout;               /* SCAN: the output, or -1 for the step count */
     int8_t rkind;           /* RANDOM: the kind of draw (TGRN_UNIFORM ...) */
     int rord;               /* RANDOM: its ordinal among the graph's draws */
+    const struct tgUo_op *user;     /* USER: its definition (userop.h) */
 } tgV_node;
 
 typedef struct tgV_graph {
@@ -126,6 +128,13 @@ int tgV_add(tgV_builder *b, tg_term *t);
 /* Whether argument i (from 0, after the head) of op term t is a tensor
  * (a node's argument) rather than a parameter (axes, dtype, sizes). */
 bool tgV_tensor_arg(const tg_term *t, size_t i);
+/* The same, knowing the ops ctx defines with C expressions (userop.h):
+ * their arguments are all tensors. */
+bool tgV_tensor_arg_in(tg_ctx *ctx, const tg_term *t, size_t i);
+/* Whether name (len bytes) is an op of the vocabulary. */
+bool tgV_builtin_op(const char *name, size_t len);
+/* The name of node n's op ("?" when unknown). */
+const char *tgV_node_op_name(const tgV_node *n);
 tgV_graph *tgV_graph_of(tgV_builder *b);
 tg_error *tgV_err_of(tgV_builder *b);
 /* The node of term t, or -1 when it has none yet. */

@@ -135,6 +135,10 @@ static tg_term *rewriter_form(lister *l, const tgW_rw *rw)
 {
     tg_term *head[4], *items = tg_nil();
     size_t n = 0;
+    if (rw->kind == TGW_QUERY) {    /* a named query: as it was written */
+        tg_term *d[3] = {sym(l, "defquery"), rw->name, rw->spec};
+        return list(l, 3, d, NULL);
+    }
     for (size_t i = rw->nitems; i-- > 0 && !l->oom;) {
         tg_term *it = item_term(l, rw, &rw->items[i]);
         items = it ? tg_cons(l->ctx, it, items) : NULL;

@@ -90,19 +90,53 @@ static int selected(const tgW_query *q, const tagset *ts)
         if (has_tag(ts, t))
             return 0;
     }
-    return 1;
+    return selected(q->also, ts);
 }
 
 /* The query for the items of a nested rewriter: its subquery, if q
- * names one, else q itself. */
-static const tgW_query *subquery_for(const tgW_query *q, const tg_term *name)
+ * names one, else q itself; through every query q nests in (also).
+ * *oom set when a composed query could not be made. */
+static const tgW_query *subquery_for(const tgW_query *q, const tg_term *name, int *oom)
 {
     if (!q)
         return NULL;
+    const tgW_query *s = q;
     for (size_t i = 0; i < q->nsub; i++)
         if (q->subname[i] == name)
-            return q->sub[i];
-    return q;
+            s = q->sub[i];
+    const tgW_query *a = subquery_for(q->also, name, oom);
+    if (s == q && a == q->also)
+        return q;
+    tgW_query *c = GC_MALLOC(sizeof *c);
+    if (!c) {
+        *oom = 1;
+        return q;
+    }
+    *c = *s;
+    c->also = a;
+    return c;
+}
+
+/* ---- named queries (defquery) ------------------------------------------ */
+
+/* The rewriter a named query rw selects from, *q made the query its
+ * items must pass: its clauses and those of the named queries it is
+ * over, and *q as it was.  rw itself when it is not a named query; NULL
+ * when out of memory. */
+static tgW_rw *resolve_query(tgW_rw *rw, const tgW_query **q)
+{
+    for (unsigned depth = 0; rw && rw->kind == TGW_QUERY; depth++) {
+        if (rw->q) {
+            tgW_query *c = GC_MALLOC(sizeof *c);
+            if (!c)
+                return NULL;
+            *c = *rw->q;
+            c->also = *q;
+            *q = c;
+        }
+        rw = rw->base;
+    }
+    return rw;
 }
 
 /* ---- plans -------------------------------------------------------------- */
@@ -162,18 +196,36 @@ static int plan_item(tg_rules *rs, tgW_plan *p, rvec *rules, rvec *rels, const t
         return -1;
     }
     if (it->rw) {
-        tagset ts = {it->rw->name, it->rw->tags, outer};
+        tgW_rw *irw = it->rw;
+        tagset qts = {irw->name, TGT_NIL, outer};
+        int oom = 0;
+        if (irw->kind == TGW_QUERY) {
+            /* a named query: its base, under the query's clauses and
+             * tagged with its name too */
+            if (!selected(q, &qts))
+                return 0;
+            outer = &qts;
+        }
+        const tgW_query *sq = subquery_for(q, irw->name, &oom);
+        if (irw->kind == TGW_QUERY && !(irw = resolve_query(irw, &sq)))
+            return tgE_nomem(err), -1;
+        if (oom)
+            return tgE_nomem(err), -1;
+        tagset ts = {irw->name, irw->tags, outer};
         if (!selected(q, &ts))
             return 0;
-        const tgW_query *sq = subquery_for(q, it->rw->name);
-        if (p->kind == TGW_EQUIL && it->rw->kind == TGW_EQUIL) {
+        if (irw != it->rw && !(sq = subquery_for(sq, irw->name, &oom)))
+            sq = NULL;
+        if (oom)
+            return tgE_nomem(err), -1;
+        if (p->kind == TGW_EQUIL && irw->kind == TGW_EQUIL) {
             /* an equilibrium inside one: its rules join the outer ones */
-            for (size_t i = 0; i < it->rw->nitems; i++)
-                if (plan_item(rs, p, rules, rels, &it->rw->items[i], sq, &ts, depth + 1, err) < 0)
+            for (size_t i = 0; i < irw->nitems; i++)
+                if (plan_item(rs, p, rules, rels, &irw->items[i], sq, &ts, depth + 1, err) < 0)
                     return -1;
             return 0;
         }
-        tgW_plan *sub = plan_of(rs, it->rw, sq, outer, depth + 1, err);
+        tgW_plan *sub = plan_of(rs, irw, sq, outer, depth + 1, err);
         if (!sub)
             return -1;
         return parts_push(p, sub) < 0 ? (tgE_nomem(err), -1) : 0;
@@ -791,6 +843,8 @@ void tgW_plans_clear(tg_rules *rs)
 tgW_cplan *tgW_plan_make(tg_rules *rs, tg_term *spec, tgW_rw *rw, const tgW_query *q, tg_error *err)
 {
     tagset top = {NULL, TGT_NIL, NULL};
+    if (rw->kind == TGW_QUERY && !(rw = resolve_query(rw, &q)))
+        return tgE_nomem(err), NULL;
     tgW_plan *p = plan_of(rs, rw, q, &top, 0, err);
     if (!p)
         return NULL;

@@ -5,7 +5,8 @@
 
 #include "rset.h"
 
-enum { TGW_EQUIL = 1, TGW_WALK_IN, TGW_WALK_OUT, TGW_SEQ };
+enum { TGW_EQUIL = 1, TGW_WALK_IN, TGW_WALK_OUT, TGW_SEQ,
+       TGW_QUERY    /* a named query (defquery): base's items that q selects */ };
 
 /* One item of a rewriter: a rule (one direction) or another rewriter. */
 typedef struct tgW_item {
@@ -26,6 +27,12 @@ typedef struct tgW_rw {
     size_t nitems;
     const char *file;
     int line, col;
+    /* a named query (TGW_QUERY): the rewriter (or named query) it
+     * selects from, its clauses (NULL: all of it) and its spec as
+     * written */
+    struct tgW_rw *base;
+    const struct tgW_query *q;
+    tg_term *spec;
 } tgW_rw;
 
 typedef struct tgW_query {
@@ -33,7 +40,17 @@ typedef struct tgW_query {
     tg_term **subname;
     struct tgW_query **sub;
     size_t nsub;
+    /* named queries nest: an item must pass this query too (NULL: none) */
+    const struct tgW_query *also;
 } tgW_query;
+
+/* A registration into a rewriter (register form): the items it had
+ * before, to undo a failed load (load.c). */
+typedef struct tgW_reg {
+    tgW_rw *rw;
+    tgW_item *items;
+    size_t nitems;
+} tgW_reg;
 
 /* A rewriter resolved for one run. */
 typedef struct tgW_plan {

@@ -227,6 +227,11 @@ struct tg_rules {
     uint32_t nsrc;
     size_t capsrc;
     char *cversion;             /* tg_rules_set_c_version, or NULL */
+    /* registrations into rewriters (register forms), to undo a failed
+     * load: rewriters.h tgW_reg */
+    struct tgW_reg *regs;
+    uint32_t nregs;
+    size_t capregs;
 };
 
 tgW_op *tgW_op_find(const tg_rules *rs, const tg_term *name);

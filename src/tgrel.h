@@ -506,7 +506,18 @@ typedef struct tg_fn_options {
      * when no value changes (int64 data into a float64 input); a value
      * that would change is an error, as is any other dtype when zero */
     int allow_input_downcast;
+    /* ---- modes (doc/kernels.md, Modes) ---- */
+    /* how much rules rewrites: "fast_run" (the rewriter rewrite names,
+     * everything by default), "fast_compile" (the rule set's canonicalize
+     * only) or "none" (no rewriting, the checking mode off); NULL:
+     * $TGREL_MODE, else fast_run.  Another name is an error */
+    const char *mode;
 } tg_fn_options;
+
+/* The mode a compile with options mode uses (NULL: $TGREL_MODE, else
+ * "fast_run"): "fast_run", "fast_compile" or "none" (static strings);
+ * NULL with err filled for any other name. */
+const char *tg_fn_mode(const char *mode, tg_error *err);
 
 /* Compile outputs over inputs, each input an (input NAME DTYPE (SIZE ...))
  * term; the outputs may read shared variables of ctx, written (shared
@@ -581,6 +592,24 @@ int tg_cache_info(tg_cache_stats *out, tg_error *err);
  * *removed (may be NULL).  0, or -1 with err filled (entries another
  * process is loading or building are kept and counted in the message). */
 int tg_cache_clear(tg_cache_stats *removed, tg_error *err);
+
+/* ---- ops defined with C expressions (doc/kernels.md) ---- */
+
+/* An elementwise op's value at one element, for the interpreter: its
+ * nargs arguments as doubles, ud as given. */
+typedef double (*tg_elementwise_fn)(const double *args, void *ud);
+/* Define op name for the functions of ctx: nargs (1 to 8) tensor
+ * arguments, elementwise with broadcasting, a float64 result (float32
+ * when every argument is float32).  c_expr is its value as one C
+ * expression over the double arguments x0, x1, ... (math.h's functions
+ * may be called) for compiled code; fn computes the same for the
+ * interpreter.  A name is defined once per context.  Its gradient is a
+ * vjp rule of the rule set given as tg_grad_options.rules (doc/grad.md).
+ * 0, or -1 with err filled: a NULL argument, a bad name, an op of the
+ * vocabulary or one defined already, nargs out of range, c_expr empty or
+ * not one expression (holding ; { } # quotes, comments or newlines). */
+int tg_fn_def_elementwise(tg_ctx *ctx, const char *name, unsigned nargs, const char *c_expr,
+                          tg_elementwise_fn fn, void *ud, tg_error *err);
 
 /* ---- gradients ------------------------------------------------------ */
 

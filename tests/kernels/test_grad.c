@@ -641,6 +641,8 @@ static void check_coverage(void)
         for (size_t i = 0; i < sizeof swept / sizeof *swept; i++)
             if (!strcmp(swept[i], name))
                 how = "a backwards scan, built by the sweep (check_scans)";
+        if (op == TGV_USER)     /* tg_fn_def_elementwise: test_pipeline.c */
+            how = "the user's vjp rule (ops defined with a C expression)";
         tg_iter it;
         tg_term *r;
         tg_iter_init(&it, rules);
