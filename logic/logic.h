@@ -52,6 +52,7 @@ struct tg_env {
     tgK_vec canon;          /* the variables of canonical terms: the i-th met */
     unsigned long nlambda;  /* lambdas made, to name them */
     volatile sig_atomic_t interrupt;    /* tg_env_interrupt: stop the query */
+    unsigned calls;             /* relation calls, for the heap check every 2^14 */
     /* What defines the relations, for keys of caches of rewrites that
      * use them (kernels/rwcache.c): the definition forms evaluated since
      * the prelude (defrel, tabled, fact, facts, in order), and how many

@@ -706,6 +706,10 @@ static void *machine(tg_env *env, cell *f0)
                     tgK_error(env, TG_ERR_RANGE, "interrupted");
                     goto fail;
                 }
+                if (__builtin_expect((++env->calls & 0x3fff) == 0, 0) && tgT_heap_tight()) {
+                    tgK_error(env, TG_ERR_NOMEM, "out of memory");
+                    goto fail;
+                }
                 if (rel->arity != g->n) {
                     int len;
                     const char *nm = rel_name(rel, &len);

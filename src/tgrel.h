@@ -88,6 +88,12 @@ typedef struct tg_stats {
     size_t table_bytes; /* memory of the table itself */
 } tg_stats;
 void tg_ctx_stats(const tg_ctx *ctx, tg_stats *out);
+/* Limit the collected heap shared by every context to bytes (0: no
+ * limit; at least 1 MiB otherwise).  An allocation beyond it fails as
+ * running out of memory does: the call that needed it returns an error
+ * (TG_ERR_NOMEM), what it built is reclaimed by the next collection, and
+ * the context stays usable.  0, or -1 with err filled. */
+int tg_set_max_heap(size_t bytes, tg_error *err);
 
 /* ---- terms -------------------------------------------------------- */
 
