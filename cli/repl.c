@@ -48,6 +48,7 @@ enum { HISTORY_MAX = 1000, HISTORY_FIRINGS = 2000 };
 #define INK_PROMPT "\033[1;34m"
 
 static tg_rules *volatile sig_rules;   /* what Ctrl-C interrupts */
+static tg_fn *volatile sig_fn;         /* ... and the compiled function running */
 static volatile sig_atomic_t sig_reading, sig_hit;
 
 
@@ -1126,6 +1127,14 @@ static void make_prompt(const repl *R, char *buf, const char *text)
         snprintf(buf, 64, "%s ", text);
 }
 
+int tgM_fn_call(tg_fn *fn, const tg_array *inputs, tg_array *outputs, tg_error *err)
+{
+    sig_fn = fn;
+    int rc = tg_fn_call(fn, inputs, outputs, err);
+    sig_fn = NULL;
+    return rc;
+}
+
 static void on_sigint(int sig)
 {
     (void)sig;
@@ -1133,6 +1142,8 @@ static void on_sigint(int sig)
     if (!sig_reading) {
         if (sig_rules)
             tg_rules_interrupt(sig_rules);
+        if (sig_fn)
+            tg_fn_interrupt(sig_fn);
         return;
     }
 #if defined(HAVE_READLINE)

@@ -6,6 +6,8 @@
 
 #include "codegen.h"
 
+#include <signal.h>
+
 /* A value at run time: like tg_array (strides in bytes). */
 typedef struct tgI_arr {
     tg_dtype dtype;
@@ -33,6 +35,10 @@ typedef struct tgI_state {
     tgJ_loop_fn *kern;      /* per step: compiled loop (a scan: its function), or NULL */
     struct tgSc_state **scans;  /* per step: a scan's runtime state, or NULL */
     size_t nscansteps;
+    /* tg_fn_interrupt sets intr; intrp is the flag the running call
+     * polls: its own, or for a scan's inner schedule the outer call's */
+    volatile sig_atomic_t intr;
+    volatile sig_atomic_t *intrp;
 } tgI_state;
 
 int tgI_init(tgI_state *st, const tgH_sched *s);

@@ -514,6 +514,12 @@ tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
  * is written through its strides.  0, or -1 with err naming the input and
  * the shape expected, or the subterm whose sizes disagree. */
 int tg_fn_call(tg_fn *fn, const tg_array *inputs, tg_array *outputs, tg_error *err);
+/* Ask the running tg_fn_call of fn to stop: it fails with "interrupted"
+ * within a bounded time (between its steps, and every 1024 iterations of
+ * a scan, compiled or interpreted).  Safe to call from a signal handler
+ * (it only sets a flag); a request made while no call runs is dropped
+ * when the next one starts. */
+void tg_fn_interrupt(tg_fn *fn);
 /* 1 when fn runs compiled code, 0 when it runs in the interpreter
  * (asked for, or no compiler: a warning then went to stderr). */
 int tg_fn_native(const tg_fn *fn);
