@@ -34,6 +34,9 @@ typedef struct options {
     int machine;            /* --machine: for programs driving tgrel */
     int interactive;        /* -i: the REPL after the other inputs */
     const char *max_heap;   /* --max-heap SIZE, else TGREL_MAX_HEAP */
+    unsigned long long max_steps;   /* --max-steps N */
+    int max_steps_set;
+    double timeout;         /* --timeout SECONDS, 0: none */
     enum { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER } color;   /* --color=WHEN */
     input *inputs;
     int ninputs;
@@ -62,6 +65,12 @@ static const char usage_text[] =
     "                    memory' error, before the machine swaps; the session\n"
     "                    goes on (also TGREL_MAX_HEAP; default: half the\n"
     "                    address space limit of ulimit -v, if any)\n"
+    "      --max-steps N stop each normalize or rewrite after N rewrites with\n"
+    "                    an error naming the rules that kept firing (0: no\n"
+    "                    limit; default: none in the REPL at a terminal,\n"
+    "                    10000000 otherwise)\n"
+    "      --timeout SECONDS  the same after SECONDS of time (0: no limit,\n"
+    "                    the default); a run's search too\n"
     "      --machine     for programs: no prompt, errors on standard output\n"
     "                    as '!error ...', the line ';;end' after each entry\n"
     "      --check       load each FILE as rules and report its errors\n"
@@ -167,6 +176,22 @@ static int parse_args(int argc, char **argv, options *o)
             o->max_heap = argv[++i];
         } else if (strncmp(a, "--max-heap=", 11) == 0) {
             o->max_heap = a + 11;
+        } else if (strcmp(a, "--max-steps") == 0 || strcmp(a, "--timeout") == 0) {
+            if (i + 1 >= argc)
+                return usage_error("option '%s' needs an argument", a);
+            const char *v = argv[++i];
+            char *end;
+            errno = 0;
+            if (a[2] == 'm') {
+                o->max_steps = strtoull(v, &end, 10);
+                o->max_steps_set = 1;
+                if (errno || end == v || *end || *v == '-')
+                    return usage_error("--max-steps takes a number of rewrites, not '%s'", v);
+            } else {
+                o->timeout = strtod(v, &end);
+                if (errno || end == v || *end || !(o->timeout >= 0) || o->timeout > 1e9)
+                    return usage_error("--timeout takes a number of seconds, not '%s'", v);
+            }
         } else if (strcmp(a, "--machine") == 0) {
             o->machine = 1;
         } else if (strcmp(a, "--check") == 0) {
@@ -236,6 +261,18 @@ static int color_of(const options *o)
     return (isatty(STDOUT_FILENO) ? TGM_COLOR_OUT : 0) | (isatty(STDERR_FILENO) ? TGM_COLOR_ERR : 0);
 }
 
+/* Outside the REPL at a terminal (where Ctrl-C stops a rewrite) each
+ * normalize or rewrite stops after this many rewrites unless --max-steps
+ * says otherwise: a script with rules that never end fails instead of
+ * spinning (doc/tgrel.1). */
+#define DEFAULT_MAX_STEPS 10000000ull
+
+static void set_limits(tg_rules *rs, const options *o, int interactive)
+{
+    unsigned long long steps = o->max_steps_set ? o->max_steps : interactive ? 0 : DEFAULT_MAX_STEPS;
+    tg_rules_set_limits(rs, steps, o->timeout, NULL);
+}
+
 static void report(const tg_error *err, int color)
 {
     char msg[1024];
@@ -255,6 +292,7 @@ static int eval_input(tg_rules *rs, tg_ctx *ctx, const input *in, const options 
     int errors;
     tgM_repl_opts ro = {0, o->machine, o->shared, color_of(o)};
     tg_error_clear(&err);
+    set_limits(rs, o, in->kind == IN_STDIN && !o->machine && isatty(STDIN_FILENO));
     switch (in->kind) {
     case IN_EXPR:
         return tgM_eval_text(ctx, rs, in->arg, strlen(in->arg), NULL, 1, &ro);

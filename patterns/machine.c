@@ -1024,11 +1024,8 @@ exec:
                 tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "interrupted");
                 goto fail;
             }
-            if (rs->max_steps && rs->rewrites > rs->max_steps) {
-                tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "more than %llu rewrites: stopped",
-                        rs->max_steps);
+            if ((rs->max_steps || rs->deadline) && tgW_limits_over(rs, err))
                 goto fail;
-            }
             if (tgT_heap_tight())
                 goto oom;
             NEXT();

@@ -370,6 +370,13 @@ tg_term *tg_rules_list(tg_rules *rs, tg_list_kind kind, tg_error *err);
  * a signal handler (it only sets a flag); a request made while nothing
  * runs is dropped when the next run starts. */
 void tg_rules_interrupt(tg_rules *rs);
+/* Limits of each tg_normalize, tg_rewrite and evaluated form of rs:
+ * max_steps rewrites (0: none) and seconds of time (0: none; the search
+ * of a run form too).  A run over a limit fails with TG_ERR_RANGE and a
+ * message that names the rules that fired most in it (those that kept
+ * it going).  None by default.  0, or -1 with err filled (a NULL rule
+ * set, a time that is negative, not a number or over 1e9). */
+int tg_rules_set_limits(tg_rules *rs, unsigned long long max_steps, double seconds, tg_error *err);
 /* Provenance (see doc/rules.md): while on, tg_normalize and tg_rewrite
  * log each rule firing (at most cap of them, 0: a million) so that
  * tg_rules_why can say which firings a term of the result came from.

@@ -42,5 +42,29 @@ t "a bad heap size is a usage error" 2 "" "*bad heap size*" \
 t "a heap limit below 1 MiB is a usage error" 2 "" "*bad heap size*" \
     "$TGREL" --max-heap=1000 -e a
 
+# ---- runaway rules in scripts -------------------------------------------
+
+: >"$tmp/in"
+t "a script's ping-pong rules stop at the default step limit, naming the rules" 1 "ok" \
+    "<string>:1:1: stopped after * rewrites, over the step limit of 10000000; the rules that kept firing: p1 (* times), p2 (* times)" \
+    "$TGREL" "$tmp/loop.rules" -e '(normalize (ping a))' -e ok
+t "--max-steps sets the limit; a growing equilibrium names its rule" 1 "ok" \
+    "<string>:1:1: stopped after * rewrites, over the step limit of 1000; the rules that kept firing: g (* times)" \
+    "$TGREL" --max-steps 1000 "$tmp/loop.rules" -e '(rewrite e2 (grow a))' -e ok
+t "--timeout stops a rewrite" 1 "ok" \
+    "<string>:1:1: stopped after 0.3 s (the time limit), * rewrites; the rules that kept firing: p1 (* times), p2 (* times)" \
+    "$TGREL" --max-steps 0 --timeout 0.3 "$tmp/loop.rules" -e '(normalize (ping a))' -e ok
+t "--timeout stops a search" 1 "ok" "<string>:2:1: stopped at the time limit" \
+    "$TGREL" --timeout 0.3 -e '(defrel (loopo x) (loopo x))
+(run 1 (q) (loopo q))' -e ok
+printf '(normalize (ping a))\nok\n' >"$tmp/in"
+t "the default step limit holds for piped input too" 1 "ok" "<stdin>:1:1: stopped after *p1*p2*" \
+    "$TGREL" "$tmp/loop.rules" -i
+: >"$tmp/in"
+t "a bad --max-steps is a usage error" 2 "" "*--max-steps takes*" \
+    "$TGREL" --max-steps lots -e a
+t "a bad --timeout is a usage error" 2 "" "*--timeout takes*" \
+    "$TGREL" --timeout -1 -e a
+
 echo "1..$n"
 [ "$failed" = 0 ]
