@@ -6,11 +6,13 @@
  * `--run-tests` runs golden test files (selftest.c). */
 #include "config.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "repl.h"
@@ -32,6 +34,10 @@ typedef struct options {
     int machine;            /* --machine: for programs driving tgrel */
     int interactive;        /* -i: the REPL after the other inputs */
     enum { CACHE_NONE, CACHE_INFO, CACHE_CLEAR } cache;    /* --cache-info, --cache-clear */
+    const char *max_heap;   /* --max-heap SIZE, else TGREL_MAX_HEAP */
+    unsigned long long max_steps;   /* --max-steps N */
+    int max_steps_set;
+    double timeout;         /* --timeout SECONDS, 0: none */
     enum { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER } color;   /* --color=WHEN */
     input *inputs;
     int ninputs;
@@ -55,6 +61,17 @@ static const char usage_text[] =
     "  -e, --expr EXPR   read terms from the text EXPR\n"
     "  -f, --file SCRIPT run SCRIPT as REPL input (forms and :commands)\n"
     "  -i, --interactive read standard input after the other inputs\n"
+    "      --max-heap SIZE  stop a rewrite or search that needs more memory\n"
+    "                    than SIZE (bytes, or with K, M, G) with an 'out of\n"
+    "                    memory' error, before the machine swaps; the session\n"
+    "                    goes on (also TGREL_MAX_HEAP; default: half the\n"
+    "                    address space limit of ulimit -v, if any)\n"
+    "      --max-steps N stop each normalize or rewrite after N rewrites with\n"
+    "                    an error naming the rules that kept firing (0: no\n"
+    "                    limit; default: none in the REPL at a terminal,\n"
+    "                    10000000 otherwise)\n"
+    "      --timeout SECONDS  the same after SECONDS of time (0: no limit,\n"
+    "                    the default); a run's search too\n"
     "      --machine     for programs: no prompt, errors on standard output\n"
     "                    as '!error ...', the line ';;end' after each entry\n"
     "      --check       load each FILE as rules and report its errors\n"
@@ -81,6 +98,43 @@ static int usage_error(const char *fmt, const char *arg)
     fprintf(stderr, fmt, arg);
     fputs("\nTry 'tgrel --help' for more information.\n", stderr);
     return EXIT_USAGE;
+}
+
+/* A size in bytes: digits with an optional K, M or G (powers of 1024). */
+static int parse_size(const char *s, size_t *out)
+{
+    char *end;
+    if (*s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    int shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (errno || *end || v > (SIZE_MAX >> shift))
+        return -1;
+    *out = (size_t)v << shift;
+    return 0;
+}
+
+/* Without a heap limit of its own, under a limit of the address space
+ * (ulimit -v), the collector's heap is limited to half of it: past that
+ * the collector still has room to work (the hash-cons table, the code,
+ * the stacks take the rest), so a runaway rewrite fails with "out of
+ * memory" and the session goes on, where at the edge of the address
+ * space the abandoned terms could stay marked and every later entry fail. */
+static void limit_heap_to_address_space(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return;
+    tg_error err;
+    tg_error_clear(&err);
+    tg_set_max_heap((size_t)(rl.rlim_cur / 2), &err);   /* below 1 MiB: refused, no limit */
 }
 
 /* Fill o from argv; returns -1 when the program should go on, else the
@@ -120,6 +174,28 @@ static int parse_args(int argc, char **argv, options *o)
             o->inputs[o->ninputs++].arg = argv[++i];
         } else if (strcmp(a, "-i") == 0 || strcmp(a, "--interactive") == 0) {
             o->interactive = 1;
+        } else if (strcmp(a, "--max-heap") == 0) {
+            if (i + 1 >= argc)
+                return usage_error("option '%s' needs an argument", a);
+            o->max_heap = argv[++i];
+        } else if (strncmp(a, "--max-heap=", 11) == 0) {
+            o->max_heap = a + 11;
+        } else if (strcmp(a, "--max-steps") == 0 || strcmp(a, "--timeout") == 0) {
+            if (i + 1 >= argc)
+                return usage_error("option '%s' needs an argument", a);
+            const char *v = argv[++i];
+            char *end;
+            errno = 0;
+            if (a[2] == 'm') {
+                o->max_steps = strtoull(v, &end, 10);
+                o->max_steps_set = 1;
+                if (errno || end == v || *end || *v == '-')
+                    return usage_error("--max-steps takes a number of rewrites, not '%s'", v);
+            } else {
+                o->timeout = strtod(v, &end);
+                if (errno || end == v || *end || !(o->timeout >= 0) || o->timeout > 1e9)
+                    return usage_error("--timeout takes a number of seconds, not '%s'", v);
+            }
         } else if (strcmp(a, "--machine") == 0) {
             o->machine = 1;
         } else if (strcmp(a, "--check") == 0) {
@@ -147,6 +223,18 @@ static int parse_args(int argc, char **argv, options *o)
         } else {
             return usage_error("unknown option '%s'", a);
         }
+    }
+    if (!o->max_heap)
+        o->max_heap = getenv("TGREL_MAX_HEAP");
+    if (!o->max_heap || !*o->max_heap)
+        limit_heap_to_address_space();
+    else {
+        size_t bytes;
+        tg_error err;
+        tg_error_clear(&err);
+        if (parse_size(o->max_heap, &bytes) < 0 || tg_set_max_heap(bytes, &err) < 0)
+            return usage_error("bad heap size '%s' (a number of bytes, or with K, M or G; "
+                               "at least 1M; 0 for no limit)", o->max_heap);
     }
     if (o->run_tests && o->check)
         return usage_error("%s", "--run-tests and --check do not go together");
@@ -181,6 +269,18 @@ static int color_of(const options *o)
     return (isatty(STDOUT_FILENO) ? TGM_COLOR_OUT : 0) | (isatty(STDERR_FILENO) ? TGM_COLOR_ERR : 0);
 }
 
+/* Outside the REPL at a terminal (where Ctrl-C stops a rewrite) each
+ * normalize or rewrite stops after this many rewrites unless --max-steps
+ * says otherwise: a script with rules that never end fails instead of
+ * spinning (doc/tgrel.1). */
+#define DEFAULT_MAX_STEPS 10000000ull
+
+static void set_limits(tg_rules *rs, const options *o, int interactive)
+{
+    unsigned long long steps = o->max_steps_set ? o->max_steps : interactive ? 0 : DEFAULT_MAX_STEPS;
+    tg_rules_set_limits(rs, steps, o->timeout, NULL);
+}
+
 static void report(const tg_error *err, int color)
 {
     char msg[1024];
@@ -200,6 +300,7 @@ static int eval_input(tg_rules *rs, tg_ctx *ctx, const input *in, const options 
     int errors;
     tgM_repl_opts ro = {0, o->machine, o->shared, color_of(o)};
     tg_error_clear(&err);
+    set_limits(rs, o, in->kind == IN_STDIN && !o->machine && isatty(STDIN_FILENO));
     switch (in->kind) {
     case IN_EXPR:
         return tgM_eval_text(ctx, rs, in->arg, strlen(in->arg), NULL, 1, &ro);

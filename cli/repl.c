@@ -48,6 +48,7 @@ enum { HISTORY_MAX = 1000, HISTORY_FIRINGS = 2000 };
 #define INK_PROMPT "\033[1;34m"
 
 static tg_rules *volatile sig_rules;   /* what Ctrl-C interrupts */
+static tg_fn *volatile sig_fn;         /* ... and the compiled function running */
 static volatile sig_atomic_t sig_reading, sig_hit;
 
 
@@ -271,11 +272,40 @@ void tgM_show(const repl *R, const tg_term *t)
 /* ---- forms ------------------------------------------------------------- */
 
 /* Evaluate and print one form read by r; 0, or 1 after reporting. */
+/* Evaluate t and print what it gives.  In machine mode the whole output
+ * of the form (a run's answer list, its traces) is held until the form is
+ * done, then written at once, or dropped when the form fails: a driving
+ * program sees a complete answer list or an !error line, never the
+ * answers found before an error and half a list. */
+static int eval_print(repl *R, tg_reader *r, tg_term *t, tg_error *err)
+{
+    if (!R->o->machine)
+        return tgM_eval_print(R->rs, r, t, R->shared, R->out, err);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    if (!mem) {
+        tg_error_set(err, TG_ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    int tracing = tg_rules_tracing(R->rs);
+    int rc = tgM_eval_print(R->rs, r, t, R->shared, mem, err);
+    tg_rules_set_trace(R->rs, R->out, tracing);     /* mem goes now */
+    if (fclose(mem) != 0 && rc == 0) {
+        tg_error_set(err, TG_ERR_NOMEM, "out of memory");
+        rc = -1;
+    }
+    if (rc == 0)
+        fwrite(buf, 1, len, R->out);
+    free(buf);
+    return rc;
+}
+
 static int eval_form(repl *R, tg_reader *r, tg_term *t)
 {
     tg_error err;
     tg_error_clear(&err);
-    if (tgM_eval_print(R->rs, r, t, R->shared, R->out, &err) == 0)
+    if (eval_print(R, r, t, &err) == 0)
         return 0;
     if (err.line == 0) {
         tg_reader_last_pos(r, &err.line, &err.column);
@@ -387,7 +417,7 @@ static int eval_built(repl *R, const char *head, tg_term *const *args, int n)
     }
     tg_error err;
     tg_error_clear(&err);
-    if (tgM_eval_print(R->rs, NULL, form, R->shared, R->out, &err) == 0)
+    if (eval_print(R, NULL, form, &err) == 0)
         return 0;
     tgM_report_here(R, &err);
     return 1;
@@ -1176,6 +1206,14 @@ static void make_prompt(const repl *R, char *buf, const char *text)
         snprintf(buf, 64, "%s ", text);
 }
 
+int tgM_fn_call(tg_fn *fn, const tg_array *inputs, tg_array *outputs, tg_error *err)
+{
+    sig_fn = fn;
+    int rc = tg_fn_call(fn, inputs, outputs, err);
+    sig_fn = NULL;
+    return rc;
+}
+
 static void on_sigint(int sig)
 {
     (void)sig;
@@ -1183,6 +1221,8 @@ static void on_sigint(int sig)
     if (!sig_reading) {
         if (sig_rules)
             tg_rules_interrupt(sig_rules);
+        if (sig_fn)
+            tg_fn_interrupt(sig_fn);
         return;
     }
 #if defined(HAVE_READLINE)

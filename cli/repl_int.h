@@ -39,6 +39,8 @@ typedef struct repl {
 
 /* An error of the current entry, with its place. */
 void tgM_report_here(const repl *R, tg_error *err);
+/* tg_fn_call, which Ctrl-C interrupts (tg_fn_interrupt) while it runs. */
+int tgM_fn_call(tg_fn *fn, const tg_array *inputs, tg_array *outputs, tg_error *err);
 /* A message of the current entry: fmt with one %s, arg. */
 void tgM_complain(const repl *R, const char *fmt, const char *arg);
 /* t on the session's output, shared subterms as :shared says. */

@@ -265,7 +265,7 @@ int tgM_cmd_eval(repl *R, const char *name, const char *args)
         rc = 1;
     }
     memset(&out, 0, sizeof out);
-    if (rc == 0 && tg_fn_call(fn, arr, &out, &err) < 0) {
+    if (rc == 0 && tgM_fn_call(fn, arr, &out, &err) < 0) {
         tgM_report_here(R, &err);
         rc = 1;
     }
@@ -546,7 +546,7 @@ static int call_fn(repl *R, tg_term *const *t, int n, long times, long every, in
     long step = times / 200 ? times / 200 : 1;     /* redraw the bar 200 times at most */
     /* the first call allocates the outputs, the others write into them */
     for (long k = 0; rc == 0 && k < times; k++) {
-        if (tg_fn_call(f->fn, arr, out, &err) < 0) {
+        if (tgM_fn_call(f->fn, arr, out, &err) < 0) {
             if (bar)
                 clear_bar();
             tgM_report_here(R, &err);

@@ -330,6 +330,7 @@ int tg_fn_call(tg_fn *fn, const tg_array *inputs, tg_array *outputs, tg_error *e
     if (!fn || (fn->g->ninputs && !inputs && (!fn->state || fn->g->ninputs > fn->g->nshared)) ||
         (!outputs && fn->g->noutputs > fn->g->nupdates))
         return tgE_arg(err, "kernels: tg_fn_call needs a function, inputs and outputs"), -1;
+    fn->st.intr = 0;    /* a request made between calls is dropped */
     unsigned long long k = fn->prof.calls++;
     int timed = k < CALLS_TIMED || k % SAMPLE == 0;
     uint64_t t0 = timed ? tgTm_ticks() : 0;
@@ -355,6 +356,12 @@ tg_term *tg_fn_schedule(const tg_fn *fn)
         ((tg_fn *)fn)->schedule = fn->state ? tgSt_schedule(fn->s, fn->state, tgH_term(fn->s, NULL))
                                             : tgH_term(fn->s, NULL);
     return fn->schedule;
+}
+
+void tg_fn_interrupt(tg_fn *fn)
+{
+    if (fn)
+        fn->st.intr = 1;
 }
 
 int tg_fn_native(const tg_fn *fn) { return fn && fn->st.kern != NULL; }

@@ -1157,6 +1157,7 @@ int tgI_init(tgI_state *st, const tgH_sched *s)
 {
     const tgV_graph *g = s->g;
     memset(st, 0, sizeof *st);
+    st->intrp = &st->intr;
     st->regof = malloc(((size_t)g->n + 1) * sizeof *st->regof);
     int *lastuse = malloc(((size_t)g->n + 1) * sizeof *lastuse);
     int *freel = malloc(((size_t)g->n + 1) * sizeof *freel);
@@ -1361,6 +1362,8 @@ int tgI_exec(const tgH_sched *s, tgI_state *st, tg_array *out, tg_error *err)
     for (int k = 0; k < s->nsteps; k++) {
         const tgH_step *step = &s->steps[k];
         int v = step->node;
+        if (__builtin_expect(st->intrp && *st->intrp, 0))
+            return tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "interrupted"), -1;
         switch (step->kind) {
         case TGH_LOOP:
             donated(s, st, step);

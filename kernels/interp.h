@@ -6,6 +6,8 @@
 
 #include "codegen.h"
 
+#include <signal.h>
+
 /* A value at run time: like tg_array (strides in bytes). */
 typedef struct tgI_arr {
     tg_dtype dtype;
@@ -35,6 +37,10 @@ typedef struct tgI_state {
     size_t nscansteps;
     uint32_t rstream;       /* random draws' stream: 0 for a function, one per
                              * step of a scan's body (random.c) */
+    /* tg_fn_interrupt sets intr; intrp is the flag the running call
+     * polls: its own, or for a scan's inner schedule the outer call's */
+    volatile sig_atomic_t intr;
+    volatile sig_atomic_t *intrp;
 } tgI_state;
 
 int tgI_init(tgI_state *st, const tgH_sched *s);

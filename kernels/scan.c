@@ -1099,16 +1099,19 @@ int tgSc_run(const tgH_sched *s, tgI_state *st, const tgH_step *step, tgSc_state
     if (check_shapes(ss, err) < 0)
         return -1;
     int64_t done = -1;
+    ss->in.intrp = st->intrp;   /* a nested scan's steps stop too */
     if (kern) {     /* kept with the loops' type: a function pointer, cast back */
         native_fn fn = (native_fn)(void (*)(void))kern;
         done = run_native(s, st, step, ss, fn, n);
+        if (done >= 0 && st->intrp && *st->intrp)
+            return tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "interrupted"), -1;
     }
     if (done < 0) {
         for (done = 0; done < n;) {
             point(s, st, step, ss, n, done);
             point_inner(ss);
             ss->in.rstream = tgRn_stream(st->rstream, done);    /* fresh draws each step */
-            if (tgI_exec(sc->is, &ss->in, ss->pout, err) < 0)
+            if (tgI_exec(sc->is, &ss->in, ss->pout, err) < 0)     /* it polls the flag */
                 return -1;
             mitmot_store(ss, done);
             done++;
@@ -1132,7 +1135,10 @@ static int p_store(const tgSc_scan *sc, int o) { return sc->nseq + 2 * o + 1; }
 static int p_non(const tgSc_scan *sc, int i) { return sc->nseq + 2 * sc->nout + i; }
 static int p_slot(const tgSc_scan *sc, int k) { return sc->nseq + 2 * sc->nout + sc->nnon + k; }
 static int p_cond(const tgSc_scan *sc) { return p_slot(sc, sc->is->nslots); }
-static int p_scr(const tgSc_scan *sc, int r) { return p_cond(sc) + 1 + r; }
+/* the interrupt flag (tg_fn_interrupt), polled every POLL_STEPS steps */
+static int p_intr(const tgSc_scan *sc) { return p_cond(sc) + 1; }
+#define POLL_STEPS 1024
+static int p_scr(const tgSc_scan *sc, int r) { return p_intr(sc) + 1 + r; }
 static int r_rowb(const tgSc_scan *sc, int r) { return sc->nseq + 3 * sc->nout + r; }
 static int r_init(const tgSc_scan *sc, int o) { return sc->nseq + 3 * o; }
 static int r_store(const tgSc_scan *sc, int o) { return sc->nseq + 3 * o + 1; }
@@ -1614,6 +1620,10 @@ void tgSc_source(tgB_buf *b, const tgH_sched *s, int k)
         put_load(b, ig->nodes[sc->cond].dtype, ptr);
         tgB_puts(b, " != 0) {\n      t++;\n      break;\n    }\n");
     }
+    /* Ctrl-C: a load and a test every POLL_STEPS steps, where the step
+     * itself is a few dozen instructions at least */
+    tgB_printf(b, "    if ((t & %d) == %d && *(volatile int *)(void *)P[%d]) {\n      t++;\n      break;\n    }\n",
+               POLL_STEPS - 1, POLL_STEPS - 1, p_intr(sc));
     tgB_puts(b, "  }\n  return t;\n}\n");
 }
 
@@ -1685,6 +1695,8 @@ static int64_t run_native(const tgH_sched *s, tgI_state *st, const tgH_step *ste
     for (int k = 0; k < sc->is->nslots; k++)
         P[p_slot(sc, k)] = ss->in.slots[k];
     P[p_cond(sc)] = (char *)ss->cond;
+    static volatile sig_atomic_t never;     /* a state made without tgI_init */
+    P[p_intr(sc)] = (char *)(void *)(st->intrp ? st->intrp : &never);
     blas_fn blas[6] = {NULL};
     if (uses_blas(sc->is)) {    /* else OpenBLAS need not be loaded at all */
         const tgBl_fns *f = tgBl_get(NULL);

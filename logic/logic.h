@@ -52,6 +52,8 @@ struct tg_env {
     tgK_vec canon;          /* the variables of canonical terms: the i-th met */
     unsigned long nlambda;  /* lambdas made, to name them */
     volatile sig_atomic_t interrupt;    /* tg_env_interrupt: stop the query */
+    unsigned calls;             /* relation calls, for the heap check every 2^14 */
+    double deadline;            /* tgK_set_deadline: CLOCK_MONOTONIC seconds, 0: none */
     /* What defines the relations, for keys of caches of rewrites that
      * use them (kernels/rwcache.c): the definition forms evaluated since
      * the prelude (defrel, tabled, fact, facts, in order), and how many
@@ -74,5 +76,10 @@ int tgK_defrel_lib(tg_env *env, const char *name, unsigned arity, tg_relation_fn
 /* Report an error of the running query (the first one wins). */
 void tgK_error(tg_env *env, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* The end of the running query's time (CLOCK_MONOTONIC seconds; 0: none),
+ * checked every 2^14 relation calls (patterns/ sets it from the rule
+ * set's time limit). */
+void tgK_set_deadline(tg_env *env, double deadline);
 
 #endif

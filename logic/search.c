@@ -22,6 +22,14 @@
 #include <gc/gc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+static double search_clock(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 enum {
     C_ANSWER = 2,   /* a reified answer in a stream */
@@ -706,6 +714,16 @@ static void *machine(tg_env *env, cell *f0)
                     tgK_error(env, TG_ERR_RANGE, "interrupted");
                     goto fail;
                 }
+                if (__builtin_expect((++env->calls & 0x3fff) == 0, 0)) {
+                    if (tgT_heap_tight()) {
+                        tgK_error(env, TG_ERR_NOMEM, "out of memory");
+                        goto fail;
+                    }
+                    if (env->deadline && search_clock() > env->deadline) {
+                        tgK_error(env, TG_ERR_RANGE, "stopped at the time limit");
+                        goto fail;
+                    }
+                }
                 if (rel->arity != g->n) {
                     int len;
                     const char *nm = rel_name(rel, &len);
@@ -1017,6 +1035,11 @@ oom:
 fail:
     K->n = base;
     return ERR;
+}
+
+void tgK_set_deadline(tg_env *env, double deadline)
+{
+    env->deadline = deadline;
 }
 
 long tgG_run(tg_env *env, tgG_goal *g, unsigned nslots, long n, tgG_emit *emit, void *ud)

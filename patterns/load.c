@@ -23,6 +23,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_INCLUDE 64
@@ -1318,6 +1319,86 @@ int tg_rules_load_file(tg_rules *rs, const char *path, tg_error *err)
     return rc;
 }
 
+/* ---- limits of a run (tg_rules_set_limits) ---------------------------------- */
+
+double tgW_clock(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int tg_rules_set_limits(tg_rules *rs, unsigned long long max_steps, double seconds, tg_error *err)
+{
+    if (!rs)
+        return tgE_arg(err, "tg_rules_set_limits: NULL rule set"), -1;
+    if (!(seconds >= 0) || seconds > 1e9)
+        return tgE_arg(err, "tg_rules_set_limits: the time limit is a number of seconds from 0 to 1e9"), -1;
+    rs->max_steps = max_steps;
+    rs->timeout = seconds;
+    return 0;
+}
+
+void tgW_limits_start(tg_rules *rs)
+{
+    rs->deadline = rs->timeout > 0 ? tgW_clock() + rs->timeout : 0;
+    if (rs->env)
+        tgK_set_deadline(rs->env, rs->deadline);
+    rs->nfired_base = 0;
+    if (!rs->max_steps && !rs->deadline)
+        return;
+    /* atomic memory: counts, no pointers; none when out of memory (the
+     * error then names no rules) */
+    unsigned long long *b = GC_MALLOC_ATOMIC((rs->nrules ? rs->nrules : 1) * sizeof *b);
+    if (!b)
+        return;
+    for (uint32_t i = 0; i < rs->nrules; i++)
+        b[i] = rs->rules[i]->fired;
+    rs->fired_base = b;
+    rs->nfired_base = rs->nrules;
+}
+
+/* ", kept firing: R1 (N1 times), R2 (N2 times), ..." for the (at most 3)
+ * rules that fired most since the run began, appended to msg. */
+static void name_busy_rules(const tg_rules *rs, char *msg, size_t cap)
+{
+    enum { TOP = 3 };
+    const tgW_rule *top[TOP] = {NULL};
+    unsigned long long cnt[TOP] = {0};
+    for (uint32_t i = 0; i < rs->nfired_base && i < rs->nrules; i++) {
+        unsigned long long d = rs->rules[i]->fired - rs->fired_base[i];
+        for (int k = 0; k < TOP; k++)
+            if (d > cnt[k]) {
+                memmove(top + k + 1, top + k, (TOP - 1 - k) * sizeof *top);
+                memmove(cnt + k + 1, cnt + k, (TOP - 1 - k) * sizeof *cnt);
+                top[k] = rs->rules[i], cnt[k] = d;
+                break;
+            }
+    }
+    for (int k = 0; k < TOP && top[k]; k++) {
+        size_t len = strlen(msg), nl;
+        const char *nm = tg_symbol_name(top[k]->name, &nl);
+        snprintf(msg + len, cap - len, "%s%.*s (%llu times)", k ? ", " : "; the rules that kept firing: ",
+                 (int)nl, nm, cnt[k]);
+    }
+}
+
+int tgW_limits_over(tg_rules *rs, tg_error *err)
+{
+    char msg[400];
+    if (rs->max_steps && rs->rewrites > rs->max_steps)
+        snprintf(msg, sizeof msg, "stopped after %llu rewrites, over the step limit of %llu", rs->rewrites,
+                 rs->max_steps);
+    else if (rs->deadline && tgW_clock() > rs->deadline)
+        snprintf(msg, sizeof msg, "stopped after %g s (the time limit), %llu rewrites", rs->timeout,
+                 rs->rewrites);
+    else
+        return 0;
+    name_busy_rules(rs, msg, sizeof msg);
+    tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "%s", msg);
+    return 1;
+}
+
 tg_term *tg_normalize(tg_rules *rs, tg_term *t, unsigned flags, tg_error *err)
 {
     if (!rs || !t)
@@ -1326,6 +1407,7 @@ tg_term *tg_normalize(tg_rules *rs, tg_term *t, unsigned flags, tg_error *err)
         return tgE_nomem(err), NULL;
     rs->rewrites = rs->conditions = 0;
     rs->interrupt = 0;
+    tgW_limits_start(rs);
     tgW_run run = {&rs->all, (flags & TG_NF_MEMO) != 0, 0, 0, NULL, rs, 0};
     if (rs->trace_on && rs->trace)
         run.hook = tgW_trace_hook;
@@ -1433,6 +1515,7 @@ static int eval_form(tg_rules *rs, tg_term *form, const char *file, int line, in
         *value = NULL;
     if (!rs || !form)
         return tgE_arg(err, "tg_rules_eval: NULL argument"), -1;
+    tgW_limits_start(rs);   /* a run form's search is timed too */
     loader L;
     if (loader_init(&L, rs, err) < 0)
         return -1;

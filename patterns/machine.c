@@ -419,6 +419,19 @@ static tgW_machine *machine_get(tg_rules *rs)
     return rs->m;
 }
 
+/* After a failed run (out of memory above all), the machine's stacks go:
+ * the values left in them above the top are scanned by the collector, and
+ * one of them can hold the whole runaway term that ran the heap out, so
+ * that nothing after could allocate.  Its done map is malloc memory
+ * registered as a root: freed here. */
+static void machine_drop(tg_rules *rs)
+{
+    if (!rs->m)
+        return;
+    tgW_map_clear(&rs->m->done);
+    rs->m = NULL;
+}
+
 /* The whole stacks are kept (values above the top may be read back by
  * the frames below, so a copy takes all of them). */
 static inline int vs_reserve(tgW_machine *M, size_t need)
@@ -1021,11 +1034,10 @@ exec:
                 tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "interrupted");
                 goto fail;
             }
-            if (rs->max_steps && rs->rewrites > rs->max_steps) {
-                tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "more than %llu rewrites: stopped",
-                        rs->max_steps);
+            if ((rs->max_steps || rs->deadline) && tgW_limits_over(rs, err))
                 goto fail;
-            }
+            if (tgT_heap_tight())
+                goto oom;
             NEXT();
         fire_watched:
             /* the memo, the max-use limit, a hook or provenance */
@@ -1377,6 +1389,8 @@ out:
     M->input = NULL;
     tgW_map_clear(&M->done);
     tgW_memo_clear(&M->memo);
+    if (!res)
+        machine_drop(rs);
     return res;
 oom:
     tgE_nomem(err);
@@ -1431,6 +1445,8 @@ tg_term *tgW_step(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err)
     }
     tg_term *r = reduce(rs, &one, id, h, 0, na, &sp, err);
     M->stepped = NULL;
+    if (!r)
+        machine_drop(rs);
     return r;
 }
 

@@ -898,6 +898,7 @@ tg_term *tgW_rewrite_plan(tg_rules *rs, const tgW_cplan *cp, tg_term *t, tg_erro
     rs->hook_ud = rs;
     rs->rewrites = rs->conditions = 0;
     rs->interrupt = 0;
+    tgW_limits_start(rs);
     if (rs->prov)
         tgO_begin(rs->prov, t);
     double t0 = now_ms();

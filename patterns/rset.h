@@ -215,7 +215,11 @@ struct tg_rules {
     void *hook_ud;
     struct tgO_prov *prov;      /* the firing log (prov.h), NULL when off */
     unsigned long long rewrites, conditions;
-    unsigned long long max_steps;   /* 0: no limit */
+    unsigned long long max_steps;   /* 0: no limit (tg_rules_set_limits) */
+    double timeout;             /* seconds per run, 0: none */
+    double deadline;            /* of the current run (tgW_clock), 0: none */
+    unsigned long long *fired_base;     /* rules' fired counts at the run's start, */
+    uint32_t nfired_base;               /* taken when a limit is set */
     volatile int interrupt;
     struct tgW_acs *acs;        /* matching modulo assoc / comm: scratch (ac.c) */
     struct tgX_ext *ext;        /* C rewriters and predicates (cext.c) */
@@ -235,6 +239,15 @@ struct tg_rules {
 };
 
 tgW_op *tgW_op_find(const tg_rules *rs, const tg_term *name);
+/* A monotonic clock in seconds. */
+double tgW_clock(void);
+/* At the start of a run (tg_normalize, tg_rewrite, a form): the deadline
+ * and the fired counts the limits' error compares with. */
+void tgW_limits_start(tg_rules *rs);
+/* Whether the run is over its step limit or deadline (checked every 2^16
+ * rewrites); if so, err says which, and names the rules that fired most
+ * in the run: those that kept it going. */
+int tgW_limits_over(tg_rules *rs, tg_error *err);
 /* Append form to rs->src; -1 when out of memory (or form is NULL). */
 int tgW_log_src(tg_rules *rs, tg_term *form);
 int tgW_index_build(tg_rules *rs, tgW_index *ix, tgW_rule *const *rules, uint32_t n);

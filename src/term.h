@@ -268,6 +268,15 @@ int tgT_num_cmp(const tg_term *a, const tg_term *b);
  * bits assume; for tests of that path. */
 void tgT_narrow(tg_ctx *ctx);
 
+/* Whether a long computation should stop as out of memory: under a heap
+ * limit (tg_set_max_heap), the heap has grown near it and, after a
+ * collection, more than three quarters of it is still in use.  Polled
+ * by the rewriting machine and the logic search at their interrupt
+ * checks, so that a runaway computation fails while the collector
+ * still has room to work: with the heap exhausted, parts of the
+ * abandoned data could stay marked and the session would not recover. */
+int tgT_heap_tight(void);
+
 /* Mark the context as in the middle of a table operation (on) or not,
  * as a thread stopped there would leave it for a collection started by
  * another thread; for tests of that path. */

@@ -190,9 +190,24 @@ size_t tgT_gc_floor(const char *s)
     return (size_t)v;
 }
 
+/* The collector's warnings when it cannot grow the heap: the allocation
+ * that failed returns NULL and becomes an "out of memory" error of the
+ * call that made it, so a line per failed attempt (dozens of them while a
+ * runaway rewrite fills the heap) would only bury that one message.
+ * Other warnings go to the previous handler. */
+static GC_warn_proc prev_warn;
+static void GC_CALLBACK filter_warn(char *msg, GC_word arg)
+{
+    if (strstr(msg, "Failed to expand heap") || strstr(msg, "Out of Memory"))
+        return;
+    prev_warn(msg, arg);
+}
+
 static void gc_setup(void)
 {
     GC_init();
+    prev_warn = GC_get_warn_proc();
+    GC_set_warn_proc(filter_warn);
     GC_allow_register_threads();
     /* With interior pointers on, NORMAL objects get one extra byte and
      * their last word is not scanned; our own kind scans the whole
@@ -620,6 +635,33 @@ int tgT_make_room(tg_ctx *ctx)
 }
 
 /* ---- contexts ----------------------------------------------------- */
+
+/* The heap limit of tg_set_max_heap (0: none), for tgT_heap_tight. */
+static size_t max_heap;
+
+int tgT_heap_tight(void)
+{
+    size_t lim = max_heap;
+    if (!lim || GC_get_heap_size() < lim - lim / 8)
+        return 0;
+    GC_gcollect();
+    GC_word heap, freeb, unmapped, since, total;
+    GC_get_heap_usage_safe(&heap, &freeb, &unmapped, &since, &total);
+    return heap - freeb > lim - lim / 4;
+}
+
+int tg_set_max_heap(size_t bytes, tg_error *err)
+{
+    if (bytes && bytes < ((size_t)1 << 20)) {
+        tgE_set(err, TG_ERR_ARG, NULL, 0, 0, "tg_set_max_heap: %zu bytes is below the 1 MiB minimum",
+                bytes);
+        return -1;
+    }
+    pthread_once(&gc_once, gc_setup);
+    GC_set_max_heap_size((GC_word)bytes);
+    max_heap = bytes;
+    return 0;
+}
 
 tg_ctx *tg_ctx_new(tg_error *err)
 {

@@ -88,6 +88,12 @@ typedef struct tg_stats {
     size_t table_bytes; /* memory of the table itself */
 } tg_stats;
 void tg_ctx_stats(const tg_ctx *ctx, tg_stats *out);
+/* Limit the collected heap shared by every context to bytes (0: no
+ * limit; at least 1 MiB otherwise).  An allocation beyond it fails as
+ * running out of memory does: the call that needed it returns an error
+ * (TG_ERR_NOMEM), what it built is reclaimed by the next collection, and
+ * the context stays usable.  0, or -1 with err filled. */
+int tg_set_max_heap(size_t bytes, tg_error *err);
 
 /* ---- terms -------------------------------------------------------- */
 
@@ -377,6 +383,13 @@ tg_term *tg_rules_list(tg_rules *rs, tg_list_kind kind, tg_error *err);
  * a signal handler (it only sets a flag); a request made while nothing
  * runs is dropped when the next run starts. */
 void tg_rules_interrupt(tg_rules *rs);
+/* Limits of each tg_normalize, tg_rewrite and evaluated form of rs:
+ * max_steps rewrites (0: none) and seconds of time (0: none; the search
+ * of a run form too).  A run over a limit fails with TG_ERR_RANGE and a
+ * message that names the rules that fired most in it (those that kept
+ * it going).  None by default.  0, or -1 with err filled (a NULL rule
+ * set, a time that is negative, not a number or over 1e9). */
+int tg_rules_set_limits(tg_rules *rs, unsigned long long max_steps, double seconds, tg_error *err);
 /* Provenance (see doc/rules.md): while on, tg_normalize and tg_rewrite
  * log each rule firing (at most cap of them, 0: a million) so that
  * tg_rules_why can say which firings a term of the result came from.
@@ -532,6 +545,12 @@ tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
  * is written through its strides.  0, or -1 with err naming the input and
  * the shape expected, or the subterm whose sizes disagree. */
 int tg_fn_call(tg_fn *fn, const tg_array *inputs, tg_array *outputs, tg_error *err);
+/* Ask the running tg_fn_call of fn to stop: it fails with "interrupted"
+ * within a bounded time (between its steps, and every 1024 iterations of
+ * a scan, compiled or interpreted).  Safe to call from a signal handler
+ * (it only sets a flag); a request made while no call runs is dropped
+ * when the next one starts. */
+void tg_fn_interrupt(tg_fn *fn);
 /* 1 when fn runs compiled code, 0 when it runs in the interpreter
  * (asked for, or no compiler: a warning then went to stderr). */
 int tg_fn_native(const tg_fn *fn);

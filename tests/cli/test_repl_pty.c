@@ -242,6 +242,19 @@ int main(void)
     type(fd, "\x03");
     TAP_CHECK(expect(fd, "interrupted"), "Ctrl-C stops a search that never ends");
 
+    /* a compiled scan of 10^11 steps: compiled within the second (a
+     * rewrite interrupted during the compilation would say so too, but
+     * not after it), then stopped by its poll of the interrupt flag */
+    expect(fd, "tgrel> ");
+    type(fd, ":eval (scan (lambda (a) ((add a 1))) (steps 100000000000) (sequences) "
+             "(outputs (sitsot 0 last)) (non_sequences))\r");
+    usleep(1500 * 1000);
+    type(fd, "\x03");
+    TAP_CHECK(expect(fd, "interrupted"), "Ctrl-C stops a compiled scan that never ends");
+    expect(fd, "tgrel> ");
+    type(fd, "after-scan\r");
+    TAP_CHECK(expect(fd, "after-scan\r\n"), "the session goes on after it");
+
     expect(fd, "tgrel> ");
     type(fd, "(dropped\r");
     TAP_CHECK(expect(fd, "  ...> "), "an entry is half typed");

@@ -1,0 +1,78 @@
+#!/bin/sh
+# survive.sh - TAP tests of sessions that survive: out of memory under a
+# heap limit (--max-heap, TGREL_MAX_HEAP), runaway rules in scripts
+# (--max-steps, --timeout, the default limit), machine mode's atomic
+# answers, and loading files all or nothing.
+# Run by `make check` with $TGREL set; by hand, from the build directory:
+# TGREL=./tgrel srcdir=.. sh ../tests/cli/survive.sh
+
+TGREL=${TGREL:-./tgrel}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tgrel-survive.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=tests/src/tap.sh
+. "${srcdir:-.}/tests/src/tap.sh"
+
+nl='
+'
+
+cat >"$tmp/loop.rules" <<'R'
+(op grow (arity 1))
+(op s (arity 1))
+(op ping (arity 1))
+(op pong (arity 1))
+(rule g (grow ?x) => (grow (s ?x)))
+(equilibrium e2 g)
+(rule p1 (ping ?x) => (pong ?x))
+(rule p2 (pong ?x) => (ping ?x))
+R
+
+# ---- out of memory -------------------------------------------------------
+
+printf '(rewrite e2 (grow a))\n(a b)\n(normalize (grow b))\n(a c)\n' >"$tmp/in"
+t "out of memory: one message per runaway entry, the later entries work" 1 "(a b)${nl}(a c)" \
+    "<stdin>:1:1: out of memory${nl}<stdin>:3:1: out of memory" \
+    "$TGREL" --max-heap 24M "$tmp/loop.rules" -i
+printf '(defrel (growo x y) (growo `(s ,x) y))\n(run* (q) (growo (quote a) q))\n(a b)\n' >"$tmp/in"
+t "a search that grows forever: out of memory, the session goes on" 1 "(a b)" \
+    "<stdin>:2:1: out of memory" \
+    env TGREL_MAX_HEAP=24m "$TGREL" -i
+: >"$tmp/in"
+t "a bad heap size is a usage error" 2 "" "*bad heap size*" \
+    "$TGREL" --max-heap 12X -e a
+t "a heap limit below 1 MiB is a usage error" 2 "" "*bad heap size*" \
+    "$TGREL" --max-heap=1000 -e a
+
+# ---- runaway rules in scripts -------------------------------------------
+
+: >"$tmp/in"
+t "a script's ping-pong rules stop at the default step limit, naming the rules" 1 "ok" \
+    "<string>:1:1: stopped after * rewrites, over the step limit of 10000000; the rules that kept firing: p1 (* times), p2 (* times)" \
+    "$TGREL" "$tmp/loop.rules" -e '(normalize (ping a))' -e ok
+t "--max-steps sets the limit; a growing equilibrium names its rule" 1 "ok" \
+    "<string>:1:1: stopped after * rewrites, over the step limit of 1000; the rules that kept firing: g (* times)" \
+    "$TGREL" --max-steps 1000 "$tmp/loop.rules" -e '(rewrite e2 (grow a))' -e ok
+t "--timeout stops a rewrite" 1 "ok" \
+    "<string>:1:1: stopped after 0.3 s (the time limit), * rewrites; the rules that kept firing: p1 (* times), p2 (* times)" \
+    "$TGREL" --max-steps 0 --timeout 0.3 "$tmp/loop.rules" -e '(normalize (ping a))' -e ok
+t "--timeout stops a search" 1 "ok" "<string>:2:1: stopped at the time limit" \
+    "$TGREL" --timeout 0.3 -e '(defrel (loopo x) (loopo x))
+(run 1 (q) (loopo q))' -e ok
+printf '(normalize (ping a))\nok\n' >"$tmp/in"
+t "the default step limit holds for piped input too" 1 "ok" "<stdin>:1:1: stopped after *p1*p2*" \
+    "$TGREL" "$tmp/loop.rules" -i
+: >"$tmp/in"
+t "a bad --max-steps is a usage error" 2 "" "*--max-steps takes*" \
+    "$TGREL" --max-steps lots -e a
+t "a bad --timeout is a usage error" 2 "" "*--timeout takes*" \
+    "$TGREL" --timeout -1 -e a
+
+# ---- machine mode: a whole answer list or an error -----------------------
+
+printf '(defrel (p x) (conde ((== x 2)) ((undefined-rel x))))\n(run* (q) (p q))\n(run* (q) (== q 1))\n' >"$tmp/in"
+t "machine mode: a run that finds an answer and then fails prints the error alone" 1 \
+    ";;end${nl}!error <stdin>:2:1: undefined relation undefined-rel${nl};;end${nl}(1)${nl};;end" "" \
+    "$TGREL" --machine
+: >"$tmp/in"
+
+echo "1..$n"
+[ "$failed" = 0 ]

@@ -1,0 +1,79 @@
+/* test_oom.c - running out of memory under a heap limit (tg_set_max_heap):
+ * a rewrite whose term grows forever, by rules and by a logic search,
+ * fails with TG_ERR_NOMEM, its terms are reclaimed, and the same rule
+ * set and context go on working (the same runaway again, then ordinary
+ * rewrites and queries).  The limit is process-wide: this program has it
+ * to itself. */
+#include <string.h>
+
+#include "harness.h"
+#include "tgrel.h"
+
+static const char rules[] =
+    "(op grow (arity 1)) (op s (arity 1)) (op f (arity 1))\n"
+    "(rule g (grow ?x) => (grow (s ?x)))\n"
+    "(rule fa (f a) => b)\n"
+    "(equilibrium e2 g)\n"
+    "(defrel (growo x y) (growo `(s ,x) y))\n";
+
+static void test_limit_args(void)
+{
+    tg_error err;
+    tg_error_clear(&err);
+    TAP_EQ_INT(tg_set_max_heap(4096, &err), -1, "a limit below 1 MiB is refused");
+    TAP_EQ_INT(err.code, TG_ERR_ARG, "... as a bad argument");
+    tg_error_clear(&err);
+    TAP_EQ_INT(tg_set_max_heap(0, &err), 0, "0: no limit");
+}
+
+/* The rewrite runs out of memory; then an ordinary one works. */
+static void runaway_then_ok(tg_rules *rs, tg_ctx *ctx, const char *what, int i)
+{
+    tg_error err;
+    tg_error_clear(&err);
+    tg_term *t = tg_read_cstr(ctx, "(grow a)", &err);
+    tg_term *r = !strcmp(what, "normalize") ? tg_normalize(rs, t, 0, &err)
+                                           : tg_rewrite(rs, tg_symbol_cstr(ctx, "e2"), t, &err);
+    TAP_CHECK(r == NULL && err.code == TG_ERR_NOMEM, "%s of a growing term, round %d: out of memory",
+              what, i);
+    tg_error_clear(&err);
+    r = tg_normalize(rs, tg_read_cstr(ctx, "(f a)", &err), 0, &err);
+    TAP_CHECK(r == tg_symbol_cstr(ctx, "b"), "%s, round %d: the next rewrite works", what, i);
+}
+
+int main(void)
+{
+    test_limit_args();
+    tg_error err;
+    tg_error_clear(&err);
+    TAP_EQ_INT(tg_set_max_heap((size_t)24 << 20, &err), 0, "a 24 MiB heap limit");
+    tg_ctx *ctx = tg_ctx_new(&err);
+    tg_rules *rs = ctx ? tg_rules_new(ctx, &err) : NULL;
+    TAP_CHECK(rs && tg_rules_load_string(rs, rules, sizeof rules - 1, "oom", &err) == 0,
+              "rules load");
+    if (!rs)
+        return TAP_DONE();
+    /* Two rounds each: memory the first one kept would make the next fail early
+     * and the ordinary rewrite after it fail too. */
+    for (int i = 1; i <= 2; i++)
+        runaway_then_ok(rs, ctx, "normalize", i);
+    for (int i = 1; i <= 2; i++)
+        runaway_then_ok(rs, ctx, "rewrite", i);
+    tg_env *env = tg_rules_env(rs, &err);
+    for (int i = 1; i <= 2; i++) {
+        tg_error_clear(&err);
+        tg_term *q = tg_run(env, tg_read_cstr(ctx, "(run* (q) (growo 'a q))", &err), &err);
+        TAP_CHECK(q == NULL && err.code == TG_ERR_NOMEM,
+                  "a search that grows forever, round %d: out of memory", i);
+        tg_error_clear(&err);
+        q = tg_run(env, tg_read_cstr(ctx, "(run* (q) (== q 1))", &err), &err);
+        TAP_CHECK(q == tg_read_cstr(ctx, "(1)", &err), "round %d: the next query works", i);
+    }
+    tg_stats st;
+    tg_ctx_stats(ctx, &st);
+    TAP_CHECK(st.reclaimed > st.live, "the runaway terms were reclaimed (%zu live, %zu reclaimed)",
+              st.live, st.reclaimed);
+    tg_rules_free(rs);
+    tg_ctx_free(ctx);
+    return TAP_DONE();
+}
