@@ -163,6 +163,8 @@ typedef struct loader {
     tg_term *const *sym;                /* the form names, rs->forms */
     const char *files[MAX_INCLUDE];     /* the include chain */
     int nfiles;
+    const char **done;                  /* files included in this load: */
+    size_t ndone, capdone;              /* a second include is skipped */
     tg_term **defs;                     /* relation forms, evaluated at the end */
     size_t ndefs, capdefs;
     const char **deffile;
@@ -681,6 +683,28 @@ static char *search_rules_path(const char *name)
     return NULL;
 }
 
+/* Remember an included file (its real path), so that including it again
+ * in the same load reads nothing: library files include what they
+ * build on (fold.rules includes tensor.rules), and all.rules includes them
+ * all. */
+static int note_done(loader *L, const char *key)
+{
+    if (L->ndone == L->capdone) {
+        size_t cap = L->capdone ? 2 * L->capdone : 8;
+        const char **d = GC_MALLOC(cap * sizeof *d);
+        if (!d)
+            return tgE_nomem(L->err), -1;
+        if (L->ndone)
+            memcpy(d, L->done, L->ndone * sizeof *d);
+        L->done = d, L->capdone = cap;
+    }
+    char *k = GC_MALLOC_ATOMIC(strlen(key) + 1);
+    if (!k)
+        return tgE_nomem(L->err), -1;
+    L->done[L->ndone++] = strcpy(k, key);
+    return 0;
+}
+
 static int load_include(loader *L, tg_term *form)
 {
     tg_term *f = tg_length(form) == 2 ? tg_nth(form, 1) : NULL;
@@ -718,6 +742,12 @@ static int load_include(loader *L, tg_term *form)
             free(path);
             return -1;
         }
+    for (size_t i = 0; i < L->ndone; i++)
+        if (!strcmp(L->done[i], key)) {     /* read once per load */
+            free(real);
+            free(path);
+            return 0;
+        }
     if (L->nfiles == MAX_INCLUDE) {
         lerr(L, form, "includes nested more than %d deep", MAX_INCLUDE);
         free(real);
@@ -727,6 +757,15 @@ static int load_include(loader *L, tg_term *form)
     size_t len;
     tg_error e2;
     char *text = tg_slurp_file(path, &len, &e2);
+    if (!text && fs[0] != '/' && access(path, F_OK) != 0) {
+        const char *env = getenv("TGREL_RULES_PATH");
+        lerr(L, form, "cannot include %.*s: not found as %s, nor in TGREL_RULES_PATH (%s), "
+             "nor in the installed rule library (%s)", (int)flen, fs, path,
+             env && *env ? env : "not set", *TGREL_RULESDIR ? TGREL_RULESDIR : "none");
+        free(real);
+        free(path);
+        return -1;
+    }
     if (!text) {
         lerr(L, form, "cannot include %s: %s", path, e2.message);
         free(real);
@@ -741,6 +780,8 @@ static int load_include(loader *L, tg_term *form)
     L->nfiles--;
     L->file = saved_file, L->line = sl, L->col = sc, L->rd = srd;
     free(text);
+    if (rc == 0 && note_done(L, key) < 0)
+        rc = -1;
     free(real);
     free(path);
     return rc;
