@@ -506,7 +506,7 @@ static tgW_query *parse_query(loader *L, tg_term *form, size_t first)
             if (!tgW_rw_find(rs, sn)) {
                 size_t len;
                 const char *s = tg_symbol_name(sn, &len);
-                lerr(L, x, "unknown database %.*s in a subquery", (int)len, s);
+                lerr(L, x, "unknown rewriter %.*s in a subquery", (int)len, s);
                 return NULL;
             }
             tgW_query *sq = parse_query(L, x, 2);
@@ -535,7 +535,7 @@ static tgW_rw *parse_spec(loader *L, tg_term *spec, tgW_query **q)
     tgW_rw *rw = tg_kind_of(name) == TG_SYMBOL ? tgW_rw_find(L->rs, name) : NULL;
     if (!rw) {
         char *p = tgW_show(name);
-        lerr(L, spec, "unknown database %s (declare it with equilibrium, walk or sequence)", p ? p : "?");
+        lerr(L, spec, "unknown rewriter %s (declare it with equilibrium, walk or sequence)", p ? p : "?");
         free(p);
         return NULL;
     }

@@ -5,9 +5,9 @@
 #   ```tgrel  a transcript of the REPL: lines starting with "tgrel> " (and
 #             "  ...> " for a continued entry) are typed, the other lines
 #             are what tgrel answers (an error as the terminal shows it).
-#             All the tgrel blocks of a document are one session, started
-#             in the top source directory and typed in order; each entry is
-#             one TAP test.  The session runs in --machine mode, where each
+#             The tgrel blocks of a document are one session, started in
+#             the top source directory and typed in order, each entry one
+#             TAP test; a block fenced "```tgrel new" starts a new session.  The session runs in --machine mode, where each
 #             entry's answer is known exactly; a "loaded FILE" line, which
 #             only a terminal shows after :load, is not expected there.
 #   ```sh     a shell transcript: "$ COMMAND" lines run (with sh, from the
@@ -56,7 +56,7 @@ kinds() {
                 fenced = 1
                 kind = substr($0, 4)
                 sub(/[ \t]+$/, "", kind)
-                if (kind !~ /^(tgrel|sh|text|c)$/)
+                if (kind !~ /^(tgrel( new)?|sh|text|c)$/)
                     printf "%d: a code block of kind \"%s\" (tgrel, sh, text or c)\n", NR, kind
             } else
                 fenced = 0
@@ -74,21 +74,25 @@ kinds() {
     ' "$1"
 }
 
-# transcripts DOC: the document's tgrel session, one test per entry.
+# transcripts DOC: the document's tgrel sessions, one test per entry.
 transcripts() {
     doc=$1 name=doc/$(basename "$1")
-    rm -f "$tmp"/input "$tmp"/where "$tmp"/want.* "$tmp"/got* "$tmp"/count
+    rm -f "$tmp"/input.* "$tmp"/where "$tmp"/want.* "$tmp"/got* "$tmp"/count
     awk -v dir="$tmp" '
-        /^```tgrel[ \t]*$/ { inblock = 1; next }
+        /^```tgrel( new)?[ \t]*$/ {
+            inblock = 1
+            if (!sess || $0 ~ /new/) { sess++; printf "" > (dir "/input." sess) }
+            next
+        }
         /^```/ && inblock { inblock = 0; next }
         !inblock { next }
         /^tgrel> / || /^  \.\.\.> / {
             cont = ($0 ~ /^  \.\.\.> /)
             line = substr($0, 8)
-            print line > (dir "/input")
+            print line > (dir "/input." sess)
             if (!cont) {
                 n++
-                printf "%d\n", NR > (dir "/where")
+                printf "%d %d\n", sess, NR > (dir "/where")
                 printf "" > (dir "/want." n)
                 load = (line ~ /^:load /)
             }
@@ -100,20 +104,26 @@ transcripts() {
     ' "$doc"
     count=$(cat "$tmp/count")
     [ "$count" -gt 0 ] || return 0
-    (cd "$src" && "$TGREL" --machine <"$tmp/input" >"$tmp/got" 2>&1)
-    # Answers of entry i: the lines before the i-th ";;end", errors as
-    # the terminal shows them (without the "!error " mark).
-    awk -v dir="$tmp" '
-        BEGIN { i = 1; printf "" > (dir "/got.1") }
-        $0 == ";;end" { i++; printf "" > (dir "/got." i); next }
-        /^!error / { sub(/^!error /, "") }
-        { print > (dir "/got." i) }
-    ' "$tmp/got"
-    i=1
-    while [ "$i" -le "$count" ]; do
-        compare "$tmp/want.$i" "$tmp/got.$i" "$name:$(sed -n "${i}p" "$tmp/where")"
-        i=$((i + 1))
+    # Answers of a session's entry k: the lines before its k-th ";;end",
+    # errors as the terminal shows them (without the "!error " mark).
+    for input in "$tmp"/input.*; do
+        s=${input##*.}
+        (cd "$src" && "$TGREL" --machine <"$input" >"$tmp/got" 2>&1)
+        awk -v dir="$tmp" -v s="$s" '
+            BEGIN { i = 1; printf "" > (dir "/got." s "." i) }
+            $0 == ";;end" { i++; printf "" > (dir "/got." s "." i); next }
+            /^!error / { sub(/^!error /, "") }
+            { print > (dir "/got." s "." i) }
+        ' "$tmp/got"
     done
+    i=1
+    prev=0
+    while read -r s where; do
+        [ "$s" = "$prev" ] || k=0
+        prev=$s k=$((k + 1))
+        compare "$tmp/want.$i" "$tmp/got.$s.$k" "$name:$where"
+        i=$((i + 1))
+    done <"$tmp/where"
 }
 
 # shells DOC: each "$ COMMAND" of the sh blocks, with its output.
@@ -177,6 +187,15 @@ if [ $# -eq 0 ]; then
             *) notok "$f gives the default compiler flags of kernels/cache.c ($flags ...)" ;;
         esac
     done
+    # one word for a named set of rewrites: "rewriter" (the commands,
+    # the forms' names and the messages say it), never "database"
+    words=$(grep -n -i 'database' "$src"/doc/*.md "$src"/doc/tgrel.1 "$src"/README.md | grep -v '/doc/internals.md:')
+    if [ -z "$words" ]; then
+        ok "the user's documents say rewriter, not database"
+    else
+        notok "the user's documents say rewriter, not database"
+        printf '%s\n' "$words" | sed 's/^/#   /'
+    fi
     stale=$(awk '/^## / { nt = /Not there yet/ } nt && /REPL front end/ { print FILENAME ":" FNR }' "$src"/doc/*.md)
     if [ -z "$stale" ]; then
         ok "no Not-there-yet list names the REPL front end"
