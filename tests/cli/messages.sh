@@ -57,5 +57,34 @@ t ":history FILE says what it wrote" 0 "why a: 1 firing${nl}  #1 nn, pass 1, at 
 t "-f with a missing script: the system's reason" 1 "" "cannot open $tmp/none.tg: No such file or directory" \
     "$TGREL" -f "$tmp/none.tg"
 
+# ---- :eval's bindings and inputs ----------------------------------------------
+
+x2='(add (input x float64 (2)) 1)'
+printf ':eval %s (x (1 2)) (y (3 4))\n' "$x2" >"$tmp/in"
+t ":eval: a binding of a name the term has no input of" 1 "" "<stdin>:1:1: the term has no input y" "$TGREL"
+printf ':eval %s (x (1 2)) (x (3 4))\n' "$x2" >"$tmp/in"
+t ":eval: a name given twice" 1 "" "<stdin>:1:1: input x given twice" "$TGREL"
+printf ':eval %s (x (1 2)) junk\n' "$x2" >"$tmp/in"
+t ":eval: trailing junk" 1 "" "<stdin>:1:1: expected (NAME VALUE) after the term, found junk" "$TGREL"
+printf ':eval (add (input x float64 (2)) (input x float32 (2))) (x (1 2))\n' >"$tmp/in"
+t ":eval: two inputs of one name but different types" 1 "" \
+    "<stdin>:1:1: two inputs of one name differ: (input x float64 (2)) and (input x float32 (2))*" "$TGREL"
+printf ':eval %s (x data/a.npy)\n' "$x2" >"$tmp/in"
+t ":eval: an unquoted .npy path says to quote it" 1 "" \
+    '<stdin>:1:1: input x: data/a.npy is a symbol: write the file name as a string, "data/a.npy"' "$TGREL"
+printf ':eval (add (input x float16 (2)) 1) (x (1 2))\n' >"$tmp/in"
+t ":eval: an unknown dtype lists the dtypes" 1 "" \
+    "<stdin>:1:1: input x: unknown dtype float16 (the dtypes are bool, int32, int64, float32 and float64)" "$TGREL"
+printf ':eval (scan (lambda (a) ((add a (input z float64 ())))) (steps 3) (sequences) (outputs (sitsot 0.0)) (non_sequences)) (z 1)\n' >"$tmp/in"
+t ":eval: an input inside a scan's lambda says to pass it as a non-sequence" 1 "" \
+    "<stdin>:1:1: kernels: in (input z float64 ()): an input inside a scan's lambda: pass it to the scan as a non-sequence*" "$TGREL"
+
+# float32 results print in float32's shortest spelling that reads back
+# as the same float32; read back, they print the same
+printf ':eval (mul (input x float32 (3)) 0.2) (x (3 1 16777217))\n:eval (true_div (input x float32 (2)) 3) (x (1 10))\n' >"$tmp/in"
+t "float32 results print in float32's shortest round-trip form" 0 "(0.6 0.2 3355443.2)${nl}(0.33333334 3.3333333)" "" "$TGREL"
+printf ':eval (mul (input x float32 (3)) 1) (x (0.6 0.2 3355443.2))\n:eval (mul (input x float32 (2)) 1) (x (0.33333334 3.3333333))\n' >"$tmp/in"
+t "... and read back as float32 they print the same" 0 "(0.6 0.2 3355443.2)${nl}(0.33333334 3.3333333)" "" "$TGREL"
+
 echo "1..$n"
 [ $failed = 0 ]
