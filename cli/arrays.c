@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +184,22 @@ int tgM_array_parse_npy(const char *f, size_t len, const char *name, tg_array *a
 
 /* ---- back to terms --------------------------------------------------------- */
 
+/* A float32 value as the double of its shortest decimal spelling that
+ * reads back as the same float (0.6f is 0.6, not 0.6000000238418579):
+ * the double printed is then that spelling. */
+static double float32_shortest(float f)
+{
+    if (!isfinite(f) || f == 0)
+        return f;
+    char buf[32];
+    for (int prec = 1; prec < 9; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, (double)f);
+        if (strtof(buf, NULL) == f)
+            return strtod(buf, NULL);
+    }
+    return f;
+}
+
 static tg_term *element(tg_ctx *ctx, const tg_array *a, const int64_t *idx)
 {
     const char *p = a->data;
@@ -192,7 +209,7 @@ static tg_term *element(tg_ctx *ctx, const tg_array *a, const int64_t *idx)
     case TG_BOOL: return tg_int(ctx, *(const unsigned char *)p != 0);
     case TG_INT32: return tg_int(ctx, *(const int32_t *)p);
     case TG_INT64: return tg_int(ctx, *(const int64_t *)p);
-    case TG_FLOAT32: return tg_double(ctx, *(const float *)p);
+    case TG_FLOAT32: return tg_double(ctx, float32_shortest(*(const float *)p));
     case TG_FLOAT64: return tg_double(ctx, *(const double *)p);
     }
     return NULL;

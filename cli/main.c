@@ -310,7 +310,7 @@ static int eval_input(tg_rules *rs, tg_ctx *ctx, const input *in, const options 
     case IN_SCRIPT: {
         FILE *f = fopen(in->arg, "r");
         if (!f) {
-            tg_error_set(&err, TG_ERR_IO, "cannot open %s", in->arg);
+            tg_error_set(&err, TG_ERR_IO, "cannot open %s: %s", in->arg, strerror(errno));
             report(&err, color_of(o));
             return 1;
         }

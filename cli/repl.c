@@ -430,6 +430,17 @@ static int eval_built(repl *R, const char *head, tg_term *const *args, int n)
  * .pdf). */
 static int write_dot(FILE *out, tg_term *t, void *ud);
 
+/* "cannot write FILE: WHY", WHY the system's reason. */
+static void complain_io(const repl *R, const char *file, const char *why)
+{
+    size_t n = strlen(file) + strlen(why) + 3;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, "%s: %s", file, why);
+    tgM_complain(R, "cannot write %s", s ? s : file);
+    free(s);
+}
+
 static int dot_to(repl *R, tg_term *t, const char *file, int (*write)(FILE *, tg_term *, void *))
 {
     const char *ext = file ? strrchr(file, '.') : NULL;
@@ -440,16 +451,19 @@ static int dot_to(repl *R, tg_term *t, const char *file, int (*write)(FILE *, tg
     int fd = image ? mkstemp(tmp) : -1;
     FILE *f = image ? (fd >= 0 ? fdopen(fd, "w") : NULL) : fopen(file, "w");
     if (!f) {
+        int e = errno;
         if (fd >= 0)
             close(fd), unlink(tmp);
-        tgM_complain(R, "cannot write %s", image ? "a temporary file" : file);
+        complain_io(R, image ? "a temporary file" : file, strerror(e));
         return 1;
     }
     int rc = write(f, t, R);
+    errno = 0;
     if (fclose(f) != 0 || rc < 0) {
+        int e = errno;
         if (image)
             unlink(tmp);
-        tgM_complain(R, "cannot write %s", file);
+        complain_io(R, file, rc < 0 && !e ? "out of memory" : strerror(e ? e : EIO));
         return 1;
     }
     if (!image)
@@ -595,7 +609,12 @@ static int cmd_load(repl *R, const char *name, const char *args)
     tg_error err;
     tg_error_clear(&err);
     int rc = tg_rules_load_file(R->rs, path, &err);
-    if (rc < 0)
+    if (rc < 0 && err.line == 0) {  /* the file itself: at the :load typed */
+        char why[sizeof err.message];
+        snprintf(why, sizeof why, "%s", err.message);
+        tg_error_set(&err, err.code, "cannot load %s: %s", path, why);
+        tgM_report_here(R, &err);
+    } else if (rc < 0)
         report(R, &err);
     else if (!R->o->machine && R->o->interactive)
         printf("loaded %s\n", path);
@@ -1051,6 +1070,11 @@ static int cmd_history(repl *R, const char *name, const char *args)
     if (n == 1 && !(file = file_name(R, t[0], "usage: :history [firings|passes] [FILE] (FILE a name or a string)")))
         return 1;
     int rc = dot_to(R, R->last_why, file, write);
+    if (rc == 0 && file)
+        fprintf(R->out, "wrote %s: %s\n", file,
+                write == write_history_pass ? "the term after each pass of the last :step"
+                : write == write_firings ? "the firings the last :step's result depends on"
+                : "the term after each firing of the last :step");
     free(file);
     return rc;
 }
@@ -1106,7 +1130,7 @@ static const command commands[] = {
     {"load", "FILE", "load a .rules file (all or nothing)", ":load examples/algebra.rules", cmd_load},
     {"ops", "", "list the declared ops", ":ops", cmd_list},
     {"rules", "", "list the rules", ":rules", cmd_list},
-    {"rewriters", "", "list the rewriters (databases)", ":rewriters", cmd_list},
+    {"rewriters", "", "list the rewriters (equilibrium, walk, sequence)", ":rewriters", cmd_list},
     {"relations", "", "list the relations with their arity", ":relations", cmd_list},
     {"rewrite", "SPEC TERM", "rewrite TERM with a rewriter, a query or a single rule", ":rewrite (query simplify (exclude div-self)) (true_div x x)", cmd_rewrite},
     {"step", "[SPEC] TERM", "rewrite TERM (or normalize it), then show its firings one at a time",
@@ -1254,11 +1278,23 @@ static char *history_path(void)
 static repl *complete_repl;     /* the REPL completion draws names from */
 static tg_term *complete_names; /* the names, gathered at a completion's start */
 
-/* Every op, rule, rewriter and relation name of the rule set. */
-static tg_term *all_names(repl *R)
+/* What a word being completed may be: bits of these. */
+enum {
+    C_OPS = 1 << TG_LIST_OPS, C_RULES = 1 << TG_LIST_RULES,
+    C_REWRITERS = 1 << TG_LIST_REWRITERS, C_RELATIONS = 1 << TG_LIST_RELATIONS,
+    C_TERMS = C_OPS | C_RULES | C_REWRITERS,
+    C_COMMANDS = 1 << 8,        /* a command name, after :help */
+    C_FILES = 1 << 9            /* a file name */
+};
+
+/* The op, rule, rewriter and relation names of the rule set, of the
+ * kinds in the mask. */
+static tg_term *all_names(repl *R, unsigned kinds)
 {
     tg_term *names = tg_nil();
     for (int k = TG_LIST_OPS; k <= TG_LIST_RELATIONS && names; k++) {
+        if (!(kinds & (1u << k)))
+            continue;
         tg_term *l = tg_rules_list(R->rs, (tg_list_kind)k, NULL);
         tg_iter it;
         tg_iter_init(&it, l ? l : tg_nil());
@@ -1272,27 +1308,83 @@ static tg_term *all_names(repl *R)
 }
 
 #if defined(HAVE_READLINE) || defined(HAVE_LIBEDIT)
+/* A command name: ":NAME" for text ":...", NAME alone (after :help). */
 static char *complete_command(const char *text, int state)
 {
     static const command *c;
     if (!state)
         c = commands;
-    size_t n = strlen(text);
+    int colon = text[0] == ':';
+    size_t n = strlen(text + colon);
     for (; c->name; c++)
-        if (text[0] == ':' && !strncmp(c->name, text + 1, n - 1)) {
+        if (!strncmp(c->name, text + colon, n)) {
             char *s = malloc(strlen(c->name) + 2);
             if (s)
-                sprintf(s, ":%s", (c++)->name);
+                sprintf(s, "%s%s", colon ? ":" : "", (c++)->name);
             return s;
         }
     return NULL;
+}
+
+static unsigned complete_kinds;     /* what complete_name offers */
+
+static int word_is(const char *w, size_t n, const char *s)
+{
+    return strlen(s) == n && !strncmp(w, s, n);
+}
+
+/* What the word starting at line[start] may be, from what precedes it
+ * on the line: a command name after :help, a file name after :load and
+ * :reload, a rewriter or rule as :rewrite's and :step's first argument
+ * and (rewrite ...)'s, a relation inside a goal (the form is run, run*,
+ * defrel or tabled), else the names a term holds: ops, rules, rewriters. */
+static unsigned completion_context(const char *line, int start)
+{
+    const char *p = line, *end = line + start;
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    if (p < end && *p == ':') {
+        const char *cmd = p + 1;
+        size_t cl = strcspn(cmd, " \t");
+        const char *arg = cmd + cl;
+        while (arg < end && (*arg == ' ' || *arg == '\t'))
+            arg++;
+        if (word_is(cmd, cl, "help"))
+            return C_COMMANDS;
+        if (word_is(cmd, cl, "load") || word_is(cmd, cl, "reload"))
+            return C_FILES;
+        if ((word_is(cmd, cl, "rewrite") || word_is(cmd, cl, "step")) && arg == end)
+            return C_REWRITERS | C_RULES;
+        p = arg;
+    }
+    /* the head of the outermost list around the word, and whether the
+     * word is that list's first argument */
+    int depth = 0, args = 0;
+    const char *head = NULL;
+    size_t hl = 0;
+    for (const char *q = p; q < end; q++) {
+        if (*q == '(' || *q == '[') {
+            if (++depth == 1)
+                head = q + 1, hl = strcspn(head, " \t()[]"), args = 0;
+        } else if (*q == ')' || *q == ']') {
+            depth -= depth > 0;
+        } else if (depth == 1 && (*q == ' ' || *q == '\t') && q + 1 < end && q[1] != ' ' && q[1] != '\t') {
+            args++;
+        }
+    }
+    if (depth >= 1 && head && (word_is(head, hl, "run") || word_is(head, hl, "run*") ||
+                               word_is(head, hl, "defrel") || word_is(head, hl, "tabled")))
+        return C_RELATIONS;
+    if (depth == 1 && head && word_is(head, hl, "rewrite") && args == 1 && end[-1] == ' ')
+        return C_REWRITERS | C_RULES;
+    return C_TERMS;
 }
 
 static char *complete_name(const char *text, int state)
 {
     static tg_iter it;
     if (!state) {
-        complete_names = all_names(complete_repl);
+        complete_names = all_names(complete_repl, complete_kinds);
         tg_iter_init(&it, complete_names ? complete_names : tg_nil());
     }
     size_t n = strlen(text);
@@ -1308,8 +1400,18 @@ static char *complete_name(const char *text, int state)
 static char **complete(const char *text, int start, int end)
 {
     (void)end;
-    rl_attempted_completion_over = 1;   /* no file names */
-    if (start == 0 && text[0] == ':')
+    rl_attempted_completion_over = 1;   /* no file names but where asked */
+    int at = 0;
+    while (at < start && (rl_line_buffer[at] == ' ' || rl_line_buffer[at] == '\t'))
+        at++;
+    if (at == start && text[0] == ':')
+        return rl_completion_matches(text, complete_command);
+    complete_kinds = completion_context(rl_line_buffer, start);
+    if (complete_kinds == C_FILES) {
+        rl_attempted_completion_over = 0;   /* readline's file names */
+        return NULL;
+    }
+    if (complete_kinds == C_COMMANDS)
         return rl_completion_matches(text, complete_command);
     return rl_completion_matches(text, complete_name);
 }
@@ -1418,6 +1520,13 @@ int tgM_repl(tg_ctx *ctx, tg_rules *rs, FILE *in, const char *name, const tgM_re
         rl_attempted_completion_function = complete;
         rl_basic_word_break_characters = " \t\n()[]'`,\"";
         hist = history_path();
+#if defined(HAVE_READLINE)
+        /* an entry of several lines is one entry of the history file:
+         * with time stamps, readline reads the lines between two stamps
+         * back as one entry */
+        history_write_timestamps = 1;
+        history_multiline_entries = 1;
+#endif
         if (hist) {
             read_history(hist);
             stifle_history(HISTORY_MAX);

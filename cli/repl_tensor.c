@@ -29,6 +29,15 @@ static int bind_input(repl *R, tg_term *in, tg_term *const *b, int nb, tg_array 
     const char *s = tg_kind_of(name) == TG_SYMBOL ? tg_symbol_name(name, &len) : NULL;
     char what[160];
     snprintf(what, sizeof what, "%.*s", s ? (int)(len > 100 ? 100 : len) : 1, s ? s : "?");
+    if (s && dt < 0 && tg_length(in) == 4 && tg_kind_of(tg_nth(in, 2)) == TG_SYMBOL) {
+        char *d = tg_print(tg_nth(in, 2), NULL);
+        char msg[500];
+        snprintf(msg, sizeof msg, "input %s: unknown dtype %.100s (the dtypes are bool, int32, int64, "
+                 "float32 and float64)", what, d ? d : "?");
+        free(d);
+        tgM_complain(R, "%s", msg);
+        return 1;
+    }
     if (!s || dt < 0) {
         tgM_complain(R, "malformed input %s: (input NAME DTYPE (SIZE ...))", what);
         return 1;
@@ -37,6 +46,15 @@ static int bind_input(repl *R, tg_term *in, tg_term *const *b, int nb, tg_array 
         if (tg_kind_of(b[i]) != TG_PAIR || tg_length(b[i]) != 2 || tg_car(b[i]) != name)
             continue;
         tg_term *v = tg_nth(b[i], 1);
+        size_t vl;
+        const char *vs = tg_kind_of(v) == TG_SYMBOL ? tg_symbol_name(v, &vl) : NULL;
+        if (vs && vl > 4 && !memcmp(vs + vl - 4, ".npy", 4)) {
+            char msg[400];
+            snprintf(msg, sizeof msg, "input %s: %.*s is a symbol: write the file name as a string, "
+                     "\"%.*s\"", what, (int)(vl > 150 ? 150 : vl), vs, (int)(vl > 150 ? 150 : vl), vs);
+            tgM_complain(R, "%s", msg);
+            return 1;
+        }
         tg_error err;
         tg_error_clear(&err);
         size_t pl;
@@ -54,6 +72,56 @@ static int bind_input(repl *R, tg_term *in, tg_term *const *b, int nb, tg_array 
         return 0;
     }
     tgM_complain(R, "no value for input %s: give (NAME VALUE) after the term", what);
+    return 1;
+}
+
+/* A term for a message, cut to fit. */
+static char *shown_term(const tg_term *t)
+{
+    char *p = tg_print(t, NULL);
+    if (p && strlen(p) > 120)
+        strcpy(p + 110, " ...");
+    return p;
+}
+
+/* The bindings b[0..nb) of :eval are (NAME VALUE), each name given once
+ * (and, with unknown, an input of in[0..nin): checked once the term
+ * compiled, whose errors say more, e.g. of an input inside a lambda), and
+ * no two inputs share a name; 0, or 1 after reporting. */
+static int check_bindings(repl *R, tg_term *const *in, int nin, tg_term *const *b, int nb, int unknown)
+{
+    char msg[600];
+    msg[0] = '\0';
+    for (int i = 0; i < nin && !msg[0]; i++)
+        for (int j = i + 1; j < nin && !msg[0]; j++)
+            if (tg_length(in[i]) > 1 && tg_length(in[j]) > 1 && tg_nth(in[i], 1) == tg_nth(in[j], 1)) {
+                char *x = shown_term(in[i]), *y = shown_term(in[j]);
+                snprintf(msg, sizeof msg, "two inputs of one name differ: %s and %s (give each its own name)",
+                         x ? x : "?", y ? y : "?");
+                free(x), free(y);
+            }
+    for (int i = 0; i < nb && !msg[0]; i++) {
+        tg_term *nm = tg_kind_of(b[i]) == TG_PAIR && tg_length(b[i]) == 2 ? tg_car(b[i]) : NULL;
+        if (!nm || tg_kind_of(nm) != TG_SYMBOL) {
+            char *x = shown_term(b[i]);
+            snprintf(msg, sizeof msg, "expected (NAME VALUE) after the term, found %s", x ? x : "?");
+            free(x);
+            break;
+        }
+        int known = 0;
+        for (int k = 0; k < nin && !known; k++)
+            known = tg_length(in[k]) > 1 && tg_nth(in[k], 1) == nm;
+        char *x = shown_term(nm);
+        if (!known && unknown)
+            snprintf(msg, sizeof msg, "the term has no input %s", x ? x : "?");
+        for (int j = 0; j < i && !msg[0]; j++)
+            if (tg_car(b[j]) == nm)
+                snprintf(msg, sizeof msg, "input %s given twice", x ? x : "?");
+        free(x);
+    }
+    if (!msg[0])
+        return 0;
+    tgM_complain(R, "%s", msg);
     return 1;
 }
 
@@ -247,10 +315,10 @@ int tgM_cmd_eval(repl *R, const char *name, const char *args)
         tgM_complain(R, "%s", "more than 32 inputs");
         return 1;
     }
-    int rc = 0, made = 0;
+    int rc = check_bindings(R, in, nin, t + 1, n - 1, 0), made = 0;
     for (; made < nin && rc == 0; made++)
         rc = bind_input(R, in[made], t + 1, n - 1, &arr[made]);
-    if (rc)
+    if (rc && made)
         made--;
     tg_fn *fn = NULL;
     tg_error err;
@@ -264,6 +332,8 @@ int tgM_cmd_eval(repl *R, const char *name, const char *args)
         tgM_report_here(R, &err);
         rc = 1;
     }
+    if (rc == 0)
+        rc = check_bindings(R, in, nin, t + 1, n - 1, 1);
     memset(&out, 0, sizeof out);
     if (rc == 0 && tgM_fn_call(fn, arr, &out, &err) < 0) {
         tgM_report_here(R, &err);

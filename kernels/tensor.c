@@ -1022,6 +1022,9 @@ static int build_term(builder *b, tg_term *root)
         size_t hl;
         const char *hs = tg_symbol_name(tg_car(t), &hl);
         if (hs && hl == 5 && memcmp(hs, "input", 5) == 0) {
+            if (!b->any_input && b->depth)
+                return fail(b, t, "an input inside a scan's lambda: pass it to the scan as a "
+                            "non-sequence (or a sequence), and name its parameter");
             if (!b->any_input)
                 return fail(b, t, "this input is not among the function's inputs");
             sp--;

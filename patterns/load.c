@@ -177,6 +177,8 @@ typedef struct loader {
     tg_term *const *sym;                /* the form names, rs->forms */
     const char *files[MAX_INCLUDE];     /* the include chain */
     int nfiles;
+    const char **done;                  /* files included in this load: */
+    size_t ndone, capdone;              /* a second include is skipped */
     tg_term **defs;                     /* relation forms, evaluated at the end */
     size_t ndefs, capdefs;
     const char **deffile;
@@ -518,7 +520,7 @@ static tgW_query *parse_query(loader *L, tg_term *form, size_t first)
             if (!tgW_rw_find(rs, sn)) {
                 size_t len;
                 const char *s = tg_symbol_name(sn, &len);
-                lerr(L, x, "unknown database %.*s in a subquery", (int)len, s);
+                lerr(L, x, "unknown rewriter %.*s in a subquery", (int)len, s);
                 return NULL;
             }
             tgW_query *sq = parse_query(L, x, 2);
@@ -547,7 +549,7 @@ static tgW_rw *parse_spec(loader *L, tg_term *spec, tgW_query **q)
     tgW_rw *rw = tg_kind_of(name) == TG_SYMBOL ? tgW_rw_find(L->rs, name) : NULL;
     if (!rw) {
         char *p = tgW_show(name);
-        lerr(L, spec, "unknown database %s (declare it with equilibrium, walk or sequence)", p ? p : "?");
+        lerr(L, spec, "unknown rewriter %s (declare it with equilibrium, walk or sequence)", p ? p : "?");
         free(p);
         return NULL;
     }
@@ -969,6 +971,28 @@ static char *search_rules_path(const char *name)
     return NULL;
 }
 
+/* Remember an included file (its real path), so that including it again
+ * in the same load reads nothing: library files include what they
+ * build on (fold.rules includes tensor.rules), and all.rules includes them
+ * all. */
+static int note_done(loader *L, const char *key)
+{
+    if (L->ndone == L->capdone) {
+        size_t cap = L->capdone ? 2 * L->capdone : 8;
+        const char **d = GC_MALLOC(cap * sizeof *d);
+        if (!d)
+            return tgE_nomem(L->err), -1;
+        if (L->ndone)
+            memcpy(d, L->done, L->ndone * sizeof *d);
+        L->done = d, L->capdone = cap;
+    }
+    char *k = GC_MALLOC_ATOMIC(strlen(key) + 1);
+    if (!k)
+        return tgE_nomem(L->err), -1;
+    L->done[L->ndone++] = strcpy(k, key);
+    return 0;
+}
+
 static int load_include(loader *L, tg_term *form)
 {
     tg_term *f = tg_length(form) == 2 ? tg_nth(form, 1) : NULL;
@@ -1006,6 +1030,12 @@ static int load_include(loader *L, tg_term *form)
             free(path);
             return -1;
         }
+    for (size_t i = 0; i < L->ndone; i++)
+        if (!strcmp(L->done[i], key)) {     /* read once per load */
+            free(real);
+            free(path);
+            return 0;
+        }
     if (L->nfiles == MAX_INCLUDE) {
         lerr(L, form, "includes nested more than %d deep", MAX_INCLUDE);
         free(real);
@@ -1015,6 +1045,15 @@ static int load_include(loader *L, tg_term *form)
     size_t len;
     tg_error e2;
     char *text = tg_slurp_file(path, &len, &e2);
+    if (!text && fs[0] != '/' && access(path, F_OK) != 0) {
+        const char *env = getenv("TGREL_RULES_PATH");
+        lerr(L, form, "cannot include %.*s: not found as %s, nor in TGREL_RULES_PATH (%s), "
+             "nor in the installed rule library (%s)", (int)flen, fs, path,
+             env && *env ? env : "not set", *TGREL_RULESDIR ? TGREL_RULESDIR : "none");
+        free(real);
+        free(path);
+        return -1;
+    }
     if (!text) {
         lerr(L, form, "cannot include %s: %s", path, e2.message);
         free(real);
@@ -1029,6 +1068,8 @@ static int load_include(loader *L, tg_term *form)
     L->nfiles--;
     L->file = saved_file, L->line = sl, L->col = sc, L->rd = srd;
     free(text);
+    if (rc == 0 && note_done(L, key) < 0)
+        rc = -1;
     free(real);
     free(path);
     return rc;

@@ -412,6 +412,24 @@ static int pred(int p, const tg_term *t)
 
 /* ---- the machine ------------------------------------------------------ */
 
+/* A right side's spliced segment gave an op a number of arguments its
+ * arity refuses (the load checks every count but a segment's length). */
+static void splice_arity_error(const tgW_rule *r, const tgW_op *op, uint32_t n, tg_error *err)
+{
+    size_t rl, ol;
+    const char *rn = tg_symbol_name(r->name, &rl), *on = tg_symbol_name(op->name, &ol);
+    char ar[40];
+    if (op->flags & TGW_VARIADIC)
+        snprintf(ar, sizeof ar, "%u or more", op->amin);
+    else if (op->amin == op->amax)
+        snprintf(ar, sizeof ar, "%u", op->amin);
+    else
+        snprintf(ar, sizeof ar, "%u to %u", op->amin, op->amax);
+    tgE_set(err, TG_ERR_TYPE, r->file, r->line, r->col,
+            "wrong arity: rule %.*s splices a segment into (%.*s ...) of %u argument%s, "
+            "but %.*s takes %s", (int)rl, rn, (int)ol, on, n, n == 1 ? "" : "s", (int)ol, on, ar);
+}
+
 static tgW_machine *machine_get(tg_rules *rs)
 {
     if (!rs->m)
@@ -891,6 +909,11 @@ exec:
             sp += len;
             f->pc = pc;
             opid = i->a, head = K[i->b], atom = 0, c = (uint32_t)(i->c + len);
+            if (__builtin_expect(c < rs->ops[opid]->amin || (c > rs->ops[opid]->amax &&
+                                 !(rs->ops[opid]->flags & TGW_VARIADIC)), 0)) {
+                splice_arity_error(f->rule, rs->ops[opid], c, err);
+                goto fail;
+            }
             if (i->d)
                 CANON_CALL();
             ix = bix;

@@ -1174,6 +1174,10 @@ static int tgR_init(tg_reader *r, tg_ctx *ctx, const char *text, size_t len, con
     }
     r->ctx = ctx;
     r->file = "<string>";
+    /* A UTF-8 byte-order mark (editors on some systems write one) is no
+     * part of the text: skipped, so that columns count from after it. */
+    if (text && len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3))
+        text += 3, len -= 3;
     if (file) {
         size_t fl = strlen(file);
         r->filecopy = malloc(fl + 1);

@@ -485,8 +485,10 @@ typedef struct tg_fn_options {
     /* nonzero: run the schedule in the interpreter */
     int interpret;
     /* the C compiler and its flags for the generated code; NULL: $TGREL_CC
-     * or "cc", $TGREL_CFLAGS or "-O2 -march=native -fno-math-errno
-     * -ffp-contract=off -fopenmp-simd" */
+     * or "cc", $TGREL_CFLAGS or the defaults (doc/kernels.md): "-O2
+     * -march=native -fno-math-errno -ffp-contract=off", then -fopenmp
+     * (-fopenmp-simd when configure found no OpenMP), then -DTGK_MVEC
+     * when it found libmvec */
     const char *cc;
     const char *cflags;
     /* non-NULL: rewrite the outputs with this rule set first (e.g. one

@@ -129,7 +129,7 @@ why x: 1 firing
 x
 (rule add-zero (add 0 ?x) => ?x (tags fast))
 (rule neg-neg (neg (neg ?x)) => ?x)
-(rule twice-add (twice ?x) <=> (add ?x ?x))" "<stdin>:3:1: unknown database nope*" "$TGREL" "$tmp/alg.rules" -
+(rule twice-add (twice ?x) <=> (add ?x ?x))" "<stdin>:3:1: unknown rewriter nope*" "$TGREL" "$tmp/alg.rules" -
 
 input ':history' ':step simplify (add 0 (neg (neg w)))' ':history firings' ":history firings \"$tmp/h.dot\""
 t ":history firings writes the graph of the last :step's firings" 1 'why w: 2 firings
@@ -144,7 +144,8 @@ digraph history {
   n1 -> n2 [label="#1 neg-neg (at 2)"];
   n3 [label="(add 0 w)"];
   n3 -> n2 [label="#2 add-zero (at)"];
-}' "<stdin>:1:1: no rewrite history yet: :step a rewrite first" "$TGREL" "$tmp/alg.rules" -
+}
+wrote '"$tmp/h.dot: the firings the last :step's result depends on" "<stdin>:1:1: no rewrite history yet: :step a rewrite first" "$TGREL" "$tmp/alg.rules" -
 grep -q 'n3 -> n2 \[label="#2 add-zero (at)"\];' "$tmp/h.dot"
 report $? ":history firings FILE writes the graph to the file" "$tmp/h.dot"
 

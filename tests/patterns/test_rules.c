@@ -91,8 +91,8 @@ int main(void)
     tg_term *q = tg_read_cstr(ctx, "(query canon (exclude mul-div))", &err);
     TAP_EQ_STR(tap_show(tg_rewrite(rs, q, in, &err)), "(true_div (mul y x) y)", "query");
     tg_term *nosuch = tg_read_cstr(ctx, "nosuch", &err);
-    TAP_CHECK(tg_rewrite(rs, nosuch, in, &err) == NULL, "unknown database");
-    TAP_EQ_STR(err.message, "unknown database nosuch (declare it with equilibrium, walk or sequence)",
+    TAP_CHECK(tg_rewrite(rs, nosuch, in, &err) == NULL, "unknown rewriter");
+    TAP_EQ_STR(err.message, "unknown rewriter nosuch (declare it with equilibrium, walk or sequence)",
                "its message");
 
     /* tg_rules_eval */

@@ -408,7 +408,7 @@ static void rewriting(tg_rules *rs)
     tg_error_clear(&err);
     TAP_CHECK(tg_rewrite(rs, rd("(query nosuch (include fast))"), rd("x"), &err) == NULL &&
                   strstr(err.message, "nosuch"),
-              "tg_rewrite: a query of an unknown database is named (%s)", err.message);
+              "tg_rewrite: a query of an unknown rewriter is named (%s)", err.message);
     int more = load(rs, "(op grow (arity 1))\n(rule grow (grow ?x) => (grow (grow ?x)))\n"
              "(equilibrium blowup (max-use-ratio 3) grow)\n"
              "(op flip (arity 2))\n(rule flip (flip ?a ?b) => (flip ?b ?a))\n"

@@ -1,0 +1,351 @@
+/* test_repl_term.c - the REPL at a terminal, in its normal mode, where
+ * tests/doc/docs.sh sees it in --machine mode: the tutorial's transcripts
+ * typed at a pseudo-terminal (what a person sees, "loaded FILE" after
+ * :load included), an entry of several lines recalled whole from the
+ * history of an earlier session, and completion by context.  The
+ * program is $TGREL, the tutorial $srcdir/doc/tutorial.md. */
+#define _XOPEN_SOURCE 700
+#define _DEFAULT_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+enum { WAIT_MS = 20000 };
+
+static char screen[1 << 20];    /* everything the program wrote */
+static size_t nscreen, seen;    /* ... and how far expect() has matched */
+
+static long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+/* Read what the program writes until text appears after the last match
+ * (its offset), or the time is up or the program ended (-1). */
+static long expect_at(int fd, const char *text)
+{
+    long end = now_ms() + WAIT_MS;
+    for (;;) {
+        screen[nscreen] = '\0';
+        char *at = strstr(screen + seen, text);
+        if (at) {
+            seen = (size_t)(at - screen) + strlen(text);
+            return at - screen;
+        }
+        long left = end - now_ms();
+        struct pollfd p = {fd, POLLIN, 0};
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0 || nscreen + 1 >= sizeof screen)
+            return -1;
+        ssize_t n = read(fd, screen + nscreen, sizeof screen - 1 - nscreen);
+        if (n <= 0)
+            return -1;
+        nscreen += (size_t)n;
+    }
+}
+
+static int expect(int fd, const char *text)
+{
+    return expect_at(fd, text) >= 0;
+}
+
+static void type(int fd, const char *s)
+{
+    size_t n = strlen(s);
+    while (n) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        s += w, n -= (size_t)w;
+    }
+}
+
+/* Start prog in directory dir on a new pseudo-terminal 400 columns wide
+ * (no line of the tutorial wraps), TERM=dumb, no colour, history in
+ * file history; its master side, or -1. */
+static int spawn(const char *prog, const char *dir, const char *history, pid_t *pid)
+{
+    int m = posix_openpt(O_RDWR | O_NOCTTY);
+    if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0)
+        return -1;
+    const char *sname = ptsname(m);
+    if (!sname)
+        return -1;
+    *pid = fork();
+    if (*pid < 0)
+        return -1;
+    if (*pid == 0) {
+        setsid();
+        int s = open(sname, O_RDWR);
+        if (s < 0)
+            _exit(126);
+        struct winsize ws = {.ws_row = 50, .ws_col = 400};
+        ioctl(s, TIOCSWINSZ, &ws);
+        dup2(s, 0), dup2(s, 1), dup2(s, 2);
+        if (s > 2)
+            close(s);
+        close(m);
+        if (dir && chdir(dir) != 0)
+            _exit(126);
+        setenv("TERM", "dumb", 1);
+        setenv("NO_COLOR", "1", 1);
+        setenv("INPUTRC", "/dev/null", 1);
+        setenv("TGREL_HISTORY", history, 1);
+        execl(prog, prog, (char *)NULL);
+        _exit(127);
+    }
+    return m;
+}
+
+/* Leave with Ctrl-D (the prompt shown) and wait for the program: its
+ * wait status, -1 when it had to be killed. */
+static int leave(int fd, pid_t pid)
+{
+    type(fd, "\x04");
+    int status = -1;
+    long end = now_ms() + WAIT_MS;
+    while (now_ms() < end && waitpid(pid, &status, WNOHANG) == 0) {
+        char buf[256];
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 100) > 0 && read(fd, buf, sizeof buf) <= 0)
+            usleep(10 * 1000);
+    }
+    if (status == -1) {
+        int killed;
+        kill(pid, SIGKILL), waitpid(pid, &killed, 0);
+    }
+    close(fd);
+    return status;
+}
+
+#define PAGER "  [Enter: next firing, q: stop] "
+
+/* What the terminal shows between from and to, "\r\n" as "\n", without
+ * the lines of :step's pager. */
+static char *shown(size_t from, size_t to)
+{
+    char *s = malloc(to - from + 1), *d = s;
+    for (size_t i = from; s && i < to; i++) {
+        if (!strncmp(screen + i, PAGER "\r\n", strlen(PAGER) + 2) && (i == from || screen[i - 1] == '\n'))
+            i += strlen(PAGER) + 1;
+        else if (screen[i] != '\r')
+            *d++ = screen[i];
+    }
+    if (s)
+        *d = '\0';
+    return s;
+}
+
+static void diag_lines(const char *label, const char *s)
+{
+    for (const char *p = s; *p;) {
+        size_t n = strcspn(p, "\n");
+        printf("#   %s: %.*s\n", label, (int)n, p);
+        p += n + (p[n] == '\n');
+    }
+}
+
+/* ---- the tutorial -------------------------------------------------------- */
+
+typedef struct {
+    char typed[4096];   /* the lines typed, each ending in "\r" */
+    char last[4096];    /* the last line typed */
+    char want[8192];    /* the answer, lines ending in "\n" */
+    int line;           /* in the document */
+} entry;
+
+static void append(char *dst, size_t cap, const char *s, size_t n)
+{
+    size_t l = strlen(dst);
+    if (l + n + 1 < cap)
+        memcpy(dst + l, s, n), dst[l + n] = '\0';
+}
+
+/* The entries of the document's ```tgrel blocks; their number. */
+static int read_entries(const char *path, entry *e, int max)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char l[4096];
+    int n = 0, inblock = 0, lineno = 0;
+    while (fgets(l, sizeof l, f)) {
+        lineno++;
+        size_t len = strcspn(l, "\n");
+        l[len] = '\0';
+        if (!strncmp(l, "```", 3)) {
+            inblock = !inblock && !strncmp(l + 3, "tgrel", 5);
+            continue;
+        }
+        if (!inblock)
+            continue;
+        int first = !strncmp(l, "tgrel> ", 7), cont = !strncmp(l, "  ...> ", 7);
+        if (first && n == max)
+            break;
+        if (first) {
+            memset(&e[n], 0, sizeof e[n]);
+            e[n++].line = lineno;
+        }
+        if (n == 0)
+            continue;
+        if (first || cont) {
+            append(e[n - 1].typed, sizeof e[n - 1].typed, l + 7, len - 7);
+            append(e[n - 1].typed, sizeof e[n - 1].typed, "\r", 1);
+            snprintf(e[n - 1].last, sizeof e[n - 1].last, "%s", l + 7);
+        } else {
+            append(e[n - 1].want, sizeof e[n - 1].want, l, len);
+            append(e[n - 1].want, sizeof e[n - 1].want, "\n", 1);
+        }
+    }
+    fclose(f);
+    return n;
+}
+
+static void tutorial(const char *prog, const char *src, const char *history)
+{
+    static entry e[200];
+    char path[4096];
+    snprintf(path, sizeof path, "%s/doc/tutorial.md", src);
+    int n = read_entries(path, e, 200);
+    TAP_CHECK(n > 0, "doc/tutorial.md has transcripts (%d entries)", n);
+    pid_t pid;
+    int fd = spawn(prog, src, history, &pid);
+    TAP_CHECK(fd >= 0 && expect(fd, "tgrel> "), "tgrel starts at a terminal in the source directory");
+    if (fd < 0)
+        return;
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        type(fd, e[i].typed);
+        /* the answer follows the echo of the last line typed */
+        char echo[4100];
+        snprintf(echo, sizeof echo, "%s\r\n", e[i].last);
+        long at = expect_at(fd, echo);
+        /* at a terminal :step waits for Enter between its firings */
+        int pauses = 0;     /* one fewer than the firings shown */
+        if (!strncmp(e[i].typed, ":step", 5))
+            for (const char *w = e[i].want; (w = strstr(w, "\n  #")) != NULL; w++)
+                pauses++;
+        pauses -= pauses > 0;
+        for (int k = 0; k < pauses && at >= 0; k++)
+            if (expect(fd, PAGER) || (at = -1, 0))
+                type(fd, "\r");
+        long end = at >= 0 ? expect_at(fd, "tgrel> ") : -1;
+        char *got = end >= 0 ? shown((size_t)at + strlen(echo), (size_t)end) : NULL;
+        int same = got && !strcmp(got, e[i].want);
+        if (!same) {
+            bad++;
+            printf("# doc/tutorial.md:%d at a terminal:\n", e[i].line);
+            diag_lines("expected", e[i].want);
+            diag_lines("     got", got ? got : "(nothing before the next prompt)");
+        }
+        free(got);
+        if (end < 0)
+            break;
+    }
+    TAP_CHECK(bad == 0, "at a terminal, every answer of the tutorial is what it shows (%d of %d differ)",
+              bad, n);
+    int status = leave(fd, pid);
+    TAP_CHECK(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "and Ctrl-D leaves");
+}
+
+/* ---- the history and completion ------------------------------------------------ */
+
+static void history_entries(const char *prog, const char *history)
+{
+    pid_t pid;
+    int fd = spawn(prog, NULL, history, &pid);
+    expect(fd, "tgrel> ");
+    type(fd, "(several\r  lines)\r");
+    TAP_CHECK(expect(fd, "(several lines)\r\n"), "an entry of two lines runs");
+    expect(fd, "tgrel> ");
+    leave(fd, pid);
+
+    fd = spawn(prog, NULL, history, &pid);
+    expect(fd, "tgrel> ");
+    type(fd, "\x1b[A\r");   /* Up, Enter */
+    long at = expect_at(fd, "(several lines)\r\n");
+    TAP_CHECK(at >= 0, "the next session's Up recalls the whole entry, which runs again");
+    expect(fd, "tgrel> ");
+    leave(fd, pid);
+}
+
+static void completion(const char *prog, const char *src, const char *history)
+{
+    pid_t pid;
+    int fd = spawn(prog, src, history, &pid);
+    expect(fd, "tgrel> ");
+    type(fd, ":help ev\t");
+    TAP_CHECK(expect(fd, ":help eval "), "after :help, a command name completes");
+    type(fd, "\r");
+    TAP_CHECK(expect(fd, "example: :eval"), "and its help shows");
+
+    expect(fd, "tgrel> ");
+    type(fd, ":load examples/alge\t");
+    TAP_CHECK(expect(fd, ":load examples/algebra.rules"), "after :load, a file name completes");
+    type(fd, "\r");
+    TAP_CHECK(expect(fd, "loaded examples/algebra.rules"), "and the file loads");
+
+    /* an op and a relation (the prelude's appendo) that begin alike: a
+     * goal offers the relation, a term the op */
+    expect(fd, "tgrel> ");
+    type(fd, "(op appear (arity 1))\r");
+    expect(fd, "tgrel> ");
+    type(fd, "(run 1 (q) (appe\t");
+    TAP_CHECK(expect(fd, "(run 1 (q) (appendo "), "inside a goal, a relation name completes");
+    type(fd, "'(a) '(b) q))\r");
+    TAP_CHECK(expect(fd, "((a b))"), "and the goal runs");
+    expect(fd, "tgrel> ");
+    type(fd, "(normalize (appe\t");
+    TAP_CHECK(expect(fd, "(normalize (appear "), "inside a term, an op name completes");
+    type(fd, "x))\r");
+    TAP_CHECK(expect(fd, "(appear x)\r\n"), "and the term is normalized");
+    expect(fd, "tgrel> ");
+    type(fd, ":rewrite canc\t");
+    TAP_CHECK(expect(fd, ":rewrite cancel-rules "), "as :rewrite's first argument, a rewriter name completes");
+    type(fd, "(neg (neg b))\r");
+    TAP_CHECK(expect(fd, "\r\nb\r\n"), "and the rewrite runs");
+    expect(fd, "tgrel> ");
+    leave(fd, pid);
+}
+
+int main(void)
+{
+    const char *prog = getenv("TGREL"), *src = getenv("srcdir");
+    char history[] = "/tmp/tgrel-term-history-XXXXXX";
+    int hfd = mkstemp(history);
+    if (!prog || !src || hfd < 0) {
+        TAP_CHECK(0, "TGREL and srcdir are set and a temporary file can be made");
+        return TAP_DONE();
+    }
+    close(hfd);
+    tutorial(prog, src, history);
+    unlink(history);
+    history_entries(prog, history);
+    unlink(history);
+    completion(prog, src, history);
+    unlink(history);
+    if (tap_failed_) {
+        printf("# the terminal showed (last session):\n# ");
+        for (size_t i = 0; i < nscreen; i++) {
+            putchar(screen[i] == '\r' ? ' ' : screen[i]);
+            if (screen[i] == '\n')
+                fputs("# ", stdout);
+        }
+        putchar('\n');
+    }
+    return TAP_DONE();
+}

@@ -1,7 +1,0 @@
-#!/bin/sh
-# grad.sh - doc/grad.md's transcripts are tests, run as tutorial.sh runs
-# the tutorial's: one REPL session from the source directory, each entry's
-# answer compared.
-TGREL_DOC=${srcdir:-.}/doc/grad.md
-export TGREL_DOC
-exec sh "${srcdir:-.}/tests/doc/tutorial.sh"
