@@ -90,9 +90,16 @@ for name in "$@"; do
     printf '%s\n%s\n%s\n' "$off" "$on" "$maude"
     f_ms=; fa_ms=
     if [ -x "$floor" ]; then
-        "$floor" --reps "$reps" "$rec_dir/$name.txt" >"$tmp/floor" 2>/dev/null
+        "$floor" --reps "$reps" "$rec_dir/$name.txt" >"$tmp/floor" 2>"$tmp/floor-err"
+        fstatus=$?
         grep -v '"ok":null' "$tmp/floor"
         grep -q '"ok":false' "$tmp/floor" && failed=1
+        if [ $fstatus != 0 ] && ! grep -q '"ok":false' "$tmp/floor"; then
+            # a crash or a failure the program did not report: say so
+            why=$(head -c 200 "$tmp/floor-err" | tr '\n\t"\\' '    ')
+            echo '{"bench":"rec-floor","name":"'"$name"'","ok":false,"reason":"exit status '"$fstatus"': '"$why"'"}'
+            failed=1
+        fi
         f_ms=$(field "$(grep '"mode":"table".*"ok":true' "$tmp/floor")" ms_min)
         fa_ms=$(field "$(grep '"mode":"alloc".*"ok":true' "$tmp/floor")" ms_min)
     fi
