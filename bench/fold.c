@@ -160,7 +160,7 @@ static void bench_lib(tg_ctx *ctx, long k)
 
 int main(int argc, char **argv)
 {
-    double scale = argc > 1 ? atof(argv[1]) : 1.0;
+    double scale = argc > 1 ? atof(argv[1]) : bench_scale(1);
     long n = (long)(200000 * scale);
     tg_error err;
     tg_ctx *ctx = tg_ctx_new(&err);

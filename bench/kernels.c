@@ -46,6 +46,10 @@ static double wall(void)
 
 /* The OpenBLAS functions tgrel opened, resolved after its first dot
  * (bench.h): the references run the same library on the same core. */
+/* Set when a benchmark could not run: the program then exits 1, so that
+ * a broken benchmark fails the suite's run at a tiny scale. */
+static int failed;
+
 static __typeof__(cblas_dgemm) *blas_dgemm;
 static __typeof__(cblas_dgemv) *blas_dgemv;
 static __typeof__(cblas_ddot) *blas_ddot;
@@ -62,6 +66,7 @@ static int blas_resolve(void)
     if (blas_dgemm && blas_dgemv && blas_ddot && blas_corename && blas_threads)
         return 0;
     fprintf(stderr, "kernels bench: the OpenBLAS tgrel opened is not found\n");
+    failed = 1;
     return -1;
 }
 
@@ -101,7 +106,9 @@ static void *load_ref(const char *dir, const char *name, const char *flags)
 
 static tg_fn *compile(tg_ctx *ctx, int nin, const char *const *ins, const char *out, int interpret)
 {
-    return bench_fn(ctx, "kernels bench", nin, ins, out, interpret);
+    tg_fn *fn = bench_fn(ctx, "kernels bench", nin, ins, out, interpret);
+    failed |= !fn;
+    return fn;
 }
 
 static const char *const xyz[] = {"(input x float64 (n))", "(input y float64 (n))", "(input z float64 (n))"};
@@ -166,7 +173,7 @@ static double loadavg(void)
 
 static void bench_fused(tg_ctx *ctx, const char *dir)
 {
-    long n = 10000000;
+    long n = bench_size(10000000, 1000);
     double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *z = malloc(n * sizeof *z);
     double *o = malloc(n * sizeof *o), *t1 = malloc(n * sizeof *t1), *t2 = malloc(n * sizeof *t2);
     for (long i = 0; i < n; i++)
@@ -175,6 +182,7 @@ static void bench_fused(tg_ctx *ctx, const char *dir)
     void *plain = load_ref(dir, "ref_plain", "-O2 -march=native");
     if (!fast || !plain) {
         fprintf(stderr, "kernels bench: cannot build the reference loops\n");
+        failed = 1;
         return;
     }
     void (*ffast)(long, const double *, const double *, const double *, double *);
@@ -257,7 +265,7 @@ static void bench_fused(tg_ctx *ctx, const char *dir)
  * against the same work unfused (the product stored, then summed). */
 static void bench_reduce(tg_ctx *ctx, const char *dir)
 {
-    long n = 10000000;
+    long n = bench_size(10000000, 1000);
     double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *p = malloc(n * sizeof *p), r;
     for (long i = 0; i < n; i++)
         x[i] = sin(i * 0.001), y[i] = cos(i * 0.002);
@@ -275,6 +283,7 @@ static void bench_reduce(tg_ctx *ctx, const char *dir)
     tg_fn *sum = compile(ctx, 1, xyz, "(sum (input x float64 (n)) all)", 0);
     if (!dfast || !dplain || !fused || !prod || !sum) {
         fprintf(stderr, "kernels bench: cannot build the reduction benchmark\n");
+        failed = 1;
         return;
     }
     int64_t sh = n;
@@ -329,7 +338,7 @@ static void bench_overhead(tg_ctx *ctx)
     tg_array_init(&in[2], TG_FLOAT64, 1, &one, &z);
     tg_array_init(&out, TG_FLOAT64, 1, &one, &o);
     tg_error err;
-    long calls = 1000000;
+    long calls = bench_size(1000000, 100);
     double ts[5];
     for (int r = 0; r < 5; r++) {
         double t = now();
@@ -425,6 +434,7 @@ static tg_rules *library(tg_ctx *ctx)
     tg_rules *rs = tg_rules_new(ctx, &err);
     if (rs && tg_rules_load_file(rs, path, &err) < 0) {
         fprintf(stderr, "kernels bench: %s (set srcdir)\n", err.message);
+        failed = 1;
         tg_rules_free(rs);
         rs = NULL;
     }
@@ -438,8 +448,10 @@ static tg_fn *compile_rules(tg_ctx *ctx, tg_rules *rs, const char *out)
     tg_term *o = tg_read_cstr(ctx, out, &err);
     tg_fn_options opt = {.rules = rs};
     tg_fn *fn = tg_fn_compile(ctx, 2, it, 1, &o, &opt, &err);
-    if (!fn)
+    if (!fn) {
         fprintf(stderr, "kernels bench: %s\n", err.message);
+        failed = 1;
+    }
     return fn;
 }
 
@@ -504,7 +516,8 @@ static void bench_compile_rules(const char *dir)
  * process: the rate there is tgrel's, on that core), the best of them
  * measured again alternating with the default, so that a drift of the
  * machine's speed hits both. */
-enum { GEMM_N = 2000, GEMM_REPS = 3, GEMM_ROUNDS = 5 };
+enum { GEMM_REPS = 3, GEMM_ROUNDS = 5 };
+static int GEMM_N = 2000;       /* bench_size(2000) from main */
 
 typedef struct gemm_setup {
     tg_fn *fn;
@@ -633,6 +646,7 @@ static void bench_gemm(tg_ctx *ctx)
     gemm_setup g;
     if (gemm_open(ctx, &g) < 0) {
         fprintf(stderr, "kernels bench: gemm: no function or no BLAS\n");
+        failed = 1;
         return;
     }
     int n = GEMM_N;
@@ -647,8 +661,8 @@ static void bench_gemm(tg_ctx *ctx)
         tb[r] = wall() - t;
     }
     double mt = bench_median(tt, GEMM_REPS), mb = bench_median(tb, GEMM_REPS);
-    printf("{\"bench\":\"gemm_2000\",\"tgrel_ms\":%.1f,\"cblas_ms\":%.1f,\"fraction_of_cblas\":%.3f}\n",
-           mt * 1e3, mb * 1e3, mb / mt);
+    printf("{\"bench\":\"gemm_2000\",\"n\":%d,\"tgrel_ms\":%.1f,\"cblas_ms\":%.1f,\"fraction_of_cblas\":%.3f}\n",
+           n, mt * 1e3, mb * 1e3, mb / mt);
     fflush(stdout);
     gemm_cores(&g);
     gemm_close(&g);
@@ -659,8 +673,8 @@ static void bench_gemm(tg_ctx *ctx)
  * time: BLAS may use threads). */
 static void bench_dot_vec(tg_ctx *ctx)
 {
-    int n = 4000;
-    long nv = 10000000;
+    int n = (int)bench_size(4000, 16);
+    long nv = bench_size(10000000, 1000);
     double *a = malloc((size_t)n * n * 8), *x = malloc((size_t)nv * 8), *y = malloc((size_t)nv * 8);
     double *o = malloc((size_t)n * 8), r;
     for (long i = 0; i < (long)n * n; i++)
@@ -680,8 +694,10 @@ static void bench_dot_vec(tg_ctx *ctx)
     tg_array_init(&vin[1], TG_FLOAT64, 1, &shv, y);
     tg_array_init(&vout, TG_FLOAT64, 0, NULL, &r);
     tg_error err;
-    if (!mv || !vv || tg_fn_call(mv, in, &out, &err) < 0 || blas_resolve() < 0)
+    if (!mv || !vv || tg_fn_call(mv, in, &out, &err) < 0 || blas_resolve() < 0) {
+        failed = 1;
         return;     /* the first call opens OpenBLAS */
+    }
     enum { R = 9 };
     double tm[R], bm[R], tv[R], bv[R], gm[R], gv[R];
     volatile double sink = 0;
@@ -721,6 +737,7 @@ static void bench_dot_vec(tg_ctx *ctx)
 
 int main(int argc, char **argv)
 {
+    GEMM_N = (int)bench_size(2000, 16);
     if (argc == 2 && strcmp(argv[1], "gemm-child") == 0)
         return gemm_child();
     char dir[] = "/tmp/tgrel-bench-XXXXXX";
@@ -745,5 +762,5 @@ int main(int argc, char **argv)
     tg_ctx_free(ctx);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : 1;
+    return system(cmd) == 0 ? failed : 1;
 }
