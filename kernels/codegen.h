@@ -17,7 +17,7 @@ typedef void (*tgJ_loop_fn)(const int64_t *shape, char *const *base, const int64
  * without generating the source.  Change it with any change to what
  * tensor.c, schedule.c or codegen.c make of a term (the key also holds
  * the library's build ID where the linker writes one). */
-#define TGJ_LOWERING_VERSION "6"
+#define TGJ_LOWERING_VERSION "7"
 
 /* Floored division and modulo (Python's // and %, numpy's floor_divide
  * and remainder): integer division by 0 gives 0, the float ones follow
@@ -45,6 +45,17 @@ typedef void (*tgJ_loop_fn)(const int64_t *shape, char *const *base, const int64
         if (b == 0 || m != m) return m; \
         if (m == 0) return copysign(0.0, b); \
         return (b < 0) != (m < 0) ? m + b : m; }
+/* A reduction to one value (every axis reduced) of more elements than
+ * this folds its elements in blocks of this many, in C order, each block
+ * from the reduction's identity, and the blocks' results into the
+ * accumulator in block order.  The blocking does not depend on the thread
+ * count, so the compiled loop runs the blocks on every OpenMP thread and
+ * gives the same bits on any number of them; the interpreter and the
+ * generated scan bodies fold in the same order.  Up to one block it is
+ * the plain element order (the identity folded with a value is that
+ * value). */
+#define TGJ_RED_BLOCK 65536
+
 #define TGJ_STR_(...) #__VA_ARGS__
 #define TGJ_STR(...) TGJ_STR_(__VA_ARGS__)
 
