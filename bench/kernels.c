@@ -85,6 +85,14 @@ static const char ref_src[] =
     "double dotsum(long n, const double *x, const double *y) {\n"
     "  double s = 0;\n"
     "  for (long i = 0; i < n; i++) s += x[i] * y[i];\n"
+    "  return s; }\n"
+    "/* tgrel's order for a sum to one value: blocks of 65536 in order */\n"
+    "double dotsum_blocked(long n, const double *x, const double *y) {\n"
+    "  double s = 0;\n"
+    "  for (long b = 0; b < n; b += 65536) {\n"
+    "    double p = 0;\n"
+    "    for (long i = b; i < n && i < b + 65536; i++) p += x[i] * y[i];\n"
+    "    s += p; }\n"
     "  return s; }\n";
 
 /* Compile the reference loops with the given flags and load them. */
@@ -260,9 +268,59 @@ static void bench_fused(tg_ctx *ctx, const char *dir)
 }
 
 /* (sum (mul x y) all) on 10^7 float64: the reduction fused into the
- * loop (one pass, no temporary) against hand-written loops (-O2, which
- * adds in the same order, and -O3 -ffast-math, which may reorder), and
- * against the same work unfused (the product stored, then summed). */
+ * loop (one pass, no temporary), on one thread, against hand-written
+ * loops (-O2 adding in tgrel's order, blocks of 65536, so the same bits;
+ * -O3 -ffast-math, which may reorder), and against the same work unfused
+ * (the product stored, then summed); then on 1 and 2 OpenMP threads
+ * (fused_sum_of_product_threads). */
+/* omp_set_num_threads of the kernels' OpenMP runtime (loaded by a first
+ * compiled call), or NULL. */
+static void (*omp_threads(void))(int)
+{
+    void *gomp = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void (*set)(int) = NULL;
+    if (gomp)
+        *(void **)&set = dlsym(gomp, "omp_set_num_threads");
+    return set;
+}
+
+/* The fused sum on 1 and 2 threads, alternated: wall time and the whole
+ * process's CPU time (both threads), medians.  On a shared machine the
+ * wall ratio includes the other users; cpu_speedup is what two threads
+ * give when each has a core: one thread's CPU time over the busier
+ * thread's share, the two threads' total halved (the blocks are split
+ * evenly). */
+static void reduce_threads(tg_fn *fn, const tg_array *in, void (*set_threads)(int), long n)
+{
+    enum { R = 9 };
+    double w1[R], w2[R], c1[R], c2[R], r1 = 0, r2 = 0;
+    tg_array o1, o2;
+    tg_array_init(&o1, TG_FLOAT64, 0, NULL, &r1);
+    tg_array_init(&o2, TG_FLOAT64, 0, NULL, &r2);
+    tg_error err;
+    int same = 1;
+    for (int k = 0; k < R; k++) {
+        set_threads(1);
+        double t = wall(), c = bench_process_cpu_ms();
+        tg_fn_call(fn, in, &o1, &err);
+        w1[k] = wall() - t, c1[k] = bench_process_cpu_ms() - c;
+        set_threads(2);
+        t = wall(), c = bench_process_cpu_ms();
+        tg_fn_call(fn, in, &o2, &err);
+        w2[k] = wall() - t, c2[k] = bench_process_cpu_ms() - c;
+        same &= memcmp(&r1, &r2, sizeof r1) == 0;
+    }
+    double mw1 = bench_median(w1, R), mw2 = bench_median(w2, R);
+    double mc1 = bench_median(c1, R), mc2 = bench_median(c2, R);
+    printf("{\"bench\":\"fused_sum_of_product_threads\",\"n\":%ld,\"one_thread_wall_ms\":%.2f,"
+           "\"two_threads_wall_ms\":%.2f,\"speedup\":%.2f,\"one_thread_cpu_ms\":%.2f,"
+           "\"two_threads_cpu_ms\":%.2f,\"cpu_speedup\":%.2f,\"same_bits_1_and_2_threads\":%s,"
+           "\"loadavg_1min\":%.2f,\"clock\":\"wall and process CPU, median of %d alternated\"}\n",
+           n, mw1 * 1e3, mw2 * 1e3, mw1 / mw2, mc1, mc2, mc2 > 0 ? mc1 / (mc2 / 2) : 0,
+           same ? "true" : "false", loadavg(), R);
+    set_threads(1);
+}
+
 static void bench_reduce(tg_ctx *ctx, const char *dir)
 {
     long n = bench_size(10000000, 1000);
@@ -276,7 +334,7 @@ static void bench_reduce(tg_ctx *ctx, const char *dir)
     if (fast)
         *(void **)&dfast = dlsym(fast, "dotsum");
     if (plain)
-        *(void **)&dplain = dlsym(plain, "dotsum");
+        *(void **)&dplain = dlsym(plain, "dotsum_blocked");
     const char *xy[2] = {xyz[0], xyz[1]};
     tg_fn *fused = compile(ctx, 2, xy, "(sum (mul (input x float64 (n)) (input y float64 (n))) all)", 0);
     tg_fn *prod = compile(ctx, 2, xy, "(mul (input x float64 (n)) (input y float64 (n)))", 0);
@@ -299,6 +357,9 @@ static void bench_reduce(tg_ctx *ctx, const char *dir)
     double tf[R], tp[R], tq[R], tu[R];
     volatile double sink = 0;
     int same = 1;
+    void (*set_threads)(int) = omp_threads();
+    if (set_threads)
+        set_threads(1);     /* the thread-CPU figures below: one thread */
     for (int k = 0; k < R; k++) {
         double t = now();
         tg_fn_call(fused, in, &out, &err);
@@ -314,6 +375,8 @@ static void bench_reduce(tg_ctx *ctx, const char *dir)
         tg_fn_call(sum, &mid, &res, &err);
         tu[k] = now() - t;
         same &= r == s1 && r == r2;     /* one order of additions: the same bits */
+        if (!same)
+            failed = 1;
         if (k == 0 && !same)
             fprintf(stderr, "kernels bench: fused %.17g, loop %.17g, unfused %.17g\n", r, s1, r2);
     }
@@ -323,6 +386,8 @@ static void bench_reduce(tg_ctx *ctx, const char *dir)
            "\"same_bits_as_O2_loop_and_unfused\":%s,\"native\":%d}\n",
            n, mf * 1e3, mp * 1e3, mq * 1e3, mu * 1e3, mf / mp, mu / mf, same ? "true" : "false", tg_fn_native(fused));
     (void)sink;
+    if (set_threads)
+        reduce_threads(fused, in, set_threads, n);
     tg_fn_free(fused), tg_fn_free(prod), tg_fn_free(sum);
     free(x), free(y), free(p);
 }
