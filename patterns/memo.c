@@ -11,17 +11,26 @@
 tg_term tgW_memo_open_obj;
 
 /* meta: the 32-bit hash, the argument count, and flags; USED makes an
- * occupied slot's meta non-zero.  Above them, the rewrites the call's
+ * occupied slot's meta non-zero.  HIT: the entry was found since the
+ * table was last cut (see grow).  Above them, the rewrites the call's
  * reduction took (saturated): what a hit saves. */
 #define M_ATOM (1ull << 40)
 #define M_WHOLE (1ull << 41)
 #define M_USED (1ull << 42)
 #define M_KEY ((1ull << 43) - 1)
-#define COST_SHIFT 43
+#define M_HIT (1ull << 43)
+#define COST_SHIFT 44
 #define COST_MAX ((1ull << (64 - COST_SHIFT)) - 1)
 
 #define FIRST_CHECK 4096    /* lookups of an op before it may be dropped */
 #define SAVE_RATIO 8
+
+/* The most slots the table grows to (40 bytes each: 10 MB) before it
+ * evicts instead: where calls keep coming that are never met again, an
+ * unbounded table kept every normal form alive and made each collection
+ * mark them all (GBs, and runs many times slower than without memo).
+ * It grows past this only to hold its open calls. */
+#define CAP_MAX ((size_t)1 << 18)
 
 static inline size_t home(uint32_t h, size_t cap)
 {
@@ -55,19 +64,45 @@ static inline int same(const tgW_mentry *e, uint64_t meta, tg_term *head, uint32
     return 1;
 }
 
-/* Twice the room, the closed unknown entries dropped; the open stack's
- * slots follow their entries. */
+/* Whether the rebuilt table keeps entry o: a known or open one, and, at
+ * the size bound, an open one or (hits set) one found since the last cut. */
+static inline int keeps(const tgW_mentry *o, int evict, int hits)
+{
+    if (!o->meta || !o->nf)
+        return 0;
+    return !evict || o->nf == TGW_MEMO_OPEN || (hits && (o->meta & M_HIT));
+}
+
+/* Twice the room, the closed unknown entries dropped; at CAP_MAX slots
+ * the same room instead, holding only the open calls and those found
+ * since the last cut (all found ones while they fill at most a quarter
+ * of it; else none): the table is bounded, and what is met again and
+ * again stays.  The open stack's slots follow their entries. */
 static int grow(tgW_memo *m)
 {
-    size_t cap = m->cap ? 2 * m->cap : 1024;
+    size_t cap = m->cap ? 2 * m->cap : 1024, nopen = 0, nhit = 0;
+    int evict = m->cap >= CAP_MAX, hits = 0;
+    if (evict) {
+        for (size_t i = 0; i < m->cap; i++) {
+            const tgW_mentry *o = &m->e[i];
+            nopen += o->meta && o->nf == TGW_MEMO_OPEN;
+            nhit += o->meta && o->nf && o->nf != TGW_MEMO_OPEN && (o->meta & M_HIT);
+        }
+        hits = 4 * (nopen + nhit) <= CAP_MAX;
+        for (cap = CAP_MAX; cap < 4 * nopen; cap *= 2)
+            ;
+        m->cuts++;
+    }
     tgW_mentry *e = GC_MALLOC(cap * sizeof *e);
     if (!e)
         return -1;
     size_t n = 0;
     for (size_t i = 0; i < m->cap; i++) {
         tgW_mentry *o = &m->e[i];
-        if (!o->meta || !o->nf)
+        if (!keeps(o, evict, hits))
             continue;
+        if (evict)
+            o->meta &= ~M_HIT;
         size_t j = home((uint32_t)o->meta, cap);
         while (e[j].meta)
             j = j + 1 == cap ? 0 : j + 1;
@@ -226,6 +261,7 @@ size_t tgW_memo_enter(tgW_memo *m, tg_ctx *ctx, uint32_t op, tg_term *head, int 
         }
         if (same(e, meta, head, n, args)) {
             if ((*nf = e->nf)) {
+                e->meta |= M_HIT;
                 if (counted) {
                     st->saved += e->meta >> COST_SHIFT;
                     judge(m, st, head);
@@ -268,7 +304,7 @@ void tgW_memo_close(tgW_memo *m, size_t from, tg_term *nf, unsigned long long re
             let_go(e);
         else
             e->nf = nf;
-        e->meta = (e->meta & M_KEY) | (cost < COST_MAX ? cost : COST_MAX) << COST_SHIFT;
+        e->meta = (e->meta & (M_KEY | M_HIT)) | (cost < COST_MAX ? cost : COST_MAX) << COST_SHIFT;
     }
     if (from < m->nopen)
         m->nopen = from;

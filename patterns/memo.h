@@ -19,6 +19,10 @@
  * call of a dropped op is remembered as usual and watched, and a call of
  * a dropped op equal to the watched one is looked up; a cycle of length
  * L entered after T such calls is reported after at most about T + L.
+ *
+ * The table is bounded: at its largest size (memo.c, CAP_MAX) it keeps,
+ * when it is full, only its open calls and those found again since the
+ * previous cut, and makes room for new ones by dropping the rest.
  */
 #ifndef TG_MEMO_H
 #define TG_MEMO_H
@@ -61,6 +65,7 @@ typedef struct tgW_memo {
     tg_term *watch[1 + TGW_MEMO_INLINE];    /* head and arguments of the watched call */
     uint32_t watch_n;   /* its argument count; UINT32_MAX: none */
     int watch_atom;
+    uint64_t cuts;      /* evictions (the table at its size bound) */
 } tgW_memo;
 
 /* The marker of a call being reduced. */
