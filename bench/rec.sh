@@ -26,7 +26,7 @@ rec=./bench/rec
 case $1 in */*) rec=$1; shift ;; esac
 [ $# = 0 ] && set -- fib32 fibonacci32 factorial10 binarysearch benchexpr20 benchsym22 \
     benchtree20 evalexpr bubblesort1000 quicksort1000 mergesort10000 revnat10000 \
-    sieve1000 primecount600
+    sieve1000 primecount600 add3
 rec_dir=${TGREL_REC_DIR:-${srcdir:-$here/..}/../shared/bench/rec}
 reps=${REC_REPS:-3}
 timeout_s=${REC_TIMEOUT:-1800}

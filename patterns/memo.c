@@ -160,11 +160,19 @@ static __attribute__((noinline)) tgW_mstat *stat_grow(tgW_memo *m, uint32_t op)
     return &st[op];
 }
 
-/* Whether the call is the watched one. */
-static int watched(const tgW_memo *m, tg_term *head, int atom, uint32_t n, tg_term *const *args)
+/* Whether the call is the watched one.  A call of more arguments than
+ * an entry holds is compared by a hash of its arguments first, and by
+ * its interned term only when that matches (-1: out of memory). */
+static int watched(const tgW_memo *m, tg_ctx *ctx, tg_term *head, int atom, uint32_t n, tg_term *const *args)
 {
     if (m->watch[0] != head || m->watch_n != n || m->watch_atom != atom)
         return 0;
+    if (n > TGW_MEMO_INLINE) {
+        if (key_meta(head, atom, n, args, 0) != m->watch_meta)
+            return 0;
+        tg_term *t = tg_app(ctx, head, n, args);
+        return t ? t == m->watch_term : -1;
+    }
     for (uint32_t i = 0; i < n; i++)
         if (m->watch[1 + i] != args[i])
             return 0;
@@ -174,16 +182,24 @@ static int watched(const tgW_memo *m, tg_term *head, int atom, uint32_t n, tg_te
 /* A call of a dropped op (at most TGW_MEMO_INLINE arguments): 1 when it
  * is to be remembered anyway (the 2^k-th, then watched, or the watched
  * one), else 0. */
-static int watch_point(tgW_memo *m, tg_term *head, int atom, uint32_t n, tg_term *const *args)
+static int watch_point(tgW_memo *m, tg_ctx *ctx, tg_term *head, int atom, uint32_t n, tg_term *const *args)
 {
-    if (watched(m, head, atom, n, args))
-        return 1;
+    int w = watched(m, ctx, head, atom, n, args);
+    if (w)
+        return w;
     uint64_t k = ++m->skipped;
     if (k & (k - 1))
         return 0;
     m->watch[0] = head;
-    for (uint32_t i = 0; i < n; i++)
-        m->watch[1 + i] = args[i];
+    if (n > TGW_MEMO_INLINE) {
+        if (!(m->watch_term = tg_app(ctx, head, n, args)))
+            return -1;
+        m->watch_meta = key_meta(head, atom, n, args, 0);
+    } else {
+        for (uint32_t i = 0; i < n; i++)
+            m->watch[1 + i] = args[i];
+        m->watch_term = NULL;
+    }
     m->watch_n = n;
     m->watch_atom = atom;
     return 1;
@@ -237,12 +253,12 @@ size_t tgW_memo_enter(tgW_memo *m, tg_ctx *ctx, uint32_t op, tg_term *head, int 
     tgW_mstat *st = stat_of(m, op);
     if (!st)
         return (size_t)-1;
-    /* calls of more arguments are always remembered (no watch for them) */
-    int counted = !st->dropped || whole;
-    if (!counted && !watch_point(m, head, atom, n, args)) {
+    int counted = !st->dropped, w;
+    if (!counted && (w = watch_point(m, ctx, head, atom, n, args)) <= 0) {
         *nf = NULL;
-        return TGW_MEMO_SKIP;
+        return w < 0 ? (size_t)-1 : TGW_MEMO_SKIP;
     }
+    tg_term *sym = head;
     if (whole && !(head = tg_app(ctx, head, n, args)))
         return (size_t)-1;
     if (2 * (m->n + 1) > m->cap && grow(m) < 0)
@@ -264,7 +280,7 @@ size_t tgW_memo_enter(tgW_memo *m, tg_ctx *ctx, uint32_t op, tg_term *head, int 
                 e->meta |= M_HIT;
                 if (counted) {
                     st->saved += e->meta >> COST_SHIFT;
-                    judge(m, st, head);
+                    judge(m, st, sym);
                 }
                 return i;
             }
@@ -272,7 +288,7 @@ size_t tgW_memo_enter(tgW_memo *m, tg_ctx *ctx, uint32_t op, tg_term *head, int 
         }
     }
     if (counted)
-        judge(m, st, head);
+        judge(m, st, sym);
     if (open_push(m, i, op, rewrites) < 0)
         return (size_t)-1;
     m->e[i].nf = TGW_MEMO_OPEN;
@@ -285,12 +301,12 @@ void tgW_memo_pass(tgW_memo *m, uint32_t op, tg_term *head, int atom, uint32_t n
     tgW_mstat *st = stat_of(m, op);
     if (!st)
         return;     /* the counts only steer the drop heuristics */
-    if (n > TGW_MEMO_INLINE)
-        judge(m, st, NULL);     /* its key, the call as a term, heads no inline entry */
-    else if (!st->dropped)
+    if (!st->dropped)
         judge(m, st, head);
+    else if (n > TGW_MEMO_INLINE)
+        m->skipped++;   /* no watch on it: a call that is its own normal form is on no cycle */
     else
-        (void)watch_point(m, head, atom, n, args);
+        (void)watch_point(m, NULL, head, atom, n, args);
 }
 
 void tgW_memo_close(tgW_memo *m, size_t from, tg_term *nf, unsigned long long rewrites)
@@ -299,11 +315,15 @@ void tgW_memo_close(tgW_memo *m, size_t from, tg_term *nf, unsigned long long re
         tgW_mentry *e = &m->e[m->open[k].slot];
         unsigned long long cost = rewrites - m->open[k].start;
         uint32_t op = m->open[k].op;
-        /* a dropped op's normal forms and keys are not kept (see forget) */
-        if (op < m->nstat && m->stat[op].dropped && !(e->meta & M_WHOLE))
-            let_go(e);
-        else
+        /* a dropped op's normal forms and keys are not kept (see forget;
+         * a call of more arguments is keyed by its term, kept until the
+         * next growth or cut) */
+        if (!(op < m->nstat && m->stat[op].dropped))
             e->nf = nf;
+        else if (e->meta & M_WHOLE)
+            e->nf = NULL;
+        else
+            let_go(e);
         e->meta = (e->meta & (M_KEY | M_HIT)) | (cost < COST_MAX ? cost : COST_MAX) << COST_SHIFT;
     }
     if (from < m->nopen)
