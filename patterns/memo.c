@@ -23,6 +23,7 @@ tg_term tgW_memo_open_obj;
 #define COST_MAX ((1ull << (64 - COST_SHIFT)) - 1)
 
 #define FIRST_CHECK 4096    /* lookups of an op before it may be dropped */
+#define NO_HIT_CHECK 256    /* ... or before, when none was found again */
 #define SAVE_RATIO 8
 
 /* The most slots the table grows to (40 bytes each: 10 MB) before it
@@ -235,11 +236,16 @@ static void forget(tgW_memo *m, tg_term *head)
 /* After a lookup of an op still remembered: drop it when its hits have
  * saved fewer than one rewrite per SAVE_RATIO lookups.  Lenient: where
  * calls share suffixes (comparisons of Peano numbers) the first hits
- * save little and the later ones whole chains. */
+ * save little and the later ones whole chains.  But an op none of whose
+ * first NO_HIT_CHECK calls came again is dropped then: each remembered
+ * call keeps its normal form alive (revnat's rev, 1000 calls, never
+ * judged at FIRST_CHECK, kept 1000 reversed lists: 1.6 times the time
+ * without memo, the term table grown around them). */
 static void judge(tgW_memo *m, tgW_mstat *st, tg_term *head)
 {
     uint64_t k = ++st->lookups;
-    if (k >= FIRST_CHECK && !(k & (k - 1)) && st->saved * SAVE_RATIO < k) {
+    if (k >= NO_HIT_CHECK && !(k & (k - 1)) && st->saved * SAVE_RATIO < k &&
+        (k >= FIRST_CHECK || st->saved == 0)) {
         st->dropped = 1;
         if (head)
             forget(m, head);
