@@ -192,14 +192,13 @@ static int watch_point(tgW_memo *m, tg_ctx *ctx, tg_term *head, int atom, uint32
     if (k & (k - 1))
         return 0;
     m->watch[0] = head;
+    for (uint32_t i = 0; i < n && i < TGW_MEMO_INLINE; i++)
+        m->watch[1 + i] = args[i];
+    m->watch_term = NULL;
     if (n > TGW_MEMO_INLINE) {
         if (!(m->watch_term = tg_app(ctx, head, n, args)))
             return -1;
         m->watch_meta = key_meta(head, atom, n, args, 0);
-    } else {
-        for (uint32_t i = 0; i < n; i++)
-            m->watch[1 + i] = args[i];
-        m->watch_term = NULL;
     }
     m->watch_n = n;
     m->watch_atom = atom;
