@@ -1,5 +1,6 @@
 /* bench.h - what the benchmark programs share: clocks (wall and thread
- * CPU time), the median of repeated runs, JSON strings, (after
+ * CPU time), the median of repeated runs, JSON strings, the size
+ * factor of a run ($TGREL_BENCH_SCALE), (after
  * config.h) the OpenBLAS functions tgrel opened, and (after tgrel.h)
  * compiling a one-output tensor function from text. */
 #ifndef TGREL_BENCH_H
@@ -68,6 +69,29 @@ static inline void bench_json_string(const char *s)
             putchar(*p);
     }
     putchar('"');
+}
+
+/* The size factor of a run: $TGREL_BENCH_SCALE when set (the test suite
+ * runs every benchmark once at a tiny scale, so that one that breaks
+ * fails there), else dflt (1 for the full sizes). */
+static inline double bench_scale(double dflt)
+{
+    const char *s = getenv("TGREL_BENCH_SCALE");
+    double v = s && *s ? atof(s) : 0;
+    return v > 0 ? v : dflt;
+}
+
+/* n scaled by bench_scale(1), and at least min. */
+static inline long bench_size(long n, long min)
+{
+    double v = (double)n * bench_scale(1);
+    return v < (double)min ? min : (long)v;
+}
+
+/* r repetitions, or at most 2 at a scale below 1 (a check, not timing). */
+static inline int bench_reps(int r)
+{
+    return bench_scale(1) < 1 && r > 2 ? 2 : r;
 }
 
 /* Sections to run: all when none is named on the command line, else

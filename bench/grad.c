@@ -223,9 +223,9 @@ static void run_bptt(void)
 int main(int argc, char **argv)
 {
     if (bench_want(argc, argv, "chain"))
-        run("chain of 10^5 ops", 1, 100000);
+        run("chain of 10^5 ops", 1, (int)bench_size(100000, 100));
     if (bench_want(argc, argv, "dag"))
-        run("DAG of 10^4 steps, each using the one before twice", 0, 10000);
+        run("DAG of 10^4 steps, each using the one before twice", 0, (int)bench_size(10000, 10));
     if (bench_want(argc, argv, "logreg"))
         bench_logreg();     /* grad_logreg.c */
     if (bench_want(argc, argv, "bptt"))

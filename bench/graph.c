@@ -910,7 +910,7 @@ static void usage(void)
 int main(int argc, char **argv)
 {
     GC_INIT();
-    opts o = {100000, 110000, 5, 1, NULL, {0}, 0, NULL, NULL, NULL};
+    opts o = {bench_size(100000, 100), bench_size(110000, 110), bench_reps(5), 1, NULL, {0}, 0, NULL, NULL, NULL};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v)

@@ -46,6 +46,10 @@ static double wall(void)
 
 /* The OpenBLAS functions tgrel opened, resolved after its first dot
  * (bench.h): the references run the same library on the same core. */
+/* Set when a benchmark could not run: the program then exits 1, so that
+ * a broken benchmark fails the suite's run at a tiny scale. */
+static int failed;
+
 static __typeof__(cblas_dgemm) *blas_dgemm;
 static __typeof__(cblas_dgemv) *blas_dgemv;
 static __typeof__(cblas_ddot) *blas_ddot;
@@ -62,6 +66,7 @@ static int blas_resolve(void)
     if (blas_dgemm && blas_dgemv && blas_ddot && blas_corename && blas_threads)
         return 0;
     fprintf(stderr, "kernels bench: the OpenBLAS tgrel opened is not found\n");
+    failed = 1;
     return -1;
 }
 
@@ -80,6 +85,14 @@ static const char ref_src[] =
     "double dotsum(long n, const double *x, const double *y) {\n"
     "  double s = 0;\n"
     "  for (long i = 0; i < n; i++) s += x[i] * y[i];\n"
+    "  return s; }\n"
+    "/* tgrel's order for a sum to one value: blocks of 65536 in order */\n"
+    "double dotsum_blocked(long n, const double *x, const double *y) {\n"
+    "  double s = 0;\n"
+    "  for (long b = 0; b < n; b += 65536) {\n"
+    "    double p = 0;\n"
+    "    for (long i = b; i < n && i < b + 65536; i++) p += x[i] * y[i];\n"
+    "    s += p; }\n"
     "  return s; }\n";
 
 /* Compile the reference loops with the given flags and load them. */
@@ -101,7 +114,9 @@ static void *load_ref(const char *dir, const char *name, const char *flags)
 
 static tg_fn *compile(tg_ctx *ctx, int nin, const char *const *ins, const char *out, int interpret)
 {
-    return bench_fn(ctx, "kernels bench", nin, ins, out, interpret);
+    tg_fn *fn = bench_fn(ctx, "kernels bench", nin, ins, out, interpret);
+    failed |= !fn;
+    return fn;
 }
 
 static const char *const xyz[] = {"(input x float64 (n))", "(input y float64 (n))", "(input z float64 (n))"};
@@ -166,7 +181,7 @@ static double loadavg(void)
 
 static void bench_fused(tg_ctx *ctx, const char *dir)
 {
-    long n = 10000000;
+    long n = bench_size(10000000, 1000);
     double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *z = malloc(n * sizeof *z);
     double *o = malloc(n * sizeof *o), *t1 = malloc(n * sizeof *t1), *t2 = malloc(n * sizeof *t2);
     for (long i = 0; i < n; i++)
@@ -175,6 +190,7 @@ static void bench_fused(tg_ctx *ctx, const char *dir)
     void *plain = load_ref(dir, "ref_plain", "-O2 -march=native");
     if (!fast || !plain) {
         fprintf(stderr, "kernels bench: cannot build the reference loops\n");
+        failed = 1;
         return;
     }
     void (*ffast)(long, const double *, const double *, const double *, double *);
@@ -252,12 +268,62 @@ static void bench_fused(tg_ctx *ctx, const char *dir)
 }
 
 /* (sum (mul x y) all) on 10^7 float64: the reduction fused into the
- * loop (one pass, no temporary) against hand-written loops (-O2, which
- * adds in the same order, and -O3 -ffast-math, which may reorder), and
- * against the same work unfused (the product stored, then summed). */
+ * loop (one pass, no temporary), on one thread, against hand-written
+ * loops (-O2 adding in tgrel's order, blocks of 65536, so the same bits;
+ * -O3 -ffast-math, which may reorder), and against the same work unfused
+ * (the product stored, then summed); then on 1 and 2 OpenMP threads
+ * (fused_sum_of_product_threads). */
+/* omp_set_num_threads of the kernels' OpenMP runtime (loaded by a first
+ * compiled call), or NULL. */
+static void (*omp_threads(void))(int)
+{
+    void *gomp = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void (*set)(int) = NULL;
+    if (gomp)
+        *(void **)&set = dlsym(gomp, "omp_set_num_threads");
+    return set;
+}
+
+/* The fused sum on 1 and 2 threads, alternated: wall time and the whole
+ * process's CPU time (both threads), medians.  On a shared machine the
+ * wall ratio includes the other users; cpu_speedup is what two threads
+ * give when each has a core: one thread's CPU time over the busier
+ * thread's share, the two threads' total halved (the blocks are split
+ * evenly). */
+static void reduce_threads(tg_fn *fn, const tg_array *in, void (*set_threads)(int), long n)
+{
+    enum { R = 9 };
+    double w1[R], w2[R], c1[R], c2[R], r1 = 0, r2 = 0;
+    tg_array o1, o2;
+    tg_array_init(&o1, TG_FLOAT64, 0, NULL, &r1);
+    tg_array_init(&o2, TG_FLOAT64, 0, NULL, &r2);
+    tg_error err;
+    int same = 1;
+    for (int k = 0; k < R; k++) {
+        set_threads(1);
+        double t = wall(), c = bench_process_cpu_ms();
+        tg_fn_call(fn, in, &o1, &err);
+        w1[k] = wall() - t, c1[k] = bench_process_cpu_ms() - c;
+        set_threads(2);
+        t = wall(), c = bench_process_cpu_ms();
+        tg_fn_call(fn, in, &o2, &err);
+        w2[k] = wall() - t, c2[k] = bench_process_cpu_ms() - c;
+        same &= memcmp(&r1, &r2, sizeof r1) == 0;
+    }
+    double mw1 = bench_median(w1, R), mw2 = bench_median(w2, R);
+    double mc1 = bench_median(c1, R), mc2 = bench_median(c2, R);
+    printf("{\"bench\":\"fused_sum_of_product_threads\",\"n\":%ld,\"one_thread_wall_ms\":%.2f,"
+           "\"two_threads_wall_ms\":%.2f,\"speedup\":%.2f,\"one_thread_cpu_ms\":%.2f,"
+           "\"two_threads_cpu_ms\":%.2f,\"cpu_speedup\":%.2f,\"same_bits_1_and_2_threads\":%s,"
+           "\"loadavg_1min\":%.2f,\"clock\":\"wall and process CPU, median of %d alternated\"}\n",
+           n, mw1 * 1e3, mw2 * 1e3, mw1 / mw2, mc1, mc2, mc2 > 0 ? mc1 / (mc2 / 2) : 0,
+           same ? "true" : "false", loadavg(), R);
+    set_threads(1);
+}
+
 static void bench_reduce(tg_ctx *ctx, const char *dir)
 {
-    long n = 10000000;
+    long n = bench_size(10000000, 1000);
     double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *p = malloc(n * sizeof *p), r;
     for (long i = 0; i < n; i++)
         x[i] = sin(i * 0.001), y[i] = cos(i * 0.002);
@@ -268,13 +334,14 @@ static void bench_reduce(tg_ctx *ctx, const char *dir)
     if (fast)
         *(void **)&dfast = dlsym(fast, "dotsum");
     if (plain)
-        *(void **)&dplain = dlsym(plain, "dotsum");
+        *(void **)&dplain = dlsym(plain, "dotsum_blocked");
     const char *xy[2] = {xyz[0], xyz[1]};
     tg_fn *fused = compile(ctx, 2, xy, "(sum (mul (input x float64 (n)) (input y float64 (n))) all)", 0);
     tg_fn *prod = compile(ctx, 2, xy, "(mul (input x float64 (n)) (input y float64 (n)))", 0);
     tg_fn *sum = compile(ctx, 1, xyz, "(sum (input x float64 (n)) all)", 0);
     if (!dfast || !dplain || !fused || !prod || !sum) {
         fprintf(stderr, "kernels bench: cannot build the reduction benchmark\n");
+        failed = 1;
         return;
     }
     int64_t sh = n;
@@ -290,6 +357,9 @@ static void bench_reduce(tg_ctx *ctx, const char *dir)
     double tf[R], tp[R], tq[R], tu[R];
     volatile double sink = 0;
     int same = 1;
+    void (*set_threads)(int) = omp_threads();
+    if (set_threads)
+        set_threads(1);     /* the thread-CPU figures below: one thread */
     for (int k = 0; k < R; k++) {
         double t = now();
         tg_fn_call(fused, in, &out, &err);
@@ -305,6 +375,8 @@ static void bench_reduce(tg_ctx *ctx, const char *dir)
         tg_fn_call(sum, &mid, &res, &err);
         tu[k] = now() - t;
         same &= r == s1 && r == r2;     /* one order of additions: the same bits */
+        if (!same)
+            failed = 1;
         if (k == 0 && !same)
             fprintf(stderr, "kernels bench: fused %.17g, loop %.17g, unfused %.17g\n", r, s1, r2);
     }
@@ -314,6 +386,8 @@ static void bench_reduce(tg_ctx *ctx, const char *dir)
            "\"same_bits_as_O2_loop_and_unfused\":%s,\"native\":%d}\n",
            n, mf * 1e3, mp * 1e3, mq * 1e3, mu * 1e3, mf / mp, mu / mf, same ? "true" : "false", tg_fn_native(fused));
     (void)sink;
+    if (set_threads)
+        reduce_threads(fused, in, set_threads, n);
     tg_fn_free(fused), tg_fn_free(prod), tg_fn_free(sum);
     free(x), free(y), free(p);
 }
@@ -329,7 +403,7 @@ static void bench_overhead(tg_ctx *ctx)
     tg_array_init(&in[2], TG_FLOAT64, 1, &one, &z);
     tg_array_init(&out, TG_FLOAT64, 1, &one, &o);
     tg_error err;
-    long calls = 1000000;
+    long calls = bench_size(1000000, 100);
     double ts[5];
     for (int r = 0; r < 5; r++) {
         double t = now();
@@ -425,6 +499,7 @@ static tg_rules *library(tg_ctx *ctx)
     tg_rules *rs = tg_rules_new(ctx, &err);
     if (rs && tg_rules_load_file(rs, path, &err) < 0) {
         fprintf(stderr, "kernels bench: %s (set srcdir)\n", err.message);
+        failed = 1;
         tg_rules_free(rs);
         rs = NULL;
     }
@@ -438,8 +513,10 @@ static tg_fn *compile_rules(tg_ctx *ctx, tg_rules *rs, const char *out)
     tg_term *o = tg_read_cstr(ctx, out, &err);
     tg_fn_options opt = {.rules = rs};
     tg_fn *fn = tg_fn_compile(ctx, 2, it, 1, &o, &opt, &err);
-    if (!fn)
+    if (!fn) {
         fprintf(stderr, "kernels bench: %s\n", err.message);
+        failed = 1;
+    }
     return fn;
 }
 
@@ -504,7 +581,8 @@ static void bench_compile_rules(const char *dir)
  * process: the rate there is tgrel's, on that core), the best of them
  * measured again alternating with the default, so that a drift of the
  * machine's speed hits both. */
-enum { GEMM_N = 2000, GEMM_REPS = 3, GEMM_ROUNDS = 5 };
+enum { GEMM_REPS = 3, GEMM_ROUNDS = 5 };
+static int GEMM_N = 2000;       /* bench_size(2000) from main */
 
 typedef struct gemm_setup {
     tg_fn *fn;
@@ -633,6 +711,7 @@ static void bench_gemm(tg_ctx *ctx)
     gemm_setup g;
     if (gemm_open(ctx, &g) < 0) {
         fprintf(stderr, "kernels bench: gemm: no function or no BLAS\n");
+        failed = 1;
         return;
     }
     int n = GEMM_N;
@@ -647,8 +726,8 @@ static void bench_gemm(tg_ctx *ctx)
         tb[r] = wall() - t;
     }
     double mt = bench_median(tt, GEMM_REPS), mb = bench_median(tb, GEMM_REPS);
-    printf("{\"bench\":\"gemm_2000\",\"tgrel_ms\":%.1f,\"cblas_ms\":%.1f,\"fraction_of_cblas\":%.3f}\n",
-           mt * 1e3, mb * 1e3, mb / mt);
+    printf("{\"bench\":\"gemm_2000\",\"n\":%d,\"tgrel_ms\":%.1f,\"cblas_ms\":%.1f,\"fraction_of_cblas\":%.3f}\n",
+           n, mt * 1e3, mb * 1e3, mb / mt);
     fflush(stdout);
     gemm_cores(&g);
     gemm_close(&g);
@@ -659,8 +738,8 @@ static void bench_gemm(tg_ctx *ctx)
  * time: BLAS may use threads). */
 static void bench_dot_vec(tg_ctx *ctx)
 {
-    int n = 4000;
-    long nv = 10000000;
+    int n = (int)bench_size(4000, 16);
+    long nv = bench_size(10000000, 1000);
     double *a = malloc((size_t)n * n * 8), *x = malloc((size_t)nv * 8), *y = malloc((size_t)nv * 8);
     double *o = malloc((size_t)n * 8), r;
     for (long i = 0; i < (long)n * n; i++)
@@ -680,8 +759,10 @@ static void bench_dot_vec(tg_ctx *ctx)
     tg_array_init(&vin[1], TG_FLOAT64, 1, &shv, y);
     tg_array_init(&vout, TG_FLOAT64, 0, NULL, &r);
     tg_error err;
-    if (!mv || !vv || tg_fn_call(mv, in, &out, &err) < 0 || blas_resolve() < 0)
+    if (!mv || !vv || tg_fn_call(mv, in, &out, &err) < 0 || blas_resolve() < 0) {
+        failed = 1;
         return;     /* the first call opens OpenBLAS */
+    }
     enum { R = 9 };
     double tm[R], bm[R], tv[R], bv[R], gm[R], gv[R];
     volatile double sink = 0;
@@ -721,6 +802,7 @@ static void bench_dot_vec(tg_ctx *ctx)
 
 int main(int argc, char **argv)
 {
+    GEMM_N = (int)bench_size(2000, 16);
     if (argc == 2 && strcmp(argv[1], "gemm-child") == 0)
         return gemm_child();
     char dir[] = "/tmp/tgrel-bench-XXXXXX";
@@ -745,5 +827,5 @@ int main(int argc, char **argv)
     tg_ctx_free(ctx);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : 1;
+    return system(cmd) == 0 ? failed : 1;
 }

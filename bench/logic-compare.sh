@@ -8,7 +8,8 @@
 # faster-miniKanren is used when FMK_DIR names its source directory and
 # `scheme` (Debian package chezscheme) is installed; its driver is
 # ../shared/bench/minikanren/bench.scm beside the project (MK_BENCH
-# overrides).  REPS (default 5) sets the repetitions.
+# overrides).  REPS (default 5) sets the repetitions; TGREL_BENCH_SCALE
+# below 1 scales the sizes down for a quick check.
 set -u
 bin=${1:?usage: logic-compare.sh path/to/bench/logic}
 srcdir=${srcdir:-.}
@@ -26,7 +27,14 @@ field() {   # field NAME JSON -> the number after "NAME":
     printf '%s\n' "$2" | sed -n "s/.*\"$1\": \([0-9.]*\).*/\1/p"
 }
 
+# TGREL_BENCH_SCALE below 1 (the test suite's run of every benchmark):
+# each size scaled down (2 at least), one repetition.
+scale=${TGREL_BENCH_SCALE:-1}
+small=$(awk -v s="$scale" 'BEGIN { print (s + 0 > 0 && s + 0 < 1) ? 1 : 0 }')
+[ "$small" = 1 ] && reps=1
+
 while read -r name size; do
+    [ "$small" = 1 ] && size=$(awk -v n="$size" -v s="$scale" 'BEGIN { v = int(n * s); print v < 2 ? 2 : v }')
     t=$("$bin" "$name" "$size" "$reps" 20000) || exit 1
     echo "$t"
     [ "$use_fmk" = 1 ] || continue

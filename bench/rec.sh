@@ -14,7 +14,8 @@
 #   bench/rec.sh [REC_PROGRAM] [NAME...]
 #
 # REC_PROGRAM defaults to bench/rec of the build directory; the default
-# names are the README's table.  Works without Maude (reported "missing")
+# names are the README's table and two of bench/rec-extra (a NAME found
+# only there is taken from there).  Works without Maude (reported "missing")
 # and without MAUDE_REC_DIR (reported "no-translation").
 # Environment: REC_REPS (repetitions, default 3), REC_TIMEOUT (seconds per
 # run, default 1800), TGREL_REC_DIR, MAUDE_REC_DIR, MAUDE, REC_FLOOR (the
@@ -24,11 +25,22 @@ here=$(cd "$(dirname "$0")" && pwd)
 rec=./bench/rec
 case $1 in */*) rec=$1; shift ;; esac
 [ $# = 0 ] && set -- fib32 fibonacci32 factorial10 binarysearch benchexpr20 benchsym22 \
-    benchtree20 evalexpr bubblesort1000 quicksort1000 mergesort10000 revnat10000
+    benchtree20 evalexpr bubblesort1000 quicksort1000 mergesort10000 revnat10000 \
+    sieve1000 primecount600 add3
 rec_dir=${TGREL_REC_DIR:-${srcdir:-$here/..}/../shared/bench/rec}
 reps=${REC_REPS:-3}
 timeout_s=${REC_TIMEOUT:-1800}
 export TGREL_REC_DIR="$rec_dir" REC_TIMEOUT="$timeout_s"
+
+# The file of benchmark NAME: in the REC folder, else among the project's
+# own (bench/rec-extra: cases built for the memo policy, such as sieves).
+rec_file() {
+    if [ ! -f "$rec_dir/$1.txt" ] && [ -f "$here/rec-extra/$1.txt" ]; then
+        echo "$here/rec-extra/$1.txt"
+    else
+        echo "$rec_dir/$1.txt"
+    fi
+}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rec.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
@@ -61,9 +73,9 @@ run_tgrel() {
         return
     fi
     if command -v timeout >/dev/null 2>&1; then
-        timeout "$timeout_s" "$rec" "$@" --reps "$reps" "$rec_dir/$name.txt" >"$tmp/out" 2>"$tmp/err"
+        timeout "$timeout_s" "$rec" "$@" --reps "$reps" "$(rec_file "$name")" >"$tmp/out" 2>"$tmp/err"
     else
-        "$rec" "$@" --reps "$reps" "$rec_dir/$name.txt" >"$tmp/out" 2>"$tmp/err"
+        "$rec" "$@" --reps "$reps" "$(rec_file "$name")" >"$tmp/out" 2>"$tmp/err"
     fi
     status=$?
     if grep -q '^{' "$tmp/out"; then
@@ -90,9 +102,16 @@ for name in "$@"; do
     printf '%s\n%s\n%s\n' "$off" "$on" "$maude"
     f_ms=; fa_ms=
     if [ -x "$floor" ]; then
-        "$floor" --reps "$reps" "$rec_dir/$name.txt" >"$tmp/floor" 2>/dev/null
+        "$floor" --reps "$reps" "$(rec_file "$name")" >"$tmp/floor" 2>"$tmp/floor-err"
+        fstatus=$?
         grep -v '"ok":null' "$tmp/floor"
         grep -q '"ok":false' "$tmp/floor" && failed=1
+        if [ $fstatus != 0 ] && ! grep -q '"ok":false' "$tmp/floor"; then
+            # a crash or a failure the program did not report: say so
+            why=$(head -c 200 "$tmp/floor-err" | tr '\n\t"\\' '    ')
+            echo '{"bench":"rec-floor","name":"'"$name"'","ok":false,"reason":"exit status '"$fstatus"': '"$why"'"}'
+            failed=1
+        fi
         f_ms=$(field "$(grep '"mode":"table".*"ok":true' "$tmp/floor")" ms_min)
         fa_ms=$(field "$(grep '"mode":"alloc".*"ok":true' "$tmp/floor")" ms_min)
     fi

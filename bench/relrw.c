@@ -180,8 +180,8 @@ static void run(tg_ctx *ctx, const char *shape, const char *dir, job *j, tg_term
 int main(int argc, char **argv)
 {
     GC_INIT();
-    long size = argc > 1 ? atol(argv[1]) : 1000;
-    int reps = argc > 2 ? atoi(argv[2]) : 11;
+    long size = argc > 1 ? atol(argv[1]) : bench_size(1000, 10);
+    int reps = argc > 2 ? atoi(argv[2]) : bench_reps(11);
     if (size < 1 || reps < 1) {
         fputs("usage: relrw [SIZE [REPS]]\n", stderr);
         return 2;

@@ -119,7 +119,7 @@ static void bench(const char *name, tg_rules *rs, tg_term *spec, tg_term *t, lon
 
 int main(int argc, char **argv)
 {
-    double scale = argc > 1 ? atof(argv[1]) : 1;
+    double scale = argc > 1 ? atof(argv[1]) : bench_scale(1);
     tg_error err;
     tg_ctx *ctx = tg_ctx_new(&err);
     tg_rules *rs = tg_rules_new(ctx, &err);

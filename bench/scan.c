@@ -25,9 +25,14 @@ enum { R = 7 };
 
 static double now(void) { return bench_thread_cpu_ms() * 1e-3; }
 
+/* Set when a benchmark could not run: the program then exits 1. */
+static int failed;
+
 static tg_fn *compile(tg_ctx *ctx, int nin, const char *const *ins, const char *out, int interpret)
 {
-    return bench_fn(ctx, "scan bench", nin, ins, out, interpret);
+    tg_fn *fn = bench_fn(ctx, "scan bench", nin, ins, out, interpret);
+    failed |= !fn;
+    return fn;
 }
 
 /* The references, kept out of line so that the compiler sees a loop;
@@ -110,8 +115,10 @@ static double time_fn(tg_fn *fn, const tg_array *in, tg_array *out, int reps)
     tg_error err;
     for (int r = 0; r < reps; r++) {
         double t = now();
-        if (tg_fn_call(fn, in, out, &err) < 0)
+        if (tg_fn_call(fn, in, out, &err) < 0) {
             fprintf(stderr, "scan bench: %s\n", err.message);
+            failed = 1;
+        }
         v[r] = now() - t;
     }
     return bench_median(v, reps);
@@ -119,7 +126,7 @@ static double time_fn(tg_fn *fn, const tg_array *in, tg_array *out, int reps)
 
 static void bench_cumsum(tg_ctx *ctx)
 {
-    long n = 10000000;
+    long n = bench_size(10000000, 100);
     double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *y2 = malloc(n * sizeof *y2);
     for (long i = 0; i < n; i++)
         x[i] = (double)(i % 1000) - 500;
@@ -167,7 +174,7 @@ __attribute__((noinline)) static void ref_rowsum(long n, const double *x, double
  * loops; and the interpreter alone. */
 static void bench_rowsum(tg_ctx *ctx)
 {
-    long nr = 1000000;
+    long nr = bench_size(1000000, 100);
     double *x = malloc(nr * 10 * sizeof *x), *y = malloc(nr * sizeof *y), *y2 = malloc(nr * sizeof *y2);
     for (long i = 0; i < nr * 10; i++)
         x[i] = (double)(i % 1000) - 500;
@@ -202,7 +209,7 @@ static void bench_rowsum(tg_ctx *ctx)
 
 static void bench_fib(tg_ctx *ctx)
 {
-    long n = 10000000;
+    long n = bench_size(10000000, 100);
     const int64_t P = 1000000007;
     int64_t f0[2] = {0, 1}, last = 0, two = 2;
     const char *ins[] = {"(input f0 int64 (2))"};
@@ -231,7 +238,7 @@ static void bench_fib(tg_ctx *ctx)
 
 static void bench_rnn(tg_ctx *ctx)
 {
-    long T = 10000;
+    long T = bench_size(10000, 10);
     int H = 64;
     double *W = malloc(sizeof(double) * H * H), *x = malloc(sizeof(double) * T * H);
     double *h0 = malloc(sizeof(double) * H), *h = malloc(sizeof(double) * T * H);
@@ -258,6 +265,7 @@ static void bench_rnn(tg_ctx *ctx)
     tg_error err;
     if (tg_fn_call(itp, in, &out, &err) < 0 || !(blas_dgemv = bench_blas_sym("cblas_dgemv"))) {
         fprintf(stderr, "scan bench: no BLAS: %s\n", err.message);
+        failed = 1;
         return;
     }
     double tr[R];
@@ -306,5 +314,5 @@ int main(int argc, char **argv)
     if (bench_want(argc, argv, "rnn"))
         bench_rnn(ctx);
     tg_ctx_free(ctx);
-    return 0;
+    return failed;
 }

@@ -145,7 +145,7 @@ static void rnn_bench(int64_t T)
 
 int main(int argc, char **argv)
 {
-    double scale = argc > 1 ? atof(argv[1]) : 1;
+    double scale = argc > 1 ? atof(argv[1]) : bench_scale(1);
     tg_error err;
     ctx = tg_ctx_new(&err);
     rs = tg_rules_new(ctx, &err);

@@ -71,7 +71,7 @@ static void inplace_vs_staged(int64_t n)
     tg_array in[2];
     tg_array_init(&in[0], TG_FLOAT64, 1, &n, g);
     tg_array_init(&in[1], TG_FLOAT64, 1, &n, d);
-    int calls = n >= 1000000 ? 20 : 2000;
+    int calls = n >= 1000000 ? 20 : (int)bench_size(2000, 10);
     double tin = time_calls(fn, in, NULL, calls, NULL, NULL);
     double tst = time_calls(fn, in, NULL, calls, sw, &in[1]);
     /* the C loop on a buffer of its own */
@@ -126,8 +126,8 @@ static void overhead(void)
     for (int k = 0; k < K; k++)
         tg_array_init(&pout[k], TG_FLOAT64, 0, NULL, &out[k]);
     tg_array_init(&sin, TG_FLOAT64, 0, NULL, &x);
-    double tp = time_calls(plain, pin, pout, 100000, NULL, NULL);
-    double ts = time_calls(state, &sin, NULL, 100000, NULL, NULL);
+    double tp = time_calls(plain, pin, pout, (int)bench_size(100000, 100), NULL, NULL);
+    double ts = time_calls(state, &sin, NULL, (int)bench_size(100000, 100), NULL, NULL);
     printf("{\"bench\": \"20 shared variables, 20 updates, per call\", \"plain_us\": %.3f, \"updates_us\": %.3f, "
            "\"added_us\": %.3f}\n", tp, ts, ts - tp);
     tg_fn_free(plain);
@@ -140,9 +140,9 @@ int main(void)
 {
     tg_error err;
     ctx = tg_ctx_new(&err);
-    inplace_vs_staged(1000);
-    inplace_vs_staged(100000);
-    inplace_vs_staged(4000000);
+    inplace_vs_staged(bench_size(1000, 10));
+    inplace_vs_staged(bench_size(100000, 100));
+    inplace_vs_staged(bench_size(4000000, 1000));
     overhead();
     tg_ctx_free(ctx);
     return 0;

@@ -321,7 +321,7 @@ static void with_alloc_ref(double (*f)(long), long arg, long n, double *mine, do
 int main(int argc, char **argv)
 {
     GC_INIT();
-    double scale = argc > 1 ? atof(argv[1]) : 1.0;
+    double scale = argc > 1 ? atof(argv[1]) : bench_scale(1);
     long n = (long)(1e6 * scale), churn = (long)(2e7 * scale), total = (long)(2e7 * scale);
     if (n < 1000)
         n = 1000;

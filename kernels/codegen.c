@@ -25,6 +25,8 @@ static const char prelude[] =
     "#endif\n"
     "/* elements below which a loop runs on one thread */\n"
     "#define TGK_PAR_MIN 32768\n"
+    "/* the blocks of a reduction to one value (codegen.h) */\n"
+    "#define TGK_RED_BLOCK " TGJ_STR(TGJ_RED_BLOCK) "LL\n"
     "#ifdef TGK_MVEC\n"
     "/* glibc's vector variants (libmvec), so that loops calling these\n"
     " * vectorize without -ffast-math; accurate to 4 ulp */\n"
@@ -346,6 +348,63 @@ static void put_fused_contig(tgB_buf *b, const tgH_sched *s, const tgH_step *st)
     tgB_puts(b, "    }\n");
 }
 
+/* Whether every fused reduction of loop st is to one value: then the
+ * loop folds blocks of TGK_RED_BLOCK elements (codegen.h) and runs them
+ * on every thread. */
+static bool blocked_reductions(const tgH_sched *s, const tgH_step *st)
+{
+    for (int q = 0; q < st->nreds; q++)
+        if (s->g->nodes[st->reds[q]].ndim != 0)
+            return false;
+    return st->nreds > 0;
+}
+
+/* The identity of fused reduction r, as C text. */
+static const char *red_identity(const tgH_sched *s, int r)
+{
+    tgV_op op = s->g->nodes[r].op;
+    bool fl = acc_type(s, r)[0] == 'd';
+    return op == TGV_PROD ? "1" : op == TGV_MAX ? (fl ? "-INFINITY" : "INT64_MIN")
+         : op == TGV_MIN ? (fl ? "INFINITY" : "INT64_MAX") : "0";
+}
+
+/* tgk_loopK of a loop whose reductions are all to one value: the blocks
+ * of up to 256 rounds at a time over the OpenMP threads, each from the
+ * identities into a value of its own, then those folded into the
+ * accumulators in block order; so the bits are those of one thread. */
+static void put_blocked_loop(tgB_buf *b, const tgH_sched *s, int k)
+{
+    const tgH_step *st = &s->steps[k];
+    int nd = s->g->nodes[st->node].ndim, nio = st->nins + st->nouts, nall = nio + st->nreds;
+    tgB_printf(b, "\nvoid tgk_loop%d(const int64_t *shape, char *const *base, const int64_t *st)\n{\n", k);
+    tgB_printf(b, "  int64_t total = 1;\n  for (int d = 0; d < %d; d++) total *= shape[d];\n", nd);
+    tgB_puts(b, "  if (total == 0) return;\n");
+    tgB_printf(b, "  if (total <= TGK_RED_BLOCK) { tgk_range%d(shape, base, st, 0, total); return; }\n", k);
+    tgB_puts(b, "  enum { NR = 256 };\n  int64_t nb = (total + TGK_RED_BLOCK - 1) / TGK_RED_BLOCK;\n");
+    for (int q = 0; q < st->nreds; q++)
+        tgB_printf(b, "  %s p%d[NR];\n", acc_type(s, st->reds[q]), q);
+    tgB_puts(b, "  for (int64_t r0 = 0; r0 < nb; r0 += NR) {\n"
+                "   int64_t r1 = nb - r0 < NR ? nb : r0 + NR;\n"
+                "   #pragma omp parallel for schedule(static)\n"
+                "   for (int64_t c = r0; c < r1; c++) {\n");
+    tgB_printf(b, "    char *lb[%d];\n    for (int q = 0; q < %d; q++) lb[q] = base[q];\n", nall, nio);
+    for (int q = 0; q < st->nreds; q++)
+        tgB_printf(b, "    p%d[c - r0] = %s;\n    lb[%d] = (char *)&p%d[c - r0];\n", q,
+                   red_identity(s, st->reds[q]), nio + q, q);
+    tgB_printf(b, "    tgk_range%d(shape, lb, st, c * TGK_RED_BLOCK,"
+                  " c + 1 < nb ? (c + 1) * TGK_RED_BLOCK : total);\n   }\n", k);
+    tgB_puts(b, "   for (int64_t c = 0; c < r1 - r0; c++) {\n");
+    for (int q = 0; q < st->nreds; q++) {
+        const char *T = acc_type(s, st->reds[q]);
+        char acc[64];
+        snprintf(acc, sizeof acc, "*(%s *)base[%d]", T, nio + q);
+        tgB_printf(b, "    { %s v = p%d[c]; ", T, q);
+        put_fold_op(b, s, st->reds[q], acc);
+        tgB_puts(b, " }\n");
+    }
+    tgB_puts(b, "   }\n  }\n}\n");
+}
+
 /* tgk_rangeK runs flat indices [lo, hi) of the loop; tgk_loopK splits the
  * whole range over OpenMP threads when it is large (compiled with
  * -fopenmp), else runs it in one piece. */
@@ -398,10 +457,14 @@ static void put_loop(tgB_buf *b, const tgH_sched *s, int k)
                 "     for (int q = 0; q < NIO; q++) b[q] -= st[q * SD + d] * shape[d];\n"
                 "     idx[d] = 0;\n"
                 "   }\n  }\n}\n");
+    if (blocked_reductions(s, st)) {
+        put_blocked_loop(b, s, k);
+        return;
+    }
     tgB_printf(b, "\nvoid tgk_loop%d(const int64_t *shape, char *const *base, const int64_t *st)\n{\n", k);
     tgB_printf(b, "  int64_t total = 1;\n  for (int d = 0; d < %d; d++) total *= shape[d];\n", nd);
     tgB_puts(b, "  if (total == 0) return;\n");
-    if (!st->nreds) {   /* fused reductions fold in element order: one thread */
+    if (!st->nreds) {   /* other fused reductions fold in element order: one thread */
         tgB_puts(b, "#ifdef _OPENMP\n"
                     "  if (total >= TGK_PAR_MIN) {\n"
                     "    #pragma omp parallel\n"

@@ -50,6 +50,18 @@ typedef void (*tgJ_loop_fn)(const int64_t *shape, char *const *base, const int64
  * NaN); both paths, as TGJ_DIVMOD_DEFS. */
 #define TGJ_SOFTPLUS_DEF \
     static inline double tgk_softplus(double x) { return (x > 0 ? x : 0) + log1p(exp(-fabs(x))); }
+
+/* A reduction to one value (every axis reduced) of more elements than
+ * this folds its elements in blocks of this many, in C order, each block
+ * from the reduction's identity, and the blocks' results into the
+ * accumulator in block order.  The blocking does not depend on the thread
+ * count, so the compiled loop runs the blocks on every OpenMP thread and
+ * gives the same bits on any number of them; the interpreter and the
+ * generated scan bodies fold in the same order.  Up to one block it is
+ * the plain element order (the identity folded with a value is that
+ * value). */
+#define TGJ_RED_BLOCK 65536
+
 #define TGJ_STR_(...) #__VA_ARGS__
 #define TGJ_STR(...) TGJ_STR_(__VA_ARGS__)
 

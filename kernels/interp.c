@@ -406,6 +406,61 @@ static void eval_node(loopctx *L, const tgV_node *n, reg *out, int m)
             out[j].i = wrap32(out[j].i);
 }
 
+/* Fold v into accumulator a (doubles when fl, else int64). */
+static inline void fold1(tgV_op op, bool fl, reg *a, reg v)
+{
+    if (fl) {
+        switch (op) {
+        case TGV_PROD: a->f *= v.f; break;
+        case TGV_MAX: a->f = a->f != a->f ? a->f : v.f != v.f || v.f > a->f ? v.f : a->f; break;
+        case TGV_MIN: a->f = a->f != a->f ? a->f : v.f != v.f || v.f < a->f ? v.f : a->f; break;
+        default: a->f += v.f;
+        }
+    } else {
+        switch (op) {
+        case TGV_PROD: a->i = (int64_t)((uint64_t)a->i * (uint64_t)v.i); break;
+        case TGV_MAX: a->i = v.i > a->i ? v.i : a->i; break;
+        case TGV_MIN: a->i = v.i < a->i ? v.i : a->i; break;
+        default: a->i = (int64_t)((uint64_t)a->i + (uint64_t)v.i);
+        }
+    }
+}
+
+/* The identity of reduction op (the accumulators' start). */
+static reg red_identity(tgV_op op, bool fl)
+{
+    reg r;
+    if (fl)
+        r.f = op == TGV_PROD ? 1 : op == TGV_MAX ? -INFINITY : op == TGV_MIN ? INFINITY : 0;
+    else
+        r.i = op == TGV_PROD ? 1 : op == TGV_MAX ? INT64_MIN : op == TGV_MIN ? INT64_MAX : 0;
+    return r;
+}
+
+/* A reduction to one value folds blocks of TGJ_RED_BLOCK elements
+ * (codegen.h): the current block's value and the elements left in it. */
+typedef struct rblock {
+    bool on;
+    reg part;
+    int64_t left;
+} rblock;
+
+/* Fold v into acc, or, blocked, into the block's value (which goes into
+ * acc when the block is full). */
+static inline void fold_into(tgV_op op, bool fl, rblock *B, reg *acc, reg v)
+{
+    if (!B->on) {
+        fold1(op, fl, acc, v);
+        return;
+    }
+    fold1(op, fl, &B->part, v);
+    if (--B->left == 0) {
+        fold1(op, fl, acc, B->part);
+        B->part = red_identity(op, fl);
+        B->left = TGJ_RED_BLOCK;
+    }
+}
+
 /* The accumulators of a reduction fused into a loop: one reg per result
  * element, at byte strides over the loop's shape (0 on reduced axes). */
 typedef struct facc {
@@ -413,32 +468,19 @@ typedef struct facc {
     int64_t strides[TGV_MAXDIM];
     bool fl;                /* accumulated in double (else int64) */
     int64_t nred;           /* elements per result (mean divides by it) */
+    rblock blk;             /* a reduction to one value: its blocks */
 } facc;
 
 /* Fold m values of src (dtype sd, registers) into accumulators at acc,
  * stride as apart, in order: what red_visit does one element at a time. */
-static void fold_block(tgV_op op, const facc *F, tg_dtype sd, char *acc, int64_t as, const reg *src, int m)
+static void fold_block(tgV_op op, facc *F, tg_dtype sd, char *acc, int64_t as, const reg *src, int m)
 {
     bool sf = tgV_is_float(sd);
     for (int j = 0; j < m; j++) {
-        reg *a = (reg *)(acc + j * as);
-        if (F->fl) {
-            double v = sf ? src[j].f : (double)src[j].i;
-            switch (op) {
-            case TGV_PROD: a->f *= v; break;
-            case TGV_MAX: a->f = a->f != a->f ? a->f : v != v || v > a->f ? v : a->f; break;
-            case TGV_MIN: a->f = a->f != a->f ? a->f : v != v || v < a->f ? v : a->f; break;
-            default: a->f += v;
-            }
-        } else {
-            int64_t v = src[j].i;
-            switch (op) {
-            case TGV_PROD: a->i = (int64_t)((uint64_t)a->i * (uint64_t)v); break;
-            case TGV_MAX: a->i = v > a->i ? v : a->i; break;
-            case TGV_MIN: a->i = v < a->i ? v : a->i; break;
-            default: a->i = (int64_t)((uint64_t)a->i + (uint64_t)v);
-            }
-        }
+        reg v = src[j];
+        if (F->fl && !sf)
+            v.f = (double)src[j].i;
+        fold_into(op, F->fl, &F->blk, (reg *)(acc + j * as), v);
     }
 }
 
@@ -463,7 +505,7 @@ static void run_native(tgI_state *st, const tgH_step *step, tgJ_loop_fn fn, cons
     fn(sh->shape, base, strides);
 }
 
-static void run_loop(const tgH_sched *s, tgI_state *st, const tgH_step *step, int *pos, const facc *F)
+static void run_loop(const tgH_sched *s, tgI_state *st, const tgH_step *step, int *pos, facc *F)
 {
     const tgV_graph *g = s->g;
     const tgI_arr *sh = &st->vals[step->node];
@@ -584,30 +626,19 @@ typedef struct redctx {
     const tgI_arr *x;
     reg *acc;
     bool fl;
+    rblock *blk;
 } redctx;
 
 static void red_visit(void *ud, int64_t ox, int64_t oacc)
 {
     redctx *R = ud;
-    reg *a = (reg *)((char *)R->acc + oacc);
     const char *p = R->x->data + ox;
-    if (R->fl) {
-        double v = ld_f(p, R->x->dtype);
-        switch (R->op) {
-        case TGV_PROD: a->f *= v; break;
-        case TGV_MAX: a->f = a->f != a->f ? a->f : v != v || v > a->f ? v : a->f; break;
-        case TGV_MIN: a->f = a->f != a->f ? a->f : v != v || v < a->f ? v : a->f; break;
-        default: a->f += v;
-        }
-    } else {
-        int64_t v = ld_i(p, R->x->dtype);
-        switch (R->op) {
-        case TGV_PROD: a->i = (int64_t)((uint64_t)a->i * (uint64_t)v); break;
-        case TGV_MAX: a->i = v > a->i ? v : a->i; break;
-        case TGV_MIN: a->i = v < a->i ? v : a->i; break;
-        default: a->i = (int64_t)((uint64_t)a->i + (uint64_t)v);
-        }
-    }
+    reg v;
+    if (R->fl)
+        v.f = ld_f(p, R->x->dtype);
+    else
+        v.i = ld_i(p, R->x->dtype);
+    fold_into(R->op, R->fl, R->blk, (reg *)((char *)R->acc + oacc), v);
 }
 
 typedef struct copyctx {
@@ -724,14 +755,9 @@ static int reduce_begin(const tgH_sched *s, tgI_state *st, int v, facc *F, tg_er
     reg *acc = malloc((size_t)(nout ? nout : 1) * sizeof *acc);
     if (!acc)
         return tgE_nomem(err), -1;
-    for (int64_t i = 0; i < nout; i++) {
-        if (fl)
-            acc[i].f = n->op == TGV_PROD ? 1 : n->op == TGV_MAX ? -INFINITY
-                     : n->op == TGV_MIN ? INFINITY : 0;
-        else
-            acc[i].i = n->op == TGV_PROD ? 1 : n->op == TGV_MAX ? INT64_MIN
-                     : n->op == TGV_MIN ? INT64_MAX : 0;
-    }
+    for (int64_t i = 0; i < nout; i++)
+        acc[i] = red_identity(n->op, fl);
+    F->blk = (rblock){n->ndim == 0, red_identity(n->op, fl), TGJ_RED_BLOCK};
     /* accumulator offsets: C order over kept axes, 0 on reduced ones */
     int64_t stride = (int64_t)sizeof(reg);
     for (int d = x->ndim - 1; d >= 0; d--) {
@@ -752,6 +778,8 @@ static void reduce_end(const tgH_sched *s, tgI_state *st, int v, facc *F)
     const tgV_node *n = &s->g->nodes[v];
     const tgI_arr *y = &st->vals[v];
     int64_t nout = count(y);
+    if (F->blk.on && F->blk.left < TGJ_RED_BLOCK)    /* the last block, not full */
+        fold1(n->op, F->fl, &F->acc[0], F->blk.part);
     if (n->op == TGV_MEAN)
         for (int64_t i = 0; i < nout; i++)
             F->acc[i].f /= (double)F->nred;
@@ -767,7 +795,7 @@ static int run_reduce(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
     facc F;
     if (reduce_begin(s, st, v, &F, err) < 0)
         return -1;
-    redctx R = {n->op, x, F.acc, F.fl};
+    redctx R = {n->op, x, F.acc, F.fl, &F.blk};
     for_each(x->ndim, x->shape, x->strides, F.strides, red_visit, &R);
     reduce_end(s, st, v, &F);
     return 0;

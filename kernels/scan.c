@@ -1461,8 +1461,21 @@ int tgSc_attach(const tgH_sched *s, int k, tgSc_state *ss, void *so, tgJ_loop_fn
     return 0;
 }
 
+/* "a OP v" for reduction n. */
+static void put_red_expr(tgB_buf *b, const tgV_node *n, bool fl)
+{
+    switch (n->op) {
+    case TGV_PROD: tgB_puts(b, fl ? "a * v" : "TGK_MUL(a, v)"); break;
+    case TGV_MAX: tgB_puts(b, fl ? "a != a ? a : (v != v || v > a) ? v : a" : "v > a ? v : a"); break;
+    case TGV_MIN: tgB_puts(b, fl ? "a != a ? a : (v != v || v < a) ? v : a" : "v < a ? v : a"); break;
+    default: tgB_puts(b, fl ? "a + v" : "TGK_ADD(a, v)"); break;
+    }
+}
+
 /* A reduction as nested loops over x in C order (the interpreter's
- * order, so float sums give the same bits), accumulating in the result. */
+ * order, so float sums give the same bits), accumulating in the result;
+ * one to a single value in blocks of TGJ_RED_BLOCK, as the interpreter
+ * (codegen.h). */
 static void put_reduce_block(tgB_buf *b, const tgSc_scan *sc, const tgH_step *st)
 {
     const tgV_graph *ig = sc->ig;
@@ -1489,26 +1502,31 @@ static void put_reduce_block(tgB_buf *b, const tgSc_scan *sc, const tgH_step *st
         else
             tgB_printf(b, ", o%d = run;\n     run *= s%d;\n", d, d);
     }
-    tgB_printf(b, "     (void)run;\n     {\n      %s acc = y[0];\n      (void)acc;\n", T);
+    tgB_printf(b, "     (void)run;\n     {\n      %s acc = y[0], part = %s;\n      int64_t left = %lld;\n"
+                  "      (void)acc, (void)part, (void)left;\n", T, init, (long long)TGJ_RED_BLOCK);
     for (int d = 0; d < x->ndim; d++)
         tgB_printf(b, "      for (int64_t i%d = 0; i%d < s%d; i%d++)\n", d, d, d, d);
     tgB_puts(b, "      {\n       int64_t at = 0");
     for (int d = 0; d < x->ndim; d++)
         tgB_printf(b, " + i%d * o%d", d, d);
-    /* a 0-d result accumulates in a local: no store per element */
+    /* a 0-d result accumulates in locals: no store per element */
     if (n->ndim == 0)
-        tgB_printf(b, ";\n       (void)at;\n       %s v = xv[f++], a = acc;\n       acc = ", T);
+        tgB_printf(b, ";\n       (void)at;\n       %s v = xv[f++], a = part;\n       part = ", T);
     else
         tgB_printf(b, ";\n       %s v = xv[f++], a = y[at];\n       y[at] = ", T);
-    switch (n->op) {
-    case TGV_PROD: tgB_puts(b, fl ? "a * v" : "TGK_MUL(a, v)"); break;
-    case TGV_MAX: tgB_puts(b, fl ? "a != a ? a : (v != v || v > a) ? v : a" : "v > a ? v : a"); break;
-    case TGV_MIN: tgB_puts(b, fl ? "a != a ? a : (v != v || v < a) ? v : a" : "v < a ? v : a"); break;
-    default: tgB_puts(b, fl ? "a + v" : "TGK_ADD(a, v)"); break;
+    put_red_expr(b, n, fl);
+    tgB_puts(b, ";\n");
+    if (n->ndim == 0) {
+        tgB_puts(b, "       if (--left == 0) {\n        a = acc, v = part;\n        acc = ");
+        put_red_expr(b, n, fl);
+        tgB_printf(b, ";\n        part = %s, left = %lld;\n       }\n", init, (long long)TGJ_RED_BLOCK);
     }
-    tgB_puts(b, ";\n      }\n");
-    if (n->ndim == 0)
-        tgB_puts(b, "      y[0] = acc;\n");
+    tgB_puts(b, "      }\n");
+    if (n->ndim == 0) {
+        tgB_printf(b, "      if (left < %lld) {\n       %s a = acc, v = part;\n       acc = ", (long long)TGJ_RED_BLOCK, T);
+        put_red_expr(b, n, fl);
+        tgB_puts(b, ";\n      }\n      y[0] = acc;\n");
+    }
     tgB_puts(b, "     }\n");
     if (n->op == TGV_MEAN)
         tgB_puts(b, "     for (int64_t o = 0; o < ot; o++) y[o] /= (double)cnt;\n");

@@ -586,7 +586,7 @@ static inline __attribute__((always_inline)) int call_enter(tg_rules *rs, const 
         return *result ? 1 : (tgE_nomem(err), -1);
     }
     /* a call of a dropped op not watched: counted, not looked up */
-    if (!memo || tgW_memo_skip(&rs->m->memo, opid, c, args))
+    if (!memo || tgW_memo_skip(&rs->m->memo, opid, head, c, args))
         return 0;
     return memo_lookup(rs, opid, head, atom, c, args, result, opened, err);
 }

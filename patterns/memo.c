@@ -11,17 +11,27 @@
 tg_term tgW_memo_open_obj;
 
 /* meta: the 32-bit hash, the argument count, and flags; USED makes an
- * occupied slot's meta non-zero.  Above them, the rewrites the call's
+ * occupied slot's meta non-zero.  HIT: the entry was found since the
+ * table was last cut (see grow).  Above them, the rewrites the call's
  * reduction took (saturated): what a hit saves. */
 #define M_ATOM (1ull << 40)
 #define M_WHOLE (1ull << 41)
 #define M_USED (1ull << 42)
 #define M_KEY ((1ull << 43) - 1)
-#define COST_SHIFT 43
+#define M_HIT (1ull << 43)
+#define COST_SHIFT 44
 #define COST_MAX ((1ull << (64 - COST_SHIFT)) - 1)
 
 #define FIRST_CHECK 4096    /* lookups of an op before it may be dropped */
+#define NO_HIT_CHECK 256    /* ... or before, when none was found again */
 #define SAVE_RATIO 8
+
+/* The most slots the table grows to (40 bytes each: 10 MB) before it
+ * evicts instead: where calls keep coming that are never met again, an
+ * unbounded table kept every normal form alive and made each collection
+ * mark them all (GBs, and runs many times slower than without memo).
+ * It grows past this only to hold its open calls. */
+#define CAP_MAX ((size_t)1 << 18)
 
 static inline size_t home(uint32_t h, size_t cap)
 {
@@ -55,19 +65,45 @@ static inline int same(const tgW_mentry *e, uint64_t meta, tg_term *head, uint32
     return 1;
 }
 
-/* Twice the room, the closed unknown entries dropped; the open stack's
- * slots follow their entries. */
+/* Whether the rebuilt table keeps entry o: a known or open one, and, at
+ * the size bound, an open one or (hits set) one found since the last cut. */
+static inline int keeps(const tgW_mentry *o, int evict, int hits)
+{
+    if (!o->meta || !o->nf)
+        return 0;
+    return !evict || o->nf == TGW_MEMO_OPEN || (hits && (o->meta & M_HIT));
+}
+
+/* Twice the room, the closed unknown entries dropped; at CAP_MAX slots
+ * the same room instead, holding only the open calls and those found
+ * since the last cut (all found ones while they fill at most a quarter
+ * of it; else none): the table is bounded, and what is met again and
+ * again stays.  The open stack's slots follow their entries. */
 static int grow(tgW_memo *m)
 {
-    size_t cap = m->cap ? 2 * m->cap : 1024;
+    size_t cap = m->cap ? 2 * m->cap : 1024, nopen = 0, nhit = 0;
+    int evict = m->cap >= CAP_MAX, hits = 0;
+    if (evict) {
+        for (size_t i = 0; i < m->cap; i++) {
+            const tgW_mentry *o = &m->e[i];
+            nopen += o->meta && o->nf == TGW_MEMO_OPEN;
+            nhit += o->meta && o->nf && o->nf != TGW_MEMO_OPEN && (o->meta & M_HIT);
+        }
+        hits = 4 * (nopen + nhit) <= CAP_MAX;
+        for (cap = CAP_MAX; cap < 4 * nopen; cap *= 2)
+            ;
+        m->cuts++;
+    }
     tgW_mentry *e = GC_MALLOC(cap * sizeof *e);
     if (!e)
         return -1;
     size_t n = 0;
     for (size_t i = 0; i < m->cap; i++) {
         tgW_mentry *o = &m->e[i];
-        if (!o->meta || !o->nf)
+        if (!keeps(o, evict, hits))
             continue;
+        if (evict)
+            o->meta &= ~M_HIT;
         size_t j = home((uint32_t)o->meta, cap);
         while (e[j].meta)
             j = j + 1 == cap ? 0 : j + 1;
@@ -125,11 +161,19 @@ static __attribute__((noinline)) tgW_mstat *stat_grow(tgW_memo *m, uint32_t op)
     return &st[op];
 }
 
-/* Whether the call is the watched one. */
-static int watched(const tgW_memo *m, tg_term *head, int atom, uint32_t n, tg_term *const *args)
+/* Whether the call is the watched one.  A call of more arguments than
+ * an entry holds is compared by a hash of its arguments first, and by
+ * its interned term only when that matches (-1: out of memory). */
+static int watched(const tgW_memo *m, tg_ctx *ctx, tg_term *head, int atom, uint32_t n, tg_term *const *args)
 {
     if (m->watch[0] != head || m->watch_n != n || m->watch_atom != atom)
         return 0;
+    if (n > TGW_MEMO_INLINE) {
+        if (key_meta(head, atom, n, args, 0) != m->watch_meta)
+            return 0;
+        tg_term *t = tg_app(ctx, head, n, args);
+        return t ? t == m->watch_term : -1;
+    }
     for (uint32_t i = 0; i < n; i++)
         if (m->watch[1 + i] != args[i])
             return 0;
@@ -139,16 +183,23 @@ static int watched(const tgW_memo *m, tg_term *head, int atom, uint32_t n, tg_te
 /* A call of a dropped op (at most TGW_MEMO_INLINE arguments): 1 when it
  * is to be remembered anyway (the 2^k-th, then watched, or the watched
  * one), else 0. */
-static int watch_point(tgW_memo *m, tg_term *head, int atom, uint32_t n, tg_term *const *args)
+static int watch_point(tgW_memo *m, tg_ctx *ctx, tg_term *head, int atom, uint32_t n, tg_term *const *args)
 {
-    if (watched(m, head, atom, n, args))
-        return 1;
+    int w = watched(m, ctx, head, atom, n, args);
+    if (w)
+        return w;
     uint64_t k = ++m->skipped;
     if (k & (k - 1))
         return 0;
     m->watch[0] = head;
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < n && i < TGW_MEMO_INLINE; i++)
         m->watch[1 + i] = args[i];
+    m->watch_term = NULL;
+    if (n > TGW_MEMO_INLINE) {
+        if (!(m->watch_term = tg_app(ctx, head, n, args)))
+            return -1;
+        m->watch_meta = key_meta(head, atom, n, args, 0);
+    }
     m->watch_n = n;
     m->watch_atom = atom;
     return 1;
@@ -184,11 +235,16 @@ static void forget(tgW_memo *m, tg_term *head)
 /* After a lookup of an op still remembered: drop it when its hits have
  * saved fewer than one rewrite per SAVE_RATIO lookups.  Lenient: where
  * calls share suffixes (comparisons of Peano numbers) the first hits
- * save little and the later ones whole chains. */
+ * save little and the later ones whole chains.  But an op none of whose
+ * first NO_HIT_CHECK calls came again is dropped then: each remembered
+ * call keeps its normal form alive (revnat's rev, 1000 calls, never
+ * judged at FIRST_CHECK, kept 1000 reversed lists: 1.6 times the time
+ * without memo, the term table grown around them). */
 static void judge(tgW_memo *m, tgW_mstat *st, tg_term *head)
 {
     uint64_t k = ++st->lookups;
-    if (k >= FIRST_CHECK && !(k & (k - 1)) && st->saved * SAVE_RATIO < k) {
+    if (k >= NO_HIT_CHECK && !(k & (k - 1)) && st->saved * SAVE_RATIO < k &&
+        (k >= FIRST_CHECK || st->saved == 0)) {
         st->dropped = 1;
         if (head)
             forget(m, head);
@@ -202,12 +258,12 @@ size_t tgW_memo_enter(tgW_memo *m, tg_ctx *ctx, uint32_t op, tg_term *head, int 
     tgW_mstat *st = stat_of(m, op);
     if (!st)
         return (size_t)-1;
-    /* calls of more arguments are always remembered (no watch for them) */
-    int counted = !st->dropped || whole;
-    if (!counted && !watch_point(m, head, atom, n, args)) {
+    int counted = !st->dropped, w;
+    if (!counted && (w = watch_point(m, ctx, head, atom, n, args)) <= 0) {
         *nf = NULL;
-        return TGW_MEMO_SKIP;
+        return w < 0 ? (size_t)-1 : TGW_MEMO_SKIP;
     }
+    tg_term *sym = head;
     if (whole && !(head = tg_app(ctx, head, n, args)))
         return (size_t)-1;
     if (2 * (m->n + 1) > m->cap && grow(m) < 0)
@@ -226,9 +282,10 @@ size_t tgW_memo_enter(tgW_memo *m, tg_ctx *ctx, uint32_t op, tg_term *head, int 
         }
         if (same(e, meta, head, n, args)) {
             if ((*nf = e->nf)) {
+                e->meta |= M_HIT;
                 if (counted) {
                     st->saved += e->meta >> COST_SHIFT;
-                    judge(m, st, head);
+                    judge(m, st, sym);
                 }
                 return i;
             }
@@ -236,7 +293,7 @@ size_t tgW_memo_enter(tgW_memo *m, tg_ctx *ctx, uint32_t op, tg_term *head, int 
         }
     }
     if (counted)
-        judge(m, st, head);
+        judge(m, st, sym);
     if (open_push(m, i, op, rewrites) < 0)
         return (size_t)-1;
     m->e[i].nf = TGW_MEMO_OPEN;
@@ -249,12 +306,12 @@ void tgW_memo_pass(tgW_memo *m, uint32_t op, tg_term *head, int atom, uint32_t n
     tgW_mstat *st = stat_of(m, op);
     if (!st)
         return;     /* the counts only steer the drop heuristics */
-    if (n > TGW_MEMO_INLINE)
-        judge(m, st, NULL);     /* its key, the call as a term, heads no inline entry */
-    else if (!st->dropped)
+    if (!st->dropped)
         judge(m, st, head);
+    else if (n > TGW_MEMO_INLINE)
+        m->skipped++;   /* no watch on it: a call that is its own normal form is on no cycle */
     else
-        (void)watch_point(m, head, atom, n, args);
+        (void)watch_point(m, NULL, head, atom, n, args);
 }
 
 void tgW_memo_close(tgW_memo *m, size_t from, tg_term *nf, unsigned long long rewrites)
@@ -263,12 +320,16 @@ void tgW_memo_close(tgW_memo *m, size_t from, tg_term *nf, unsigned long long re
         tgW_mentry *e = &m->e[m->open[k].slot];
         unsigned long long cost = rewrites - m->open[k].start;
         uint32_t op = m->open[k].op;
-        /* a dropped op's normal forms and keys are not kept (see forget) */
-        if (op < m->nstat && m->stat[op].dropped && !(e->meta & M_WHOLE))
-            let_go(e);
-        else
+        /* a dropped op's normal forms and keys are not kept (see forget;
+         * a call of more arguments is keyed by its term, kept until the
+         * next growth or cut) */
+        if (!(op < m->nstat && m->stat[op].dropped))
             e->nf = nf;
-        e->meta = (e->meta & M_KEY) | (cost < COST_MAX ? cost : COST_MAX) << COST_SHIFT;
+        else if (e->meta & M_WHOLE)
+            e->nf = NULL;
+        else
+            let_go(e);
+        e->meta = (e->meta & (M_KEY | M_HIT)) | (cost < COST_MAX ? cost : COST_MAX) << COST_SHIFT;
     }
     if (from < m->nopen)
         m->nopen = from;
