@@ -288,9 +288,10 @@ static int eval_print(repl *R, tg_reader *r, tg_term *t, tg_error *err)
         tg_error_set(err, TG_ERR_NOMEM, "out of memory");
         return -1;
     }
-    int tracing = tg_rules_tracing(R->rs);
+    /* traces go with the answers; (trace on|off) may change tracing */
+    tg_rules_set_trace(R->rs, mem, tg_rules_tracing(R->rs));
     int rc = tgM_eval_print(R->rs, r, t, R->shared, mem, err);
-    tg_rules_set_trace(R->rs, R->out, tracing);     /* mem goes now */
+    tg_rules_set_trace(R->rs, R->out, tg_rules_tracing(R->rs));     /* mem goes now */
     if (fclose(mem) != 0 && rc == 0) {
         tg_error_set(err, TG_ERR_NOMEM, "out of memory");
         rc = -1;
@@ -1096,7 +1097,7 @@ static const char help_grad[] =
     "second derivatives) and expanded before anything else by the vjp rules of\n"
     "grad.rules; rules (vjp NODE G) => (adjoints (ARG ADJ) ...) of the session are\n"
     "tried first.  The library's default rewriter (include \"all.rules\") has a\n"
-    "stabilize database: log(sigmoid x) becomes -softplus(-x), log(sum(exp x)) a\n"
+    "stabilize rewriter: log(sigmoid x) becomes -softplus(-x), log(sum(exp x)) a\n"
     "logsumexp, and the gradients of those stay finite.  See doc/grad.md.\n"
     "    example: :eval (grad (sum (sqr (input x float64 (3))) all) (input x float64 (3))) (x (1 2 3))\n";
 

@@ -566,9 +566,9 @@ static tgW_rw *register_target(loader *L, tg_term *db)
     tgW_rw *rw = tg_kind_of(db) == TG_SYMBOL ? tgW_rw_find(L->rs, db) : NULL;
     char *p = tgW_show(db);
     if (!rw)
-        lerr(L, db, "register: unknown database %s (declare it with equilibrium, walk or sequence)", p ? p : "?");
+        lerr(L, db, "register: unknown rewriter %s (declare it with equilibrium, walk or sequence)", p ? p : "?");
     else if (rw->kind == TGW_QUERY)
-        lerr(L, db, "register: %s is a named query, not a database (register into the database it selects from)",
+        lerr(L, db, "register: %s is a named query, not a rewriter of its own (register into the rewriter it selects from)",
              p ? p : "?");
     free(p);
     return rw && rw->kind != TGW_QUERY ? rw : NULL;

@@ -27,6 +27,9 @@
 TGREL=${TGREL:-./tgrel}
 case $TGREL in /*) ;; *) TGREL=$(pwd)/$TGREL ;; esac
 src=$(cd "${srcdir:-.}" && pwd)
+# (include "all.rules") finds the rule library of this source tree
+TGREL_RULES_PATH=$src/patterns/lib
+export TGREL_RULES_PATH
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tgrel-docs.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/bin"

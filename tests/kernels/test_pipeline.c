@@ -133,12 +133,12 @@ static void test_register(void)
                   "a named query as the rewrite spec (%s)", err.message);
     }
     static const struct { const char *text, *msg; int line, col; } bad[] = {
-        {"(rule r2 (sin ?x) => ?x)\n(register\n    canonicalise r2)", "unknown database canonicalise", 3, 5},
+        {"(rule r2 (sin ?x) => ?x)\n(register\n    canonicalise r2)", "unknown rewriter canonicalise", 3, 5},
         {"(rule r2 (sin ?x) => ?x)\n(register default (0.5 r2)\n  (1 sin-cos))",
          "position 1 of sequence default is taken by specialize", 3, 3},
         {"(rule r2 (sin ?x) => ?x)\n  (register canonicalize r2 exp-expm1)", "exp-expm1 is in canonicalize already", 2,
          29},
-        {"(defquery q (query specialize))\n(register q exp-expm1)", "q is a named query, not a database", 2, 11},
+        {"(defquery q (query specialize))\n(register q exp-expm1)", "q is a named query, not a rewriter of its own", 2, 11},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         tg_error_clear(&err);
