@@ -134,14 +134,35 @@ static int leave(int fd, pid_t pid)
 
 #define PAGER "  [Enter: next firing, q: stop] "
 
+/* The length of :repeat's progress bar at s ("\r[###   ] K/N", redrawn
+ * in place, or the spaces that clear it), 0 when there is none. */
+static size_t bar_at(const char *s, size_t left)
+{
+    size_t n = 1;
+    if (left < 2 || s[0] != '\r')
+        return 0;
+    if (s[1] == '[') {
+        while (n < left && s[n] != '\r' && s[n] != '\n')
+            n++;
+        return n;
+    }
+    while (n < left && s[n] == ' ')
+        n++;
+    return n >= 41 && n < left && s[n] == '\r' ? n + 1 : 0;
+}
+
 /* What the terminal shows between from and to, "\r\n" as "\n", without
- * the lines of :step's pager. */
+ * the lines of :step's pager and :repeat's progress bar (on standard
+ * error, drawn over itself). */
 static char *shown(size_t from, size_t to)
 {
     char *s = malloc(to - from + 1), *d = s;
     for (size_t i = from; s && i < to; i++) {
+        size_t bar = bar_at(screen + i, to - i);
         if (!strncmp(screen + i, PAGER "\r\n", strlen(PAGER) + 2) && (i == from || screen[i - 1] == '\n'))
             i += strlen(PAGER) + 1;
+        else if (bar)
+            i += bar - 1;
         else if (screen[i] != '\r')
             *d++ = screen[i];
     }
