@@ -424,15 +424,29 @@ static void put_loop(tgB_buf *b, const tgH_sched *s, int k)
                 "    for (int d = 0; d + 1 < ND; d++) b[q] += idx[d] * st[q * SD + d];\n"
                 "    s[q] = ND ? st[q * SD + SD - 1] : 0;\n  }\n");
     tgB_puts(b, "  int contig = 1;\n");
+    /* inputs broadcast along the innermost axis (a row's scalar, such as
+     * a max kept for a softmax): one element for the whole row, read as
+     * such in the contiguous loop, which then still vectorizes */
+    uint64_t bmask = 0;
+    const tgV_node *ln = &g->nodes[st->node];
+    for (int q = 0; q < st->nins && q < 64 && nd > 0; q++) {
+        const tgV_node *a = &g->nodes[st->ins[q]];
+        if (a->op != TGV_CONST && tgV_canon(g, ln->shape[nd - 1]) != 1 &&
+            (a->ndim == 0 || tgV_canon(g, a->shape[a->ndim - 1]) == 1))
+            bmask |= (uint64_t)1 << q;
+    }
     for (int q = 0; q < st->nins + st->nouts; q++) {  /* accumulators are addressed by stride */
         int v = q < st->nins ? st->ins[q] : st->outs[q - st->nins];
         if (g->nodes[v].op == TGV_CONST)
             continue;
-        tgB_printf(b, "  contig &= s[%d] == %d;\n", q, (int)tgV_dtype_size(g->nodes[v].dtype));
+        tgB_printf(b, "  contig &= s[%d] == %d;\n", q,
+                   q < 64 && (bmask >> q & 1) ? 0 : (int)tgV_dtype_size(g->nodes[v].dtype));
     }
     tgB_puts(b, "  while (left > 0) {\n"
                 "   int64_t i1 = inner - j < left ? inner : j + left;\n");
-    tgB_puts(b, "   if (contig) {\n#define A(k, T) (((T *)b[k])[i])\n");
+    tgB_printf(b, "   if (contig) {\n#define BM 0x%llxull\n"
+                  "#define A(k, T) (((T *)b[k])[(k) < 64 && (BM >> ((k) & 63) & 1) ? 0 : i])\n",
+               (unsigned long long)bmask);
     if (st->nreds) {
         put_fused_contig(b, s, st);
     } else {
@@ -440,7 +454,7 @@ static void put_loop(tgB_buf *b, const tgH_sched *s, int k)
         tgJ_put_body(b, s, st);
         tgB_puts(b, "    }\n");
     }
-    tgB_puts(b, "#undef A\n   } else {\n#define A(k, T) (*(T *)(b[k] + i * s[k]))\n");
+    tgB_puts(b, "#undef A\n#undef BM\n   } else {\n#define A(k, T) (*(T *)(b[k] + i * s[k]))\n");
     tgB_puts(b, "    for (int64_t i = j; i < i1; i++) {\n");
     tgJ_put_body(b, s, st);
     for (int q = 0; q < st->nreds; q++) {
