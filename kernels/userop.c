@@ -76,10 +76,7 @@ int tg_fn_def_elementwise(tg_ctx *ctx, const char *name, unsigned nargs, const c
         return tgE_set(err, TG_ERR_ARG, NULL, 0, 0,
                        "kernels: op %.100s: the C expression must be one expression over x0 ... x%u (no ; { } # quotes, "
                        "comments or newlines): %.100s", name, nargs - 1, c_expr), -1;
-    tg_term *probe = tg_symbol_cstr(ctx, name);
     size_t nl = strlen(name);
-    if (!probe)
-        return tgE_nomem(err), -1;
     if (tgUo_find(ctx, name, nl) || tgV_builtin_op(name, nl))
         return tgE_set(err, TG_ERR_ARG, NULL, 0, 0, "kernels: op %.100s is defined already%s", name,
                        tgUo_find(ctx, name, nl) ? "" : " (an op of the vocabulary)"), -1;

@@ -54,5 +54,9 @@ step 10: loss 0.000920
 step 50: loss 0.000048
 w = 2.000058, b = 0.999876"
 
+ex userop "1 + hyp(x, y), compiled: 6.000000 7.403124
+the same, interpreted: 6.000000 7.403124
+d sum(hyp(x, y)) / dx: 0.600000 0.780869"
+
 echo "1..$n"
 [ $failed = 0 ]
