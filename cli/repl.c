@@ -518,8 +518,21 @@ static tg_term *rule_spec(repl *R, tg_term *spec)
             hidden = NULL;
     }
     free(text);
-    if (!hidden)
-        tgM_report_here(R, &err);
+    if (!hidden) {
+        /* the error is the spec's, where the entry has it (the first
+         * argument), not the made-up form's */
+        const char *e = R->argtext ? R->argtext : NULL;
+        int line = R->line, col = 1;
+        for (const char *p = e; p && *p && (*p == ' ' || *p == '\t' || *p == '\n'); p++)
+            *p == '\n' ? (line++, col = 1) : col++;
+        if (e && err.code != TG_ERR_NOMEM) {
+            err.line = line, err.column = col;
+            snprintf(err.file, sizeof err.file, "%s", R->name);
+            report(R, &err);
+        } else {
+            tgM_report_here(R, &err);
+        }
+    }
     return hidden;
 }
 
