@@ -644,6 +644,14 @@ static int cmd_trace(repl *R, const char *name, const char *args)
     return 0;
 }
 
+static int cmd_types(repl *R, const char *name, const char *args)
+{
+    if (on_off(R, name, args, &R->types) < 0)
+        return 1;
+    printf("types %s\n", R->types ? "on" : "off");
+    return 0;
+}
+
 static int cmd_shared(repl *R, const char *name, const char *args)
 {
     if (on_off(R, name, args, &R->shared) < 0)
@@ -1099,6 +1107,7 @@ static const command commands[] = {
     {"call", "NAME (X VALUE)...", "run a function :fn defined; print its outputs", ":call step (x (1 2))", tgM_cmd_call},
     {"repeat", "N NAME (X VALUE)...", "run it N times on the same arrays; print the last outputs",
      ":repeat 10 step (x (1 2))", tgM_cmd_repeat},
+    {"types", "[on|off]", ":eval shows its result's dtype and shape first", ":types on", cmd_types},
     {"shared", "[on|off]", "print repeated subterms once: X where *1 = ...", ":shared on", cmd_shared},
     {"quit", "", "leave (Ctrl-D too)", ":quit", cmd_quit},
     {NULL, NULL, NULL, NULL, NULL}

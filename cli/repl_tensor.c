@@ -189,6 +189,17 @@ int tgM_cmd_let(repl *R, const char *name, const char *args)
     return 0;
 }
 
+static const char *const dtype_names[] = {"bool", "int32", "int64", "float32", "float64"};
+
+/* "DTYPE (SIZE ...)" of an array, on a line. */
+static void print_type(repl *R, const tg_array *a)
+{
+    fprintf(R->out, "%s (", dtype_names[a->dtype]);
+    for (int d = 0; d < a->ndim; d++)
+        fprintf(R->out, d ? " %lld" : "%lld", (long long)a->shape[d]);
+    fprintf(R->out, ")\n");
+}
+
 /* :eval TERM (NAME VALUE) ...: compile TERM (the tensor vocabulary of
  * doc/kernels.md) and run it on the arrays given. */
 int tgM_cmd_eval(repl *R, const char *name, const char *args)
@@ -227,6 +238,8 @@ int tgM_cmd_eval(repl *R, const char *name, const char *args)
     }
     if (rc == 0) {
         tg_term *v = tgM_array_to_term(R->ctx, &out);
+        if (v && R->types)
+            print_type(R, &out);
         if (v)
             tgM_show(R, v);
         else
@@ -266,8 +279,6 @@ void tgM_free_fns(repl *R)
         tg_fn_free(f->fn);
     R->fns = NULL;
 }
-
-static const char *const dtype_names[] = {"bool", "int32", "int64", "float32", "float64"};
 
 /* "NAME: DTYPE (SIZE ...)" of a shared variable. */
 static void print_var(repl *R, const tg_shared *v)

@@ -106,7 +106,7 @@ t ":help COMMAND shows an example, an unknown one is an error" 1 \
 input ':help'
 "$TGREL" <"$tmp/in" >"$tmp/help" 2>&1
 missing=
-for c in help load ops rules rewriters relations rewrite step normalize trace profile tree dot history eval shared quit; do
+for c in help load ops rules rewriters relations rewrite step normalize trace profile tree dot history eval types shared quit; do
     grep -q "^  :$c " "$tmp/help" || missing="$missing $c"
 done
 [ -z "$missing" ]
