@@ -550,8 +550,21 @@ static tg_term *rule_spec(repl *R, tg_term *spec)
             hidden = NULL;
     }
     free(text);
-    if (!hidden)
-        tgM_report_here(R, &err);
+    if (!hidden) {
+        /* the error is the spec's, where the entry has it (the first
+         * argument), not the made-up form's */
+        const char *e = R->argtext ? R->argtext : NULL;
+        int line = R->line, col = 1;
+        for (const char *p = e; p && *p && (*p == ' ' || *p == '\t' || *p == '\n'); p++)
+            *p == '\n' ? (line++, col = 1) : col++;
+        if (e && err.code != TG_ERR_NOMEM) {
+            err.line = line, err.column = col;
+            snprintf(err.file, sizeof err.file, "%s", R->name);
+            report(R, &err);
+        } else {
+            tgM_report_here(R, &err);
+        }
+    }
     return hidden;
 }
 
@@ -660,6 +673,14 @@ static int cmd_trace(repl *R, const char *name, const char *args)
         return 1;
     tg_rules_set_trace(R->rs, R->out, on);
     printf("trace %s\n", on ? "on" : "off");
+    return 0;
+}
+
+static int cmd_types(repl *R, const char *name, const char *args)
+{
+    if (on_off(R, name, args, &R->types) < 0)
+        return 1;
+    printf("types %s\n", R->types ? "on" : "off");
     return 0;
 }
 
@@ -1162,6 +1183,7 @@ static const command commands[] = {
      ":repeat 1000 step (every 100) (x (1 2))", tgM_cmd_repeat},
     {"save", "NAME-OR-TERM FILE", "write a shared variable's value, or a term's, as a .npy file",
      ":save w \"w.npy\"", tgM_cmd_save},
+    {"types", "[on|off]", ":eval shows its result's dtype and shape first", ":types on", cmd_types},
     {"shared", "[on|off]", "print repeated subterms once: X where *1 = ...", ":shared on", cmd_shared},
     /* modes and the checking mode of :eval (repl_tensor.c) */
     {"mode", "[fast_run|fast_compile|none]", "how :eval rewrites with a loaded library (default, canonicalize, nothing); or print it",

@@ -23,6 +23,7 @@ typedef struct repl {
     char *argtext;          /* a command's entry with the :name blanked out,
                              * so that its arguments read at their place */
     int shared;             /* :shared on */
+    int types;              /* :types on: :eval shows the dtype and shape */
     int quit;
     struct replfn *fns;     /* the functions :fn defined (collector memory) */
     tg_term *let_names;     /* :let: names and the terms they stand for, two lists */

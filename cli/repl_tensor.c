@@ -301,6 +301,17 @@ int tgM_cmd_check(repl *R, const char *name, const char *args)
     return 0;
 }
 
+static const char *const dtype_names[] = {"bool", "int32", "int64", "float32", "float64"};
+
+/* "DTYPE (SIZE ...)" of an array, on a line. */
+static void print_type(repl *R, const tg_array *a)
+{
+    fprintf(R->out, "%s (", dtype_names[a->dtype]);
+    for (int d = 0; d < a->ndim; d++)
+        fprintf(R->out, d ? " %lld" : "%lld", (long long)a->shape[d]);
+    fprintf(R->out, ")\n");
+}
+
 /* :eval TERM (NAME VALUE) ...: compile TERM (the tensor vocabulary of
  * doc/kernels.md) and run it on the arrays given. */
 int tgM_cmd_eval(repl *R, const char *name, const char *args)
@@ -341,6 +352,8 @@ int tgM_cmd_eval(repl *R, const char *name, const char *args)
     }
     if (rc == 0) {
         tg_term *v = tgM_array_to_term(R->ctx, &out);
+        if (v && R->types)
+            print_type(R, &out);
         if (v)
             tgM_show(R, v);
         else
@@ -382,8 +395,6 @@ void tgM_free_fns(repl *R)
         tg_fn_free(f->fn);
     R->fns = NULL;
 }
-
-static const char *const dtype_names[] = {"bool", "int32", "int64", "float32", "float64"};
 
 /* Whether t is an op application (a term to evaluate), not a literal
  * array: a list whose head is a symbol. */

@@ -59,6 +59,17 @@ void tgK_error(tg_env *env, int code, const char *fmt, ...)
     va_end(ap);
 }
 
+void tgK_error_at(tg_env *env, const tg_term *src)
+{
+    const char *file;
+    int line, col;
+    if (env->err && !env->err->line && src && env->where &&
+        env->where(env->where_ud, src, &file, &line, &col) == 0) {
+        snprintf(env->err->file, sizeof env->err->file, "%s", file);
+        env->err->line = line, env->err->column = col;
+    }
+}
+
 /* ---- compiling ---------------------------------------------------- */
 
 typedef struct comp {
@@ -595,6 +606,7 @@ static tgG_goal *compile_goal(comp *c, tg_term *t, int once, int depth)
     tgG_goal *g = new_goal(c, TGG_CALL);
     if (!v || !g)
         return NULL;
+    g->src = t;
     if (tail != tg_nil()) {
         cerr(c, "improper call: %s", show(t, b, sizeof b));
         return NULL;

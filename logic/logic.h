@@ -54,6 +54,11 @@ struct tg_env {
     volatile sig_atomic_t interrupt;    /* tg_env_interrupt: stop the query */
     unsigned calls;             /* relation calls, for the heap check every 2^14 */
     double deadline;            /* tgK_set_deadline: CLOCK_MONOTONIC seconds, 0: none */
+    /* Where the goal term t was read (the rule set that owns the
+     * environment knows its relations' sources): 0, or -1 when unknown;
+     * an error of a call at run time then points at the call. */
+    int (*where)(void *ud, const tg_term *t, const char **file, int *line, int *col);
+    void *where_ud;
     /* What defines the relations, for keys of caches of rewrites that
      * use them (kernels/rwcache.c): the definition forms evaluated since
      * the prelude (defrel, tabled, fact, facts, in order), and how many
@@ -76,6 +81,9 @@ int tgK_defrel_lib(tg_env *env, const char *name, unsigned arity, tg_relation_fn
 /* Report an error of the running query (the first one wins). */
 void tgK_error(tg_env *env, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The error just reported is about goal term src: its position, when
+ * env->where knows it. */
+void tgK_error_at(tg_env *env, const tg_term *src);
 
 /* The end of the running query's time (CLOCK_MONOTONIC seconds; 0: none),
  * checked every 2^14 relation calls (patterns/ sets it from the rule

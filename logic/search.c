@@ -706,6 +706,7 @@ static void *machine(tg_env *env, cell *f0)
                     int len;
                     const char *nm = rel_name(rel, &len);
                     tgK_error(env, TG_ERR_ARG, "undefined relation %.*s", len, nm);
+                    tgK_error_at(env, g->src);
                     goto fail;
                 }
                 /* every search that runs long calls relations: checking
@@ -729,6 +730,7 @@ static void *machine(tg_env *env, cell *f0)
                     const char *nm = rel_name(rel, &len);
                     tgK_error(env, TG_ERR_ARG, "%.*s takes %u argument%s, called with %u",
                               len, nm, rel->arity, rel->arity == 1 ? "" : "s", g->n);
+                    tgK_error_at(env, g->src);
                     goto fail;
                 }
                 if (rel->cfn || rel->tabled) {

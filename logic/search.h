@@ -50,6 +50,7 @@ struct tgG_goal {
     tg_term **names;        /* FRESH: the variables' names */
     unsigned nslots;        /* FRESH with copy: frame size */
     tgG_rel *rel;           /* CALL */
+    tg_term *src;           /* CALL: the goal as written (errors say where) */
 };
 
 /* A relation written in C (tg_defrel_c). */

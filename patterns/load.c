@@ -1075,8 +1075,73 @@ static int load_include(loader *L, tg_term *form)
     return rc;
 }
 
+/* Where a call in a relation's body was read: the logic core's errors
+ * at run time (an undefined relation, a wrong number of arguments) point
+ * at it (tg_env's where). */
+struct srcpos {
+    const char *file;
+    int line, col;
+};
+
+static int where_read(void *ud, const tg_term *t, const char **file, int *line, int *col)
+{
+    const struct srcpos *p = tgW_map_get(&((tg_rules *)ud)->srcpos, t);
+    if (!p)
+        return -1;
+    *file = p->file, *line = p->line, *col = p->col;
+    return 0;
+}
+
+/* Note where each application inside a relation form was read (the
+ * first place, for a term written twice); the reader knows when L->rd
+ * is set.  An explicit stack: forms of any depth. */
+static int note_positions(loader *L, tg_term *form)
+{
+    if (!L->rd)
+        return 0;
+    size_t n = 0, cap = 64;
+    tg_term **st = malloc(cap * sizeof *st);
+    if (!st)
+        return tgE_nomem(L->err), -1;
+    st[n++] = form;
+    int rc = 0;
+    while (n && rc == 0) {
+        tg_term *t = st[--n];
+        int line, col;
+        if (!tgT_ispair(t) || tgW_map_get(&L->rs->srcpos, t))
+            continue;
+        if (tg_kind_of(tg_car(t)) == TG_SYMBOL && tgR_pos(L->rd, t, &line, &col) == 0) {
+            struct srcpos *p = GC_MALLOC(sizeof *p);
+            if (!p || tgW_map_put(&L->rs->srcpos, t, p) < 0) {
+                rc = -1;
+                break;
+            }
+            p->file = L->file, p->line = line, p->col = col;
+        }
+        tg_iter it;
+        tg_iter_init(&it, t);
+        for (tg_term *x; rc == 0 && (x = tg_iter_next(&it));) {
+            if (n == cap) {
+                tg_term **g = realloc(st, 2 * cap * sizeof *st);
+                if (!g) {
+                    rc = -1;
+                    break;
+                }
+                st = g, cap *= 2;
+            }
+            st[n++] = x;
+        }
+    }
+    free(st);
+    if (rc < 0)
+        tgE_nomem(L->err);
+    return rc;
+}
+
 static int stage_def(loader *L, tg_term *form)
 {
+    if (note_positions(L, form) < 0)
+        return -1;
     if (L->ndefs == L->capdefs) {
         size_t cap = L->capdefs ? 2 * L->capdefs : 16;
         tg_term **d = GC_MALLOC(cap * sizeof *d);
@@ -1191,6 +1256,8 @@ static tg_env *rules_env(tg_rules *rs, tg_error *err)
         tg_env_free(rs->env);
         rs->env = NULL;
     }
+    if (rs->env)
+        rs->env->where = where_read, rs->env->where_ud = rs;
     return rs->env;
 }
 
@@ -1571,6 +1638,9 @@ static int eval_form(tg_rules *rs, tg_term *form, const char *file, int line, in
     tg_term *h = tgT_ispair(form) ? tg_car(form) : NULL;
     if (h && (h == L.sym[F_RUN] || h == L.sym[F_RUNSTAR] || h == L.sym[F_DEFREL] ||
               h == L.sym[F_TABLED] || h == L.sym[F_FACT] || h == L.sym[F_FACTS])) {
+        if ((h == L.sym[F_DEFREL] || h == L.sym[F_TABLED] || h == L.sym[F_RUN] || h == L.sym[F_RUNSTAR]) &&
+            note_positions(&L, form) < 0)
+            return -1;
         tg_env *env = rules_env(rs, err);
         return env ? tg_eval(env, form, fn, ud, value, err) : -1;
     }

@@ -197,6 +197,8 @@ struct tg_rules {
     uint32_t nrules;
     size_t caprules;
     tgW_map rulemap;            /* name -> rule (the forward direction) */
+    tgW_map srcpos;             /* a call in a relation's body -> where it was
+                                 * read (load.c: struct srcpos) */
     tgW_index all;              /* every forward rule */
     int index_stale;
     struct tgW_machine *m;      /* the machine's stacks, kept between runs */

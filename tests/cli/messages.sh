@@ -57,6 +57,19 @@ t ":history FILE says what it wrote" 0 "why a: 1 firing${nl}  #1 nn, pass 1, at 
 t "-f with a missing script: the system's reason" 1 "" "cannot open $tmp/none.tg: No such file or directory" \
     "$TGREL" -f "$tmp/none.tg"
 
+# ---- errors at the right place ------------------------------------------------
+
+printf '(defrel (bad x)\n  (== x 1)\n  (nosuch x))\n' >"$tmp/rel.rules"
+printf ':load %s\n(run 1 (q) (bad q))\n' "$tmp/rel.rules" >"$tmp/in"
+t "an undefined relation called in a defrel body of a file: the call in the body" 1 "" \
+    "$tmp/rel.rules:3:3: undefined relation nosuch" "$TGREL"
+printf '(defrel (r2 x)\n  (r2 x x))\n(run 1 (q) (r2 q))\n' >"$tmp/in"
+t "a wrong number of arguments in a defrel body typed: the call in the body" 1 "" \
+    "<stdin>:2:3: r2 takes 1 argument, called with 2" "$TGREL"
+printf '(op f (arity 1))\n(op g (arity 1))\n(rule r (f ?x) => (g ?x))\n:rewrite (reverse r) (g a)\n' >"$tmp/in"
+t ":rewrite (reverse RULE) of a one-way rule: the entry's line and column" 1 "" \
+    "<stdin>:4:10: (reverse r): r is not a <=> rule" "$TGREL"
+
 # ---- :eval's bindings and inputs ----------------------------------------------
 
 x2='(add (input x float64 (2)) 1)'

@@ -113,7 +113,7 @@ report $? ":help grad explains gradients, and its example runs"
 input ':help'
 "$TGREL" <"$tmp/in" >"$tmp/help" 2>&1
 missing=
-for c in help load ops rules rewriters relations rewrite step normalize trace profile tree dot history eval shared mode check quit; do
+for c in help load ops rules rewriters relations rewrite step normalize trace profile tree dot history eval types shared mode check quit; do
     grep -q "^  :$c " "$tmp/help" || missing="$missing $c"
 done
 [ -z "$missing" ]
