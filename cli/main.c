@@ -287,8 +287,6 @@ static void report(const tg_error *err, int color)
 static int eval_input(tg_rules *rs, tg_ctx *ctx, const input *in, const options *o, int *quit)
 {
     tg_error err;
-    size_t len = 0;
-    char *text;
     int errors;
     tgM_repl_opts ro = {0, o->machine, o->shared, color_of(o)};
     tg_error_clear(&err);
@@ -313,14 +311,7 @@ static int eval_input(tg_rules *rs, tg_ctx *ctx, const input *in, const options 
     case IN_FILE:
         if (strcmp(in->arg, "-") == 0)
             return tgM_repl(ctx, rs, stdin, "<stdin>", &ro, quit);
-        text = tg_slurp_file(in->arg, &len, &err);
-        if (!text) {
-            report(&err, color_of(o));
-            return 1;
-        }
-        errors = tgM_eval_text(ctx, rs, text, len, in->arg, 1, &ro);
-        free(text);
-        return errors;
+        return tgM_load_file(ctx, rs, in->arg, &ro);
     }
     return 0;
 }
@@ -333,7 +324,7 @@ static int check_files(tg_ctx *ctx, const options *o)
         tg_error err;
         tg_error_clear(&err);
         tg_rules *rs = tg_rules_new(ctx, &err);
-        if (!rs || tg_rules_load_file(rs, o->files[i], &err) < 0) {
+        if (!rs || tg_rules_load_file_defs(rs, o->files[i], &err) < 0) {
             report(&err, color_of(o));
             errors++;
         }

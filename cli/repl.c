@@ -315,6 +315,20 @@ static int eval_form(repl *R, tg_reader *r, tg_term *t)
     return 1;
 }
 
+/* Whether form t is one that tg_rules_load_file_defs loads. */
+static int defines(const tg_term *t)
+{
+    static const char *const heads[] = {"op", "rule", "include", "equilibrium", "walk", "sequence",
+                                        "defrel", "tabled", "fact", "facts"};
+    const tg_term *h = tg_kind_of(t) == TG_PAIR ? tg_car(t) : NULL;
+    size_t n;
+    const char *s = h && tg_kind_of(h) == TG_SYMBOL ? tg_symbol_name(h, &n) : NULL;
+    for (size_t i = 0; s && i < sizeof heads / sizeof *heads; i++)
+        if (strlen(heads[i]) == n && !memcmp(heads[i], s, n))
+            return 1;
+    return 0;
+}
+
 /* Read and evaluate every form of text, whose first line is line `line`
  * of the input; returns the number of errors. */
 static int eval_text(repl *R, const char *text, size_t len, int line)
@@ -340,7 +354,8 @@ static int eval_text(repl *R, const char *text, size_t len, int line)
             errors++;
             continue;
         }
-        errors += eval_form(R, r, t);
+        if (!(R->skip_defs && defines(t)))
+            errors += eval_form(R, r, t);
     }
     tg_reader_free(r);
     return errors;
@@ -353,6 +368,51 @@ int tgM_eval_text(tg_ctx *ctx, tg_rules *rs, const char *text, size_t len, const
               .shared = o->shared};
     R.out = o->color & TGM_COLOR_OUT ? tint_open() : stdout;
     int errors = eval_text(&R, text, len, line);
+    tgM_free_fns(&R);
+    tg_rules_set_trace(rs, stdout, tg_rules_tracing(rs));  /* the filter goes now */
+    if (R.out != stdout)
+        fclose(R.out);
+    return errors;
+}
+
+/* The program's own errors, as report() writes them. */
+static int load_defs(repl *R, const char *path)
+{
+    tg_error err;
+    tg_error_clear(&err);
+    if (tg_rules_load_file_defs(R->rs, path, &err) == 0)
+        return 0;
+    report(R, &err);
+    return 1;
+}
+
+static int load_file(repl *R, const char *path)
+{
+    if (load_defs(R, path))
+        return 1;
+    tg_error err;
+    tg_error_clear(&err);
+    size_t len;
+    char *text = tg_slurp_file(path, &len, &err);
+    if (!text) {
+        report(R, &err);
+        return 1;
+    }
+    const char *name = R->name;
+    R->name = path;
+    R->skip_defs = 1;
+    int errors = eval_text(R, text, len, 1);
+    R->skip_defs = 0;
+    R->name = name;
+    free(text);
+    return errors;
+}
+
+int tgM_load_file(tg_ctx *ctx, tg_rules *rs, const char *path, const tgM_repl_opts *o)
+{
+    repl R = {.ctx = ctx, .rs = rs, .o = o, .name = path, .line = 1, .shared = o->shared};
+    R.out = o->color & TGM_COLOR_OUT ? tint_open() : stdout;
+    int errors = load_file(&R, path);
     tgM_free_fns(&R);
     tg_rules_set_trace(rs, stdout, tg_rules_tracing(rs));  /* the filter goes now */
     if (R.out != stdout)
@@ -591,15 +651,11 @@ static int cmd_load(repl *R, const char *name, const char *args)
     char *path = file_arg(R, args);
     if (!path)
         return 1;
-    tg_error err;
-    tg_error_clear(&err);
-    int rc = tg_rules_load_file(R->rs, path, &err);
-    if (rc < 0)
-        report(R, &err);
-    else if (!R->o->machine && R->o->interactive)
+    int rc = load_file(R, path);
+    if (rc == 0 && !R->o->machine && R->o->interactive)
         printf("loaded %s\n", path);
     free(path);
-    return rc < 0;
+    return rc != 0;
 }
 
 static int cmd_rewrite(repl *R, const char *name, const char *args)

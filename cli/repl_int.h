@@ -27,6 +27,7 @@ typedef struct repl {
     struct replfn *fns;     /* the functions :fn defined (collector memory) */
     tg_term *let_names;     /* :let: names and the terms they stand for, two lists */
     tg_term *let_terms;
+    int skip_defs;          /* a file's definitions are in: evaluate the other forms */
 } repl;
 
 /* An error of the current entry, with its place. */

@@ -178,6 +178,7 @@ typedef struct loader {
         int line, col;
     } *relrefs;
     size_t nrelrefs, caprelrefs;
+    int skip_evals;                     /* tg_rules_load_file_defs: other forms skipped */
 } loader;
 
 static void lerr(loader *L, const tg_term *at, const char *fmt, ...)
@@ -814,6 +815,8 @@ static int load_form(loader *L, tg_term *form)
     if (h && (h == L->sym[F_DEFREL] || h == L->sym[F_TABLED] || h == L->sym[F_FACT] ||
               h == L->sym[F_FACTS]))
         return stage_def(L, form);
+    if (L->skip_evals)
+        return 0;   /* a form to evaluate: the caller's (tg_rules_load_file_defs) */
     char *p = tgW_show(form);
     lerr(L, form, "unknown form %s (expected op, rule, include, defrel, ...)", p ? p : "?");
     free(p);
@@ -965,13 +968,14 @@ static int loader_init(loader *L, tg_rules *rs, tg_error *err)
 }
 
 static int load(tg_rules *rs, const char *text, size_t len, const char *file, const char *real,
-                tg_error *err)
+                int skip_evals, tg_error *err)
 {
     if (!rs || !text)
         return tgE_arg(err, "tg_rules_load: NULL argument"), -1;
     loader L;
     if (loader_init(&L, rs, err) < 0)
         return -1;
+    L.skip_evals = skip_evals;
     if (real)
         L.files[L.nfiles++] = real;
     uint32_t nops = rs->nops, nrules = rs->nrules, nrws = rs->nrws, nsrc = rs->nsrc;
@@ -1007,22 +1011,33 @@ void tg_rules_free(tg_rules *rs)
 
 int tg_rules_load_string(tg_rules *rs, const char *text, size_t len, const char *file, tg_error *err)
 {
-    return load(rs, text, len, file, NULL, err);
+    return load(rs, text, len, file, NULL, 0, err);
 }
 
-int tg_rules_load_file(tg_rules *rs, const char *path, tg_error *err)
+static int load_file(tg_rules *rs, const char *path, int skip_evals, tg_error *err)
 {
     if (!rs || !path)
-        return tgE_arg(err, "tg_rules_load_file: NULL argument"), -1;
+        return tgE_arg(err, skip_evals ? "tg_rules_load_file_defs: NULL argument"
+                                       : "tg_rules_load_file: NULL argument"), -1;
     size_t len;
     char *text = tg_slurp_file(path, &len, err);
     if (!text)
         return -1;
     char *real = realpath(path, NULL);
-    int rc = load(rs, text, len, path, real ? real : path, err);
+    int rc = load(rs, text, len, path, real ? real : path, skip_evals, err);
     free(real);
     free(text);
     return rc;
+}
+
+int tg_rules_load_file(tg_rules *rs, const char *path, tg_error *err)
+{
+    return load_file(rs, path, 0, err);
+}
+
+int tg_rules_load_file_defs(tg_rules *rs, const char *path, tg_error *err)
+{
+    return load_file(rs, path, 1, err);
 }
 
 /* ---- limits of a run (tg_rules_set_limits) ---------------------------------- */

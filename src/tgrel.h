@@ -312,6 +312,11 @@ void tg_rules_free(tg_rules *rs);
 int tg_rules_load_string(tg_rules *rs, const char *text, size_t len, const char *file,
                          tg_error *err);
 int tg_rules_load_file(tg_rules *rs, const char *path, tg_error *err);
+/* As tg_rules_load_file, all or nothing, but a form that defines nothing
+ * ((normalize ...), (rewrite ...), (run ...), a term) is skipped instead
+ * of refused: the caller evaluates those with tg_rules_eval once the
+ * definitions are in (the tgrel program loads a file so). */
+int tg_rules_load_file_defs(tg_rules *rs, const char *path, tg_error *err);
 
 enum {
     TG_NF_MEMO = 1      /* remember the normal form of every call (and stop on cycles) */
