@@ -324,10 +324,16 @@ static int check_files(tg_ctx *ctx, const options *o)
         tg_error err;
         tg_error_clear(&err);
         tg_rules *rs = tg_rules_new(ctx, &err);
-        if (!rs || tg_rules_load_file_defs(rs, o->files[i], &err) < 0) {
+        if (!rs) {
             report(&err, color_of(o));
             errors++;
+            continue;
         }
+        tg_error errs[TGM_MAX_LOAD_ERRORS];
+        long n = tg_rules_check_file(rs, o->files[i], errs, TGM_MAX_LOAD_ERRORS);
+        for (long k = 0; k < n; k++)
+            report(&errs[k], color_of(o));
+        errors += n > 0;
         tg_rules_free(rs);
     }
     return errors ? EXIT_INPUT : 0;

@@ -375,15 +375,15 @@ int tgM_eval_text(tg_ctx *ctx, tg_rules *rs, const char *text, size_t len, const
     return errors;
 }
 
-/* The program's own errors, as report() writes them. */
+/* Load the definitions of the file at path, all or nothing; report each
+ * error (up to TGM_MAX_LOAD_ERRORS) and return how many. */
 static int load_defs(repl *R, const char *path)
 {
-    tg_error err;
-    tg_error_clear(&err);
-    if (tg_rules_load_file_defs(R->rs, path, &err) == 0)
-        return 0;
-    report(R, &err);
-    return 1;
+    tg_error errs[TGM_MAX_LOAD_ERRORS];
+    long n = tg_rules_check_file(R->rs, path, errs, TGM_MAX_LOAD_ERRORS);
+    for (long i = 0; i < n; i++)
+        report(R, &errs[i]);
+    return (int)n;
 }
 
 static int load_file(repl *R, const char *path)

@@ -45,6 +45,8 @@ int tgM_eval_text(tg_ctx *ctx, tg_rules *rs, const char *text, size_t len, const
  * error in a definition defines and prints nothing.  Returns the number
  * of errors. */
 int tgM_load_file(tg_ctx *ctx, tg_rules *rs, const char *path, const tgM_repl_opts *o);
+/* How many errors of a file :load, tgrel FILE and --check report. */
+#define TGM_MAX_LOAD_ERRORS 20
 
 /* 1 when text (len bytes) is not yet a whole entry: a list, string,
  * quoted symbol or block comment left open, or a quote prefix with no

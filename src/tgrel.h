@@ -317,6 +317,12 @@ int tg_rules_load_file(tg_rules *rs, const char *path, tg_error *err);
  * of refused: the caller evaluates those with tg_rules_eval once the
  * definitions are in (the tgrel program loads a file so). */
 int tg_rules_load_file_defs(tg_rules *rs, const char *path, tg_error *err);
+/* As tg_rules_load_file_defs, all or nothing, but a form with an error
+ * does not stop the reading: the errors of the file's forms go to
+ * errs[0..max) (at most max of them; the reading stops at the max-th).
+ * Returns how many (0: the file is loaded); -1 when errs is NULL or max
+ * is 0. */
+long tg_rules_check_file(tg_rules *rs, const char *path, tg_error *errs, size_t max);
 
 enum {
     TG_NF_MEMO = 1      /* remember the normal form of every call (and stop on cycles) */

@@ -111,6 +111,22 @@ t "--check takes the same forms" 0 "" "" \
     "$TGREL" --check "$tmp/good.rules"
 t "--check reports the bad rule" 1 "" "$tmp/bad.rules:3:*" \
     "$TGREL" --check "$tmp/bad.rules"
+cat >"$tmp/multi.rules" <<'R'
+(op add (arity 2))
+(rule a1 (add ?x 0) => ?x)
+(rule bad1 (add ?x) =>)
+(rule a2 (add 0 ?x) => ?x)
+(rule bad2 (add ?x 1) => ?y)
+(rule a1 (add ?x 0) => ?x)
+R
+t "--check reports every error of a file" 1 "" \
+    "$tmp/multi.rules:3:1: malformed rule*${nl}$tmp/multi.rules:5:*${nl}$tmp/multi.rules:6:1: rule a1 defined twice*" \
+    "$TGREL" --check "$tmp/multi.rules"
+printf ':load %s\n(normalize (add 0 c))\n' "$tmp/multi.rules" >"$tmp/in"
+t ":load reports every error too, and loads nothing" 1 "(add 0 c)" \
+    "$tmp/multi.rules:3:1: malformed rule*${nl}$tmp/multi.rules:5:*${nl}$tmp/multi.rules:6:1: rule a1 defined twice*" \
+    "$TGREL"
+: >"$tmp/in"
 
 echo "1..$n"
 [ "$failed" = 0 ]

@@ -1,4 +1,5 @@
-/* test_loaddefs.c - tg_rules_load_file_defs: a file's definitions load
+/* test_loaddefs.c - tg_rules_load_file_defs and tg_rules_check_file
+ * (every error of a file, up to a limit): a file's definitions load
  * and its other forms (normalize, rewrite, run*, a term) are skipped,
  * where tg_rules_load_file refuses them; a file with a bad rule loads
  * nothing (all or nothing); a NULL argument or a missing file is an error. */
@@ -49,6 +50,29 @@ int main(void)
     tg_error_clear(&err);
     r = tg_normalize(rs, tg_read_cstr(ctx, "(mul e 1)", &err), 0, &err);
     TAP_CHECK(r == tg_read_cstr(ctx, "(mul e 1)", &err), "and loads nothing: its good rule is not in");
+
+    /* every error of a file, reading on after each */
+    char *multi = write_file("(op add (arity 2))\n(rule a1 (add ?x 0) => ?x)\n(rule bad1 (add ?x) =>)\n"
+                             "(rule a2 (add 0 ?x) => ?x)\n(rule bad2 (add ?x 1) => ?y)\n"
+                             "(rule a1 (add ?x 0) => ?x)\n");
+    tg_error errs[8];
+    long n = multi ? tg_rules_check_file(rs, multi, errs, 8) : -1;
+    TAP_EQ_INT(n, 3, "tg_rules_check_file reports the three bad forms");
+    TAP_CHECK(n == 3 && errs[0].line == 3 && errs[1].line == 5 && errs[2].line == 6,
+              "at their lines: 3, 5 and 6");
+    tg_error_clear(&err);
+    r = tg_normalize(rs, tg_read_cstr(ctx, "(add 0 e)", &err), 0, &err);
+    TAP_CHECK(r == tg_read_cstr(ctx, "(add 0 e)", &err), "and the file's good rules are not in");
+    TAP_EQ_INT(multi ? tg_rules_check_file(rs, multi, errs, 2) : -1, 2, "at most max errors");
+    TAP_EQ_INT(tg_rules_check_file(rs, multi, NULL, 2), -1, "no error array: -1");
+    tg_rules *fresh = tg_rules_new(ctx, &err);
+    TAP_EQ_INT(tg_rules_check_file(fresh, good, errs, 8), 0, "a good file: 0 errors");
+    r = tg_normalize(fresh, tg_read_cstr(ctx, "(add f 0)", &err), 0, &err);
+    TAP_CHECK(r == tg_symbol_cstr(ctx, "f"), "and it is loaded");
+    tg_rules_free(fresh);
+    if (multi)
+        unlink(multi);
+    free(multi);
 
     TAP_EQ_INT(tg_rules_load_file_defs(NULL, good, &err), -1, "a NULL rule set is an error");
     TAP_EQ_INT(tg_rules_load_file_defs(rs, "nonexistent-dir/x.rules", &err), -1, "a missing file is an error");
