@@ -1119,7 +1119,7 @@ static int cmd_help(repl *R, const char *name, const char *args)
 
 static const command commands[] = {
     {"help", "[COMMAND]", "list the commands, or show one with an example", ":help rewrite", cmd_help},
-    {"load", "FILE", "load a .rules file (all or nothing)", ":load examples/algebra.rules", cmd_load},
+    {"load", "FILE", "load a .rules file: its definitions all or nothing (every error reported), then its other forms in order", ":load examples/algebra.rules", cmd_load},
     {"ops", "", "list the declared ops", ":ops", cmd_list},
     {"rules", "", "list the rules", ":rules", cmd_list},
     {"rewriters", "", "list the rewriters (databases)", ":rewriters", cmd_list},
