@@ -64,7 +64,8 @@ static const char usage_text[] =
     "                    than SIZE (bytes, or with K, M, G) with an 'out of\n"
     "                    memory' error, before the machine swaps; the session\n"
     "                    goes on (also TGREL_MAX_HEAP; default: half the\n"
-    "                    address space limit of ulimit -v, if any)\n"
+    "                    address space limit of ulimit -v, if any, else\n"
+    "                    three quarters of the memory)\n"
     "      --max-steps N stop each normalize or rewrite after N rewrites with\n"
     "                    an error naming the rules that kept firing (0: no\n"
     "                    limit; default: none in the REPL at a terminal,\n"
@@ -126,11 +127,17 @@ static int parse_size(const char *s, size_t *out)
 static void limit_heap_to_address_space(void)
 {
     struct rlimit rl;
-    if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
-        return;
     tg_error err;
     tg_error_clear(&err);
-    tg_set_max_heap((size_t)(rl.rlim_cur / 2), &err);   /* below 1 MiB: refused, no limit */
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        tg_set_max_heap((size_t)(rl.rlim_cur / 2), &err);   /* below 1 MiB: refused, no limit */
+        return;
+    }
+    /* else three quarters of the memory: a runaway fails before the
+     * machine swaps */
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && psize > 0)
+        tg_set_max_heap((size_t)pages / 4 * 3 * (size_t)psize, &err);
 }
 
 /* Fill o from argv; returns -1 when the program should go on, else the
