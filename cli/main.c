@@ -65,7 +65,8 @@ static const char usage_text[] =
     "                    than SIZE (bytes, or with K, M, G) with an 'out of\n"
     "                    memory' error, before the machine swaps; the session\n"
     "                    goes on (also TGREL_MAX_HEAP; default: half the\n"
-    "                    address space limit of ulimit -v, if any)\n"
+    "                    address space limit of ulimit -v, if any, else\n"
+    "                    three quarters of the memory)\n"
     "      --max-steps N stop each normalize or rewrite after N rewrites with\n"
     "                    an error naming the rules that kept firing (0: no\n"
     "                    limit; default: none in the REPL at a terminal,\n"
@@ -130,11 +131,17 @@ static int parse_size(const char *s, size_t *out)
 static void limit_heap_to_address_space(void)
 {
     struct rlimit rl;
-    if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
-        return;
     tg_error err;
     tg_error_clear(&err);
-    tg_set_max_heap((size_t)(rl.rlim_cur / 2), &err);   /* below 1 MiB: refused, no limit */
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        tg_set_max_heap((size_t)(rl.rlim_cur / 2), &err);   /* below 1 MiB: refused, no limit */
+        return;
+    }
+    /* else three quarters of the memory: a runaway fails before the
+     * machine swaps */
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && psize > 0)
+        tg_set_max_heap((size_t)pages / 4 * 3 * (size_t)psize, &err);
 }
 
 /* Fill o from argv; returns -1 when the program should go on, else the
@@ -295,8 +302,6 @@ static void report(const tg_error *err, int color)
 static int eval_input(tg_rules *rs, tg_ctx *ctx, const input *in, const options *o, int *quit)
 {
     tg_error err;
-    size_t len = 0;
-    char *text;
     int errors;
     tgM_repl_opts ro = {0, o->machine, o->shared, color_of(o)};
     tg_error_clear(&err);
@@ -321,14 +326,7 @@ static int eval_input(tg_rules *rs, tg_ctx *ctx, const input *in, const options 
     case IN_FILE:
         if (strcmp(in->arg, "-") == 0)
             return tgM_repl(ctx, rs, stdin, "<stdin>", &ro, quit);
-        text = tg_slurp_file(in->arg, &len, &err);
-        if (!text) {
-            report(&err, color_of(o));
-            return 1;
-        }
-        errors = tgM_eval_text(ctx, rs, text, len, in->arg, 1, &ro);
-        free(text);
-        return errors;
+        return tgM_load_file(ctx, rs, in->arg, &ro);
     }
     return 0;
 }
@@ -341,10 +339,16 @@ static int check_files(tg_ctx *ctx, const options *o)
         tg_error err;
         tg_error_clear(&err);
         tg_rules *rs = tg_rules_new(ctx, &err);
-        if (!rs || tg_rules_load_file(rs, o->files[i], &err) < 0) {
+        if (!rs) {
             report(&err, color_of(o));
             errors++;
+            continue;
         }
+        tg_error errs[TGM_MAX_LOAD_ERRORS];
+        long n = tg_rules_check_file(rs, o->files[i], errs, TGM_MAX_LOAD_ERRORS);
+        for (long k = 0; k < n; k++)
+            report(&errs[k], color_of(o));
+        errors += n > 0;
         tg_rules_free(rs);
     }
     return errors ? EXIT_INPUT : 0;

@@ -316,6 +316,20 @@ static int eval_form(repl *R, tg_reader *r, tg_term *t)
     return 1;
 }
 
+/* Whether form t is one that tg_rules_load_file_defs loads. */
+static int defines(const tg_term *t)
+{
+    static const char *const heads[] = {"op", "rule", "include", "equilibrium", "walk", "sequence",
+                                        "defrel", "tabled", "fact", "facts"};
+    const tg_term *h = tg_kind_of(t) == TG_PAIR ? tg_car(t) : NULL;
+    size_t n;
+    const char *s = h && tg_kind_of(h) == TG_SYMBOL ? tg_symbol_name(h, &n) : NULL;
+    for (size_t i = 0; s && i < sizeof heads / sizeof *heads; i++)
+        if (strlen(heads[i]) == n && !memcmp(heads[i], s, n))
+            return 1;
+    return 0;
+}
+
 /* Read and evaluate every form of text, whose first line is line `line`
  * of the input; returns the number of errors. */
 static int eval_text(repl *R, const char *text, size_t len, int line)
@@ -341,7 +355,8 @@ static int eval_text(repl *R, const char *text, size_t len, int line)
             errors++;
             continue;
         }
-        errors += eval_form(R, r, t);
+        if (!(R->skip_defs && defines(t)))
+            errors += eval_form(R, r, t);
     }
     tg_reader_free(r);
     return errors;
@@ -355,6 +370,65 @@ int tgM_eval_text(tg_ctx *ctx, tg_rules *rs, const char *text, size_t len, const
     tg_rules_set_timing(rs, 1);     /* :profile rewrite gives each rule's time */
     R.out = o->color & TGM_COLOR_OUT ? tint_open() : stdout;
     int errors = eval_text(&R, text, len, line);
+    tgM_free_fns(&R);
+    tg_rules_set_trace(rs, stdout, tg_rules_tracing(rs));  /* the filter goes now */
+    if (R.out != stdout)
+        fclose(R.out);
+    return errors;
+}
+
+/* Load the definitions of the file at path, all or nothing; report each
+ * error (up to TGM_MAX_LOAD_ERRORS) and return how many. */
+/* An error of loading path: in the file, at its place; of the file itself
+ * (it cannot be opened or read), at the entry that asked for it. */
+static void report_load(repl *R, const char *path, tg_error *err)
+{
+    if (err->line != 0) {
+        report(R, err);
+        return;
+    }
+    char why[sizeof err->message];
+    snprintf(why, sizeof why, "%s", err->message);
+    tg_error_set(err, err->code, "cannot load %s: %s", path, why);
+    tgM_report_here(R, err);
+}
+
+static int load_defs(repl *R, const char *path)
+{
+    tg_error errs[TGM_MAX_LOAD_ERRORS];
+    long n = tg_rules_check_file(R->rs, path, errs, TGM_MAX_LOAD_ERRORS);
+    for (long i = 0; i < n; i++)
+        report_load(R, path, &errs[i]);
+    return (int)n;
+}
+
+static int load_file(repl *R, const char *path)
+{
+    if (load_defs(R, path))
+        return 1;
+    tg_error err;
+    tg_error_clear(&err);
+    size_t len;
+    char *text = tg_slurp_file(path, &len, &err);
+    if (!text) {
+        report_load(R, path, &err);
+        return 1;
+    }
+    const char *name = R->name;
+    R->name = path;
+    R->skip_defs = 1;
+    int errors = eval_text(R, text, len, 1);
+    R->skip_defs = 0;
+    R->name = name;
+    free(text);
+    return errors;
+}
+
+int tgM_load_file(tg_ctx *ctx, tg_rules *rs, const char *path, const tgM_repl_opts *o)
+{
+    repl R = {.ctx = ctx, .rs = rs, .o = o, .name = path, .line = 1, .shared = o->shared};
+    R.out = o->color & TGM_COLOR_OUT ? tint_open() : stdout;
+    int errors = load_file(&R, path);
     tgM_free_fns(&R);
     tg_rules_set_trace(rs, stdout, tg_rules_tracing(rs));  /* the filter goes now */
     if (R.out != stdout)
@@ -620,20 +694,11 @@ static int cmd_load(repl *R, const char *name, const char *args)
     char *path = file_arg(R, args);
     if (!path)
         return 1;
-    tg_error err;
-    tg_error_clear(&err);
-    int rc = tg_rules_load_file(R->rs, path, &err);
-    if (rc < 0 && err.line == 0) {  /* the file itself: at the :load typed */
-        char why[sizeof err.message];
-        snprintf(why, sizeof why, "%s", err.message);
-        tg_error_set(&err, err.code, "cannot load %s: %s", path, why);
-        tgM_report_here(R, &err);
-    } else if (rc < 0)
-        report(R, &err);
-    else if (!R->o->machine && R->o->interactive)
+    int rc = load_file(R, path);
+    if (rc == 0 && !R->o->machine && R->o->interactive)
         printf("loaded %s\n", path);
     free(path);
-    return rc < 0;
+    return rc != 0;
 }
 
 static int cmd_rewrite(repl *R, const char *name, const char *args)
@@ -1149,7 +1214,7 @@ static int cmd_help(repl *R, const char *name, const char *args)
 
 static const command commands[] = {
     {"help", "[COMMAND]", "list the commands, or show one with an example", ":help rewrite", cmd_help},
-    {"load", "FILE", "load a .rules file (all or nothing)", ":load examples/algebra.rules", cmd_load},
+    {"load", "FILE", "load a .rules file: its definitions all or nothing (every error reported), then its other forms in order", ":load examples/algebra.rules", cmd_load},
     {"ops", "", "list the declared ops", ":ops", cmd_list},
     {"rules", "", "list the rules", ":rules", cmd_list},
     {"rewriters", "", "list the rewriters (equilibrium, walk, sequence)", ":rewriters", cmd_list},

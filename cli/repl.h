@@ -39,6 +39,15 @@ int tgM_repl(tg_ctx *ctx, tg_rules *rs, FILE *in, const char *name, const tgM_re
 int tgM_eval_text(tg_ctx *ctx, tg_rules *rs, const char *text, size_t len, const char *name,
                   int line, const tgM_repl_opts *o);
 
+/* Load the file at path all or nothing: its definitions first
+ * (tg_rules_load_file_defs), then, once they are all in, its other forms
+ * evaluated in order as tgM_eval_text evaluates them.  A file with an
+ * error in a definition defines and prints nothing.  Returns the number
+ * of errors. */
+int tgM_load_file(tg_ctx *ctx, tg_rules *rs, const char *path, const tgM_repl_opts *o);
+/* How many errors of a file :load, tgrel FILE and --check report. */
+#define TGM_MAX_LOAD_ERRORS 20
+
 /* 1 when text (len bytes) is not yet a whole entry: a list, string,
  * quoted symbol or block comment left open, or a quote prefix with no
  * datum after it; the REPL then reads another line. */

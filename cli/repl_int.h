@@ -36,6 +36,7 @@ typedef struct repl {
     const char *mode;       /* NULL: $TGREL_MODE, else fast_run */
     int check;              /* the checking mode on */
     double check_tol;       /* its tolerance (0: the default) */
+    int skip_defs;          /* a file's definitions are in: evaluate the other forms */
 } repl;
 
 /* An error of the current entry, with its place. */

@@ -193,6 +193,10 @@ typedef struct loader {
         int line, col;
     } *relrefs;
     size_t nrelrefs, caprelrefs;
+    int skip_evals;                     /* tg_rules_load_file_defs: other forms skipped */
+    int depth;                          /* load_text's: 1 for the file, more in includes */
+    tg_error *errs;                     /* tg_rules_check_file: the errors of the */
+    size_t maxerrs, nerrs;              /* file's forms, reading on after each */
 } loader;
 
 static void lerr(loader *L, const tg_term *at, const char *fmt, ...)
@@ -1213,10 +1217,24 @@ static int load_form(loader *L, tg_term *form)
     if (h && (h == L->sym[F_DEFREL] || h == L->sym[F_TABLED] || h == L->sym[F_FACT] ||
               h == L->sym[F_FACTS]))
         return stage_def(L, form);
+    if (L->skip_evals)
+        return 0;   /* a form to evaluate: the caller's (tg_rules_load_file_defs) */
     char *p = tgW_show(form);
     lerr(L, form, "unknown form %s (expected op, rule, include, defrel, ...)", p ? p : "?");
     free(p);
     return -1;
+}
+
+/* An error of a form of the file itself (not of an include): with
+ * tg_rules_check_file, kept and cleared so that reading goes on, while
+ * there is room for it (1); otherwise 0: the load stops. */
+static int note_error(loader *L)
+{
+    if (!L->errs || L->depth != 1 || L->err->code == TG_ERR_NOMEM || L->nerrs >= L->maxerrs)
+        return 0;
+    L->errs[L->nerrs++] = *L->err;
+    tg_error_clear(L->err);
+    return L->nerrs < L->maxerrs;
 }
 
 static int load_text(loader *L, const char *text, size_t len, const char *file)
@@ -1224,6 +1242,8 @@ static int load_text(loader *L, const char *text, size_t len, const char *file)
     tg_reader *rd = tg_reader_new(L->rs->ctx, text, len, file, L->err);
     if (!rd)
         return -1;
+    tg_reader *outer_rd = L->rd;
+    const char *outer_file = L->file;
     L->rd = rd;
     tgR_track_positions(rd, 1);
     /* ops, rules and rewriters keep the name: a copy in collector memory
@@ -1237,14 +1257,26 @@ static int load_text(loader *L, const char *text, size_t len, const char *file)
     L->file = strcpy(copy, name);
     int rc;
     tg_term *form;
-    while ((rc = tg_reader_next(rd, &form, L->err)) > 0) {
-        tg_reader_last_pos(rd, &L->line, &L->col);
-        if ((rc = load_form(L, form)) < 0)
+    L->depth++;
+    for (;;) {
+        rc = tg_reader_next(rd, &form, L->err);
+        if (rc == 0)
             break;
+        if (rc > 0) {
+            tg_reader_last_pos(rd, &L->line, &L->col);
+            rc = load_form(L, form);
+        }
+        if (rc < 0) {
+            if (!note_error(L))
+                break;
+            rc = 0;
+        }
     }
     tg_reader_free(rd);
-    L->rd = NULL;
-    return rc < 0 ? -1 : 0;
+    L->rd = outer_rd;       /* an include's forms are done: the includer's go on */
+    L->file = outer_file;
+    L->depth--;
+    return rc < 0 || (L->depth == 0 && L->nerrs) ? -1 : 0;
 }
 
 /* The logic environment, made on first use with the relations the rule
@@ -1365,21 +1397,25 @@ static int loader_init(loader *L, tg_rules *rs, tg_error *err)
     return 0;
 }
 
-static int load(tg_rules *rs, const char *text, size_t len, const char *file, const char *real,
-                tg_error *err)
+static long load(tg_rules *rs, const char *text, size_t len, const char *file, const char *real,
+                 int skip_evals, tg_error *errs, size_t maxerrs, tg_error *err)
 {
     if (!rs || !text)
         return tgE_arg(err, "tg_rules_load: NULL argument"), -1;
     loader L;
     if (loader_init(&L, rs, err) < 0)
         return -1;
+    L.skip_evals = skip_evals;
+    L.errs = errs, L.maxerrs = maxerrs;
     if (real)
         L.files[L.nfiles++] = real;
     uint32_t nops = rs->nops, nrules = rs->nrules, nrws = rs->nrws, nsrc = rs->nsrc, nregs = rs->nregs;
     if (load_text(&L, text, len, file) < 0 || eval_defs(&L) < 0 || check_relrefs(&L, nrules) < 0) {
         unregister(rs, nregs);
         rollback(rs, nops, nrules, nrws, nsrc);
-        return -1;
+        if (errs && !L.nerrs && maxerrs)     /* a definition's error, after the forms */
+            errs[L.nerrs++] = *err;
+        return errs ? (long)L.nerrs : -1;
     }
     return 0;
 }
@@ -1409,22 +1445,50 @@ void tg_rules_free(tg_rules *rs)
 
 int tg_rules_load_string(tg_rules *rs, const char *text, size_t len, const char *file, tg_error *err)
 {
-    return load(rs, text, len, file, NULL, err);
+    return (int)load(rs, text, len, file, NULL, 0, NULL, 0, err);
 }
 
-int tg_rules_load_file(tg_rules *rs, const char *path, tg_error *err)
+static long load_file(tg_rules *rs, const char *path, int skip_evals, tg_error *errs, size_t maxerrs,
+                      tg_error *err)
 {
     if (!rs || !path)
-        return tgE_arg(err, "tg_rules_load_file: NULL argument"), -1;
+        return tgE_arg(err, skip_evals ? "tg_rules_load_file_defs: NULL argument"
+                                       : "tg_rules_load_file: NULL argument"), -1;
     size_t len;
     char *text = tg_slurp_file(path, &len, err);
     if (!text)
         return -1;
     char *real = realpath(path, NULL);
-    int rc = load(rs, text, len, path, real ? real : path, err);
+    long rc = load(rs, text, len, path, real ? real : path, skip_evals, errs, maxerrs, err);
     free(real);
     free(text);
     return rc;
+}
+
+int tg_rules_load_file(tg_rules *rs, const char *path, tg_error *err)
+{
+    return (int)load_file(rs, path, 0, NULL, 0, err);
+}
+
+int tg_rules_load_file_defs(tg_rules *rs, const char *path, tg_error *err)
+{
+    return (int)load_file(rs, path, 1, NULL, 0, err);
+}
+
+long tg_rules_check_file(tg_rules *rs, const char *path, tg_error *errs, size_t max)
+{
+    if (!errs || !max)
+        return -1;
+    tg_error err;
+    tg_error_clear(&err);
+    for (size_t i = 0; i < max; i++)
+        tg_error_clear(&errs[i]);
+    long n = load_file(rs, path, 1, errs, max, &err);
+    if (n < 0) {    /* the file unread, a NULL argument */
+        errs[0] = err;
+        return 1;
+    }
+    return n;
 }
 
 /* ---- limits of a run (tg_rules_set_limits) ---------------------------------- */

@@ -312,6 +312,17 @@ void tg_rules_free(tg_rules *rs);
 int tg_rules_load_string(tg_rules *rs, const char *text, size_t len, const char *file,
                          tg_error *err);
 int tg_rules_load_file(tg_rules *rs, const char *path, tg_error *err);
+/* As tg_rules_load_file, all or nothing, but a form that defines nothing
+ * ((normalize ...), (rewrite ...), (run ...), a term) is skipped instead
+ * of refused: the caller evaluates those with tg_rules_eval once the
+ * definitions are in (the tgrel program loads a file so). */
+int tg_rules_load_file_defs(tg_rules *rs, const char *path, tg_error *err);
+/* As tg_rules_load_file_defs, all or nothing, but a form with an error
+ * does not stop the reading: the errors of the file's forms go to
+ * errs[0..max) (at most max of them; the reading stops at the max-th).
+ * Returns how many (0: the file is loaded); -1 when errs is NULL or max
+ * is 0. */
+long tg_rules_check_file(tg_rules *rs, const char *path, tg_error *errs, size_t max);
 
 enum {
     TG_NF_MEMO = 1      /* remember the normal form of every call (and stop on cycles) */

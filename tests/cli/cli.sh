@@ -38,7 +38,7 @@ t "an error is reported as <string>:line:column: and exits 1" 1 "" "<string>:1:[
 t "reading goes on after an error" 1 "a${nl}c" "<string>:1:[0-9]*: *" \
     "$TGREL" -e 'a ) c'
 printf 'ok\n\n  (a b]\nlast\n' >"$tmp/bad.tg"
-t "errors in files name the file, line and column" 1 "ok${nl}last" "$tmp/bad.tg:3:[0-9]*: *" \
+t "a file with an error loads nothing; the error names the file, line and column" 1 "" "$tmp/bad.tg:3:[0-9]*: *" \
     "$TGREL" "$tmp/bad.tg"
 printf ')\n' >"$tmp/in"
 t "errors on standard input name <stdin>" 1 "" "<stdin>:1:1: *" \

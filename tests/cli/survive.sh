@@ -74,5 +74,59 @@ t "machine mode: a run that finds an answer and then fails prints the error alon
     "$TGREL" --machine
 : >"$tmp/in"
 
+# ---- loading: all or nothing, the same forms everywhere -------------------
+
+cat >"$tmp/good.rules" <<'R'
+(op add (arity 2))
+(rule add-zero (add ?x 0) => ?x)
+(equilibrium simplify add-zero)
+(rewrite simplify (add a 0))
+(run* (q) (== q 1))
+(normalize (add b 0))
+R
+cat >"$tmp/bad.rules" <<'R'
+(op add (arity 2))
+(rule add-zero (add ?x 0) => ?x)
+(rule broken (add ?x) =>)
+(equilibrium simplify add-zero)
+(rewrite simplify (add a 0))
+(rewrite simplify (add b 0))
+R
+t "tgrel FILE: definitions, then the other forms in order" 0 "a${nl}(1)${nl}b" "" \
+    "$TGREL" "$tmp/good.rules"
+t "tgrel FILE with a bad rule loads nothing: one error, no cascade" 1 "" "$tmp/bad.rules:3:*" \
+    "$TGREL" "$tmp/bad.rules"
+[ "$(wc -l <"$tmp/err")" = 1 ]
+report $? "... exactly one error line" "$tmp/err"
+t "... and the rule set stays empty" 1 "(add c 0)" "$tmp/bad.rules:3:*" \
+    "$TGREL" "$tmp/bad.rules" -e '(normalize (add c 0))'
+printf ':load %s\n(normalize (add c 0))\n' "$tmp/good.rules" >"$tmp/in"
+t ":load takes (rewrite ...) and (run* ...) as tgrel FILE does" 0 "a${nl}(1)${nl}b${nl}c" "" \
+    "$TGREL"
+printf ':load %s\n(normalize (add c 0))\n' "$tmp/bad.rules" >"$tmp/in"
+t ":load of a bad file loads nothing" 1 "(add c 0)" "$tmp/bad.rules:3:*" \
+    "$TGREL"
+: >"$tmp/in"
+t "--check takes the same forms" 0 "" "" \
+    "$TGREL" --check "$tmp/good.rules"
+t "--check reports the bad rule" 1 "" "$tmp/bad.rules:3:*" \
+    "$TGREL" --check "$tmp/bad.rules"
+cat >"$tmp/multi.rules" <<'R'
+(op add (arity 2))
+(rule a1 (add ?x 0) => ?x)
+(rule bad1 (add ?x) =>)
+(rule a2 (add 0 ?x) => ?x)
+(rule bad2 (add ?x 1) => ?y)
+(rule a1 (add ?x 0) => ?x)
+R
+t "--check reports every error of a file" 1 "" \
+    "$tmp/multi.rules:3:1: malformed rule*${nl}$tmp/multi.rules:5:*${nl}$tmp/multi.rules:6:1: rule a1 defined twice*" \
+    "$TGREL" --check "$tmp/multi.rules"
+printf ':load %s\n(normalize (add 0 c))\n' "$tmp/multi.rules" >"$tmp/in"
+t ":load reports every error too, and loads nothing" 1 "(add 0 c)" \
+    "$tmp/multi.rules:3:1: malformed rule*${nl}$tmp/multi.rules:5:*${nl}$tmp/multi.rules:6:1: rule a1 defined twice*" \
+    "$TGREL"
+: >"$tmp/in"
+
 echo "1..$n"
 [ "$failed" = 0 ]
