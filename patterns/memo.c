@@ -25,12 +25,19 @@ tg_term tgW_memo_open_obj;
 #define FIRST_CHECK 4096    /* lookups of an op before it may be dropped */
 #define SAVE_RATIO 8
 
-/* The most slots the table grows to (40 bytes each: 10 MB) before it
+/* The most slots the table grows to (40 bytes each: 40 MB) before it
  * evicts instead: where calls keep coming that are never met again, an
  * unbounded table kept every normal form alive and made each collection
  * mark them all (GBs, and runs many times slower than without memo).
+ * Not less: quicksort1000 needs more than 2^19 entries, and cut at
+ * 2^18 or 2^19 slots it recomputed what it had dropped (60 times the
+ * time of the unbounded table).
  * It grows past this only to hold its open calls. */
-#define CAP_MAX ((size_t)1 << 18)
+#define CAP_MAX ((size_t)1 << 20)
+/* ... unless more than a quarter of its entries were found again since
+ * the last cut: such a table pays (quicksort1000, cut at CAP_MAX, ran
+ * 60 times slower), and grows on up to this many slots (160 MB). */
+#define CAP_HARD ((size_t)1 << 22)
 
 static inline size_t home(uint32_t h, size_t cap)
 {
@@ -86,11 +93,16 @@ static inline int keeps(const tgW_mentry *o, int evict, size_t *budget)
  * slots follow their entries. */
 static int grow(tgW_memo *m)
 {
-    size_t cap = m->cap ? 2 * m->cap : 1024, nopen = 0, budget = 0;
+    size_t cap = m->cap ? 2 * m->cap : 1024, nopen = 0, nhit = 0, budget = 0;
     int evict = m->cap >= CAP_MAX;
     if (evict) {
-        for (size_t i = 0; i < m->cap; i++)
+        for (size_t i = 0; i < m->cap; i++) {
             nopen += m->e[i].meta && m->e[i].nf == TGW_MEMO_OPEN;
+            nhit += m->e[i].meta && (m->e[i].meta & M_HIT);
+        }
+        evict = 4 * nhit <= m->n || m->cap >= CAP_HARD;
+    }
+    if (evict) {
         budget = 4 * nopen < CAP_MAX ? CAP_MAX / 4 - nopen : 0;
         for (cap = CAP_MAX; cap < 4 * nopen; cap *= 2)
             ;
