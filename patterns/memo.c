@@ -23,15 +23,21 @@ tg_term tgW_memo_open_obj;
 #define COST_MAX ((1ull << (64 - COST_SHIFT)) - 1)
 
 #define FIRST_CHECK 4096    /* lookups of an op before it may be dropped */
-#define NO_HIT_CHECK 256    /* ... or before, when none was found again */
 #define SAVE_RATIO 8
 
-/* The most slots the table grows to (40 bytes each: 10 MB) before it
+/* The most slots the table grows to (40 bytes each: 40 MB) before it
  * evicts instead: where calls keep coming that are never met again, an
  * unbounded table kept every normal form alive and made each collection
  * mark them all (GBs, and runs many times slower than without memo).
+ * Not less: quicksort1000 needs more than 2^19 entries, and cut at
+ * 2^18 or 2^19 slots it recomputed what it had dropped (60 times the
+ * time of the unbounded table).
  * It grows past this only to hold its open calls. */
-#define CAP_MAX ((size_t)1 << 18)
+#define CAP_MAX ((size_t)1 << 20)
+/* ... unless more than a quarter of its entries were found again since
+ * the last cut: such a table pays (quicksort1000, cut at CAP_MAX, ran
+ * 60 times slower), and grows on up to this many slots (160 MB). */
+#define CAP_HARD ((size_t)1 << 22)
 
 static inline size_t home(uint32_t h, size_t cap)
 {
@@ -66,30 +72,38 @@ static inline int same(const tgW_mentry *e, uint64_t meta, tg_term *head, uint32
 }
 
 /* Whether the rebuilt table keeps entry o: a known or open one, and, at
- * the size bound, an open one or (hits set) one found since the last cut. */
-static inline int keeps(const tgW_mentry *o, int evict, int hits)
+ * the size bound, an open one or one found since the last cut while
+ * *budget lasts. */
+static inline int keeps(const tgW_mentry *o, int evict, size_t *budget)
 {
     if (!o->meta || !o->nf)
         return 0;
-    return !evict || o->nf == TGW_MEMO_OPEN || (hits && (o->meta & M_HIT));
+    if (!evict || o->nf == TGW_MEMO_OPEN)
+        return 1;
+    if (!(o->meta & M_HIT) || !*budget)
+        return 0;
+    --*budget;
+    return 1;
 }
 
 /* Twice the room, the closed unknown entries dropped; at CAP_MAX slots
  * the same room instead, holding only the open calls and those found
- * since the last cut (all found ones while they fill at most a quarter
- * of it; else none): the table is bounded, and what is met again and
- * again stays.  The open stack's slots follow their entries. */
+ * since the last cut (as many as fill a quarter of it): the table is
+ * bounded, and what is met again and again stays.  The open stack's
+ * slots follow their entries. */
 static int grow(tgW_memo *m)
 {
-    size_t cap = m->cap ? 2 * m->cap : 1024, nopen = 0, nhit = 0;
-    int evict = m->cap >= CAP_MAX, hits = 0;
+    size_t cap = m->cap ? 2 * m->cap : 1024, nopen = 0, nhit = 0, budget = 0;
+    int evict = m->cap >= CAP_MAX;
     if (evict) {
         for (size_t i = 0; i < m->cap; i++) {
-            const tgW_mentry *o = &m->e[i];
-            nopen += o->meta && o->nf == TGW_MEMO_OPEN;
-            nhit += o->meta && o->nf && o->nf != TGW_MEMO_OPEN && (o->meta & M_HIT);
+            nopen += m->e[i].meta && m->e[i].nf == TGW_MEMO_OPEN;
+            nhit += m->e[i].meta && (m->e[i].meta & M_HIT);
         }
-        hits = 4 * (nopen + nhit) <= CAP_MAX;
+        evict = 4 * nhit <= m->n || m->cap >= CAP_HARD;
+    }
+    if (evict) {
+        budget = 4 * nopen < CAP_MAX ? CAP_MAX / 4 - nopen : 0;
         for (cap = CAP_MAX; cap < 4 * nopen; cap *= 2)
             ;
         m->cuts++;
@@ -100,7 +114,7 @@ static int grow(tgW_memo *m)
     size_t n = 0;
     for (size_t i = 0; i < m->cap; i++) {
         tgW_mentry *o = &m->e[i];
-        if (!keeps(o, evict, hits))
+        if (!keeps(o, evict, &budget))
             continue;
         if (evict)
             o->meta &= ~M_HIT;
@@ -235,16 +249,13 @@ static void forget(tgW_memo *m, tg_term *head)
 /* After a lookup of an op still remembered: drop it when its hits have
  * saved fewer than one rewrite per SAVE_RATIO lookups.  Lenient: where
  * calls share suffixes (comparisons of Peano numbers) the first hits
- * save little and the later ones whole chains.  But an op none of whose
- * first NO_HIT_CHECK calls came again is dropped then: each remembered
- * call keeps its normal form alive (revnat's rev, 1000 calls, never
- * judged at FIRST_CHECK, kept 1000 reversed lists: 1.6 times the time
- * without memo, the term table grown around them). */
+ * save little and the later ones whole chains: quicksort's split, get
+ * and append find nothing again in their first 256 calls, and dropping
+ * them then made quicksort1000 12 times slower than judging at 4096. */
 static void judge(tgW_memo *m, tgW_mstat *st, tg_term *head)
 {
     uint64_t k = ++st->lookups;
-    if (k >= NO_HIT_CHECK && !(k & (k - 1)) && st->saved * SAVE_RATIO < k &&
-        (k >= FIRST_CHECK || st->saved == 0)) {
+    if (k >= FIRST_CHECK && !(k & (k - 1)) && st->saved * SAVE_RATIO < k) {
         st->dropped = 1;
         if (head)
             forget(m, head);
