@@ -1353,13 +1353,16 @@ int tgI_bind(const tgH_sched *s, tgI_state *st, const tg_array *in, tg_array *ou
     return bind_inputs(s, st, in, err) < 0 || prepare(s, st, out, owned, err) < 0 ? -1 : 0;
 }
 
+static int exec_steps(const tgH_sched *s, tgI_state *st, tg_array *out, int blocked, tg_error *err);
+
 int tgI_run(const tgH_sched *s, tgI_state *st, const tg_array *in, tg_array *out, tg_error *err)
 {
     const tgV_graph *g = s->g;
     unsigned char owned[g->noutputs > 0 ? g->noutputs : 1];
     memset(owned, 0, sizeof owned);
     int rc = -1;
-    if (bind_inputs(s, st, in, err) < 0 || prepare(s, st, out, owned, err) < 0 || tgI_exec(s, st, out, err) < 0)
+    if (bind_inputs(s, st, in, err) < 0 || prepare(s, st, out, owned, err) < 0 ||
+        exec_steps(s, st, out, 1, err) < 0)
         goto done;
     rc = 0;
 done:
@@ -1383,11 +1386,12 @@ static void donated(const tgH_sched *s, tgI_state *st, const tgH_step *step)
     }
 }
 
-int tgI_exec(const tgH_sched *s, tgI_state *st, tg_array *out, tg_error *err)
+/* Run step k of s. */
+static int run_step(const tgH_sched *s, tgI_state *st, int k, tg_error *err)
 {
     const tgV_graph *g = s->g;
     int *pos = st->pos;
-    for (int k = 0; k < s->nsteps; k++) {
+    {
         const tgH_step *step = &s->steps[k];
         int v = step->node;
         if (__builtin_expect(st->intrp && *st->intrp, 0))
@@ -1443,6 +1447,424 @@ int tgI_exec(const tgH_sched *s, tgI_state *st, tg_array *out, tg_error *err)
             break;
         }
     }
+    return 0;
+}
+
+/* ---- row blocks ------------------------------------------------------------ */
+
+/* dot(A, w), elementwise loops over A's rows that read it, and dot(A^T, g)
+ * of what they computed (the forward and backward pass of a linear model:
+ * X w, the loss's adjoint per row, X^T g) read A twice, a pass over
+ * memory each when A is larger than the cache.  Run instead over blocks
+ * of rows, A's block is read by the second product while in the cache:
+ * the first product and the loops compute their rows of the block, and
+ * the second accumulates A_block^T g_block (BLAS with beta 1 after the
+ * first block).  The fused reductions fold their elements in the same
+ * order as unblocked.  Steps between the two products that read neither
+ * run before; those that read the loops' results (a reduction's) after.
+ * Checked at each call: A row-major, and the memory the blocks write not
+ * overlapping other than row for row. */
+enum { TGI_ROW_BLOCK_BYTES = 256 * 1024 };
+
+typedef struct rowplan {
+    int a, w, v1, v2, g;        /* A, w, dot(A, w), dot(A^T, g), g */
+    int *kind;                  /* per step between: 0 before, 1 rows, 2 after */
+    unsigned char *in_rows;     /* per node: written by the row steps (or v1) */
+    unsigned char *late;        /* per node: computed after (a reduction of the rows, or later) */
+} rowplan;
+
+static bool row_vec(const tgV_graph *g, int v, tgV_size n)
+{
+    return g->nodes[v].ndim == 1 && g->nodes[v].shape[0] == n;
+}
+
+/* The nodes a step reads from outside it, into r (at most max); -1 for a
+ * step kind that is never moved. */
+static int step_reads(const tgH_sched *s, const tgH_step *step, int *r, int max)
+{
+    const tgV_node *n = &s->g->nodes[step->node];
+    int c = 0;
+    switch (step->kind) {
+    case TGH_LOOP:
+        for (int i = 0; i < step->nins && c < max; i++)
+            r[c++] = step->ins[i];
+        return c;
+    case TGH_VIEW: case TGH_REDUCE: case TGH_DOT: case TGH_GEMM: case TGH_RESHAPE:
+        for (int i = 0; i < n->nargs && c < max; i++)
+            r[c++] = n->args[i];
+        return c;
+    default:
+        return -1;
+    }
+}
+
+/* A loop over the rows: its nodes and outputs of A's row count, its inputs
+ * of that or of one element (0-d, or static sizes 1), its reductions 0-d. */
+static bool row_loop(const tgH_sched *s, const tgH_step *step, tgV_size n)
+{
+    const tgV_graph *g = s->g;
+    if (step->kind != TGH_LOOP)
+        return false;
+    for (int i = 0; i < step->nnodes; i++)
+        if (!row_vec(g, step->nodes[i], n))
+            return false;
+    for (int i = 0; i < step->nins; i++) {
+        const tgV_node *x = &g->nodes[step->ins[i]];
+        bool one = true;
+        for (int d = 0; d < x->ndim; d++)
+            one &= x->shape[d] == 1;
+        if (!one && !row_vec(g, step->ins[i], n))
+            return false;
+    }
+    for (int i = 0; i < step->nreds; i++)
+        if (g->nodes[step->reds[i]].ndim != 0)
+            return false;
+    return true;
+}
+
+/* The plan for steps k1 (a dot(A, w)) to the dot(A^T, g) after it: the
+ * index of that step, or 0 when the steps are not of that form. */
+static int row_plan(const tgH_sched *s, int k1, rowplan *P)
+{
+    const tgV_graph *g = s->g;
+    const tgV_node *d1 = &g->nodes[s->steps[k1].node];
+    if (d1->op != TGV_DOT || d1->nargs != 2 || !tgV_is_float(d1->dtype))
+        return 0;
+    int a = d1->args[0], w = d1->args[1];
+    const tgV_node *A = &g->nodes[a];
+    if (A->ndim != 2 || g->nodes[w].ndim != 1 || A->dtype != d1->dtype || g->nodes[w].dtype != d1->dtype)
+        return 0;
+    tgV_size n = A->shape[0];
+    int k2 = k1 + 1;
+    for (; k2 < s->nsteps && s->steps[k2].kind != TGH_DOT && s->steps[k2].kind != TGH_GEMM; k2++)
+        ;
+    if (k2 >= s->nsteps || s->steps[k2].kind != TGH_DOT)
+        return 0;
+    const tgV_node *d2 = &g->nodes[s->steps[k2].node];
+    if (d2->op != TGV_DOT || d2->nargs != 2 || d2->dtype != d1->dtype)
+        return 0;
+    const tgV_node *at = &g->nodes[d2->args[0]];
+    if (at->op != TGV_TRANSPOSE || at->args[0] != a || !row_vec(g, d2->args[1], n) ||
+        g->nodes[d2->args[1]].dtype != d1->dtype)
+        return 0;
+    P->a = a, P->w = w, P->v1 = s->steps[k1].node, P->v2 = s->steps[k2].node, P->g = d2->args[1];
+    P->kind = calloc((size_t)(k2 - k1 + 1), sizeof *P->kind);
+    P->in_rows = calloc((size_t)g->n, 1);
+    P->late = calloc((size_t)g->n, 1);
+    if (!P->kind || !P->in_rows || !P->late)
+        return 0;
+    P->in_rows[P->v1] = 1;
+    int nrows = 0;
+    for (int k = k1 + 1; k < k2; k++) {
+        const tgH_step *step = &s->steps[k];
+        int r[64], nr = step_reads(s, step, r, 64);
+        if (nr < 0 || nr >= 64)
+            return 0;
+        bool rows = false, late = false;
+        for (int i = 0; i < nr; i++)
+            rows |= P->in_rows[r[i]], late |= P->late[r[i]];
+        int kind = late ? 2 : rows && row_loop(s, step, n) ? 1 : rows ? 2 : 0;
+        P->kind[k - k1] = kind;
+        if (kind == 1) {
+            nrows++;
+            for (int i = 0; i < step->nnodes; i++)
+                P->in_rows[step->nodes[i]] = 1;
+            for (int i = 0; i < step->nreds; i++)
+                P->late[step->reds[i]] = 1;
+        } else if (kind == 2) {
+            P->late[step->node] = 1;
+            for (int i = 0; step->kind == TGH_LOOP && i < step->nnodes; i++)
+                P->late[step->nodes[i]] = 1;
+            for (int i = 0; step->kind == TGH_LOOP && i < step->nreds; i++)
+                P->late[step->reds[i]] = 1;
+        }
+    }
+    /* the rows must not wait for a step after them, nor g */
+    for (int k = k1 + 1; k < k2; k++)
+        if (P->kind[k - k1] == 1) {
+            const tgH_step *step = &s->steps[k];
+            for (int i = 0; i < step->nins; i++)
+                if (P->late[step->ins[i]])
+                    return 0;
+        }
+    return nrows && P->in_rows[P->g] && !P->late[P->g] ? k2 : 0;
+}
+
+static void plan_free(rowplan *P)
+{
+    free(P->kind), free(P->in_rows), free(P->late);
+}
+
+/* Whether the byte ranges of a and b (1-d, or A) overlap. */
+static bool overlaps(const tgI_arr *a, const tgI_arr *b)
+{
+    const char *a0 = a->data, *b0 = b->data;
+    const char *a1 = a0 + (a->ndim ? a->strides[0] * (a->shape[0] ? a->shape[0] - 1 : 0) : 0) + 8;
+    const char *b1 = b0 + (b->ndim ? b->strides[0] * (b->shape[0] ? b->shape[0] - 1 : 0) : 0) + 8;
+    if (a->ndim == 2)
+        a1 += a->strides[1] * (a->shape[1] ? a->shape[1] - 1 : 0);
+    if (b->ndim == 2)
+        b1 += b->strides[1] * (b->shape[1] ? b->shape[1] - 1 : 0);
+    return a0 < b1 && b0 < a1;
+}
+
+/* Steps move (before the first product, after the second) and values
+ * are written a block at a time: safe when no two values the steps of
+ * the window touch share memory where one of them is written, except
+ * values only the steps that run before touch, or only those after
+ * (they keep their order), two row values in the same memory row for
+ * row (a loop's output in place of its input) that only the row steps
+ * touch, and a value in place of one its step reads, read by nothing
+ * else.  The second product
+ * accumulates in a buffer of its own, copied in place at the end. */
+static bool window_memory_ok(const tgH_sched *s, const tgI_state *st, const rowplan *P, int k1, int k2)
+{
+    const tgV_graph *g = s->g;
+    tgV_size rows = g->nodes[P->a].shape[0];
+    int cap = 0;
+    for (int k = k1; k <= k2; k++)
+        cap += s->steps[k].nins + s->steps[k].nouts + s->steps[k].nreds + g->nodes[s->steps[k].node].nargs + 2;
+    int *t = malloc((size_t)cap * sizeof *t);
+    unsigned char *wr = calloc((size_t)g->n, 1), *moved = calloc((size_t)g->n, 1), *seen = calloc((size_t)g->n, 1);
+    int *reads = calloc((size_t)g->n, sizeof *reads);
+    bool ok = t && wr && moved && seen && reads;
+    int nt = 0;
+#define TOUCH(v, w, m) do { int v_ = (v); if (!seen[v_]) seen[v_] = 1, t[nt++] = v_; wr[v_] |= (w); \
+                            moved[v_] |= (unsigned char)(m); reads[v_] += !(w); } while (0)
+    for (int k = k1; ok && k <= k2; k++) {
+        const tgH_step *step = &s->steps[k];
+        const tgV_node *n = &g->nodes[step->node];
+        int kind = k == k1 || k == k2 ? 1 : P->kind[k - k1];
+        int mv = 1 << kind;     /* the group of steps that touch the node */
+        if (step->kind == TGH_LOOP) {
+            for (int i = 0; i < step->nins; i++)
+                TOUCH(step->ins[i], 0, mv);
+            for (int i = 0; i < step->nouts; i++)
+                TOUCH(step->outs[i], 1, mv);
+            for (int i = 0; i < step->nreds; i++)
+                TOUCH(step->reds[i], 1, mv);
+        } else {
+            for (int i = 0; i < n->nargs; i++)
+                TOUCH(n->args[i], 0, mv);
+            if (k != k2)
+                TOUCH(step->node, step->kind != TGH_VIEW, mv);
+        }
+    }
+#undef TOUCH
+    for (int i = 0; ok && i < nt; i++) {
+        const tgI_arr *x = &st->vals[t[i]];
+        if (!x->data)
+            continue;
+        for (int j = i + 1; ok && j < nt; j++) {
+            const tgI_arr *y = &st->vals[t[j]];
+            if (!y->data || !(wr[t[i]] || wr[t[j]]) || !overlaps(x, y))
+                continue;
+            bool same = x->data == y->data && x->ndim == y->ndim &&
+                        !memcmp(x->strides, y->strides, (size_t)x->ndim * sizeof *x->strides);
+            /* touched only by the steps that run before, or only by those
+             * after: in their order */
+            unsigned m = moved[t[i]] | moved[t[j]];
+            ok = m == 1 || m == 4;
+            /* a row value in place of another, in the rows */
+            ok |= same && row_vec(g, t[i], rows) && row_vec(g, t[j], rows) && m == 2;
+            /* a value in place of one the same step reads, read by nothing else */
+            ok |= same && wr[t[i]] != wr[t[j]] && reads[wr[t[i]] ? t[j] : t[i]] <= 1;
+        }
+    }
+    free(t), free(wr), free(moved), free(seen), free(reads);
+    return ok;
+}
+
+/* The nodes of A's row count the row steps write and read, each once,
+ * into list (their values are moved to each block in turn); the
+ * checks on memory: 1 when the blocks may run. */
+static int row_nodes(const tgH_sched *s, const tgI_state *st, const rowplan *P, int k1, int k2, int *list,
+                     unsigned char *mark, int *nl)
+{
+    const tgV_graph *g = s->g;
+    tgV_size rows = g->nodes[P->a].shape[0];
+    int n = 0;
+#define ADD(v) do { int v_ = (v); if (!mark[v_] && row_vec(g, v_, rows)) mark[v_] = 1, list[n++] = v_; } while (0)
+    ADD(P->v1);
+    for (int k = k1 + 1; k < k2; k++) {
+        const tgH_step *step = &s->steps[k];
+        if (P->kind[k - k1] != 1)
+            continue;
+        ADD(step->node);
+        for (int i = 0; i < step->nins; i++)
+            ADD(step->ins[i]);
+        for (int i = 0; i < step->nouts; i++)
+            ADD(step->outs[i]);
+    }
+#undef ADD
+    *nl = n;
+    /* what the blocks write: v1 and the row steps' outputs (mark 2) */
+    mark[P->v1] = 2;
+    for (int k = k1 + 1; k < k2; k++)
+        for (int i = 0; P->kind[k - k1] == 1 && i < s->steps[k].nouts; i++)
+            mark[s->steps[k].outs[i]] = 2;
+    const tgI_arr *A = &st->vals[P->a];
+    size_t es = tgV_dtype_size(A->dtype);
+    if (A->strides[1] != (int64_t)es || A->strides[0] < A->shape[1] * (int64_t)es ||
+        A->strides[0] % (int64_t)es || A->shape[0] == 0 || A->shape[1] == 0 ||
+        st->vals[P->w].strides[0] != (int64_t)es || st->vals[P->v1].strides[0] != (int64_t)es ||
+        st->vals[P->g].strides[0] != (int64_t)es)
+        return 0;
+    return window_memory_ok(s, st, P, k1, k2);
+}
+
+/* Run steps k1 to k2 as row blocks when they are of that form: k2, or 0
+ * when they are not (the caller runs them one by one), or -1 with err. */
+static int row_blocks(const tgH_sched *s, tgI_state *st, int k1, tg_error *err)
+{
+    const tgV_graph *g = s->g;
+    rowplan P = {0};
+    int k2 = row_plan(s, k1, &P), rc = 0;
+    const tgBl_fns *bl = k2 ? tgBl_get(err) : NULL;
+    int *list = k2 ? malloc((size_t)g->n * sizeof *list) : NULL;
+    unsigned char *mark = k2 ? calloc((size_t)g->n, 1) : NULL;
+    tgI_arr *saved = k2 ? malloc((size_t)g->n * sizeof *saved) : NULL;
+    int nl = 0;
+    if (!k2 || !bl || !list || !mark || !saved || !row_nodes(s, st, &P, k1, k2, list, mark, &nl)) {
+        if (k2 && bl && list && mark && saved) {    /* one by one */
+            for (int k = k1; k <= k2 && rc == 0; k++)
+                rc = run_step(s, st, k, err) < 0 ? -1 : 0;
+            rc = rc < 0 ? -1 : k2;
+        }
+        goto done;
+    }
+    /* the views and loops that read nothing of the rows run first (A's
+     * transpose among them) */
+    for (int k = k1 + 1; k < k2; k++)
+        if (P.kind[k - k1] == 0 && run_step(s, st, k, err) < 0) {
+            rc = -1;
+            goto done;
+        }
+    {
+        const tgI_arr *A = &st->vals[P.a];
+        tg_dtype d = A->dtype;
+        size_t es = tgV_dtype_size(d);
+        int64_t N = A->shape[0], F = A->shape[1], lda = A->strides[0] / (int64_t)es;
+        int64_t B = TGI_ROW_BLOCK_BYTES / (F * (int64_t)es);
+        B = B < 64 ? 64 : B;
+        /* the fused reductions accumulate over all blocks */
+        int nred = 0;
+        for (int k = k1 + 1; k < k2; k++)
+            if (P.kind[k - k1] == 1)
+                nred += s->steps[k].nreds;
+        facc *Fa = calloc((size_t)(nred ? nred : 1), sizeof *Fa);
+        if (!Fa) {
+            rc = -1, tgE_nomem(err);
+            goto done;
+        }
+        int r = 0;
+        char *y2v = NULL;
+        for (int k = k1 + 1; k < k2 && rc == 0; k++)
+            if (P.kind[k - k1] == 1) {
+                donated(s, st, &s->steps[k]);
+                for (int q = 0; q < s->steps[k].nreds && rc == 0; q++, r++)
+                    if (reduce_begin(s, st, s->steps[k].reds[q], &Fa[r], err) < 0)
+                        rc = -1;
+            }
+        if (rc == 0) {
+            for (int i = 0; i < nl; i++)
+                saved[i] = st->vals[list[i]];
+            const char *a0 = A->data, *wv = st->vals[P.w].data;
+            char *y2 = malloc((size_t)F * es);
+            if (!y2) {
+                rc = -1, tgE_nomem(err);
+                goto blocks_done;
+            }
+            for (int64_t i0 = 0; i0 < N; i0 += B) {
+                int64_t b = N - i0 < B ? N - i0 : B;
+                for (int i = 0; i < nl; i++) {
+                    tgI_arr *x = &st->vals[list[i]];
+                    x->shape[0] = b;
+                    x->data = saved[i].data + i0 * saved[i].strides[0];
+                }
+                const char *ab = a0 + i0 * lda * (int64_t)es;
+                char *y1 = st->vals[P.v1].data, *gb = st->vals[P.g].data;
+                if (d == TG_FLOAT64) {
+                    bl->dgemv(CblasRowMajor, CblasNoTrans, (int)b, (int)F, 1.0, (const double *)ab, (int)lda,
+                              (const double *)wv, 1, 0.0, (double *)y1, 1);
+                } else {
+                    bl->sgemv(CblasRowMajor, CblasNoTrans, (int)b, (int)F, 1.0f, (const float *)ab, (int)lda,
+                              (const float *)wv, 1, 0.0f, (float *)y1, 1);
+                }
+                int r2 = 0;
+                for (int k = k1 + 1; k < k2; k++) {
+                    if (P.kind[k - k1] != 1)
+                        continue;
+                    const tgH_step *step = &s->steps[k];
+                    const facc *F0 = step->nreds ? &Fa[r2] : NULL;
+                    r2 += step->nreds;
+                    if (st->kern && st->kern[k])
+                        run_native(st, step, st->kern[k], F0);
+                    else
+                        run_loop(s, st, step, st->pos, F0);
+                }
+                if (d == TG_FLOAT64)
+                    bl->dgemv(CblasRowMajor, CblasTrans, (int)b, (int)F, 1.0, (const double *)ab, (int)lda,
+                              (const double *)gb, 1, i0 ? 1.0 : 0.0, (double *)y2, 1);
+                else
+                    bl->sgemv(CblasRowMajor, CblasTrans, (int)b, (int)F, 1.0f, (const float *)ab, (int)lda,
+                              (const float *)gb, 1, i0 ? 1.0f : 0.0f, (float *)y2, 1);
+            }
+            for (int i = 0; i < nl; i++)
+                st->vals[list[i]] = saved[i];
+            y2v = y2;
+        }
+    blocks_done:
+        /* accumulators stored (or freed after an error) */
+        r = 0;
+        for (int k = k1 + 1; k < k2; k++)
+            if (P.kind[k - k1] == 1)
+                for (int q = 0; q < s->steps[k].nreds; q++, r++) {
+                    if (!Fa[r].acc)
+                        continue;
+                    if (rc == 0)
+                        reduce_end(s, st, s->steps[k].reds[q], &Fa[r]);
+                    else
+                        free(Fa[r].acc);
+                }
+        free(Fa);
+        /* the steps that read the rows' reductions, then the second product
+         * in its place */
+        for (int k = k1 + 1; k < k2 && rc == 0; k++)
+            if (P.kind[k - k1] == 2 && run_step(s, st, k, err) < 0)
+                rc = -1;
+        if (rc == 0) {
+            const tgI_arr *V2 = &st->vals[P.v2];
+            for (int64_t j = 0; j < F; j++)
+                memcpy(V2->data + j * V2->strides[0], y2v + j * (int64_t)es, es);
+            rc = k2;
+        }
+        free(y2v);
+    }
+done:
+    plan_free(&P);
+    free(list), free(mark), free(saved);
+    return rc;
+}
+
+/* Run the steps, row blocks where they apply (blocked), then copy the
+ * outputs not written in place. */
+static int exec_steps(const tgH_sched *s, tgI_state *st, tg_array *out, int blocked, tg_error *err)
+{
+    const tgV_graph *g = s->g;
+    for (int k = 0; k < s->nsteps; k++) {
+        if (blocked && s->steps[k].kind == TGH_DOT) {
+            int last = row_blocks(s, st, k, err);
+            if (last < 0)
+                return -1;
+            if (last > 0) {
+                k = last;
+                continue;
+            }
+        }
+        if (run_step(s, st, k, err) < 0)
+            return -1;
+    }
     for (int i = 0; i < g->noutputs; i++) {
         const tgI_arr *a = &st->vals[g->outputs[i]];
         if (a->data == out[i].data)
@@ -1453,4 +1875,9 @@ int tgI_exec(const tgH_sched *s, tgI_state *st, tg_array *out, tg_error *err)
         copy_arr(&o, a);
     }
     return 0;
+}
+
+int tgI_exec(const tgH_sched *s, tgI_state *st, tg_array *out, tg_error *err)
+{
+    return exec_steps(s, st, out, 0, err);
 }

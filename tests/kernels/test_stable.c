@@ -306,6 +306,99 @@ static void check_grad_graph(void)
     free(before), free(after);
 }
 
+/* ---- the logistic regression, run in row blocks ------------------------------ */
+
+/* loss, d/dw, d/db of mean(-y log p - (1-y) log(1-p)) + 0.01 sum(w^2),
+ * p = sigmoid(X w + b), in long double; X row i at X + i * rs. */
+static long double ref_logreg(long n, long f, const double *X, long rs, const double *y, const double *w,
+                              double b, long double *dw, long double *db)
+{
+    long double loss = 0, gb = 0;
+    for (long j = 0; j < f; j++)
+        dw[j] = 0.02L * w[j];
+    for (long i = 0; i < n; i++) {
+        long double z = b;
+        for (long j = 0; j < f; j++)
+            z += (long double)X[i * rs + j] * w[j];
+        long double p = 1 / (1 + expl(-z)), g = (p - y[i]) / n;
+        loss += y[i] * log1pl(expl(-z)) + (1 - y[i]) * log1pl(expl(z));
+        gb += g;
+        for (long j = 0; j < f; j++)
+            dw[j] += g * X[i * rs + j];
+    }
+    long double r = 0;
+    for (long j = 0; j < f; j++)
+        r += (long double)w[j] * w[j];
+    *db = gb;
+    return loss / n + 0.01L * r;
+}
+
+/* The function of bench/grad logreg (its gradients in one pass over
+ * blocks of X's rows where X is row-major: interp.c), against the long
+ * double loop, with rows enough for several blocks, z up to +-60, and X
+ * also as every other column of a wider array (blocks) and reversed
+ * (no blocks: one pass per product). */
+static void check_logreg(void)
+{
+    enum { NR = 3001, NF = 37 };
+    static const char ins[] = "(input X float64 (n f)) (input y float64 (n)) (input w float64 (f)) (input b float64 ())";
+#define P_ "(sigmoid (add (dot (input X float64 (n f)) (input w float64 (f))) (input b float64 ())))"
+#define COST_ "(add (mean (sub (neg (mul (input y float64 (n)) (log " P_ "))) (mul (sub 1 (input y float64 (n))) " \
+              "(log (sub 1 " P_ ")))) all) (mul 0.01 (sum (sqr (input w float64 (f))) all)))"
+    static const char outs[] = COST_ " (grad " COST_ " (input w float64 (f))) (grad " COST_ " (input b float64 ()))";
+#undef P_
+#undef COST_
+    tg_error err;
+    tg_term *it[4], *ot[3];
+    kt_read_terms(ctx, ins, it, &err);
+    kt_read_terms(ctx, outs, ot, &err);
+    tg_fn_options o = {.interpret = kt_path, .rules = lib};
+    tg_fn *f = tg_fn_compile(ctx, 4, it, 3, ot, &o, &err);
+    if (!f) {
+        TAP_CHECK(0, "%s, the logistic regression compiles (%s)", path(), err.message);
+        return;
+    }
+    double *Xw = malloc(sizeof(double) * NR * NF * 2), y[NR], w[NF], b = 0.25;
+    for (long i = 0; i < (long)NR * NF * 2; i++)
+        Xw[i] = kt_unif(-1, 1);
+    for (int i = 0; i < NR; i++)
+        y[i] = kt_rand() % 2;
+    for (int j = 0; j < NF; j++)
+        w[j] = kt_unif(-6, 6);      /* z up to about 60 */
+    for (int layout = 0; layout < 3; layout++) {
+        /* 0: row-major; 1: every other column of a wider array; 2: rows reversed */
+        tg_array in[4], out[3];
+        int64_t sx[2] = {NR, NF};
+        tg_array_init(&in[0], TG_FLOAT64, 2, sx, Xw);
+        long rs = NF;
+        if (layout == 1)
+            in[0].strides[0] = 2 * NF * 8, in[0].strides[1] = 8, rs = 2 * NF;
+        if (layout == 2)
+            in[0].data = Xw + (long)(NR - 1) * NF, in[0].strides[0] = -NF * 8, rs = -NF;
+        tg_array_init(&in[1], TG_FLOAT64, 1, &sx[0], y);
+        tg_array_init(&in[2], TG_FLOAT64, 1, &sx[1], w);
+        tg_array_init(&in[3], TG_FLOAT64, 0, NULL, &b);
+        memset(out, 0, sizeof out);
+        long double dw[NF], db;
+        long double loss = ref_logreg(NR, NF, in[0].data, rs, y, w, b, dw, &db);
+        int ok = tg_fn_call(f, in, out, &err) == 0;
+        double worst = 0;
+        if (ok) {
+            worst = fabs((double)((*(double *)out[0].data - loss) / loss));
+            worst = fmax(worst, fabs((double)((*(double *)out[2].data - db) / (fabsl(db) + 1e-3))));
+            for (int j = 0; j < NF; j++)
+                worst = fmax(worst, fabs((double)((((double *)out[1].data)[j] - dw[j]) / (fabsl(dw[j]) + 1e-3))));
+        }
+        TAP_CHECK(ok && worst <= 1e-12, "%s, logistic regression loss and gradients, %d x %d, X %s: within %.2g "
+                  "of a long double loop", path(), NR, NF,
+                  layout == 0 ? "row-major" : layout == 1 ? "every other column" : "rows reversed", worst);
+        for (int i = 0; i < 3; i++)
+            free(out[i].data);
+    }
+    free(Xw);
+    tg_fn_free(f);
+}
+
 int main(void)
 {
     ctx = tg_ctx_new(NULL);
@@ -323,6 +416,7 @@ int main(void)
             check_logsumexp(axes[k], axis[k], 1);
         }
         check_grads();
+        check_logreg();
     }
     check_grad_graph();
     tg_rules_free(lib);
