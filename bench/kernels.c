@@ -17,12 +17,16 @@
 #include <dlfcn.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
 
 #include "tgrel.h"
 #include "bench.h"
@@ -35,6 +39,18 @@ static double now(void)
     struct timespec t;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* The tick counter the profiles read (as src/clock.h). */
+static uint64_t ticks(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    return __rdtsc();
+#else
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+#endif
 }
 
 static double wall(void)
@@ -420,8 +436,23 @@ static void bench_overhead(tg_ctx *ctx)
             sink += exp(x + i * 1e-12) * y + sin(z) / (1 + x * x);
         tr[r] = (now() - t) / calls;
     }
-    printf("{\"bench\":\"call_overhead_1elem\",\"ns_per_call\":%.1f,\"ref_inline_ns\":%.1f}\n",
-           bench_median(ts, 5) * 1e9, bench_median(tr, 5) * 1e9);
+    /* what timing every call for its profile would cost: two reads of
+     * the tick counter (tg_fn_profile reads them on one call in 8 of a
+     * function this short, and on every call of a long one) */
+    double tt[5];
+    uint64_t acc = 0;
+    for (int r = 0; r < 5; r++) {
+        double t = now();
+        for (long i = 0; i < calls; i++) {
+            uint64_t t0 = ticks();
+            acc += ticks() - t0;
+        }
+        tt[r] = (now() - t) / calls;
+    }
+    sink += (double)acc;
+    printf("{\"bench\":\"call_overhead_1elem\",\"ns_per_call\":%.1f,\"ref_inline_ns\":%.1f,"
+           "\"profile_timing_every_call_ns\":%.1f}\n",
+           bench_median(ts, 5) * 1e9, bench_median(tr, 5) * 1e9, bench_median(tt, 5) * 1e9);
     tg_fn_free(fn);
 }
 

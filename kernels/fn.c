@@ -21,7 +21,7 @@
 #include "state.h"
 #include "userop.h"
 
-enum { CALLS_TIMED = 64, SAMPLE = 8 };
+enum { CALLS_TIMED = 64, SAMPLE = 8, LONG_CALL = 10000 };
 
 struct tg_fn {
     tgV_graph *g;
@@ -32,8 +32,10 @@ struct tg_fn {
     tgCk *check;            /* the checking mode, or NULL */
     tgSt_fn *state;         /* shared variables, updates, non-strict inputs; or NULL */
     /* the profile (tg_fn_profile): its calls are timed in ticks, the
-     * first CALLS_TIMED each, then one in SAMPLE (reading the counter
-     * twice a call would add about 5% to a call of a few elements) */
+     * first CALLS_TIMED each; after them, when they took less than
+     * LONG_CALL ticks on average, one in SAMPLE (reading the counter twice
+     * a call adds about 5% to a call of a few elements), else all (a
+     * sample would multiply the noise of preemptions by SAMPLE) */
     tg_fn_stats prof;
     uint64_t call_ticks, sampled_ticks, nsampled;
     tgTm_mark mark;
@@ -332,7 +334,7 @@ int tg_fn_call(tg_fn *fn, const tg_array *inputs, tg_array *outputs, tg_error *e
         return tgE_arg(err, "kernels: tg_fn_call needs a function, inputs and outputs"), -1;
     fn->st.intr = 0;    /* a request made between calls is dropped */
     unsigned long long k = fn->prof.calls++;
-    int timed = k < CALLS_TIMED || k % SAMPLE == 0;
+    int timed = k < CALLS_TIMED || k % SAMPLE == 0 || fn->call_ticks >= (uint64_t)LONG_CALL * CALLS_TIMED;
     uint64_t t0 = timed ? tgTm_ticks() : 0;
     int rc = fn->state ? tgSt_call(fn->s, &fn->st, fn->state, inputs, outputs, err)
                        : tgI_run(fn->s, &fn->st, inputs, outputs, err);
@@ -340,7 +342,7 @@ int tg_fn_call(tg_fn *fn, const tg_array *inputs, tg_array *outputs, tg_error *e
         rc = tgCk_run(fn->check, inputs, outputs, err);
     if (timed) {
         uint64_t d = tgTm_ticks() - t0;
-        if (k < CALLS_TIMED)
+        if (k < CALLS_TIMED || fn->call_ticks >= (uint64_t)LONG_CALL * CALLS_TIMED)
             fn->call_ticks += d;
         else
             fn->sampled_ticks += d, fn->nsampled++;
@@ -373,7 +375,8 @@ int tg_fn_profile(const tg_fn *fn, tg_fn_stats *out)
     if (!fn || !out)
         return -1;
     *out = fn->prof;
-    /* the calls after the first CALLS_TIMED, from those sampled */
+    /* the calls after the first CALLS_TIMED, from those sampled (none when
+     * every call is timed) */
     double ticks = (double)fn->call_ticks;
     if (fn->nsampled)
         ticks += (double)fn->sampled_ticks / (double)fn->nsampled * (double)(fn->prof.calls - CALLS_TIMED);

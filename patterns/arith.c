@@ -21,7 +21,8 @@ enum {
     Q_QUO, Q_REM, Q_FLOORDIV, Q_MOD, Q_POW,
     Q_LT, Q_LE, Q_GT, Q_GE, Q_EQ, Q_NE,
     Q_DOUBLE, Q_FLOAT32, Q_EXACT, Q_INT, Q_FLOOR, Q_CEIL, Q_TRUNC, Q_ROUND,
-    Q_EXP, Q_LOG, Q_LOG1P, Q_SQRT, Q_SIN, Q_COS, Q_TANH, Q_SIGMOID
+    Q_EXP, Q_LOG, Q_LOG1P, Q_SQRT, Q_SIN, Q_COS, Q_TANH, Q_SIGMOID,
+    Q_LIKE
 };
 
 static const struct builtin {
@@ -47,6 +48,7 @@ static const struct builtin {
     [Q_LOG1P] = {"num:log1p", 1, 1}, [Q_SQRT] = {"num:sqrt", 1, 1},
     [Q_SIN] = {"num:sin", 1, 1},    [Q_COS] = {"num:cos", 1, 1},
     [Q_TANH] = {"num:tanh", 1, 1},  [Q_SIGMOID] = {"num:sigmoid", 1, 1},
+    [Q_LIKE] = {"num:like", 2, -1},
 };
 
 #define NBUILTINS ((int)(sizeof builtins / sizeof *builtins))
@@ -565,6 +567,14 @@ int tgQ_apply(tg_ctx *ctx, int id, unsigned n, tg_term *const *a, tg_term **out)
         return w == K_RAT ? 0 : int_division(ctx, id, a[0], a[1], out);
     case Q_POW:
         return power(ctx, a[0], a[1], out);
+    case Q_LIKE:
+        /* a[0] as a double when any of the others is not an integer: what
+         * a tensor op on those numbers computes (the kernels take every
+         * non-integer number for a float) */
+        if (widest(n - 1, a + 1) >= K_RAT && nkind(a[0]) != K_DBL)
+            return put_d(ctx, to_d(a[0]), out);
+        *out = a[0];
+        return 1;
     default:
         return unary(ctx, id, a[0], out);
     }

@@ -591,8 +591,9 @@ typedef struct tg_fn_stats {
     size_t nodes_before;    /* distinct compound nodes of the outputs, before rewriting */
     size_t nodes_after;     /* and after (the same without rules) */
     unsigned long long calls;   /* tg_fn_call calls, failed ones included */
-    double call_ms;         /* their total time (the first 64 calls timed, then one in 8,
-                             * the others estimated from those); / calls: per call */
+    double call_ms;         /* their total time (the first 64 calls timed, then all when
+                             * those were long, else one in 8 and the others estimated
+                             * from those); call_ms / calls: per call */
 } tg_fn_stats;
 /* Fill *out with fn's profile.  0, or -1 when fn or out is NULL. */
 int tg_fn_profile(const tg_fn *fn, tg_fn_stats *out);

@@ -65,6 +65,20 @@ input ":load $tmp/alg.rules" ':rewrite simplify (add 0 (neg (neg y)))' ':profile
 t ":load, :rewrite and :profile" 0 "y
 (profile simplify (passes 2) (nodes 3 0 3) (rewrites 2) (conditions 0) (rules (add-zero 1 0) (neg-neg 1 0)) (never-fired))" "" "$TGREL"
 
+input ':profile eval' ':profile fn nothing' ':profile rewrite' ':profile sideways' ':profile fn'
+t ":profile's errors: nothing yet, no such function, a bad argument" 1 "" \
+"<stdin>:1:1: no :eval has compiled a function yet
+<stdin>:2:1: no function nothing (:fn defines one)
+<stdin>:3:1: no rewrite has run yet
+<stdin>:4:1: usage: :profile ?eval | fn NAME | rewrite?
+<stdin>:5:1: usage: :profile ?eval | fn NAME | rewrite?" "$TGREL"
+
+input ':rewrite simplify (add 0 (neg (neg y)))' ':profile rewrite'
+"$TGREL" "$tmp/alg.rules" - <"$tmp/in" >"$tmp/prof" 2>&1
+grep -q '^  simplify (equilibrium): .* ms, 1 run, 2 passes$' "$tmp/prof" &&
+    grep -q '^ *[0-9.]* us  *1  *0  *1  add-zero$' "$tmp/prof"
+report $? ":profile rewrite times the rewriter and its rules" "$tmp/prof"
+
 input ":rewrite (query simplify (exclude neg-neg)) (add 0 (neg (neg y)))"
 t ":rewrite takes a query" 0 "(neg (neg y))" "" "$TGREL" "$tmp/alg.rules" -
 

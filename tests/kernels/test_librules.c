@@ -358,16 +358,9 @@ static int check_guard(const inst *I, tg_term *e, int strict, char *msg, size_t 
  * still be found wrong (so that the list stays true), every other one
  * right.  They change the type of what they rewrite, which validation
  * refuses when it happens at an output.  doc/rules.md lists them. */
-#define WEAK "exact folding of weak numbers gives an integer where the computation gives a float"
-#define BOOL "a comparison of numbers folds to the integer 0 or 1, not a bool"
 static const struct known { const char *rule, *why; } known_wrong[] = {
-    {"fold-true_div", WEAK}, {"fold-reciprocal", WEAK}, {"fold-maximum", WEAK}, {"fold-minimum", WEAK},
-    {"fold-pow", "an integer to a negative power folds to a rational, where integers compute 0 (or +-1)"},
-    {"fold-lt", BOOL}, {"fold-le", BOOL}, {"fold-gt", BOOL}, {"fold-ge", BOOL}, {"fold-eq", BOOL},
-    {"fold-neq", BOOL},
     {"fold-switch", "a number condition picks one branch, losing the other's dtype and broadcast shape"},
     {"fold-switch-else", "a number condition picks one branch, losing the other's dtype and broadcast shape"},
-    {"fold-cast-float32", "the cast number is a weak float64, not a float32"},
     {"pow-minus-one", "an integer x^-1 (an integer) becomes a float reciprocal"},
     {"pow-minus-two", "an integer x^-2 (an integer) becomes a float reciprocal"},
     {"dot-zero", "it applies only to (dot 0 x), which does not type: never to a graph that compiles"},

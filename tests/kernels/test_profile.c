@@ -97,8 +97,12 @@ static void test_fn_profile(void)
             }
             TAP_CHECK(st.calls == 0 && st.call_ms == 0, "no call yet");
             /* calls: counted, and their time within the time around them */
-            double xs[4] = {0, 1, 2, 3}, os[4];
-            int64_t n = 4;
+            /* long calls (every one timed): their time is far above the
+             * clock's grain and each is counted as it ran */
+            static double xs[1 << 14], os[1 << 14];
+            for (int i = 0; i < 1 << 14; i++)
+                xs[i] = i % 4;
+            int64_t n = 1 << 14;
             tg_array in, res;
             tg_array_init(&in, TG_FLOAT64, 1, &n, xs);
             tg_array_init(&res, TG_FLOAT64, 1, &n, os);
@@ -149,6 +153,22 @@ static void test_fn_profile(void)
     if (fn && tg_fn_profile(fn, &st) == 0)
         TAP_CHECK(st.rewrite_ms == 0 && st.nodes_before == st.nodes_after && st.nodes_before == 3,
                   "without rules: nothing rewritten, the nodes counted once");
+    /* short calls: the first 64 timed, then one in 8, the rest estimated */
+    tg_fn_free(fn);
+    fn = kt_compile(ctx, "(input x float64 (n))", "(exp (input x float64 (n)))", NULL, 0, &err);
+    if (fn) {
+        double x1 = 2, o1;
+        int64_t one = 1;
+        tg_array in, res;
+        tg_array_init(&in, TG_FLOAT64, 1, &one, &x1);
+        tg_array_init(&res, TG_FLOAT64, 1, &one, &o1);
+        int ok = 1;
+        for (int i = 0; i < 1000; i++)
+            ok &= tg_fn_call(fn, &in, &res, &err) == 0;
+        ok &= tg_fn_profile(fn, &st) == 0;
+        TAP_CHECK(ok && st.calls == 1000 && st.call_ms > 0,
+                  "short calls counted, their time estimated: %.2f us per call", st.call_ms * 1e3 / 1000);
+    }
     tg_fn_free(fn);
     tg_rules_free(rs);
 }
