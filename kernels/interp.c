@@ -1796,7 +1796,7 @@ static int row_blocks(const tgH_sched *s, tgI_state *st, int k1, tg_error *err)
                     if (P.kind[k - k1] != 1)
                         continue;
                     const tgH_step *step = &s->steps[k];
-                    const facc *F0 = step->nreds ? &Fa[r2] : NULL;
+                    facc *F0 = step->nreds ? &Fa[r2] : NULL;
                     r2 += step->nreds;
                     if (st->kern && st->kern[k])
                         run_native(st, step, st->kern[k], F0);
