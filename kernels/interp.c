@@ -1707,6 +1707,7 @@ static int row_nodes(const tgH_sched *s, const tgI_state *st, const rowplan *P, 
     size_t es = tgV_dtype_size(A->dtype);
     if (A->strides[1] != (int64_t)es || A->strides[0] < A->shape[1] * (int64_t)es ||
         A->strides[0] % (int64_t)es || A->shape[0] == 0 || A->shape[1] == 0 ||
+        A->strides[0] / (int64_t)es > INT32_MAX || A->shape[1] > INT32_MAX ||   /* BLAS takes int */
         st->vals[P->w].strides[0] != (int64_t)es || st->vals[P->v1].strides[0] != (int64_t)es ||
         st->vals[P->g].strides[0] != (int64_t)es)
         return 0;
