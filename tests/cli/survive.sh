@@ -70,7 +70,7 @@ t "a bad --timeout is a usage error" 2 "" "*--timeout takes*" \
 
 printf '(defrel (p x) (conde ((== x 2)) ((undefined-rel x))))\n(run* (q) (p q))\n(run* (q) (== q 1))\n' >"$tmp/in"
 t "machine mode: a run that finds an answer and then fails prints the error alone" 1 \
-    ";;end${nl}!error <stdin>:2:1: undefined relation undefined-rel${nl};;end${nl}(1)${nl};;end" "" \
+    ";;end${nl}!error <stdin>:1:34: undefined relation undefined-rel${nl};;end${nl}(1)${nl};;end" "" \
     "$TGREL" --machine
 : >"$tmp/in"
 

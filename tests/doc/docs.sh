@@ -122,9 +122,9 @@ transcripts() {
         ' "$tmp/got"
     done
     # A profile's times vary: numbers with a decimal point on a line with a
-    # time (" ms", " us") compare as T.
+    # time (" ms", " us") compare as T, whatever their width.
     for f in "$tmp"/want.* "$tmp"/got.*; do
-        sed -E '/ (ms|us)([ ,)]|$)/ s/[0-9]+\.[0-9]+/T/g' "$f" >"$f.t" && mv "$f.t" "$f"
+        sed -E '/ (ms|us)([ ,)]|$)/ s/ *[0-9]+\.[0-9]+/ T/g' "$f" >"$f.t" && mv "$f.t" "$f"
     done
     i=1
     prev=0
