@@ -253,8 +253,13 @@ static void test_clear(void)
     TAP_CHECK(exists(name) && gone.entries == 0, "the entry is kept");
     if (fd >= 0)
         close(fd);
-    TAP_CHECK(tg_cache_clear(&gone, &err) == 0 && gone.entries == 1 && gone.locks == 1 && !exists(name),
-              "released, it goes, with its lock file");
+    /* the lock file goes with the entry, or on its own when the directory
+     * lists it first: counted as a lock only then */
+    char lock[64];
+    snprintf(lock, sizeof lock, "%.32s.lock", name);
+    int rc = tg_cache_clear(&gone, &err);
+    TAP_CHECK(rc == 0 && gone.entries == 1 && gone.locks <= 1 && !exists(name) && !exists(lock),
+              "released, it goes, with its lock file (%s)", rc ? err.message : "");
 }
 
 int main(void)
