@@ -324,26 +324,6 @@ static int64_t count(const tgI_arr *a)
     return c;
 }
 
-static double load_f(const char *p, tg_dtype d)
-{
-    switch (d) {
-    case TG_FLOAT64: { double v; memcpy(&v, p, 8); return v; }
-    case TG_FLOAT32: { float v; memcpy(&v, p, 4); return v; }
-    case TG_INT64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
-    case TG_INT32: { int32_t v; memcpy(&v, p, 4); return v; }
-    default: return *(const unsigned char *)p != 0;
-    }
-}
-
-static int64_t load_i(const char *p, tg_dtype d)
-{
-    switch (d) {
-    case TG_INT64: { int64_t v; memcpy(&v, p, 8); return v; }
-    case TG_INT32: { int32_t v; memcpy(&v, p, 4); return v; }
-    case TG_BOOL: return *(const unsigned char *)p != 0;
-    default: return (int64_t)load_f(p, d);   /* not reached: integers only */
-    }
-}
 
 /* Element at p (dtype sd) stored at q (dtype dd), or added to it. */
 static void put(char *q, tg_dtype dd, const char *p, tg_dtype sd, bool add)
@@ -353,19 +333,19 @@ static void put(char *q, tg_dtype dd, const char *p, tg_dtype sd, bool add)
         return;
     }
     switch (dd) {
-    case TG_FLOAT64: { double v = load_f(p, sd) + (add ? load_f(q, dd) : 0); memcpy(q, &v, 8); break; }
-    case TG_FLOAT32: { float v = (float)(load_f(p, sd) + (add ? load_f(q, dd) : 0)); memcpy(q, &v, 4); break; }
+    case TG_FLOAT64: { double v = tgI_ld_f(p, sd) + (add ? tgI_ld_f(q, dd) : 0); memcpy(q, &v, 8); break; }
+    case TG_FLOAT32: { float v = (float)(tgI_ld_f(p, sd) + (add ? tgI_ld_f(q, dd) : 0)); memcpy(q, &v, 4); break; }
     case TG_INT64: {
-        int64_t v = (int64_t)((uint64_t)load_i(p, sd) + (uint64_t)(add ? load_i(q, dd) : 0));
+        int64_t v = (int64_t)((uint64_t)tgI_ld_i(p, sd) + (uint64_t)(add ? tgI_ld_i(q, dd) : 0));
         memcpy(q, &v, 8);
         break;
     }
     case TG_INT32: {
-        int32_t v = (int32_t)(uint32_t)((uint64_t)load_i(p, sd) + (uint64_t)(add ? load_i(q, dd) : 0));
+        int32_t v = (int32_t)(uint32_t)((uint64_t)tgI_ld_i(p, sd) + (uint64_t)(add ? tgI_ld_i(q, dd) : 0));
         memcpy(q, &v, 4);
         break;
     }
-    default: *(unsigned char *)q = (load_i(p, sd) | (add ? load_i(q, dd) : 0)) != 0;
+    default: *(unsigned char *)q = (tgI_ld_i(p, sd) | (add ? tgI_ld_i(q, dd) : 0)) != 0;
     }
 }
 
@@ -464,11 +444,11 @@ static int run_argmax(const tgV_node *n, const tgI_arr *x, const tgI_arr *y, tg_
         const char *p = base;
         for (int64_t j = 0; j < len; j++) {
             if (fl) {
-                double v = load_f(p, x->dtype);
+                double v = tgI_ld_f(p, x->dtype);
                 if (j == 0 || (bf == bf && (v != v || (mx ? v > bf : v < bf))))
                     bf = v, best = j;
             } else {
-                int64_t v = load_i(p, x->dtype);
+                int64_t v = tgI_ld_i(p, x->dtype);
                 if (j == 0 || (mx ? v > bi : v < bi))
                     bi = v, best = j;
             }
@@ -514,7 +494,7 @@ static int row_of(const tgV_node *n, const tgI_arr *ix, int64_t i, int64_t rows,
         idx[d] = k % ix->shape[d], k /= ix->shape[d];
         p += idx[d] * ix->strides[d];
     }
-    int64_t r = load_i(p, ix->dtype);
+    int64_t r = tgI_ld_i(p, ix->dtype);
     if (r < -rows || r >= rows)
         return fail(n, err, "index %lld is out of range for an axis of size %lld", (long long)r, (long long)rows);
     *out = r < 0 ? r + rows : r;
@@ -592,7 +572,7 @@ static int run_one_hot(const tgV_node *n, const tgI_arr *yv, const tgI_arr *out,
     int64_t k = n->value.i, m = count(yv), idx[TGV_MAXDIM] = {0};
     const char *p = yv->data;
     for (int64_t i = 0; i < m; i++) {
-        int64_t c = load_i(p, yv->dtype);
+        int64_t c = tgI_ld_i(p, yv->dtype);
         if (c < 0 || c >= k)
             return fail(n, err, "label %lld is not among the %lld classes", (long long)c, (long long)k);
         char *q = out->data;

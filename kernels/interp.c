@@ -31,27 +31,6 @@ typedef union reg {
 
 /* ---- elements ----------------------------------------------------------- */
 
-static double ld_f(const char *p, tg_dtype d)
-{
-    switch (d) {
-    case TG_FLOAT64: { double v; memcpy(&v, p, 8); return v; }
-    case TG_FLOAT32: { float v; memcpy(&v, p, 4); return v; }
-    case TG_INT64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
-    case TG_INT32: { int32_t v; memcpy(&v, p, 4); return v; }
-    default: return *(const unsigned char *)p != 0;
-    }
-}
-
-static int64_t ld_i(const char *p, tg_dtype d)
-{
-    switch (d) {
-    case TG_INT64: { int64_t v; memcpy(&v, p, 8); return v; }
-    case TG_INT32: { int32_t v; memcpy(&v, p, 4); return v; }
-    case TG_BOOL: return *(const unsigned char *)p != 0;
-    default: return 0;   /* floats are loaded with ld_f */
-    }
-}
-
 static void st_elem(char *p, tg_dtype d, reg v)
 {
     switch (d) {
@@ -67,9 +46,9 @@ static reg ld_reg(const char *p, tg_dtype d)
 {
     reg r;
     if (tgV_is_float(d))
-        r.f = ld_f(p, d);
+        r.f = tgI_ld_f(p, d);
     else
-        r.i = ld_i(p, d);
+        r.i = tgI_ld_i(p, d);
     return r;
 }
 
@@ -635,9 +614,9 @@ static void red_visit(void *ud, int64_t ox, int64_t oacc)
     const char *p = R->x->data + ox;
     reg v;
     if (R->fl)
-        v.f = ld_f(p, R->x->dtype);
+        v.f = tgI_ld_f(p, R->x->dtype);
     else
-        v.i = ld_i(p, R->x->dtype);
+        v.i = tgI_ld_i(p, R->x->dtype);
     fold_into(R->op, R->fl, R->blk, (reg *)((char *)R->acc + oacc), v);
 }
 
@@ -837,7 +816,7 @@ static void comb_visit(void *ud, int64_t orr, int64_t oc)
 {
     combctx *X = ud;
     reg v;
-    v.f = X->alpha * ld_f(X->r->data + orr, X->r->dtype) + X->beta * ld_f(X->c->data + oc, X->c->dtype);
+    v.f = X->alpha * tgI_ld_f(X->r->data + orr, X->r->dtype) + X->beta * tgI_ld_f(X->c->data + oc, X->c->dtype);
     st_elem(X->r->data + orr, X->r->dtype, v);
 }
 
@@ -997,7 +976,7 @@ static int run_dot(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
         beta = 1;
         for (int i = 3; i < n->nargs; i++) {
             const tgI_arr *a = &st->vals[n->args[i]];
-            double x = ld_f(a->data, a->dtype);
+            double x = tgI_ld_f(a->data, a->dtype);
             if (d == TG_FLOAT32)
                 x = (float)x;
             if (i < 3 + n->nalpha)
@@ -1025,8 +1004,8 @@ static int run_dot(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
             for (int64_t j = 0; j < nn; j++) {
                 uint64_t sum = 0;
                 for (int64_t p = 0; p < k; p++)
-                    sum += (uint64_t)ld_i(A->data + i * ars + p * acs, A->dtype) *
-                           (uint64_t)ld_i(B->data + p * brs + j * bcs, B->dtype);
+                    sum += (uint64_t)tgI_ld_i(A->data + i * ars + p * acs, A->dtype) *
+                           (uint64_t)tgI_ld_i(B->data + p * brs + j * bcs, B->dtype);
                 acc[i * nn + j].i = (int64_t)sum;
             }
         store_regs(C, acc, TG_INT64);

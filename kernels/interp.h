@@ -7,6 +7,8 @@
 #include "codegen.h"
 
 #include <signal.h>
+#include <stdint.h>
+#include <string.h>
 
 /* A value at run time: like tg_array (strides in bytes). */
 typedef struct tgI_arr {
@@ -56,5 +58,29 @@ int tgI_run(const tgH_sched *s, tgI_state *st, const tg_array *in, tg_array *out
  * not written in place into out. */
 int tgI_bind(const tgH_sched *s, tgI_state *st, const tg_array *in, tg_array *out, tg_error *err);
 int tgI_exec(const tgH_sched *s, tgI_state *st, tg_array *out, tg_error *err);
+
+/* One element at p of dtype d, as a double, or as an integer (of an
+ * integer or bool dtype; a float is truncated), for the interpreter's
+ * loops and the ops that pick elements (arrange.c). */
+static inline double tgI_ld_f(const char *p, tg_dtype d)
+{
+    switch (d) {
+    case TG_FLOAT64: { double v; memcpy(&v, p, 8); return v; }
+    case TG_FLOAT32: { float v; memcpy(&v, p, 4); return v; }
+    case TG_INT64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
+    case TG_INT32: { int32_t v; memcpy(&v, p, 4); return v; }
+    default: return *(const unsigned char *)p != 0;
+    }
+}
+
+static inline int64_t tgI_ld_i(const char *p, tg_dtype d)
+{
+    switch (d) {
+    case TG_INT64: { int64_t v; memcpy(&v, p, 8); return v; }
+    case TG_INT32: { int32_t v; memcpy(&v, p, 4); return v; }
+    case TG_BOOL: return *(const unsigned char *)p != 0;
+    default: return (int64_t)tgI_ld_f(p, d);
+    }
+}
 
 #endif

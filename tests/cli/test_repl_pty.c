@@ -21,53 +21,7 @@
 
 #include "harness.h"
 
-enum { WAIT_MS = 20000 };
-
-static char screen[1 << 16];    /* everything the program wrote */
-static size_t nscreen, seen;    /* ... and how far expect() has matched */
-
-static long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
-/* Read what the program writes until text appears after the last match
- * (1), or the time is up or the program ended (0). */
-static int expect(int fd, const char *text)
-{
-    long end = now_ms() + WAIT_MS;
-    for (;;) {
-        screen[nscreen] = '\0';
-        char *at = strstr(screen + seen, text);
-        if (at) {
-            seen = (size_t)(at - screen) + strlen(text);
-            return 1;
-        }
-        long left = end - now_ms();
-        struct pollfd p = {fd, POLLIN, 0};
-        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-            return 0;
-        ssize_t n = read(fd, screen + nscreen, sizeof screen - 1 - nscreen);
-        if (n <= 0)
-            return 0;
-        nscreen += (size_t)n;
-    }
-}
-
-static void type(int fd, const char *s)
-{
-    size_t n = strlen(s);
-    while (n) {
-        ssize_t w = write(fd, s, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return;
-        s += w, n -= (size_t)w;
-    }
-}
+#include "cli/pty.h"
 
 /* Start prog on a new pseudo-terminal with TERM=term and NO_COLOR set
  * when no_color is not NULL; its master side, or -1. */
