@@ -1320,6 +1320,10 @@ static void make_prompt(const repl *R, char *buf, const char *text)
 
 int tgM_fn_call(tg_fn *fn, const tg_array *inputs, tg_array *outputs, tg_error *err)
 {
+    if (sig_hit) {  /* Ctrl-C between two calls of this entry (:repeat) */
+        tg_error_set(err, TG_ERR_RANGE, "interrupted");
+        return -1;
+    }
     sig_fn = fn;
     int rc = tg_fn_call(fn, inputs, outputs, err);
     sig_fn = NULL;

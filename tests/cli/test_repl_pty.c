@@ -229,6 +229,17 @@ int main(void)
         dump_screen();
     TAP_CHECK(bar, ":repeat shows a progress bar at a terminal and clears it");
 
+    /* Ctrl-C stops a :repeat of short calls, whether it comes during a
+     * call or between two; the count says the loop stopped early */
+    expect(fd, "tgrel> ");
+    type(fd, ":repeat 1000000000 cnt\r");
+    usleep(800 * 1000);
+    type(fd, "\x03");
+    TAP_CHECK(expect(fd, "interrupted"), "Ctrl-C stops a :repeat of a billion calls");
+    expect(fd, "tgrel> ");
+    type(fd, "after-repeat\r");
+    TAP_CHECK(expect(fd, "after-repeat\r\n"), "and the session goes on");
+
     /* ^D typed before readline has the terminal in raw mode would be the
      * line discipline's end of file, which readline does not see: wait
      * for the prompt first */
