@@ -156,6 +156,8 @@ static void bench_lib(tg_ctx *ctx, long k)
     printf("{\"bench\":\"canonicalize_lib\",\"nodes\":%ld,\"ns_per_node\":%.1f,\"ref_ns\":%.1f,"
            "\"ratio\":%.2f}\n",
            nodes, mt * 1e9, mr * 1e9, mt / mr);
+    tg_rules_free(rs);
+    tg_rules_free(none);
 }
 
 int main(int argc, char **argv)
@@ -173,5 +175,6 @@ int main(int argc, char **argv)
     bench_fold(ctx, "fold_big", n, base);
     mpz_clear(base);
     bench_lib(ctx, (long)(20000 * scale));
+    tg_ctx_free(ctx);   /* its term table is malloc'd: freed, not leaked */
     return 0;
 }

@@ -224,5 +224,7 @@ int main(int argc, char **argv)
     job nbw = {rs, bw.spec, nout, gather_nested};
     run(ctx, "nested", "forwards", &nfw, nout, size, reps);
     run(ctx, "nested", "backwards", &nbw, nin, size, reps);
+    tg_rules_free(rs);
+    tg_ctx_free(ctx);   /* its term table is malloc'd: freed, not leaked */
     return 0;
 }
