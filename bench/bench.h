@@ -106,8 +106,28 @@ static inline int bench_want(int argc, char **argv, const char *name)
     return 0;
 }
 
-#ifdef TGREL_BLAS_SONAME
 #include <dlfcn.h>
+
+/* The C text src written to DIR/NAME.c, compiled with cc and flags into
+ * DIR/NAME.so and opened: the reference loops a benchmark measures
+ * against, built with flags of its choosing; NULL when any step fails. */
+static inline void *bench_cc_load(const char *dir, const char *name, const char *src, const char *flags)
+{
+    char c[800], so[800], cmd[2000];
+    snprintf(c, sizeof c, "%s/%s.c", dir, name);
+    snprintf(so, sizeof so, "%s/%s.so", dir, name);
+    FILE *f = fopen(c, "w");
+    if (!f)
+        return NULL;
+    fputs(src, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "cc %s -shared -fPIC -o '%s' '%s' -lm", flags, so, c);
+    if (system(cmd) != 0)
+        return NULL;
+    return dlopen(so, RTLD_NOW);
+}
+
+#ifdef TGREL_BLAS_SONAME
 
 /* A function of the OpenBLAS that tgrel opened (after a tgrel function
  * ran a dot): the benchmarks call the same library, on the same core,
@@ -124,6 +144,18 @@ static inline void *bench_blas_sym(const char *name)
 #endif
 
 #ifdef TGREL_H
+
+/* The terms of text into t[0..max): their number; stops at the first
+ * error (in *err) or at max. */
+static inline size_t bench_read_terms(tg_ctx *ctx, const char *text, tg_term **t, size_t max, tg_error *err)
+{
+    size_t n = 0;
+    tg_reader *r = tg_reader_new(ctx, text, strlen(text), NULL, err);
+    while (r && n < max && tg_reader_next(r, &t[n], err) == 1)
+        n++;
+    tg_reader_free(r);
+    return n;
+}
 
 /* The function of output term out over the nin input terms ins (text),
  * compiled (interpret 0) or interpreted; NULL with the error on stderr,

@@ -275,18 +275,7 @@ typedef double ref_fn(long, long, const double *, const double *, const double *
 
 static ref_fn *load_ref(const char *dir, const char *name, const char *flags)
 {
-    char src[800], so[800], cmd[2000];
-    snprintf(src, sizeof src, "%s/%s.c", dir, name);
-    snprintf(so, sizeof so, "%s/%s.so", dir, name);
-    FILE *f = fopen(src, "w");
-    if (!f)
-        return NULL;
-    fputs(ref_src, f);
-    fclose(f);
-    snprintf(cmd, sizeof cmd, "cc %s -shared -fPIC -o '%s' '%s' -lm", flags, so, src);
-    if (system(cmd) != 0)
-        return NULL;
-    void *h = dlopen(so, RTLD_NOW);
+    void *h = bench_cc_load(dir, name, ref_src, flags);
     void *fp = h ? dlsym(h, "logreg") : NULL;
     ref_fn *r;
     memcpy(&r, &fp, sizeof r);

@@ -114,18 +114,7 @@ static const char ref_src[] =
 /* Compile the reference loops with the given flags and load them. */
 static void *load_ref(const char *dir, const char *name, const char *flags)
 {
-    char src[600], so[600], cmd[2000];
-    snprintf(src, sizeof src, "%s/%s.c", dir, name);
-    snprintf(so, sizeof so, "%s/%s.so", dir, name);
-    FILE *f = fopen(src, "w");
-    if (!f)
-        return NULL;
-    fputs(ref_src, f);
-    fclose(f);
-    snprintf(cmd, sizeof cmd, "cc %s -shared -fPIC -o '%s' '%s' -lm", flags, so, src);
-    if (system(cmd) != 0)
-        return NULL;
-    return dlopen(so, RTLD_NOW);
+    return bench_cc_load(dir, name, ref_src, flags);
 }
 
 static tg_fn *compile(tg_ctx *ctx, int nin, const char *const *ins, const char *out, int interpret)

@@ -21,8 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench.h"
 #include "tgrel.h"
+#include "bench.h"
 
 static tg_ctx *ctx;
 static tg_error err;
@@ -49,15 +49,8 @@ static void die(const char *what)
 static tg_fn *compile(const char *ins, const char *outs, const char *upd)
 {
     tg_term *it[8], *ot[64];
-    size_t ni = 0, no = 0;
-    tg_reader *r = tg_reader_new(ctx, ins, strlen(ins), NULL, &err);
-    while (r && ni < 8 && tg_reader_next(r, &it[ni], &err) == 1)
-        ni++;
-    tg_reader_free(r);
-    r = tg_reader_new(ctx, outs, strlen(outs), NULL, &err);
-    while (r && no < 64 && tg_reader_next(r, &ot[no], &err) == 1)
-        no++;
-    tg_reader_free(r);
+    size_t ni = bench_read_terms(ctx, ins, it, 8, &err);
+    size_t no = bench_read_terms(ctx, outs, ot, 64, &err);
     tg_fn_options o;
     memset(&o, 0, sizeof o);
     if (upd && !(o.updates = tg_read_cstr(ctx, upd, &err)))
