@@ -5,6 +5,10 @@
 #define TGREL_TESTS_PTY_H
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/types.h>
 #include <poll.h>
 #include <string.h>
 #include <time.h>
@@ -61,6 +65,55 @@ static inline void type(int fd, const char *s)
             return;
         s += w, n -= (size_t)w;
     }
+}
+
+/* How pty_spawn starts the program: in directory dir (NULL: this one),
+ * with TERM=term, NO_COLOR=no_color (NULL: unset), a terminal cols wide
+ * (0: the default). */
+typedef struct {
+    const char *dir, *term, *no_color;
+    int cols;
+} pty_opts;
+
+/* Start prog on a new pseudo-terminal, its history in file history, as o
+ * says; the master side, or -1. */
+static inline int pty_spawn(const char *prog, const char *history, const pty_opts *o, pid_t *pid)
+{
+    int m = posix_openpt(O_RDWR | O_NOCTTY);
+    if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0)
+        return -1;
+    const char *sname = ptsname(m);
+    if (!sname)
+        return -1;
+    *pid = fork();
+    if (*pid < 0)
+        return -1;
+    if (*pid == 0) {
+        setsid();
+        int s = open(sname, O_RDWR);
+        if (s < 0)
+            _exit(126);
+        if (o->cols) {
+            struct winsize ws = {.ws_row = 50, .ws_col = (unsigned short)o->cols};
+            ioctl(s, TIOCSWINSZ, &ws);
+        }
+        dup2(s, 0), dup2(s, 1), dup2(s, 2);
+        if (s > 2)
+            close(s);
+        close(m);
+        if (o->dir && chdir(o->dir) != 0)
+            _exit(126);
+        setenv("TERM", o->term, 1);
+        if (o->no_color)
+            setenv("NO_COLOR", o->no_color, 1);
+        else
+            unsetenv("NO_COLOR");
+        setenv("INPUTRC", "/dev/null", 1);
+        setenv("TGREL_HISTORY", history, 1);
+        execl(prog, prog, (char *)NULL);
+        _exit(127);
+    }
+    return m;
 }
 
 #endif

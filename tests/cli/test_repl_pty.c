@@ -28,35 +28,8 @@
 static int spawn(const char *prog, const char *history, const char *term, const char *no_color,
                  pid_t *pid)
 {
-    int m = posix_openpt(O_RDWR | O_NOCTTY);
-    if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0)
-        return -1;
-    const char *sname = ptsname(m);
-    if (!sname)
-        return -1;
-    *pid = fork();
-    if (*pid < 0)
-        return -1;
-    if (*pid == 0) {
-        setsid();
-        int s = open(sname, O_RDWR);
-        if (s < 0)
-            _exit(126);
-        dup2(s, 0), dup2(s, 1), dup2(s, 2);
-        if (s > 2)
-            close(s);
-        close(m);
-        setenv("TERM", term, 1);
-        if (no_color)
-            setenv("NO_COLOR", no_color, 1);
-        else
-            unsetenv("NO_COLOR");
-        setenv("INPUTRC", "/dev/null", 1);
-        setenv("TGREL_HISTORY", history, 1);
-        execl(prog, prog, (char *)NULL);
-        _exit(127);
-    }
-    return m;
+    pty_opts o = {NULL, term, no_color, 0};
+    return pty_spawn(prog, history, &o, pid);
 }
 
 static void dump_screen(void)

@@ -28,36 +28,8 @@
  * file history; its master side, or -1. */
 static int spawn(const char *prog, const char *dir, const char *history, pid_t *pid)
 {
-    int m = posix_openpt(O_RDWR | O_NOCTTY);
-    if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0)
-        return -1;
-    const char *sname = ptsname(m);
-    if (!sname)
-        return -1;
-    *pid = fork();
-    if (*pid < 0)
-        return -1;
-    if (*pid == 0) {
-        setsid();
-        int s = open(sname, O_RDWR);
-        if (s < 0)
-            _exit(126);
-        struct winsize ws = {.ws_row = 50, .ws_col = 400};
-        ioctl(s, TIOCSWINSZ, &ws);
-        dup2(s, 0), dup2(s, 1), dup2(s, 2);
-        if (s > 2)
-            close(s);
-        close(m);
-        if (dir && chdir(dir) != 0)
-            _exit(126);
-        setenv("TERM", "dumb", 1);
-        setenv("NO_COLOR", "1", 1);
-        setenv("INPUTRC", "/dev/null", 1);
-        setenv("TGREL_HISTORY", history, 1);
-        execl(prog, prog, (char *)NULL);
-        _exit(127);
-    }
-    return m;
+    pty_opts o = {dir, "dumb", "1", 400};
+    return pty_spawn(prog, history, &o, pid);
 }
 
 /* Leave with Ctrl-D (the prompt shown) and wait for the program: its
