@@ -426,6 +426,8 @@ static int run(const options *o)
     } else {
         int errors = 0;
         tg_rules *env = tg_rules_new(ctx, &err);
+        if (env)
+            tg_rules_tensor_types(env, 1, NULL);    /* typed guards see tensor types */
         if (!env) {
             report(&err, color_of(o));
             tg_ctx_free(ctx);

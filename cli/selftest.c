@@ -343,6 +343,7 @@ int tgM_run_tests(tg_ctx *ctx, char *const *files, int nfiles, int shared)
             printf("Bail out! %s\n", tg_error_format(&err, msg, sizeof msg));
             return 1;
         }
+        tg_rules_tensor_types(envs[i], 1, NULL);    /* as the REPL's */
     }
 
     printf("1..%zu\n", cs.n);

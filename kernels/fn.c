@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "check.h"
 #include "defop.h"
+#include "rtypes.h"
 #include "grad.h"
 #include "interp.h"
 #include "rewriters.h"
@@ -266,11 +267,16 @@ tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
         outputs = ex;
         ps.grad_ms = tgTm_ms() - t0;
     }
+    /* the rules' typed guards see the tensor types while they rewrite
+     * for this compile (the checking mode's and validation's reruns too) */
+    tg_rules *typed = opt && opt->rules ? opt->rules : NULL;
+    const struct tgTy_typer *untyped = typed ? tgRt_install(typed) : NULL;
     if (opt && opt->rules && opt->check) {
         if (opt->updates)
-            return tgE_arg(err, "kernels: the checking mode does not check updates (compile without them)"), NULL;
+            return tgRt_restore(typed, untyped),
+                   tgE_arg(err, "kernels: the checking mode does not check updates (compile without them)"), NULL;
         if (!(check = tgCk_new(ctx, nin, inputs, nout, outputs, opt->check_tol, opt->rules, opt->rewrite, err)))
-            return NULL;
+            return tgRt_restore(typed, untyped), NULL;
         kept_all = *opt;    /* the check reads the inputs after the call */
         kept_all.kept = NULL;
         opt = &kept_all;
@@ -280,6 +286,7 @@ tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
         int hit;    /* the rewritten terms come from the cache when it has them */
         double t1 = tgTm_ms();
         tg_term **rw = tgZw_rewrite(ctx, nin, inputs, nout, outputs, opt, &hit, err);
+        tgRt_restore(typed, untyped);
         if (!rw)
             goto fail;
         outputs = rw;

@@ -6,6 +6,7 @@
 #include "compile.h"
 #include "cext.h"
 #include "arith.h"
+#include "typed.h"
 #include "error.h"
 
 #include <gc/gc.h>
@@ -184,12 +185,19 @@ static size_t elems(const tg_term *t, tg_term **buf, size_t max, tg_term **tail)
 
 /* ---- left sides ------------------------------------------------------- */
 
-/* A num: built-in (arith.h), not an op. */
+/* A num: built-in (arith.h) or a type: built-in (typed.h), not an op. */
 static int is_builtin(const tg_term *h)
 {
     size_t n;
     const char *s = tg_kind_of(h) == TG_SYMBOL ? tg_symbol_name(h, &n) : NULL;
-    return s && tgQ_reserved(s, n);
+    return s && (tgQ_reserved(s, n) || tgTy_reserved(s, n));
+}
+
+static int is_typed(const tg_term *h)
+{
+    size_t n;
+    const char *s = tg_kind_of(h) == TG_SYMBOL ? tg_symbol_name(h, &n) : NULL;
+    return s && tgTy_reserved(s, n);
 }
 
 
@@ -677,11 +685,82 @@ static int emit_call(tgW_comp *c, tgW_op *op, tg_term *h, size_t n, int seg, int
     return c->failed ? -1 : 0;
 }
 
+/* Term e built as written: its variables' values, its applications
+ * made with no rule applied (a type: built-in's argument, typed.h);
+ * a built-in inside it computes as anywhere. */
+static int expr_built(tgW_comp *c, tg_term *e, unsigned depth)
+{
+    tg_term *q;
+    if (depth > MAX_NEST) {
+        CERR_AT(c, e, "%s", "right side nested too deeply");
+        return -1;
+    }
+    if (tg_kind_of(e) == TG_VAR)
+        return expr_var(c, e);
+    if (!tgT_ispair(e) || tg_is_ground(e))
+        return expr_const(c, e);
+    if (quoted(c, e, &q))
+        return expr_const(c, q);
+    if (is_builtin(tg_car(e)))
+        return expr(c, e, 0, depth);
+    tg_term *buf[256], *tl;
+    size_t n = elems(e, buf, 256, &tl);
+    if (n > 256) {
+        CERR_AT(c, e, "%s", "application with more than 255 arguments");
+        return -1;
+    }
+    if (tl != TGT_NIL && tg_kind_of(tl) != TG_VAR) {
+        CERR_AT(c, e, "%s", "malformed right side: a dotted tail must be a variable");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (expr_built(c, buf[i], depth + 1) < 0)
+            return -1;
+    if (tl != TGT_NIL && expr_built(c, tl, depth + 1) < 0)
+        return -1;
+    tgW_ins *i = emit(c, &c->body, tl != TGT_NIL ? E_LISTT : E_LIST);
+    if (!i)
+        return -1;
+    i->c = (uint16_t)n;
+    depth_add(c, 1 - (int)n - (tl != TGT_NIL));
+    return 0;
+}
+
+/* A type: built-in (typed.h) applied to the n - 1 terms after buf[0],
+ * built as written: its value pushed, or put in register `store`. */
+static int expr_typed(tgW_comp *c, tg_term *e, tg_term **buf, size_t n, int seg, int store, unsigned depth)
+{
+    size_t len;
+    const char *s = tg_symbol_name(buf[0], &len);
+    int nargs, test;
+    int id = tgTy_lookup(s, len, &nargs, &test);
+    if (id < 0) {
+        CERR_AT(c, e, "unknown built-in %.*s", (int)len, s);
+        return -1;
+    }
+    if (seg || (int)n - 1 != nargs) {
+        CERR_AT(c, e, "wrong arity: %.*s takes %d argument%s", (int)len, s, nargs, nargs == 1 ? "" : "s");
+        return -1;
+    }
+    for (size_t i = 1; i < n; i++)
+        if (expr_built(c, buf[i], depth + 1) < 0)
+            return -1;
+    tgW_ins *i = emit(c, &c->body, E_TYPE);
+    if (!i)
+        return -1;
+    i->a = (uint16_t)id, i->c = (uint16_t)(n - 1), i->pad = store >= 0;
+    i->d = store >= 0 ? (uint32_t)store : 0;
+    depth_add(c, (store >= 0 ? 0 : 1) - (int)(n - 1));
+    return 0;
+}
+
 /* A numeric built-in (arith.h) applied to the n - 1 expressions after
  * buf[0]: its value pushed, or put in register `store` when >= 0. */
 static int expr_builtin(tgW_comp *c, tg_term *e, tg_term **buf, size_t n, int seg, int store,
                         unsigned depth)
 {
+    if (is_typed(buf[0]))
+        return expr_typed(c, e, buf, n, seg, store, depth);
     size_t len;
     const char *s = tg_symbol_name(buf[0], &len);
     int amin, amax, test;
@@ -829,7 +908,8 @@ static int cond_builtin(tgW_comp *c, tg_term *g, int neg)
     size_t len;
     const char *s = tg_symbol_name(tg_car(g), &len);
     int amin, amax, test;
-    if (tgQ_lookup(s, len, &amin, &amax, &test) >= 0 && !test) {
+    if ((is_typed(tg_car(g)) ? tgTy_lookup(s, len, &amin, &test)
+                             : tgQ_lookup(s, len, &amin, &amax, &test)) >= 0 && !test) {
         CERR_AT(c, g, "%.*s is not a condition (compare its value with == or a num: comparison)",
                 (int)len, s);
         return -1;

@@ -9,6 +9,7 @@
 #include "compile.h"
 #include "dispatch.h"
 #include "arith.h"
+#include "typed.h"
 #include "rewriters.h"
 #include "relrw.h"
 #include "prov.h"
@@ -277,6 +278,10 @@ static int load_op(loader *L, tg_term *form)
     const char *ns = tg_symbol_name(name, &nl);
     if (tgQ_reserved(ns, nl)) {
         lerr(L, form, "%.*s: names starting with num: are the numeric built-ins", (int)nl, ns);
+        return -1;
+    }
+    if (tgTy_reserved(ns, nl)) {
+        lerr(L, form, "%.*s: names starting with type: are the typed guards", (int)nl, ns);
         return -1;
     }
     tgW_op *op = GC_MALLOC(sizeof *op);
@@ -1513,6 +1518,7 @@ int tg_rules_set_limits(tg_rules *rs, unsigned long long max_steps, double secon
 
 void tgW_limits_start(tg_rules *rs)
 {
+    rs->runs++;     /* a new run: the typer's state (typed.h) starts again */
     rs->deadline = rs->timeout > 0 ? tgW_clock() + rs->timeout : 0;
     if (rs->env)
         tgK_set_deadline(rs->env, rs->deadline);

@@ -20,6 +20,7 @@
 #include "memo.h"
 #include "dispatch.h"
 #include "arith.h"
+#include "typed.h"
 #include "relrw.h"
 #include "prov.h"
 #include "cext.h"
@@ -623,7 +624,7 @@ static int counts_before_fire(const tgW_ins *i)
         switch (i->op) {
         case E_FIRE:
             return 0;
-        case E_VAR: case E_VARS: case E_CONST: case E_STORE: case E_PRED: case E_NOT: case E_NUM:
+        case E_VAR: case E_VARS: case E_CONST: case E_STORE: case E_PRED: case E_NOT: case E_NUM: case E_TYPE:
         case E_LIST: case E_LISTT:
         case E_NORM:    /* a call only for an absorbed group: it looks up then */
             continue;
@@ -757,7 +758,7 @@ static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term 
         [E_LIST] = &&x_E_LIST, [E_LISTT] = &&x_E_LISTT, [E_EQ] = &&x_E_EQ, [E_NE] = &&x_E_NE,
         [E_GOAL] = &&x_E_GOAL, [E_PRED] = &&x_E_PRED, [E_NOT] = &&x_E_NOT,
         [E_FIRE] = &&x_E_FIRE, [E_RET] = &&x_E_RET, [E_CEXT] = &&x_E_CEXT,
-        [E_CRET] = &&x_E_CRET, [E_CPRED] = &&x_E_CPRED, [E_NUM] = &&x_E_NUM,
+        [E_CRET] = &&x_E_CRET, [E_CPRED] = &&x_E_CPRED, [E_NUM] = &&x_E_NUM, [E_TYPE] = &&x_E_TYPE,
     };
 #endif
     const tgW_ins *i;           /* the body's instruction being run */
@@ -1175,6 +1176,20 @@ exec:
                 M->vs[sp++] = v;
             NEXT();
         }
+        OP(E_TYPE): {
+            tg_term *v;
+            int q = tgTy_apply(rs, i->a, i->c, M->vs + sp - i->c, &v);
+            if (q < 0)
+                goto oom;
+            sp -= i->c;
+            if (!q)
+                goto failed_rule;
+            if (i->pad)
+                R[i->d] = v;
+            else
+                M->vs[sp++] = v;
+            NEXT();
+        }
         }
     }
 
@@ -1482,8 +1497,12 @@ static tg_term *builtin_value(tg_rules *rs, tg_term *t)
     size_t len, n = tg_length(t) - 1;
     const char *nm = tg_kind_of(h) == TG_SYMBOL ? tg_symbol_name(h, &len) : NULL;
     int amin, amax, test, id;
-    if (!nm || !tgQ_reserved(nm, len) || (id = tgQ_lookup(nm, len, &amin, &amax, &test)) < 0 ||
-        (int)n < amin || (amax >= 0 && (int)n > amax) || tg_tail(t) != tg_nil())
+    int typed = nm && tgTy_reserved(nm, len) && (id = tgTy_lookup(nm, len, &amin, &test)) >= 0;
+    if (typed)
+        amax = amin;
+    if (!typed && (!nm || !tgQ_reserved(nm, len) || (id = tgQ_lookup(nm, len, &amin, &amax, &test)) < 0))
+        return tgW_ac_canon(rs, t);
+    if ((int)n < amin || (amax >= 0 && (int)n > amax) || tg_tail(t) != tg_nil())
         return tgW_ac_canon(rs, t);
     tg_term **args = GC_MALLOC((n ? n : 1) * sizeof *args), *out;
     tg_iter it;
@@ -1493,7 +1512,7 @@ static tg_term *builtin_value(tg_rules *rs, tg_term *t)
         args[i] = tg_iter_next(&it);
     if (!args)
         return NULL;
-    int st = tgQ_apply(rs->ctx, id, (unsigned)n, args, &out);
+    int st = typed ? tgTy_apply(rs, id, (unsigned)n, args, &out) : tgQ_apply(rs->ctx, id, (unsigned)n, args, &out);
     return st < 0 ? NULL : st == 1 ? out : t;
 }
 

@@ -97,7 +97,8 @@ enum {
     E_CEXT,         /* C node rewriter a on the call (cext.h) */
     E_CRET,         /* the top is a C rewriter's result (cext.h) */
     E_CPRED,        /* pop c; the rule fails unless C predicate a holds (negated: pad) */
-    E_VARS          /* push R[a], R[b] and, when pad is 3, R[c] (pad: 2 or 3 E_VARs fused) */
+    E_VARS,         /* push R[a], R[b] and, when pad is 3, R[c] (pad: 2 or 3 E_VARs fused) */
+    E_TYPE          /* as E_NUM, for type: built-in a (typed.h) */
 };
 
 enum {  /* built-in predicates of E_PRED */
@@ -238,6 +239,11 @@ struct tg_rules {
     struct tgW_reg *regs;
     uint32_t nregs;
     size_t capregs;
+    /* the typer of the type: built-ins (typed.h), NULL: none; its state
+     * for the run counted typer_run (runs: tgW_limits_start's count) */
+    const struct tgTy_typer *typer;
+    void *typer_state;
+    unsigned long long typer_run, runs;
 };
 
 tgW_op *tgW_op_find(const tg_rules *rs, const tg_term *name);

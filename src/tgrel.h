@@ -457,6 +457,12 @@ int tg_rules_def_predicate(tg_rules *rs, const char *name, unsigned arity, tg_pr
  * string whenever the code's results change.  NULL drops it.  0, or -1
  * with err filled. */
 int tg_rules_set_c_version(tg_rules *rs, const char *version, tg_error *err);
+/* on: the typed guards of rs's rules ((type:dtype X), (type:same X Y)
+ * ...; doc/rules.md, Typed guards) see the tensor types of the kernels;
+ * off: they decline (the rule does not fire), as in a rule set never
+ * given them.  tg_fn_compile turns them on for its own rewrite.  0, or
+ * -1 with err filled (rs NULL). */
+int tg_rules_tensor_types(tg_rules *rs, int on, tg_error *err);
 
 /* ---- tensor functions (kernels) ----------------------------------- */
 
