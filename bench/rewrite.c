@@ -11,7 +11,9 @@
  *                  profile's node counts dominate;
  *   rewrite_prov   rewrite_large with provenance on, against the same
  *                  rewrite with it off.
- * Usage: rewrite [scale]  (scale 1 = full size)
+ * Usage: rewrite [scale] [timing]  (scale 1 = full size; timing: every
+ * rewrite with per-rule timing on, tg_rules_set_timing, as the REPL's
+ * :profile rewrite needs, to pair against a run without)
  */
 #define GC_THREADS 1
 #include <gc/gc.h>
@@ -129,6 +131,8 @@ int main(int argc, char **argv)
         return 1;
     }
     free(text);
+    if (argc > 2 && !strcmp(argv[2], "timing"))
+        tg_rules_set_timing(rs, 1);
     tg_term *spec = tg_read_cstr(ctx, "(query pipeline (include fast t0 t1 t2 algebra) (exclude t2))", &err);
     long k = 0;
     tg_term *small = term(ctx, 4, &k), *large = term(ctx, (long)(100000 * scale), &k);

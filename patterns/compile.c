@@ -193,6 +193,8 @@ static int is_builtin(const tg_term *h)
     return s && (tgQ_reserved(s, n) || tgTy_reserved(s, n));
 }
 
+static tg_term *head_of(tg_term *p) { return tg_car(p); }
+
 static int is_typed(const tg_term *h)
 {
     size_t n;
@@ -297,7 +299,7 @@ static int pat(tgW_comp *c, tgW_vec *m, tg_term *p, int reg, unsigned depth)
     }
     int seg = tail != TGT_NIL;
     if (is_builtin(head)) {
-        CERR_AT(c, p, "%s", "a num: built-in computes; it cannot be matched in a left side");
+        CERR_AT(c, p, "a %s: built-in computes; it cannot be matched in a left side", is_typed(head_of(p)) ? "type" : "num");
         return -1;
     }
     tgW_op *op = op_check(c, p, head, n - 1, seg);
@@ -573,7 +575,7 @@ static int lhs(tgW_comp *c, tgW_rule *r, tg_term *l)
     }
     int seg = tail != TGT_NIL;
     if (is_builtin(buf[0])) {
-        CERR_AT(c, l, "%s", "a num: built-in computes; it cannot be matched in a left side");
+        CERR_AT(c, l, "a %s: built-in computes; it cannot be matched in a left side", is_typed(head_of(l)) ? "type" : "num");
         return -1;
     }
     tgW_op *op = op_check(c, l, buf[0], n - 1, seg);
