@@ -256,15 +256,26 @@ tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
         /* before them, the ops the rule sets define (defop): their
          * gradients are those of their definitions */
         tg_rules *gr = opt && opt->grad ? opt->grad->rules : NULL;
-        if (tgDo_expand(ctx, defrs, nout, outputs, ex, err) < 0 ||
-            (gr && gr != defrs && tgDo_expand(ctx, gr, nout, ex, ex, err) < 0))
+        /* but an op with a vjp rule of its own in the gradient's rules is
+         * kept whole through the gradient, which uses that rule, and
+         * expanded after */
+        if (tgDo_expand_keep(ctx, defrs, gr, nout, outputs, ex, err) < 0 ||
+            (gr && gr != defrs && tgDo_expand_keep(ctx, gr, gr, nout, ex, ex, err) < 0))
             return NULL;
         outputs = ex;
         if (!(ex = GC_MALLOC(nout * sizeof *ex)))
             return tgE_nomem(err), NULL;
-        if (tgGr_expand(ctx, nout, outputs, ex, opt ? opt->grad : NULL, err) < 0)
+        tgDo_defs *defs = GC_MALLOC(sizeof *defs);
+        if (!defs)
+            return tgE_nomem(err), NULL;
+        *defs = (tgDo_defs){ctx, {defrs, gr}};
+        if (tgGr_expand_defined(ctx, nout, outputs, ex, opt ? opt->grad : NULL, gr ? tgDo_define : NULL, defs,
+                                err) < 0)
             return NULL;
         outputs = ex;
+        if (gr && (tgDo_expand(ctx, defrs, nout, ex, ex, err) < 0 ||
+                   (gr != defrs && tgDo_expand(ctx, gr, nout, ex, ex, err) < 0)))
+            return NULL;
         ps.grad_ms = tgTm_ms() - t0;
     }
     /* the rules' typed guards see the tensor types while they rewrite

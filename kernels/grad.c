@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "defop.h"
 #include "grad_int.h"
 #include "index.h"
 
@@ -378,7 +379,10 @@ typedef struct item {
 static tg_term *answer(gx *x, tg_term *t, tg_term *V, tg_term *abs, tg_term *G, tg_term **ph, size_t na)
 {
     tg_term *R = NULL;
-    if (x->opt && x->opt->rules && (R = tg_normalize(x->opt->rules, V, 0, &x->e)) &&
+    /* with ops kept whole (defop), their definitions must not expand
+     * the node before its vjp rule sees it */
+    if (x->opt && x->opt->rules &&
+        (R = x->define ? tgDo_normalize_undefined(x->opt->rules, V, &x->e) : tg_normalize(x->opt->rules, V, 0, &x->e)) &&
         tg_car(R) != x->s[S_ADJOINTS])
         R = NULL;
     if (!R && x->e.code != TG_OK)
@@ -406,6 +410,8 @@ static tg_term *answer(gx *x, tg_term *t, tg_term *V, tg_term *abs, tg_term *G, 
     tgV_builder *b = tgV_open(x->ctx, na + 1, in, &x->e);
     if (!b)
         return NULL;
+    if (x->define)  /* an adjoint may use an op kept whole */
+        tgV_set_defined(b, x->define, x->define_ud);
     items[0] = x->s[S_ADJOINTS];
     tg_iter it;
     tg_iter_init(&it, R);
@@ -445,8 +451,9 @@ static int vjp_items(sweep *s, tg_term *t, int tn, tg_term *A, item **items)
         return tgGr_nomem(x);
     tg_elements(t, el, n);
     size_t na = 0;
+    bool defined = node(s, tn)->op == TGV_DEFINED;     /* its arguments are all tensors */
     for (size_t i = 1; i < n; i++) {
-        if (!tgV_tensor_arg_in(s->x->ctx, t, i - 1))
+        if (!defined && !tgV_tensor_arg_in(s->x->ctx, t, i - 1))
             continue;
         size_t k = 0;
         while (k < na && args[k] != el[i])
@@ -663,6 +670,8 @@ tg_term *tgGr_grad_of(gx *x, tg_term *form, tg_term *cost, tg_term *wrt)
     sweep S = {x, NULL, 0, NULL, NULL}, *s = &S;
     if (!(s->b = tgV_open_any(x->ctx, &x->e)))
         return NULL;
+    if (x->define)
+        tgV_set_defined(s->b, x->define, x->define_ud);
     int c = tgV_add(s->b, cost);
     if (c < 0)
         return NULL;
@@ -737,12 +746,19 @@ tg_term *tgGr_grad_of(gx *x, tg_term *form, tg_term *cost, tg_term *wrt)
 int tgGr_expand(tg_ctx *ctx, size_t n, tg_term *const *ts, tg_term **out, const tg_grad_options *opt,
                 tg_error *err)
 {
+    return tgGr_expand_defined(ctx, n, ts, out, opt, NULL, NULL, err);
+}
+
+int tgGr_expand_defined(tg_ctx *ctx, size_t n, tg_term *const *ts, tg_term **out, const tg_grad_options *opt,
+                        tg_term *(*define)(void *ud, tg_term *t), void *ud, tg_error *err)
+{
     gx *x = GC_MALLOC(sizeof *x);
     if (!ctx || (n && (!ts || !out)))
         return tgE_arg(err, "tg_grad_expand: NULL argument"), -1;
     if (!x)
         return tgE_nomem(err), -1;
     x->ctx = ctx, x->opt = opt;
+    x->define = define, x->define_ud = ud;
     for (int i = 0; i < S_NSYMS; i++)
         if (!(x->s[i] = tg_symbol_cstr(ctx, sym_names[i])))
             return tgE_nomem(err), -1;

@@ -12,5 +12,11 @@
  * must be memory the collector scans. */
 int tgGr_expand(tg_ctx *ctx, size_t n, tg_term *const *ts, tg_term **out, const tg_grad_options *opt,
                 tg_error *err);
+/* The same where ts may hold applications of ops that define(ud, t)
+ * gives a definition of (defop ops whose gradient is a vjp rule of
+ * their own): each is a node of its definition's type, differentiated
+ * by its vjp rule; define NULL: as tgGr_expand. */
+int tgGr_expand_defined(tg_ctx *ctx, size_t n, tg_term *const *ts, tg_term **out, const tg_grad_options *opt,
+                        tg_term *(*define)(void *ud, tg_term *t), void *ud, tg_error *err);
 
 #endif

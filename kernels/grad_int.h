@@ -95,6 +95,10 @@ typedef struct gx {
     tg_rules *lib;              /* the library's vjp rules, loaded on the first grad */
     tmap memo;                  /* (vjp NODE G) with placeholders -> its adjoints */
     bool inner;                 /* a scan's step: an unread parameter gets a zero gradient */
+    /* ops kept whole for a vjp rule of their own (defop): their
+     * definitions, for the typer (tgV_set_defined); NULL: none */
+    tg_term *(*define)(void *ud, tg_term *t);
+    void *define_ud;
     tg_term *s[S_NSYMS];
     char buf[2][160];
 } gx;

@@ -123,6 +123,8 @@ typedef struct tgV_builder {
     size_t mcap;
     size_t nalias;          /* map entries naming an existing node (gemm) */
     tg_error *err;
+    tg_term *(*define)(void *ud, tg_term *t);  /* tgV_set_defined */
+    void *define_ud;
     char buf[200];
 } builder;
 
@@ -994,6 +996,47 @@ static int push(builder *b, tg_term ***stack, size_t *sp, size_t *cap, tg_term *
 }
 
 /* Give term t and everything under it a node, with an explicit stack. */
+static int push(builder *b, tg_term ***stack, size_t *sp, size_t *cap, tg_term *t);
+
+/* t, an application of an op defined as def (tgV_set_defined): 1 when
+ * its arguments or def were pushed to be typed first, 0 when its node
+ * is made (of def's type, over t's arguments), -1 on an error. */
+static int build_defined(builder *b, tg_term *t, tg_term *def, tg_term ***stack, size_t *sp, size_t *cap)
+{
+    size_t before = *sp, nt = tg_length(t) - 1;
+    tg_iter it;
+    tg_iter_init(&it, t);
+    tg_iter_next(&it);
+    for (tg_term *a; (a = tg_iter_next(&it));)
+        if (map_get(b, a) < 0 && push(b, stack, sp, cap, a) < 0)
+            return -1;
+    if (map_get(b, def) < 0 && push(b, stack, sp, cap, def) < 0)
+        return -1;
+    if (*sp != before)
+        return 1;
+    int *args = GC_MALLOC_ATOMIC((nt + 1) * sizeof *args);
+    if (!args)
+        return tgE_nomem(b->err), -1;
+    tg_iter_init(&it, t);
+    tg_iter_next(&it);
+    for (size_t i = 0; i < nt; i++)
+        args[i] = map_get(b, tg_iter_next(&it));
+    int d = map_get(b, def);
+    tgV_node *n = new_node(b, t, TGV_DEFINED);
+    if (!n)
+        return -1;
+    const tgV_node *e = &b->g->nodes[d];
+    n->dtype = n->cdt = e->dtype, n->weak = e->weak, n->ndim = e->ndim;
+    memcpy(n->shape, e->shape, sizeof n->shape);
+    n->nargs = (int)nt, n->args = args;
+    return 0;
+}
+
+void tgV_set_defined(tgV_builder *b, tg_term *(*define)(void *ud, tg_term *t), void *ud)
+{
+    b->define = define, b->define_ud = ud;
+}
+
 static int build_term(builder *b, tg_term *root)
 {
     /* on the C stack (which the collector scans) until it outgrows it:
@@ -1108,6 +1151,15 @@ static int build_term(builder *b, tg_term *root)
         if (uo) {
             uinfo = (opinfo){uo->name, TGV_USER, (int)uo->nargs, (int)uo->nargs, 0, -1};
             oi = &uinfo;
+        }
+        tg_term *def = !oi && b->define ? b->define(b->define_ud, t) : NULL;
+        if (def) {
+            int r = build_defined(b, t, def, &stack, &sp, &cap);
+            if (r < 0)
+                return -1;
+            if (r == 0)
+                sp--;
+            continue;
         }
         if (!oi)
             return fail(b, t, "unknown op");

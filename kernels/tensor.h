@@ -32,6 +32,10 @@ typedef enum tgV_op {
      * concatenate, stack, their gradients' parts, take, inc_take, one_hot */
     TGV_ARGMAX, TGV_ARGMIN, TGV_CONCAT, TGV_STACK, TGV_CONCAT_PART, TGV_STACK_PART,
     TGV_CONCAT_INC, TGV_STACK_INC, TGV_TAKE, TGV_INC_TAKE, TGV_ONE_HOT,
+    /* an op a rule set defines (defop) kept whole for its gradient rule:
+     * the type of its definition, its arguments all tensors; only the
+     * gradient's builders make one (tgV_set_defined), never a function */
+    TGV_DEFINED,
     TGV_NOPS
 } tgV_op;
 
@@ -123,6 +127,10 @@ tgV_builder *tgV_open(tg_ctx *ctx, size_t nin, tg_term *const *inputs, tg_error 
 /* The same with no inputs given: each (input ...) term met is one, in
  * the order met (g->inputs[i] its node). */
 tgV_builder *tgV_open_any(tg_ctx *ctx, tg_error *err);
+/* Type an application of an op that is not in the vocabulary as a
+ * TGV_DEFINED node when define(ud, t) gives its definition (NULL: t is
+ * no such application, an unknown op as before). */
+void tgV_set_defined(tgV_builder *b, tg_term *(*define)(void *ud, tg_term *t), void *ud);
 /* Type t and its subterms in b: t's node, or -1 with the error filled. */
 int tgV_add(tgV_builder *b, tg_term *t);
 /* Whether argument i (from 0, after the head) of op term t is a tensor
