@@ -379,10 +379,11 @@ typedef struct item {
 static tg_term *answer(gx *x, tg_term *t, tg_term *V, tg_term *abs, tg_term *G, tg_term **ph, size_t na)
 {
     tg_term *R = NULL;
-    /* with ops kept whole (defop), their definitions must not expand
-     * the node before its vjp rule sees it */
+    /* a node of an op kept whole (defop): its definition must not
+     * expand it before its vjp rule sees it */
+    bool kept = x->define && x->define(x->define_ud, t);
     if (x->opt && x->opt->rules &&
-        (R = x->define ? tgDo_normalize_undefined(x->opt->rules, V, &x->e) : tg_normalize(x->opt->rules, V, 0, &x->e)) &&
+        (R = kept ? tgDo_normalize_undefined(x->opt->rules, V, &x->e) : tg_normalize(x->opt->rules, V, 0, &x->e)) &&
         tg_car(R) != x->s[S_ADJOINTS])
         R = NULL;
     if (!R && x->e.code != TG_OK)
