@@ -227,7 +227,7 @@ int tgZw_decode(tg_ctx *ctx, const char *text, size_t len, size_t n, tg_term **o
 
 /* What the rewrite is a function of, as text: this library (its build,
  * which cache.c adds: the logic prelude and all of the library's C code
- * are in it), the rule set's definitions in full (ops with their
+ * are in it, the tensor types of the typed guards, rtypes.c, among it), the rule set's definitions in full (ops with their
  * properties, rules with conditions, alternatives and tags, rewriters;
  * the forms of included files, the shipped rules' among them: rset.h
  * src), its logic environment's definitions
