@@ -90,6 +90,8 @@ const char *tgV_op_name(tgV_op op)
         return "random";
     if (op == TGV_USER)
         return "user";  /* any op defined with a C expression (tgV_node_op_name names it) */
+    if (op == TGV_DEFINED)
+        return "defined";   /* a defop op kept for its vjp rule */
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
         if (ops[i].op == op)
             return ops[i].name;

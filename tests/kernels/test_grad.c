@@ -643,6 +643,8 @@ static void check_coverage(void)
                 how = "a backwards scan, built by the sweep (check_scans)";
         if (op == TGV_USER)     /* tg_fn_def_elementwise: test_pipeline.c */
             how = "the user's vjp rule (ops defined with a C expression)";
+        if (op == TGV_DEFINED)  /* a defop op kept whole: test_defop_vjp.c */
+            how = "the user's vjp rule (ops defined with defop)";
         tg_iter it;
         tg_term *r;
         tg_iter_init(&it, rules);
