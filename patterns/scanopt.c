@@ -32,11 +32,13 @@
 
 enum { N_SCAN, N_LAMBDA, N_UNTIL, N_STEPS, N_SEQS, N_OUTS, N_NSEQS, N_NITSOT, N_SITSOT, N_MITSOT,
        N_TAPS, N_LAST, N_SCAN_OUTPUT, N_SCAN_STEPS, N_SUBTENSOR, N_SLICE, N_NONE, N_GRAPH,
-       N_INPLACE, N_CONST, N_INPUT, N_AUTO, NN };
+       N_INPLACE, N_CONST, N_INPUT, N_AUTO, N_ADD, N_SUB, N_NEG, N_MUL, N_TRUE_DIV, N_DOT,
+       N_DIMSHUFFLE, N_TRANSPOSE, N_SUM, N_MEAN, N_AXES, N_PERM, N_X, N_BACKWARDS, NN };
 static const char *const nm_text[NN] = {
     "scan", "lambda", "until", "steps", "sequences", "outputs", "non_sequences", "nitsot",
     "sitsot", "mitsot", "taps", "last", "scan_output", "scan_steps", "subtensor", "slice", "none",
-    "graph", "inplace", "const", "input", "auto"};
+    "graph", "inplace", "const", "input", "auto", "add", "sub", "neg", "mul", "true_div", "dot",
+    "dimshuffle", "transpose", "sum", "mean", "axes", "perm", "x", "backwards"};
 
 /* Names a parameter may not take (doc/scan.md). */
 static const char *const reserved[] = {"float64", "float32", "int64", "int32", "bool", "x",
@@ -929,14 +931,31 @@ static int analyze(so *s, tg_term *root, graph *g)
 /* The graph with scan u->t replaced by t2, its output k by output
  * map[k] of t2 (k < nold; map[k] < 0: not read), and, when lastmap is set, each
  * (subtensor OUTPUT_k -1) with lastmap[k] by output map[k] itself. */
+static tg_term *replace_x(so *s, graph *g, use *u, size_t nold, tg_term *t2, const long *map,
+                          const unsigned char *lastmap, tg_term *const *exprs);
+
 static tg_term *replace(so *s, graph *g, use *u, size_t nold, tg_term *t2, const long *map,
                         const unsigned char *lastmap)
 {
+    return replace_x(s, g, u, nold, t2, map, lastmap, NULL);
+}
+
+/* replace, where exprs[k] (when exprs and exprs[k] are set) is the term
+ * old output k is read as instead of an output of t2. */
+static tg_term *replace_x(so *s, graph *g, use *u, size_t nold, tg_term *t2, const long *map,
+                          const unsigned char *lastmap, tg_term *const *exprs)
+{
     tgW_map repl = {0};
-    tg_term *st = app(s, N_SCAN_STEPS, 1, &u->t), *st2 = app(s, N_SCAN_STEPS, 1, &t2);
+    tg_term *st = app(s, N_SCAN_STEPS, 1, &u->t), *st2 = t2 ? app(s, N_SCAN_STEPS, 1, &t2) : st;
     if (!st || !st2 || tgW_map_put(&repl, st, st2) < 0)
         return s->oom = 1, NULL;
     for (size_t k = 0; k < nold; k++) {
+        if (exprs && exprs[k]) {
+            tg_term *o = app2(s, N_SCAN_OUTPUT, u->t, tg_int(s->ctx, (int64_t)k));
+            if (!o || tgW_map_put(&repl, o, exprs[k]) < 0 || (k == 0 && tgW_map_put(&repl, u->t, exprs[k]) < 0))
+                return s->oom = 1, NULL;
+            continue;
+        }
         if (map[k] < 0)
             continue;
         tg_term *o = app2(s, N_SCAN_OUTPUT, u->t, tg_int(s->ctx, (int64_t)k));
@@ -1226,6 +1245,306 @@ static size_t parents(const graph *g, const tg_term *t)
     return (size_t)(uintptr_t)tgW_map_get(&g->parents, t);
 }
 
+/* ---- sums over the steps, after the loop ---------------------------- */
+
+/* An accumulator (sitsot INIT last) whose step is (add acc E ...), acc
+ * read nowhere else, holds INIT plus the sum of E over the steps.  Where
+ * that sum is a linear map of stacked per-step values, it is computed
+ * after the loop on the whole stacks: the sum of dot(a_t, W) is dot(sum a,
+ * W) (PyTensor's PushOutDot1), the sum of the outer products a_t b_t' is
+ * A' B, one GEMM (the BPTT weight gradient; PushOutScanOutput's sum).  The
+ * per-step values are stacked by new nitsot outputs (a sequence's rows
+ * are read from the sequence itself). */
+typedef struct sumx {
+    so *s;
+    scan *sc;
+    deps d;                 /* D_VAR: reads a sequence row or a tap */
+    tgW_map *out;           /* non-sequence parameter -> its outer value */
+    tgW_map *used;          /* every symbol in sight (fresh names) */
+    tgW_map leaf;           /* stacked per-step term -> its placeholder */
+    vec lv, lph;            /* the leaves met and their placeholders */
+} sumx;
+
+static int varying(sumx *x, tg_term *t) { return (dep_get(x->s, &x->d, t) & (D_VAR | D_STUCK)) != 0; }
+
+/* An invariant subterm of the step, over outer names. */
+static tg_term *outside(sumx *x, tg_term *t) { return subst(x->s, t, x->out); }
+
+/* The placeholder of the stack of per-step values t over the steps. */
+static tg_term *stack_of(sumx *x, tg_term *t)
+{
+    tg_term *p = tgW_map_get(&x->leaf, t);
+    if (p)
+        return p;
+    if (!(p = fresh(x->s, x->used, "stk")) || tgW_map_put(&x->leaf, t, p) < 0 || push(x->s, &x->lv, t) < 0 ||
+        push(x->s, &x->lph, p) < 0)
+        return x->s->oom = 1, NULL;
+    return p;
+}
+
+/* (dimshuffle V (perm 0 x)) is a column of vector V (col 1), (dimshuffle
+ * V (perm x 0)) a row (col 0): V, or NULL. */
+static tg_term *vec_of(sumx *x, tg_term *t, int col)
+{
+    so *s = x->s;
+    if (!is_app(t, NM(s, N_DIMSHUFFLE)) || tg_length(t) != 3)
+        return NULL;
+    tg_term *pm = tg_nth(t, 2);
+    if (is_app(pm, NM(s, N_PERM)))
+        pm = tg_cdr(s->ctx, pm);
+    if (!is_pair(pm) || tg_length(pm) != 2)
+        return NULL;
+    tg_term *a = tg_nth(pm, 0), *b = tg_nth(pm, 1);
+    int64_t z;
+    tg_term *zero = col ? a : b, *xx = col ? b : a;
+    return xx == NM(s, N_X) && tg_int_get(zero, &z) == 0 && z == 0 ? tg_nth(t, 1) : NULL;
+}
+
+/* The sum over the steps of the outer product of a column and a row, one
+ * matrix product of their stacks; NULL when a and b are not such. */
+static tg_term *outer_sum(sumx *x, tg_term *a, tg_term *b)
+{
+    tg_term *u = vec_of(x, a, 1), *v = vec_of(x, b, 0);
+    if (!u || !v) {
+        u = vec_of(x, b, 1), v = vec_of(x, a, 0);
+        if (!u || !v)
+            return NULL;
+    }
+    if (!varying(x, u) || !varying(x, v))
+        return NULL;
+    tg_term *U = stack_of(x, u), *V = stack_of(x, v);
+    tg_term *tu = U ? app(x->s, N_TRANSPOSE, 1, &U) : NULL;
+    return tu && V ? app2(x->s, N_DOT, tu, V) : NULL;
+}
+
+/* The sum over the steps of step term t, varying, over outer names and
+ * placeholders of stacks; *gain set when a dot or an outer product moved
+ * (else the caller keeps t in the loop).  Bounded depth: deeper terms
+ * are summed as stacks. */
+static tg_term *sum_of(sumx *x, tg_term *t, int depth, int *gain)
+{
+    so *s = x->s;
+    int g = 0;
+    tg_term *r = NULL;
+    size_t n = 0;
+    tg_term **v = depth < 32 && tensor_op(s, t) ? elems(s, t, &n) : NULL;
+    if (s->oom)
+        return NULL;
+    tg_term *h = v ? v[0] : NULL;
+    if (h == NM(s, N_ADD) || h == NM(s, N_SUB) || h == NM(s, N_NEG)) {
+        int ok = (h != NM(s, N_SUB) || n == 3) && (h != NM(s, N_NEG) || n == 2);
+        for (size_t i = 1; ok && i < n; i++)
+            ok = varying(x, v[i]) && (v[i] = sum_of(x, v[i], depth + 1, &g)) != NULL;
+        if (ok)
+            r = list(s, n, v);
+    } else if (h == NM(s, N_MUL) || (h == NM(s, N_DOT) && n == 3)) {
+        size_t nv = 0, iv[2] = {0, 0};
+        for (size_t i = 1; i < n; i++)
+            if (varying(x, v[i]))
+                iv[nv < 2 ? nv : 1] = i, nv++;
+        for (size_t i = 1; i < n; i++)
+            if (!varying(x, v[i]) && !(v[i] = outside(x, v[i])))
+                return NULL;
+        if (nv == 1 && (v[iv[0]] = sum_of(x, v[iv[0]], depth + 1, &g))) {
+            g |= h == NM(s, N_DOT);
+            r = list(s, n, v);
+        } else if (nv == 2) {
+            tg_term *o = outer_sum(x, v[iv[0]], v[iv[1]]);
+            if (o) {
+                g = 1;
+                vec w = {0};
+                for (size_t i = 1; i < n; i++)
+                    if (i != iv[0] && i != iv[1] && push(s, &w, v[i]) < 0)
+                        return NULL;
+                if (push(s, &w, o) < 0)
+                    return NULL;
+                r = w.n == 1 ? o : app(s, N_MUL, w.n, w.v);
+            }
+        }
+    } else if (h == NM(s, N_TRUE_DIV) && n == 3 && !varying(x, v[2])) {
+        if ((v[1] = sum_of(x, v[1], depth + 1, &g)) && (v[2] = outside(x, v[2])))
+            r = list(s, n, v);
+    } else if ((h == NM(s, N_DIMSHUFFLE) || h == NM(s, N_TRANSPOSE) || h == NM(s, N_SUM) ||
+                h == NM(s, N_MEAN)) && n >= 2) {
+        /* linear in their tensor; the rest are axes, not tensors */
+        if ((v[1] = sum_of(x, v[1], depth + 1, &g)))
+            r = list(s, n, v);
+    }
+    if (s->oom)
+        return NULL;
+    if (r && g) {
+        *gain = 1;
+        return r;
+    }
+    tg_term *p = stack_of(x, t), *ax = tg_int(s->ctx, 0);
+    tg_term *axes = p ? app(s, N_AXES, 1, &ax) : NULL;
+    return axes ? app2(s, N_SUM, p, axes) : NULL;
+}
+
+static int has_opt(so *s, const scan *sc, int name)
+{
+    for (size_t i = 0; i < sc->opts.n; i++)
+        if (sc->opts.v[i] == NM(s, name))
+            return 1;
+    return 0;
+}
+
+/* The rows sequence parameter p reads over the steps, in the sequence's
+ * order: the whole sequence with (steps auto), its first N rows with an
+ * integer N; NULL when not known here (a size symbol N may be fewer). */
+static tg_term *seq_rows(so *s, const scan *sc, tg_term *p)
+{
+    tg_term *n = tg_nth(sc->steps, 1);
+    if (n != NM(s, N_AUTO) && tg_kind_of(n) != TG_INT)
+        return NULL;
+    for (size_t i = 0; i < sc->seqp.n; i++)
+        if (sc->seqp.v[i] == p) {
+            if (n == NM(s, N_AUTO))
+                return sc->seq.v[i];
+            tg_term *sl[3] = {tg_int(s->ctx, 0), n, NM(s, N_NONE)};
+            return app2(s, N_SUBTENSOR, sc->seq.v[i], app(s, N_SLICE, 3, sl));
+        }
+    return NULL;
+}
+
+static int push_sums(so *s, graph *g, use *u, tg_term **res)
+{
+    scan *sc = &u->sc;
+    if (sc->until)
+        return 0;
+    for (size_t k = 0; k < sc->no; k++) {
+        out *o = &sc->o[k];
+        if (o->kind != SITSOT || !o->last || !u->used[k] || !is_app(o->res, NM(s, N_ADD)))
+            continue;
+        tg_term *acc = o->tp[0];
+        size_t n;
+        tg_term **a = elems(s, o->res, &n);
+        if (!a)
+            return -1;
+        /* acc once among the operands, read by nothing else */
+        size_t ia = 0, seen = 0;
+        for (size_t i = 1; i < n; i++)
+            if (a[i] == acc)
+                ia = i, seen++;
+        if (seen != 1)
+            continue;
+        tgW_map syms = {0};
+        for (size_t i = 0; i < sc->no; i++)
+            if (i != k && symbols(s, sc->o[i].res, &syms) < 0)
+                return -1;
+        if (sc->until && symbols(s, sc->until, &syms) < 0)
+            return -1;
+        for (size_t i = 1; i < n; i++)
+            if (i != ia && symbols(s, a[i], &syms) < 0)
+                return -1;
+        if (tgW_map_get(&syms, acc))
+            continue;
+        /* the step-varying parameters */
+        tgW_map var = {0}, outm = {0}, used = {0};
+        for (size_t i = 0; i < sc->seqp.n; i++)
+            if (tgW_map_put(&var, sc->seqp.v[i], sc->seqp.v[i]) < 0)
+                return s->oom = 1, -1;
+        for (size_t i = 0; i < sc->no; i++)
+            for (size_t j = 0; j < sc->o[i].ntaps; j++)
+                if (tgW_map_put(&var, sc->o[i].tp[j], sc->o[i].tp[j]) < 0)
+                    return s->oom = 1, -1;
+        for (size_t i = 0; i < sc->nsp.n; i++)
+            if (tgW_map_put(&outm, sc->nsp.v[i], sc->ns.v[i]) < 0)
+                return s->oom = 1, -1;
+        if (symbols(s, g->root, &used) < 0)
+            return -1;
+        sumx x = {s, sc, {&var, NULL, {0}}, &outm, &used, {0}, {0}, {0}};
+        vec kept = {0}, moved = {0};
+        if (push(s, &kept, acc) < 0)
+            return -1;
+        for (size_t i = 1; i < n; i++) {
+            if (i == ia)
+                continue;
+            if (dep_compute(s, &x.d, a[i]) < 0)
+                return -1;
+            int gain = 0;
+            tg_term *e = varying(&x, a[i]) ? sum_of(&x, a[i], 0, &gain) : NULL;
+            if (s->oom)
+                return -1;
+            int rc = e && gain ? push(s, &moved, e) : push(s, &kept, a[i]);
+            if (rc < 0)
+                return -1;
+        }
+        if (!moved.n)
+            continue;
+        /* the stacks the moved sums read: new nitsot outputs, or sequences */
+        tgW_map inuse = {0};
+        for (size_t i = 0; i < moved.n; i++)
+            if (symbols(s, moved.v[i], &inuse) < 0)
+                return -1;
+        size_t nold = sc->no, nnew = 0;
+        out *no = GC_MALLOC((nold + x.lv.n + 1) * sizeof *no);
+        long *map = GC_MALLOC_ATOMIC((nold + 1) * sizeof *map);
+        tg_term **exprs = GC_MALLOC((nold + 1) * sizeof *exprs);
+        if (!no || !map || !exprs)
+            return s->oom = 1, -1;
+        for (size_t i = 0; i < nold; i++) {
+            exprs[i] = NULL;
+            if (i == k && kept.n == 1) {
+                map[i] = -1;
+                continue;
+            }
+            map[i] = (long)nnew;
+            no[nnew] = sc->o[i];
+            if (i == k)
+                no[nnew].res = app(s, N_ADD, kept.n, kept.v);
+            nnew++;
+        }
+        int back = has_opt(s, sc, N_BACKWARDS);
+        tgW_map ph = {0};       /* placeholder -> its stack, or the index + 1 of its nitsot */
+        vec newo = {0};
+        for (size_t i = 0; i < x.lv.n; i++) {
+            if (!tgW_map_get(&inuse, x.lph.v[i]))
+                continue;
+            tg_term *rows = tg_kind_of(x.lv.v[i]) == TG_SYMBOL ? seq_rows(s, sc, x.lv.v[i]) : NULL;
+            if (rows) {
+                if (tgW_map_put(&ph, x.lph.v[i], rows) < 0)
+                    return s->oom = 1, -1;
+                continue;
+            }
+            memset(&no[nnew], 0, sizeof *no);
+            no[nnew].kind = NITSOT, no[nnew].res = x.lv.v[i];
+            if (push(s, &newo, x.lph.v[i]) < 0 || push_any(s, &newo, (tg_term *)(uintptr_t)(nnew + 1)) < 0)
+                return -1;
+            nnew++;
+        }
+        size_t nsc = sc->no;
+        out *old = sc->o;
+        sc->o = no, sc->no = nnew;
+        drop_inplace(s, sc);
+        tg_term *t2 = nnew ? build(s, sc) : NULL;
+        sc->o = old, sc->no = nsc;
+        if (nnew && !t2)
+            return -1;
+        for (size_t i = 0; i < newo.n; i += 2) {
+            size_t j = (size_t)(uintptr_t)newo.v[i + 1] - 1;
+            tg_term *st = app2(s, N_SCAN_OUTPUT, t2, tg_int(s->ctx, (int64_t)j));
+            if (st && back) {
+                tg_term *sl[3] = {NM(s, N_NONE), NM(s, N_NONE), tg_int(s->ctx, -1)};
+                st = app2(s, N_SUBTENSOR, st, app(s, N_SLICE, 3, sl));
+            }
+            if (!st || tgW_map_put(&ph, newo.v[i], st) < 0)
+                return s->oom = 1, -1;
+        }
+        /* the reads of output k: what stays in the loop plus the sums */
+        vec sum = {0};
+        if (push(s, &sum, kept.n == 1 ? o->init : app2(s, N_SCAN_OUTPUT, t2, tg_int(s->ctx, map[k]))) < 0)
+            return -1;
+        for (size_t i = 0; i < moved.n; i++)
+            if (push(s, &sum, subst(s, moved.v[i], &ph)) < 0)
+                return -1;
+        if (!(exprs[k] = app(s, N_ADD, sum.n, sum.v)))
+            return -1;
+        return (*res = replace_x(s, g, u, nold, t2, map, NULL, exprs)) ? 1 : -1;
+    }
+    return 0;
+}
+
 /* A `last` recurrent output whose INIT is computed by the graph (not an
  * input, not a constant) for this output alone may keep its state in
  * INIT's buffer: marked by the option (inplace K ...). */
@@ -1322,6 +1641,7 @@ static const rel rels[] = {
     {"scan-last", NULL, last_outputs},
     {"scan-merge", NULL, merge_scans},
     {"scan-inplace", NULL, inplace},
+    {"scan-push-sums", NULL, push_sums},
 };
 #define NRELS (sizeof rels / sizeof *rels)
 
