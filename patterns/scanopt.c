@@ -1730,7 +1730,10 @@ static int push_output(so *s, graph *g, use *u, tg_term **res)
             tg_term *l = x.lv.v[i], *rows = NULL;
             if (!tgW_map_get(&inuse, x.lph.v[i]))
                 continue;
-            if (tg_kind_of(l) == TG_SYMBOL && (rows = seq_rows(s, sc, l)) && back) {
+            /* (with N steps, the first N rows would be a slice whose length
+             * the types do not know: the rows are stacked then) */
+            if (tg_kind_of(l) == TG_SYMBOL && tg_nth(sc->steps, 1) == NM(s, N_AUTO) &&
+                (rows = seq_rows(s, sc, l)) && back) {
                 tg_term *sl[3] = {NM(s, N_NONE), NM(s, N_NONE), tg_int(s->ctx, -1)};
                 rows = app2(s, N_SUBTENSOR, rows, app(s, N_SLICE, 3, sl));
             }

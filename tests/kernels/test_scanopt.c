@@ -107,6 +107,24 @@ static const tcase cases[] = {
      "(scan (lambda (zt acc M) ((add acc (dot M zt)))) (steps n) (sequences " Z ")"
      " (outputs (sitsot " V " last)) (non_sequences " M ") backwards)"},
     {"default", "(scan_output " RNN_OUTER(OUTER, " backwards") " 1)"},
+    /* an output y_t = sigmoid(M h_t) after the loop: one matrix product
+     * of the stacked states (read from the state's own output) */
+    {"t-push-output",
+     "(scan_output (scan (lambda (zt hp M) ((tanh (add (dot M hp) zt)) (sigmoid (dot M (tanh (add (dot M hp) zt))))))"
+     " (steps auto) (sequences " Z ") (outputs (sitsot " V ") (nitsot)) (non_sequences " M ")) 1)"},
+    /* backwards, a reduction and a row of a sequence: the stacks in step order */
+    {"t-push-output",
+     "(scan_output (scan (lambda (zt hp M) ((tanh (add (dot M hp) zt)) (sum (mul 2 (dot hp M) zt) (axes 0))))"
+     " (steps auto) (sequences " Z ") (outputs (sitsot " V ") (nitsot)) (non_sequences " M ") backwards) 1)"
+     " (scan_output (scan (lambda (zt hp M) ((tanh (add (dot M hp) zt)) (sum (mul 2 (dot hp M) zt) (axes 0))))"
+     " (steps auto) (sequences " Z ") (outputs (sitsot " V ") (nitsot)) (non_sequences " M ") backwards) 0)"},
+    /* the only output: the loop goes */
+    {"t-push-output",
+     "(scan (lambda (zt M) ((exp (dot M zt)))) (steps 6) (sequences " Z ") (outputs (nitsot)) (non_sequences " M "))"},
+    /* sequence rows through a dot and a reduction with a non-sequence */
+    {"t-push-sequences",
+     "(scan (lambda (zt hp M) ((tanh (add (dot M hp) (dot zt M) (max (mul zt (subtensor M 0)) all)))))"
+     " (steps auto) (sequences " Z ") (outputs (sitsot " V ")) (non_sequences " M "))"},
     /* everything at once: merged, folded, pushed out, last */
     {"default",
      "(subtensor (scan (lambda (a b s u c) ((add (mul 1 s) (mul b u) (mul a c) (exp u)))) (steps auto)"
@@ -367,7 +385,8 @@ int main(void)
         "(equilibrium t-last scan-last)\n"
         "(equilibrium t-merge scan-merge)\n"
         "(equilibrium t-inplace scan-inplace)\n"
-        "(equilibrium t-push-sums scan-push-sums)\n";
+        "(equilibrium t-push-sums scan-push-sums)\n"
+        "(equilibrium t-push-output scan-push-output)\n";
     char lib[4200];
     snprintf(lib, sizeof lib, "%s", tap_path("patterns/lib"));
     setenv("TGREL_RULES_PATH", lib, 1);
