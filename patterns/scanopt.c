@@ -1116,6 +1116,18 @@ static int seq_ranked(so *s, scan *sc, tg_term *whole, vec *found, vec *forms)
     if (param_ranks(s, sc, &outer, &env) < 0 || symbols(s, whole, &used) < 0)
         return -1;
     stx x = {s, sc, {&var, &seq, {0}}, {s, {0}, &env}, &outer, &outm, 1, NULL, &used, {0}, {0}, {0}};
+    /* the terms an accumulator (sitsot INIT last) adds are left to
+     * scan-push-sums: the sum of dot(x_t, W) is better dot(sum X, W) than
+     * a sequence dot(X, W) summed in the loop */
+    tgW_map accd = {0};
+    for (size_t i = 0; i < sc->no; i++)
+        if (sc->o[i].kind == SITSOT && sc->o[i].last && is_app(sc->o[i].res, NM(s, N_ADD))) {
+            tg_iter it;
+            tg_iter_init(&it, sc->o[i].res);
+            for (tg_term *e; (e = tg_iter_next(&it));)
+                if (tgW_map_put(&accd, e, e) < 0)
+                    return s->oom = 1, -1;
+        }
     vec st = {0};
     for (size_t i = 0; i < sc->no; i++)
         if (push(s, &st, sc->o[i].res) < 0)
@@ -1132,7 +1144,7 @@ static int seq_ranked(so *s, scan *sc, tg_term *whole, vec *found, vec *forms)
         if (tgW_map_put(&seen, t, t) < 0)
             return s->oom = 1, -1;
         unsigned f = dep_get(s, &x.d, t);
-        if ((f & D_SEQ) && !(f & (D_VAR | D_STUCK))) {
+        if ((f & D_SEQ) && !(f & (D_VAR | D_STUCK)) && !tgW_map_get(&accd, t)) {
             int moved = 0;
             tg_term *e = st_of(&x, t, 0, &moved);
             if (s->oom)
