@@ -8,7 +8,15 @@
  *   scanopt_rnn       a 64-unit RNN whose step scales its weights by
  *                     exp(V) (loop-invariant work), 10^4 steps, compiled
  *                     with default against default without
- *                     scan-push-invariant: the call time it saves.
+ *                     scan-push-invariant: the call time it saves;
+ *   scanopt_bptt, scanopt_dot1, scanopt_push_output, scanopt_push_seq_dot
+ *                     the gradient of a 64-unit RNN's loss (BPTT), an
+ *                     accumulated dot of rows by a matrix, an RNN whose
+ *                     output y_t = sigmoid(V h_t) is stacked, an RNN
+ *                     whose input is projected by a matrix (V x_t): each
+ *                     compiled with default against default without the
+ *                     rewrite it shows (scan-push-sums, scan-push-output,
+ *                     scan-push-sequences), the same values.
  * Times are this thread's CPU time (the machine is shared), medians of R
  * runs.  Usage: scanopt [scale]  (scale 1 = full size) */
 #include <math.h>
@@ -143,6 +151,104 @@ static void rnn_bench(int64_t T)
     free(x), free(y1), free(y2);
 }
 
+/* A function of (x (T 64)), (h0 (64)), (W (64 64)), (V (64 64)) and its
+ * outputs, compiled with default and without one rewrite, called
+ * alternately; medians and the largest difference of their results. */
+static void pair_bench(const char *name, const char *rewrite, int64_t T, int nout, const char *const *outs,
+                       const int *out_rows)
+{
+    tg_term *ins[4] = {rd("(input x float64 (T 64))"), rd("(input h0 float64 (64))"),
+                       rd("(input W float64 (64 64))"), rd("(input V float64 (64 64))")};
+    tg_term *ot[4];
+    for (int i = 0; i < nout; i++)
+        ot[i] = rd(outs[i]);
+    char spec[200];
+    snprintf(spec, sizeof spec, "(query default (exclude %s))", rewrite);
+    tg_fn *fn[2];
+    tg_error err;
+    for (int m = 0; m < 2; m++) {
+        tg_fn_options o = {.rules = rs, .rewrite = rd(m ? spec : "default")};
+        if (!(fn[m] = tg_fn_compile(ctx, 4, ins, (size_t)nout, ot, &o, &err))) {
+            fprintf(stderr, "scanopt bench: %s\n", err.message);
+            exit(1);
+        }
+    }
+    double *x = malloc((size_t)T * 64 * sizeof *x), h0[64], W[64 * 64], V[64 * 64];
+    srand(11);
+    for (int64_t i = 0; i < T * 64; i++)
+        x[i] = rand() / (double)RAND_MAX - 0.5;
+    for (int i = 0; i < 64; i++)
+        h0[i] = 0.01 * i;
+    for (int i = 0; i < 64 * 64; i++)
+        W[i] = (rand() / (double)RAND_MAX - 0.5) / 8, V[i] = (rand() / (double)RAND_MAX - 0.5) / 8;
+    tg_array in[4], out[2][4];
+    int64_t sx[2] = {T, 64}, sh[1] = {64}, sw[2] = {64, 64};
+    tg_array_init(&in[0], TG_FLOAT64, 2, sx, x);
+    tg_array_init(&in[1], TG_FLOAT64, 1, sh, h0);
+    tg_array_init(&in[2], TG_FLOAT64, 2, sw, W);
+    tg_array_init(&in[3], TG_FLOAT64, 2, sw, V);
+    size_t len[4];
+    for (int m = 0; m < 2; m++)
+        for (int i = 0; i < nout; i++) {
+            /* out_rows: -1 (64), 0 (64 64), 1 (T 64) */
+            int64_t shp[2] = {out_rows[i] > 0 ? T : 64, 64};
+            int nd = out_rows[i] < 0 ? 1 : 2;
+            len[i] = (size_t)(nd == 1 ? 64 : shp[0] * 64);
+            tg_array_init(&out[m][i], TG_FLOAT64, nd, nd == 1 ? sh : shp, malloc(len[i] * sizeof(double)));
+        }
+    double t[2][R];
+    for (int r = 0; r < R; r++)
+        for (int m = 0; m < 2; m++) {
+            double t0 = bench_thread_cpu_ms();
+            if (tg_fn_call(fn[m], in, out[m], &err) < 0) {
+                fprintf(stderr, "scanopt bench: %s\n", err.message);
+                exit(1);
+            }
+            t[m][r] = bench_thread_cpu_ms() - t0;
+        }
+    double diff = 0;
+    for (int i = 0; i < nout; i++)
+        for (size_t j = 0; j < len[i]; j++) {
+            double a = ((double *)out[0][i].data)[j], b = ((double *)out[1][i].data)[j];
+            double d = fabs(a - b) / (fabs(b) > 1 ? fabs(b) : 1);
+            diff = d > diff ? d : diff;
+        }
+    double ma = bench_median(t[0], R), mb = bench_median(t[1], R);
+    printf("{\"bench\":\"%s\",\"steps\":%lld,\"native\":%d,\"default_ms\":%.3f,\"without_%s_ms\":%.3f,"
+           "\"ratio\":%.3f,\"us_per_step\":%.3f,\"max_rel_diff\":%.3g}\n",
+           name, (long long)T, tg_fn_native(fn[0]) && tg_fn_native(fn[1]), ma, rewrite, mb, ma / mb,
+           ma * 1e3 / (double)T, diff);
+    for (int m = 0; m < 2; m++) {
+        for (int i = 0; i < nout; i++)
+            free(out[m][i].data);
+        tg_fn_free(fn[m]);
+    }
+    free(x);
+}
+
+#define RNN_SCAN(STEP, OUTS) \
+    "(scan (lambda (xt hp W V) (" STEP ")) (steps auto) (sequences (input x float64 (T 64)))" \
+    " (outputs (sitsot (input h0 float64 (64))) " OUTS ") (non_sequences (input W float64 (64 64)) (input V float64 (64 64))))"
+
+static void rewrite_benches(int64_t T)
+{
+    static const char loss[] = "(sum " RNN_SCAN("(tanh (add (dot W hp) xt))", "") " all)";
+    char g[3][sizeof loss + 64];
+    const char *wrt[3] = {"(input W float64 (64 64))", "(input x float64 (T 64))", "(input h0 float64 (64))"};
+    for (int i = 0; i < 3; i++)
+        snprintf(g[i], sizeof g[i], "(grad %s %s)", loss, wrt[i]);
+    const char *gr[3] = {g[0], g[1], g[2]};
+    pair_bench("scanopt_bptt", "scan-push-sums", T, 3, gr, (const int[]){0, 1, -1});
+    const char *dot1 = "(scan (lambda (xt acc W) ((add acc (dot xt W)))) (steps auto) (sequences (input x float64 (T 64)))"
+                       " (outputs (sitsot (input h0 float64 (64)) last)) (non_sequences (input W float64 (64 64))))";
+    pair_bench("scanopt_dot1", "scan-push-sums", T, 1, &dot1, (const int[]){-1});
+    const char *y = "(scan_output " RNN_SCAN("(tanh (add (dot W hp) xt)) (sigmoid (dot V (tanh (add (dot W hp) xt))))",
+                                             "(nitsot)") " 1)";
+    pair_bench("scanopt_push_output", "scan-push-output", T, 1, &y, (const int[]){1});
+    const char *proj = RNN_SCAN("(tanh (add (dot W hp) (dot V xt)))", "");
+    pair_bench("scanopt_push_seq_dot", "scan-push-sequences", T, 1, &proj, (const int[]){1});
+}
+
 int main(int argc, char **argv)
 {
     double scale = argc > 1 ? atof(argv[1]) : bench_scale(1);
@@ -156,6 +262,7 @@ int main(int argc, char **argv)
     }
     overhead((int)(2000 * scale) + 1);
     rnn_bench((int64_t)(10000 * scale) + 1);
+    rewrite_benches((int64_t)(10000 * scale) + 1);
     tg_rules_free(rs);
     tg_ctx_free(ctx);
     return 0;

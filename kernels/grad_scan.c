@@ -242,62 +242,6 @@ static tg_term *scan_out(gx *x, tg_term *s, int k)
     return list3(x, sym(x, "scan_output"), s, tg_int(x->ctx, k));
 }
 
-/* A per-step vector the backward scan stacks: one of its sequences (the
- * term, in forward order), or its nitsot output k (in iteration order). */
-typedef struct ostk {
-    tg_term *seq;
-    int k;
-} ostk;
-
-/* The stacked rows of o over the forward steps, in forward order. */
-static tg_term *stacked(gx *x, tg_term *B, const ostk *o)
-{
-    return o->seq ? o->seq : reversed(x, scan_out(x, B, o->k));
-}
-
-/* Is a, a non-sequence's adjoint in one step, an outer product
- * (mul (dimshuffle U (perm x 0)) (dimshuffle V (perm 0 x))) of two vectors
- * (the gradient of a matrix in (dot W h))?  Then the sum over the steps
- * is one matrix product after the loop, transpose(V's rows) times U's
- * (PushOutScanOutput, done as the gradient is built): V and U are
- * stacked, read from the sequence when one is a sequence parameter, else
- * as a new nitsot output.  1 when so (vu[0] V, vu[1] U), 0 when not. */
-static int outer_parts(sgx *g, tg_term *a, tstack *bp, const tstack *bseq, tstack *bout, tstack *bres, int *nb,
-                       ostk *vu)
-{
-    gx *x = g->x;
-    tg_term *m[4], *d[2][4], *p[2][4];
-    if (tg_kind_of(a) != TG_PAIR || tg_elements(a, m, 4) != 3 || m[0] != x->s[S_MUL])
-        return 0;
-    tg_term *uv[2] = {NULL, NULL};     /* U, V */
-    for (int i = 0; i < 2; i++) {
-        if (tg_kind_of(m[1 + i]) != TG_PAIR || tg_elements(m[1 + i], d[i], 4) != 3 ||
-            d[i][0] != x->s[S_DIMSHUFFLE] || tg_kind_of(d[i][2]) != TG_PAIR || tg_elements(d[i][2], p[i], 4) != 3 ||
-            p[i][0] != x->s[S_PERM])
-            return 0;
-        int64_t k;
-        if (p[i][1] == x->s[S_X] && tg_int_get(p[i][2], &k) == 0 && k == 0 && !uv[0])
-            uv[0] = d[i][1];
-        else if (p[i][2] == x->s[S_X] && tg_int_get(p[i][1], &k) == 0 && k == 0 && !uv[1])
-            uv[1] = d[i][1];
-        else
-            return 0;
-    }
-    for (int i = 0; i < 2; i++) {
-        ostk *o = &vu[1 - i];
-        o->seq = NULL;
-        for (size_t k = 0; k < bseq->n && !o->seq; k++)     /* a sequence's rows: forward order */
-            if (bp->v[k] == uv[i])
-                o->seq = bseq->v[k];
-        if (o->seq)
-            continue;
-        if (add1(x, bout, tg_list(x->ctx, 1, (tg_term *[]){sym(x, "nitsot")}, NULL)) < 0 || add1(x, bres, uv[i]) < 0)
-            return -1;
-        o->k = (*nb)++;
-    }
-    return 1;
-}
-
 /* Pass the adjoints A[o] of scan sc's outputs (NULL: none) back to its
  * arguments, through a backwards scan. */
 int tgGr_scan_vjp(sweep *s, const tgSc_scan *sc, tg_term **A)
@@ -492,9 +436,6 @@ int tgGr_scan_vjp(sweep *s, const tgSc_scan *sc, tg_term **A)
         }
     }
     int *pidx = bidx + sc->nout;
-    ostk *outer = GC_MALLOC(((size_t)np + 1) * 2 * sizeof *outer);
-    if (!outer)
-        return tgGr_nomem(x);
     for (int p = 0; p < np; p++) {
         pidx[p] = -1;
         if (!want[p] || (p >= nseq && p < nbase))
@@ -509,13 +450,10 @@ int tgGr_scan_vjp(sweep *s, const tgSc_scan *sc, tg_term **A)
                 return -1;
             continue;
         }
-        int k = outer_parts(g, a, &bp, &bseq, &bout, &bres, &nb, &outer[2 * p]);
-        if (k < 0)
-            return -1;
-        if (k) {
-            pidx[p] = -2;
-            continue;
-        }
+        /* a non-sequence's adjoint: summed over the steps in an
+         * accumulator; where each step's part is an outer product or a
+         * dot, the Scan rewrite scan-push-sums (patterns/scanopt.c) sums
+         * it after the loop (a BPTT weight gradient: one GEMM) */
         pidx[p] = nb++;
         tg_term *acc = fresh(x, &g->syms, "grad_a");
         tg_term *z = inner_zeros(x, g->ig, g->ig->inputs[p], NULL);
@@ -566,12 +504,6 @@ int tgGr_scan_vjp(sweep *s, const tgSc_scan *sc, tg_term **A)
             return e ? -1 : tgGr_nomem(x);
     }
     for (int p = 0; p < np; p++) {
-        if (pidx[p] == -2 && s->dep[args[sc->nargs - nnon + (p - nbase)]]) {  /* sum of outer products: a GEMM */
-            tg_term *V = stacked(x, B, &outer[2 * p]), *U = stacked(x, B, &outer[2 * p + 1]);
-            tg_term *e = V && U ? list3(x, sym(x, "dot"), list2(x, x->s[S_TRANSPOSE], V), U) : NULL;
-            if (!e || tgGr_deliver(s, args[sc->nargs - nnon + (p - nbase)], e) < 0)
-                return e ? -1 : tgGr_nomem(x);
-        }
         if (pidx[p] < 0)
             continue;
         int arg = p < nseq ? args[p] : args[sc->nargs - nnon + (p - nbase)];

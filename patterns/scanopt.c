@@ -32,11 +32,15 @@
 
 enum { N_SCAN, N_LAMBDA, N_UNTIL, N_STEPS, N_SEQS, N_OUTS, N_NSEQS, N_NITSOT, N_SITSOT, N_MITSOT,
        N_TAPS, N_LAST, N_SCAN_OUTPUT, N_SCAN_STEPS, N_SUBTENSOR, N_SLICE, N_NONE, N_GRAPH,
-       N_INPLACE, N_CONST, N_INPUT, N_AUTO, NN };
+       N_INPLACE, N_CONST, N_INPUT, N_AUTO, N_ADD, N_SUB, N_NEG, N_MUL, N_TRUE_DIV, N_DOT,
+       N_DIMSHUFFLE, N_TRANSPOSE, N_SUM, N_MEAN, N_AXES, N_PERM, N_X, N_BACKWARDS, N_PROD, N_MAX,
+       N_MIN, N_ALL, N_SHARED, N_GEMM, N_RESHAPE, N_SHAPE_OF, N_ALLOC, N_LOGSUMEXP, NN };
 static const char *const nm_text[NN] = {
     "scan", "lambda", "until", "steps", "sequences", "outputs", "non_sequences", "nitsot",
     "sitsot", "mitsot", "taps", "last", "scan_output", "scan_steps", "subtensor", "slice", "none",
-    "graph", "inplace", "const", "input", "auto"};
+    "graph", "inplace", "const", "input", "auto", "add", "sub", "neg", "mul", "true_div", "dot",
+    "dimshuffle", "transpose", "sum", "mean", "axes", "perm", "x", "backwards", "prod", "max",
+    "min", "all", "shared", "gemm", "reshape", "shape-of", "alloc", "logsumexp"};
 
 /* Names a parameter may not take (doc/scan.md). */
 static const char *const reserved[] = {"float64", "float32", "int64", "int32", "bool", "x",
@@ -740,10 +744,425 @@ static int push_invariant(so *s, scan *sc, tg_term *whole)
     return subst_body(s, sc, &repl) < 0 ? -1 : 1;
 }
 
+/* ---- ranks ------------------------------------------------------------ */
+
+/* Moving work between a step and whole stacks of steps adds a leading
+ * axis, and broadcasting aligns axes from the right: the rewrites need the
+ * ranks of the terms they move (not their sizes).  rank_of infers them
+ * over the vocabulary, conservatively: -1 when not known here.  Outer
+ * terms get theirs from (input NAME DTYPE (SIZE ...)), constants and the
+ * ops; a step's terms from the ranks of the scan's outer arguments. */
+typedef struct rk {
+    so *s;
+    tgW_map memo;           /* node -> rank + 2 */
+    const tgW_map *env;     /* parameter -> rank + 2 (inside a lambda) */
+} rk;
+
+static int rank_scan(so *s, tg_term *t, rk *outer, int64_t k);
+
+static int rank_get(rk *r, const tg_term *t)
+{
+    tg_kind k = tg_kind_of(t);
+    if (k == TG_INT || k == TG_RAT || k == TG_DOUBLE)
+        return 0;
+    if (k == TG_SYMBOL)
+        return r->env && tgW_map_get(r->env, t) ? (int)(uintptr_t)tgW_map_get(r->env, t) - 2 : -1;
+    void *m = tgW_map_get(&r->memo, t);
+    return m ? (int)(uintptr_t)m - 2 : -1;
+}
+
+/* The number of elements of list t after its head when the head is h
+ * (or of t itself when h is NULL or not its head). */
+static int list_len(so *s, const tg_term *t, int h)
+{
+    if (!is_pair(t))
+        return -1;
+    int n = (int)tg_length(t);
+    return tg_car(t) == NM(s, h) ? n - 1 : n;
+}
+
+static int rank_node(rk *r, tg_term *t)
+{
+    so *s = r->s;
+    size_t n;
+    tg_term **v = elems(s, t, &n);
+    if (!v || !n || tg_tail(t) != tg_nil())
+        return -1;
+    tg_term *h = v[0];
+    int a1 = n > 1 ? rank_get(r, v[1]) : -1;
+    if (h == NM(s, N_CONST) && n == 3) {
+        int d = 0;
+        for (tg_term *e = v[2]; is_pair(e) && d < 64; e = tg_car(e))
+            d++;
+        return d;
+    }
+    if ((h == NM(s, N_INPUT) || h == NM(s, N_SHARED)) && n == 4)
+        return list_len(s, v[3], NN);
+    if (tensor_op(s, t) == 2) {
+        int m = 0;
+        for (size_t i = 1; i < n; i++) {
+            if (tg_kind_of(v[i]) == TG_SYMBOL && tgW_map_get(&s->nm->reserved, v[i]))
+                continue;       /* a dtype */
+            int ri = rank_get(r, v[i]);
+            if (ri < 0)
+                return -1;
+            m = ri > m ? ri : m;
+        }
+        return m;
+    }
+    if (h == NM(s, N_SUM) || h == NM(s, N_PROD) || h == NM(s, N_MAX) || h == NM(s, N_MIN) ||
+        h == NM(s, N_MEAN) || h == NM(s, N_LOGSUMEXP)) {
+        if (n == 2 || (n == 3 && v[2] == NM(s, N_ALL)))
+            return a1 < 0 ? -1 : 0;
+        int c = n == 3 ? list_len(s, v[2], N_AXES) : -1;
+        return a1 < 0 || c < 0 || c > a1 ? -1 : a1 - c;
+    }
+    if (h == NM(s, N_DOT) && n == 3) {
+        int a2 = rank_get(r, v[2]);
+        if (a1 < 1 || a1 > 2 || a2 < 1 || a2 > 2)
+            return -1;
+        return a1 + a2 - 2;
+    }
+    if (h == NM(s, N_GEMM) || h == NM(s, N_TRANSPOSE))
+        return a1;
+    if (h == NM(s, N_DIMSHUFFLE) && n == 3)
+        return a1 < 0 ? -1 : list_len(s, v[2], N_PERM);
+    if (h == NM(s, N_RESHAPE) && n == 3)
+        return a1 < 0 ? -1 : list_len(s, v[2], N_SHAPE_OF);
+    if (h == NM(s, N_ALLOC))
+        return a1 < 0 ? -1 : (int)n - 2;
+    if (h == NM(s, N_SUBTENSOR) && a1 >= 0) {
+        int d = a1;
+        for (size_t i = 2; i < n; i++)
+            d -= !is_app(v[i], NM(s, N_SLICE));
+        return d < 0 ? -1 : d;
+    }
+    if (h == NM(s, N_SCAN_STEPS))
+        return 0;
+    if (!r->env && h == NM(s, N_SCAN))
+        return rank_scan(s, t, r, 0);
+    if (!r->env && h == NM(s, N_SCAN_OUTPUT) && n == 3) {
+        int64_t k;
+        return tg_int_get(v[2], &k) == 0 ? rank_scan(s, v[1], r, k) : -1;
+    }
+    return -1;
+}
+
+/* The rank of every node under t (post-order, explicit stack); t's. */
+static int rank_of(rk *r, tg_term *t)
+{
+    if (!is_pair(t))
+        return rank_get(r, t);
+    vec st = {0}, done = {0};
+    if (!tgW_map_get(&r->memo, t) && (push(r->s, &st, t) < 0 || push_any(r->s, &done, NULL) < 0))
+        return -1;
+    while (st.n) {
+        tg_term *n = st.v[st.n - 1];
+        if (tgW_map_get(&r->memo, n)) {
+            st.n--, done.n--;
+            continue;
+        }
+        if (!done.v[done.n - 1]) {
+            done.v[done.n - 1] = n;
+            tg_iter it;
+            tg_iter_init(&it, n);
+            for (tg_term *e; (e = tg_iter_next(&it));)
+                if (is_pair(e) && !tgW_map_get(&r->memo, e) && !is_app(e, NM(r->s, N_LAMBDA)))
+                    if (push(r->s, &st, e) < 0 || push_any(r->s, &done, NULL) < 0)
+                        return -1;
+            continue;
+        }
+        int k = rank_node(r, n);
+        if (r->s->oom || tgW_map_put(&r->memo, n, (void *)(uintptr_t)(k + 2)) < 0)
+            return r->s->oom = 1, -1;
+        st.n--, done.n--;
+    }
+    return rank_get(r, t);
+}
+
+/* The ranks of the parameters of scan sc, its outer arguments' ranks
+ * taken from outer (whose memo holds them). */
+static int param_ranks(so *s, const scan *sc, rk *outer, tgW_map *env)
+{
+    for (size_t i = 0; i < sc->seq.n; i++) {
+        int q = rank_of(outer, sc->seq.v[i]);
+        if (tgW_map_put(env, sc->seqp.v[i], (void *)(uintptr_t)(q > 0 ? q + 1 : 1)) < 0)
+            return s->oom = 1, -1;
+    }
+    for (size_t i = 0; i < sc->no; i++) {
+        const out *o = &sc->o[i];
+        int q = o->kind == NITSOT ? -1 : rank_of(outer, o->init);
+        q = o->kind == MITSOT ? (q > 0 ? q - 1 : -1) : q;
+        for (size_t j = 0; j < o->ntaps; j++)
+            if (tgW_map_put(env, o->tp[j], (void *)(uintptr_t)(q + 2)) < 0)
+                return s->oom = 1, -1;
+    }
+    for (size_t i = 0; i < sc->ns.n; i++) {
+        int q = rank_of(outer, sc->ns.v[i]);
+        if (tgW_map_put(env, sc->nsp.v[i], (void *)(uintptr_t)(q + 2)) < 0)
+            return s->oom = 1, -1;
+    }
+    return 0;
+}
+
+/* Output k of scan t: its result's rank, plus the stacked axis. */
+static int rank_scan(so *s, tg_term *t, rk *outer, int64_t k)
+{
+    scan sc;
+    if (!parse(s, t, &sc) || k < 0 || (size_t)k >= sc.no)
+        return -1;
+    tgW_map env = {0};
+    if (param_ranks(s, &sc, outer, &env) < 0)
+        return -1;
+    rk in = {s, {0}, &env};
+    int q = rank_of(&in, sc.o[k].res);
+    return q < 0 ? -1 : q + !sc.o[k].last;
+}
+
+/* ---- per-step work as work on whole stacks ------------------------- */
+
+/* The stack over the steps of a step term (row t: the term's value at
+ * step t) written over whole stacks: f(x_t) as f(X).  Used two ways: to
+ * turn work on sequence rows into new sequences (only sequence rows may
+ * be read: seqmode), and to do after the loop the work that ends a step
+ * and only feeds a stacked output (the values it reads stacked by new
+ * nitsot outputs, or read from stacked outputs and sequences). */
+typedef struct stx {
+    so *s;
+    scan *sc;
+    deps d;                 /* D_VAR or D_SEQ: changes from step to step */
+    rk in;                  /* the step's ranks */
+    rk *outer;              /* the outer terms' ranks */
+    tgW_map *out;           /* non-sequence parameter -> its outer value */
+    int seqmode;
+    const tgW_map *avoid;   /* not moved: another result reads it */
+    tgW_map *used;
+    tgW_map leaf;           /* stacked step term -> placeholder */
+    vec lv, lph;
+} stx;
+
+static tg_term *outside_st(stx *x, tg_term *t) { return subst(x->s, t, x->out); }
+
+static int st_varying(stx *x, tg_term *t)
+{
+    return (dep_get(x->s, &x->d, t) & (D_VAR | D_SEQ | D_STUCK)) != 0;
+}
+
+/* A step term stacked as a whole: a sequence's own rows (seqmode), or a
+ * placeholder for a new stacked output (else). */
+static tg_term *st_leaf(stx *x, tg_term *t)
+{
+    if (x->seqmode) {
+        for (size_t i = 0; i < x->sc->seqp.n; i++)
+            if (x->sc->seqp.v[i] == t)
+                return x->sc->seq.v[i];
+        return NULL;
+    }
+    tg_term *p = tgW_map_get(&x->leaf, t);
+    if (p)
+        return p;
+    if (!(p = fresh(x->s, x->used, "stk")) || tgW_map_put(&x->leaf, t, p) < 0 || push(x->s, &x->lv, t) < 0 ||
+        push(x->s, &x->lph, p) < 0)
+        return x->s->oom = 1, NULL;
+    return p;
+}
+
+/* (axes I+1 ...) of a reduction's axes over a term of rank q. */
+static tg_term *shift_axes(stx *x, tg_term *ax, int q)
+{
+    so *s = x->s;
+    vec w = {0};
+    if (!ax || ax == NM(s, N_ALL)) {
+        for (int i = 1; i <= q; i++)
+            push(s, &w, tg_int(s->ctx, i));
+    } else {
+        if (!is_pair(ax))
+            return NULL;
+        tg_iter it;
+        tg_iter_init(&it, ax);
+        for (tg_term *e; (e = tg_iter_next(&it));) {
+            int64_t a;
+            if (e == NM(s, N_AXES))
+                continue;
+            if (tg_int_get(e, &a) < 0 || a < 0 || a >= q)
+                return NULL;
+            push(s, &w, tg_int(s->ctx, a + 1));
+        }
+    }
+    return s->oom || !w.n ? NULL : vlist(s, N_AXES, &w);
+}
+
+/* The stack of step term t, varying, over outer names and placeholders;
+ * NULL when not known here.  *moved set when an op moved. */
+static tg_term *st_of(stx *x, tg_term *t, int depth, int *moved)
+{
+    so *s = x->s;
+    int q = rank_of(&x->in, t);
+    size_t n = 0;
+    int op = tensor_op(s, t);
+    tg_term **v = depth < 32 && op && q >= 0 && !(x->avoid && tgW_map_get(x->avoid, t)) ? elems(s, t, &n) : NULL;
+    if (s->oom)
+        return NULL;
+    tg_term *h = v ? v[0] : NULL, *r = NULL;
+    if (op == 2 && v) {
+        int ok = 1;
+        for (size_t i = 1; ok && i < n; i++) {
+            if (tg_kind_of(v[i]) == TG_SYMBOL && tgW_map_get(&s->nm->reserved, v[i]))
+                continue;
+            int qi = rank_of(&x->in, v[i]);
+            if (st_varying(x, v[i]))
+                ok = qi == q && (v[i] = st_of(x, v[i], depth + 1, moved)) != NULL;
+            else            /* broadcast from the right the same way */
+                ok = qi >= 0 && qi <= q && (v[i] = outside_st(x, v[i])) != NULL;
+        }
+        r = ok ? list(s, n, v) : NULL;
+    } else if (v && (h == NM(s, N_SUM) || h == NM(s, N_PROD) || h == NM(s, N_MAX) || h == NM(s, N_MIN) ||
+                     h == NM(s, N_MEAN)) && (n == 2 || n == 3)) {
+        int q1 = rank_of(&x->in, v[1]);
+        tg_term *ax = q1 > 0 ? shift_axes(x, n == 3 ? v[2] : NULL, q1) : NULL;
+        tg_term *a = ax ? st_of(x, v[1], depth + 1, moved) : NULL;
+        r = a ? list(s, 3, (tg_term *[]){h, a, ax}) : NULL;
+    } else if (v && h == NM(s, N_DOT) && n == 3) {
+        int va = st_varying(x, v[1]), vb = st_varying(x, v[2]);
+        int qa = rank_of(&x->in, v[1]), qb = rank_of(&x->in, v[2]);
+        if (va && !vb && qa == 1 && (qb == 1 || qb == 2)) {
+            tg_term *a = st_of(x, v[1], depth + 1, moved), *b = outside_st(x, v[2]);
+            r = a && b ? app2(s, N_DOT, a, b) : NULL;
+        } else if (!va && vb && qb == 1 && (qa == 1 || qa == 2)) {
+            tg_term *b = st_of(x, v[2], depth + 1, moved), *a = outside_st(x, v[1]);
+            if (a && qa == 2)
+                a = app(s, N_TRANSPOSE, 1, &a);
+            r = a && b ? app2(s, N_DOT, b, a) : NULL;
+        }
+    } else if (v && h == NM(s, N_DIMSHUFFLE) && n == 3 && is_pair(v[2])) {
+        vec w = {0};
+        push(s, &w, tg_int(s->ctx, 0));
+        tg_iter it;
+        tg_iter_init(&it, v[2]);
+        int ok = 1;
+        for (tg_term *e; ok && (e = tg_iter_next(&it));) {
+            int64_t a;
+            if (e == NM(s, N_PERM))
+                continue;
+            if (e == NM(s, N_X))
+                push(s, &w, e);
+            else if ((ok = tg_int_get(e, &a) == 0 && a >= 0))
+                push(s, &w, tg_int(s->ctx, a + 1));
+        }
+        tg_term *a = ok ? st_of(x, v[1], depth + 1, moved) : NULL;
+        tg_term *pm = a ? vlist(s, N_PERM, &w) : NULL;
+        r = pm ? app2(s, N_DIMSHUFFLE, a, pm) : NULL;
+    }
+    if (s->oom)
+        return NULL;
+    if (r) {
+        *moved |= h != NM(s, N_DIMSHUFFLE);     /* a view alone is no work moved */
+        return r;
+    }
+    return x->seqmode && tg_kind_of(t) != TG_SYMBOL ? NULL : st_leaf(x, t);
+}
+
+static int has_opt(so *s, const scan *sc, int name)
+{
+    for (size_t i = 0; i < sc->opts.n; i++)
+        if (sc->opts.v[i] == NM(s, name))
+            return 1;
+    return 0;
+}
+
+/* The rows sequence parameter p reads over the steps, in the sequence's
+ * order: the whole sequence with (steps auto), its first N rows with an
+ * integer N; NULL when not known here (a size symbol N may be fewer). */
+static tg_term *seq_rows(so *s, const scan *sc, tg_term *p)
+{
+    tg_term *n = tg_nth(sc->steps, 1);
+    if (n != NM(s, N_AUTO) && tg_kind_of(n) != TG_INT)
+        return NULL;
+    for (size_t i = 0; i < sc->seqp.n; i++)
+        if (sc->seqp.v[i] == p) {
+            if (n == NM(s, N_AUTO))
+                return sc->seq.v[i];
+            tg_term *sl[3] = {tg_int(s->ctx, 0), n, NM(s, N_NONE)};
+            return app2(s, N_SUBTENSOR, sc->seq.v[i], app(s, N_SLICE, 3, sl));
+        }
+    return NULL;
+}
+
 /* Elementwise work on sequence rows and constants only. */
 static int seqwork_ok(unsigned f)
 {
     return (f & D_SEQ) && !(f & (D_VAR | D_STUCK | D_OTHER | D_NONELEM));
+}
+
+/* Work on sequence rows through reductions, dots with a non-sequence and
+ * elementwise ops with non-sequences, where the ranks are known here: the
+ * largest such subterms of the step (found) and their whole-sequence
+ * forms (forms), f(x_t) and f(X): (dot x_t W) becomes the sequence
+ * (dot X W), one matrix product, (sum x_t (axes 0)) (sum X (axes 1)). */
+static int seq_ranked(so *s, scan *sc, tg_term *whole, vec *found, vec *forms)
+{
+    tgW_map var = {0}, seq = {0}, outm = {0}, used = {0}, env = {0}, seen = {0};
+    for (size_t i = 0; i < sc->seqp.n; i++)
+        if (tgW_map_put(&seq, sc->seqp.v[i], sc->seqp.v[i]) < 0)
+            return s->oom = 1, -1;
+    for (size_t i = 0; i < sc->no; i++)
+        for (size_t j = 0; j < sc->o[i].ntaps; j++)
+            if (tgW_map_put(&var, sc->o[i].tp[j], sc->o[i].tp[j]) < 0)
+                return s->oom = 1, -1;
+    for (size_t i = 0; i < sc->nsp.n; i++)
+        if (tgW_map_put(&outm, sc->nsp.v[i], sc->ns.v[i]) < 0)
+            return s->oom = 1, -1;
+    rk outer = {s, {0}, NULL};
+    if (param_ranks(s, sc, &outer, &env) < 0 || symbols(s, whole, &used) < 0)
+        return -1;
+    stx x = {s, sc, {&var, &seq, {0}}, {s, {0}, &env}, &outer, &outm, 1, NULL, &used, {0}, {0}, {0}};
+    /* the terms an accumulator (sitsot INIT last) adds are left to
+     * scan-push-sums: the sum of dot(x_t, W) is better dot(sum X, W) than
+     * a sequence dot(X, W) summed in the loop */
+    tgW_map accd = {0};
+    for (size_t i = 0; i < sc->no; i++)
+        if (sc->o[i].kind == SITSOT && sc->o[i].last && is_app(sc->o[i].res, NM(s, N_ADD))) {
+            tg_iter it;
+            tg_iter_init(&it, sc->o[i].res);
+            for (tg_term *e; (e = tg_iter_next(&it));)
+                if (tgW_map_put(&accd, e, e) < 0)
+                    return s->oom = 1, -1;
+        }
+    vec st = {0};
+    for (size_t i = 0; i < sc->no; i++)
+        if (push(s, &st, sc->o[i].res) < 0)
+            return -1;
+    if (sc->until && push(s, &st, sc->until) < 0)
+        return -1;
+    for (size_t i = 0; i < st.n; i++)
+        if (dep_compute(s, &x.d, st.v[i]) < 0)
+            return -1;
+    while (st.n) {
+        tg_term *t = st.v[--st.n];
+        if (!tensor_op(s, t) || tgW_map_get(&seen, t))
+            continue;
+        if (tgW_map_put(&seen, t, t) < 0)
+            return s->oom = 1, -1;
+        unsigned f = dep_get(s, &x.d, t);
+        if ((f & D_SEQ) && !(f & (D_VAR | D_STUCK)) && !tgW_map_get(&accd, t)) {
+            int moved = 0;
+            tg_term *e = st_of(&x, t, 0, &moved);
+            if (s->oom)
+                return -1;
+            if (e && moved) {
+                if (push(s, found, t) < 0 || push(s, forms, e) < 0)
+                    return -1;
+                continue;
+            }
+        }
+        tg_iter it;
+        tg_iter_init(&it, t);
+        tg_iter_next(&it);
+        for (tg_term *e; (e = tg_iter_next(&it));)
+            if (tensor_op(s, e) && push(s, &st, e) < 0)
+                return -1;
+    }
+    return 0;
 }
 
 /* Elementwise work that reads only sequence rows (and constants) is done
@@ -766,8 +1185,10 @@ static int push_sequences(so *s, scan *sc, tg_term *whole)
         if (tgW_map_put(&var, sc->nsp.v[i], sc->nsp.v[i]) < 0)
             return s->oom = 1, -1;
     deps d = {&var, &seq, {0}};
-    vec found = {0};
+    vec found = {0}, whole_form = {0};
     if (find_moves(s, sc, &d, seqwork_ok, &found, &isfound) < 0)
+        return -1;
+    if (!found.n && seq_ranked(s, sc, whole, &found, &whole_form) < 0)
         return -1;
     if (!found.n)
         return 0;
@@ -775,7 +1196,7 @@ static int push_sequences(so *s, scan *sc, tg_term *whole)
         return -1;
     for (size_t i = 0; i < found.n; i++) {
         tg_term *p = fresh(s, &used, "r");
-        tg_term *x = p ? subst(s, found.v[i], &out) : NULL;
+        tg_term *x = !p ? NULL : whole_form.n ? whole_form.v[i] : subst(s, found.v[i], &out);
         if (!x || push(s, &sc->seq, x) < 0 || push(s, &sc->seqp, p) < 0 ||
             tgW_map_put(&repl, found.v[i], p) < 0)
             return s->oom = 1, -1;
@@ -929,14 +1350,31 @@ static int analyze(so *s, tg_term *root, graph *g)
 /* The graph with scan u->t replaced by t2, its output k by output
  * map[k] of t2 (k < nold; map[k] < 0: not read), and, when lastmap is set, each
  * (subtensor OUTPUT_k -1) with lastmap[k] by output map[k] itself. */
+static tg_term *replace_x(so *s, graph *g, use *u, size_t nold, tg_term *t2, const long *map,
+                          const unsigned char *lastmap, tg_term *const *exprs);
+
 static tg_term *replace(so *s, graph *g, use *u, size_t nold, tg_term *t2, const long *map,
                         const unsigned char *lastmap)
 {
+    return replace_x(s, g, u, nold, t2, map, lastmap, NULL);
+}
+
+/* replace, where exprs[k] (when exprs and exprs[k] are set) is the term
+ * old output k is read as instead of an output of t2. */
+static tg_term *replace_x(so *s, graph *g, use *u, size_t nold, tg_term *t2, const long *map,
+                          const unsigned char *lastmap, tg_term *const *exprs)
+{
     tgW_map repl = {0};
-    tg_term *st = app(s, N_SCAN_STEPS, 1, &u->t), *st2 = app(s, N_SCAN_STEPS, 1, &t2);
+    tg_term *st = app(s, N_SCAN_STEPS, 1, &u->t), *st2 = t2 ? app(s, N_SCAN_STEPS, 1, &t2) : st;
     if (!st || !st2 || tgW_map_put(&repl, st, st2) < 0)
         return s->oom = 1, NULL;
     for (size_t k = 0; k < nold; k++) {
+        if (exprs && exprs[k]) {
+            tg_term *o = app2(s, N_SCAN_OUTPUT, u->t, tg_int(s->ctx, (int64_t)k));
+            if (!o || tgW_map_put(&repl, o, exprs[k]) < 0 || (k == 0 && tgW_map_put(&repl, u->t, exprs[k]) < 0))
+                return s->oom = 1, NULL;
+            continue;
+        }
         if (map[k] < 0)
             continue;
         tg_term *o = app2(s, N_SCAN_OUTPUT, u->t, tg_int(s->ctx, (int64_t)k));
@@ -1226,6 +1664,402 @@ static size_t parents(const graph *g, const tg_term *t)
     return (size_t)(uintptr_t)tgW_map_get(&g->parents, t);
 }
 
+/* ---- work that ends a step, after the loop ------------------------------ */
+
+/* Every node under t into set. */
+static int node_set_fn(so *s, tg_term *node, void *ud)
+{
+    (void)s, (void)node, (void)ud;
+    return 0;
+}
+
+/* A stacked nitsot output whose result ends in work that only it reads
+ * (PyTensor's PushOutScanOutput): the work is done after the loop on the
+ * stacks of what it reads, (dot W h_t) stacked as (dot H (transpose W)),
+ * one matrix product, elementwise ops and reductions on whole stacks.
+ * The stacks it reads: a stacked output that computes the value already,
+ * a sequence's rows, or a new nitsot output. */
+static int push_output(so *s, graph *g, use *u, tg_term **res)
+{
+    scan *sc = &u->sc;
+    if (sc->until)
+        return 0;
+    int back = has_opt(s, sc, N_BACKWARDS);
+    for (size_t k = 0; k < sc->no; k++) {
+        out *o = &sc->o[k];
+        if (o->kind != NITSOT || o->last || !u->used[k] || u->lastonly[k] || !tensor_op(s, o->res))
+            continue;
+        /* what the other results and the condition read stays in the loop */
+        tgW_map avoid = {0};
+        for (size_t i = 0; i < sc->no; i++)
+            if (i != k && walk(s, sc->o[i].res, &avoid, node_set_fn, NULL) < 0)
+                return -1;
+        if (sc->until && walk(s, sc->until, &avoid, node_set_fn, NULL) < 0)
+            return -1;
+        if (tgW_map_get(&avoid, o->res))
+            continue;
+        tgW_map var = {0}, outm = {0}, used = {0}, env = {0};
+        for (size_t i = 0; i < sc->seqp.n; i++)
+            if (tgW_map_put(&var, sc->seqp.v[i], sc->seqp.v[i]) < 0)
+                return s->oom = 1, -1;
+        for (size_t i = 0; i < sc->no; i++)
+            for (size_t j = 0; j < sc->o[i].ntaps; j++)
+                if (tgW_map_put(&var, sc->o[i].tp[j], sc->o[i].tp[j]) < 0)
+                    return s->oom = 1, -1;
+        for (size_t i = 0; i < sc->nsp.n; i++)
+            if (tgW_map_put(&outm, sc->nsp.v[i], sc->ns.v[i]) < 0)
+                return s->oom = 1, -1;
+        rk outer = {s, {0}, NULL};
+        if (param_ranks(s, sc, &outer, &env) < 0 || symbols(s, g->root, &used) < 0)
+            return -1;
+        stx x = {s, sc, {&var, NULL, {0}}, {s, {0}, &env}, &outer, &outm, 0, &avoid, &used, {0}, {0}, {0}};
+        if (dep_compute(s, &x.d, o->res) < 0)
+            return -1;
+        int moved = 0;
+        tg_term *e = st_of(&x, o->res, 0, &moved);
+        if (s->oom)
+            return -1;
+        if (!e || !moved)
+            continue;
+        tgW_map inuse = {0};
+        if (symbols(s, e, &inuse) < 0)
+            return -1;
+        size_t nold = sc->no, nnew = 0;
+        out *no = GC_MALLOC((nold + x.lv.n + 1) * sizeof *no);
+        long *map = GC_MALLOC_ATOMIC((nold + 1) * sizeof *map);
+        tg_term **exprs = GC_MALLOC((nold + 1) * sizeof *exprs);
+        if (!no || !map || !exprs)
+            return s->oom = 1, -1;
+        for (size_t i = 0; i < nold; i++) {
+            exprs[i] = NULL;
+            map[i] = i == k ? -1 : (long)nnew;
+            if (i != k)
+                no[nnew++] = sc->o[i];
+        }
+        tgW_map ph = {0};
+        vec later = {0};        /* placeholder, then the output index + 1 */
+        for (size_t i = 0; i < x.lv.n; i++) {
+            tg_term *l = x.lv.v[i], *rows = NULL;
+            if (!tgW_map_get(&inuse, x.lph.v[i]))
+                continue;
+            /* (with N steps, the first N rows would be a slice whose length
+             * the types do not know: the rows are stacked then) */
+            if (tg_kind_of(l) == TG_SYMBOL && tg_nth(sc->steps, 1) == NM(s, N_AUTO) &&
+                (rows = seq_rows(s, sc, l)) && back) {
+                tg_term *sl[3] = {NM(s, N_NONE), NM(s, N_NONE), tg_int(s->ctx, -1)};
+                rows = app2(s, N_SUBTENSOR, rows, app(s, N_SLICE, 3, sl));
+            }
+            if (rows) {
+                if (tgW_map_put(&ph, x.lph.v[i], rows) < 0)
+                    return s->oom = 1, -1;
+                continue;
+            }
+            size_t j = 0;       /* a stacked output computing it already */
+            while (j < nnew && !(no[j].res == l && !no[j].last))
+                j++;
+            if (j == nnew) {
+                memset(&no[nnew], 0, sizeof *no);
+                no[nnew].kind = NITSOT, no[nnew].res = l;
+                nnew++;
+            }
+            if (push(s, &later, x.lph.v[i]) < 0 || push_any(s, &later, (tg_term *)(uintptr_t)(j + 1)) < 0)
+                return -1;
+        }
+        out *old = sc->o;
+        size_t nsc = sc->no;
+        sc->o = no, sc->no = nnew;
+        drop_inplace(s, sc);
+        tg_term *t2 = nnew ? build(s, sc) : NULL;
+        sc->o = old, sc->no = nsc;
+        if (nnew && !t2)
+            return -1;
+        for (size_t i = 0; i < later.n; i += 2) {
+            size_t j = (size_t)(uintptr_t)later.v[i + 1] - 1;
+            tg_term *st = app2(s, N_SCAN_OUTPUT, t2, tg_int(s->ctx, (int64_t)j));
+            if (!st || tgW_map_put(&ph, later.v[i], st) < 0)
+                return s->oom = 1, -1;
+        }
+        if (!(exprs[k] = subst(s, e, &ph)))
+            return -1;
+        return (*res = replace_x(s, g, u, nold, t2, map, NULL, exprs)) ? 1 : -1;
+    }
+    return 0;
+}
+
+/* ---- sums over the steps, after the loop ---------------------------- */
+
+/* An accumulator (sitsot INIT last) whose step is (add acc E ...), acc
+ * read nowhere else, holds INIT plus the sum of E over the steps.  Where
+ * that sum is a linear map of stacked per-step values, it is computed
+ * after the loop on the whole stacks: the sum of dot(a_t, W) is dot(sum a,
+ * W) (PyTensor's PushOutDot1), the sum of the outer products a_t b_t' is
+ * A' B, one GEMM (the BPTT weight gradient; PushOutScanOutput's sum).  The
+ * per-step values are stacked by new nitsot outputs (a sequence's rows
+ * are read from the sequence itself). */
+typedef struct sumx {
+    so *s;
+    scan *sc;
+    deps d;                 /* D_VAR: reads a sequence row or a tap */
+    tgW_map *out;           /* non-sequence parameter -> its outer value */
+    tgW_map *used;          /* every symbol in sight (fresh names) */
+    tgW_map leaf;           /* stacked per-step term -> its placeholder */
+    vec lv, lph;            /* the leaves met and their placeholders */
+} sumx;
+
+static int varying(sumx *x, tg_term *t) { return (dep_get(x->s, &x->d, t) & (D_VAR | D_STUCK)) != 0; }
+
+/* An invariant subterm of the step, over outer names. */
+static tg_term *outside(sumx *x, tg_term *t) { return subst(x->s, t, x->out); }
+
+/* The placeholder of the stack of per-step values t over the steps. */
+static tg_term *stack_of(sumx *x, tg_term *t)
+{
+    tg_term *p = tgW_map_get(&x->leaf, t);
+    if (p)
+        return p;
+    if (!(p = fresh(x->s, x->used, "stk")) || tgW_map_put(&x->leaf, t, p) < 0 || push(x->s, &x->lv, t) < 0 ||
+        push(x->s, &x->lph, p) < 0)
+        return x->s->oom = 1, NULL;
+    return p;
+}
+
+/* (dimshuffle V (perm 0 x)) is a column of vector V (col 1), (dimshuffle
+ * V (perm x 0)) a row (col 0): V, or NULL. */
+static tg_term *vec_of(sumx *x, tg_term *t, int col)
+{
+    so *s = x->s;
+    if (!is_app(t, NM(s, N_DIMSHUFFLE)) || tg_length(t) != 3)
+        return NULL;
+    tg_term *pm = tg_nth(t, 2);
+    if (is_app(pm, NM(s, N_PERM)))
+        pm = tg_cdr(s->ctx, pm);
+    if (!is_pair(pm) || tg_length(pm) != 2)
+        return NULL;
+    tg_term *a = tg_nth(pm, 0), *b = tg_nth(pm, 1);
+    int64_t z;
+    tg_term *zero = col ? a : b, *xx = col ? b : a;
+    return xx == NM(s, N_X) && tg_int_get(zero, &z) == 0 && z == 0 ? tg_nth(t, 1) : NULL;
+}
+
+/* The sum over the steps of the outer product of a column and a row, one
+ * matrix product of their stacks; NULL when a and b are not such. */
+static tg_term *outer_sum(sumx *x, tg_term *a, tg_term *b)
+{
+    tg_term *u = vec_of(x, a, 1), *v = vec_of(x, b, 0);
+    if (!u || !v) {
+        u = vec_of(x, b, 1), v = vec_of(x, a, 0);
+        if (!u || !v)
+            return NULL;
+    }
+    if (!varying(x, u) || !varying(x, v))
+        return NULL;
+    tg_term *U = stack_of(x, u), *V = stack_of(x, v);
+    tg_term *tu = U ? app(x->s, N_TRANSPOSE, 1, &U) : NULL;
+    return tu && V ? app2(x->s, N_DOT, tu, V) : NULL;
+}
+
+/* The sum over the steps of step term t, varying, over outer names and
+ * placeholders of stacks; *gain set when a dot or an outer product moved
+ * (else the caller keeps t in the loop).  Bounded depth: deeper terms
+ * are summed as stacks. */
+static tg_term *sum_of(sumx *x, tg_term *t, int depth, int *gain)
+{
+    so *s = x->s;
+    int g = 0;
+    tg_term *r = NULL;
+    size_t n = 0;
+    tg_term **v = depth < 32 && tensor_op(s, t) ? elems(s, t, &n) : NULL;
+    if (s->oom)
+        return NULL;
+    tg_term *h = v ? v[0] : NULL;
+    if (h == NM(s, N_ADD) || h == NM(s, N_SUB) || h == NM(s, N_NEG)) {
+        int ok = (h != NM(s, N_SUB) || n == 3) && (h != NM(s, N_NEG) || n == 2);
+        for (size_t i = 1; ok && i < n; i++)
+            ok = varying(x, v[i]) && (v[i] = sum_of(x, v[i], depth + 1, &g)) != NULL;
+        if (ok)
+            r = list(s, n, v);
+    } else if (h == NM(s, N_MUL) || (h == NM(s, N_DOT) && n == 3)) {
+        size_t nv = 0, iv[2] = {0, 0};
+        for (size_t i = 1; i < n; i++)
+            if (varying(x, v[i]))
+                iv[nv < 2 ? nv : 1] = i, nv++;
+        for (size_t i = 1; i < n; i++)
+            if (!varying(x, v[i]) && !(v[i] = outside(x, v[i])))
+                return NULL;
+        if (nv == 1 && (v[iv[0]] = sum_of(x, v[iv[0]], depth + 1, &g))) {
+            g |= h == NM(s, N_DOT);
+            r = list(s, n, v);
+        } else if (nv == 2) {
+            tg_term *o = outer_sum(x, v[iv[0]], v[iv[1]]);
+            if (o) {
+                g = 1;
+                vec w = {0};
+                for (size_t i = 1; i < n; i++)
+                    if (i != iv[0] && i != iv[1] && push(s, &w, v[i]) < 0)
+                        return NULL;
+                if (push(s, &w, o) < 0)
+                    return NULL;
+                r = w.n == 1 ? o : app(s, N_MUL, w.n, w.v);
+            }
+        }
+    } else if (h == NM(s, N_TRUE_DIV) && n == 3 && !varying(x, v[2])) {
+        if ((v[1] = sum_of(x, v[1], depth + 1, &g)) && (v[2] = outside(x, v[2])))
+            r = list(s, n, v);
+    } else if ((h == NM(s, N_DIMSHUFFLE) || h == NM(s, N_TRANSPOSE) || h == NM(s, N_SUM) ||
+                h == NM(s, N_MEAN)) && n >= 2) {
+        /* linear in their tensor; the rest are axes, not tensors */
+        if ((v[1] = sum_of(x, v[1], depth + 1, &g)))
+            r = list(s, n, v);
+    }
+    if (s->oom)
+        return NULL;
+    if (r && g) {
+        *gain = 1;
+        return r;
+    }
+    tg_term *p = stack_of(x, t), *ax = tg_int(s->ctx, 0);
+    tg_term *axes = p ? app(s, N_AXES, 1, &ax) : NULL;
+    return axes ? app2(s, N_SUM, p, axes) : NULL;
+}
+
+static int push_sums(so *s, graph *g, use *u, tg_term **res)
+{
+    scan *sc = &u->sc;
+    if (sc->until)
+        return 0;
+    for (size_t k = 0; k < sc->no; k++) {
+        out *o = &sc->o[k];
+        if (o->kind != SITSOT || !o->last || !u->used[k] || !is_app(o->res, NM(s, N_ADD)))
+            continue;
+        tg_term *acc = o->tp[0];
+        size_t n;
+        tg_term **a = elems(s, o->res, &n);
+        if (!a)
+            return -1;
+        /* acc once among the operands, read by nothing else */
+        size_t ia = 0, seen = 0;
+        for (size_t i = 1; i < n; i++)
+            if (a[i] == acc)
+                ia = i, seen++;
+        if (seen != 1)
+            continue;
+        tgW_map syms = {0};
+        for (size_t i = 0; i < sc->no; i++)
+            if (i != k && symbols(s, sc->o[i].res, &syms) < 0)
+                return -1;
+        if (sc->until && symbols(s, sc->until, &syms) < 0)
+            return -1;
+        for (size_t i = 1; i < n; i++)
+            if (i != ia && symbols(s, a[i], &syms) < 0)
+                return -1;
+        if (tgW_map_get(&syms, acc))
+            continue;
+        /* the step-varying parameters */
+        tgW_map var = {0}, outm = {0}, used = {0};
+        for (size_t i = 0; i < sc->seqp.n; i++)
+            if (tgW_map_put(&var, sc->seqp.v[i], sc->seqp.v[i]) < 0)
+                return s->oom = 1, -1;
+        for (size_t i = 0; i < sc->no; i++)
+            for (size_t j = 0; j < sc->o[i].ntaps; j++)
+                if (tgW_map_put(&var, sc->o[i].tp[j], sc->o[i].tp[j]) < 0)
+                    return s->oom = 1, -1;
+        for (size_t i = 0; i < sc->nsp.n; i++)
+            if (tgW_map_put(&outm, sc->nsp.v[i], sc->ns.v[i]) < 0)
+                return s->oom = 1, -1;
+        if (symbols(s, g->root, &used) < 0)
+            return -1;
+        sumx x = {s, sc, {&var, NULL, {0}}, &outm, &used, {0}, {0}, {0}};
+        vec kept = {0}, moved = {0};
+        if (push(s, &kept, acc) < 0)
+            return -1;
+        for (size_t i = 1; i < n; i++) {
+            if (i == ia)
+                continue;
+            if (dep_compute(s, &x.d, a[i]) < 0)
+                return -1;
+            int gain = 0;
+            tg_term *e = varying(&x, a[i]) ? sum_of(&x, a[i], 0, &gain) : NULL;
+            if (s->oom)
+                return -1;
+            int rc = e && gain ? push(s, &moved, e) : push(s, &kept, a[i]);
+            if (rc < 0)
+                return -1;
+        }
+        if (!moved.n)
+            continue;
+        /* the stacks the moved sums read: new nitsot outputs, or sequences */
+        tgW_map inuse = {0};
+        for (size_t i = 0; i < moved.n; i++)
+            if (symbols(s, moved.v[i], &inuse) < 0)
+                return -1;
+        size_t nold = sc->no, nnew = 0;
+        out *no = GC_MALLOC((nold + x.lv.n + 1) * sizeof *no);
+        long *map = GC_MALLOC_ATOMIC((nold + 1) * sizeof *map);
+        tg_term **exprs = GC_MALLOC((nold + 1) * sizeof *exprs);
+        if (!no || !map || !exprs)
+            return s->oom = 1, -1;
+        for (size_t i = 0; i < nold; i++) {
+            exprs[i] = NULL;
+            if (i == k && kept.n == 1) {
+                map[i] = -1;
+                continue;
+            }
+            map[i] = (long)nnew;
+            no[nnew] = sc->o[i];
+            if (i == k)
+                no[nnew].res = app(s, N_ADD, kept.n, kept.v);
+            nnew++;
+        }
+        int back = has_opt(s, sc, N_BACKWARDS);
+        tgW_map ph = {0};       /* placeholder -> its stack, or the index + 1 of its nitsot */
+        vec newo = {0};
+        for (size_t i = 0; i < x.lv.n; i++) {
+            if (!tgW_map_get(&inuse, x.lph.v[i]))
+                continue;
+            tg_term *rows = tg_kind_of(x.lv.v[i]) == TG_SYMBOL ? seq_rows(s, sc, x.lv.v[i]) : NULL;
+            if (rows) {
+                if (tgW_map_put(&ph, x.lph.v[i], rows) < 0)
+                    return s->oom = 1, -1;
+                continue;
+            }
+            memset(&no[nnew], 0, sizeof *no);
+            no[nnew].kind = NITSOT, no[nnew].res = x.lv.v[i];
+            if (push(s, &newo, x.lph.v[i]) < 0 || push_any(s, &newo, (tg_term *)(uintptr_t)(nnew + 1)) < 0)
+                return -1;
+            nnew++;
+        }
+        size_t nsc = sc->no;
+        out *old = sc->o;
+        sc->o = no, sc->no = nnew;
+        drop_inplace(s, sc);
+        tg_term *t2 = nnew ? build(s, sc) : NULL;
+        sc->o = old, sc->no = nsc;
+        if (nnew && !t2)
+            return -1;
+        for (size_t i = 0; i < newo.n; i += 2) {
+            size_t j = (size_t)(uintptr_t)newo.v[i + 1] - 1;
+            tg_term *st = app2(s, N_SCAN_OUTPUT, t2, tg_int(s->ctx, (int64_t)j));
+            if (st && back) {
+                tg_term *sl[3] = {NM(s, N_NONE), NM(s, N_NONE), tg_int(s->ctx, -1)};
+                st = app2(s, N_SUBTENSOR, st, app(s, N_SLICE, 3, sl));
+            }
+            if (!st || tgW_map_put(&ph, newo.v[i], st) < 0)
+                return s->oom = 1, -1;
+        }
+        /* the reads of output k: what stays in the loop plus the sums */
+        vec sum = {0};
+        if (push(s, &sum, kept.n == 1 ? o->init : app2(s, N_SCAN_OUTPUT, t2, tg_int(s->ctx, map[k]))) < 0)
+            return -1;
+        for (size_t i = 0; i < moved.n; i++)
+            if (push(s, &sum, subst(s, moved.v[i], &ph)) < 0)
+                return -1;
+        if (!(exprs[k] = app(s, N_ADD, sum.n, sum.v)))
+            return -1;
+        return (*res = replace_x(s, g, u, nold, t2, map, NULL, exprs)) ? 1 : -1;
+    }
+    return 0;
+}
+
 /* A `last` recurrent output whose INIT is computed by the graph (not an
  * input, not a constant) for this output alone may keep its state in
  * INIT's buffer: marked by the option (inplace K ...). */
@@ -1322,6 +2156,8 @@ static const rel rels[] = {
     {"scan-last", NULL, last_outputs},
     {"scan-merge", NULL, merge_scans},
     {"scan-inplace", NULL, inplace},
+    {"scan-push-sums", NULL, push_sums},
+    {"scan-push-output", NULL, push_output},
 };
 #define NRELS (sizeof rels / sizeof *rels)
 

@@ -5,6 +5,11 @@
  * rewrite must change the graph (checked with tg_rewrite on it), and the
  * results must agree. */
 #include "kt.h"
+#include "scan.h"
+#include "schedule.h"
+#include "tensor.h"
+
+#include <math.h>
 
 static tg_ctx *ctx;
 static tg_rules *rs;
@@ -14,13 +19,23 @@ static tg_rules *rs;
 #define W "(input w float64 ())"
 #define F "(input f int64 (3))"
 #define Z "(input z float64 (n 4))"
+#define M "(input m float64 (4 4))"
+#define V "(input v float64 (4))"
+#define NIN 7
 
-static const char ins[] = X " " Y " " W " " F " " Z;
+static const char ins[] = X " " Y " " W " " F " " Z " " M " " V;
 
 typedef struct tcase {
     const char *rewriter;   /* what the rule set runs */
     const char *outs;       /* outputs, compiled with and without the rules */
 } tcase;
+
+/* an RNN over z's rows whose second output sums the outer products of
+ * the rows and the states (a weight gradient's form) */
+#define RNN_OUTER(ACC, OPT) \
+    "(scan (lambda (zt hp acc M) ((tanh (add (dot M hp) zt)) (add acc " ACC "))) (steps auto) (sequences " Z ")" \
+    " (outputs (sitsot " V ") (sitsot (alloc 0.0 4 4) last)) (non_sequences " M ")" OPT ")"
+#define OUTER "(mul (dimshuffle zt (perm 0 x)) (dimshuffle hp (perm x 0)))"
 
 #define CUMSUM(INIT, OPT) \
     "(scan (lambda (a s) ((add s a))) (steps auto) (sequences " X ") (outputs (sitsot " INIT OPT ")) (non_sequences))"
@@ -74,6 +89,42 @@ static const tcase cases[] = {
      "(scan (lambda (row acc u) ((add acc (sum (scan (lambda (v c w) ((add c (mul v (exp w))))) (steps auto)"
      " (sequences row) (outputs (sitsot 0.0)) (non_sequences u)) all)))) (steps auto) (sequences " Z ")"
      " (outputs (sitsot 0.0)) (non_sequences " W "))"},
+    /* sums over the steps after the loop: the outer products one GEMM,
+     * forwards and backwards (the stacks paired in the same order) */
+    {"t-push-sums", "(scan_output " RNN_OUTER(OUTER, "") " 1) (scan_output " RNN_OUTER(OUTER, "") " 0)"},
+    {"t-push-sums", "(scan_output " RNN_OUTER("(mul 0.5 " OUTER ")", " backwards") " 1)"},
+    /* a dot of a row by a non-sequence: the loop goes (PushOutDot1) */
+    {"t-push-sums", "(scan (lambda (zt acc M) ((add acc (dot zt M)))) (steps auto) (sequences " Z ")"
+     " (outputs (sitsot " V " last)) (non_sequences " M "))"},
+    /* a dot of a state: stacked by a new output; the elementwise part stays */
+    {"t-push-sums", "(scan_output " RNN_OUTER("(sum (dot M hp) (axes 0)) (exp (subtensor zt 0))", "") " 1)"},
+    /* fewer steps than rows: z's first 5 rows; with a size symbol for
+     * the steps, the rows stacked by the loop */
+    {"t-push-sums",
+     "(scan (lambda (zt acc M) ((add acc (dot M zt)))) (steps 5) (sequences " Z ")"
+     " (outputs (sitsot " V " last)) (non_sequences " M "))"},
+    {"t-push-sums",
+     "(scan (lambda (zt acc M) ((add acc (dot M zt)))) (steps n) (sequences " Z ")"
+     " (outputs (sitsot " V " last)) (non_sequences " M ") backwards)"},
+    {"default", "(scan_output " RNN_OUTER(OUTER, " backwards") " 1)"},
+    /* an output y_t = sigmoid(M h_t) after the loop: one matrix product
+     * of the stacked states (read from the state's own output) */
+    {"t-push-output",
+     "(scan_output (scan (lambda (zt hp M) ((tanh (add (dot M hp) zt)) (sigmoid (dot M (tanh (add (dot M hp) zt))))))"
+     " (steps auto) (sequences " Z ") (outputs (sitsot " V ") (nitsot)) (non_sequences " M ")) 1)"},
+    /* backwards, a reduction and a row of a sequence: the stacks in step order */
+    {"t-push-output",
+     "(scan_output (scan (lambda (zt hp M) ((tanh (add (dot M hp) zt)) (sum (mul 2 (dot hp M) zt) (axes 0))))"
+     " (steps auto) (sequences " Z ") (outputs (sitsot " V ") (nitsot)) (non_sequences " M ") backwards) 1)"
+     " (scan_output (scan (lambda (zt hp M) ((tanh (add (dot M hp) zt)) (sum (mul 2 (dot hp M) zt) (axes 0))))"
+     " (steps auto) (sequences " Z ") (outputs (sitsot " V ") (nitsot)) (non_sequences " M ") backwards) 0)"},
+    /* the only output: the loop goes */
+    {"t-push-output",
+     "(scan (lambda (zt M) ((exp (dot M zt)))) (steps 6) (sequences " Z ") (outputs (nitsot)) (non_sequences " M "))"},
+    /* sequence rows through a dot and a reduction with a non-sequence */
+    {"t-push-sequences",
+     "(scan (lambda (zt hp M) ((tanh (add (dot M hp) (dot zt M) (max (mul zt (subtensor M 0)) all)))))"
+     " (steps auto) (sequences " Z ") (outputs (sitsot " V ")) (non_sequences " M "))"},
     /* everything at once: merged, folded, pushed out, last */
     {"default",
      "(subtensor (scan (lambda (a b s u c) ((add (mul 1 s) (mul b u) (mul a c) (exp u)))) (steps auto)"
@@ -95,8 +146,8 @@ static size_t terms(const char *s, tg_term **v, size_t max)
 
 static tg_fn *compile(const char *outs, int rules, tg_error *err, const char *rewriter)
 {
-    tg_term *it[8], *ot[8];
-    size_t ni = terms(ins, it, 8), no = terms(outs, ot, 8);
+    tg_term *it[NIN], *ot[8];
+    size_t ni = terms(ins, it, NIN), no = terms(outs, ot, 8);
     tg_fn_options o = {.interpret = kt_path, .rules = rules ? rs : NULL, .rewrite = rules ? tg_symbol_cstr(ctx, rewriter) : NULL};
     return tg_fn_compile(ctx, ni, it, no, ot, &o, err);
 }
@@ -113,7 +164,7 @@ static int changes(const tcase *c)
 }
 
 static int64_t n = 13;
-static kt_arr args[5];
+static kt_arr args[NIN];
 
 static void make_args(void)
 {
@@ -129,6 +180,11 @@ static void make_args(void)
     kt_fill(&args[1].a, -3, 3);
     *(double *)args[2].a.data = 0.25;
     kt_fill(&args[3].a, 0, 1000);
+    int64_t mm[2] = {4, 4}, four = 4;
+    kt_make(&args[5], TG_FLOAT64, 2, mm, 1);
+    kt_make(&args[6], TG_FLOAT64, 1, &four, 0);
+    kt_fill(&args[5].a, -1, 1);
+    kt_fill(&args[6].a, -1, 1);
 }
 
 /* Output k of before against output k of after. */
@@ -163,8 +219,8 @@ static int agree(const tg_array *b, const tg_array *a, char *why, size_t len)
 static void run_case(const tcase *c)
 {
     tg_error err;
-    tg_array in[5], bo[8], ao[8];
-    for (int i = 0; i < 5; i++)
+    tg_array in[NIN], bo[8], ao[8];
+    for (int i = 0; i < NIN; i++)
         in[i] = args[i].a;
     memset(bo, 0, sizeof bo), memset(ao, 0, sizeof ao);
     const char *path = kt_path ? "interpreted" : "compiled";
@@ -188,6 +244,129 @@ static void run_case(const tcase *c)
     tg_fn_free(fb), tg_fn_free(fa);
 }
 
+/* Backpropagation through time by hand: h_t = tanh(W h_{t-1} + x_t),
+ * loss sum of all h; gW (H x H), gx (T x H), gh0 (H). */
+static void ref_bptt(int64_t T, int H, const double *Wm, const double *x, const double *h0, double *gW,
+                     double *gx, double *gh0)
+{
+    double *h = calloc((size_t)(T + 1) * H, sizeof *h), *gh = calloc((size_t)H, sizeof *gh);
+    memcpy(h, h0, sizeof *h * H);
+    for (int64_t t = 0; t < T; t++)
+        for (int i = 0; i < H; i++) {
+            double a = x[t * H + i];
+            for (int j = 0; j < H; j++)
+                a += Wm[i * H + j] * h[t * H + j];
+            h[(t + 1) * H + i] = tanh(a);
+        }
+    memset(gW, 0, sizeof *gW * H * H);
+    for (int64_t t = T; t-- > 0;) {
+        double *dz = gx + t * H;
+        for (int i = 0; i < H; i++) {
+            double y = h[(t + 1) * H + i];
+            dz[i] = (gh[i] + 1) * (1 - y * y);
+        }
+        for (int i = 0; i < H; i++)
+            for (int j = 0; j < H; j++)
+                gW[i * H + j] += dz[i] * h[t * H + j];
+        for (int j = 0; j < H; j++) {
+            gh[j] = 0;
+            for (int i = 0; i < H; i++)
+                gh[j] += Wm[i * H + j] * dz[i];
+        }
+    }
+    memcpy(gh0, gh, sizeof *gh * H);
+    free(h), free(gh);
+}
+
+/* The gradient of an RNN's loss (BPTT) goes through scan-push-sums: the
+ * weight gradient, accumulated by the backward scan as outer products,
+ * is one matrix product after it; the backward scan is one generated
+ * loop; the values are a hand-written BPTT's, with and without the
+ * rewrite, on both paths. */
+static void bptt(void)
+{
+    enum { H = 4 };
+    const int64_t T = 9;
+    static const char *const in_s[3] = {"(input w float64 (4 4))", "(input x float64 (n 4))",
+                                        "(input h0 float64 (4))"};
+    static const char L[] = "(sum (scan (lambda (xt hp W) ((tanh (add (dot W hp) xt)))) (steps auto)"
+                            " (sequences (input x float64 (n 4))) (outputs (sitsot (input h0 float64 (4))))"
+                            " (non_sequences (input w float64 (4 4)))) all)";
+    tg_error err;
+    tg_term *it[3], *outs[3], *ex[3];
+    int ok = 1;
+    for (int i = 0; i < 3; i++) {
+        it[i] = tg_read_cstr(ctx, in_s[i], &err);
+        tg_term *g[3] = {tg_symbol_cstr(ctx, "grad"), tg_read_cstr(ctx, L, &err), it[i]};
+        outs[i] = tg_list(ctx, 3, g, NULL);
+        ok = ok && (ex[i] = tg_grad_expand(ctx, outs[i], NULL, &err)) != NULL;
+    }
+    TAP_CHECK(ok, "BPTT: the gradients expand");
+    if (!ok)
+        return;
+    /* the rewritten graph: no h x h accumulator left in a loop */
+    tg_term *gr = tg_app(ctx, tg_symbol_cstr(ctx, "graph"), 3, ex);
+    tg_term *specs[2] = {tg_symbol_cstr(ctx, "default"), tg_read_cstr(ctx, "(query default (exclude scan-push-sums))", &err)};
+    tg_term *rw[2];
+    int acc[2];
+    for (int m = 0; m < 2; m++) {
+        rw[m] = tg_rewrite(rs, specs[m], gr, &err);
+        char *p = rw[m] ? tg_print(rw[m], NULL) : NULL;
+        acc[m] = p && strstr(p, "(sitsot (alloc (const float64 0) 4 4) last)") != NULL;
+        free(p);
+    }
+    TAP_CHECK(rw[0] && rw[1] && !acc[0] && acc[1],
+              "BPTT: the weight gradient's accumulator leaves the backward scan (it stays without scan-push-sums)");
+    /* the backward scan compiles into one loop */
+    if (rw[0]) {
+        tg_term *ro[3];
+        tg_elements(tg_cdr(ctx, rw[0]), ro, 3);
+        tgV_graph *g = tgV_build(ctx, 3, it, 3, ro, &err);
+        tgH_sched *sch = g ? tgH_schedule(g, NULL, &err) : NULL;
+        int nscan = 0, ncomp = 0;
+        for (int k = 0; sch && k < sch->nsteps; k++)
+            if (sch->steps[k].kind == TGH_SCAN)
+                nscan++, ncomp += tgSc_compiles(sch, k);
+        TAP_CHECK(nscan == 2 && ncomp == 2, "BPTT rewritten: %d scans (forward, backward), %d of them one generated loop",
+                  nscan, ncomp);
+    }
+    double Wm[H * H], x[T * H], h0[H], rW[H * H], rx[T * H], rh0[H];
+    for (int i = 0; i < H * H; i++)
+        Wm[i] = sin(i * 0.7) * 0.5;
+    for (int i = 0; i < T * H; i++)
+        x[i] = cos(i * 0.3);
+    for (int i = 0; i < H; i++)
+        h0[i] = 0.1 * i;
+    ref_bptt(T, H, Wm, x, h0, rW, rx, rh0);
+    int64_t hh[2] = {H, H}, th[2] = {T, H}, hs = H;
+    for (int path = 0; path < 2; path++)
+        for (int m = 0; m < 2; m++) {
+            double gW[H * H], gx[T * H], gh0[H];
+            tg_array ia[3], oa[3];
+            tg_array_init(&ia[0], TG_FLOAT64, 2, hh, Wm);
+            tg_array_init(&ia[1], TG_FLOAT64, 2, th, x);
+            tg_array_init(&ia[2], TG_FLOAT64, 1, &hs, h0);
+            tg_array_init(&oa[0], TG_FLOAT64, 2, hh, gW);
+            tg_array_init(&oa[1], TG_FLOAT64, 2, th, gx);
+            tg_array_init(&oa[2], TG_FLOAT64, 1, &hs, gh0);
+            tg_fn_options o = {.interpret = path, .rules = rs, .rewrite = specs[m]};
+            tg_fn *fn = tg_fn_compile(ctx, 3, it, 3, outs, &o, &err);
+            int rc = fn ? tg_fn_call(fn, ia, oa, &err) : -1;
+            double d = 0;
+            for (int i = 0; rc == 0 && i < H * H; i++)
+                d = fmax(d, fabs(gW[i] - rW[i]));
+            for (int i = 0; rc == 0 && i < T * H; i++)
+                d = fmax(d, fabs(gx[i] - rx[i]));
+            for (int i = 0; rc == 0 && i < H; i++)
+                d = fmax(d, fabs(gh0[i] - rh0[i]));
+            TAP_CHECK(rc == 0 && d < 1e-12, "BPTT %s, %s: a hand-written BPTT's gradients (max diff %g)",
+                      path ? "interpreted" : "compiled", m ? "without scan-push-sums" : "default", d);
+            if (rc < 0)
+                tap_diag("%s", err.message);
+            tg_fn_free(fn);
+        }
+}
+
 int main(void)
 {
     tg_error err;
@@ -205,7 +384,9 @@ int main(void)
         "(equilibrium t-merge-outputs scan-merge-outputs)\n"
         "(equilibrium t-last scan-last)\n"
         "(equilibrium t-merge scan-merge)\n"
-        "(equilibrium t-inplace scan-inplace)\n";
+        "(equilibrium t-inplace scan-inplace)\n"
+        "(equilibrium t-push-sums scan-push-sums)\n"
+        "(equilibrium t-push-output scan-push-output)\n";
     char lib[4200];
     snprintf(lib, sizeof lib, "%s", tap_path("patterns/lib"));
     setenv("TGREL_RULES_PATH", lib, 1);
@@ -214,7 +395,8 @@ int main(void)
     for (kt_path = 0; kt_path < 2; kt_path++)
         for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
             run_case(&cases[i]);
-    for (int i = 0; i < 5; i++)
+    bptt();
+    for (int i = 0; i < NIN; i++)
         free(args[i].block);
     tg_rules_free(rs);
     tg_ctx_free(ctx);
