@@ -216,10 +216,17 @@ static int bind_inputs(const tgH_sched *s, tgI_state *st, const tg_array *in, tg
             return -1;
         }
     }
-    /* the sizes slices derive from those (index.c) */
-    if (tgIx_bind(g, st->symv, err) < 0)
-        return -1;
-    return tgAr_bind(g, st->symv, err);     /* and those concatenate derives */
+    /* the sizes slices derive from those (index.c) and those concatenate
+     * derives (arrange.c): each may be the other's source, so rounds
+     * until all are bound, the last one reporting what is not */
+    for (int round = 0;; round++) {
+        bool partial = round < g->ndsizes + g->ndsums;
+        int a = tgIx_bind(g, st->symv, partial, err), b = a < 0 ? -1 : tgAr_bind(g, st->symv, partial, err);
+        if (a < 0 || b < 0)
+            return -1;
+        if (a == 0 && b == 0)
+            return 0;
+    }
 }
 
 /* ---- loops ---------------------------------------------------------------- */
