@@ -1173,8 +1173,8 @@ static int check_bound(builder *b)
 bool tgV_tensor_arg(const tg_term *t, size_t i)
 {
     const opinfo *oi = lookup((tg_term *)t);
-    if (!oi)
-        return false;
+    if (!oi)    /* (logsumexp X AXES), read as its stable form */
+        return i == 0 && tg_kind_of(t) == TG_PAIR && is_symbol(tg_car(t), "logsumexp");
     tg_term *a = tg_nth(t, i + 1);
     if (!a)
         return false;
