@@ -534,7 +534,8 @@ static int run_take(const tgV_node *n, tgI_state *st, const tgI_arr *y, tg_error
     int64_t ni = count(ix), rows = x->shape[0];
     tgI_arr src = inc ? st->vals[n->args[1]] : *x, dst = inc ? *x : *y;
     if (inc) {
-        copy(y, x, false);
+        if (y->data != x->data)     /* else the buffer plan gave Y X's memory */
+            copy(y, x, false);
         dst = *y;
     }
     /* src (take: X; inc_take: V) and dst as rows: one axis for IDX's */
@@ -655,7 +656,8 @@ int tgAr_run(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
         int64_t off = 0;
         for (int i = 3; i < n->nargs; i++)
             off += stack ? 1 : st->vals[n->args[i]].shape[ax];
-        copy(y, &st->vals[n->args[0]], false);
+        if (y->data != st->vals[n->args[0]].data)   /* else Y has Z's memory */
+            copy(y, &st->vals[n->args[0]], false);
         const tgI_arr *v = &st->vals[n->args[1]];
         tgI_arr part = stack ? drop(y, ax, off) : cut(y, ax, off, v->shape[ax]);
         copy(&part, v, true);

@@ -1413,6 +1413,7 @@ static int run_step(const tgH_sched *s, tgI_state *st, int k, tg_error *err)
             break;
         case TGH_REDUCE:
             if (tgAr_op(g->nodes[v].op)) {
+                donated(s, st, step);
                 if (tgAr_run(s, st, v, err) < 0)
                     return -1;
             } else if (run_reduce(s, st, v, err) < 0) {

@@ -322,14 +322,16 @@ static int scan_donor(const tgV_graph *g, int v)
     return o->inplace && o->kind != TGSC_NITSOT && o->last ? n->args[o->arg] : -1;
 }
 
-/* The X whose buffer update node v (an inc_subtensor or set_subtensor)
- * may take: the result is X with a part changed, so when X dies at that
- * step the copy is skipped and only the part is written.  Not when the
- * value or an index is X itself (a view of X makes X viewed). */
+/* The X whose buffer update node v (an inc_subtensor or set_subtensor;
+ * an inc_take, a concatenate_inc or stack_inc, arrange.c) may take: the
+ * result is X with a part changed, so when X dies at that step the copy
+ * is skipped and only the part is written.  Not when another argument is
+ * X itself (a view of X makes X viewed). */
 static int update_donor(const tgV_graph *g, int v)
 {
     const tgV_node *n = &g->nodes[v];
-    if (n->op != TGV_INC_SUBTENSOR && n->op != TGV_SET_SUBTENSOR)
+    if (n->op != TGV_INC_SUBTENSOR && n->op != TGV_SET_SUBTENSOR && n->op != TGV_INC_TAKE &&
+        n->op != TGV_CONCAT_INC && n->op != TGV_STACK_INC)
         return -1;
     for (int i = 1; i < n->nargs; i++)
         if (n->args[i] == n->args[0])
@@ -384,7 +386,7 @@ static int plan_buffers(tgH_sched *s, const unsigned char *kept)
             if (st->kind == TGH_VIEW || (s->output[v] >= 0 && st->kind != TGH_RESHAPE))
                 continue;
             int taken = -1, donor = st->kind == TGH_SCAN ? scan_donor(g, v)
-                                  : st->kind == TGH_UPDATE ? update_donor(g, v) : -1;
+                                  : st->kind == TGH_UPDATE || st->kind == TGH_REDUCE ? update_donor(g, v) : -1;
             bool may = (st->kind == TGH_LOOP && j < st->nouts) || donor >= 0;
             for (int i = 0; may && i < st->nins && taken < 0; i++) {
                 int a = st->ins[i];

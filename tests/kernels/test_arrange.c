@@ -517,6 +517,46 @@ static void test_in_scan(void)
         free(o.data);
 }
 
+/* inc_take in X's buffer: X computed and dying there (its slot), and an
+ * input not kept (overwritten), the values against a hand loop. */
+static void test_inc_take_in_place(void)
+{
+    double w[6] = {1, 2, 3, 4, 5, 6}, v[6] = {10, 20, 30, 40, 50, 60}, want[6];
+    int64_t i3[3] = {2, -3, 2}, s32[2] = {3, 2}, s3[1] = {3};
+    tg_error err;
+    tg_fn *fn = kt_compile(ctx, "(input w float64 (3 2)) (input v float64 (3 2)) (input i int64 (3))",
+                           "(sum (inc_take (exp (input w float64 (3 2))) (input v float64 (3 2)) (input i int64 (3))) all)",
+                           NULL, kt_path, &err);
+    char *sch = fn ? tg_print(tg_fn_schedule(fn), NULL) : NULL;
+    TAP_CHECK(sch && strstr(sch, "(%3 float64 (slot 0))") && strstr(sch, "(inc_take %3 v i)) float64 (slot 0))"),
+              "inc_take writes in place of the exp it adds to (%s)", sch ? sch : err.message);
+    free(sch);
+    tg_fn_free(fn);
+    unsigned char kept[3] = {0, 1, 1};
+    fn = kt_compile(ctx, "(input w float64 (3 2)) (input v float64 (3 2)) (input i int64 (3))",
+                    "(mul 2 (inc_take (input w float64 (3 2)) (input v float64 (3 2)) (input i int64 (3))))", kept,
+                    kt_path, &err);
+    sch = fn ? tg_print(tg_fn_schedule(fn), NULL) : NULL;
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 2; c++)
+            want[r * 2 + c] = w[r * 2 + c];
+    for (int k = 0; k < 3; k++)
+        for (int c = 0; c < 2; c++)
+            want[(i3[k] + 3) % 3 * 2 + c] += v[k * 2 + c];
+    tg_array in[3], o = {0};
+    tg_array_init(&in[0], TG_FLOAT64, 2, s32, w);
+    tg_array_init(&in[1], TG_FLOAT64, 2, s32, v);
+    tg_array_init(&in[2], TG_INT64, 1, s3, i3);
+    int rc = fn ? tg_fn_call(fn, in, &o, &err) : -1, bad = rc < 0;
+    for (int k = 0; !bad && k < 6; k++)
+        bad += ((double *)o.data)[k] != 2 * want[k];
+    TAP_CHECK(!bad && sch && strstr(sch, "(inplace w)"),
+              "inc_take into an input not kept: in place, values right (%s)", sch ? sch : err.message);
+    free(sch);
+    free(o.data);
+    tg_fn_free(fn);
+}
+
 /* Gradients through scan steps that take, concatenate, stack and slice:
  * an embedding RNN h' = tanh(W [x; h] + sum(E[i])) and its kin, against
  * central differences. */
@@ -612,6 +652,7 @@ int main(void)
         test_row_broadcast();
         test_in_scan();
         test_scan_grads();
+        test_inc_take_in_place();
     }
     tg_ctx_free(ctx);
     return TAP_DONE();
