@@ -109,6 +109,20 @@ static int sum_size(tgV_builder *b, tgV_node *n, tgV_size *parts, int k, tgV_siz
     return 0;
 }
 
+const tgAr_dsum *tgAr_dsum_of(const tgV_graph *g, tgV_size c)
+{
+    for (int i = 0; i < g->ndsums; i++)
+        if (-(tgV_size)g->dsums[i].cls - 1 == c)
+            return &g->dsums[i];
+    return NULL;
+}
+
+int tgAr_derive(tgV_builder *b, tg_term *t, tgV_size *parts, int k, tgV_size *out)
+{
+    tgV_node n = {.term = t};
+    return sum_size(b, &n, parts, k, out);
+}
+
 /* concatenate and stack: every X of one rank (stack: one shape), the
  * promoted dtype. */
 static int type_join(tgV_builder *b, tgV_node *n, tg_term **argt)
@@ -284,21 +298,31 @@ bool tgAr_derived(const tgV_graph *g, tgV_size c)
     return false;
 }
 
-int tgAr_bind(const tgV_graph *g, int64_t *symv, tg_error *err)
+int tgAr_bind(const tgV_graph *g, int64_t *symv, bool partial, tg_error *err)
 {
+    int left = 0;
     for (int i = 0; i < g->ndsums; i++) {
         const tgAr_dsum *d = &g->dsums[i];
         int64_t total = 0;
         char buf[200];
+        bool later = false;
         for (int k = 0; k < d->nparts; k++) {
             tgV_size p = tgV_canon(g, d->parts[k]);
             int64_t v = p >= 0 ? p : symv[-p - 1];
+            if (v < 0 && partial) {     /* a slice's, perhaps: bound later */
+                later = true;
+                break;
+            }
             if (v < 0) {
                 tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "kernels: in %s: a size joined is not bound",
                         tgV_show(d->term, buf, sizeof buf));
                 return -1;
             }
             total += v;
+        }
+        if (later) {
+            left = 1;
+            continue;
         }
         tgV_size r = tgV_canon(g, -(tgV_size)d->cls - 1);
         int64_t want = r >= 0 ? r : symv[-r - 1];
@@ -311,7 +335,7 @@ int tgAr_bind(const tgV_graph *g, int64_t *symv, tg_error *err)
             return -1;
         }
     }
-    return 0;
+    return left;
 }
 
 /* ---- running --------------------------------------------------------------- */
@@ -510,7 +534,8 @@ static int run_take(const tgV_node *n, tgI_state *st, const tgI_arr *y, tg_error
     int64_t ni = count(ix), rows = x->shape[0];
     tgI_arr src = inc ? st->vals[n->args[1]] : *x, dst = inc ? *x : *y;
     if (inc) {
-        copy(y, x, false);
+        if (y->data != x->data)     /* else the buffer plan gave Y X's memory */
+            copy(y, x, false);
         dst = *y;
     }
     /* src (take: X; inc_take: V) and dst as rows: one axis for IDX's */
@@ -631,7 +656,8 @@ int tgAr_run(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
         int64_t off = 0;
         for (int i = 3; i < n->nargs; i++)
             off += stack ? 1 : st->vals[n->args[i]].shape[ax];
-        copy(y, &st->vals[n->args[0]], false);
+        if (y->data != st->vals[n->args[0]].data)   /* else Y has Z's memory */
+            copy(y, &st->vals[n->args[0]], false);
         const tgI_arr *v = &st->vals[n->args[1]];
         tgI_arr part = stack ? drop(y, ax, off) : cut(y, ax, off, v->shape[ax]);
         copy(&part, v, true);

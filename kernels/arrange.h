@@ -25,9 +25,15 @@ bool tgAr_op(tgV_op op);
 int tgAr_type(tgV_builder *b, tgV_node *n, tg_term **argt, int nt);
 /* Whether class root c holds a size concatenate derived. */
 bool tgAr_derived(const tgV_graph *g, tgV_size c);
+/* The sum that derives the size of symbol c (a size < 0), or NULL. */
+const tgAr_dsum *tgAr_dsum_of(const tgV_graph *g, tgV_size c);
+/* The size of the sum of parts[0..k) in b's graph (static, or a derived
+ * class; t names the concatenate in errors): for a scan's lambda, whose
+ * derived sizes its outer graph derives again. */
+int tgAr_derive(tgV_builder *b, tg_term *t, tgV_size *parts, int k, tgV_size *out);
 /* Compute the derived sums from the sizes bound in symv; -1 with err
- * when one disagrees with its class. */
-int tgAr_bind(const tgV_graph *g, int64_t *symv, tg_error *err);
+ * when one disagrees with its class; partial as tgIx_bind's. */
+int tgAr_bind(const tgV_graph *g, int64_t *symv, bool partial, tg_error *err);
 /* Run node v (a step of kind TGH_REDUCE); 0, or -1 with err naming the
  * term (an index out of range, argmax of an empty axis). */
 int tgAr_run(const tgH_sched *s, tgI_state *st, int v, tg_error *err);

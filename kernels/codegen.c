@@ -13,6 +13,7 @@
 
 #include "buf.h"
 #include "codegen.h"
+#include "index.h"
 #include "scan.h"
 #include "userop.h"
 
@@ -491,9 +492,92 @@ static void put_loop(tgB_buf *b, const tgH_sched *s, int k)
     tgB_printf(b, "  tgk_range%d(shape, base, st, 0, total);\n}\n", k);
 }
 
+/* tgk_loopK of update step k, (inc_subtensor X V IDX ...) or set_subtensor:
+ * operand 0 is V with strides over the part (0 on broadcast axes),
+ * operand 1 the part of the result, read (inc) and written; X is in the
+ * result already.  The element as the interpreter's update_visit: V
+ * converted to X's dtype, added in double (floats), wrapping (integers),
+ * or-ed (bool).  Distinct elements of the part are distinct memory, so
+ * its rows may run on several threads. */
+static void put_update_elem(tgB_buf *b, const tgV_node *n, const tgV_node *v, const char *va, const char *pa)
+{
+    char ld[200];
+    if (isf(v->dtype))
+        snprintf(ld, sizeof ld, "(double)%s", va);
+    else if (v->dtype == TG_BOOL)
+        snprintf(ld, sizeof ld, "(int64_t)(%s != 0)", va);
+    else
+        snprintf(ld, sizeof ld, "(int64_t)%s", va);
+    tgB_printf(b, "      %s x = ", isf(n->dtype) ? "double" : "int64_t");
+    put_convert(b, ld, v->dtype, n->dtype);
+    tgB_puts(b, ";\n");
+    if (n->op == TGV_INC_SUBTENSOR) {
+        if (isf(n->dtype))
+            tgB_printf(b, "      x = x + (double)%s;\n", pa);
+        else if (n->dtype == TG_BOOL)
+            tgB_printf(b, "      x = x || %s != 0;\n", pa);
+        else
+            tgB_printf(b, "      x = TGK_ADD(x, (int64_t)%s);\n", pa);
+    }
+    switch (n->dtype) {
+    case TG_BOOL: tgB_printf(b, "      %s = (unsigned char)(x != 0);\n", pa); break;
+    case TG_INT32: tgB_printf(b, "      %s = (int32_t)(uint32_t)(uint64_t)x;\n", pa); break;
+    case TG_FLOAT32: tgB_printf(b, "      %s = (float)x;\n", pa); break;
+    default: tgB_printf(b, "      %s = x;\n", pa);
+    }
+}
+
+/* tgk_loopK of update step k, (inc_subtensor X V IDX ...) or set_subtensor:
+ * operand 0 is V with strides over the part (0 on broadcast axes),
+ * operand 1 the part of the result, read (inc) and written; X is in the
+ * result already.  The element as the interpreter's update_visit: V
+ * converted to X's dtype, added in double (floats), wrapping (integers),
+ * or-ed (bool).  Distinct elements of the part are distinct memory, so
+ * its rows may run on several threads. */
+static void put_update(tgB_buf *b, const tgH_sched *s, int k)
+{
+    const tgV_node *n = &s->g->nodes[s->steps[k].node], *v = &s->g->nodes[n->args[1]];
+    const tgV_node *x = &s->g->nodes[n->args[0]];
+    int nd = x->ndim - n->index->n;     /* the part's axes: the slices and the axes not indexed */
+    for (int d = 0; d < n->index->n; d++)
+        nd += n->index->ax[d].kind == TGIX_SLICE;
+    const char *PT = ctype(n->dtype), *VT = ctype(v->dtype);
+    char va[80], pa[80];
+    tgB_printf(b, "\nvoid tgk_loop%d(const int64_t *shape, char *const *base, const int64_t *st)\n{\n", k);
+    tgB_printf(b, "  enum { ND = %d, SD = %d };\n", nd, nd ? nd : 1);
+    tgB_puts(b, "  int64_t total = 1;\n  for (int d = 0; d < ND; d++) total *= shape[d];\n"
+                "  if (total == 0) return;\n"
+                "  const int64_t inner = ND ? shape[ND > 0 ? ND - 1 : 0] : 1, outer = total / inner;\n"
+                "  const int64_t sv = ND ? st[SD - 1] : 0, sp = ND ? st[2 * SD - 1] : 0;\n"
+                "  #pragma omp parallel for if (total >= TGK_PAR_MIN) schedule(static)\n"
+                "  for (int64_t o = 0; o < outer; o++) {\n"
+                "    char *pv = base[0], *pp = base[1];\n"
+                "    int64_t r = o;\n"
+                "    for (int d = ND - 2; d >= 0; d--) {\n"
+                "      int64_t i = r % shape[d];\n"
+                "      r /= shape[d], pv += i * st[d], pp += i * st[SD + d];\n"
+                "    }\n");
+    tgB_printf(b, "    if (sv == (int64_t)sizeof(%s) && sp == (int64_t)sizeof(%s)) {\n"
+                  "     #pragma omp simd\n     for (int64_t j = 0; j < inner; j++) {\n", VT, PT);
+    snprintf(va, sizeof va, "((%s *)pv)[j]", VT);
+    snprintf(pa, sizeof pa, "((%s *)pp)[j]", PT);
+    put_update_elem(b, n, v, va, pa);
+    tgB_printf(b, "     }\n    } else if (sv == 0 && sp == (int64_t)sizeof(%s)) {\n"
+                  "     #pragma omp simd\n     for (int64_t j = 0; j < inner; j++) {\n", PT);
+    snprintf(va, sizeof va, "(*(%s *)pv)", VT);
+    put_update_elem(b, n, v, va, pa);
+    tgB_puts(b, "     }\n    } else {\n     for (int64_t j = 0; j < inner; j++) {\n");
+    snprintf(va, sizeof va, "(*(%s *)(pv + j * sv))", VT);
+    snprintf(pa, sizeof pa, "(*(%s *)(pp + j * sp))", PT);
+    put_update_elem(b, n, v, va, pa);
+    tgB_puts(b, "     }\n    }\n  }\n}\n");
+}
+
 int tgJ_compiles_outer(const tgH_sched *s, int k)
 {
     const tgH_step *st = &s->steps[k];
+    if (st->kind == TGH_UPDATE)
+        return 1;
     if (!tgJ_compiles(st))
         return 0;
     for (int i = 0; i < st->nnodes; i++) {
@@ -511,7 +595,9 @@ char *tgJ_source(const tgH_sched *s, size_t *len)
     tgB_init(&b);
     tgB_puts(&b, prelude);
     for (int k = 0; k < s->nsteps; k++)
-        if (tgJ_compiles_outer(s, k))
+        if (tgJ_compiles_outer(s, k) && s->steps[k].kind == TGH_UPDATE)
+            put_update(&b, s, k);
+        else if (tgJ_compiles_outer(s, k))
             put_loop(&b, s, k);
         else if (s->steps[k].kind == TGH_SCAN && tgSc_has_code(s, k))
             tgSc_source(&b, s, k);
@@ -521,6 +607,8 @@ char *tgJ_source(const tgH_sched *s, size_t *len)
 void tgJ_put_loops(tgB_buf *b, const tgH_sched *s)
 {
     for (int k = 0; k < s->nsteps; k++)
-        if (tgJ_compiles(&s->steps[k]))
+        if (s->steps[k].kind == TGH_UPDATE)
+            put_update(b, s, k);
+        else if (tgJ_compiles(&s->steps[k]))
             put_loop(b, s, k);
 }

@@ -623,10 +623,38 @@ static int nary_vjp(sweep *s, tg_term *t, tg_term *A)
 }
 
 /* Pass node i's adjoint A back to its arguments. */
+/* Whether t is a list of n elements headed by symbol name. */
+static bool headed_by(gx *x, const tg_term *t, const char *name, size_t n)
+{
+    return tg_kind_of(t) == TG_PAIR && tg_car(t) == tg_symbol_cstr(x->ctx, name) && tg_length(t) == n;
+}
+
+/* (logsumexp X AXES) when node i is the stable form the typer read such
+ * a term as (tensor.c: (add (log (sum (exp (sub X M')) AXES)) M)): the
+ * node then takes logsumexp's own vjp rule (softmax times the adjoint),
+ * not the sweep through the form, which would also differentiate the
+ * maximum only to add up to zero.  NULL when it is not. */
+static tg_term *logsumexp_of(sweep *s, int i)
+{
+    gx *x = s->x;
+    tg_term *e = node(s, i)->term;
+    if (!headed_by(x, e, "add", 3))
+        return NULL;
+    tg_term *l = tg_nth(e, 1), *sm = headed_by(x, l, "log", 2) ? tg_nth(l, 1) : NULL;
+    tg_term *ex = sm && headed_by(x, sm, "sum", 3) ? tg_nth(sm, 1) : NULL;
+    tg_term *d = ex && headed_by(x, ex, "exp", 2) ? tg_nth(ex, 1) : NULL;
+    if (!d || !headed_by(x, d, "sub", 3))
+        return NULL;
+    tg_term *t = list3(x, tg_symbol_cstr(x->ctx, "logsumexp"), tg_nth(d, 1), tg_nth(sm, 2));
+    return t && tgV_node_of(s->b, t) == i ? t : NULL;
+}
+
 static int node_vjp(sweep *s, int i, tg_term *A)
 {
     const tgV_node *n = node(s, i);
-    tg_term *t = n->term;
+    tg_term *t = n->term, *lse = logsumexp_of(s, i);
+    if (lse)
+        t = lse;
     if (n->op == TGV_INPUT || n->op == TGV_CONST)
         return 0;
     if (n->op == TGV_SCAN)

@@ -161,6 +161,20 @@ static int slice_size(tgV_graph *g, tgV_node *r, tgV_size n, const tgIx_axis *a,
     return derived_size(g, r->term, n, a, out, err);
 }
 
+const tgIx_dsize *tgIx_dsize_of(const tgV_graph *g, tgV_size c)
+{
+    for (int i = 0; i < g->ndsizes; i++)
+        if (-(tgV_size)g->dsizes[i].cls - 1 == c)
+            return &g->dsizes[i];
+    return NULL;
+}
+
+int tgIx_derive(tgV_graph *g, tg_term *t, tgV_size n, const tgIx_axis *a, tgV_size *out, tg_error *err)
+{
+    tgV_node r = {.term = t};
+    return slice_size(g, &r, n, a, out, err);
+}
+
 int tgIx_type(tgV_graph *g, tgV_node *n, tg_term **argt, int nt, tg_error *err)
 {
     const tgV_node *x = &g->nodes[n->args[0]];
@@ -202,14 +216,19 @@ int tgIx_type(tgV_graph *g, tgV_node *n, tg_term **argt, int nt, tg_error *err)
     return 0;
 }
 
-int tgIx_bind(const tgV_graph *g, int64_t *symv, tg_error *err)
+int tgIx_bind(const tgV_graph *g, int64_t *symv, bool partial, tg_error *err)
 {
+    int left = 0;
     /* in order of creation: a slice of a derived size comes after it */
     for (int i = 0; i < g->ndsizes; i++) {
         const tgIx_dsize *d = &g->dsizes[i];
         tgV_size src = tgV_canon(g, d->src), r = tgV_canon(g, -(tgV_size)d->cls - 1);
         int64_t n = src >= 0 ? src : symv[-src - 1];
         char buf[200];
+        if (n < 0 && partial) {     /* a concatenation's, perhaps: bound later */
+            left = 1;
+            continue;
+        }
         if (n < 0) {
             tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "kernels: in %s: the size sliced is not bound",
                     tgV_show(d->term, buf, sizeof buf));
@@ -226,7 +245,7 @@ int tgIx_bind(const tgV_graph *g, int64_t *symv, tg_error *err)
             return -1;
         }
     }
-    return 0;
+    return left;
 }
 
 static int64_t load_index(const tgI_arr *a)

@@ -40,11 +40,19 @@ bool tgIx_is_index_tensor(const tg_term *idx);
 int tgIx_type(tgV_graph *g, tgV_node *n, tg_term **argt, int nt, tg_error *err);
 /* Whether class root c holds a derived size (bound by tgIx_bind). */
 bool tgIx_derived(const tgV_graph *g, tgV_size c);
+/* The slice that derives the size of symbol c (a size < 0), or NULL. */
+const tgIx_dsize *tgIx_dsize_of(const tgV_graph *g, tgV_size c);
+/* The size of slice a of an axis of size n in g (static, n itself, or a
+ * derived class; t names the subtensor in errors): for a scan's lambda,
+ * whose derived sizes its outer graph derives again. */
+int tgIx_derive(tgV_graph *g, tg_term *t, tgV_size n, const tgIx_axis *a, tgV_size *out, tg_error *err);
 /* numpy's slice of an axis of size n: its length, *first the first index. */
 int64_t tgIx_slice_len(int64_t n, const tgIx_axis *a, int64_t *first);
 /* Compute the derived sizes from those the inputs bound in symv; -1 with
- * err naming the subtensor when one disagrees with its class. */
-int tgIx_bind(const tgV_graph *g, int64_t *symv, tg_error *err);
+ * err naming the subtensor when one disagrees with its class.  partial:
+ * a slice of a size not bound yet (one concatenate derives, arrange.h)
+ * is left for a later call, and 1 says so; else it is an error. */
+int tgIx_bind(const tgV_graph *g, int64_t *symv, bool partial, tg_error *err);
 /* Set the data and strides of subtensor node v from its base's; -1 with
  * err on an index out of range at call time. */
 int tgIx_view(const tgV_graph *g, tgI_state *st, int v, tg_error *err);

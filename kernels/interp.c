@@ -216,10 +216,17 @@ static int bind_inputs(const tgH_sched *s, tgI_state *st, const tg_array *in, tg
             return -1;
         }
     }
-    /* the sizes slices derive from those (index.c) */
-    if (tgIx_bind(g, st->symv, err) < 0)
-        return -1;
-    return tgAr_bind(g, st->symv, err);     /* and those concatenate derives */
+    /* the sizes slices derive from those (index.c) and those concatenate
+     * derives (arrange.c): each may be the other's source, so rounds
+     * until all are bound, the last one reporting what is not */
+    for (int round = 0;; round++) {
+        bool partial = round < g->ndsizes + g->ndsums;
+        int a = tgIx_bind(g, st->symv, partial, err), b = a < 0 ? -1 : tgAr_bind(g, st->symv, partial, err);
+        if (a < 0 || b < 0)
+            return -1;
+        if (a == 0 && b == 0)
+            return 0;
+    }
 }
 
 /* ---- loops ---------------------------------------------------------------- */
@@ -695,19 +702,31 @@ static void update_visit(void *ud, int64_t op, int64_t ov)
 }
 
 /* (inc_subtensor X V IDX ...) and set_subtensor: X copied into the
- * result, then V (broadcast) added to or written over its part IDX. */
-static int run_update(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
+ * result (unless the buffer plan gave the result X's memory), then V
+ * (broadcast) added to or written over its part IDX, by the generated
+ * loop fn when there is one (codegen.c, put_update). */
+static int run_update(const tgH_sched *s, tgI_state *st, int v, tgJ_loop_fn fn, tg_error *err)
 {
     const tgV_node *n = &s->g->nodes[v];
     const tgI_arr *x = &st->vals[n->args[0]], *val = &st->vals[n->args[1]];
     tgI_arr *y = &st->vals[v], part;
-    copy_arr(y, x);
+    if (y->data != x->data)
+        copy_arr(y, x);
     if (tgIx_part(s->g, st, v, y, &part, err) < 0)
         return -1;
     int64_t vs[TGV_MAXDIM] = {0};
     for (int d = 0; d < val->ndim; d++) {
         int pd = part.ndim - val->ndim + d;
         vs[pd] = val->shape[d] == 1 ? 0 : val->strides[d];
+    }
+    if (fn) {
+        int sd = part.ndim ? part.ndim : 1;
+        int64_t strides[2 * TGV_MAXDIM + 2] = {0};
+        char *base[2] = {val->data, part.data};
+        memcpy(strides, vs, (size_t)part.ndim * sizeof *strides);
+        memcpy(strides + sd, part.strides, (size_t)part.ndim * sizeof *strides);
+        fn(part.shape, base, strides);
+        return 0;
     }
     updctx U = {&part, val, n->op == TGV_INC_SUBTENSOR};
     for_each(part.ndim, part.shape, part.strides, vs, update_visit, &U);
@@ -1387,11 +1406,14 @@ static int run_step(const tgH_sched *s, tgI_state *st, int k, tg_error *err)
                 run_loop(s, st, step, pos, NULL);
             }
             break;
+        case TGH_UPDATE:
+            donated(s, st, step);
+            if (run_update(s, st, v, st->kern ? st->kern[k] : NULL, err) < 0)
+                return -1;
+            break;
         case TGH_REDUCE:
-            if (g->nodes[v].op == TGV_INC_SUBTENSOR || g->nodes[v].op == TGV_SET_SUBTENSOR) {
-                if (run_update(s, st, v, err) < 0)
-                    return -1;
-            } else if (tgAr_op(g->nodes[v].op)) {
+            if (tgAr_op(g->nodes[v].op)) {
+                donated(s, st, step);
                 if (tgAr_run(s, st, v, err) < 0)
                     return -1;
             } else if (run_reduce(s, st, v, err) < 0) {
@@ -1468,7 +1490,7 @@ static int step_reads(const tgH_sched *s, const tgH_step *step, int *r, int max)
         for (int i = 0; i < step->nins && c < max; i++)
             r[c++] = step->ins[i];
         return c;
-    case TGH_VIEW: case TGH_REDUCE: case TGH_DOT: case TGH_GEMM: case TGH_RESHAPE:
+    case TGH_VIEW: case TGH_REDUCE: case TGH_DOT: case TGH_GEMM: case TGH_RESHAPE: case TGH_UPDATE:
         for (int i = 0; i < n->nargs && c < max; i++)
             r[c++] = n->args[i];
         return c;

@@ -16,6 +16,8 @@
 #include "buf.h"
 #include "error.h"
 #include "scan.h"
+#include "arrange.h"
+#include "index.h"
 #include "random.h"
 
 /* ---- reading the term -------------------------------------------------- */
@@ -272,14 +274,39 @@ static tg_term *size_term(const tgV_graph *g, tgV_size s)
     return s >= 0 ? tg_int(g->ctx, s) : g->syms[-s - 1];
 }
 
-/* Inner size s in the outer graph's sizes (inner symbols are outer names). */
-static int outer_size(tgV_builder *b, const tgV_graph *ig, tgV_size s, tgV_size *out)
+/* Inner size s in the outer graph's sizes (inner symbols are outer
+ * names); a size the lambda derives (a slice of a symbolic size, a
+ * concatenation) is derived again outside from its sources' outer sizes,
+ * so that the outer call binds it.  Derivations nest at most 16 deep. */
+static int outer_size_at(tgV_builder *b, const tgV_graph *ig, tgV_size s, tgV_size *out, int depth)
 {
-    if (s >= 0) {
-        *out = s;
+    tgV_size c = tgV_canon(ig, s);
+    if (s >= 0 || c >= 0) {
+        *out = s >= 0 ? s : c;
         return 0;
     }
+    const tgIx_dsize *ds = depth < 16 ? tgIx_dsize_of(ig, s) : NULL;
+    const tgAr_dsum *dm = depth < 16 && !ds ? tgAr_dsum_of(ig, s) : NULL;
+    if (ds) {
+        tgV_size src;
+        return outer_size_at(b, ig, ds->src, &src, depth + 1) < 0 ? -1
+               : tgIx_derive(tgV_graph_of(b), ds->term, src, &ds->sl, out, tgV_err_of(b));
+    }
+    if (dm) {
+        tgV_size *parts = GC_MALLOC_ATOMIC((size_t)dm->nparts * sizeof *parts);
+        if (!parts)
+            return tgE_nomem(tgV_err_of(b)), -1;
+        for (int i = 0; i < dm->nparts; i++)
+            if (outer_size_at(b, ig, dm->parts[i], &parts[i], depth + 1) < 0)
+                return -1;
+        return tgAr_derive(b, dm->term, parts, dm->nparts, out);
+    }
     return tgV_size_of(b, ig->syms[-s - 1], ig->syms[-s - 1], out);
+}
+
+static int outer_size(tgV_builder *b, const tgV_graph *ig, tgV_size s, tgV_size *out)
+{
+    return outer_size_at(b, ig, s, out, 0);
 }
 
 /* (input P DTYPE (SIZE ...)) for a parameter of the given type. */
@@ -1176,6 +1203,8 @@ static bool operand_ok(const tgSc_scan *sc, int v)
  * error, which the generated loop cannot give). */
 static bool reduce_ok(const tgSc_scan *sc, const tgV_node *n)
 {
+    if (n->op < TGV_SUM || n->op > TGV_MEAN)   /* a step of index.c or arrange.c */
+        return false;
     const tgV_node *x = &sc->ig->nodes[n->args[0]];
     if ((x->dtype != TG_FLOAT64 && x->dtype != TG_INT64) || n->dtype != x->dtype || x->op == TGV_CONST ||
         x->ndim == 0 ||

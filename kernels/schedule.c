@@ -276,6 +276,7 @@ static int make_steps(tgH_sched *s, const int *unit, int nu, const int *order)
                      : n->op == TGV_GEMM ? TGH_GEMM
                      : n->op == TGV_SCAN ? TGH_SCAN
                      : n->op == TGV_RANDOM ? TGH_RANDOM
+                     : n->op == TGV_INC_SUBTENSOR || n->op == TGV_SET_SUBTENSOR ? TGH_UPDATE
                      : n->op == TGV_RESHAPE ? TGH_RESHAPE
                      : n->op == TGV_TRANSPOSE || n->op == TGV_DIMSHUFFLE || n->op == TGV_SUBTENSOR
                          ? TGH_VIEW : TGH_REDUCE;
@@ -319,6 +320,23 @@ static int scan_donor(const tgV_graph *g, int v)
         return -1;
     const tgSc_out *o = &n->scan->outs[n->sout];
     return o->inplace && o->kind != TGSC_NITSOT && o->last ? n->args[o->arg] : -1;
+}
+
+/* The X whose buffer update node v (an inc_subtensor or set_subtensor;
+ * an inc_take, a concatenate_inc or stack_inc, arrange.c) may take: the
+ * result is X with a part changed, so when X dies at that step the copy
+ * is skipped and only the part is written.  Not when another argument is
+ * X itself (a view of X makes X viewed). */
+static int update_donor(const tgV_graph *g, int v)
+{
+    const tgV_node *n = &g->nodes[v];
+    if (n->op != TGV_INC_SUBTENSOR && n->op != TGV_SET_SUBTENSOR && n->op != TGV_INC_TAKE &&
+        n->op != TGV_CONCAT_INC && n->op != TGV_STACK_INC)
+        return -1;
+    for (int i = 1; i < n->nargs; i++)
+        if (n->args[i] == n->args[0])
+            return -1;
+    return n->args[0];
 }
 
 /* Slots: reuse dead ones, write in place on a last use. */
@@ -367,7 +385,8 @@ static int plan_buffers(tgH_sched *s, const unsigned char *kept)
             const tgV_node *n = &g->nodes[v];
             if (st->kind == TGH_VIEW || (s->output[v] >= 0 && st->kind != TGH_RESHAPE))
                 continue;
-            int taken = -1, donor = st->kind == TGH_SCAN ? scan_donor(g, v) : -1;
+            int taken = -1, donor = st->kind == TGH_SCAN ? scan_donor(g, v)
+                                  : st->kind == TGH_UPDATE || st->kind == TGH_REDUCE ? update_donor(g, v) : -1;
             bool may = (st->kind == TGH_LOOP && j < st->nouts) || donor >= 0;
             for (int i = 0; may && i < st->nins && taken < 0; i++) {
                 int a = st->ins[i];
@@ -512,11 +531,15 @@ static void put_indices(const tgH_sched *s, tgB_buf *b, const tgV_node *n)
 static void put_op(const tgH_sched *s, tgB_buf *b, int v)
 {
     const tgV_node *n = &s->g->nodes[v];
-    if (n->op == TGV_SUBTENSOR) {
+    if (n->op == TGV_SUBTENSOR || n->op == TGV_INC_SUBTENSOR || n->op == TGV_SET_SUBTENSOR) {
         tgB_putc(b, '(');
         put_name(s, b, v);
-        tgB_puts(b, " (subtensor ");
+        tgB_printf(b, " (%s ", tgV_op_name(n->op));
         put_name(s, b, n->args[0]);
+        if (n->op != TGV_SUBTENSOR) {
+            tgB_putc(b, ' ');
+            put_name(s, b, n->args[1]);
+        }
         put_indices(s, b, n);
         tgB_puts(b, "))");
         return;
@@ -590,7 +613,8 @@ tg_term *tgH_term(const tgH_sched *s, tg_error *err)
         tgB_putc(&b, ')');
     }
     tgB_putc(&b, ')');
-    static const char *const kinds[] = {"loop", "reduce", "dot", "view", "reshape", "gemm", "scan", "random"};
+    static const char *const kinds[] = {"loop", "reduce", "dot", "view", "reshape", "gemm", "scan", "random",
+                                        "update"};
     for (int k = 0; k < s->nsteps; k++) {
         const tgH_step *st = &s->steps[k];
         tgB_printf(&b, "\n  (%s", kinds[st->kind]);

@@ -6,7 +6,11 @@
 
 #include "tensor.h"
 
-typedef enum tgH_kind { TGH_LOOP, TGH_REDUCE, TGH_DOT, TGH_VIEW, TGH_RESHAPE, TGH_GEMM, TGH_SCAN, TGH_RANDOM } tgH_kind;
+/* TGH_UPDATE: an inc_subtensor or set_subtensor (X copied into the
+ * result unless it is written in place, then a generated loop over the
+ * part, codegen.c) */
+typedef enum tgH_kind { TGH_LOOP, TGH_REDUCE, TGH_DOT, TGH_VIEW, TGH_RESHAPE, TGH_GEMM, TGH_SCAN, TGH_RANDOM,
+                        TGH_UPDATE } tgH_kind;
 
 typedef struct tgH_step {
     tgH_kind kind;

@@ -940,19 +940,14 @@ static int make_op(builder *b, tg_term *t, const opinfo *oi, tg_term **argt, int
         return tgIx_type(b->g, n, argt, nt, b->err);
     }
     if (oi->op == TGV_INC_SUBTENSOR || oi->op == TGV_SET_SUBTENSOR) {   /* X, V, index tensors */
-        if (b->depth)
-            return fail(b, t, "inc_subtensor and set_subtensor are not supported inside a scan yet");
         n->nargs = 0;
         for (int i = 0; i < nt; i++)
             if (i < 2 || tgIx_is_index_tensor(argt[i]))
                 args[n->nargs++] = map_get(b, argt[i]);
         return type_update(b, n, argt, nt);
     }
-    if (tgAr_op(oi->op)) {
-        if (b->depth)
-            return fail(b, t, "not supported inside a scan's lambda yet");
+    if (tgAr_op(oi->op))
         return tgAr_type(b, n, argt, nt);
-    }
     if (tgV_elementwise(oi->op) && oi->op != TGV_ALLOC)
         return type_elementwise(b, n, argt);
     switch (oi->op) {
@@ -1232,8 +1227,8 @@ static int check_bound(builder *b)
 bool tgV_tensor_arg(const tg_term *t, size_t i)
 {
     const opinfo *oi = lookup((tg_term *)t);
-    if (!oi)
-        return false;
+    if (!oi)    /* (logsumexp X AXES), read as its stable form */
+        return i == 0 && tg_kind_of(t) == TG_PAIR && is_symbol(tg_car(t), "logsumexp");
     tg_term *a = tg_nth(t, i + 1);
     if (!a)
         return false;

@@ -388,9 +388,6 @@ static void test_errors(void)
          "int64 or int32"},
         {"(input y float64 (2))", "(one_hot (input y float64 (2)) 3)", "int64 or int32"},
         {"(input y int64 (2))", "(one_hot (input y int64 (2)) 0)", "integer literal >= 1"},
-        {"(input m float64 (n 3))",
-         "(scan (lambda (r) ((argmax r 0))) (steps auto) (sequences (input m float64 (n 3))) (outputs (nitsot)) (non_sequences))",
-         "not supported inside a scan's lambda yet"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         tg_error err;
@@ -421,6 +418,184 @@ static void test_errors(void)
              "(add (concatenate 0 (input a float64 (n)) (input a float64 (n))) (input c float64 (m)))", in, &o, &err);
     TAP_CHECK(rc < 0 && strstr(err.message, "have 4 elements along the axis where 5 are expected"),
               "a symbolic concatenation of the wrong size: %s", rc < 0 ? err.message : "none");
+}
+
+/* The ops inside a scan's lambda: take (rows of a table by each step's
+ * indices), concatenate and stack of a sequence's row with a recurrent
+ * state and with slices of symbolic sizes (the sizes derived inside the
+ * lambda derived again outside), argmax; against hand loops. */
+static void test_in_scan(void)
+{
+    enum { T = 4, K = 3, V = 5, D = 2, N = 3 };
+    int64_t ids[T * K], sid[2] = {T, K}, sw[2] = {V, D}, sx[2] = {T, N};
+    double w[V * D], x[T * N];
+    for (int i = 0; i < T * K; i++)
+        ids[i] = (int64_t)(kt_rand() % (2 * V)) - V;    /* negative rows too */
+    for (int i = 0; i < V * D; i++)
+        w[i] = kt_unif(-1, 1);
+    for (int i = 0; i < T * N; i++)
+        x[i] = kt_unif(-1, 1);
+    tg_array in[2], o;
+    tg_error err;
+    tg_array_init(&in[0], TG_INT64, 2, sid, ids);
+    tg_array_init(&in[1], TG_FLOAT64, 2, sw, w);
+    int rc = run("(input ids int64 (t k)) (input w float64 (v d))",
+                 "(scan (lambda (i tab) ((take tab i))) (steps auto) (sequences (input ids int64 (t k)))"
+                 " (outputs (nitsot)) (non_sequences (input w float64 (v d))))", in, &o, &err);
+    int bad = rc < 0 || o.ndim != 3 || o.shape[0] != T || o.shape[1] != K || o.shape[2] != D;
+    for (int t = 0; !bad && t < T; t++)
+        for (int k = 0; k < K; k++)
+            for (int d = 0; d < D; d++) {
+                int64_t r = ids[t * K + k] < 0 ? ids[t * K + k] + V : ids[t * K + k];
+                bad += ((double *)o.data)[(t * K + k) * D + d] != w[r * D + d];
+            }
+    TAP_CHECK(!bad, "take in a scan step: rows of a table by each step's indices, negative ones too%s%s",
+              rc < 0 ? ": " : "", rc < 0 ? err.message : "");
+    if (rc == 0)
+        free(o.data);
+    /* a row and its slice from 1 joined: n + (n - 1) elements, a size
+     * derived from the symbolic n inside the lambda */
+    tg_array_init(&in[0], TG_FLOAT64, 2, sx, x);
+    rc = run("(input x float64 (t n))",
+             "(scan (lambda (r) ((concatenate 0 r (subtensor r (slice 1 none none))))) (steps auto)"
+             " (sequences (input x float64 (t n))) (outputs (nitsot)) (non_sequences))", in, &o, &err);
+    bad = rc < 0 || o.ndim != 2 || o.shape[0] != T || o.shape[1] != 2 * N - 1;
+    for (int t = 0; !bad && t < T; t++)
+        for (int j = 0; j < 2 * N - 1; j++)
+            bad += ((double *)o.data)[t * (2 * N - 1) + j] != x[t * N + (j < N ? j : j - N + 1)];
+    TAP_CHECK(!bad, "concatenate in a scan step of a row and its slice (symbolic sizes)%s%s",
+              rc < 0 ? ": " : "", rc < 0 ? err.message : "");
+    if (rc == 0)
+        free(o.data);
+    /* a recurrent state joined with each row: h' = [r, h[:n]] summed pairwise */
+    rc = run("(input x float64 (t n))",
+             "(scan (lambda (r h) ((add r (subtensor (concatenate 0 h r) (slice none 3 none))))) (steps auto)"
+             " (sequences (input x float64 (t n))) (outputs (sitsot (alloc 0.5 3))) (non_sequences))", in, &o, &err);
+    bad = rc < 0 || o.ndim != 2 || o.shape[0] != T || o.shape[1] != N;
+    double h[N] = {0.5, 0.5, 0.5};
+    for (int t = 0; !bad && t < T; t++)
+        for (int j = 0; j < N; j++) {
+            h[j] = x[t * N + j] + h[j];
+            bad += fabs(((double *)o.data)[t * N + j] - h[j]) > 1e-15;
+        }
+    TAP_CHECK(!bad, "concatenate of a recurrent state and a row in a scan step%s%s", rc < 0 ? ": " : "",
+              rc < 0 ? err.message : "");
+    if (rc == 0)
+        free(o.data);
+    tg_array outs[2] = {{0}, {0}};
+    tg_fn *fn = kt_compile(ctx, "(input x float64 (t n))",
+                           "(scan_output (scan (lambda (r) ((stack 0 r (neg r)) (argmax r 0))) (steps auto)"
+                           " (sequences (input x float64 (t n))) (outputs (nitsot) (nitsot)) (non_sequences)) 0)"
+                           "(scan_output (scan (lambda (r) ((stack 0 r (neg r)) (argmax r 0))) (steps auto)"
+                           " (sequences (input x float64 (t n))) (outputs (nitsot) (nitsot)) (non_sequences)) 1)",
+                           NULL, kt_path, &err);
+    rc = fn ? tg_fn_call(fn, in, outs, &err) : -1;
+    bad = rc < 0 || outs[0].ndim != 3 || outs[0].shape[1] != 2 || outs[1].ndim != 1;
+    for (int t = 0; !bad && t < T; t++) {
+        int best = 0;
+        for (int j = 0; j < N; j++) {
+            bad += ((double *)outs[0].data)[t * 2 * N + j] != x[t * N + j];
+            bad += ((double *)outs[0].data)[t * 2 * N + N + j] != -x[t * N + j];
+            best = x[t * N + j] > x[t * N + best] ? j : best;
+        }
+        bad += ((int64_t *)outs[1].data)[t] != best;
+    }
+    TAP_CHECK(!bad, "stack and argmax in a scan step%s%s", rc < 0 ? ": " : "", rc < 0 ? err.message : "");
+    if (rc == 0)
+        free(outs[0].data), free(outs[1].data);
+    tg_fn_free(fn);
+    /* an index out of range at step 2 stops the call with the term named */
+    ids[2 * K + 1] = V;
+    tg_array_init(&in[0], TG_INT64, 2, sid, ids);
+    tg_array_init(&in[1], TG_FLOAT64, 2, sw, w);
+    rc = run("(input ids int64 (t k)) (input w float64 (v d))",
+             "(scan (lambda (i tab) ((take tab i))) (steps auto) (sequences (input ids int64 (t k)))"
+             " (outputs (nitsot)) (non_sequences (input w float64 (v d))))", in, &o, &err);
+    TAP_CHECK(rc < 0 && strstr(err.message, "(take tab i)") && strstr(err.message, "index 5 is out of range"),
+              "take in a scan step with an index out of range: %s", rc < 0 ? err.message : "none");
+    if (rc == 0)
+        free(o.data);
+}
+
+/* inc_take in X's buffer: X computed and dying there (its slot), and an
+ * input not kept (overwritten), the values against a hand loop. */
+static void test_inc_take_in_place(void)
+{
+    double w[6] = {1, 2, 3, 4, 5, 6}, v[6] = {10, 20, 30, 40, 50, 60}, want[6];
+    int64_t i3[3] = {2, -3, 2}, s32[2] = {3, 2}, s3[1] = {3};
+    tg_error err;
+    tg_fn *fn = kt_compile(ctx, "(input w float64 (3 2)) (input v float64 (3 2)) (input i int64 (3))",
+                           "(sum (inc_take (exp (input w float64 (3 2))) (input v float64 (3 2)) (input i int64 (3))) all)",
+                           NULL, kt_path, &err);
+    char *sch = fn ? tg_print(tg_fn_schedule(fn), NULL) : NULL;
+    TAP_CHECK(sch && strstr(sch, "(%3 float64 (slot 0))") && strstr(sch, "(inc_take %3 v i)) float64 (slot 0))"),
+              "inc_take writes in place of the exp it adds to (%s)", sch ? sch : err.message);
+    free(sch);
+    tg_fn_free(fn);
+    unsigned char kept[3] = {0, 1, 1};
+    fn = kt_compile(ctx, "(input w float64 (3 2)) (input v float64 (3 2)) (input i int64 (3))",
+                    "(mul 2 (inc_take (input w float64 (3 2)) (input v float64 (3 2)) (input i int64 (3))))", kept,
+                    kt_path, &err);
+    sch = fn ? tg_print(tg_fn_schedule(fn), NULL) : NULL;
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 2; c++)
+            want[r * 2 + c] = w[r * 2 + c];
+    for (int k = 0; k < 3; k++)
+        for (int c = 0; c < 2; c++)
+            want[(i3[k] + 3) % 3 * 2 + c] += v[k * 2 + c];
+    tg_array in[3], o = {0};
+    tg_array_init(&in[0], TG_FLOAT64, 2, s32, w);
+    tg_array_init(&in[1], TG_FLOAT64, 2, s32, v);
+    tg_array_init(&in[2], TG_INT64, 1, s3, i3);
+    int rc = fn ? tg_fn_call(fn, in, &o, &err) : -1, bad = rc < 0;
+    for (int k = 0; !bad && k < 6; k++)
+        bad += ((double *)o.data)[k] != 2 * want[k];
+    TAP_CHECK(!bad && sch && strstr(sch, "(inplace w)"),
+              "inc_take into an input not kept: in place, values right (%s)", sch ? sch : err.message);
+    free(sch);
+    free(o.data);
+    tg_fn_free(fn);
+}
+
+/* Gradients through scan steps that take, concatenate, stack and slice:
+ * an embedding RNN h' = tanh(W [x; h] + sum(E[i])) and its kin, against
+ * central differences. */
+static void test_scan_grads(void)
+{
+    enum { T = 4, N = 2, M = 3, V = 5, K = 2 };
+    double x[T * N], w[M * (N + M)], e[V * M];
+    int64_t ids[T * K], sx[2] = {T, N}, sw[2] = {M, N + M}, se[2] = {V, M}, si[2] = {T, K};
+    for (int i = 0; i < T * N; i++)
+        x[i] = kt_unif(-1, 1);
+    for (int i = 0; i < M * (N + M); i++)
+        w[i] = kt_unif(-0.6, 0.6);
+    for (int i = 0; i < V * M; i++)
+        e[i] = kt_unif(-1, 1);
+    for (int i = 0; i < T * K; i++)
+        ids[i] = (int64_t)(kt_rand() % V);
+    ids[1] = ids[0];    /* a row taken twice in one step */
+    tg_array in[4];
+    tg_array_init(&in[0], TG_FLOAT64, 2, sx, x);
+    tg_array_init(&in[1], TG_FLOAT64, 2, sw, w);
+    tg_array_init(&in[2], TG_FLOAT64, 2, se, e);
+    tg_array_init(&in[3], TG_INT64, 2, si, ids);
+    const char *ins = "(input x float64 (t 2)) (input w float64 (3 5)) (input e float64 (5 3)) (input i int64 (t 2))";
+    const char *rnn =
+        "(scan (lambda (r j h w e) ((tanh (add (dot w (concatenate 0 r h)) (sum (take e j) (axes 0))))))"
+        " (steps auto) (sequences (input x float64 (t 2)) (input i int64 (t 2))) (outputs (sitsot (alloc 0.1 3)))"
+        " (non_sequences (input w float64 (3 5)) (input e float64 (5 3))))";
+    grad_case("an RNN step that concatenates and takes, d/dW", ins, rnn, M * (N + M), "(input w float64 (3 5))", 4, in, 1);
+    grad_case("an RNN step that concatenates and takes, d/dx", ins, rnn, T * N, "(input x float64 (t 2))", 4, in, 0);
+    grad_case("an RNN step that concatenates and takes, d/dE (rows taken twice)", ins, rnn, V * M,
+              "(input e float64 (5 3))", 4, in, 2);
+    grad_case("a scan step that stacks and slices, d/dx", ins,
+              "(scan (lambda (r h) ((mul (stack 1 r (subtensor r (slice none none -1))) (sin h))))"
+              " (steps auto) (sequences (input x float64 (t 2))) (outputs (sitsot (alloc 0.3 2 2))) (non_sequences))",
+              T * N, "(input x float64 (t 2))", 4, in, 0);
+    grad_case("a scan step that sets and increases parts, d/dx", ins,
+              "(scan (lambda (r h) ((inc_subtensor (set_subtensor (mul h r) (sqr (subtensor r 0)) -1) (cos r) (slice none none -1))))"
+              " (steps auto) (sequences (input x float64 (t 2))) (outputs (sitsot (alloc 0.7 2))) (non_sequences))",
+              T * N, "(input x float64 (t 2))", 4, in, 0);
 }
 
 /* A row's scalar broadcast along the innermost axis (the max of a
@@ -475,6 +650,9 @@ int main(void)
         test_grads();
         test_errors();
         test_row_broadcast();
+        test_in_scan();
+        test_scan_grads();
+        test_inc_take_in_place();
     }
     tg_ctx_free(ctx);
     return TAP_DONE();

@@ -1022,6 +1022,29 @@ static const gcase scan_cases[] = {
      "(input x float64 (n m)) (input c float64 ())",
      "(scan (lambda (s acc) ((add (mul acc 0.9) (sum (sin s) all)))) (steps auto) (sequences $x) "
      "(outputs (sitsot $c last)) (non_sequences))", -1, 1, 0, 0, 0},
+    /* nested: a scan whose step contains a scan (its gradient a backward
+     * scan whose step holds the inner scan's forward and backward ones) */
+    {"nested scans: an inner scan over each row's elements, its last state summed by the outer",
+     "(input x float64 (n m)) (input c float64 ()) (input w float64 ())",
+     "(scan (lambda (s acc w) ((add (mul acc 0.5) (scan (lambda (e g w2) ((tanh (add (mul g w2) e)))) (steps auto) "
+     "(sequences s) (outputs (sitsot acc last)) (non_sequences w))))) (steps auto) (sequences $x) "
+     "(outputs (sitsot $c last)) (non_sequences $w))", -1, 1, 0, 0, 0},
+    {"nested scans: an inner RNN of 3 steps from the outer state, W shared, stacked outer states",
+     "(input x float64 (n m)) (input h0 float64 (m)) (input W float64 (m m))",
+     "(sum (sin (scan (lambda (s h W) ((scan (lambda (g W2 b) ((tanh (add (dot W2 g) b)))) (steps 3) (sequences) "
+     "(outputs (sitsot h last)) (non_sequences W s)))) (steps auto) (sequences $x) (outputs (sitsot $h0)) "
+     "(non_sequences $W))) all)", -1, 1, 0, 0, 0},
+    {"nested scans: the inner stacked (nitsot and mitsot), backwards, read in the outer's result",
+     "(input x float64 (n m)) (input y0 float64 (2 m)) (input w float64 (m))",
+     "(sum (mul (scan (lambda (s a b w) ((add (mul 0.3 a) (sum (scan (lambda (e p q v) ((add (mul q v) (mul 0.2 (sin p)) e))) "
+     "(steps auto) (sequences (reshape s (1 m))) (outputs (mitsot (stack 0 a b) (taps -2 -1))) (non_sequences w) backwards) "
+     "(axes 0))))) (steps auto) (sequences $x) (outputs (mitsot $y0 (taps -2 -1))) (non_sequences $w)) $x) all)",
+     -1, 1, 0, 0, 0},
+    {"nested scans, three deep",
+     "(input x float64 (n m)) (input c float64 ())",
+     "(scan (lambda (s acc) ((add acc (scan (lambda (e g r) ((add g (scan (lambda (k e2) ((sin (mul k e2)))) (steps auto) "
+     "(sequences r) (outputs (nitsot last)) (non_sequences e))))) (steps auto) (sequences s) (outputs (sitsot acc last)) "
+     "(non_sequences s))))) (steps auto) (sequences $x) (outputs (sitsot $c last)) (non_sequences))", -1, 1, 0, 0, 0},
 };
 
 /* The gradient of an RNN's loss with respect to W, x and h0, rewritten by
@@ -1128,6 +1151,12 @@ static void check_scan_errors(void)
                 "(grad (sum (scan (lambda (s acc) ((add acc s)) (until (gt acc 3.0))) (steps auto) "
                 "(sequences (input x float64 (n))) (outputs (sitsot 0.0)) (non_sequences)) all) (input x float64 (n)))",
                 NULL, "no gradient through this scan", "until condition");
+    check_error("a scan with until inside another scan's step (named)",
+                "(grad (scan (lambda (s acc) ((add acc (scan (lambda (e g) ((add g e)) (until (gt g 1.0))) (steps auto) "
+                "(sequences s) (outputs (sitsot acc last)) (non_sequences))))) (steps auto) "
+                "(sequences (input x float64 (3 2))) (outputs (sitsot (input c float64 ()) last)) (non_sequences)) "
+                "(input x float64 (3 2)))",
+                NULL, "in (scan (lambda (e g) ((add g e)) (until", "until condition");
     check_error("a scan with a mitmot output",
                 "(grad (sum (scan (lambda (s a b) ((add b (mul a s)))) (steps 3) (sequences (input x float64 (3))) "
                 "(outputs (mitmot (input B float64 (4)) (taps 0 1) (out_taps 1))) (non_sequences)) all) "

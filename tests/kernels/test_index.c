@@ -198,6 +198,189 @@ static void test_random(tg_dtype dt, int wrap)
               wrap == 0 ? "" : wrap == 1 ? " into a fused loop" : " into a sum", cases, elems);
 }
 
+/* Random (inc_subtensor X V IDX ...) and set_subtensor against the
+ * reference: X with the part the indices select increased by V or set
+ * to it, V broadcast (fewer axes, axes of size 1), computed by a loop
+ * (mul 2 V).  mode 0: X an input kept intact, the update the output (X
+ * copied); 1: X computed, (add 1 X), and the update read by (mul 3 ...)
+ * (the update writes in X's slot); 2: X an input the function may
+ * overwrite (written in place when contiguous). */
+static void test_update_random(tg_dtype dt, int mode)
+{
+    static const char *const dn[] = {"bool", "int32", "int64", "float32", "float64"};
+    int bad = 0, cases = 0, elems = 0, unchanged = 1;
+    for (int rep = 0; rep < 60; rep++) {
+        int64_t sh[3];
+        int r = 1 + (int)(kt_rand() % 3);
+        for (int d = 0; d < r; d++)
+            sh[d] = kt_rand() % 7 == 0 ? 0 : 1 + (int64_t)(kt_rand() % 6);
+        idx ix[3];
+        int k = draw(r, sh, ix), inc = kt_rand() % 2;
+        /* the part: per axis of X, the positions it takes */
+        int64_t pos[3][16], len[3], rsh[3];
+        int rr = 0;
+        for (int d = 0; d < r; d++) {
+            if (d < k && ix[d].kind == 0) {
+                len[d] = 1, pos[d][0] = ix[d].i < 0 ? ix[d].i + sh[d] : ix[d].i;
+                continue;
+            }
+            if (d < k) {
+                len[d] = ref_slice(sh[d], &ix[d], pos[d]);
+            } else {
+                len[d] = sh[d];
+                for (int64_t p = 0; p < sh[d]; p++)
+                    pos[d][p] = p;
+            }
+            rsh[rr++] = len[d];
+        }
+        int vr = rr ? rr - (int)(kt_rand() % (unsigned)(rr + 1)) : 0;
+        int64_t vsh[3];
+        for (int d = 0; d < vr; d++)
+            vsh[d] = kt_rand() % 3 == 0 ? 1 : rsh[rr - vr + d];
+        char decl[80], x[120], v[120], ins[500], sub[500], outs[700], xt[200], vt[200];
+        size_t o = (size_t)snprintf(decl, sizeof decl, "(");
+        for (int d = 0; d < r; d++) {
+            if (kt_rand() % 2)
+                o += (size_t)snprintf(decl + o, sizeof decl - o, "%s%lld", d ? " " : "", (long long)sh[d]);
+            else
+                o += (size_t)snprintf(decl + o, sizeof decl - o, "%sn%d", d ? " " : "", d);
+        }
+        snprintf(decl + o, sizeof decl - o, ")");
+        snprintf(x, sizeof x, "(input x %s %s)", dn[dt], decl);
+        snprintf(v, sizeof v, "(input v %s %s)", dn[dt], kt_shape(vr, vsh));
+        o = (size_t)snprintf(ins, sizeof ins, "%s %s", x, v);
+        for (int d = 0; d < k; d++)
+            if (ix[d].kind == 0 && ix[d].dynamic)
+                o += (size_t)snprintf(ins + o, sizeof ins - o, " (input i%d int64 ())", d);
+        snprintf(xt, sizeof xt, mode == 1 ? "(add 1 %s)" : "%s", x);
+        snprintf(vt, sizeof vt, "(mul 2 %s)", v);
+        term_of(sub, sizeof sub, xt, k, ix);    /* (subtensor X IDX ...) made (inc_subtensor X V IDX ...) */
+        char *idxs = sub + strlen("(subtensor ") + strlen(xt);
+        snprintf(outs, sizeof outs, mode == 1 ? "(mul 3 (%s %s %s%s)" : "(%s %s %s%s",
+                 inc ? "inc_subtensor" : "set_subtensor", xt, vt, idxs);
+        if (mode == 1)
+            strcat(outs, ")");
+        unsigned char kept[5] = {0, 1, 1, 1, 1};
+        tg_error err;
+        tg_fn *fn = kt_compile(ctx, ins, outs, mode == 2 ? kept : NULL, kt_path, &err);
+        if (!fn) {
+            if (bad++ < 3)
+                tap_diag("compile %s: %s", outs, err.message);
+            continue;
+        }
+        kt_arr xa, va, x0;
+        kt_make(&xa, dt, r, sh, mode != 2 && (rep & 1));
+        kt_fill(&xa.a, -100, 100);
+        kt_make(&x0, dt, r, sh, 0);
+        kt_make(&va, dt, vr, vsh, rep & 2);
+        kt_fill(&va.a, -100, 100);
+        int64_t I[3] = {0}, J[3];
+        if (kt_count(&xa.a))
+            do
+                kt_set(&x0.a, I, kt_get(&xa.a, I));
+            while (kt_next(r, sh, I));
+        tg_array in[5];
+        int64_t ival[3];
+        int nin = 0;
+        in[nin++] = xa.a;
+        in[nin++] = va.a;
+        for (int d = 0; d < k; d++)
+            if (ix[d].kind == 0 && ix[d].dynamic) {
+                ival[d] = ix[d].i;
+                tg_array_init(&in[nin++], TG_INT64, 0, NULL, &ival[d]);
+            }
+        /* the reference, in x0's copy: X (plus 1), then the part */
+        kt_arr ref;
+        kt_make(&ref, TG_FLOAT64, r, sh, 0);
+        memset(I, 0, sizeof I);
+        if (kt_count(&xa.a))
+            do
+                kt_set(&ref.a, I, kt_get(&x0.a, I) + (mode == 1));
+            while (kt_next(r, sh, I));
+        int64_t n = 1;
+        for (int d = 0; d < rr; d++)
+            n *= rsh[d];
+        memset(I, 0, sizeof I);
+        if (n > 0)
+            do {
+                int64_t vi[3];
+                for (int d = 0, q = 0; d < r; d++)
+                    J[d] = d < k && ix[d].kind == 0 ? pos[d][0] : pos[d][I[q++]];
+                for (int d = 0; d < vr; d++)
+                    vi[d] = vsh[d] == 1 ? 0 : I[rr - vr + d];
+                double val = 2 * (double)kt_get(&va.a, vi), old = (double)kt_get(&ref.a, J);
+                kt_set(&ref.a, J, inc ? old + val : val);
+            } while (kt_next(rr, rsh, I));
+        tg_array out = {0};
+        cases++;
+        if (tg_fn_call(fn, in, &out, &err) < 0) {
+            if (bad++ < 3)
+                tap_diag("call %s on %s: %s", outs, kt_shape(r, sh), err.message);
+        } else if (out.ndim != r) {
+            if (bad++ < 3)
+                tap_diag("%s: rank %d, want %d", outs, out.ndim, r);
+        } else {
+            memset(I, 0, sizeof I);
+            if (kt_count(&out))
+                do {
+                    long double want = (double)kt_get(&ref.a, I) * (mode == 1 ? 3 : 1);
+                    elems++;
+                    if (kt_get(&out, I) != want && bad++ < 3)
+                        tap_diag("%s on %s: element %s is %Lg, want %Lg", outs, kt_shape(r, sh), kt_shape(r, I),
+                                 kt_get(&out, I), want);
+                } while (kt_next(r, sh, I));
+            /* a kept X is left as it was */
+            memset(I, 0, sizeof I);
+            if (mode == 0 && kt_count(&xa.a))
+                do
+                    unchanged &= kt_get(&xa.a, I) == kt_get(&x0.a, I);
+                while (kt_next(r, sh, I));
+        }
+        free(out.data);
+        free(xa.block), free(va.block), free(x0.block), free(ref.block);
+        tg_fn_free(fn);
+    }
+    static const char *const how[] = {"X kept, copied", "X computed, updated in its slot", "X given to overwrite"};
+    TAP_CHECK(bad == 0 && unchanged, "inc_subtensor and set_subtensor on %s (%s): %d random cases, %d elements",
+              dn[dt], how[mode], cases, elems);
+}
+
+/* The schedule of updates: a step of its own (update), in X's slot when
+ * X dies there, (inplace x) for an input not kept; the gradient of a
+ * subtensor an update step as well, compiled with the function. */
+static void test_update_schedule(void)
+{
+    tg_error err;
+    tg_fn *fn = kt_compile(ctx, "(input x float64 (n 4)) (input v float64 (4))",
+                           "(sum (inc_subtensor (exp (input x float64 (n 4))) (input v float64 (4)) -1) all)", NULL,
+                           kt_path, &err);
+    char *s = fn ? tg_print(tg_fn_schedule(fn), NULL) : NULL;
+    TAP_CHECK(s && strstr(s, "(update (%3 (inc_subtensor %2 v -1)) float64 (slot 0))") &&
+                  strstr(s, "(%2 float64 (slot 0))") && strstr(s, "(slots 1)"),
+              "schedule: the update writes in place of exp(x), its one slot (%s)", s ? s : err.message);
+    free(s);
+    tg_fn_free(fn);
+    unsigned char kept[2] = {0, 1};
+    fn = kt_compile(ctx, "(input x float64 (n 4)) (input v float64 (4))",
+                    "(mul 2 (set_subtensor (input x float64 (n 4)) (input v float64 (4)) (slice 1 none 2)))", kept,
+                    kt_path, &err);
+    s = fn ? tg_print(tg_fn_schedule(fn), NULL) : NULL;
+    TAP_CHECK(s && strstr(s, "(update (%2 (set_subtensor x v (slice 1 none 2))) float64 (slot 0) (inplace x))"),
+              "schedule: an input not kept is overwritten by the update (%s)", s ? s : err.message);
+    free(s);
+    tg_fn_free(fn);
+    fn = kt_compile(ctx, "(input x float64 (n m))",
+                    "(grad (sum (sqr (subtensor (input x float64 (n m)) (slice none none -1) 2)) all)"
+                    " (input x float64 (n m)))", NULL, kt_path, &err);
+    s = fn ? tg_print(tg_fn_schedule(fn), NULL) : NULL;
+    TAP_CHECK(s && strstr(s, "(update ") && strstr(s, "inc_subtensor") && !strstr(s, "(reduce") &&
+                  tg_fn_native(fn) == !kt_path,
+              "schedule: the gradient of a subtensor is an update step, compiled on the compiled path (%s)",
+              s ? s : err.message);
+    free(s);
+    tg_fn_free(fn);
+}
+
 /* Evaluate outs over one float64 input given as values; the result's
  * elements as text "a b c" in C order. */
 static const char *eval_text(const char *ins, const char *outs, int ndim, const int64_t *sh, double *vals)
@@ -533,6 +716,11 @@ int main(void)
         test_view_output_allocated();
         test_errors();
         test_schedule();
+        for (int mode = 0; mode < 3; mode++) {
+            test_update_random(TG_FLOAT64, mode);
+            test_update_random(TG_INT32, mode);
+        }
+        test_update_schedule();
         test_dot_views(TG_FLOAT64);
         test_dot_views(TG_FLOAT32);
         test_with_rules();

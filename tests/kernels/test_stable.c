@@ -273,6 +273,92 @@ static void check_grads(void)
                "(sum (mul (log (sum (exp $x) (axes 1))) (cos (sum $x (axes 1)))) all)", in, 1, NULL, lib);
 }
 
+/* d/dX of sum(logsumexp(X, axis 1) * v) for X of R2 x C2: v[row] times
+ * the row's softmax, in long double. */
+enum { R2 = 4, C2 = 5 };
+static long double d_lse(const double *x, const double *v, int i)
+{
+    const double *row = x + i / C2 * C2;
+    long double m = row[0], s = 0;
+    for (int j = 1; j < C2; j++)
+        m = row[j] > m ? row[j] : m;
+    for (int j = 0; j < C2; j++)
+        s += expl(row[j] - m);
+    return v[i / C2] * expl(x[i] - m) / s;
+}
+
+/* logsumexp's own vjp rule: the softmax, right on rows around 1000 (and
+ * -1000) where the unrewritten log(sum(exp X)) gives NaN, against the
+ * closed form and central differences. */
+static void check_lse_grad(void)
+{
+    double X[R2 * C2], v[R2] = {1.5, -2, 0.25, 3};
+    for (int i = 0; i < R2 * C2; i++)
+        X[i] = kt_unif(-3, 3) + (i / C2 == 0 ? 1000 : i / C2 == 1 ? -1000 : i / C2 == 2 ? 700 : 0);
+    X[2] = X[3];    /* a tie at the maximum */
+    int64_t sh[2] = {R2, C2}, nv = R2;
+    tg_array in[2];
+    tg_array_init(&in[0], TG_FLOAT64, 2, sh, X);
+    tg_array_init(&in[1], TG_FLOAT64, 1, &nv, v);
+    check_grad("sum(logsumexp(X, axis 1) v), rows around 1000 and -1000", "(input x float64 (r c))",
+               "(sum (mul (logsumexp $x (axes 1)) (input v float64 (n))) all)", in, 2, d_lse, NULL);
+    /* the naive form's gradient overflows there: exp(1000) / sum = inf / inf */
+    tg_fn *f = fn("(input x float64 (r c)) (input v float64 (n))",
+                  "(grad (sum (mul (log (sum (exp (input x float64 (r c))) (axes 1))) (input v float64 (n))) all)"
+                  " (input x float64 (r c)))", NULL);
+    tg_array out;
+    double *g = call(f, in, &out);
+    TAP_CHECK(g && isnan(g[0]), "%s: the unrewritten log(sum(exp X)) gives NaN there (%g)", path(), g ? g[0] : 0.0);
+    free(g);
+    tg_fn_free(f);
+}
+
+/* Distinct subterms of t (at most max, seen[] holding them). */
+static int distinct_terms(tg_term *t, tg_term **seen, int n, int max)
+{
+    if (tg_kind_of(t) != TG_PAIR)
+        return n;
+    for (int i = 0; i < n; i++)
+        if (seen[i] == t)
+            return n;
+    if (n == max)
+        return n;
+    seen[n++] = t;
+    tg_iter it;
+    tg_iter_init(&it, t);
+    for (tg_term *e; (e = tg_iter_next(&it));)
+        n = distinct_terms(e, seen, n, max);
+    return n;
+}
+
+/* The gradient of a logsumexp by its rule against the sweep through the
+ * stable form written out (what it was before the rule): fewer distinct
+ * nodes, the forward pass's exp and sum shared. */
+static void check_lse_graph(void)
+{
+#define LX "(input x float64 (r c))"
+#define LM "(switch (le (abs (max " LX " (axes 1))) 1.7976931348623157e308) (max " LX " (axes 1)) 0)"
+    static const char *const costs[2] = {
+        "(sum (mul (logsumexp " LX " (axes 1)) (input v float64 (r))) all)",
+        "(sum (mul (add (log (sum (exp (sub " LX " (dimshuffle " LM " (perm 0 x)))) (axes 1))) " LM ")"
+        " (input v float64 (r))) all)"};
+    int count[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        char text[2000];
+        tg_error err;
+        snprintf(text, sizeof text, "(graph %s (grad %s " LX "))", costs[k], costs[k]);
+        tg_term *t = tg_read_cstr(ctx, text, &err);
+        tg_term *ex = t ? tg_grad_expand(ctx, t, NULL, &err) : NULL;
+        static tg_term *seen[4000];
+        count[k] = ex ? distinct_terms(ex, seen, 0, 4000) : -1;
+    }
+    TAP_CHECK(count[0] > 0 && count[0] < count[1],
+              "logsumexp's gradient by its rule: %d distinct nodes with the cost, the stable form's swept %d", count[0],
+              count[1]);
+#undef LX
+#undef LM
+}
+
 /* Whether t has a (log ...) node or a (true_div A (sigmoid ...)) node. */
 static int has_unstable(tg_term *t, int depth)
 {
@@ -416,9 +502,11 @@ int main(void)
             check_logsumexp(axes[k], axis[k], 1);
         }
         check_grads();
+        check_lse_grad();
         check_logreg();
     }
     check_grad_graph();
+    check_lse_graph();
     tg_rules_free(lib);
     tg_ctx_free(ctx);
     return TAP_DONE();
