@@ -134,7 +134,11 @@ COLS_DOT(tgRp_cols_dot_s, float, vs, vsu, 8)
 int tgRp_threads(void)
 {
     int n = 0;
-    void *f = dlsym(RTLD_DEFAULT, "omp_get_max_threads");
+    /* the compiled loops' libgomp, opened in their own scope */
+    void *h = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void *f = h ? dlsym(h, "omp_get_max_threads") : dlsym(RTLD_DEFAULT, "omp_get_max_threads");
+    if (h)
+        dlclose(h);     /* only the reference NOLOAD took */
     if (f) {
         int (*get)(void);
         memcpy(&get, &f, sizeof get);
