@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1726,7 +1727,8 @@ static int row_nodes(const tgH_sched *s, const tgI_state *st, const rowplan *P, 
  * than TGK_PAR_MIN elements starts no OpenMP threads of its own). */
 enum { TGI_ROW_PAR_BYTES = 4 << 20, TGI_ROW_BLOCK_MAX = 16384 };
 
-/* One window's row blocks.  Each block is computed whole by one thread:
+/* One window's row blocks.  Each block is computed whole by one thread
+ * (whichever takes it first):
  * its rows of dot(A, w), the row steps over its rows (its own partial
  * value of each fused reduction, from the identity), its A^T g (its own
  * partial product); the partials are then folded in block order, so the
@@ -1747,6 +1749,7 @@ typedef struct rowrun {
     int64_t lda, n, f, b, nb;   /* A's row stride, rows, columns; a block's rows; blocks */
     char *t;                    /* per block: its partial A^T g, f elements */
     reg *part;                  /* per block: its partial of each fused reduction */
+    atomic_llong next;          /* the next block no member has claimed */
 } rowrun;
 
 /* Value v as the row steps of block rows [i0, i0 + b) see it. */
@@ -1783,7 +1786,8 @@ static void row_native(const rowrun *R, const tgH_step *step, tgJ_loop_fn fn, co
     fn(sh.shape, base, flat);
 }
 
-static void row_block(const rowrun *R, int64_t bk, int64_t last)
+/* Block bk whole; block nx (-1: none) fetched into the cache meanwhile. */
+static void row_block(const rowrun *R, int64_t bk, int64_t nx)
 {
     const tgH_sched *s = R->s;
     int64_t i0 = bk * R->b, b = R->n - i0 < R->b ? R->n - i0 : R->b, es = (int64_t)R->es;
@@ -1814,8 +1818,8 @@ static void row_block(const rowrun *R, int64_t bk, int64_t last)
             run_loop(s, R->st, step, R->st->pos, F);
         }
     }
-    /* the next block of this thread's is fetched meanwhile */
-    int64_t p0 = (bk + 1) * R->b, pb = bk + 1 >= last ? 0 : R->n - p0 < R->b ? R->n - p0 : R->b;
+    /* the thread's next block is fetched meanwhile */
+    int64_t p0 = nx * R->b, pb = nx < 0 ? 0 : R->n - p0 < R->b ? R->n - p0 : R->b;
     const char *pf = pb ? R->a + p0 * R->lda * es : NULL;
     char *t = R->t + bk * R->f * es;
     if (R->d == TG_FLOAT64)
@@ -1848,13 +1852,20 @@ static int red_node(const tgH_sched *s, const rowplan *P, int k1, int k2, int q)
     return -1;
 }
 
-/* Member tid's share of the blocks: a run of them, in order. */
+/* The members take the blocks in turn, each claiming its next one
+ * before it computes the one it holds (so that it can fetch it): a
+ * member the machine leaves waiting takes fewer, and the others do the
+ * rest. */
 static void row_phase(void *ud, int tid)
 {
-    const rowrun *R = ud;
-    int64_t b0 = R->nb * tid / R->nt, b1 = R->nb * (tid + 1) / R->nt;
-    for (int64_t bk = b0; bk < b1; bk++)
-        row_block(R, bk, b1);
+    rowrun *R = ud;
+    (void)tid;
+    int64_t bk = atomic_fetch_add(&R->next, 1);
+    while (bk < R->nb) {
+        int64_t nx = atomic_fetch_add(&R->next, 1);
+        row_block(R, bk, nx < R->nb ? nx : -1);
+        bk = nx;
+    }
 }
 
 /* Run steps k1 to k2 as row blocks when they are of that form: k2, or 0
@@ -1914,7 +1925,7 @@ static int row_blocks(const tgH_sched *s, tgI_state *st, int k1, tg_error *err)
                 saved[i] = st->vals[list[i]];
             int *lidx = malloc((size_t)g->n * sizeof *lidx);
             rowrun R = {s, st, &P, k1, k2, nred, 1, lidx, saved, Fa, d, es, A->data, st->vals[P.w].data,
-                        st->vals[P.v1].data, st->vals[P.g].data, lda, N, F, B, (N + B - 1) / B, NULL, NULL};
+                        st->vals[P.v1].data, st->vals[P.g].data, lda, N, F, B, (N + B - 1) / B, NULL, NULL, 0};
             char *y2 = calloc((size_t)F, es);
             R.t = malloc((size_t)R.nb * (size_t)F * es);
             R.part = malloc((size_t)R.nb * (size_t)(nred ? nred : 1) * sizeof *R.part);
