@@ -4,7 +4,8 @@
  * result are the same whichever thread computes a block, and however
  * many there are), and OpenBLAS, called from several threads at once,
  * would start its own threads for each block.  On x86-64 with GCC each
- * product is also compiled for AVX2 and FMA, chosen at load time. */
+ * product is also compiled for AVX2, chosen at load time (multiplies and
+ * adds kept apart, so that both versions give the same bits). */
 #define _GNU_SOURCE 1   /* RTLD_DEFAULT */
 #include "config.h"
 
@@ -19,7 +20,8 @@
 #include "rowpar.h"
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__ELF__)
-#define TGRP_CLONES __attribute__((target_clones("avx2,fma", "default")))
+/* no contraction into fma: both versions give the same bits */
+#define TGRP_CLONES __attribute__((target_clones("avx2,fma", "default"), optimize("fp-contract=off")))
 #else
 #define TGRP_CLONES
 #endif
