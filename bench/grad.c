@@ -227,7 +227,9 @@ int main(int argc, char **argv)
     if (bench_want(argc, argv, "dag"))
         run("DAG of 10^4 steps, each using the one before twice", 0, (int)bench_size(10000, 10));
     if (bench_want(argc, argv, "logreg"))
-        bench_logreg();     /* grad_logreg.c */
+        bench_logreg(1);    /* grad_logreg.c */
+    else if (bench_want(argc, argv, "logreg_call"))
+        bench_logreg(0);    /* the call alone */
     if (bench_want(argc, argv, "bptt"))
         run_bptt();
     return 0;

@@ -4,7 +4,8 @@
 #define TGREL_GRAD_BENCH_H
 
 /* grad_logreg.c: the logistic regression's loss and gradient, compiled
- * (cold, warm) and run against numpy and hand-written C */
-void bench_logreg(void);
+ * (cold, warm; not when compile is 0) and run against numpy and
+ * hand-written C */
+void bench_logreg(int compile);
 
 #endif

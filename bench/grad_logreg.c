@@ -13,8 +13,11 @@
  *   gradient by hand (the system python's, in the same run) and against
  *   hand-written C loops compiled in the same run (one pass over X per
  *   row, at the flags of tgrel's own code and at -O3 -ffast-math).
- * Everything runs on one thread (OpenMP, OpenBLAS, numpy's BLAS) and is
- * timed in this thread's CPU time, medians of R calls. */
+ * The compile times are in CPU time (see each line's "clock"); the call
+ * is timed on the wall clock, what a user waits for: on the default
+ * threads (tgrel's and numpy's BLAS's), then with one thread everywhere
+ * (OpenMP, OpenBLAS, numpy's BLAS), medians of R calls.  The machine
+ * may be shared: compare the ratios of one run. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -298,11 +301,14 @@ static const char numpy_script[] =
     "    g = (p - y) / n\n"
     "    return loss, X.T @ g + 0.02 * w, g.sum()\n"
     "ts = []\n"
-    "for r in range(9):\n"
-    "    t = time.thread_time(); out = step(); ts.append(time.thread_time() - t)\n"
-    "print('%.4f %.17g' % (sorted(ts)[4] * 1e3, out[0]))\n";
+    "step()\n"
+    "for r in range(15):\n"
+    "    t = time.perf_counter(); out = step(); ts.append(time.perf_counter() - t)\n"
+    "print('%.4f %.17g' % (sorted(ts)[7] * 1e3, out[0]))\n";
 
-static int numpy_ms(long n, long f, const char *dir, double *ms, double *loss)
+/* numpy's median wall time of the step, on BLAS's default threads or
+ * (one) on one; 0 when numpy is absent. */
+static int numpy_ms(long n, long f, const char *dir, int one, double *ms, double *loss)
 {
     char path[800], cmd[1200], line[200] = "";
     snprintf(path, sizeof path, "%s/logreg_numpy.py", dir);
@@ -312,7 +318,7 @@ static int numpy_ms(long n, long f, const char *dir, double *ms, double *loss)
     fputs(numpy_script, fp);
     fclose(fp);
     const char *py = getenv("PYTHON");     /* default: the system python */
-    snprintf(cmd, sizeof cmd, "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 '%s' '%s' %ld %ld 2>/dev/null",
+    snprintf(cmd, sizeof cmd, "%s'%s' '%s' %ld %ld 2>/dev/null", one ? "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 " : "",
              py && *py ? py : "/usr/bin/python3", path, n, f);
     FILE *p = popen(cmd, "r");
     if (!p)
@@ -334,6 +340,28 @@ static void one_thread(void)
     void *bset = bench_blas_sym("openblas_set_num_threads");
     if (bset)
         ((void (*)(int))bset)(1);
+}
+
+/* Median wall and thread-CPU milliseconds of R calls of fn. */
+static void time_fn(tg_fn *fn, const tg_array *in, tg_array *out, int R, double *wall, double *cpu)
+{
+    double tw[R], tc[R];
+    tg_error err;
+    for (int r = 0; r < R; r++) {
+        double w0 = bench_now_ms(), c0 = bench_thread_cpu_ms();
+        tg_fn_call(fn, in, out, &err);
+        tc[r] = bench_thread_cpu_ms() - c0, tw[r] = bench_now_ms() - w0;
+    }
+    *wall = bench_median(tw, R), *cpu = bench_median(tc, R);
+}
+
+/* The threads a call runs on by default: OpenMP's count (the compiled
+ * loops and the row blocks follow it). */
+static int default_threads(void)
+{
+    void *gomp = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void *get = gomp ? dlsym(gomp, "omp_get_max_threads") : NULL;
+    return get ? ((int (*)(void))get)() : (int)sysconf(_SC_NPROCESSORS_ONLN);
 }
 
 static void lr_run(const char *dir)
@@ -366,43 +394,50 @@ static void lr_run(const char *dir)
         fprintf(stderr, "grad bench: logreg: %s\n", err.message);
         return;
     }
+    enum { R = 15 };
+    double tw, tc, t1w, t1c, tp[R], tf[R], ti, tic;
+    /* what a user gets: the default threads (the machine's processors) */
+    time_fn(nat, in, out, R, &tw, &tc);
+    double *dw_def = malloc((size_t)f * sizeof *dw_def), loss_def = loss;
+    memcpy(dw_def, dw, (size_t)f * sizeof *dw_def);
+    int threads = default_threads();
     one_thread();
-    enum { R = 9 };
-    double tt[R], tp[R], tf[R], ti[3];
+    time_fn(nat, in, out, R, &t1w, &t1c);
+    int same_bits = loss == loss_def && !memcmp(dw, dw_def, (size_t)f * sizeof *dw_def);
+    free(dw_def);
     for (int r = 0; r < R; r++) {
-        double t = bench_thread_cpu_ms();
-        tg_fn_call(nat, in, out, &err);
-        tt[r] = bench_thread_cpu_ms() - t;
-        t = bench_thread_cpu_ms();
+        double t = bench_now_ms();
         rloss = plain(n, f, X, y, w, b, rdw, &rdb);
-        tp[r] = bench_thread_cpu_ms() - t;
-        t = bench_thread_cpu_ms();
+        tp[r] = bench_now_ms() - t;
+        t = bench_now_ms();
         fast(n, f, X, y, w, b, rdw, &rdb);
-        tf[r] = bench_thread_cpu_ms() - t;
+        tf[r] = bench_now_ms() - t;
     }
-    for (int r = 0; r < 3; r++) {
-        double t = bench_thread_cpu_ms();
-        tg_fn_call(itp, in, out, &err);
-        ti[r] = bench_thread_cpu_ms() - t;
-    }
+    rloss = plain(n, f, X, y, w, b, rdw, &rdb);
+    time_fn(itp, in, out, 3, &ti, &tic);
     /* agreement with the C loop (the interpreter's values, last written) */
     double diff = fabs(db - rdb) + fabs(loss - rloss);
     for (long j = 0; j < f; j++)
         diff = fmax(diff, fabs(dw[j] - rdw[j]));
-    double mt = bench_median(tt, R), mp = bench_median(tp, R), mf = bench_median(tf, R);
-    double np_ms = 0, np_loss = 0;
-    char npj[300];
-    if (numpy_ms(n, f, dir, &np_ms, &np_loss))
-        snprintf(npj, sizeof npj, "\"ref_numpy_ms\": %.2f, \"speedup_vs_numpy\": %.2f, \"numpy_loss_diff\": %.2g",
-                 np_ms, np_ms / mt, fabs(np_loss - rloss));
+    double mp = bench_median(tp, R), mf = bench_median(tf, R);
+    double np_ms = 0, np1_ms = 0, np_loss = 0;
+    char npj[400];
+    if (numpy_ms(n, f, dir, 0, &np_ms, &np_loss) && numpy_ms(n, f, dir, 1, &np1_ms, &np_loss))
+        snprintf(npj, sizeof npj, "\"ref_numpy_ms\": %.2f, \"speedup_vs_numpy\": %.2f, \"ref_numpy_1thread_ms\": %.2f, "
+                 "\"speedup_vs_numpy_1thread\": %.2f, \"numpy_loss_diff\": %.2g",
+                 np_ms, np_ms / tw, np1_ms, np1_ms / t1w, fabs(np_loss - rloss));
     else
         snprintf(npj, sizeof npj, "\"ref_numpy_ms\": null, \"numpy\": \"absent\"");
-    printf("{\"bench\": \"grad_logreg_run\", \"n\": %ld, \"f\": %ld, \"tgrel_ms\": %.2f, \"interp_ms\": %.2f, "
-           "\"ref_c_ms\": %.2f, \"vs_c\": %.2f, \"ref_c_fastmath_ms\": %.2f, \"vs_c_fastmath\": %.2f, %s, "
-           "\"max_abs_diff_vs_c\": %.2g, \"native\": %d, "
-           "\"targets\": {\"speedup_vs_numpy\": 2, \"vs_c\": 1.3}, "
-           "\"clock\": \"thread cpu, one thread everywhere, median of %d\"}\n",
-           n, f, mt, bench_median(ti, 3), mp, mt / mp, mf, mt / mf, npj, diff, tg_fn_native(nat), R);
+    printf("{\"bench\": \"grad_logreg_run\", \"n\": %ld, \"f\": %ld, \"tgrel_ms\": %.2f, \"tgrel_1thread_ms\": %.2f, "
+           "\"tgrel_1thread_cpu_ms\": %.2f, \"interp_1thread_ms\": %.2f, "
+           "\"ref_c_ms\": %.2f, \"vs_c\": %.2f, \"vs_c_1thread\": %.2f, \"ref_c_fastmath_ms\": %.2f, "
+           "\"vs_c_fastmath\": %.2f, %s, \"max_abs_diff_vs_c\": %.2g, \"same_bits_1_and_default_threads\": %d, "
+           "\"threads\": %d, \"native\": %d, \"targets\": {\"speedup_vs_numpy\": 2, \"vs_c\": 1.3}, \"loadavg_1min\": %.1f, "
+           "\"clock\": \"wall time of tg_fn_call (and of numpy's step, of the C loop), median of %d; tgrel_ms and "
+           "ref_numpy_ms on the default threads (tgrel: its row blocks and OpenMP loops; numpy: OpenBLAS's), "
+           "the _1thread figures with one thread everywhere; the C loop runs on one\"}\n",
+           n, f, tw, t1w, t1c, ti, mp, tw / mp, t1w / mp, mf, tw / mf, npj, diff, same_bits,
+           threads, tg_fn_native(nat), loadavg(), R);
     fflush(stdout);
     tg_fn_free(nat), tg_fn_free(itp);
     tg_rules_free(rs);
@@ -410,12 +445,13 @@ static void lr_run(const char *dir)
     free(X), free(y), free(w), free(dw), free(rdw);
 }
 
-void bench_logreg(void)
+void bench_logreg(int compile)
 {
     char dir[] = "/tmp/tgrel-bench-grad-XXXXXX";
     if (!mkdtemp(dir))
         return;
-    lr_compile_times(dir);
+    if (compile)
+        lr_compile_times(dir);
     lr_run(dir);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -8,12 +8,14 @@
  * cross-entropy) against numpy; and the per-call cost of 20 updates
  * over the same function returning the 20 new values instead.
  *
- * Everything runs on one thread (OpenBLAS and OpenMP set to one thread
- * before they load, numpy's OpenBLAS too), timed in the thread's CPU
- * time, medians of 7 runs: the machine is shared, and wall time mostly
- * measures the other users. */
+ * The steps are timed on the wall clock, what a user waits for, medians
+ * of 7 runs: first on the default threads (tgrel's row blocks and OpenMP
+ * loops, numpy's OpenBLAS), then with one thread everywhere (and that
+ * run's thread CPU time beside it).  The machine may be shared: compare
+ * the ratios of one run. */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -61,18 +63,49 @@ static tg_fn *compile(const char *ins, const char *outs, const char *upd)
     return fn;
 }
 
-/* Median over 7 runs of the thread CPU time of `calls` calls, in us. */
-static double time_calls(tg_fn *fn, const tg_array *in, tg_array *out, int calls)
+/* Median over 7 runs of the wall time of `calls` calls, in us; the
+ * thread CPU time in *cpu (may be NULL). */
+static double time_calls(tg_fn *fn, const tg_array *in, tg_array *out, int calls, double *cpu)
 {
-    double t[7];
+    double t[7], c[7];
     for (int r = 0; r < 7; r++) {
-        double t0 = bench_thread_cpu_ms();
-        for (int c = 0; c < calls; c++)
+        double t0 = bench_now_ms(), c0 = bench_thread_cpu_ms();
+        for (int k = 0; k < calls; k++)
             if (tg_fn_call(fn, in, out, &err) < 0)
                 die("a call");
-        t[r] = (bench_thread_cpu_ms() - t0) * 1e3 / calls;
+        t[r] = (bench_now_ms() - t0) * 1e3 / calls;
+        c[r] = (bench_thread_cpu_ms() - c0) * 1e3 / calls;
     }
+    if (cpu)
+        *cpu = bench_median(c, 7);
     return bench_median(t, 7);
+}
+
+/* The threads of OpenMP (the compiled loops and the row blocks follow
+ * it) and of OpenBLAS: set to n, or (n = 0) their count now. */
+static int threads(int n)
+{
+    void *gomp = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void *set = gomp ? dlsym(gomp, "omp_set_num_threads") : NULL, *get = gomp ? dlsym(gomp, "omp_get_max_threads") : NULL;
+    void *bset = bench_blas_sym("openblas_set_num_threads");
+    if (n == 0)
+        return get ? ((int (*)(void))get)() : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (set)
+        ((void (*)(int))set)(n);
+    if (bset)
+        ((void (*)(int))bset)(n);
+    return n;
+}
+
+/* tgrel's step on the default threads and on one: wall us (t[0], t[1]),
+ * one thread's CPU us (t[2]); the threads back to the default after. */
+static void time_both(tg_fn *fn, const tg_array *in, tg_array *out, int calls, double t[3], int *nthreads)
+{
+    *nthreads = threads(0);
+    t[0] = time_calls(fn, in, out, calls, NULL);
+    threads(1);
+    t[1] = time_calls(fn, in, out, calls, &t[2]);
+    threads(*nthreads);
 }
 
 /* ---- numpy, in the system python: the script prints the median step
@@ -87,9 +120,9 @@ static const char numpy_script[] =
     "def med(f, calls):\n"
     "    ts = []\n"
     "    for r in range(7):\n"
-    "        t = time.thread_time()\n"
+    "        t = time.perf_counter()\n"
     "        for c in range(calls): f()\n"
-    "        ts.append((time.thread_time() - t) / calls)\n"
+    "        ts.append((time.perf_counter() - t) / calls)\n"
     "    return sorted(ts)[3] * 1e6\n"
     "if what == 'logreg':\n"
     "    X = np.load(d + '/X.npy'); y = np.load(d + '/y.npy')\n"
@@ -119,7 +152,9 @@ static const char numpy_script[] =
     "        return loss\n"
     "    print('%.3f' % med(step, 200))\n";
 
-static double numpy_us(const char *dir, const char *what)
+/* numpy's step: median wall us, on OpenBLAS's default threads or (one)
+ * on one; -1 when numpy is absent. */
+static double numpy_us(const char *dir, const char *what, int one)
 {
     char path[600], cmd[1400], line[200] = "";
     snprintf(path, sizeof path, "%s/numpy_train.py", dir);
@@ -129,7 +164,8 @@ static double numpy_us(const char *dir, const char *what)
     fputs(numpy_script, f);
     fclose(f);
     const char *py = getenv("PYTHON");
-    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' %s 2>/dev/null", py && *py ? py : "/usr/bin/python3", path, dir, what);
+    snprintf(cmd, sizeof cmd, "%s'%s' '%s' '%s' %s 2>/dev/null", one ? "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 " : "",
+             py && *py ? py : "/usr/bin/python3", path, dir, what);
     FILE *p = popen(cmd, "r");
     if (!p)
         return -1;
@@ -138,6 +174,18 @@ static double numpy_us(const char *dir, const char *what)
     pclose(p);
     double v;
     return sscanf(line, "%lf", &v) == 1 ? v : -1;
+}
+
+/* The numpy part of a line: both figures and the ratios to tgrel's. */
+static void print_numpy(const char *dir, const char *what, const double t[3])
+{
+    double tn = numpy_us(dir, what, 0), tn1 = numpy_us(dir, what, 1);
+    if (tn > 0 && tn1 > 0)
+        printf("\"numpy_us\": %.1f, \"numpy_steps_per_s\": %.1f, \"numpy_over_tgrel\": %.2f, "
+               "\"numpy_1thread_us\": %.1f, \"numpy_over_tgrel_1thread\": %.2f, ",
+               tn, 1e6 / tn, tn / t[0], tn1, tn1 / t[1]);
+    else
+        printf("\"numpy\": \"absent\", ");
 }
 
 /* ---- logistic regression ------------------------------------------------- */
@@ -206,24 +254,28 @@ static void logreg(const char *dir)
     tg_array in[2] = {ax, ay}, out;
     double l;
     tg_array_init(&out, TG_FLOAT64, 0, NULL, &l);
-    double tt = time_calls(step, in, &out, 10);
+    double tt[3];
+    int nth;
+    time_both(step, in, &out, 10, tt, &nth);
     /* the C step, on the same data from zero weights */
     double tc[7];
     memset(w, 0, (size_t)f * sizeof *w), b = 0;
     for (int r = 0; r < 7; r++) {
-        double t0 = bench_thread_cpu_ms();
+        double t0 = bench_now_ms();
         for (int c = 0; c < 10; c++)
             l = c_step(X, y, w, &b, g, n, f);
         __asm__ __volatile__("" ::"r"(w) : "memory");
-        tc[r] = (bench_thread_cpu_ms() - t0) * 1e3 / 10;
+        tc[r] = (bench_now_ms() - t0) * 1e3 / 10;
     }
-    double tcm = bench_median(tc, 7), tn = numpy_us(dir, "logreg");
+    double tcm = bench_median(tc, 7);
     printf("{\"bench\": \"logistic regression step (loss, grad, update)\", \"n\": %ld, \"f\": %ld, "
-           "\"tgrel_us\": %.1f, \"tgrel_steps_per_s\": %.1f, \"c_us\": %.1f, \"c_steps_per_s\": %.1f, ",
-           n, f, tt, 1e6 / tt, tcm, 1e6 / tcm);
-    if (tn > 0)
-        printf("\"numpy_us\": %.1f, \"numpy_steps_per_s\": %.1f, \"numpy_over_tgrel\": %.2f, ", tn, 1e6 / tn, tn / tt);
-    printf("\"tgrel_over_c\": %.2f, \"load_avg\": %.1f}\n", tt / tcm, loadavg());
+           "\"tgrel_us\": %.1f, \"tgrel_steps_per_s\": %.1f, \"tgrel_1thread_us\": %.1f, \"tgrel_1thread_cpu_us\": %.1f, "
+           "\"c_us\": %.1f, \"c_steps_per_s\": %.1f, ", n, f, tt[0], 1e6 / tt[0], tt[1], tt[2], tcm, 1e6 / tcm);
+    print_numpy(dir, "logreg", tt);
+    printf("\"tgrel_over_c\": %.2f, \"tgrel_1thread_over_c\": %.2f, \"threads\": %d, \"load_avg\": %.1f, "
+           "\"targets\": {\"numpy_over_tgrel\": 3, \"tgrel_over_c\": 1.3}, \"clock\": \"wall, median of 7 runs of 10 "
+           "steps; tgrel_us and numpy_us on the default threads, the _1thread figures on one; the C step runs on one\"}\n",
+           tt[0] / tcm, tt[1] / tcm, nth, loadavg());
     tg_fn_free(step);
     tg_shared_free(sw);
     tg_shared_free(sb);
@@ -291,12 +343,16 @@ static void mlp(const char *dir, const char *data)
     tg_array in[2] = {dx, dy}, out;
     double l;
     tg_array_init(&out, TG_FLOAT64, 0, NULL, &l);
-    double tt = time_calls(step, in, &out, 200), tn = numpy_us(dir, "mlp");
+    double tt[3];
+    int nth;
+    time_both(step, in, &out, 200, tt, &nth);
     printf("{\"bench\": \"perceptron 64-32-10 minibatch step (batch 256)\", \"tgrel_us\": %.1f, "
-           "\"tgrel_steps_per_s\": %.1f, \"loss_after\": %.4f", tt, 1e6 / tt, l);
-    if (tn > 0)
-        printf(", \"numpy_us\": %.1f, \"numpy_over_tgrel\": %.2f", tn, tn / tt);
-    printf(", \"load_avg\": %.1f}\n", loadavg());
+           "\"tgrel_steps_per_s\": %.1f, \"tgrel_1thread_us\": %.1f, \"tgrel_1thread_cpu_us\": %.1f, "
+           "\"loss_after\": %.4f, ", tt[0], 1e6 / tt[0], tt[1], tt[2], l);
+    print_numpy(dir, "mlp", tt);
+    printf("\"threads\": %d, \"load_avg\": %.1f, \"targets\": {\"numpy_over_tgrel\": 2}, "
+           "\"clock\": \"wall, median of 7 runs of 200 steps; tgrel_us and numpy_us on the default threads, the "
+           "_1thread figures on one\"}\n", nth, loadavg());
     tg_fn_free(step);
     free(dx.data), free(dy.data);
 }
@@ -332,10 +388,12 @@ static void overhead(void)
     tg_array_init(&in, TG_FLOAT64, 0, NULL, &x);
     for (int k = 0; k < K; k++)
         tg_array_init(&pout[k], TG_FLOAT64, 0, NULL, &out[k]);
-    double tp = time_calls(plain, &in, pout, 100000);
-    double ts = time_calls(state, &in, NULL, 100000);
+    /* in thread CPU time: a difference of a fraction of a microsecond */
+    double tp, ts;
+    time_calls(plain, &in, pout, 100000, &tp);
+    time_calls(state, &in, NULL, 100000, &ts);
     printf("{\"bench\": \"20 shared variables: 20 updates against 20 outputs, per call\", \"outputs_us\": %.3f, "
-           "\"updates_us\": %.3f, \"added_us\": %.3f, \"load_avg\": %.1f}\n", tp, ts, ts - tp, loadavg());
+           "\"updates_us\": %.3f, \"added_us\": %.3f, \"load_avg\": %.1f, \"clock\": \"thread cpu, median of 7 runs of 10^5 calls\"}\n", tp, ts, ts - tp, loadavg());
     tg_fn_free(plain);
     tg_fn_free(state);
     for (int k = 0; k < K; k++)
@@ -344,9 +402,6 @@ static void overhead(void)
 
 int main(int argc, char **argv)
 {
-    /* one thread everywhere, before OpenBLAS and OpenMP load */
-    setenv("OPENBLAS_NUM_THREADS", "1", 1);
-    setenv("OMP_NUM_THREADS", "1", 1);
     const char *data = getenv("TGREL_TRAIN_DATA");
     const char *tmp = getenv("TMPDIR");
     char dir[600];

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "error.h"
 #include "index.h"
 #include "interp.h"
+#include "rowpar.h"
 #include "codegen.h"
 #include "random.h"
 #include "arrange.h"
@@ -1609,70 +1611,97 @@ static bool overlaps(const tgI_arr *a, const tgI_arr *b)
     return a0 < b1 && b0 < a1;
 }
 
-/* Steps move (before the first product, after the second) and values
- * are written a block at a time: safe when no two values the steps of
- * the window touch share memory where one of them is written, except
- * values only the steps that run before touch, or only those after
- * (they keep their order), two row values in the same memory row for
- * row (a loop's output in place of its input) that only the row steps
- * touch, and a value in place of one its step reads, read by nothing
- * else.  The second product
+/* Steps move (those that read none of the rows before the first
+ * product, those that read the loops' reductions after the row steps)
+ * and the row steps run a block at a time, so values that shared memory
+ * in the schedule's order may be live at once in the new one.  Each
+ * value the window touches gets its span in the new order: from the
+ * step that writes it (or from before the window) to the last step that
+ * reads it (or past the window when a later step or an output reads
+ * it); the row steps all share one span, the second product's reads
+ * are in it, its result written at the end.  Safe when no two values in
+ * the same memory, one of them written, have spans that cross, except
+ * two row values in the same memory row for row that only the row steps
+ * touch (a loop's output in place of its input), or a value in place of
+ * one the same step reads, read by nothing else.  The second product
  * accumulates in a buffer of its own, copied in place at the end. */
 static bool window_memory_ok(const tgH_sched *s, const tgI_state *st, const rowplan *P, int k1, int k2)
 {
+    enum { ROWS = 1 << 28, PAST = 1 << 30 };
     const tgV_graph *g = s->g;
     tgV_size rows = g->nodes[P->a].shape[0];
     int cap = 0;
     for (int k = k1; k <= k2; k++)
         cap += s->steps[k].nins + s->steps[k].nouts + s->steps[k].nreds + g->nodes[s->steps[k].node].nargs + 2;
-    int *t = malloc((size_t)cap * sizeof *t);
-    unsigned char *wr = calloc((size_t)g->n, 1), *moved = calloc((size_t)g->n, 1), *seen = calloc((size_t)g->n, 1);
-    int *reads = calloc((size_t)g->n, sizeof *reads);
-    bool ok = t && wr && moved && seen && reads;
+    int *t = malloc((size_t)cap * sizeof *t), *lo = malloc((size_t)g->n * sizeof *lo);
+    int *hi = malloc((size_t)g->n * sizeof *hi), *reads = calloc((size_t)g->n, sizeof *reads);
+    /* per node: 1 seen, 2 written, 4 touched by the row steps, 8 by others */
+    unsigned char *f = calloc((size_t)g->n, 1);
+    bool ok = t && lo && hi && reads && f;
     int nt = 0;
-#define TOUCH(v, w, m) do { int v_ = (v); if (!seen[v_]) seen[v_] = 1, t[nt++] = v_; wr[v_] |= (w); \
-                            moved[v_] |= (unsigned char)(m); reads[v_] += !(w); } while (0)
+#define TOUCH(v, w, key) do { int v_ = (v), k_ = (key); \
+        if (!f[v_]) f[v_] = 1, t[nt++] = v_, lo[v_] = PAST, hi[v_] = -1; \
+        if (w) f[v_] |= 2, lo[v_] = k_ < lo[v_] ? k_ : lo[v_]; else reads[v_]++; \
+        hi[v_] = k_ > hi[v_] ? k_ : hi[v_]; f[v_] |= k_ == ROWS ? 4 : 8; } while (0)
     for (int k = k1; ok && k <= k2; k++) {
         const tgH_step *step = &s->steps[k];
         const tgV_node *n = &g->nodes[step->node];
         int kind = k == k1 || k == k2 ? 1 : P->kind[k - k1];
-        int mv = 1 << kind;     /* the group of steps that touch the node */
+        int key = kind == 1 ? ROWS : kind == 0 ? k - k1 : ROWS + (k - k1);
         if (step->kind == TGH_LOOP) {
             for (int i = 0; i < step->nins; i++)
-                TOUCH(step->ins[i], 0, mv);
+                TOUCH(step->ins[i], 0, key);
             for (int i = 0; i < step->nouts; i++)
-                TOUCH(step->outs[i], 1, mv);
+                TOUCH(step->outs[i], 1, key);
             for (int i = 0; i < step->nreds; i++)
-                TOUCH(step->reds[i], 1, mv);
+                TOUCH(step->reds[i], 1, key);
         } else {
             for (int i = 0; i < n->nargs; i++)
-                TOUCH(n->args[i], 0, mv);
-            if (k != k2)
-                TOUCH(step->node, step->kind != TGH_VIEW, mv);
+                TOUCH(n->args[i], 0, key);
+            if (k == k2)
+                TOUCH(step->node, 1, ROWS + (k2 - k1) + 1);
+            else
+                TOUCH(step->node, step->kind != TGH_VIEW, key);
         }
     }
 #undef TOUCH
+    for (int i = 0; ok && i < nt; i++)
+        if (lo[t[i]] == PAST)
+            lo[t[i]] = -1;      /* not written in the window: live from before it */
+    /* read past the window */
+    for (int k = k2 + 1; ok && k < s->nsteps; k++) {
+        const tgH_step *step = &s->steps[k];
+        const tgV_node *n = &g->nodes[step->node];
+        int nr = step->kind == TGH_LOOP ? step->nins : n->nargs;
+        for (int i = 0; i < nr; i++) {
+            int v = step->kind == TGH_LOOP ? step->ins[i] : n->args[i];
+            if (f[v])
+                hi[v] = PAST;
+        }
+    }
+    for (int i = 0; ok && i < g->noutputs; i++)
+        if (f[g->outputs[i]])
+            hi[g->outputs[i]] = PAST;
     for (int i = 0; ok && i < nt; i++) {
-        const tgI_arr *x = &st->vals[t[i]];
+        int u = t[i];
+        const tgI_arr *x = &st->vals[u];
         if (!x->data)
             continue;
         for (int j = i + 1; ok && j < nt; j++) {
-            const tgI_arr *y = &st->vals[t[j]];
-            if (!y->data || !(wr[t[i]] || wr[t[j]]) || !overlaps(x, y))
+            int v = t[j];
+            const tgI_arr *y = &st->vals[v];
+            if (!y->data || !((f[u] | f[v]) & 2) || !overlaps(x, y))
                 continue;
             bool same = x->data == y->data && x->ndim == y->ndim &&
                         !memcmp(x->strides, y->strides, (size_t)x->ndim * sizeof *x->strides);
-            /* touched only by the steps that run before, or only by those
-             * after: in their order */
-            unsigned m = moved[t[i]] | moved[t[j]];
-            ok = m == 1 || m == 4;
-            /* a row value in place of another, in the rows */
-            ok |= same && row_vec(g, t[i], rows) && row_vec(g, t[j], rows) && m == 2;
-            /* a value in place of one the same step reads, read by nothing else */
-            ok |= same && wr[t[i]] != wr[t[j]] && reads[wr[t[i]] ? t[j] : t[i]] <= 1;
+            if (f[u] & f[v] & 4)        /* both in the rows: only in place */
+                ok = (same && row_vec(g, u, rows) && row_vec(g, v, rows) && !((f[u] | f[v]) & 8)) ||
+                     (same && (f[u] & 2) != (f[v] & 2) && reads[f[u] & 2 ? v : u] <= 1);
+            else
+                ok = !(lo[u] < hi[v] && lo[v] < hi[u]);
         }
     }
-    free(t), free(wr), free(moved), free(seen), free(reads);
+    free(t), free(lo), free(hi), free(reads), free(f);
     return ok;
 }
 
@@ -1715,6 +1744,152 @@ static int row_nodes(const tgH_sched *s, const tgI_state *st, const rowplan *P, 
     return window_memory_ok(s, st, P, k1, k2);
 }
 
+/* A matrix of at least this many bytes runs its row blocks on threads;
+ * a block has at most TGI_ROW_BLOCK_MAX rows (a compiled loop over fewer
+ * than TGK_PAR_MIN elements starts no OpenMP threads of its own). */
+enum { TGI_ROW_PAR_BYTES = 4 << 20, TGI_ROW_BLOCK_MAX = 16384 };
+
+/* One window's row blocks.  Each block is computed whole by one thread
+ * (whichever takes it first):
+ * its rows of dot(A, w), the row steps over its rows (its own partial
+ * value of each fused reduction, from the identity), its A^T g (its own
+ * partial product); the partials are then folded in block order, so the
+ * bits are the same on any number of threads.  The interpreter's loops
+ * share the state's registers: they run on the calling thread alone. */
+typedef struct rowrun {
+    const tgH_sched *s;
+    tgI_state *st;
+    const rowplan *P;
+    int k1, k2, nred, nt;
+    const int *lidx;            /* per node: its index in saved, or -1 */
+    const tgI_arr *saved;       /* the row values, whole */
+    const facc *Fa;             /* the fused reductions (their kinds) */
+    tg_dtype d;
+    size_t es;
+    const char *a, *w;
+    char *y1, *g;               /* dot(A, w) and g, whole */
+    int64_t lda, n, f, b, nb;   /* A's row stride, rows, columns; a block's rows; blocks */
+    char *t;                    /* per block: its partial A^T g, f elements */
+    reg *part;                  /* per block: its partial of each fused reduction */
+    atomic_llong next;          /* the next block no member has claimed */
+} rowrun;
+
+/* Value v as the row steps of block rows [i0, i0 + b) see it. */
+static tgI_arr row_win(const rowrun *R, int v, int64_t i0, int64_t b)
+{
+    if (R->lidx[v] < 0)
+        return R->st->vals[v];
+    tgI_arr x = R->saved[R->lidx[v]];
+    x.shape[0] = b;
+    x.data += i0 * x.strides[0];
+    return x;
+}
+
+/* A compiled row step over one block (run_native on the block's views). */
+static void row_native(const rowrun *R, const tgH_step *step, tgJ_loop_fn fn, const facc *F, int64_t i0, int64_t b)
+{
+    tgI_arr sh = row_win(R, step->node, i0, b);
+    int nio = step->nins + step->nouts, nall = nio + step->nreds;
+    int64_t strides[nall > 0 ? nall : 1][TGV_MAXDIM];
+    char *base[nall > 0 ? nall : 1];
+    for (int k = 0; k < nio; k++) {
+        tgI_arr a = row_win(R, k < step->nins ? step->ins[k] : step->outs[k - step->nins], i0, b);
+        loop_strides(&a, &sh, strides[k]);
+        base[k] = a.data;
+    }
+    for (int r = 0; r < step->nreds; r++) {
+        base[nio + r] = (char *)F[r].acc;
+        strides[nio + r][0] = 0;    /* to one value */
+    }
+    /* the loop's strides are read as [operand][dim] with sh.ndim (1) dims */
+    int64_t flat[(nall > 0 ? nall : 1)];
+    for (int k = 0; k < nall; k++)
+        flat[k] = strides[k][0];
+    fn(sh.shape, base, flat);
+}
+
+/* Block bk whole; block nx (-1: none) fetched into the cache meanwhile. */
+static void row_block(const rowrun *R, int64_t bk, int64_t nx)
+{
+    const tgH_sched *s = R->s;
+    int64_t i0 = bk * R->b, b = R->n - i0 < R->b ? R->n - i0 : R->b, es = (int64_t)R->es;
+    const char *ab = R->a + i0 * R->lda * es;
+    if (R->d == TG_FLOAT64)
+        tgRp_rows_dot_d(b, R->f, (const double *)ab, R->lda, (const double *)R->w, (double *)R->y1 + i0);
+    else
+        tgRp_rows_dot_s(b, R->f, (const float *)ab, R->lda, (const float *)R->w, (float *)R->y1 + i0);
+    reg *part = R->part + bk * R->nred;
+    int r = 0;
+    for (int k = R->k1 + 1; k < R->k2; k++) {
+        if (R->P->kind[k - R->k1] != 1)
+            continue;
+        const tgH_step *step = &s->steps[k];
+        facc F[step->nreds > 0 ? step->nreds : 1];
+        for (int q = 0; q < step->nreds; q++, r++) {
+            F[q] = R->Fa[r];
+            F[q].acc = &part[r];
+            F[q].blk.on = false;
+            *F[q].acc = red_identity(s->g->nodes[step->reds[q]].op, F[q].fl);
+        }
+        if (R->st->kern && R->st->kern[k]) {
+            row_native(R, step, R->st->kern[k], F, i0, b);
+        } else {    /* the interpreter: the calling thread alone */
+            for (int i = 0; i < R->s->g->n; i++)
+                if (R->lidx[i] >= 0)
+                    R->st->vals[i] = row_win(R, i, i0, b);
+            run_loop(s, R->st, step, R->st->pos, F);
+        }
+    }
+    /* the thread's next block is fetched meanwhile */
+    int64_t p0 = nx * R->b, pb = nx < 0 ? 0 : R->n - p0 < R->b ? R->n - p0 : R->b;
+    const char *pf = pb ? R->a + p0 * R->lda * es : NULL;
+    char *t = R->t + bk * R->f * es;
+    if (R->d == TG_FLOAT64)
+        tgRp_cols_dot_d(b, R->f, (const double *)ab, R->lda, (const double *)R->g + i0, (double *)t,
+                        (const double *)pf, pb);
+    else
+        tgRp_cols_dot_s(b, R->f, (const float *)ab, R->lda, (const float *)R->g + i0, (float *)t,
+                        (const float *)pf, pb);
+}
+
+/* y += t, f elements of dtype d (float64 or float32). */
+static void add_into(tg_dtype d, char *y, const char *t, int64_t f)
+{
+    for (int64_t j = 0; j < f; j++)
+        if (d == TG_FLOAT64)
+            ((double *)y)[j] += ((const double *)t)[j];
+        else
+            ((float *)y)[j] += ((const float *)t)[j];
+}
+
+/* The q-th fused reduction of the window's row steps. */
+static int red_node(const tgH_sched *s, const rowplan *P, int k1, int k2, int q)
+{
+    for (int k = k1 + 1; k < k2; k++)
+        if (P->kind[k - k1] == 1) {
+            if (q < s->steps[k].nreds)
+                return s->steps[k].reds[q];
+            q -= s->steps[k].nreds;
+        }
+    return -1;
+}
+
+/* The members take the blocks in turn, each claiming its next one
+ * before it computes the one it holds (so that it can fetch it): a
+ * member the machine leaves waiting takes fewer, and the others do the
+ * rest. */
+static void row_phase(void *ud, int tid)
+{
+    rowrun *R = ud;
+    (void)tid;
+    int64_t bk = atomic_fetch_add(&R->next, 1);
+    while (bk < R->nb) {
+        int64_t nx = atomic_fetch_add(&R->next, 1);
+        row_block(R, bk, nx < R->nb ? nx : -1);
+        bk = nx;
+    }
+}
+
 /* Run steps k1 to k2 as row blocks when they are of that form: k2, or 0
  * when they are not (the caller runs them one by one), or -1 with err. */
 static int row_blocks(const tgH_sched *s, tgI_state *st, int k1, tg_error *err)
@@ -1722,13 +1897,12 @@ static int row_blocks(const tgH_sched *s, tgI_state *st, int k1, tg_error *err)
     const tgV_graph *g = s->g;
     rowplan P = {0};
     int k2 = row_plan(s, k1, &P), rc = 0;
-    const tgBl_fns *bl = k2 ? tgBl_get(err) : NULL;
     int *list = k2 ? malloc((size_t)g->n * sizeof *list) : NULL;
     unsigned char *mark = k2 ? calloc((size_t)g->n, 1) : NULL;
     tgI_arr *saved = k2 ? malloc((size_t)g->n * sizeof *saved) : NULL;
     int nl = 0;
-    if (!k2 || !bl || !list || !mark || !saved || !row_nodes(s, st, &P, k1, k2, list, mark, &nl)) {
-        if (k2 && bl && list && mark && saved) {    /* one by one */
+    if (!k2 || !list || !mark || !saved || !row_nodes(s, st, &P, k1, k2, list, mark, &nl)) {
+        if (k2 && list && mark && saved) {    /* one by one */
             for (int k = k1; k <= k2 && rc == 0; k++)
                 rc = run_step(s, st, k, err) < 0 ? -1 : 0;
             rc = rc < 0 ? -1 : k2;
@@ -1748,7 +1922,7 @@ static int row_blocks(const tgH_sched *s, tgI_state *st, int k1, tg_error *err)
         size_t es = tgV_dtype_size(d);
         int64_t N = A->shape[0], F = A->shape[1], lda = A->strides[0] / (int64_t)es;
         int64_t B = TGI_ROW_BLOCK_BYTES / (F * (int64_t)es);
-        B = B < 64 ? 64 : B;
+        B = B < 64 ? 64 : B > TGI_ROW_BLOCK_MAX ? TGI_ROW_BLOCK_MAX : B;
         /* the fused reductions accumulate over all blocks */
         int nred = 0;
         for (int k = k1 + 1; k < k2; k++)
@@ -1771,47 +1945,44 @@ static int row_blocks(const tgH_sched *s, tgI_state *st, int k1, tg_error *err)
         if (rc == 0) {
             for (int i = 0; i < nl; i++)
                 saved[i] = st->vals[list[i]];
-            const char *a0 = A->data, *wv = st->vals[P.w].data;
-            char *y2 = malloc((size_t)F * es);
-            if (!y2) {
+            int *lidx = malloc((size_t)g->n * sizeof *lidx);
+            rowrun R = {s, st, &P, k1, k2, nred, 1, lidx, saved, Fa, d, es, A->data, st->vals[P.w].data,
+                        st->vals[P.v1].data, st->vals[P.g].data, lda, N, F, B, (N + B - 1) / B, NULL, NULL, 0};
+            char *y2 = calloc((size_t)F, es);
+            R.t = malloc((size_t)R.nb * (size_t)F * es);
+            R.part = malloc((size_t)R.nb * (size_t)(nred ? nred : 1) * sizeof *R.part);
+            if (!lidx || !y2 || !R.t || !R.part) {
+                free(lidx), free(y2), free(R.t), free(R.part);
                 rc = -1, tgE_nomem(err);
                 goto blocks_done;
             }
-            for (int64_t i0 = 0; i0 < N; i0 += B) {
-                int64_t b = N - i0 < B ? N - i0 : B;
-                for (int i = 0; i < nl; i++) {
-                    tgI_arr *x = &st->vals[list[i]];
-                    x->shape[0] = b;
-                    x->data = saved[i].data + i0 * saved[i].strides[0];
-                }
-                const char *ab = a0 + i0 * lda * (int64_t)es;
-                char *y1 = st->vals[P.v1].data, *gb = st->vals[P.g].data;
-                if (d == TG_FLOAT64) {
-                    bl->dgemv(CblasRowMajor, CblasNoTrans, (int)b, (int)F, 1.0, (const double *)ab, (int)lda,
-                              (const double *)wv, 1, 0.0, (double *)y1, 1);
-                } else {
-                    bl->sgemv(CblasRowMajor, CblasNoTrans, (int)b, (int)F, 1.0f, (const float *)ab, (int)lda,
-                              (const float *)wv, 1, 0.0f, (float *)y1, 1);
-                }
-                int r2 = 0;
-                for (int k = k1 + 1; k < k2; k++) {
-                    if (P.kind[k - k1] != 1)
-                        continue;
-                    const tgH_step *step = &s->steps[k];
-                    facc *F0 = step->nreds ? &Fa[r2] : NULL;
-                    r2 += step->nreds;
-                    if (st->kern && st->kern[k])
-                        run_native(st, step, st->kern[k], F0);
-                    else
-                        run_loop(s, st, step, st->pos, F0);
-                }
-                if (d == TG_FLOAT64)
-                    bl->dgemv(CblasRowMajor, CblasTrans, (int)b, (int)F, 1.0, (const double *)ab, (int)lda,
-                              (const double *)gb, 1, i0 ? 1.0 : 0.0, (double *)y2, 1);
-                else
-                    bl->sgemv(CblasRowMajor, CblasTrans, (int)b, (int)F, 1.0f, (const float *)ab, (int)lda,
-                              (const float *)gb, 1, i0 ? 1.0f : 0.0f, (float *)y2, 1);
+            for (int i = 0; i < g->n; i++)
+                lidx[i] = -1;
+            for (int i = 0; i < nl; i++)
+                lidx[list[i]] = i;
+            /* threads: for a matrix past the caches, compiled row steps, two
+             * blocks a thread at least */
+            bool native = st->kern != NULL;
+            for (int k = k1 + 1; k < k2; k++)
+                native = native && (P.kind[k - k1] != 1 || st->kern[k] != NULL);
+            int want = native && (int64_t)es * N * F >= TGI_ROW_PAR_BYTES ? tgRp_threads() : 1;
+            want = (int64_t)want > R.nb / 2 ? (int)(R.nb / 2) : want;
+            tgRp_team *team = want > 1 ? tgRp_start(want, row_phase, &R) : NULL;
+            R.nt = tgRp_size(team);
+            if (team)
+                tgRp_phase(team);
+            else
+                row_phase(&R, 0);
+            tgRp_stop(team);
+            /* the partials, in block order */
+            for (int64_t bk = 0; bk < R.nb; bk++) {
+                add_into(d, y2, R.t + bk * F * (int64_t)es, F);
+                for (int q = 0; q < nred; q++)
+                    fold1(g->nodes[red_node(s, &P, k1, k2, q)].op, Fa[q].fl, Fa[q].acc, R.part[bk * nred + q]);
             }
+            for (int q = 0; q < nred; q++)
+                Fa[q].blk.on = false;
+            free(lidx), free(R.t), free(R.part);
             for (int i = 0; i < nl; i++)
                 st->vals[list[i]] = saved[i];
             y2v = y2;

@@ -1,0 +1,223 @@
+/* test_rowblocks.c - the row blocks (interp.c, rowpar.c): the two
+ * products of a block against plain loops (float64 and float32, ragged
+ * sizes, a row stride wider than the row, the next block fetched or
+ * not); the team runs every member once a phase; and the logistic
+ * regression's loss and gradients, at a size that runs on threads,
+ * against a long double loop on both paths, the same bits on 1, 2 and
+ * 16 threads. */
+#include "config.h"
+
+#include <dlfcn.h>
+
+#include "kt.h"
+#include "../../kernels/rowpar.h"
+
+static tg_ctx *ctx;
+static tg_rules *lib;
+
+/* ---- the products ------------------------------------------------------- */
+
+/* rows_dot and cols_dot of b rows of f (row stride lda) against plain
+ * loops in long double, within n products' rounding of the sum of
+ * absolute values. */
+static void check_products(int64_t b, int64_t f, int64_t lda, int single)
+{
+    double *A = malloc(sizeof(double) * (size_t)(b * lda + 1)), *w = malloc(sizeof(double) * (size_t)f);
+    double *g = malloc(sizeof(double) * (size_t)b), *y = malloc(sizeof(double) * (size_t)b);
+    double *t = malloc(sizeof(double) * (size_t)f), *t2 = malloc(sizeof(double) * (size_t)f);
+    float *As = malloc(sizeof(float) * (size_t)(b * lda + 1)), *ws = malloc(sizeof(float) * (size_t)f);
+    float *gs = malloc(sizeof(float) * (size_t)b), *ys = malloc(sizeof(float) * (size_t)b);
+    float *ts = malloc(sizeof(float) * (size_t)f);
+    for (int64_t i = 0; i < b * lda; i++)
+        As[i] = (float)(A[i] = kt_unif(-1, 1));
+    for (int64_t j = 0; j < f; j++)
+        ws[j] = (float)(w[j] = kt_unif(-2, 2));
+    for (int64_t i = 0; i < b; i++)
+        gs[i] = (float)(g[i] = kt_unif(-2, 2));
+    if (single) {
+        tgRp_rows_dot_s(b, f, As, lda, ws, ys);
+        tgRp_cols_dot_s(b, f, As, lda, gs, ts, NULL, 0);
+    } else {
+        tgRp_rows_dot_d(b, f, A, lda, w, y);
+        tgRp_cols_dot_d(b, f, A, lda, g, t, NULL, 0);
+        tgRp_cols_dot_d(b, f, A, lda, g, t2, A, b);   /* fetching rows changes nothing */
+    }
+    double eps = single ? 6e-8 : 1.2e-16, worst = 0;
+    for (int64_t i = 0; i < b; i++) {
+        long double s = 0, sa = 0;
+        for (int64_t j = 0; j < f; j++) {
+            long double p = single ? (long double)As[i * lda + j] * ws[j] : (long double)A[i * lda + j] * w[j];
+            s += p, sa += fabsl(p);
+        }
+        double got = single ? ys[i] : y[i];
+        worst = fmax(worst, (double)(fabsl(got - s) / ((long double)(f + 1) * eps * sa + 1e-300L)));
+    }
+    for (int64_t j = 0; j < f; j++) {
+        long double s = 0, sa = 0;
+        for (int64_t i = 0; i < b; i++) {
+            long double p = single ? (long double)As[i * lda + j] * gs[i] : (long double)A[i * lda + j] * g[i];
+            s += p, sa += fabsl(p);
+        }
+        double got = single ? ts[j] : t[j];
+        worst = fmax(worst, (double)(fabsl(got - s) / ((long double)(b + 1) * eps * sa + 1e-300L)));
+    }
+    TAP_CHECK(worst <= 1, "%s, %lld rows of %lld (stride %lld): both products within rounding of a long double "
+              "loop (%.2g of the bound)", single ? "float32" : "float64", (long long)b, (long long)f,
+              (long long)lda, worst);
+    if (!single)
+        TAP_CHECK(!memcmp(t, t2, sizeof(double) * (size_t)f), "%lld rows of %lld: fetching the next rows "
+                  "meanwhile gives the same bits", (long long)b, (long long)f);
+    free(A), free(w), free(g), free(y), free(t), free(t2), free(As), free(ws), free(gs), free(ys), free(ts);
+}
+
+/* ---- the team ---------------------------------------------------------------- */
+
+typedef struct { int runs[8]; int phase; } teamrec;
+
+static void team_fn(void *ud, int tid)
+{
+    teamrec *r = ud;
+    r->runs[tid] += 1 + r->phase * 10;   /* each member writes its own slot */
+}
+
+static void check_team(void)
+{
+    teamrec r = {{0}, 0};
+    tgRp_team *t = tgRp_start(4, team_fn, &r);
+    int n = tgRp_size(t);
+    if (!TAP_CHECK(t != NULL && n == 4, "a team of 4 starts (%d)", n))
+        return;
+    tgRp_phase(t);
+    r.phase = 1;
+    tgRp_phase(t);
+    tgRp_stop(t);
+    int ok = 1;
+    for (int i = 0; i < 4; i++)
+        ok &= r.runs[i] == 12;
+    TAP_CHECK(ok, "every member ran each of two phases once, after the phase's data was set (%d %d %d %d)",
+              r.runs[0], r.runs[1], r.runs[2], r.runs[3]);
+    TAP_CHECK(tgRp_start(1, team_fn, &r) == NULL && tgRp_size(NULL) == 1, "a team of one is the caller alone");
+}
+
+/* ---- the logistic regression on threads ------------------------------------- */
+
+static void (*set_threads)(int);
+
+static void find_openmp(void)
+{
+    void *h = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (h)
+        *(void **)&set_threads = dlsym(h, "omp_set_num_threads");
+}
+
+/* loss, d/dw, d/db in long double (as test_stable.c's). */
+static long double ref_logreg(long n, long f, const double *X, const double *y, const double *w, double b,
+                              long double *dw, long double *db)
+{
+    long double loss = 0, gb = 0;
+    for (long j = 0; j < f; j++)
+        dw[j] = 0.02L * w[j];
+    for (long i = 0; i < n; i++) {
+        long double z = b;
+        for (long j = 0; j < f; j++)
+            z += (long double)X[i * f + j] * w[j];
+        long double p = 1 / (1 + expl(-z)), g = (p - y[i]) / n;
+        loss += y[i] * log1pl(expl(-z)) + (1 - y[i]) * log1pl(expl(z));
+        gb += g;
+        for (long j = 0; j < f; j++)
+            dw[j] += g * X[i * f + j];
+    }
+    long double r = 0;
+    for (long j = 0; j < f; j++)
+        r += (long double)w[j] * w[j];
+    *db = gb;
+    return loss / n + 0.01L * r;
+}
+
+static void check_logreg_threads(void)
+{
+    /* 5.9 MB of X: past the size that runs on threads; 23 blocks, the last
+     * one short */
+    enum { NR = 20011, NF = 37 };
+    static const char ins[] = "(input X float64 (n f)) (input y float64 (n)) (input w float64 (f)) (input b float64 ())";
+#define P_ "(sigmoid (add (dot (input X float64 (n f)) (input w float64 (f))) (input b float64 ())))"
+#define COST_ "(add (mean (sub (neg (mul (input y float64 (n)) (log " P_ "))) (mul (sub 1 (input y float64 (n))) " \
+              "(log (sub 1 " P_ ")))) all) (mul 0.01 (sum (sqr (input w float64 (f))) all)))"
+    static const char outs[] = COST_ " (grad " COST_ " (input w float64 (f))) (grad " COST_ " (input b float64 ()))";
+#undef P_
+#undef COST_
+    tg_error err;
+    tg_term *it[4], *ot[3];
+    kt_read_terms(ctx, ins, it, &err);
+    kt_read_terms(ctx, outs, ot, &err);
+    tg_fn_options o = {.interpret = kt_path, .rules = lib};
+    tg_fn *fn = tg_fn_compile(ctx, 4, it, 3, ot, &o, &err);
+    if (!TAP_CHECK(fn != NULL, "the logistic regression compiles (%s)", fn ? "" : err.message))
+        return;
+    double *X = malloc(sizeof(double) * NR * NF), *y = malloc(sizeof(double) * NR), w[NF], b = -0.3;
+    for (long i = 0; i < (long)NR * NF; i++)
+        X[i] = kt_unif(-1, 1);
+    for (int i = 0; i < NR; i++)
+        y[i] = kt_rand() % 2;
+    for (int j = 0; j < NF; j++)
+        w[j] = kt_unif(-1, 1);
+    int64_t sx[2] = {NR, NF};
+    tg_array in[4], out[3];
+    tg_array_init(&in[0], TG_FLOAT64, 2, sx, X);
+    tg_array_init(&in[1], TG_FLOAT64, 1, &sx[0], y);
+    tg_array_init(&in[2], TG_FLOAT64, 1, &sx[1], w);
+    tg_array_init(&in[3], TG_FLOAT64, 0, NULL, &b);
+    long double rdw[NF], rdb, rloss = ref_logreg(NR, NF, X, y, w, b, rdw, &rdb);
+    double got[3][NF + 2];
+    static const int threads[3] = {1, 2, 16};
+    tg_array_init(&out[0], TG_FLOAT64, 0, NULL, &got[0][0]);
+    tg_array_init(&out[1], TG_FLOAT64, 1, &sx[1], &got[0][1]);
+    tg_array_init(&out[2], TG_FLOAT64, 0, NULL, &got[0][NF + 1]);
+    int ok = tg_fn_call(fn, in, out, &err) == 0;
+    if (!set_threads)
+        find_openmp();  /* loaded by the first compiled call */
+    for (int t = 0; t < 3; t++) {
+        if (set_threads)
+            set_threads(threads[t]);
+        tg_array_init(&out[0], TG_FLOAT64, 0, NULL, &got[t][0]);
+        tg_array_init(&out[1], TG_FLOAT64, 1, &sx[1], &got[t][1]);
+        tg_array_init(&out[2], TG_FLOAT64, 0, NULL, &got[t][NF + 1]);
+        ok &= tg_fn_call(fn, in, out, &err) == 0;
+    }
+    if (set_threads)
+        set_threads(2);
+    double worst = fabs((double)((got[0][0] - rloss) / rloss));
+    worst = fmax(worst, fabs((double)((got[0][NF + 1] - rdb) / (fabsl(rdb) + 1e-3))));
+    for (int j = 0; j < NF; j++)
+        worst = fmax(worst, fabs((double)((got[0][1 + j] - rdw[j]) / (fabsl(rdw[j]) + 1e-3))));
+    TAP_CHECK(ok && worst <= 1e-12, "%s, logistic regression %d x %d: within %.2g of a long double loop",
+              kt_path ? "interpreter" : "compiled", NR, NF, worst);
+    TAP_CHECK(ok && !memcmp(got[0], got[1], sizeof got[0]) && !memcmp(got[0], got[2], sizeof got[0]),
+              "%s, logistic regression %d x %d: the same bits on 1, 2 and 16 threads%s",
+              kt_path ? "interpreter" : "compiled", NR, NF, set_threads ? "" : " (no OpenMP: one thread)");
+    free(X), free(y);
+    tg_fn_free(fn);
+}
+
+int main(void)
+{
+    static const int64_t bs[] = {1, 3, 4, 5, 64, 67};
+    static const int64_t fs[] = {1, 7, 8, 9, 16, 37, 100};
+    for (size_t i = 0; i < sizeof bs / sizeof *bs; i++)
+        for (size_t j = 0; j < sizeof fs / sizeof *fs; j++)
+            for (int single = 0; single < 2; single++) {
+                check_products(bs[i], fs[j], fs[j], single);
+                if (i == 5)
+                    check_products(bs[i], fs[j], fs[j] + 3, single);
+            }
+    check_team();
+    ctx = tg_ctx_new(NULL);
+    lib = kt_rules(ctx, "(include \"all.rules\")", "<test>");
+    TAP_CHECK(lib != NULL, "the rule library loads");
+    if (lib)
+        KT_EACH_PATH
+            check_logreg_threads();
+    tg_rules_free(lib);
+    tg_ctx_free(ctx);
+    return TAP_DONE();
+}
