@@ -16,6 +16,7 @@
 #include "buf.h"
 #include "error.h"
 #include "scan.h"
+#include "scan_dot.h"
 #include "random.h"
 
 /* ---- reading the term -------------------------------------------------- */
@@ -1387,6 +1388,7 @@ static void put_dot_block(tgB_buf *b, const tgSc_scan *sc, const tgH_step *st)
     tgB_puts(b, ", nn = ");
     put_size(b, B->ndim == 2 ? B->shape[1] : 1);
     tgB_puts(b, ";\n     (void)m, (void)nn;\n");
+    tgSd_put_inline(b, A->ndim, B->ndim, T);     /* small: inline, else BLAS */
     if (A->ndim == 2 && B->ndim == 1)
         tgB_printf(b, "     ((tgk_gemv_%s)fp[%d])(101, 111, (int)m, (int)k, 1, (const %s *)a, (int)(k > 1 ? k : 1),"
                       " (const %s *)bb, 1, 0, (%s *)c, 1);\n", T, f64 ? 0 : 1, T, T, T);
@@ -1554,6 +1556,7 @@ void tgSc_source(tgB_buf *b, const tgH_sched *s, int k)
                 " const float *, int, float, float *, int);\n"
                 "typedef double (*tgk_dot_double)(int, const double *, int, const double *, int);\n"
                 "typedef float (*tgk_dot_float)(int, const float *, int, const float *, int);\n");
+    tgSd_put_defs(b);
     tgB_printf(b, "\nint64_t tgk_scan%d(int64_t n, char *const *P, const int64_t *R, const int64_t *z,"
                   " tgk_blas_fn const *fp)\n{\n  (void)z, (void)fp, (void)R;\n", k);
     /* the values before step 0 of the carried outputs */
