@@ -1199,6 +1199,21 @@ static int param_result(const tgSc_scan *sc, int r)
     return n->input;
 }
 
+/* A GEMM step of two vectors (a rank-one update, C + u v^T) of floats,
+ * C of the result's shape, compiles. */
+static bool ger_ok(const tgSc_scan *sc, int v)
+{
+    const tgV_node *n = &sc->ig->nodes[v];
+    if (n->nargs != 3 || !tgV_is_float(n->dtype))
+        return false;
+    for (int i = 0; i < 3; i++) {
+        const tgV_node *a = &sc->ig->nodes[n->args[i]];
+        if (a->dtype != n->dtype || a->op == TGV_CONST || a->ndim != (i < 2 ? 1 : 2) || !operand_ok(sc, n->args[i]))
+            return false;
+    }
+    return same_shape(&sc->ig->nodes[n->args[2]], n) && operand_ok(sc, v);
+}
+
 bool tgSc_compiles(const tgH_sched *s, int k)
 {
     const tgSc_scan *sc = s->g->nodes[s->steps[k].node].scan;
@@ -1227,7 +1242,7 @@ bool tgSc_compiles(const tgH_sched *s, int k)
                 !operand_ok(sc, n->args[0]) || !operand_ok(sc, n->args[1]) || !operand_ok(sc, st->node) ||
                 a->op == TGV_CONST || b->op == TGV_CONST)
                 return false;
-        } else {
+        } else if (st->kind != TGH_GEMM || !ger_ok(sc, st->node)) {
             return false;
         }
     }
@@ -1405,6 +1420,30 @@ static void put_dot_block(tgB_buf *b, const tgSc_scan *sc, const tgH_step *st)
     int o = carried_res(sc, out_of(sc, st->node));
     if (o >= 0)
         tgB_printf(b, "     x%d = *(%s *)c;\n", o, T);
+    tgB_puts(b, "    }\n");
+}
+
+/* C + u v^T (ger_ok): C copied into the result unless it is there, then
+ * the update, inline or BLAS ger (tgSd_put_ger). */
+static void put_ger_block(tgB_buf *b, const tgSc_scan *sc, const tgH_step *st)
+{
+    const tgV_node *n = &sc->ig->nodes[st->node];
+    bool f64 = n->dtype == TG_FLOAT64;
+    tgB_puts(b, "    {\n     char *u = ");
+    put_ptr(b, sc, n->args[0]);
+    tgB_puts(b, ", *vv = ");
+    put_ptr(b, sc, n->args[1]);
+    tgB_puts(b, ", *cin = ");
+    put_ptr(b, sc, n->args[2]);
+    tgB_puts(b, ", *c = ");
+    put_ptr(b, sc, st->node);
+    tgB_puts(b, ";\n     int64_t m = ");
+    put_size(b, n->shape[0]);
+    tgB_puts(b, ", nn = ");
+    put_size(b, n->shape[1]);
+    tgB_printf(b, ";\n     if (c != cin)\n      __builtin_memcpy(c, cin, (unsigned long)(m * nn) * sizeof(%s));\n",
+               f64 ? "double" : "float");
+    tgSd_put_ger(b, f64 ? "double" : "float", f64 ? 6 : 7);
     tgB_puts(b, "    }\n");
 }
 
@@ -1609,6 +1648,8 @@ void tgSc_source(tgB_buf *b, const tgH_sched *s, int k)
             put_loop_block(b, sc, st);
         else if (st->kind == TGH_REDUCE)
             put_reduce_block(b, sc, st);
+        else if (st->kind == TGH_GEMM)
+            put_ger_block(b, sc, st);
         else
             put_dot_block(b, sc, st);
     }
@@ -1718,13 +1759,13 @@ static int64_t run_native(const tgH_sched *s, tgI_state *st, const tgH_step *ste
     P[p_cond(sc)] = (char *)ss->cond;
     static volatile sig_atomic_t never;     /* a state made without tgI_init */
     P[p_intr(sc)] = (char *)(void *)(st->intrp ? st->intrp : &never);
-    blas_fn blas[6] = {NULL};
+    blas_fn blas[8] = {NULL};
     if (uses_blas(sc->is)) {    /* else OpenBLAS need not be loaded at all */
         const tgBl_fns *f = tgBl_get(NULL);
         if (!f)
             return -1;      /* the interpreter's dot then reports why */
-        blas_fn t[6] = {(blas_fn)f->dgemv, (blas_fn)f->sgemv, (blas_fn)f->dgemm,
-                        (blas_fn)f->sgemm, (blas_fn)f->ddot, (blas_fn)f->sdot};
+        blas_fn t[8] = {(blas_fn)f->dgemv, (blas_fn)f->sgemv, (blas_fn)f->dgemm, (blas_fn)f->sgemm,
+                        (blas_fn)f->ddot, (blas_fn)f->sdot, (blas_fn)f->dger, (blas_fn)f->sger};
         memcpy(blas, t, sizeof blas);
     }
     return fn(n, P, R, ss->in.symv, blas);

@@ -58,7 +58,23 @@ static const char kernels[] =
     /* C (m x n) = A (m x k) B (k x n), row by row */
     "static inline __attribute__((always_inline)) void tgk_igemm_$T(int64_t m, int64_t n, int64_t k,"
     " const $T *restrict A, const $T *restrict B, $T *restrict C) {\n"
-    "  for (int64_t i = 0; i < m; i++) tgk_igevm_$T(k, n, A + i * k, B, C + i * n); }\n";
+    "  for (int64_t i = 0; i < m; i++) tgk_igevm_$T(k, n, A + i * k, B, C + i * n); }\n"
+    /* C (m x n) += u v^T, the product rounded then added (the bits of the
+     * unfused loop) */
+    "static inline __attribute__((always_inline)) void tgk_iger_$T(int64_t m, int64_t n, const $T *restrict u,"
+    " const $T *restrict v, $T *restrict C) {\n"
+    "  for (int64_t i = 0; i < m; i++) {\n"
+    "    const $T ui = u[i];\n"
+    "    $T *r = C + i * n;\n"
+    "    #pragma omp simd\n"
+    "    for (int64_t j = 0; j < n; j++) r[j] = r[j] + ui * v[j]; } }\n"
+    /* no inf or NaN among x's n values (x * 0 is NaN only for those) */
+    "static inline int tgk_finite_$T(int64_t n, const $T *x) {\n"
+    "  $T s = 0;\n"
+    "  #pragma omp simd reduction(+:s)\n"
+    "  for (int64_t j = 0; j < n; j++) s += x[j] * 0;\n"
+    "  return s == 0; }\n"
+    "typedef void (*tgk_ger_$T)(int, int, int, $T, const $T *, int, const $T *, int, $T *, int);\n";
 
 /* kernels with $T and $F replaced. */
 static void put_kernels(tgB_buf *b, const char *T, const char *F)
@@ -97,4 +113,13 @@ void tgSd_put_inline(tgB_buf *b, int andim, int bndim, const char *T)
     else
         tgB_printf(b, "      *(%s *)c = tgk_idot_%s(k, (const %s *)a, (const %s *)bb);\n", T, T, T, T);
     tgB_puts(b, "     else\n");
+}
+
+void tgSd_put_ger(tgB_buf *b, const char *T, int fp)
+{
+    tgB_printf(b, "     if (m * nn <= TGK_DOT_INLINE_MAX || !tgk_finite_%s(m, (const %s *)u) ||"
+                  " !tgk_finite_%s(nn, (const %s *)vv))\n", T, T, T, T);
+    tgB_printf(b, "      tgk_iger_%s(m, nn, (const %s *)u, (const %s *)vv, (%s *)c);\n", T, T, T, T);
+    tgB_printf(b, "     else\n      ((tgk_ger_%s)fp[%d])(101, (int)m, (int)nn, 1, (const %s *)u, 1, (const %s *)vv, 1,"
+                  " (%s *)c, (int)(nn > 1 ? nn : 1));\n", T, fp, T, T, T);
 }

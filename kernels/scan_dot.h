@@ -21,4 +21,11 @@ void tgSd_put_defs(struct tgB_buf *b);
  * writes the BLAS call after it. */
 void tgSd_put_inline(struct tgB_buf *b, int andim, int bndim, const char *T);
 
+/* The rank-one update C += u v^T (a GEMM step of two vectors, fuse_ger
+ * in schedule.c) over the locals u, vv, c (char pointers), m, nn:
+ * inline when m nn <= TGK_DOT_INLINE_MAX or when u or v holds an inf or
+ * NaN (BLAS ger skips the columns where v is 0), else BLAS ger, the
+ * function pointer fp[fp]. */
+void tgSd_put_ger(struct tgB_buf *b, const char *T, int fp);
+
 #endif
