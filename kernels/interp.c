@@ -656,6 +656,27 @@ static void row_visit(void *ud, int64_t od, int64_t os)
     memcpy(R->dst->data + od, R->src->data + os, R->bytes);
 }
 
+/* A 2-d copy of one dtype of 4 or 8 bytes whose source rows are not
+ * contiguous (a transposed view, as a GEMM operand that BLAS cannot take
+ * reversed): element by element without conversions, 8 destination
+ * rows at a time so that each source line read serves 8 of them. */
+static void copy_2d(const tgI_arr *dst, const tgI_arr *src, int64_t es)
+{
+    int64_t m = dst->shape[0], n = dst->shape[1];
+    for (int64_t i0 = 0; i0 < m; i0 += 8) {
+        int64_t i1 = i0 + 8 < m ? i0 + 8 : m;
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t i = i0; i < i1; i++) {
+                char *d = dst->data + i * dst->strides[0] + j * dst->strides[1];
+                const char *p = src->data + i * src->strides[0] + j * src->strides[1];
+                if (es == 8)
+                    memcpy(d, p, 8);
+                else
+                    memcpy(d, p, 4);
+            }
+    }
+}
+
 static void copy_arr(const tgI_arr *dst, const tgI_arr *src)
 {
     /* one dtype and rows contiguous on both sides (a GEMM's bias broadcast
@@ -665,6 +686,10 @@ static void copy_arr(const tgI_arr *dst, const tgI_arr *src)
     if (src->dtype == dst->dtype && nd > 0 && dst->strides[nd - 1] == es && src->strides[nd - 1] == es) {
         rowctx R = {src, dst, (size_t)(dst->shape[nd - 1] * es)};
         for_each(nd - 1, dst->shape, dst->strides, src->strides, row_visit, &R);
+        return;
+    }
+    if (src->dtype == dst->dtype && nd == 2 && (es == 8 || es == 4)) {
+        copy_2d(dst, src, es);
         return;
     }
     copyctx C = {src, dst, NULL, TG_BOOL};
