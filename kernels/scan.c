@@ -1613,7 +1613,10 @@ void tgSc_source(tgB_buf *b, const tgH_sched *s, int k)
         }
         tgB_printf(b, "  %s x%d = 0;\n", tgV_is_float(d) ? "double" : "int64_t", o);
     }
-    tgB_puts(b, "  int64_t t;\n  for (t = 0; t < n; t++) {\n");
+    /* blocks of POLL_STEPS steps, the interrupt flag read between them:
+     * the inner loop has no test of its own for it */
+    tgB_printf(b, "  int64_t t = 0;\n  while (t < n) {\n   const int64_t tend = n - t > %d ? t + %d : n;\n"
+                  "   for (; t < tend; t++) {\n", POLL_STEPS, POLL_STEPS);
     for (int i = 0; i < sc->nseq; i++)
         tgB_printf(b, "    char *p%d = P[%d] + (%s) * R[%d];\n", i, i, sc->backwards ? "n - 1 - t" : "t", i);
     for (int o = 0; o < sc->nout; o++) {
@@ -1680,13 +1683,16 @@ void tgSc_source(tgB_buf *b, const tgH_sched *s, int k)
         snprintf(ptr, sizeof ptr, "P[%d]", p_cond(sc));
         tgB_puts(b, "    if (");
         put_load(b, ig->nodes[sc->cond].dtype, ptr);
-        tgB_puts(b, " != 0) {\n      t++;\n      break;\n    }\n");
+        tgB_puts(b, " != 0) {\n      t++;\n      goto tgk_done;\n    }\n");
     }
-    /* Ctrl-C: a load and a test every POLL_STEPS steps, where the step
-     * itself is a few dozen instructions at least */
-    tgB_printf(b, "    if ((t & %d) == %d && *(volatile int *)(void *)P[%d]) {\n      t++;\n      break;\n    }\n",
-               POLL_STEPS - 1, POLL_STEPS - 1, p_intr(sc));
-    tgB_puts(b, "  }\n  return t;\n}\n");
+    /* Ctrl-C: a load and a test every POLL_STEPS steps, outside the
+     * step loop (-DTGK_NO_POLL in the flags leaves it out: for measuring
+     * its cost, doc/scan.md) */
+    tgB_printf(b, "   }\n#ifndef TGK_NO_POLL\n   if (*(volatile int *)(void *)P[%d])\n    break;\n#endif\n  }\n",
+               p_intr(sc));
+    if (sc->until)
+        tgB_puts(b, "tgk_done:\n");
+    tgB_puts(b, "  return t;\n}\n");
 }
 
 /* Are the trailing ndim axes (shape, strides) C-contiguous? */
