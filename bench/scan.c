@@ -5,7 +5,8 @@
  * cblas_dgemv per step and a plain C loop compiled at run time with
  * -O3 -march=native -ffast-math; rows of 10 summed and accumulated (a reduction
  * in the lambda); the loop's own cost per step in nanoseconds, and the
- * interpreter's.  One JSON object per line; times are this thread's
+ * interpreter's; and (crossover) the RNN step at 8 to 512 units with its
+ * product inline against a BLAS call, the first size where BLAS wins.  One JSON object per line; times are this thread's
  * CPU time (the machine is shared), medians of R runs. */
 #include "config.h"
 
@@ -274,10 +275,11 @@ static void bench_rnn(tg_ctx *ctx)
         ref_rnn(T, H, W, x, h0, h2, tmp);
         tr[r] = now() - t;
     }
-    double tn = time_fn(nat, in, &out, R), ti = time_fn(itp, in, &out, 3), mr = bench_median(tr, R);
-    double worst = 0;
+    double tn = time_fn(nat, in, &out, R), mr = bench_median(tr, R);
+    double worst = 0;       /* the compiled loop's values against the dgemv loop's */
     for (long i = 0; i < T * H; i++)
         worst = fmax(worst, fabs(h[i] - h2[i]));
+    double ti = time_fn(itp, in, &out, 3);
     /* the plain -O3 -ffast-math loop, alternated with tgrel's */
     rnn_fn plain = load_rnn_ref();
     double tp[R], tt[R], worst_plain = 0;
@@ -300,6 +302,87 @@ static void bench_rnn(tg_ctx *ctx)
     free(W), free(x), free(h0), free(h), free(h2), free(tmp);
 }
 
+/* The flags the library compiles with by default (doc/kernels.md), for
+ * adding a -D to them. */
+#ifdef TGREL_OPENMP_FLAG
+#define BENCH_OMP " " TGREL_OPENMP_FLAG
+#else
+#define BENCH_OMP " -fopenmp-simd"
+#endif
+#ifdef HAVE_LIBMVEC
+#define BENCH_MVEC " -DTGK_MVEC"
+#else
+#define BENCH_MVEC ""
+#endif
+#define BENCH_CFLAGS "-O2 -march=native -fno-math-errno -ffp-contract=off" BENCH_OMP BENCH_MVEC
+
+/* The RNN compiled with its products forced inline (-DTGK_DOT_INLINE_MAX
+ * huge) or forced to BLAS (0); NULL when it does not compile. */
+static tg_fn *compile_rnn_forced(tg_ctx *ctx, int inl)
+{
+    const char *src[] = {"(input x float64 (t h))", "(input w float64 (h h))", "(input h0 float64 (h))"};
+    const char *e = "(scan (lambda (xt hp W) ((tanh (add (dot W hp) xt)))) (steps auto)"
+                    " (sequences (input x float64 (t h))) (outputs (sitsot (input h0 float64 (h))))"
+                    " (non_sequences (input w float64 (h h))))";
+    tg_error err;
+    tg_term *it[3], *o = tg_read_cstr(ctx, e, &err);
+    for (int i = 0; i < 3; i++)
+        it[i] = tg_read_cstr(ctx, src[i], &err);
+    tg_fn_options opt = {.cflags = inl ? BENCH_CFLAGS " -DTGK_DOT_INLINE_MAX=1000000000000LL"
+                                       : BENCH_CFLAGS " -DTGK_DOT_INLINE_MAX=0"};
+    tg_fn *fn = tg_fn_compile(ctx, 3, it, 1, &o, &opt, &err);
+    if (!fn)
+        fprintf(stderr, "scan bench: %s\n", err.message);
+    failed |= !fn;
+    return fn;
+}
+
+/* Where inline products stop paying: the RNN step at sizes H, its gemv
+ * inline against the BLAS call (same generated loop otherwise),
+ * alternated; the crossover is the first H where BLAS is faster (the
+ * library's default threshold, TGK_DOT_INLINE_MAX in doc/scan.md, comes
+ * from it). */
+static void bench_rnn_crossover(tg_ctx *ctx)
+{
+    tg_fn *fi = compile_rnn_forced(ctx, 1), *fb = compile_rnn_forced(ctx, 0);
+    if (!fi || !fb)
+        return;
+    int cross = 0;
+    for (int H = 8; H <= 512; H *= 2) {
+        long T = bench_size(20000000L / ((long)H * H) + 20, 4);
+        double *W = malloc(sizeof(double) * H * H), *x = malloc(sizeof(double) * T * H);
+        double *h0 = calloc((size_t)H, sizeof(double)), *h = malloc(sizeof(double) * T * H);
+        double *hb = malloc(sizeof(double) * T * H);
+        for (int i = 0; i < H * H; i++)
+            W[i] = sin(i * 0.37) * 2.0 / H;
+        for (long i = 0; i < T * H; i++)
+            x[i] = cos(i * 0.011);
+        int64_t th[2] = {T, H}, hh[2] = {H, H}, hs = H;
+        tg_array in[3], out, outb;
+        tg_array_init(&in[0], TG_FLOAT64, 2, th, x);
+        tg_array_init(&in[1], TG_FLOAT64, 2, hh, W);
+        tg_array_init(&in[2], TG_FLOAT64, 1, &hs, h0);
+        tg_array_init(&out, TG_FLOAT64, 2, th, h);
+        tg_array_init(&outb, TG_FLOAT64, 2, th, hb);
+        double ti[R], tb[R], worst = 0;
+        for (int r = 0; r < R; r++) {
+            ti[r] = time_fn(fi, in, &out, 1);
+            tb[r] = time_fn(fb, in, &outb, 1);
+        }
+        for (long i = 0; i < T * H; i++)
+            worst = fmax(worst, fabs(h[i] - hb[i]));
+        double mi = bench_median(ti, R), mb = bench_median(tb, R);
+        if (!cross && mb < mi)
+            cross = H;
+        printf("{\"bench\":\"scan_rnn_inline_vs_blas\",\"units\":%d,\"steps\":%ld,\"inline_us_per_step\":%.3f,"
+               "\"blas_us_per_step\":%.3f,\"inline_vs_blas\":%.3f,\"max_abs_diff\":%.1e}\n",
+               H, T, mi / T * 1e6, mb / T * 1e6, mi / mb, worst);
+        free(W), free(x), free(h0), free(h), free(hb);
+    }
+    printf("{\"bench\":\"scan_rnn_crossover\",\"first_units_where_blas_wins\":%d,\"note\":\"0: inline won at"
+           " every size up to 512\"}\n", cross);
+    tg_fn_free(fi), tg_fn_free(fb);
+}
 
 int main(int argc, char **argv)
 {
@@ -313,6 +396,8 @@ int main(int argc, char **argv)
         bench_fib(ctx);
     if (bench_want(argc, argv, "rnn"))
         bench_rnn(ctx);
+    if (bench_want(argc, argv, "crossover"))
+        bench_rnn_crossover(ctx);
     tg_ctx_free(ctx);
     return failed;
 }

@@ -309,9 +309,11 @@ static bool resolve(void *h, lib *L)
     L->f.sgemv = (__typeof__(L->f.sgemv))dlsym(h, "cblas_sgemv");
     L->f.dgemm = (__typeof__(L->f.dgemm))dlsym(h, "cblas_dgemm");
     L->f.sgemm = (__typeof__(L->f.sgemm))dlsym(h, "cblas_sgemm");
+    L->f.dger = (__typeof__(L->f.dger))dlsym(h, "cblas_dger");
+    L->f.sger = (__typeof__(L->f.sger))dlsym(h, "cblas_sger");
     L->corename = (char *(*)(void))dlsym(h, "openblas_get_corename");
     L->config = (char *(*)(void))dlsym(h, "openblas_get_config");
-    return L->f.ddot && L->f.sdot && L->f.dgemv && L->f.sgemv && L->f.dgemm && L->f.sgemm;
+    return L->f.ddot && L->f.sdot && L->f.dgemv && L->f.sgemv && L->f.dgemm && L->f.sgemm && L->f.dger && L->f.sger;
 }
 
 static void core_of(const lib *L, char *out)

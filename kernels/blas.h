@@ -20,6 +20,8 @@ typedef struct tgBl_fns {
     __typeof__(cblas_sgemv) *sgemv;
     __typeof__(cblas_dgemm) *dgemm;
     __typeof__(cblas_sgemm) *sgemm;
+    __typeof__(cblas_dger) *dger;
+    __typeof__(cblas_sger) *sger;
 } tgBl_fns;
 
 /* The instruction sets that decide which core can run: each as cpuid

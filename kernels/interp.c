@@ -665,6 +665,27 @@ static void row_visit(void *ud, int64_t od, int64_t os)
     memcpy(R->dst->data + od, R->src->data + os, R->bytes);
 }
 
+/* A 2-d copy of one dtype of 4 or 8 bytes whose source rows are not
+ * contiguous (a transposed view, as a GEMM operand that BLAS cannot take
+ * reversed): element by element without conversions, 8 destination
+ * rows at a time so that each source line read serves 8 of them. */
+static void copy_2d(const tgI_arr *dst, const tgI_arr *src, int64_t es)
+{
+    int64_t m = dst->shape[0], n = dst->shape[1];
+    for (int64_t i0 = 0; i0 < m; i0 += 8) {
+        int64_t i1 = i0 + 8 < m ? i0 + 8 : m;
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t i = i0; i < i1; i++) {
+                char *d = dst->data + i * dst->strides[0] + j * dst->strides[1];
+                const char *p = src->data + i * src->strides[0] + j * src->strides[1];
+                if (es == 8)
+                    memcpy(d, p, 8);
+                else
+                    memcpy(d, p, 4);
+            }
+    }
+}
+
 static void copy_arr(const tgI_arr *dst, const tgI_arr *src)
 {
     /* one dtype and rows contiguous on both sides (a GEMM's bias broadcast
@@ -674,6 +695,10 @@ static void copy_arr(const tgI_arr *dst, const tgI_arr *src)
     if (src->dtype == dst->dtype && nd > 0 && dst->strides[nd - 1] == es && src->strides[nd - 1] == es) {
         rowctx R = {src, dst, (size_t)(dst->shape[nd - 1] * es)};
         for_each(nd - 1, dst->shape, dst->strides, src->strides, row_visit, &R);
+        return;
+    }
+    if (src->dtype == dst->dtype && nd == 2 && (es == 8 || es == 4)) {
+        copy_2d(dst, src, es);
         return;
     }
     copyctx C = {src, dst, NULL, TG_BOOL};
@@ -983,8 +1008,68 @@ static int run_dot_vec(const tgI_arr *A, const tgI_arr *B, const tgI_arr *C, tg_
     return rc < 0 ? (tgE_nomem(err), -1) : 1;
 }
 
+/* ---- rank-one updates: a GEMM node of two vectors, C + u v^T --------------- */
+
+static bool all_finite(const tgI_arr *x)
+{
+    for (int64_t i = 0; i < x->shape[0]; i++)
+        if (!isfinite(tgI_ld_f(x->data + i * x->strides[0], x->dtype)))
+            return false;
+    return true;
+}
+
+/* C (broadcast) copied into the result, then u v^T added: by BLAS ger
+ * when the result is C-contiguous and u and v are finite (ger skips the
+ * columns where v is 0, which would lose an inf or NaN of u), else
+ * element by element, the product rounded then added, as the unfused
+ * loop does. */
+static int run_ger(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
+{
+    const tgV_node *n = &s->g->nodes[v];
+    const tgI_arr *U = &st->vals[n->args[0]], *V = &st->vals[n->args[1]], *Cin = &st->vals[n->args[2]];
+    const tgI_arr *C = &st->vals[v];
+    tg_dtype d = n->dtype;
+    tgI_arr cview = *Cin;
+    cview.ndim = C->ndim;
+    memcpy(cview.shape, C->shape, sizeof cview.shape);
+    loop_strides(Cin, C, cview.strides);
+    copy_arr(C, &cview);
+    int64_t m = C->shape[0], nn = C->shape[1];
+    if (m == 0 || nn == 0)
+        return 0;
+    const tgBl_fns *bl = is_c_contig(C) && m <= INT32_MAX && nn <= INT32_MAX && all_finite(U) && all_finite(V)
+                             ? tgBl_get(NULL) : NULL;
+    if (bl) {
+        tgI_arr tu, tv;
+        char *fu = NULL, *fv = NULL;
+        int iu = 1, iv = 1;
+        const tgI_arr *x = vec_arg(U, d, &tu, &fu, &iu), *y = x ? vec_arg(V, d, &tv, &fv, &iv) : NULL;
+        if (y && d == TG_FLOAT64)
+            bl->dger(CblasRowMajor, (int)m, (int)nn, 1.0, (const double *)x->data, iu, (const double *)y->data, iv,
+                     (double *)C->data, (int)nn);
+        else if (y)
+            bl->sger(CblasRowMajor, (int)m, (int)nn, 1.0f, (const float *)x->data, iu, (const float *)y->data, iv,
+                     (float *)C->data, (int)nn);
+        free(fu), free(fv);
+        return y ? 0 : (tgE_nomem(err), -1);
+    }
+    for (int64_t i = 0; i < m; i++) {
+        double ui = tgI_ld_f(U->data + i * U->strides[0], U->dtype);
+        for (int64_t j = 0; j < nn; j++) {
+            char *p = C->data + i * C->strides[0] + j * C->strides[1];
+            double prod = ui * tgI_ld_f(V->data + j * V->strides[0], V->dtype);
+            reg r;
+            r.f = tgI_ld_f(p, d) + (d == TG_FLOAT32 ? (double)(float)prod : prod);
+            st_elem(p, d, r);
+        }
+    }
+    return 0;
+}
+
 static int run_dot(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
 {
+    if (s->g->nodes[v].op == TGV_GEMM && s->g->nodes[s->g->nodes[v].args[0]].ndim == 1)
+        return run_ger(s, st, v, err);
     const tgV_node *n = &s->g->nodes[v];
     const tgI_arr *A = &st->vals[n->args[0]], *B = &st->vals[n->args[1]], *C = &st->vals[v];
     tg_dtype d = n->dtype;

@@ -18,6 +18,7 @@
 #include "scan.h"
 #include "arrange.h"
 #include "index.h"
+#include "scan_dot.h"
 #include "random.h"
 
 /* ---- reading the term -------------------------------------------------- */
@@ -1227,6 +1228,21 @@ static int param_result(const tgSc_scan *sc, int r)
     return n->input;
 }
 
+/* A GEMM step of two vectors (a rank-one update, C + u v^T) of floats,
+ * C of the result's shape, compiles. */
+static bool ger_ok(const tgSc_scan *sc, int v)
+{
+    const tgV_node *n = &sc->ig->nodes[v];
+    if (n->nargs != 3 || !tgV_is_float(n->dtype))
+        return false;
+    for (int i = 0; i < 3; i++) {
+        const tgV_node *a = &sc->ig->nodes[n->args[i]];
+        if (a->dtype != n->dtype || a->op == TGV_CONST || a->ndim != (i < 2 ? 1 : 2) || !operand_ok(sc, n->args[i]))
+            return false;
+    }
+    return same_shape(&sc->ig->nodes[n->args[2]], n) && operand_ok(sc, v);
+}
+
 bool tgSc_compiles(const tgH_sched *s, int k)
 {
     const tgSc_scan *sc = s->g->nodes[s->steps[k].node].scan;
@@ -1255,7 +1271,7 @@ bool tgSc_compiles(const tgH_sched *s, int k)
                 !operand_ok(sc, n->args[0]) || !operand_ok(sc, n->args[1]) || !operand_ok(sc, st->node) ||
                 a->op == TGV_CONST || b->op == TGV_CONST)
                 return false;
-        } else {
+        } else if (st->kind != TGH_GEMM || !ger_ok(sc, st->node)) {
             return false;
         }
     }
@@ -1416,6 +1432,7 @@ static void put_dot_block(tgB_buf *b, const tgSc_scan *sc, const tgH_step *st)
     tgB_puts(b, ", nn = ");
     put_size(b, B->ndim == 2 ? B->shape[1] : 1);
     tgB_puts(b, ";\n     (void)m, (void)nn;\n");
+    tgSd_put_inline(b, A->ndim, B->ndim, T);     /* small: inline, else BLAS */
     if (A->ndim == 2 && B->ndim == 1)
         tgB_printf(b, "     ((tgk_gemv_%s)fp[%d])(101, 111, (int)m, (int)k, 1, (const %s *)a, (int)(k > 1 ? k : 1),"
                       " (const %s *)bb, 1, 0, (%s *)c, 1);\n", T, f64 ? 0 : 1, T, T, T);
@@ -1432,6 +1449,30 @@ static void put_dot_block(tgB_buf *b, const tgSc_scan *sc, const tgH_step *st)
     int o = carried_res(sc, out_of(sc, st->node));
     if (o >= 0)
         tgB_printf(b, "     x%d = *(%s *)c;\n", o, T);
+    tgB_puts(b, "    }\n");
+}
+
+/* C + u v^T (ger_ok): C copied into the result unless it is there, then
+ * the update, inline or BLAS ger (tgSd_put_ger). */
+static void put_ger_block(tgB_buf *b, const tgSc_scan *sc, const tgH_step *st)
+{
+    const tgV_node *n = &sc->ig->nodes[st->node];
+    bool f64 = n->dtype == TG_FLOAT64;
+    tgB_puts(b, "    {\n     char *u = ");
+    put_ptr(b, sc, n->args[0]);
+    tgB_puts(b, ", *vv = ");
+    put_ptr(b, sc, n->args[1]);
+    tgB_puts(b, ", *cin = ");
+    put_ptr(b, sc, n->args[2]);
+    tgB_puts(b, ", *c = ");
+    put_ptr(b, sc, st->node);
+    tgB_puts(b, ";\n     int64_t m = ");
+    put_size(b, n->shape[0]);
+    tgB_puts(b, ", nn = ");
+    put_size(b, n->shape[1]);
+    tgB_printf(b, ";\n     if (c != cin)\n      __builtin_memcpy(c, cin, (unsigned long)(m * nn) * sizeof(%s));\n",
+               f64 ? "double" : "float");
+    tgSd_put_ger(b, f64 ? "double" : "float", f64 ? 6 : 7);
     tgB_puts(b, "    }\n");
 }
 
@@ -1583,6 +1624,7 @@ void tgSc_source(tgB_buf *b, const tgH_sched *s, int k)
                 " const float *, int, float, float *, int);\n"
                 "typedef double (*tgk_dot_double)(int, const double *, int, const double *, int);\n"
                 "typedef float (*tgk_dot_float)(int, const float *, int, const float *, int);\n");
+    tgSd_put_defs(b);
     tgB_printf(b, "\nint64_t tgk_scan%d(int64_t n, char *const *P, const int64_t *R, const int64_t *z,"
                   " tgk_blas_fn const *fp)\n{\n  (void)z, (void)fp, (void)R;\n", k);
     /* the values before step 0 of the carried outputs */
@@ -1600,7 +1642,10 @@ void tgSc_source(tgB_buf *b, const tgH_sched *s, int k)
         }
         tgB_printf(b, "  %s x%d = 0;\n", tgV_is_float(d) ? "double" : "int64_t", o);
     }
-    tgB_puts(b, "  int64_t t;\n  for (t = 0; t < n; t++) {\n");
+    /* blocks of POLL_STEPS steps, the interrupt flag read between them:
+     * the inner loop has no test of its own for it */
+    tgB_printf(b, "  int64_t t = 0;\n  while (t < n) {\n   const int64_t tend = n - t > %d ? t + %d : n;\n"
+                  "   for (; t < tend; t++) {\n", POLL_STEPS, POLL_STEPS);
     for (int i = 0; i < sc->nseq; i++)
         tgB_printf(b, "    char *p%d = P[%d] + (%s) * R[%d];\n", i, i, sc->backwards ? "n - 1 - t" : "t", i);
     for (int o = 0; o < sc->nout; o++) {
@@ -1635,6 +1680,8 @@ void tgSc_source(tgB_buf *b, const tgH_sched *s, int k)
             put_loop_block(b, sc, st);
         else if (st->kind == TGH_REDUCE)
             put_reduce_block(b, sc, st);
+        else if (st->kind == TGH_GEMM)
+            put_ger_block(b, sc, st);
         else
             put_dot_block(b, sc, st);
     }
@@ -1665,13 +1712,16 @@ void tgSc_source(tgB_buf *b, const tgH_sched *s, int k)
         snprintf(ptr, sizeof ptr, "P[%d]", p_cond(sc));
         tgB_puts(b, "    if (");
         put_load(b, ig->nodes[sc->cond].dtype, ptr);
-        tgB_puts(b, " != 0) {\n      t++;\n      break;\n    }\n");
+        tgB_puts(b, " != 0) {\n      t++;\n      goto tgk_done;\n    }\n");
     }
-    /* Ctrl-C: a load and a test every POLL_STEPS steps, where the step
-     * itself is a few dozen instructions at least */
-    tgB_printf(b, "    if ((t & %d) == %d && *(volatile int *)(void *)P[%d]) {\n      t++;\n      break;\n    }\n",
-               POLL_STEPS - 1, POLL_STEPS - 1, p_intr(sc));
-    tgB_puts(b, "  }\n  return t;\n}\n");
+    /* Ctrl-C: a load and a test every POLL_STEPS steps, outside the
+     * step loop (-DTGK_NO_POLL in the flags leaves it out: for measuring
+     * its cost, doc/scan.md) */
+    tgB_printf(b, "   }\n#ifndef TGK_NO_POLL\n   if (*(volatile int *)(void *)P[%d])\n    break;\n#endif\n  }\n",
+               p_intr(sc));
+    if (sc->until)
+        tgB_puts(b, "tgk_done:\n");
+    tgB_puts(b, "  return t;\n}\n");
 }
 
 /* Are the trailing ndim axes (shape, strides) C-contiguous? */
@@ -1744,13 +1794,13 @@ static int64_t run_native(const tgH_sched *s, tgI_state *st, const tgH_step *ste
     P[p_cond(sc)] = (char *)ss->cond;
     static volatile sig_atomic_t never;     /* a state made without tgI_init */
     P[p_intr(sc)] = (char *)(void *)(st->intrp ? st->intrp : &never);
-    blas_fn blas[6] = {NULL};
+    blas_fn blas[8] = {NULL};
     if (uses_blas(sc->is)) {    /* else OpenBLAS need not be loaded at all */
         const tgBl_fns *f = tgBl_get(NULL);
         if (!f)
             return -1;      /* the interpreter's dot then reports why */
-        blas_fn t[6] = {(blas_fn)f->dgemv, (blas_fn)f->sgemv, (blas_fn)f->dgemm,
-                        (blas_fn)f->sgemm, (blas_fn)f->ddot, (blas_fn)f->sdot};
+        blas_fn t[8] = {(blas_fn)f->dgemv, (blas_fn)f->sgemv, (blas_fn)f->dgemm, (blas_fn)f->sgemm,
+                        (blas_fn)f->ddot, (blas_fn)f->sdot, (blas_fn)f->dger, (blas_fn)f->sger};
         memcpy(blas, t, sizeof blas);
     }
     return fn(n, P, R, ss->in.symv, blas);

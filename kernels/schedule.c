@@ -130,6 +130,65 @@ static int fuse_gemm(tgV_graph *g)
     return 0;
 }
 
+/* Node a as (dimshuffle V (0 x)) (col) or (dimshuffle V (x 0)) (!col)
+ * of a vector V of a's dtype: V, else -1. */
+static int outer_side(const tgV_graph *g, int a, bool col)
+{
+    const tgV_node *n = &g->nodes[a];
+    if (n->op != TGV_DIMSHUFFLE || n->ndim != 2)
+        return -1;
+    const tgV_node *v = &g->nodes[n->args[0]];
+    if (v->ndim != 1 || v->dtype != n->dtype)
+        return -1;
+    bool ok = col ? n->perm[0] == 0 && n->perm[1] == -1 : n->perm[0] == -1 && n->perm[1] == 0;
+    return ok ? n->args[0] : -1;
+}
+
+/* Rewrite (add C (mul (dimshuffle U (0 x)) (dimshuffle V (x 0)))), in
+ * any order, into a GEMM node of the two vectors (args U V C, no
+ * scalars): C + U V^T, a rank-one update (BLAS ger) that never makes the
+ * product, when the product is used nowhere else.  An outer product
+ * accumulated per step in a scan (a weight's gradient not pushed out of
+ * the loop) is this. */
+static int fuse_ger(tgV_graph *g)
+{
+    int *users = ints((size_t)g->n, 0);
+    if (!users)
+        return -1;
+    for (int v = 0; v < g->n; v++)
+        for (int i = 0; i < g->nodes[v].nargs; i++)
+            users[g->nodes[v].args[i]]++;
+    for (int i = 0; i < g->noutputs; i++)
+        users[g->outputs[i]] += 2;
+    for (int v = 0; v < g->n; v++) {
+        tgV_node *n = &g->nodes[v];
+        if (n->op != TGV_ADD || n->nargs != 2 || !tgV_is_float(n->dtype) || n->ndim != 2 || n->dead)
+            continue;
+        for (int w = 0; w < 2; w++) {
+            int t = n->args[w], c = n->args[1 - w], u = -1, x = -1, q;
+            const tgV_node *tn = &g->nodes[t];
+            if (tn->op != TGV_MUL || tn->nargs != 2 || users[t] != 1 || tn->dtype != n->dtype ||
+                !same_shape(tn, n) || g->nodes[c].dtype != n->dtype)
+                continue;
+            for (q = 0; q < 2 && (u < 0 || x < 0); q++)
+                u = outer_side(g, tn->args[q], true), x = outer_side(g, tn->args[1 - q], false);
+            if (u < 0 || x < 0)
+                continue;
+            int *args = GC_MALLOC_ATOMIC(3 * sizeof *args);
+            if (!args)
+                return -1;
+            for (int i = 0; i < 2; i++)
+                if (users[tn->args[i]] == 1)
+                    g->nodes[tn->args[i]].dead = true;
+            g->nodes[t].dead = true;
+            args[0] = u, args[1] = x, args[2] = c;
+            n->op = TGV_GEMM, n->args = args, n->nargs = 3, n->nalpha = 0;
+            break;
+        }
+    }
+    return 0;
+}
+
 static bool is_reduction(tgV_op op) { return op >= TGV_SUM && op <= TGV_MEAN; }
 
 /* Whether a reduction of node a can be accumulated in the loop computing
@@ -452,7 +511,7 @@ tgH_sched *tgH_schedule(tgV_graph *g, const unsigned char *kept, tg_error *err)
     if (!s || !unit || !level)
         return tgE_nomem(err), NULL;
     s->g = g;
-    if (mark_unused(g) < 0 || fuse_gemm(g) < 0)
+    if (mark_unused(g) < 0 || fuse_gemm(g) < 0 || fuse_ger(g) < 0)
         return tgE_nomem(err), NULL;
     int nu = assign_units(g, unit, level);
     int *order = nu >= 0 ? ints((size_t)nu, -1) : NULL;
@@ -544,9 +603,11 @@ static void put_op(const tgH_sched *s, tgB_buf *b, int v)
         tgB_puts(b, "))");
         return;
     }
+    /* a rank-one update (fuse_ger): (ger U V C), C + U V^T */
+    bool ger = n->op == TGV_GEMM && s->g->nodes[n->args[0]].ndim == 1;
     tgB_putc(b, '(');
     put_name(s, b, v);
-    tgB_printf(b, " (%s", tgV_node_op_name(n));
+    tgB_printf(b, " (%s", ger ? "ger" : tgV_node_op_name(n));
     if (n->op == TGV_CAST)
         tgB_printf(b, " %s", tgV_dtype_name(n->dtype));
     if (n->op == TGV_RANDOM)
@@ -559,7 +620,7 @@ static void put_op(const tgH_sched *s, tgB_buf *b, int v)
         tgB_putc(b, ' ');
         put_name(s, b, n->args[i]);
     }
-    if (n->op == TGV_GEMM)
+    if (n->op == TGV_GEMM && !ger)
         tgB_puts(b, n->nargs == 3 ? " (alpha) (beta)" : n->nargs == 3 + n->nalpha ? ") (beta)" : ")");
     if (n->op >= TGV_SUM && n->op <= TGV_MEAN) {
         tgB_puts(b, " (");
@@ -617,7 +678,8 @@ tg_term *tgH_term(const tgH_sched *s, tg_error *err)
                                         "update"};
     for (int k = 0; k < s->nsteps; k++) {
         const tgH_step *st = &s->steps[k];
-        tgB_printf(&b, "\n  (%s", kinds[st->kind]);
+        bool ger = st->kind == TGH_GEMM && g->nodes[g->nodes[st->node].args[0]].ndim == 1;
+        tgB_printf(&b, "\n  (%s", ger ? "ger" : kinds[st->kind]);
         if (st->kind == TGH_SCAN) {
             tgSc_put_step(&b, s, k);
         } else if (st->kind == TGH_LOOP) {
