@@ -22,22 +22,25 @@ tg_term tgW_memo_open_obj;
 #define COST_SHIFT 44
 #define COST_MAX ((1ull << (64 - COST_SHIFT)) - 1)
 
-#define FIRST_CHECK 4096    /* lookups of an op before it may be dropped */
+/* An op is judged when its reductions (see judge) reach FIRST_CHECK and
+ * each doubling after: it is dropped when its hits saved fewer than one
+ * rewrite per SAVE_RATIO lookups. */
+#define FIRST_CHECK 256
 #define SAVE_RATIO 8
 
-/* The most slots the table grows to (40 bytes each: 40 MB) before it
- * evicts instead: where calls keep coming that are never met again, an
+/* The table's bound in bytes: past it the table evicts instead of
+ * growing.  Where calls keep coming that are never met again, an
  * unbounded table kept every normal form alive and made each collection
  * mark them all (GBs, and runs many times slower than without memo).
+ * At the bound's last growth the old table (half the bound) and the new
+ * one live together, so memo's own peak is 1.5 times the bound: 60 MB,
+ * within the 64 MB beyond twice plain's memory that memo may take.
  * Not less: quicksort1000 needs more than 2^19 entries, and cut at
  * 2^18 or 2^19 slots it recomputed what it had dropped (60 times the
  * time of the unbounded table).
  * It grows past this only to hold its open calls. */
-#define CAP_MAX ((size_t)1 << 20)
-/* ... unless more than a quarter of its entries were found again since
- * the last cut: such a table pays (quicksort1000, cut at CAP_MAX, ran
- * 60 times slower), and grows on up to this many slots (160 MB). */
-#define CAP_HARD ((size_t)1 << 22)
+#define MEMO_BYTES ((size_t)40 << 20)
+#define CAP_MAX (MEMO_BYTES / sizeof(tgW_mentry))
 
 static inline size_t home(uint32_t h, size_t cap)
 {
@@ -93,22 +96,19 @@ static inline int keeps(const tgW_mentry *o, int evict, size_t *budget)
  * slots follow their entries. */
 static int grow(tgW_memo *m)
 {
-    size_t cap = m->cap ? 2 * m->cap : 1024, nopen = 0, nhit = 0, budget = 0;
+    size_t cap = m->cap ? 2 * m->cap : 1024, nopen = 0, budget = 0;
     int evict = m->cap >= CAP_MAX;
+    if (cap > CAP_MAX && !evict)
+        cap = CAP_MAX;
     if (evict) {
-        for (size_t i = 0; i < m->cap; i++) {
+        for (size_t i = 0; i < m->cap; i++)
             nopen += m->e[i].meta && m->e[i].nf == TGW_MEMO_OPEN;
-            nhit += m->e[i].meta && (m->e[i].meta & M_HIT);
-        }
-        evict = 4 * nhit <= m->n || m->cap >= CAP_HARD;
-    }
-    if (evict) {
         budget = 4 * nopen < CAP_MAX ? CAP_MAX / 4 - nopen : 0;
         for (cap = CAP_MAX; cap < 4 * nopen; cap *= 2)
             ;
         m->cuts++;
     }
-    tgW_mentry *e = GC_MALLOC(cap * sizeof *e);
+    tgW_mentry *e = tgW_scratch_alloc(cap * sizeof *e);
     if (!e)
         return -1;
     size_t n = 0;
@@ -127,6 +127,7 @@ static int grow(tgW_memo *m)
     }
     for (size_t k = 0; k < m->nopen; k++)
         m->open[k].slot = (size_t)(uintptr_t)m->e[m->open[k].slot].head;
+    tgW_scratch_free(m->e, m->cap * sizeof *m->e);
     m->e = e;
     m->cap = cap;
     m->n = n;
@@ -246,16 +247,24 @@ static void forget(tgW_memo *m, tg_term *head)
     }
 }
 
-/* After a lookup of an op still remembered: drop it when its hits have
- * saved fewer than one rewrite per SAVE_RATIO lookups.  Lenient: where
- * calls share suffixes (comparisons of Peano numbers) the first hits
- * save little and the later ones whole chains: quicksort's split, get
- * and append find nothing again in their first 256 calls, and dropping
- * them then made quicksort1000 12 times slower than judging at 4096. */
+/* After a reduction of an op still remembered (a run of its calls
+ * closed with one normal form, or a call passed): drop the op when its
+ * hits have saved fewer than one rewrite per SAVE_RATIO lookups, judged
+ * at FIRST_CHECK reductions and each doubling.
+ *
+ * Judged on reductions, not on lookups: a recursive op opens hundreds of
+ * calls before the first one closes and can be found again (fibonacci,
+ * quicksort's split), and judged on those lookups it looked useless.  A
+ * run of calls closed at once with one normal form (a tail chain: a
+ * Peano comparison (st (s x) (s y)) -> (st x y) closes its whole chain
+ * when it ends) counts once: quicksort's comparisons are each made twice
+ * (a condition, then `get`), so a chain is found again just after it
+ * closes and saves its length, and counted per call the first chain of
+ * 999 calls had the op dropped before its first hit. */
 static void judge(tgW_memo *m, tgW_mstat *st, tg_term *head)
 {
-    uint64_t k = ++st->lookups;
-    if (k >= FIRST_CHECK && !(k & (k - 1)) && st->saved * SAVE_RATIO < k) {
+    uint64_t k = ++st->closed;
+    if (k >= FIRST_CHECK && !(k & (k - 1)) && st->saved * SAVE_RATIO < st->lookups) {
         st->dropped = 1;
         if (head)
             forget(m, head);
@@ -295,16 +304,16 @@ size_t tgW_memo_enter(tgW_memo *m, tg_ctx *ctx, uint32_t op, tg_term *head, int 
             if ((*nf = e->nf)) {
                 e->meta |= M_HIT;
                 if (counted) {
+                    st->lookups++;
                     st->saved += e->meta >> COST_SHIFT;
-                    judge(m, st, sym);
                 }
                 return i;
             }
             break;
         }
     }
-    if (counted)
-        judge(m, st, sym);
+    (void)sym;
+    st->lookups += counted;
     if (open_push(m, i, op, rewrites) < 0)
         return (size_t)-1;
     m->e[i].nf = TGW_MEMO_OPEN;
@@ -317,8 +326,10 @@ void tgW_memo_pass(tgW_memo *m, uint32_t op, tg_term *head, int atom, uint32_t n
     tgW_mstat *st = stat_of(m, op);
     if (!st)
         return;     /* the counts only steer the drop heuristics */
-    if (!st->dropped)
+    if (!st->dropped) {
+        st->lookups++;
         judge(m, st, head);
+    }
     else if (n > TGW_MEMO_INLINE)
         m->skipped++;   /* no watch on it: a call that is its own normal form is on no cycle */
     else
@@ -331,6 +342,9 @@ void tgW_memo_close(tgW_memo *m, size_t from, tg_term *nf, unsigned long long re
         tgW_mentry *e = &m->e[m->open[k].slot];
         unsigned long long cost = rewrites - m->open[k].start;
         uint32_t op = m->open[k].op;
+        /* one reduction per run of calls of an op closed here (judge) */
+        if (nf && op < m->nstat && !m->stat[op].dropped && (k == from || m->open[k - 1].op != op))
+            judge(m, &m->stat[op], e->meta & M_WHOLE ? NULL : e->head);
         /* a dropped op's normal forms and keys are not kept (see forget;
          * a call of more arguments is keyed by its term, kept until the
          * next growth or cut) */
@@ -358,6 +372,7 @@ tg_term *tgW_memo_key(const tgW_memo *m, tg_ctx *ctx, size_t slot)
 
 void tgW_memo_clear(tgW_memo *m)
 {
+    tgW_scratch_free(m->e, m->cap * sizeof *m->e);
     memset(m, 0, sizeof *m);
     m->watch_n = UINT32_MAX;
 }

@@ -13,8 +13,10 @@
  * normal form alive; where calls never repeat (a Peano addition, a list
  * copy) that is all loss.  So each op's lookups and the rewrites its hits
  * saved are counted, and an op whose hits saved fewer than one rewrite
- * per 8 lookups (checked at 4096 lookups and each doubling) is dropped:
- * its calls are no longer remembered for the rest of the normalization.
+ * per 8 lookups (judged at its 256th reduction and each doubling, a
+ * reduction being a run of its calls closed at once with one normal
+ * form, see memo.c) is dropped: its calls are no longer remembered for
+ * the rest of the normalization.
  * Cycles through dropped ops are still found, Brent's way: every 2^k-th
  * call of a dropped op is remembered as usual and watched, and a call of
  * a dropped op equal to the watched one is looked up; a cycle of length
@@ -25,7 +27,9 @@
  * their watched call is compared by a hash of its arguments, then by
  * its term.
  *
- * The table is bounded: at its largest size (memo.c, CAP_MAX) it keeps,
+ * The table lies outside the collector's heap (a root, see
+ * tgW_scratch_alloc) and is freed when the normalization ends; it is
+ * bounded: at its largest size (memo.c, CAP_MAX) it keeps,
  * when it is full, only its open calls and those found again since the
  * previous cut, and makes room for new ones by dropping the rest.
  */
@@ -56,11 +60,12 @@ typedef struct tgW_mopen {
 /* What remembering the calls of one op gave. */
 typedef struct tgW_mstat {
     uint64_t lookups, saved;
+    uint64_t closed;    /* reductions (memo.c, judge) */
     int dropped;
 } tgW_mstat;
 
 typedef struct tgW_memo {
-    tgW_mentry *e;      /* collector memory: keys and normal forms stay alive */
+    tgW_mentry *e;      /* a collector root (tgW_scratch_alloc): keys and normal forms stay alive */
     size_t cap, n;
     tgW_mopen *open;    /* collector memory */
     size_t nopen, capopen;

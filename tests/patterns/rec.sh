@@ -4,7 +4,9 @@
 # well under a second in Maude), memo off and on; a TAP line per run, ok
 # when bench/rec verified every normal form.  The benchmark files come from
 # $TGREL_REC_DIR, else ../shared/bench/rec beside the source tree; the
-# whole test is skipped when there are none.
+# whole test is skipped when there are none.  The project's own cases of
+# many distinct calls (bench/rec-extra: a sieve, a prime count, a sum of
+# three Peano numbers), which memo drops ops on, are run alike.
 
 top_builddir=${top_builddir:-.}
 REC=${REC:-$top_builddir/bench/rec}
@@ -19,7 +21,8 @@ names="calls check1 check2 confluence empty garbagecollection order revelt
     fibonacci05 fibonacci18 factorial5 factorial6 factorial7 bubblesort10
     bubblesort20 bubblesort100 quicksort10 quicksort100 mergesort10 mergesort100
     revnat100 benchexpr10 benchsym10 benchtree10 natlist oddeven merge closure
-    dart fibfree logic3 missionaries2 missionaries3"
+    dart fibfree logic3 missionaries2 missionaries3
+    sieve100 primecount100 add3"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tgrel-rec.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -29,14 +32,16 @@ for name in $names; do
     for memo in "" --memo; do
         n=$((n + 1))
         desc="$name${memo:+ (memo)}"
-        if [ ! -f "$dir/$name.txt" ]; then
+        file=$dir/$name.txt
+        [ -f "$file" ] || file=${srcdir:-.}/bench/rec-extra/$name.txt
+        if [ ! -f "$file" ]; then
             echo "ok $n - $desc # SKIP no $name.txt"
             continue
         fi
         if command -v timeout >/dev/null 2>&1; then
-            timeout "$limit" "$REC" $memo "$dir/$name.txt" >"$tmp/out" 2>"$tmp/err"
+            timeout "$limit" "$REC" $memo "$file" >"$tmp/out" 2>"$tmp/err"
         else
-            "$REC" $memo "$dir/$name.txt" >"$tmp/out" 2>"$tmp/err"
+            "$REC" $memo "$file" >"$tmp/out" 2>"$tmp/err"
         fi
         status=$?
         if [ $status = 0 ] && grep -q '"ok":true' "$tmp/out"; then
