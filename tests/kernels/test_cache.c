@@ -558,6 +558,98 @@ static void test_cpu_key(void)
         dlclose(so);
 }
 
+/* ---- a source in units, compiled in parallel --------------------------- */
+
+/* A prelude and units: u0 .. u4 return twice their number, and unit
+ * *(int *)ud (when 0..4) has a syntax error. */
+static char *unit_source(void *ud, size_t *len)
+{
+    int bad = *(int *)ud;
+    char *s = malloc(4096);
+    if (!s)
+        return NULL;
+    int n = snprintf(s, 4096, "static int twice(int x) { return 2 * x; }\n");
+    for (int u = 0; u < 5; u++)
+        n += snprintf(s + n, 4096 - (size_t)n, "\n" TGZ_UNIT "int u%d(void) { return twice(%d)%s }\n", u, u,
+                      u == bad ? "" : ";");
+    *len = (size_t)n;
+    return s;
+}
+
+/* The compiler invocations a wrapper logged: those with -c, and all. */
+static int logged(const char *log, int *compiles)
+{
+    FILE *f = fopen(log, "r");
+    char line[8192];
+    int all = 0;
+    *compiles = 0;
+    while (f && fgets(line, sizeof line, f))
+        all++, *compiles += strstr(line, " -c ") != NULL;
+    if (f)
+        fclose(f);
+    return all;
+}
+
+/* The units of a source are compiled apart ($TGREL_CC_JOBS of them at
+ * once) and linked: the functions all there and right; one compile when
+ * TGREL_CC_JOBS=1; a unit that does not compile fails the whole, with the
+ * compiler's message; no temporary file is left. */
+static void test_units(void)
+{
+    char wrap[700], log[700];
+    snprintf(wrap, sizeof wrap, "%s/cc-wrap.sh", dir);
+    snprintf(log, sizeof log, "%s/cc-wrap.log", dir);
+    FILE *f = fopen(wrap, "w");
+    if (f) {
+        fprintf(f, "#!/bin/sh\necho \" $*\" >> '%s'\nexec cc \"$@\"\n", log);
+        fclose(f);
+    }
+    TAP_CHECK(f && chmod(wrap, 0755) == 0, "a compiler wrapper that logs its calls");
+    static const struct { const char *jobs; int compiles, calls; } ways[] = {{"3", 3, 4}, {"1", 0, 1}};
+    for (int w = 0; w < 2; w++) {
+        setenv("TGREL_CC_JOBS", ways[w].jobs, 1);
+        unlink(log);
+        int bad = -1, hit, why, ok = 1, compiles;
+        tg_error err;
+        const char *kt = w ? "units, one job" : "units, three jobs";
+        void *so = tgZ_load(kt, strlen(kt), unit_source, &bad, wrap, "-O1", &hit, &why, &err);
+        for (int u = 0; so && ok && u < 5; u++) {
+            char name[8];
+            snprintf(name, sizeof name, "u%d", u);
+            void *p = dlsym(so, name);
+            int (*fn)(void);
+            memcpy(&fn, &p, sizeof fn);
+            ok = p && fn() == 2 * u;
+        }
+        TAP_CHECK(so && !hit && ok, "TGREL_CC_JOBS=%s: five units compiled, each function right", ways[w].jobs);
+        int calls = logged(log, &compiles);
+        TAP_CHECK(calls == ways[w].calls && compiles == ways[w].compiles,
+                  "TGREL_CC_JOBS=%s: %d compiles and %d calls in all (want %d, %d)", ways[w].jobs, compiles, calls,
+                  ways[w].compiles, ways[w].calls);
+        if (so)
+            dlclose(so);
+        bad = 3;
+        kt = w ? "a bad unit, one job" : "a bad unit, three jobs";
+        so = tgZ_load(kt, strlen(kt), unit_source, &bad, wrap, "-O1", &hit, &why, &err);
+        TAP_CHECK(!so && why == TGQ_FAILED && strstr(err.message, "failed (status 1)") && strstr(err.message, "u3"),
+                  "TGREL_CC_JOBS=%s: a unit with an error fails the whole: %s", ways[w].jobs, so ? "" : err.message);
+        if (so)
+            dlclose(so);
+    }
+    unsetenv("TGREL_CC_JOBS");
+    unlink(wrap), unlink(log);
+    DIR *d = opendir(dir);
+    int stray = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        const char *dot = strrchr(de->d_name, '.');
+        stray += dot && (!strcmp(dot, ".c") || !strcmp(dot, ".o") || !strcmp(dot, ".log") || !strcmp(dot, ".lock"));
+    }
+    if (d)
+        closedir(d);
+    TAP_EQ_INT(stray, 0, "no source, object, log or lock file left");
+}
+
 /* The text of rewritten terms reads back to the same pointers: every
  * kind of atom, improper lists, a DAG of 2^60 paths in linear text, a
  * term 200000 deep (no recursion); damaged text is refused. */
@@ -708,6 +800,7 @@ int main(void)
     test_c_unversioned();
     test_changed_in_place();
     test_grad_key();
+    test_units();
     test_cpu_key();
     test_term_text();
 
