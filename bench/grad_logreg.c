@@ -5,8 +5,8 @@
  * outputs loss, d loss/dw and d loss/db, written with (grad COST WRT) and
  * rewritten by the rule library's default rewriter.  It prints:
  * - the compile times: cold (the C compiler included, an empty cache;
- *   the loops compiled in parallel, the default, and by one compiler,
- *   TGREL_CC_JOBS=1), again in the same process, and warm in a new
+ *   the loops on two compilers at once and on one, TGREL_CC_JOBS=2 and
+ *   1, alternated), again in the same process, and warm in a new
  *   process from the disk cache; beside them the floors of a cold
  *   compile on this machine (starting a process, the C compiler on an
  *   empty file, tgrel's cold compile of one loop);
@@ -252,8 +252,7 @@ static void lr_compile_times(const char *dir)
     for (int r = 0; r < 2 * R; r++) {   /* each cold compile in a cache of its own, alternated */
         snprintf(cdir, sizeof cdir, "%s/logreg-cache-%d", dir, r);
         setenv("TGREL_CACHE_DIR", cdir, 1);
-        if (r % 2)
-            setenv("TGREL_CC_JOBS", "1", 1);
+        setenv("TGREL_CC_JOBS", r % 2 ? "1" : "2", 1);
         compile_in_child(1, 0, d);
         unsetenv("TGREL_CC_JOBS");
         if (r % 2)
@@ -295,8 +294,9 @@ static void lr_compile_times(const char *dir)
            "\"pytensor_2_34\": {\"cold_ms\": 5500, \"warm_new_process_ms\": 550, \"again_in_process_ms\": 92}, "
            "\"floors\": {\"process_start_ms\": %.2f, \"cc_empty_file_ms\": %.1f, \"cc_empty_file_cpu_ms\": %.1f, "
            "\"tgrel_cold_one_loop_ms\": %.1f}, "
-           "\"loadavg_1min\": %.1f, \"clock\": \"cold: wall, and cpu of this thread and the C compiler (the default "
-           "parallel compile of the loops, and TGREL_CC_JOBS=1 alternated with it); warm: thread cpu, and wall; "
+           "\"loadavg_1min\": %.1f, \"clock\": \"cold: wall, and cpu of this thread and the C compiler (the loops on "
+           "two compilers, TGREL_CC_JOBS=2, alternated with one, TGREL_CC_JOBS=1: the default takes two when "
+           "a processor is idle); warm: thread cpu, and wall; "
            "floors: wall; medians of %d new processes, the library's rules loaded before\"}\n",
            bench_median(cold, R), bench_median(cold_cpu, R), bench_median(serial, R), bench_median(serial_cpu, R),
            bench_median(warm, R), bench_median(warm_wall, R), bench_median(again, R), bench_median(load, R), start,
