@@ -4,9 +4,12 @@
  *   loss = mean(-y log p - (1-y) log(1-p)) + 0.01 sum(w^2),
  * outputs loss, d loss/dw and d loss/db, written with (grad COST WRT) and
  * rewritten by the rule library's default rewriter.  It prints:
- * - the compile times: cold (the C compiler included, an empty cache),
- *   again in the same process, and warm in a new process from the disk
- *   cache;
+ * - the compile times: cold (the C compiler included, an empty cache;
+ *   the loops on two compilers at once and on one, TGREL_CC_JOBS=2 and
+ *   1, alternated), again in the same process, and warm in a new
+ *   process from the disk cache; beside them the floors of a cold
+ *   compile on this machine (starting a process, the C compiler on an
+ *   empty file, tgrel's cold compile of one loop);
  * - the size of the rewritten graph (op nodes, and the schedule's steps)
  *   beside PyTensor 2.34's count for the same function;
  * - a call at N = 10^5, F = 100 against numpy computing the same loss and
@@ -157,11 +160,22 @@ static double children_cpu_ms(void)
            (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-3;
 }
 
+/* The smallest function with a compiled loop: one elementwise add (the
+ * floor of a cold compile through tgrel: the C compiler on the prelude
+ * and one loop). */
+static tg_fn *one_loop(tg_ctx *ctx)
+{
+    tg_error err;
+    tg_term *x = tg_read_cstr(ctx, "(input x float64 (n))", &err);
+    tg_term *o = tg_read_cstr(ctx, "(add (input x float64 (n)) 1)", &err);
+    return x && o ? tg_fn_compile(ctx, 1, &x, 1, &o, NULL, &err) : NULL;
+}
+
 /* A child process: a new context, the library loaded, then the compile
- * timed: d[0] in thread CPU time, plus (cold) the CPU time of the C
- * compiler's processes, and d[1] on the wall clock.  -1 on a failure or
- * an interpreted result. */
-static void compile_in_child(int cold, double d[2])
+ * (the logistic regression, or one_loop when tiny) timed: d[0] in thread
+ * CPU time, plus (cold) the CPU time of the C compiler's processes, and
+ * d[1] on the wall clock.  -1 on a failure or an interpreted result. */
+static void compile_in_child(int cold, int tiny, double d[2])
 {
     int p[2];
     d[0] = d[1] = -1;
@@ -173,7 +187,7 @@ static void compile_in_child(int cold, double d[2])
         tg_ctx *c = tg_ctx_new(&err);
         tg_rules *rs = c ? library(c) : NULL;
         double w0 = bench_now_ms(), t0 = bench_thread_cpu_ms(), c0 = children_cpu_ms();
-        tg_fn *f = rs ? lr_compile(c, rs, 0) : NULL;
+        tg_fn *f = !rs ? NULL : tiny ? one_loop(c) : lr_compile(c, rs, 0);
         if (f && tg_fn_native(f)) {
             d[0] = bench_thread_cpu_ms() - t0 + (cold ? children_cpu_ms() - c0 : 0);
             d[1] = bench_now_ms() - w0;
@@ -187,20 +201,71 @@ static void compile_in_child(int cold, double d[2])
     waitpid(pid, NULL, 0);
 }
 
+/* The wall and CPU time (its own and its children's) of a command run
+ * through the shell: *wall and *cpu, medians of R runs. */
+static void command_ms(const char *cmd, int runs, double *wall, double *cpu)
+{
+    double w[9], c[9];
+    for (int r = 0; r < runs; r++) {
+        double w0 = bench_now_ms(), c0 = children_cpu_ms();
+        if (system(cmd) != 0)
+            w0 = -1e9;
+        w[r] = bench_now_ms() - w0, c[r] = children_cpu_ms() - c0;
+    }
+    *wall = bench_median(w, runs), *cpu = bench_median(c, runs);
+}
+
+/* The floors under a cold compile on this machine: starting a process
+ * (fork, exec, exit of /bin/true), the C compiler making a shared object
+ * of an empty file with the library's default flags (as doc/kernels.md
+ * gives them; -fopenmp, libmvec), and the cold compile of one_loop; all
+ * wall-clock medians of R. */
+static void floors(const char *dir, int runs, double *start, double *cc_empty, double *cc_empty_cpu, double *one)
+{
+    char cmd[1600], c[800];
+    double cpu, d[2], o[9];
+    command_ms("/bin/true", runs, start, &cpu);
+    snprintf(c, sizeof c, "%s/empty.c", dir);
+    FILE *f = fopen(c, "w");
+    if (f)
+        fclose(f);
+    snprintf(cmd, sizeof cmd, "cc -O2 -march=native -fno-math-errno -ffp-contract=off -fopenmp -shared -fPIC "
+             "-o '%s/empty.so' '%s' %s-lm", dir, c,
+#ifdef HAVE_LIBMVEC
+             "-lmvec "
+#else
+             ""
+#endif
+             );
+    command_ms(cmd, runs, cc_empty, cc_empty_cpu);
+    for (int r = 0; r < runs; r++) {
+        snprintf(cmd, sizeof cmd, "%s/one-loop-cache-%d", dir, r);
+        setenv("TGREL_CACHE_DIR", cmd, 1);
+        compile_in_child(1, 1, d);
+        o[r] = d[1];
+    }
+    *one = bench_median(o, runs);
+}
+
 static void lr_compile_times(const char *dir)
 {
     enum { R = 5 };
     char cdir[700];
-    double cold[R], cold_cpu[R], warm[R], again[R], load[R], d[2];
-    for (int r = 0; r < R; r++) {   /* each cold compile in a cache of its own */
+    double cold[R], cold_cpu[R], serial[R], serial_cpu[R], warm[R], warm_wall[R], again[R], load[R], d[2];
+    for (int r = 0; r < 2 * R; r++) {   /* each cold compile in a cache of its own, alternated */
         snprintf(cdir, sizeof cdir, "%s/logreg-cache-%d", dir, r);
         setenv("TGREL_CACHE_DIR", cdir, 1);
-        compile_in_child(1, d);
-        cold_cpu[r] = d[0], cold[r] = d[1];
+        setenv("TGREL_CC_JOBS", r % 2 ? "1" : "2", 1);
+        compile_in_child(1, 0, d);
+        unsetenv("TGREL_CC_JOBS");
+        if (r % 2)
+            serial_cpu[r / 2] = d[0], serial[r / 2] = d[1];
+        else
+            cold_cpu[r / 2] = d[0], cold[r / 2] = d[1];
     }
     for (int r = 0; r < R; r++) {
-        compile_in_child(0, d);
-        warm[r] = d[0];
+        compile_in_child(0, 0, d);
+        warm[r] = d[0], warm_wall[r] = d[1];
     }
     tg_error err;
     tg_ctx *ctx = tg_ctx_new(&err);
@@ -215,6 +280,8 @@ static void lr_compile_times(const char *dir)
         tg_fn_free(f);
         tg_rules_free(rs);
     }
+    double start, cc_empty, cc_empty_cpu, one;
+    floors(dir, R, &start, &cc_empty, &cc_empty_cpu, &one);
     /* the sizes: the rewritten terms, and the schedule */
     tg_rules *rs = library(ctx);
     tg_term *outs = tg_read_cstr(ctx, lr_outputs, &err);
@@ -223,13 +290,20 @@ static void lr_compile_times(const char *dir)
     tg_fn *f = rs ? lr_compile(ctx, rs, 1) : NULL;
     size_t steps = f ? sched_steps(tg_fn_schedule(f)) : 0;
     printf("{\"bench\": \"grad_logreg_compile\", \"cold_with_cc_ms\": %.1f, \"cold_cpu_with_cc_ms\": %.1f, "
-           "\"warm_new_process_ms\": %.3f, "
+           "\"cold_one_cc_job_ms\": %.1f, \"cold_one_cc_job_cpu_ms\": %.1f, "
+           "\"warm_new_process_ms\": %.3f, \"warm_new_process_wall_ms\": %.3f, "
            "\"again_in_process_ms\": %.3f, \"rules_load_ms\": %.2f, "
            "\"targets\": {\"cold_ms\": 150, \"warm_new_process_ms\": 2}, "
            "\"pytensor_2_34\": {\"cold_ms\": 5500, \"warm_new_process_ms\": 550, \"again_in_process_ms\": 92}, "
-           "\"loadavg_1min\": %.1f, \"clock\": \"cold: wall, and cpu of this thread and the C compiler; others: "
-           "thread cpu; medians of %d new processes, the library's rules loaded before\"}\n",
-           bench_median(cold, R), bench_median(cold_cpu, R), bench_median(warm, R), bench_median(again, R), bench_median(load, R), loadavg(), R);
+           "\"floors\": {\"process_start_ms\": %.2f, \"cc_empty_file_ms\": %.1f, \"cc_empty_file_cpu_ms\": %.1f, "
+           "\"tgrel_cold_one_loop_ms\": %.1f}, "
+           "\"loadavg_1min\": %.1f, \"clock\": \"cold: wall, and cpu of this thread and the C compiler (the loops on "
+           "two compilers, TGREL_CC_JOBS=2, alternated with one, TGREL_CC_JOBS=1: the default takes two when "
+           "a processor is idle); warm: thread cpu, and wall; "
+           "floors: wall; medians of %d new processes, the library's rules loaded before\"}\n",
+           bench_median(cold, R), bench_median(cold_cpu, R), bench_median(serial, R), bench_median(serial_cpu, R),
+           bench_median(warm, R), bench_median(warm_wall, R), bench_median(again, R), bench_median(load, R), start,
+           cc_empty, cc_empty_cpu, one, loadavg(), R);
     printf("{\"bench\": \"grad_logreg_graph\", \"expanded_op_nodes\": %zu, \"rewritten_op_nodes\": %zu, "
            "\"schedule_steps\": %zu, \"pytensor_2_34_nodes\": %d}\n",
            ex ? op_nodes(ex) : 0, rw ? op_nodes(rw) : 0, steps, PYTENSOR_NODES);

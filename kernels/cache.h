@@ -10,8 +10,13 @@
 /* What tgZ_load found when it failed. */
 enum { TGQ_OK = 0, TGQ_NO_COMPILER, TGQ_FAILED };
 
-/* Makes the C source of an entry (malloc'd; NULL when out of memory). */
+/* Makes the C source of an entry (malloc'd; NULL when out of memory).
+ * A source may be cut into units, each started by a line TGZ_UNIT: what
+ * comes before the first is the prelude every unit needs, and the units
+ * need nothing of each other, so the compiler may build them apart, in
+ * parallel, and link them together. */
 typedef char *(*tgZ_gen_fn)(void *ud, size_t *len);
+#define TGZ_UNIT "/* tgk unit */\n"
 
 /* dlopen the shared object keyed by keytext (which must determine the
  * source gen makes) and built with compiler cc and flags cflags (NULL:

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "cache.h"
 #include "codegen.h"
 #include "index.h"
 #include "scan.h"
@@ -594,13 +595,14 @@ char *tgJ_source(const tgH_sched *s, size_t *len)
     tgB_buf b;
     tgB_init(&b);
     tgB_puts(&b, prelude);
+    /* each loop and scan a unit, which the cache may compile apart */
     for (int k = 0; k < s->nsteps; k++)
         if (tgJ_compiles_outer(s, k) && s->steps[k].kind == TGH_UPDATE)
-            put_update(&b, s, k);
+            tgB_puts(&b, "\n" TGZ_UNIT), put_update(&b, s, k);
         else if (tgJ_compiles_outer(s, k))
-            put_loop(&b, s, k);
+            tgB_puts(&b, "\n" TGZ_UNIT), put_loop(&b, s, k);
         else if (s->steps[k].kind == TGH_SCAN && tgSc_has_code(s, k))
-            tgSc_source(&b, s, k);
+            tgB_puts(&b, "\n" TGZ_UNIT), tgSc_source(&b, s, k);
     return tgB_take(&b, len);
 }
 

@@ -135,6 +135,39 @@ static void go_native(tg_fn *fn, tg_ctx *ctx, size_t nin, tg_term *const *inputs
     fprintf(stderr, "tgrel: warning: %s; running the interpreter\n", err.message);
 }
 
+/* The expansion before rewriting: the ops the rule sets define (defop:
+ * their gradients are those of their definitions), then the grads. */
+typedef struct expander {
+    tg_ctx *ctx;
+    tg_rules *defrs;                /* the rule set given, in every mode */
+    const tg_grad_options *grad;
+} expander;
+
+static int expand_outputs(void *ud, size_t n, tg_term *const *in, tg_term **out, tg_error *err)
+{
+    expander *x = ud;
+    tg_ctx *ctx = x->ctx;
+    tg_rules *defrs = x->defrs, *gr = x->grad ? x->grad->rules : NULL;
+    tg_term **d = GC_MALLOC((n ? n : 1) * sizeof *d);
+    tgDo_defs *defs = GC_MALLOC(sizeof *defs);
+    if (!d || !defs)
+        return tgE_nomem(err), -1;
+    /* before the grads, the ops the rule sets define (defop): their
+     * gradients are those of their definitions, but an op with a vjp rule
+     * of its own in the gradient's rules is kept whole through the
+     * gradient, which uses that rule, and expanded after */
+    if (tgDo_expand_keep(ctx, defrs, gr, n, in, d, err) < 0 ||
+        (gr && gr != defrs && tgDo_expand_keep(ctx, gr, gr, n, d, d, err) < 0))
+        return -1;
+    *defs = (tgDo_defs){ctx, {defrs, gr}};
+    if (tgGr_expand_defined(ctx, n, d, out, x->grad, gr ? tgDo_define : NULL, defs, err) < 0)
+        return -1;
+    if (gr && (tgDo_expand(ctx, defrs, n, out, out, err) < 0 ||
+               (gr != defrs && tgDo_expand(ctx, gr, n, out, out, err) < 0)))
+        return -1;
+    return 0;
+}
+
 /* Distinct compound nodes of n terms together (the profile's node counts). */
 static size_t count_nodes(tg_ctx *ctx, size_t n, tg_term *const *terms)
 {
@@ -248,34 +281,19 @@ tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
         outputs = all, nout += nupd;
     }
     /* the grads first, in the outputs and the updates' values alike:
-     * rewriters and types see tensor terms */
-    if (nout && outputs) {
-        tg_term **ex = GC_MALLOC(nout * sizeof *ex);
-        if (!ex)
+     * rewriters and types see tensor terms.  With rules (and no check,
+     * which runs the expanded graph), only on a miss of the rewrite
+     * cache, keyed by the unexpanded outputs */
+    expander xp = {ctx, defrs, opt ? opt->grad : NULL};
+    tgZw_expansion ex = {expand_outputs, &xp, 0, 0};
+    int lazy = opt && opt->rules && !opt->check;
+    if (nout && outputs && !lazy) {
+        tg_term **e = GC_MALLOC(nout * sizeof *e);
+        if (!e)
             return tgE_nomem(err), NULL;
-        /* before them, the ops the rule sets define (defop): their
-         * gradients are those of their definitions */
-        tg_rules *gr = opt && opt->grad ? opt->grad->rules : NULL;
-        /* but an op with a vjp rule of its own in the gradient's rules is
-         * kept whole through the gradient, which uses that rule, and
-         * expanded after */
-        if (tgDo_expand_keep(ctx, defrs, gr, nout, outputs, ex, err) < 0 ||
-            (gr && gr != defrs && tgDo_expand_keep(ctx, gr, gr, nout, ex, ex, err) < 0))
+        if (expand_outputs(&xp, nout, outputs, e, err) < 0)
             return NULL;
-        outputs = ex;
-        if (!(ex = GC_MALLOC(nout * sizeof *ex)))
-            return tgE_nomem(err), NULL;
-        tgDo_defs *defs = GC_MALLOC(sizeof *defs);
-        if (!defs)
-            return tgE_nomem(err), NULL;
-        *defs = (tgDo_defs){ctx, {defrs, gr}};
-        if (tgGr_expand_defined(ctx, nout, outputs, ex, opt ? opt->grad : NULL, gr ? tgDo_define : NULL, defs,
-                                err) < 0)
-            return NULL;
-        outputs = ex;
-        if (gr && (tgDo_expand(ctx, defrs, nout, ex, ex, err) < 0 ||
-                   (gr != defrs && tgDo_expand(ctx, gr, nout, ex, ex, err) < 0)))
-            return NULL;
+        outputs = e;
         ps.grad_ms = tgTm_ms() - t0;
     }
     /* the rules' typed guards see the tensor types while they rewrite
@@ -292,16 +310,19 @@ tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
         kept_all.kept = NULL;
         opt = &kept_all;
     }
-    ps.nodes_before = ps.nodes_after = count_nodes(ctx, nout, outputs);
+    if (!lazy)
+        ps.nodes_before = ps.nodes_after = count_nodes(ctx, nout, outputs);
     if (opt && opt->rules) {
         int hit;    /* the rewritten terms come from the cache when it has them */
         double t1 = tgTm_ms();
-        tg_term **rw = tgZw_rewrite(ctx, nin, inputs, nout, outputs, opt, &hit, err);
+        tg_term **rw = tgZw_rewrite(ctx, nin, inputs, nout, outputs, opt, lazy ? &ex : NULL, &hit, err);
         tgRt_restore(typed, untyped);
         if (!rw)
             goto fail;
         outputs = rw;
-        ps.rewrite_ms = tgTm_ms() - t1, ps.rewrite_cached = hit;
+        ps.rewrite_ms = tgTm_ms() - t1 - ex.ms, ps.rewrite_cached = hit;
+        if (lazy)
+            ps.grad_ms = ex.ms, ps.nodes_before = ex.nodes;
         ps.nodes_after = count_nodes(ctx, nout, outputs);
     }
     double t2 = tgTm_ms();

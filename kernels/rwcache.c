@@ -17,10 +17,13 @@
 
 #include "buf.h"
 #include "cache.h"
+#include "clock.h"
 #include "error.h"
 #include "prov.h"
+#include "rewriters.h"
 #include "rset.h"
 #include "rwcache.h"
+#include "userop.h"
 #include "validate.h"
 
 #define TGZW_MAGIC "tgrel-terms 1"
@@ -225,6 +228,34 @@ int tgZw_decode(tg_ctx *ctx, const char *text, size_t len, size_t n, tg_term **o
 
 /* ---- the key ------------------------------------------------------------- */
 
+/* A rule set's definitions as the key holds them: (SRC DEFS); *uncached
+ * set when it has C code whose version is not given: what it computes is
+ * known to nobody here. */
+static tg_term *rules_part(tg_ctx *ctx, tg_rules *rs, int *uncached)
+{
+    tg_env *env = rs->env;
+    *uncached |= (rs->ext || (env && env->cdefs)) && !rs->cversion;
+    tg_term *p[3] = {tg_list(ctx, rs->nsrc, rs->src, NULL),
+                     env ? tg_list(ctx, env->ndefs, env->defs, NULL) : tg_nil(),
+                     tg_string(ctx, rs->cversion ? rs->cversion : "", rs->cversion ? strlen(rs->cversion) : 0)};
+    return p[0] && p[1] && p[2] ? tg_list(ctx, 3, p, NULL) : NULL;
+}
+
+/* What the expansion before the rewrite is a function of, beside the
+ * rule set (its defined ops) and the library's build (its grad rules and
+ * sweep): the grad options (the rules tried first, disconnected) and the
+ * context's C-expression ops (their arity types the sweep's graph). */
+static tg_term *expansion_part(tg_ctx *ctx, const tg_fn_options *opt, int *uncached)
+{
+    const tg_grad_options *g = opt->grad;
+    char *uo = tgUo_key_text(ctx);
+    tg_term *p[3] = {tg_int(ctx, g ? g->disconnected != 0 : 0),
+                     g && g->rules ? rules_part(ctx, g->rules, uncached) : tg_nil(),
+                     uo ? tg_string(ctx, uo, strlen(uo)) : NULL};
+    free(uo);
+    return p[0] && p[1] && p[2] ? tg_list(ctx, 3, p, NULL) : NULL;
+}
+
 /* What the rewrite is a function of, as text: this library (its build,
  * which cache.c adds: the logic prelude and all of the library's C code
  * are in it, the tensor types of the typed guards, rtypes.c, among it), the rule set's definitions in full (ops with their
@@ -233,32 +264,28 @@ int tgZw_decode(tg_ctx *ctx, const char *text, size_t len, size_t n, tg_term **o
  * src), its logic environment's definitions
  * (relation bodies, facts, tabling: logic.h defs) and occurs check, the
  * version of the embedder's C code, the rewriter spec and the outputs;
- * the terms printed with shared subterms named once.  NULL with
- * *uncached set when the rule set has C code whose version is not
- * given: what it computes is known to nobody here. */
-static char *key_text(tg_ctx *ctx, tg_rules *rs, tg_term *spec, size_t nout, tg_term *const *outputs,
-                      size_t *len, int *uncached, tg_error *err)
+ * with exp (the outputs unexpanded), what the expansion is a function of
+ * too; the terms printed with shared subterms named once.  NULL with
+ * *uncached set when a rule set has C code whose version is not given. */
+static char *key_text(tg_ctx *ctx, const tg_fn_options *opt, tg_term *spec, size_t nout, tg_term *const *outputs,
+                      int exp, size_t *len, int *uncached, tg_error *err)
 {
+    tg_rules *rs = opt->rules;
     tg_env *env = rs->env;
-    *uncached = (rs->ext || (env && env->cdefs)) && !rs->cversion;
+    *uncached = 0;
+    tg_term *parts[4] = {rules_part(ctx, rs, uncached), spec, tg_list(ctx, nout, outputs, NULL),
+                         exp ? expansion_part(ctx, opt, uncached) : tg_nil()};
     if (*uncached)
         return NULL;
-    tg_term *parts[4] = {
-        tg_list(ctx, rs->nsrc, rs->src, NULL),
-        env ? tg_list(ctx, env->ndefs, env->defs, NULL) : tg_nil(),
-        spec,
-        tg_list(ctx, nout, outputs, NULL),
-    };
-    tg_term *all = parts[0] && parts[1] && parts[3] ? tg_list(ctx, 4, parts, NULL) : NULL;
+    tg_term *all = parts[0] && parts[2] && parts[3] ? tg_list(ctx, 4, parts, NULL) : NULL;
     size_t tl;
     char *terms = all ? tg_print_shared(all, &tl) : NULL;
     if (!terms)
         return tgE_nomem(err), NULL;
-    const char *cv = rs->cversion ? rs->cversion : "";
     tgB_buf b;
     tgB_init(&b);
-    tgB_printf(&b, "tgrel %s kernels rewrite 2\nc-code %zu:%s\noccurs-check %d\n", PACKAGE_VERSION,
-               strlen(cv), cv, env ? env->occurs_check : 1);
+    tgB_printf(&b, "tgrel %s kernels rewrite 3\noccurs-check %d\nexpanded %s\n", PACKAGE_VERSION,
+               env ? env->occurs_check : 1, exp ? "here" : "before");
     tgB_append(&b, terms, tl);
     free(terms);
     char *t = tgB_take(&b, len);
@@ -326,11 +353,30 @@ static tg_term **rewrite_valid(tg_ctx *ctx, size_t nin, tg_term *const *inputs, 
     return tgVa_check(ctx, nin, inputs, nout, outputs, out, rs, spec, err) < 0 ? NULL : out;
 }
 
+/* The outputs expanded by ex (its time and node count set), or as they are. */
+static tg_term *const *expand(tg_ctx *ctx, tgZw_expansion *ex, size_t nout, tg_term *const *outputs, tg_error *err)
+{
+    if (!ex)
+        return outputs;
+    double t0 = tgTm_ms();
+    tg_term **out = GC_MALLOC((nout ? nout : 1) * sizeof *out);
+    if (!out)
+        return tgE_nomem(err), NULL;
+    if (ex->run(ex->ud, nout, outputs, out, err) < 0)
+        return NULL;
+    ex->ms = tgTm_ms() - t0;
+    tg_term *all = nout ? tg_list(ctx, nout, out, NULL) : NULL;
+    ex->nodes = all ? tgW_count_nodes(ctx, all) - 1 : 0;   /* not the list itself */
+    return out;
+}
+
 tg_term **tgZw_rewrite(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nout, tg_term *const *outputs,
-                       const tg_fn_options *opt, int *hit, tg_error *err)
+                       const tg_fn_options *opt, tgZw_expansion *ex, int *hit, tg_error *err)
 {
     tg_term *spec = opt->rewrite ? opt->rewrite : tg_symbol_cstr(ctx, "default");
     *hit = 0;
+    if (ex)
+        ex->nodes = 0, ex->ms = 0;
     if (!spec)
         return tgE_nomem(err), NULL;
     for (size_t i = 0; i < nout; i++)
@@ -338,21 +384,39 @@ tg_term **tgZw_rewrite(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t n
             return tgE_arg(err, "kernels: a NULL output term"), NULL;
     size_t klen, len;
     int uncached;
-    char *key = key_text(ctx, opt->rules, spec, nout, outputs, &klen, &uncached, err);
-    if (uncached)
-        return rewrite_valid(ctx, nin, inputs, opt->rules, spec, nout, outputs, err);
+    char *key = key_text(ctx, opt, spec, nout, outputs, ex != NULL, &klen, &uncached, err);
+    if (uncached) {
+        tg_term *const *o = expand(ctx, ex, nout, outputs, err);
+        return o ? rewrite_valid(ctx, nin, inputs, opt->rules, spec, nout, o, err) : NULL;
+    }
     if (!key)
         return NULL;
+    /* the entry: "nodes N" (the expanded outputs' distinct nodes), then
+     * the rewritten terms as tgZw_encode writes them */
     char *text = tgZ_side_get(key, klen, "rw", &len);
     tg_term **out = text ? GC_MALLOC((nout ? nout : 1) * sizeof *out) : NULL;
-    if (out && tgZw_decode(ctx, text, len, nout, out) == 0) {
+    const char *p = text, *nl = text ? memchr(text, '\n', len) : NULL;
+    unsigned long long nodes = 0;
+    if (out && nl && sscanf(p, "nodes %llu", &nodes) == 1 &&
+        tgZw_decode(ctx, nl + 1, len - (size_t)(nl + 1 - text), nout, out) == 0) {
         *hit = 1;   /* validated when it was stored */
+        if (ex)
+            ex->nodes = (size_t)nodes;
     } else {
-        /* missing, corrupt or unreadable: rewrite and store again */
-        out = rewrite_valid(ctx, nin, inputs, opt->rules, spec, nout, outputs, err);
+        /* missing, corrupt or unreadable: expand, rewrite and store again */
+        tg_term *const *o = expand(ctx, ex, nout, outputs, err);
+        out = o ? rewrite_valid(ctx, nin, inputs, opt->rules, spec, nout, o, err) : NULL;
         char *enc = out ? tgZw_encode(nout, out, &len) : NULL;
-        if (enc)
-            tgZ_side_put(key, klen, "rw", enc, len);
+        tgB_buf b;
+        tgB_init(&b);
+        if (enc) {
+            tgB_printf(&b, "nodes %zu\n", ex ? ex->nodes : 0);
+            tgB_append(&b, enc, len);
+        }
+        char *entry = enc ? tgB_take(&b, &len) : (tgB_free(&b), NULL);
+        if (entry)
+            tgZ_side_put(key, klen, "rw", entry, len);
+        free(entry);
         free(enc);
     }
     free(text);

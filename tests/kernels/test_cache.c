@@ -5,7 +5,8 @@
  * with a rule set the whole pipeline is cached: a graph compiled again, in
  * this process or a new one, skips the rewriter (its trace stays empty),
  * a corrupt or truncated entry of rewritten terms is a miss and is
- * rewritten, and another rule set or rewriter is another key. */
+ * rewritten, and another rule set or rewriter is another key; a grad
+ * compiled again skips its expansion, keyed by its options too. */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <stdio.h>
@@ -451,6 +452,78 @@ static void test_changed_in_place(void)
     tg_ctx_free(c);
 }
 
+/* ---- grads: the rewrite cache keys the unexpanded outputs ------------- */
+
+static double f_sin(double x) { return sin(x); }
+static double f_cos(double x) { return cos(x); }
+static double f_zero(double x) { (void)x; return 0; }
+
+/* Compile expr (a grad over x (n)) with the rule library, in a context
+ * of its own, with the grad options: user vjp rules (text, NULL: none)
+ * and disconnected; run it on 0.5 1 2 against ref.  1 when right
+ * (native), 0 when wrong, -1 when the compile failed; *st its profile. */
+static int run_grad(const char *expr, const char *vjp, int disconnected, double (*ref)(double), tg_fn_stats *st)
+{
+    tg_error err;
+    tg_ctx *c = tg_ctx_new(&err);
+    tg_rules *rs = tg_rules_new(c, &err), *gr = vjp ? tg_rules_new(c, &err) : NULL;
+    int ok = rs && tg_rules_load_file(rs, tap_path("patterns/lib/all.rules"), &err) == 0;
+    if (ok && gr)
+        ok = tg_rules_load_file(gr, tap_path("patterns/lib/tensor.rules"), &err) == 0 &&
+             tg_rules_load_string(gr, vjp, strlen(vjp), "user.rules", &err) == 0;
+    tg_grad_options go = {gr, disconnected};
+    tg_term *x = tg_read_cstr(c, "(input x float64 (n))", &err), *e = tg_read_cstr(c, expr, &err);
+    tg_fn_options o = {.rules = rs, .grad = &go};
+    tg_fn *fn = ok ? tg_fn_compile(c, 1, &x, 1, &e, &o, &err) : NULL;
+    memset(st, 0, sizeof *st);
+    double xv[3] = {0.5, 1, 2}, ov[3] = {0};
+    int64_t n = 3;
+    tg_array in, out;
+    tg_array_init(&in, TG_FLOAT64, 1, &n, xv);
+    tg_array_init(&out, TG_FLOAT64, 1, &n, ov);
+    int rc = fn ? 1 : -1;
+    if (fn && (tg_fn_profile(fn, st) < 0 || !tg_fn_native(fn) || tg_fn_call(fn, &in, &out, &err) < 0))
+        rc = 0;
+    for (int i = 0; rc == 1 && i < 3; i++)
+        if (!kt_close(ov[i], ref(xv[i]), KT_ULPS))
+            rc = 0;
+    tg_fn_free(fn);
+    tg_rules_free(gr);
+    tg_rules_free(rs);
+    tg_ctx_free(c);
+    return rc;
+}
+
+/* A hit skips the grad expansion (its rules are not even parsed), and
+ * the key covers what the expansion is a function of: the user's vjp
+ * rules and the disconnected option. */
+static void test_grad_key(void)
+{
+    const char *g = "(grad (sum (sin (input x float64 (n))) all) (input x float64 (n)))";
+    /* a vjp rule of the user's that is wrong on purpose: sin' = sin */
+    const char *odd = "(op vjp (arity 2)) (op adjoints (arity 0+))\n"
+                      "(rule my-vjp-sin (vjp (sin ?x) ?g) => (adjoints (?x (mul ?g (sin ?x)))))";
+    tg_fn_stats a, b;
+    int n0 = rw_entries(NULL, 0);
+    TAP_EQ_INT(run_grad(g, NULL, 0, f_cos, &a), 1, "a grad compiled with rules: cos");
+    TAP_CHECK(!a.rewrite_cached && a.grad_ms > 0 && a.nodes_before > 0, "a miss expands (%.3f ms, %zu nodes)",
+              a.grad_ms, a.nodes_before);
+    TAP_EQ_INT(run_grad(g, NULL, 0, f_cos, &b), 1, "compiled again in a new context: cos");
+    TAP_CHECK(b.rewrite_cached && b.grad_ms == 0, "a hit does not expand the grad (%.3f ms)", b.grad_ms);
+    TAP_EQ_INT(b.nodes_before, a.nodes_before, "and gives the expanded node count of the miss");
+    TAP_EQ_INT(b.nodes_after, a.nodes_after, "and the same rewritten graph");
+    TAP_EQ_INT(run_grad(g, odd, 0, f_sin, &a), 1, "the user's vjp rule changes the result: another key");
+    TAP_CHECK(!a.rewrite_cached, "(a miss)");
+    TAP_EQ_INT(run_grad(g, odd, 0, f_sin, &b), 1, "which hits next time, still the user's");
+    TAP_CHECK(b.rewrite_cached, "(a hit)");
+    TAP_EQ_INT(rw_entries(NULL, 0), n0 + 2, "two entries for the two");
+    const char *dis = "(grad (sum (sin (input y float64 (n))) all) (input x float64 (n)))";
+    TAP_EQ_INT(run_grad(dis, NULL, 1, f_zero, &a), 1, "disconnected: zeros");
+    TAP_EQ_INT(run_grad(dis, NULL, 0, f_zero, &b), -1, "not disconnected: the error, not the stored zeros");
+    TAP_EQ_INT(run_grad(dis, NULL, 1, f_zero, &b), 1, "disconnected again: zeros");
+    TAP_CHECK(b.rewrite_cached, "from the cache");
+}
+
 static char *tiny_source(void *ud, size_t *len)
 {
     (void)ud;
@@ -483,6 +556,98 @@ static void test_cpu_key(void)
     TAP_CHECK(so && file_size(path) > 0, "compiled code is stored under the key with this CPU");
     if (so)
         dlclose(so);
+}
+
+/* ---- a source in units, compiled in parallel --------------------------- */
+
+/* A prelude and units: u0 .. u4 return twice their number, and unit
+ * *(int *)ud (when 0..4) has a syntax error. */
+static char *unit_source(void *ud, size_t *len)
+{
+    int bad = *(int *)ud;
+    char *s = malloc(4096);
+    if (!s)
+        return NULL;
+    int n = snprintf(s, 4096, "static int twice(int x) { return 2 * x; }\n");
+    for (int u = 0; u < 5; u++)
+        n += snprintf(s + n, 4096 - (size_t)n, "\n" TGZ_UNIT "int u%d(void) { return twice(%d)%s }\n", u, u,
+                      u == bad ? "" : ";");
+    *len = (size_t)n;
+    return s;
+}
+
+/* The compiler invocations a wrapper logged: those with -c, and all. */
+static int logged(const char *log, int *compiles)
+{
+    FILE *f = fopen(log, "r");
+    char line[8192];
+    int all = 0;
+    *compiles = 0;
+    while (f && fgets(line, sizeof line, f))
+        all++, *compiles += strstr(line, " -c ") != NULL;
+    if (f)
+        fclose(f);
+    return all;
+}
+
+/* The units of a source are compiled apart ($TGREL_CC_JOBS of them at
+ * once) and linked: the functions all there and right; one compile when
+ * TGREL_CC_JOBS=1; a unit that does not compile fails the whole, with the
+ * compiler's message; no temporary file is left. */
+static void test_units(void)
+{
+    char wrap[700], log[700];
+    snprintf(wrap, sizeof wrap, "%s/cc-wrap.sh", dir);
+    snprintf(log, sizeof log, "%s/cc-wrap.log", dir);
+    FILE *f = fopen(wrap, "w");
+    if (f) {
+        fprintf(f, "#!/bin/sh\necho \" $*\" >> '%s'\nexec cc \"$@\"\n", log);
+        fclose(f);
+    }
+    TAP_CHECK(f && chmod(wrap, 0755) == 0, "a compiler wrapper that logs its calls");
+    static const struct { const char *jobs; int compiles, calls; } ways[] = {{"3", 3, 4}, {"1", 0, 1}};
+    for (int w = 0; w < 2; w++) {
+        setenv("TGREL_CC_JOBS", ways[w].jobs, 1);
+        unlink(log);
+        int bad = -1, hit, why, ok = 1, compiles;
+        tg_error err;
+        const char *kt = w ? "units, one job" : "units, three jobs";
+        void *so = tgZ_load(kt, strlen(kt), unit_source, &bad, wrap, "-O1", &hit, &why, &err);
+        for (int u = 0; so && ok && u < 5; u++) {
+            char name[8];
+            snprintf(name, sizeof name, "u%d", u);
+            void *p = dlsym(so, name);
+            int (*fn)(void);
+            memcpy(&fn, &p, sizeof fn);
+            ok = p && fn() == 2 * u;
+        }
+        TAP_CHECK(so && !hit && ok, "TGREL_CC_JOBS=%s: five units compiled, each function right", ways[w].jobs);
+        int calls = logged(log, &compiles);
+        TAP_CHECK(calls == ways[w].calls && compiles == ways[w].compiles,
+                  "TGREL_CC_JOBS=%s: %d compiles and %d calls in all (want %d, %d)", ways[w].jobs, compiles, calls,
+                  ways[w].compiles, ways[w].calls);
+        if (so)
+            dlclose(so);
+        bad = 3;
+        kt = w ? "a bad unit, one job" : "a bad unit, three jobs";
+        so = tgZ_load(kt, strlen(kt), unit_source, &bad, wrap, "-O1", &hit, &why, &err);
+        TAP_CHECK(!so && why == TGQ_FAILED && strstr(err.message, "failed (status 1)") && strstr(err.message, "u3"),
+                  "TGREL_CC_JOBS=%s: a unit with an error fails the whole: %s", ways[w].jobs, so ? "" : err.message);
+        if (so)
+            dlclose(so);
+    }
+    unsetenv("TGREL_CC_JOBS");
+    unlink(wrap), unlink(log);
+    DIR *d = opendir(dir);
+    int stray = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        const char *dot = strrchr(de->d_name, '.');
+        stray += dot && (!strcmp(dot, ".c") || !strcmp(dot, ".o") || !strcmp(dot, ".log") || !strcmp(dot, ".lock"));
+    }
+    if (d)
+        closedir(d);
+    TAP_EQ_INT(stray, 0, "no source, object, log or lock file left");
 }
 
 /* The text of rewritten terms reads back to the same pointers: every
@@ -634,6 +799,8 @@ int main(void)
     test_stale();
     test_c_unversioned();
     test_changed_in_place();
+    test_grad_key();
+    test_units();
     test_cpu_key();
     test_term_text();
 
