@@ -220,6 +220,12 @@ int main(void)
     TAP_EQ_INT(tg_rules_eval(rs, rd("(run* (q) (pal q))"), NULL, NULL, &v, &err), -1, "which is no longer defined");
     tg_rules_free(rs);
 
+    tg_error one;
+    TAP_EQ_INT(tg_rules_reload_file(NULL, "x.rules", &one, 1), 1, "reload with a NULL rule set: one error");
+    TAP_EQ_INT(tg_rules_reload_file(rs, "x.rules", NULL, 0), -1, "reload without room for errors: -1");
+    TAP_EQ_INT(tg_rules_reload_file(rs, at("no-such.rules"), &one, 1), 1, "reload of a missing file: one error");
+    TAP_EQ_INT(tg_rules_undef(NULL, rd("x"), &e), -1, "undef with a NULL rule set");
+    TAP_EQ_INT(tg_rules_undef(rs, rd("(x)"), &e), -1, "undef of a name that is not a symbol");
     /* ---- the rewrite cache: a reload is another key ---- */
     rs = tg_rules_new(ctx, &err);
     TAP_EQ_INT(tg_rules_load_file(rs, tap_path("patterns/lib/all.rules"), &err), 0, "the library loads");
