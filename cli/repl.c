@@ -1498,6 +1498,8 @@ static unsigned completion_context(const char *line, int start)
             return C_FILES;
         if ((word_is(cmd, cl, "rewrite") || word_is(cmd, cl, "step")) && arg == end)
             return C_REWRITERS | C_RULES;
+        if (word_is(cmd, cl, "undef"))
+            return C_TERMS | C_RELATIONS;
         p = arg;
     }
     /* the head of the outermost list around the word, and whether the
