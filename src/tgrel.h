@@ -331,8 +331,10 @@ long tg_rules_check_file(tg_rules *rs, const char *path, tg_error *errs, size_t 
  * no longer includes are unloaded.  When what other files define would
  * break (a rule of theirs uses an op it no longer declares, a rewriter
  * names a rule it no longer defines), nothing changes and the error
- * names them.  A file not loaded yet is loaded.  Errors as
- * tg_rules_check_file: how many (0: reloaded). */
+ * names them.  A file not loaded yet is loaded.  As with
+ * tg_rules_load_file_defs, only definitions are read: the caller
+ * evaluates the file's other forms.  Errors as tg_rules_check_file: how
+ * many (0: reloaded). */
 long tg_rules_reload_file(tg_rules *rs, const char *path, tg_error *errs, size_t max);
 
 enum {  /* what tg_rules_undef removed: bits */
