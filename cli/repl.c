@@ -402,9 +402,18 @@ static int load_defs(repl *R, const char *path)
     return (int)n;
 }
 
-static int load_file(repl *R, const char *path)
+/* Load the file's definitions (or, reload set, read them again in place
+ * of the old ones), then evaluate its other forms in order. */
+static int load_file_as(repl *R, const char *path, int reload)
 {
-    if (load_defs(R, path))
+    if (reload) {
+        tg_error errs[TGM_MAX_LOAD_ERRORS];
+        long n = tg_rules_reload_file(R->rs, path, errs, TGM_MAX_LOAD_ERRORS);
+        for (long i = 0; i < n; i++)
+            report_load(R, path, &errs[i]);
+        if (n)
+            return 1;
+    } else if (load_defs(R, path))
         return 1;
     tg_error err;
     tg_error_clear(&err);
@@ -422,6 +431,11 @@ static int load_file(repl *R, const char *path)
     R->name = name;
     free(text);
     return errors;
+}
+
+static int load_file(repl *R, const char *path)
+{
+    return load_file_as(R, path, 0);
 }
 
 int tgM_load_file(tg_ctx *ctx, tg_rules *rs, const char *path, const tgM_repl_opts *o)
@@ -686,19 +700,52 @@ static char *file_arg(repl *R, const char *args)
 
 static int cmd_load(repl *R, const char *name, const char *args)
 {
-    (void)name;
+    int reload = !strcmp(name, "reload");
     if (!*args) {
-        tgM_complain(R, "%s", "usage: :load FILE");
+        tgM_complain(R, "%s", reload ? "usage: :reload FILE" : "usage: :load FILE");
         return 1;
     }
     char *path = file_arg(R, args);
     if (!path)
         return 1;
-    int rc = load_file(R, path);
+    int rc = load_file_as(R, path, reload);
     if (rc == 0 && !R->o->machine && R->o->interactive)
-        printf("loaded %s\n", path);
+        printf("%s %s\n", reload ? "reloaded" : "loaded", path);
     free(path);
     return rc != 0;
+}
+
+/* :undef NAME: the op, rule, rewriter, query or relation NAME, and the
+ * session's :let name or shared variable NAME. */
+static int cmd_undef(repl *R, const char *name, const char *args)
+{
+    tg_term *t;
+    if (tgM_read_args(R, name, args, &t, 1, 1, "NAME") < 0)
+        return 1;
+    if (tg_kind_of(t) != TG_SYMBOL) {
+        tgM_complain(R, "%s", "usage: :undef NAME, NAME a symbol");
+        return 1;
+    }
+    char what[200] = "";
+    tg_error err;
+    tg_error_clear(&err);
+    int k = tg_rules_undef(R->rs, t, &err);
+    static const char *const kinds[] = {"op", "rule", "rewriter", "query", "relation"};
+    for (int i = 0; k > 0 && i < 5; i++)
+        if (k & (1 << i))
+            snprintf(what + strlen(what), sizeof what - strlen(what), "%s%s", *what ? ", " : "", kinds[i]);
+    /* a name still used stays whole: the session's names go only with it */
+    int session = k >= 0 || strstr(err.message, "is not defined") ? tgM_undef_session(R, t, what, sizeof what) : 0;
+    if (k < 0 && !session) {
+        tgM_report_here(R, &err);
+        return 1;
+    }
+    if (!R->o->machine && R->o->interactive) {
+        char *p = tg_print(t, NULL);
+        printf("removed %s: %s\n", p ? p : "?", what);
+        free(p);
+    }
+    return 0;
 }
 
 static int cmd_rewrite(repl *R, const char *name, const char *args)
@@ -1215,6 +1262,10 @@ static int cmd_help(repl *R, const char *name, const char *args)
 static const command commands[] = {
     {"help", "[COMMAND]", "list the commands, or show one with an example", ":help rewrite", cmd_help},
     {"load", "FILE", "load a .rules file: its definitions all or nothing (every error reported), then its other forms in order", ":load examples/algebra.rules", cmd_load},
+    {"reload", "FILE", "read a loaded file again: its new definitions replace its old ones, all or nothing (not those of the files it includes), then its other forms run",
+     ":reload examples/algebra.rules", cmd_load},
+    {"undef", "NAME", "remove the op, rule, rewriter, query, relation, :let name or shared variable NAME; refused while other definitions use it",
+     ":undef add-zero", cmd_undef},
     {"ops", "", "list the declared ops", ":ops", cmd_list},
     {"rules", "", "list the rules", ":rules", cmd_list},
     {"rewriters", "", "list the rewriters (equilibrium, walk, sequence)", ":rewriters", cmd_list},
@@ -1447,6 +1498,8 @@ static unsigned completion_context(const char *line, int start)
             return C_FILES;
         if ((word_is(cmd, cl, "rewrite") || word_is(cmd, cl, "step")) && arg == end)
             return C_REWRITERS | C_RULES;
+        if (word_is(cmd, cl, "undef"))
+            return C_TERMS | C_RELATIONS;
         p = arg;
     }
     /* the head of the outermost list around the word, and whether the

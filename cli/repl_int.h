@@ -67,6 +67,9 @@ int tgM_profile_rewrite(repl *R);
 int tgM_cmd_save(repl *R, const char *name, const char *args);
 int tgM_cmd_mode(repl *R, const char *name, const char *args);
 int tgM_cmd_check(repl *R, const char *name, const char *args);
+/* :undef's part of the session: name's :let binding and shared
+ * variable; whether any went (what they were added to what). */
+int tgM_undef_session(repl *R, tg_term *name, char *what, size_t cap);
 /* Free the functions :fn compiled. */
 void tgM_free_fns(repl *R);
 

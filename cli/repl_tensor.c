@@ -191,6 +191,42 @@ int tgM_cmd_let(repl *R, const char *name, const char *args)
     return 0;
 }
 
+/* :undef's part: the :let binding of name and the shared variable of
+ * that name go (functions :fn compiled with the variable keep it).
+ * Adds to what (", " separated) what went; whether anything did. */
+int tgM_undef_session(repl *R, tg_term *name, char *what, size_t cap)
+{
+    int any = 0;
+    size_t k = R->let_names ? tg_length(R->let_names) : 0, n = 0;
+    tg_term **v = k ? GC_MALLOC(2 * k * sizeof *v) : NULL;
+    if (k && v) {
+        tg_elements(R->let_names, v, k);
+        tg_elements(R->let_terms, v + k, k);
+        for (size_t i = 0; i < k; i++)
+            if (v[i] != name)
+                v[n] = v[i], v[k + n++] = v[k + i];
+        if (n < k) {
+            tg_term *ln = tg_list(R->ctx, n, v, NULL), *lt = tg_list(R->ctx, n, v + k, NULL);
+            if (ln && lt) {
+                R->let_names = n ? ln : NULL, R->let_terms = n ? lt : NULL;
+                any = 1;
+                snprintf(what + strlen(what), cap - strlen(what), "%s:let name", *what ? ", " : "");
+            }
+        }
+    }
+    size_t nl;
+    const char *ns = tg_symbol_name(name, &nl);
+    char *cname = ns ? strndup(ns, nl) : NULL;
+    tg_shared *sv = cname ? tg_shared_find(R->ctx, cname) : NULL;
+    free(cname);
+    if (sv) {
+        tg_shared_free(sv);
+        any = 1;
+        snprintf(what + strlen(what), cap - strlen(what), "%sshared variable", *what ? ", " : "");
+    }
+    return any;
+}
+
 /* ---- modes and the checking mode of :eval: :mode, :check --------------- */
 
 /* Whether the session has a rewriter (or named query) called name. */

@@ -1067,6 +1067,12 @@ static int log_def(tg_env *env, tg_term *form)
 
 int tg_eval(tg_env *env, tg_term *form, tg_answer_fn fn, void *ud, tg_term **value, tg_error *err)
 {
+    /* a NULL form is a term that could not be made (out of memory, say) */
+    if (!env || !form) {
+        if (value)
+            *value = NULL;
+        return tgE_arg(err, "tg_eval: NULL argument"), -1;
+    }
     comp c;
     memset(&c, 0, sizeof c);
     c.env = env;

@@ -18,6 +18,7 @@
  */
 #include "search.h"
 #include "table.h"
+#include "lang.h"
 
 #include <gc/gc.h>
 #include <stdlib.h>
@@ -390,7 +391,11 @@ static tgG_rel *resolve(tg_env *env, tg_term *v, const tgS_state *st, tg_term **
     }
     tgG_rel *rel = tg_kind_of(name) == TG_SYMBOL ? tgG_rel_find(env, name) : NULL;
     if (!rel || (!rel->body && !rel->cfn) || ncap != rel->ncap) {
-        char *p = tg_print(v, NULL);
+        /* as an answer shows it: bound variables replaced, the others
+         * _.0, _.1, ... (a runtime variable's own name, ?q.3, means
+         * nothing to the user) */
+        tg_term *w = tgU_walk_star(env, v, st->S, NULL), *named = w ? tgL_name_vars(env, w) : NULL;
+        char *p = tg_print(named ? named : v, NULL);
         tgK_error(env, TG_ERR_ARG, "not a relation: %s", p ? p : "?");
         free(p);
         return NULL;

@@ -191,7 +191,8 @@ tg_term *tg_rules_list(tg_rules *rs, tg_list_kind kind, tg_error *err)
     switch (kind) {
     case TG_LIST_OPS:
         for (uint32_t i = 0; i < rs->nops; i++)
-            push(&l, op_form(&l, rs->ops[i]));
+            if (!rs->ops[i]->dead)
+                push(&l, op_form(&l, rs->ops[i]));
         break;
     case TG_LIST_RULES:
         for (uint32_t i = 0; i < rs->nrules; i++)

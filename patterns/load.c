@@ -36,8 +36,26 @@ tgW_op *tgW_op_find(const tg_rules *rs, const tg_term *name)
     return tgW_map_get(&rs->opmap, name);
 }
 
+static int same_decl(const tgW_op *a, const tgW_op *b)
+{
+    return a->amin == b->amin && a->amax == b->amax && a->flags == b->flags;
+}
+
 static int ops_push(tg_rules *rs, tgW_op *op)
 {
+    op->fid = rs->fid;
+    /* an op a reload removed (unload.c) and declares again keeps its
+     * id: rules of other files were compiled with it (outside a reload
+     * no rule uses a removed op: tg_rules_undef refuses) */
+    for (uint32_t i = 0; rs->reloading && i < rs->nops; i++)
+        if (rs->ops[i]->dead && rs->ops[i]->name == op->name) {
+            if (same_decl(rs->ops[i], op) && rs->ops[i]->props == op->props)
+                op = rs->ops[i], op->dead = 0, op->fid = rs->fid;
+            op->id = i;
+            rs->ops[i] = op;
+            tgW_plans_clear(rs);
+            return tgW_map_put(&rs->opmap, op->name, op);
+        }
     tgW_op **n = tgW_grow(rs->ops, rs->nops, &rs->capops, rs->nops + 1, sizeof *n);
     if (!n)
         return -1;
@@ -50,6 +68,7 @@ static int ops_push(tg_rules *rs, tgW_op *op)
 
 static int rules_push(tg_rules *rs, tgW_rule *r)
 {
+    r->fid = rs->fid;
     tgW_rule **n = tgW_grow(rs->rules, rs->nrules, &rs->caprules, rs->nrules + 1, sizeof *n);
     if (!n)
         return -1;
@@ -138,7 +157,8 @@ static void rollback(tg_rules *rs, uint32_t nops, uint32_t nrules, uint32_t nrws
     for (uint32_t i = 0; i < nrws; i++)
         tgW_map_put(&rs->rwmap, rs->rws[i]->name, rs->rws[i]);
     for (uint32_t i = 0; i < nops; i++)
-        tgW_map_put(&rs->opmap, rs->ops[i]->name, rs->ops[i]);
+        if (!rs->ops[i]->dead)
+            tgW_map_put(&rs->opmap, rs->ops[i]->name, rs->ops[i]);
     for (uint32_t i = 0; i < nrules; i++)
         if (!rs->rules[i]->backward && !tgW_map_get(&rs->rulemap, rs->rules[i]->name))
             tgW_map_put(&rs->rulemap, rs->rules[i]->name, rs->rules[i]);
@@ -184,6 +204,7 @@ typedef struct loader {
     size_t ndefs, capdefs;
     const char **deffile;
     int *defline, *defcol;
+    uint32_t *deffid;
     tg_reader *rd;                      /* the reader of the current form */
     const char *file;
     int line, col;
@@ -255,11 +276,6 @@ static int parse_arity(loader *L, tg_term *prop, tgW_op *op)
     lerr(L, prop, "malformed arity (write (arity 2), (arity 2+) or (arity 1 3)) in %s", p ? p : "?");
     free(p);
     return -1;
-}
-
-static int same_decl(const tgW_op *a, const tgW_op *b)
-{
-    return a->amin == b->amin && a->amax == b->amax && a->flags == b->flags;
 }
 
 /* (op NAME PROP...) */
@@ -400,6 +416,8 @@ static int rws_push(tg_rules *rs, tgW_rw *rw)
     if (!n)
         return -1;
     rs->rws = n;
+    rw->fid = rs->fid;
+    rw->nown = rw->nitems;
     rs->rws[rs->nrws++] = rw;
     tgW_plans_clear(rs);
     return tgW_map_put(&rs->rwmap, rw->name, rw);
@@ -666,7 +684,13 @@ static int load_register(loader *L, tg_term *form)
         }
         k++;
     }
-    rs->regs[rs->nregs++] = (tgW_reg){rw, rw->items, rw->nitems};
+    tgW_item *add = GC_MALLOC((k - rw->nitems + 1) * sizeof *add);
+    char *f = L->file ? GC_MALLOC_ATOMIC(strlen(L->file) + 1) : NULL;
+    if (!add || (L->file && !f))
+        return tgE_nomem(L->err), -1;
+    memcpy(add, items + rw->nitems, (k - rw->nitems) * sizeof *add);
+    rs->regs[rs->nregs++] = (tgW_reg){rw, rw->items, rw->nitems, rw->name, add, k - rw->nitems, rs->fid,
+                                      f ? strcpy(f, L->file) : NULL, L->line, L->col};
     rw->items = items;
     rw->nitems = k;
     tgW_plans_clear(rs);
@@ -1039,12 +1063,17 @@ static int load_include(loader *L, tg_term *form)
             free(path);
             return -1;
         }
-    for (size_t i = 0; i < L->ndone; i++)
-        if (!strcmp(L->done[i], key)) {     /* read once per load */
-            free(real);
-            free(path);
-            return 0;
-        }
+    /* a file is read once: in this load, or by an earlier one whose
+     * definitions are still in (reloading it is how to read it again) */
+    uint32_t had = tgW_file_find(L->rs, key);
+    for (size_t i = 0; !had && i < L->ndone; i++)
+        had = !strcmp(L->done[i], key) ? UINT32_MAX : 0;
+    if (had) {
+        int rc = had == UINT32_MAX ? 0 : tgW_file_edge(L->rs, L->rs->fid, had);
+        free(real);
+        free(path);
+        return rc < 0 ? (tgE_nomem(L->err), -1) : 0;
+    }
     if (L->nfiles == MAX_INCLUDE) {
         lerr(L, form, "includes nested more than %d deep", MAX_INCLUDE);
         free(real);
@@ -1072,8 +1101,17 @@ static int load_include(loader *L, tg_term *form)
     const char *saved_file = L->file;
     int sl = L->line, sc = L->col;
     tg_reader *srd = L->rd;
+    uint32_t fid = tgW_file_add(L->rs, key, path, 0), outer = L->rs->fid;
+    if (!fid || tgW_file_edge(L->rs, outer, fid) < 0) {
+        free(text);
+        free(real);
+        free(path);
+        return tgE_nomem(L->err), -1;
+    }
     L->files[L->nfiles++] = key;
+    L->rs->fid = fid;
     int rc = load_text(L, text, len, path);
+    L->rs->fid = outer;
     L->nfiles--;
     L->file = saved_file, L->line = sl, L->col = sc, L->rd = srd;
     free(text);
@@ -1156,15 +1194,17 @@ static int stage_def(loader *L, tg_term *form)
         tg_term **d = GC_MALLOC(cap * sizeof *d);
         const char **df = GC_MALLOC(cap * sizeof *df);
         int *dl = GC_MALLOC_ATOMIC(cap * sizeof *dl), *dc = GC_MALLOC_ATOMIC(cap * sizeof *dc);
-        if (!d || !df || !dl || !dc)
+        uint32_t *dd = GC_MALLOC_ATOMIC(cap * sizeof *dd);
+        if (!d || !df || !dl || !dc || !dd)
             return tgE_nomem(L->err), -1;
         if (L->ndefs) {
+            memcpy(dd, L->deffid, L->ndefs * sizeof *dd);
             memcpy(d, L->defs, L->ndefs * sizeof *d);
             memcpy(df, L->deffile, L->ndefs * sizeof *df);
             memcpy(dl, L->defline, L->ndefs * sizeof *dl);
             memcpy(dc, L->defcol, L->ndefs * sizeof *dc);
         }
-        L->defs = d, L->deffile = df, L->defline = dl, L->defcol = dc;
+        L->defs = d, L->deffile = df, L->defline = dl, L->defcol = dc, L->deffid = dd;
         L->capdefs = cap;
     }
     char *f = GC_MALLOC_ATOMIC(strlen(L->file) + 1);
@@ -1175,6 +1215,7 @@ static int stage_def(loader *L, tg_term *form)
     L->deffile[L->ndefs] = f;
     L->defline[L->ndefs] = L->line;
     L->defcol[L->ndefs] = L->col;
+    L->deffid[L->ndefs] = L->rs->fid;
     L->ndefs++;
     return 0;
 }
@@ -1185,6 +1226,11 @@ int tgW_log_src(tg_rules *rs, tg_term *form)
     if (!n)
         return -1;
     rs->src = n;
+    uint32_t *f = tgW_grow(rs->srcfid, rs->nsrc, &rs->capsrcfid, rs->nsrc + 1, sizeof *f);
+    if (!f)
+        return -1;
+    rs->srcfid = f;
+    f[rs->nsrc] = rs->fid;
     rs->src[rs->nsrc++] = form;
     return 0;
 }
@@ -1307,7 +1353,8 @@ static int eval_defs(loader *L)
     if (!env)
         return -1;
     for (size_t i = 0; i < L->ndefs; i++)
-        if (tg_eval(env, L->defs[i], NULL, NULL, NULL, L->err) < 0) {
+        if (tgW_env_tag(L->rs, 0) < 0 || tg_eval(env, L->defs[i], NULL, NULL, NULL, L->err) < 0 ||
+            tgW_env_tag(L->rs, L->deffid[i]) < 0) {
             if (L->err && !L->err->line) {
                 char msg[sizeof L->err->message];
                 memcpy(msg, L->err->message, sizeof msg);
@@ -1412,10 +1459,25 @@ static long load(tg_rules *rs, const char *text, size_t len, const char *file, c
         return -1;
     L.skip_evals = skip_evals;
     L.errs = errs, L.maxerrs = maxerrs;
-    if (real)
-        L.files[L.nfiles++] = real;
     uint32_t nops = rs->nops, nrules = rs->nrules, nrws = rs->nrws, nsrc = rs->nsrc, nregs = rs->nregs;
-    if (load_text(&L, text, len, file) < 0 || eval_defs(&L) < 0 || check_relrefs(&L, nrules) < 0) {
+    uint32_t nfiles = rs->nfiles;
+    rs->fid = 0;
+    if (real) {
+        L.files[L.nfiles++] = real;
+        if (rs->reloading)
+            rs->fid = rs->reloading;
+        else if (tgW_file_find(rs, real)) {
+            tgE_set(err, TG_ERR_ARG, NULL, 0, 0, "it is loaded already (reload it to read it again)");
+            if (errs && maxerrs)
+                errs[0] = *err;
+            return errs ? 1 : -1;
+        } else if (!(rs->fid = tgW_file_add(rs, real, file, 1)))
+            return tgE_nomem(err), -1;
+    }
+    int bad = load_text(&L, text, len, file) < 0 || eval_defs(&L) < 0 || check_relrefs(&L, nrules) < 0;
+    rs->fid = 0;
+    if (bad) {
+        rs->nfiles = nfiles;
         unregister(rs, nregs);
         rollback(rs, nops, nrules, nrws, nsrc);
         if (errs && !L.nerrs && maxerrs)     /* a definition's error, after the forms */

@@ -33,6 +33,8 @@ typedef struct tgW_rw {
     struct tgW_rw *base;
     const struct tgW_query *q;
     tg_term *spec;
+    uint32_t fid;           /* the loaded file that declared it, 0: none */
+    size_t nown;            /* items of its own form; registered ones follow */
 } tgW_rw;
 
 typedef struct tgW_query {
@@ -50,6 +52,14 @@ typedef struct tgW_reg {
     tgW_rw *rw;
     tgW_item *items;
     size_t nitems;
+    /* what it added, to add again when its rewriter is made anew (a
+     * reload, unload.c): items into the rewriter named target */
+    tg_term *target;
+    tgW_item *add;
+    size_t nadd;
+    uint32_t fid;
+    const char *file;
+    int line, col;
 } tgW_reg;
 
 /* A rewriter resolved for one run. */

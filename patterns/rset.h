@@ -37,6 +37,8 @@ typedef struct tgW_op {
     tg_term *props;     /* the free-form properties: a list of terms */
     const char *file;   /* where it was declared */
     int line, col;
+    uint32_t fid;       /* the loaded file that declared it (rs->files), 0: none */
+    int dead;           /* removed (unload.c); its id is kept for a new declaration */
 } tgW_op;
 
 /* Match instructions.  Registers are term pointers; R[0..k) are the k
@@ -141,6 +143,7 @@ typedef struct tgW_rule {
     tg_term *tags;      /* a list of symbols */
     const char *file;
     int line, col;
+    uint32_t fid;       /* the loaded file that defined it, 0: none */
     struct tgD_rel *rel;    /* a relation used as a rewrite (relrw.c): no programs; else NULL */
     /* statistics */
     unsigned long long fired, tried, built;
@@ -244,9 +247,38 @@ struct tg_rules {
     const struct tgTy_typer *typer;
     void *typer_state;
     unsigned long long typer_run, runs;
+    /* The files loaded (unload.c): a definition's fid is its index + 1;
+     * src's and the environment's definitions have theirs beside them. */
+    struct tgW_file *files;
+    uint32_t nfiles;
+    size_t capfiles;
+    uint32_t fid;               /* the file being loaded (0: none), for new definitions */
+    int reloading;              /* in tg_rules_reload_file (unload.c) */
+    uint32_t *srcfid;           /* of src[i] */
+    size_t capsrcfid;
+    uint32_t *envfid;           /* of env->defs[i], for the first nenvfid */
+    size_t nenvfid, capenvfid;
 };
 
+/* A file loaded, at the top or by an include. */
+typedef struct tgW_file {
+    const char *real;           /* its real path: the file's identity */
+    const char *path;           /* as named */
+    uint32_t *inc;              /* the files its includes named (fids), read or not */
+    size_t ninc, capinc;
+    int root;                   /* loaded at the top (not only included) */
+    int live;
+} tgW_file;
+
 tgW_op *tgW_op_find(const tg_rules *rs, const tg_term *name);
+/* The files loaded (unload.c): the live one of real path real (0: none);
+ * a new one (its fid, 0 when out of memory); an include of to by from
+ * (from 0: to counts as loaded at the top); -1 when out of memory. */
+uint32_t tgW_file_find(const tg_rules *rs, const char *real);
+uint32_t tgW_file_add(tg_rules *rs, const char *real, const char *path, int root);
+int tgW_file_edge(tg_rules *rs, uint32_t from, uint32_t to);
+/* The environment's definitions not yet tagged with a file: fid's. */
+int tgW_env_tag(tg_rules *rs, uint32_t fid);
 /* A monotonic clock in seconds. */
 double tgW_clock(void);
 /* At the start of a run (tg_normalize, tg_rewrite, a form): the deadline

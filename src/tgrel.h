@@ -323,6 +323,31 @@ int tg_rules_load_file_defs(tg_rules *rs, const char *path, tg_error *err);
  * Returns how many (0: the file is loaded); -1 when errs is NULL or max
  * is 0. */
 long tg_rules_check_file(tg_rules *rs, const char *path, tg_error *errs, size_t max);
+/* Read the file at path again: what it defined before (ops, rules,
+ * rewriters, registrations, relations; not what the files it includes
+ * define: reload those by their own names) is replaced by what it
+ * defines now, in the same place of the load order, all or nothing.
+ * Definitions it no longer has are removed; files only it included and
+ * no longer includes are unloaded.  When what other files define would
+ * break (a rule of theirs uses an op it no longer declares, a rewriter
+ * names a rule it no longer defines), nothing changes and the error
+ * names them.  A file not loaded yet is loaded.  As with
+ * tg_rules_load_file_defs, only definitions are read: the caller
+ * evaluates the file's other forms.  Errors as tg_rules_check_file: how
+ * many (0: reloaded). */
+long tg_rules_reload_file(tg_rules *rs, const char *path, tg_error *errs, size_t max);
+
+enum {  /* what tg_rules_undef removed: bits */
+    TG_UNDEF_OP = 1, TG_UNDEF_RULE = 2, TG_UNDEF_REWRITER = 4, TG_UNDEF_QUERY = 8, TG_UNDEF_RELATION = 16
+};
+/* Remove every definition named name: an op (with its defop), a rule
+ * (both directions, every left side), a rewriter or named query (with
+ * the items registered into it), a relation defined by a form.  All or
+ * nothing: when another definition uses one of them (a rule uses the
+ * op, a rewriter names the rule), nothing changes and the error names
+ * the users.  The TG_UNDEF_ bits of what went, or -1 (nothing of that
+ * name, still used). */
+int tg_rules_undef(tg_rules *rs, tg_term *name, tg_error *err);
 
 enum {
     TG_NF_MEMO = 1      /* remember the normal form of every call (and stop on cycles) */

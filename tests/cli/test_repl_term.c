@@ -261,6 +261,16 @@ static void completion(const char *prog, const char *src, const char *history)
     type(fd, "(neg (neg b))\r");
     TAP_CHECK(expect(fd, "\r\nb\r\n"), "and the rewrite runs");
     expect(fd, "tgrel> ");
+    type(fd, ":reload examples/alge\t");
+    TAP_CHECK(expect(fd, ":reload examples/algebra.rules"), "after :reload, a file name completes");
+    type(fd, "\r");
+    TAP_CHECK(expect(fd, "reloaded examples/algebra.rules"), "and the file is read again");
+    expect(fd, "tgrel> ");
+    type(fd, ":undef appea\t");
+    TAP_CHECK(expect(fd, ":undef appear "), "after :undef, a name completes");
+    type(fd, "\r");
+    TAP_CHECK(expect(fd, "removed appear: op"), "and the op is removed");
+    expect(fd, "tgrel> ");
     leave(fd, pid);
 }
 

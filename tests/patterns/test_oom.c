@@ -41,6 +41,19 @@ static void runaway_then_ok(tg_rules *rs, tg_ctx *ctx, const char *what, int i)
     TAP_CHECK(r == tg_symbol_cstr(ctx, "b"), "%s, round %d: the next rewrite works", what, i);
 }
 
+/* Right after a runaway ran the heap out, the heap is full of its terms,
+ * marked by the collection that ran while they were live: an entry that
+ * needs much memory gets it all the same (a collection frees them before
+ * an allocation fails).  n distinct pairs, kept alive in one list: 1 when
+ * they could all be made. */
+static int big_entry(tg_ctx *ctx, long n)
+{
+    tg_term *l = tg_nil();
+    for (long i = 0; i < n && l; i++)
+        l = tg_cons(ctx, tg_int(ctx, i), l);
+    return l != NULL;
+}
+
 int main(void)
 {
     test_limit_args();
@@ -59,6 +72,16 @@ int main(void)
         runaway_then_ok(rs, ctx, "normalize", i);
     for (int i = 1; i <= 2; i++)
         runaway_then_ok(rs, ctx, "rewrite", i);
+    /* half a million pairs take about 16 MiB, two thirds of the heap;
+     * before the collector collected ahead of a failed allocation, 33
+     * thousand fitted after a runaway */
+    for (int i = 1; i <= 3; i++) {
+        tg_error_clear(&err);
+        tg_term *t = tg_read_cstr(ctx, "(grow a)", &err);
+        TAP_CHECK((i & 1 ? tg_normalize(rs, t, 0, &err) : tg_rewrite(rs, tg_symbol_cstr(ctx, "e2"), t, &err)) == NULL,
+                  "runaway %d: out of memory", i);
+        TAP_CHECK(big_entry(ctx, 500000), "then an entry needing two thirds of the heap gets it (round %d)", i);
+    }
     tg_env *env = tg_rules_env(rs, &err);
     for (int i = 1; i <= 2; i++) {
         tg_error_clear(&err);

@@ -284,6 +284,9 @@ static void logic(void)
                   strstr(err.message, "two"),
               "tg_eval: a relation called with the wrong arity is named (%s)", err.message);
     tg_error_clear(&err);
+    TAP_CHECK(tg_eval(env, NULL, NULL, NULL, NULL, &err) == -1 && err.code == TG_ERR_ARG,
+              "tg_eval: a NULL form (a term that could not be made) is an error, not a crash");
+    TAP_CHECK(tg_run(env, NULL, &err) == NULL && err.code == TG_ERR_ARG, "tg_run: a NULL form too");
     TAP_CHECK(tg_eval(env, rd("(defrel two)"), NULL, NULL, NULL, &err) == -1 && err.code != TG_OK,
               "tg_eval: a malformed defrel (%s)", err.message);
     TAP_CHECK(tg_eval(env, rd("(run 1 (q) (two q 5))"), NULL, NULL, &v, &err) == TG_EVAL_RUN,
