@@ -772,13 +772,13 @@ static int rank_get(rk *r, const tg_term *t)
 }
 
 /* The number of elements of list t after its head when the head is h
- * (or of t itself when h is NULL or not its head). */
+ * (or of t itself when h is NN, none, or not its head). */
 static int list_len(so *s, const tg_term *t, int h)
 {
     if (!is_pair(t))
         return -1;
     int n = (int)tg_length(t);
-    return tg_car(t) == NM(s, h) ? n - 1 : n;
+    return h >= 0 && h < NN && tg_car(t) == NM(s, h) ? n - 1 : n;
 }
 
 static int rank_node(rk *r, tg_term *t)
