@@ -927,6 +927,19 @@ static int rank_scan(so *s, tg_term *t, rk *outer, int64_t k)
  * be read: seqmode), and to do after the loop the work that ends a step
  * and only feeds a stacked output (the values it reads stacked by new
  * nitsot outputs, or read from stacked outputs and sequences). */
+/* The placeholder of the stack of per-step values t over the steps (both
+ * push-out rewrites): the one given before, or a fresh name recorded in
+ * leaf, with t in lv and the name in lph; NULL when out of memory. */
+static tg_term *stack_leaf(so *s, tgW_map *used, tgW_map *leaf, vec *lv, vec *lph, tg_term *t)
+{
+    tg_term *p = tgW_map_get(leaf, t);
+    if (p)
+        return p;
+    if (!(p = fresh(s, used, "stk")) || tgW_map_put(leaf, t, p) < 0 || push(s, lv, t) < 0 || push(s, lph, p) < 0)
+        return s->oom = 1, NULL;
+    return p;
+}
+
 typedef struct stx {
     so *s;
     scan *sc;
@@ -958,13 +971,7 @@ static tg_term *st_leaf(stx *x, tg_term *t)
                 return x->sc->seq.v[i];
         return NULL;
     }
-    tg_term *p = tgW_map_get(&x->leaf, t);
-    if (p)
-        return p;
-    if (!(p = fresh(x->s, x->used, "stk")) || tgW_map_put(&x->leaf, t, p) < 0 || push(x->s, &x->lv, t) < 0 ||
-        push(x->s, &x->lph, p) < 0)
-        return x->s->oom = 1, NULL;
-    return p;
+    return stack_leaf(x->s, x->used, &x->leaf, &x->lv, &x->lph, t);
 }
 
 /* (axes I+1 ...) of a reduction's axes over a term of rank q. */
@@ -1814,13 +1821,7 @@ static tg_term *outside(sumx *x, tg_term *t) { return subst(x->s, t, x->out); }
 /* The placeholder of the stack of per-step values t over the steps. */
 static tg_term *stack_of(sumx *x, tg_term *t)
 {
-    tg_term *p = tgW_map_get(&x->leaf, t);
-    if (p)
-        return p;
-    if (!(p = fresh(x->s, x->used, "stk")) || tgW_map_put(&x->leaf, t, p) < 0 || push(x->s, &x->lv, t) < 0 ||
-        push(x->s, &x->lph, p) < 0)
-        return x->s->oom = 1, NULL;
-    return p;
+    return stack_leaf(x->s, x->used, &x->leaf, &x->lv, &x->lph, t);
 }
 
 /* (dimshuffle V (perm 0 x)) is a column of vector V (col 1), (dimshuffle
