@@ -4,7 +4,8 @@
  *
  * A load is all or nothing: what a file adds is undone when any of its
  * forms (or of the files it includes) is bad, so a rule set never holds
- * half a file.
+ * half a file.  The forms that extend what is loaded (register,
+ * defquery) and defop are in defs.c.
  */
 #include "compile.h"
 #include "dispatch.h"
@@ -16,6 +17,7 @@
 #include "scanopt.h"
 #include "error.h"
 #include "reader.h"
+#include "load_int.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -26,8 +28,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-#define MAX_INCLUDE 64
 
 /* ---- ops and rules ----------------------------------------------------- */
 
@@ -66,7 +66,7 @@ static int ops_push(tg_rules *rs, tgW_op *op)
     return tgW_map_put(&rs->opmap, op->name, op);
 }
 
-static int rules_push(tg_rules *rs, tgW_rule *r)
+int tgW_rules_push(tg_rules *rs, tgW_rule *r)
 {
     r->fid = rs->fid;
     tgW_rule **n = tgW_grow(rs->rules, rs->nrules, &rs->caprules, rs->nrules + 1, sizeof *n);
@@ -122,7 +122,7 @@ int tgW_index_build(tg_rules *rs, tgW_index *ix, tgW_rule *const *rules, uint32_
 
 int tgW_rule_add(tg_rules *rs, tgW_rule *r)
 {
-    return rules_push(rs, r);
+    return tgW_rules_push(rs, r);
 }
 
 /* The index of every forward rule, for tg_normalize. */
@@ -180,10 +180,6 @@ static void unregister(tg_rules *rs, uint32_t nregs)
 
 /* ---- loading ------------------------------------------------------------ */
 
-enum { F_OP, F_RULE, F_INCLUDE, F_DEFREL, F_TABLED, F_FACT, F_FACTS, F_ARITY, F_ASSOC, F_COMM,
-       F_TO, F_BOTH, F_WHEN, F_NORMALIZE, F_MEMO, F_RUN, F_RUNSTAR, F_TAGS, F_EQUIL, F_WALK,
-       F_SEQ, F_ORDER, F_IN2OUT, F_OUT2IN, F_MAXUSE, F_REVERSE, F_QUERY, F_INCL, F_REQ, F_EXCL,
-       F_SUBQ, F_REWRITE, F_PROFILE, F_TRACE, F_ON, F_OFF, F_PROV, F_WHY, F_REGISTER, F_DEFQUERY, F_DEFOP, NF };
 static const char *const form_names[NF] = {
     "op", "rule", "include", "defrel", "tabled", "fact", "facts", "arity", "assoc", "comm",
     "=>", "<=>", "when", "normalize", "memo", "run", "run*", "tags", "equilibrium", "walk",
@@ -192,41 +188,10 @@ static const char *const form_names[NF] = {
     "register", "defquery", "defop"
 };
 
-typedef struct loader {
-    tg_rules *rs;
-    tg_error *err;
-    tg_term *const *sym;                /* the form names, rs->forms */
-    const char *files[MAX_INCLUDE];     /* the include chain */
-    int nfiles;
-    const char **done;                  /* files included in this load: */
-    size_t ndone, capdone;              /* a second include is skipped */
-    tg_term **defs;                     /* relation forms, evaluated at the end */
-    size_t ndefs, capdefs;
-    const char **deffile;
-    int *defline, *defcol;
-    uint32_t *deffid;
-    tg_reader *rd;                      /* the reader of the current form */
-    const char *file;
-    int line, col;
-    struct relref {                     /* relations named as rewriter items, */
-        tg_term *name;                  /* checked once the relations are defined */
-        int backward;
-        const char *file;
-        int line, col;
-    } *relrefs;
-    size_t nrelrefs, caprelrefs;
-    int skip_evals;                     /* tg_rules_load_file_defs: other forms skipped */
-    int depth;                          /* load_text's: 1 for the file, more in includes */
-    tg_error *errs;                     /* tg_rules_check_file: the errors of the */
-    size_t maxerrs, nerrs;              /* file's forms, reading on after each */
-} loader;
-
-static void lerr(loader *L, const tg_term *at, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 /* Where subterm sub of the current form was read: its own position
  * when the reader knows it, else the form's. */
-static void form_pos(void *ud, const tg_term *sub, int *line, int *col)
+void tgW_form_pos(void *ud, const tg_term *sub, int *line, int *col)
 {
     loader *L = ud;
     *line = L->line, *col = L->col;
@@ -234,10 +199,10 @@ static void form_pos(void *ud, const tg_term *sub, int *line, int *col)
         *line = L->line, *col = L->col;
 }
 
-static void lerr(loader *L, const tg_term *at, const char *fmt, ...)
+void tgW_lerr(loader *L, const tg_term *at, const char *fmt, ...)
 {
     int line, col;
-    form_pos(L, at, &line, &col);
+    tgW_form_pos(L, at, &line, &col);
     va_list ap;
     va_start(ap, fmt);
     tgE_setv(L->err, TG_ERR_SYNTAX, L->file, L->file ? line : 0, L->file ? col : 0, fmt, ap);
@@ -273,31 +238,31 @@ static int parse_arity(loader *L, tg_term *prop, tgW_op *op)
         return 0;
     }
     char *p = tgW_show(prop);
-    lerr(L, prop, "malformed arity (write (arity 2), (arity 2+) or (arity 1 3)) in %s", p ? p : "?");
+    tgW_lerr(L, prop, "malformed arity (write (arity 2), (arity 2+) or (arity 1 3)) in %s", p ? p : "?");
     free(p);
     return -1;
 }
 
 /* (op NAME PROP...) */
-static int load_op(loader *L, tg_term *form)
+int tgW_load_op(loader *L, tg_term *form)
 {
     tg_rules *rs = L->rs;
     size_t n = tg_length(form);
     tg_term *name = n >= 2 ? tg_nth(form, 1) : NULL;
     if (!name || tg_kind_of(name) != TG_SYMBOL) {
         char *p = tgW_show(form);
-        lerr(L, form, "malformed op declaration (op NAME (arity N) ...) in %s", p ? p : "?");
+        tgW_lerr(L, form, "malformed op declaration (op NAME (arity N) ...) in %s", p ? p : "?");
         free(p);
         return -1;
     }
     size_t nl;
     const char *ns = tg_symbol_name(name, &nl);
     if (tgQ_reserved(ns, nl)) {
-        lerr(L, form, "%.*s: names starting with num: are the numeric built-ins", (int)nl, ns);
+        tgW_lerr(L, form, "%.*s: names starting with num: are the numeric built-ins", (int)nl, ns);
         return -1;
     }
     if (tgTy_reserved(ns, nl)) {
-        lerr(L, form, "%.*s: names starting with type: are the typed guards", (int)nl, ns);
+        tgW_lerr(L, form, "%.*s: names starting with type: are the typed guards", (int)nl, ns);
         return -1;
     }
     tgW_op *op = GC_MALLOC(sizeof *op);
@@ -322,7 +287,7 @@ static int load_op(loader *L, tg_term *form)
         }
     }
     if ((op->flags & (TGW_ASSOC | TGW_COMM)) && op->amax < 2) {
-        lerr(L, form, "an assoc or comm op takes at least two arguments");
+        tgW_lerr(L, form, "an assoc or comm op takes at least two arguments");
         return -1;
     }
     tgW_op *old = tgW_op_find(rs, name);
@@ -330,7 +295,7 @@ static int load_op(loader *L, tg_term *form)
         if (!same_decl(old, op)) {
             size_t len;
             const char *s = tg_symbol_name(name, &len);
-            lerr(L, form, "op %.*s declared again differently (first at %s:%d:%d)", (int)len, s,
+            tgW_lerr(L, form, "op %.*s declared again differently (first at %s:%d:%d)", (int)len, s,
                  old->file ? old->file : "?", old->line, old->col);
             return -1;
         }
@@ -347,7 +312,7 @@ static int check_tags(loader *L, tg_term *w)
             return 0;
         if (tg_kind_of(t) != TG_SYMBOL) {
             char *p = tgW_show(w);
-            lerr(L, w, "tags must be symbols in %s", p ? p : "?");
+            tgW_lerr(L, w, "tags must be symbols in %s", p ? p : "?");
             free(p);
             return -1;
         }
@@ -372,14 +337,14 @@ static int relref(loader *L, tg_term *x, tgW_item *it)
     r += L->nrelrefs++;
     r->name = it->name, r->backward = it->backward;
     r->file = strcpy(f, L->file);
-    form_pos(L, x, &r->line, &r->col);
+    tgW_form_pos(L, x, &r->line, &r->col);
     it->rel = 1;
     return 0;
 }
 
 /* An item of a rewriter: NAME (a rule, a rewriter or a relation) or
  * (reverse RULE-OR-RELATION). */
-static int parse_item(loader *L, tg_term *x, tgW_item *it)
+int tgW_parse_item(loader *L, tg_term *x, tgW_item *it)
 {
     tg_rules *rs = L->rs;
     memset(it, 0, sizeof *it);
@@ -392,14 +357,14 @@ static int parse_item(loader *L, tg_term *x, tgW_item *it)
         if (!known_rule(rs, it->name, 1)) {
             size_t n;
             const char *s = tg_symbol_name(it->name, &n);
-            lerr(L, x, "(reverse %.*s): %.*s is not a <=> rule", (int)n, s, (int)n, s);
+            tgW_lerr(L, x, "(reverse %.*s): %.*s is not a <=> rule", (int)n, s, (int)n, s);
             return -1;
         }
         return 0;
     }
     if (tg_kind_of(x) != TG_SYMBOL) {
         char *p = tgW_show(x);
-        lerr(L, x, "expected a rule or rewriter name, or (reverse RULE), found %s", p ? p : "?");
+        tgW_lerr(L, x, "expected a rule or rewriter name, or (reverse RULE), found %s", p ? p : "?");
         free(p);
         return -1;
     }
@@ -410,7 +375,7 @@ static int parse_item(loader *L, tg_term *x, tgW_item *it)
     return 0;
 }
 
-static int rws_push(tg_rules *rs, tgW_rw *rw)
+int tgW_rws_push(tg_rules *rs, tgW_rw *rw)
 {
     tgW_rw **n = tgW_grow(rs->rws, rs->nrws, &rs->caprws, rs->nrws + 1, sizeof *n);
     if (!n)
@@ -432,7 +397,7 @@ static int load_rewriter(loader *L, tg_term *form, int kind)
     tg_term *name = n >= 2 ? tg_nth(form, 1) : NULL;
     if (!name || tg_kind_of(name) != TG_SYMBOL || tg_tail(form) != tg_nil()) {
         char *p = tgW_show(form);
-        lerr(L, form, "malformed rewriter: (%s NAME CLAUSE... ITEM...) in %s",
+        tgW_lerr(L, form, "malformed rewriter: (%s NAME CLAUSE... ITEM...) in %s",
              form_names[kind == TGW_SEQ ? F_SEQ : kind == TGW_EQUIL ? F_EQUIL : F_WALK], p ? p : "?");
         free(p);
         return -1;
@@ -440,7 +405,7 @@ static int load_rewriter(loader *L, tg_term *form, int kind)
     if (tgW_rw_find(rs, name) || tgW_map_get(&rs->rulemap, name)) {
         size_t len;
         const char *s = tg_symbol_name(name, &len);
-        lerr(L, form, "%.*s is already the name of a %s", (int)len, s,
+        tgW_lerr(L, form, "%.*s is already the name of a %s", (int)len, s,
              tgW_rw_find(rs, name) ? "rewriter" : "rule");
         return -1;
     }
@@ -465,7 +430,7 @@ static int load_rewriter(loader *L, tg_term *form, int kind)
                     r = (double)v;
                 else {
                     char *p = tgW_show(x);
-                    lerr(L, x, "malformed max-use-ratio (a positive number) in %s", p ? p : "?");
+                    tgW_lerr(L, x, "malformed max-use-ratio (a positive number) in %s", p ? p : "?");
                     free(p);
                     return -1;
                 }
@@ -475,7 +440,7 @@ static int load_rewriter(loader *L, tg_term *form, int kind)
             tg_term *o = tg_length(x) == 2 ? tg_nth(x, 1) : NULL;
             if (o != L->sym[F_IN2OUT] && o != L->sym[F_OUT2IN]) {
                 char *p = tgW_show(x);
-                lerr(L, x, "malformed order: (order in-to-out) or (order out-to-in) in %s", p ? p : "?");
+                tgW_lerr(L, x, "malformed order: (order in-to-out) or (order out-to-in) in %s", p ? p : "?");
                 free(p);
                 return -1;
             }
@@ -486,22 +451,22 @@ static int load_rewriter(loader *L, tg_term *form, int kind)
             if (!tgT_ispair(x) || tg_length(x) != 2 || tg_tail(x) != tg_nil() ||
                 (tg_int_get(tg_car(x), &iv) < 0 && tg_double_get(tg_car(x), &pos) < 0)) {
                 char *p = tgW_show(x);
-                lerr(L, x, "a sequence item is (POSITION NAME), found %s", p ? p : "?");
+                tgW_lerr(L, x, "a sequence item is (POSITION NAME), found %s", p ? p : "?");
                 free(p);
                 return -1;
             }
             if (tg_int_get(tg_car(x), &iv) == 0)
                 pos = (double)iv;
-            if (parse_item(L, tg_nth(x, 1), &items[rw->nitems]) < 0)
+            if (tgW_parse_item(L, tg_nth(x, 1), &items[rw->nitems]) < 0)
                 return -1;
             items[rw->nitems++].pos = pos;
         } else {
-            if (parse_item(L, x, &items[rw->nitems]) < 0)
+            if (tgW_parse_item(L, x, &items[rw->nitems]) < 0)
                 return -1;
             rw->nitems++;
         }
     }
-    return rws_push(rs, rw) < 0 ? (tgE_nomem(L->err), -1) : 0;
+    return tgW_rws_push(rs, rw) < 0 ? (tgE_nomem(L->err), -1) : 0;
 }
 
 /* (query NAME (include T...) (require T...) (exclude T...) (subquery NAME CLAUSE...)) or
@@ -547,7 +512,7 @@ static tgW_query *parse_query(loader *L, tg_term *form, size_t first)
             if (!tgW_rw_find(rs, sn)) {
                 size_t len;
                 const char *s = tg_symbol_name(sn, &len);
-                lerr(L, x, "unknown rewriter %.*s in a subquery", (int)len, s);
+                tgW_lerr(L, x, "unknown rewriter %.*s in a subquery", (int)len, s);
                 return NULL;
             }
             tgW_query *sq = parse_query(L, x, 2);
@@ -557,7 +522,7 @@ static tgW_query *parse_query(loader *L, tg_term *form, size_t first)
             q->sub[q->nsub++] = sq;
         } else {
             char *p = tgW_show(x);
-            lerr(L, x, "expected (include T...), (require T...), (exclude T...) or (subquery NAME ...), found %s",
+            tgW_lerr(L, x, "expected (include T...), (require T...), (exclude T...) or (subquery NAME ...), found %s",
                  p ? p : "?");
             free(p);
             return NULL;
@@ -567,7 +532,7 @@ static tgW_query *parse_query(loader *L, tg_term *form, size_t first)
 }
 
 /* A rewriter spec: NAME or (query NAME CLAUSE...). */
-static tgW_rw *parse_spec(loader *L, tg_term *spec, tgW_query **q)
+tgW_rw *tgW_parse_spec(loader *L, tg_term *spec, tgW_query **q)
 {
     *q = NULL;
     tg_term *name = spec;
@@ -576,293 +541,13 @@ static tgW_rw *parse_spec(loader *L, tg_term *spec, tgW_query **q)
     tgW_rw *rw = tg_kind_of(name) == TG_SYMBOL ? tgW_rw_find(L->rs, name) : NULL;
     if (!rw) {
         char *p = tgW_show(name);
-        lerr(L, spec, "unknown rewriter %s (declare it with equilibrium, walk or sequence)", p ? p : "?");
+        tgW_lerr(L, spec, "unknown rewriter %s (declare it with equilibrium, walk or sequence)", p ? p : "?");
         free(p);
         return NULL;
     }
     if (name != spec && !(*q = parse_query(L, spec, 2)))
         return NULL;
     return rw;
-}
-
-/* ---- extending databases: register, defquery -------------------------- */
-
-/* The rewriter a register form names, or NULL after the error. */
-static tgW_rw *register_target(loader *L, tg_term *db)
-{
-    tgW_rw *rw = tg_kind_of(db) == TG_SYMBOL ? tgW_rw_find(L->rs, db) : NULL;
-    char *p = tgW_show(db);
-    if (!rw)
-        lerr(L, db, "register: unknown rewriter %s (declare it with equilibrium, walk or sequence)", p ? p : "?");
-    else if (rw->kind == TGW_QUERY)
-        lerr(L, db, "register: %s is a named query, not a rewriter of its own (register into the rewriter it selects from)",
-             p ? p : "?");
-    free(p);
-    return rw && rw->kind != TGW_QUERY ? rw : NULL;
-}
-
-/* Whether item it is in rw already (the same name, the same way). */
-static const tgW_item *item_in(const tgW_rw *rw, const tgW_item *it, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (rw->items[i].name == it->name && rw->items[i].backward == it->backward)
-            return &rw->items[i];
-    return NULL;
-}
-
-/* (register DB ITEM ...) into an equilibrium or walk, (register DB (POS
- * ITEM) ...) into a sequence, whose positions must be free: the items
- * join DB as if DB's form had named them (PyTensor's register_canonicalize
- * and optdb.register).  The rewriter's old items are kept to undo a
- * failed load. */
-static int load_register(loader *L, tg_term *form)
-{
-    tg_rules *rs = L->rs;
-    size_t n = tg_length(form);
-    if (n < 3 || tg_tail(form) != tg_nil()) {
-        char *p = tgW_show(form);
-        lerr(L, form, "malformed register: (register DATABASE ITEM ...), (POSITION ITEM) for a sequence, in %s",
-             p ? p : "?");
-        free(p);
-        return -1;
-    }
-    tgW_rw *rw = register_target(L, tg_nth(form, 1));
-    if (!rw)
-        return -1;
-    tgW_item *items = GC_MALLOC((rw->nitems + n) * sizeof *items);
-    tgW_reg *regs = tgW_grow(rs->regs, rs->nregs, &rs->capregs, rs->nregs + 1, sizeof *regs);
-    if (!items || !regs)
-        return tgE_nomem(L->err), -1;
-    rs->regs = regs;
-    if (rw->nitems)
-        memcpy(items, rw->items, rw->nitems * sizeof *items);
-    size_t k = rw->nitems;
-    for (size_t i = 2; i < n; i++) {
-        tg_term *x = tg_nth(form, i), *nm = x;
-        double pos = 0;
-        if (rw->kind == TGW_SEQ) {
-            int64_t iv;
-            if (!tgT_ispair(x) || tg_length(x) != 2 || tg_tail(x) != tg_nil() ||
-                (tg_int_get(tg_car(x), &iv) < 0 && tg_double_get(tg_car(x), &pos) < 0)) {
-                char *p = tgW_show(x);
-                size_t sl;
-                const char *sn = tg_symbol_name(rw->name, &sl);
-                lerr(L, x, "register: an item of sequence %.*s is (POSITION NAME), found %s", (int)sl, sn,
-                     p ? p : "?");
-                free(p);
-                return -1;
-            }
-            if (tg_int_get(tg_car(x), &iv) == 0)
-                pos = (double)iv;
-            nm = tg_nth(x, 1);
-        }
-        if (parse_item(L, nm, &items[k]) < 0)
-            return -1;
-        items[k].pos = pos;
-        tgW_rw tmp = *rw;
-        tmp.items = items;
-        const tgW_item *old = item_in(&tmp, &items[k], k);
-        char *p = tgW_show(nm);
-        size_t dl;
-        const char *dn = tg_symbol_name(rw->name, &dl);
-        if (old)
-            lerr(L, nm, "register: %s is in %.*s already", p ? p : "?", (int)dl, dn);
-        for (size_t j = 0; !old && rw->kind == TGW_SEQ && j < k; j++)
-            if (items[j].pos == pos) {
-                char *q = tgW_show(items[j].name);
-                lerr(L, x, "register: position %g of sequence %.*s is taken by %s (a position is free or given once)",
-                     pos, (int)dl, dn, q ? q : "?");
-                free(q);
-                old = &items[j];
-            }
-        free(p);
-        if (old)
-            return -1;
-        if (items[k].rw == rw) {
-            lerr(L, nm, "register: %.*s into itself", (int)dl, dn);
-            return -1;
-        }
-        k++;
-    }
-    tgW_item *add = GC_MALLOC((k - rw->nitems + 1) * sizeof *add);
-    char *f = L->file ? GC_MALLOC_ATOMIC(strlen(L->file) + 1) : NULL;
-    if (!add || (L->file && !f))
-        return tgE_nomem(L->err), -1;
-    memcpy(add, items + rw->nitems, (k - rw->nitems) * sizeof *add);
-    rs->regs[rs->nregs++] = (tgW_reg){rw, rw->items, rw->nitems, rw->name, add, k - rw->nitems, rs->fid,
-                                      f ? strcpy(f, L->file) : NULL, L->line, L->col};
-    rw->items = items;
-    rw->nitems = k;
-    tgW_plans_clear(rs);
-    return 0;
-}
-
-/* (defquery NAME SPEC): a name for SPEC, a rewriter's name or (query
- * NAME CLAUSE ...), usable wherever a rewriter is (rewrite, items,
- * sequences, other queries, which nest). */
-static int load_defquery(loader *L, tg_term *form)
-{
-    tg_rules *rs = L->rs;
-    tg_term *name = tg_length(form) == 3 && tg_tail(form) == tg_nil() ? tg_nth(form, 1) : NULL;
-    if (!name || tg_kind_of(name) != TG_SYMBOL) {
-        char *p = tgW_show(form);
-        lerr(L, form, "malformed defquery: (defquery NAME (query DATABASE CLAUSE ...)) in %s", p ? p : "?");
-        free(p);
-        return -1;
-    }
-    if (tgW_rw_find(rs, name) || tgW_map_get(&rs->rulemap, name)) {
-        size_t len;
-        const char *s = tg_symbol_name(name, &len);
-        lerr(L, name, "%.*s is already the name of a %s", (int)len, s, tgW_rw_find(rs, name) ? "rewriter" : "rule");
-        return -1;
-    }
-    tgW_query *q;
-    tg_term *spec = tg_nth(form, 2);
-    tgW_rw *base = parse_spec(L, spec, &q);
-    tgW_rw *rw = base ? GC_MALLOC(sizeof *rw) : NULL;
-    if (!rw)
-        return base ? (tgE_nomem(L->err), -1) : -1;
-    rw->name = name, rw->kind = TGW_QUERY, rw->tags = tg_nil();
-    rw->base = base, rw->q = q, rw->spec = spec;
-    rw->file = L->file, rw->line = L->line, rw->col = L->col;
-    return rws_push(rs, rw) < 0 ? (tgE_nomem(L->err), -1) : 0;
-}
-
-/* ---- ops defined in terms of others: defop ------------------------------ */
-
-/* The definition rule of op name (a rule tagged defop), or NULL. */
-static const tgW_rule *defop_rule(const tg_rules *rs, const tg_term *name, tg_term *tag)
-{
-    for (uint32_t i = 0; i < rs->nrules; i++)
-        if (rs->rules[i]->op->name == name && tgT_ispair(rs->rules[i]->tags) && tg_car(rs->rules[i]->tags) == tag)
-            return rs->rules[i];
-    return NULL;
-}
-
-/* Whether term t, or the definitions of the defined ops it applies,
- * applies op name: the chain that leads there in path (as text).  An
- * explicit stack: bodies may be deep. */
-static int defop_reaches(const tg_rules *rs, tg_term *t, const tg_term *name, tg_term *tag, char *path, size_t cap)
-{
-    tgW_map seen = {0};
-    size_t n = 0, c = 64;
-    tg_term **st = GC_MALLOC(c * sizeof *st);
-    if (!st)
-        return 0;
-    st[n++] = t;
-    while (n) {
-        tg_term *x = st[--n];
-        if (!tgT_ispair(x) || tgW_map_get(&seen, x))
-            continue;
-        tgW_map_put(&seen, x, x);
-        tg_term *h = tg_car(x);
-        if (h == name) {
-            size_t nl;
-            const char *s = tg_symbol_name(name, &nl);
-            size_t used = strlen(path);
-            snprintf(path + used, cap - used, "%.*s", (int)nl, s);
-            return 1;
-        }
-        const tgW_rule *d = tg_kind_of(h) == TG_SYMBOL ? defop_rule(rs, h, tag) : NULL;
-        size_t need = n + tg_length(x) + 2;
-        if (need > c) {
-            tg_term **ns = GC_MALLOC(2 * need * sizeof *ns);
-            if (!ns)
-                return 0;
-            memcpy(ns, st, n * sizeof *ns);
-            st = ns, c = 2 * need;
-        }
-        if (d && defop_reaches(rs, d->rhs, name, tag, path, cap)) {
-            /* prepend this op: path reads from the outermost */
-            size_t hl, used = strlen(path);
-            const char *hs = tg_symbol_name(h, &hl);
-            if (used + hl + 4 < cap) {
-                memmove(path + hl + 4, path, used + 1);
-                memcpy(path, hs, hl);
-                memcpy(path + hl, " -> ", 4);
-            }
-            return 1;
-        }
-        tg_iter it = {x, 0};
-        for (tg_term *e; (e = tgT_iter_next(&it));)
-            st[n++] = e;
-    }
-    return 0;
-}
-
-/* (defop (NAME ?P ...) BODY): op NAME of that many arguments, declared
- * here if it is not yet, stands for BODY, written with existing ops and
- * the parameters.  Its definition is a rule (named defop:NAME, tagged
- * defop), so normalize expands it, and tg_fn_compile expands it before
- * anything else (kernels/fn.c).  A definition that reaches NAME again,
- * through itself or other definitions, is an error. */
-static int load_defop(loader *L, tg_term *form)
-{
-    tg_rules *rs = L->rs;
-    tg_term *head = tg_length(form) == 3 && tg_tail(form) == tg_nil() ? tg_nth(form, 1) : NULL;
-    tg_term *name = head && tgT_ispair(head) && tg_tail(head) == tg_nil() ? tg_car(head) : NULL;
-    size_t np = name ? tg_length(head) - 1 : 0;
-    int ok = name && tg_kind_of(name) == TG_SYMBOL && np <= 64;
-    for (size_t i = 1; ok && i <= np; i++) {
-        tg_term *v = tg_nth(head, i);
-        ok = tg_kind_of(v) == TG_VAR;
-        for (size_t j = 1; ok && j < i; j++)
-            ok = tg_nth(head, j) != v;
-    }
-    if (!ok) {
-        char *p = tgW_show(form);
-        lerr(L, form, "malformed defop: (defop (NAME ?PARAM ...) BODY), distinct parameters, in %s", p ? p : "?");
-        free(p);
-        return -1;
-    }
-    tg_term *tag = tg_symbol_cstr(rs->ctx, "defop");
-    size_t nl;
-    const char *ns = tg_symbol_name(name, &nl);
-    char *rn = malloc(nl + 7);
-    tg_term *rname = NULL;
-    if (rn) {
-        memcpy(rn, "defop:", 6);
-        memcpy(rn + 6, ns, nl);
-        rname = tg_symbol(rs->ctx, rn, nl + 6);
-        free(rn);
-    }
-    tg_term *tags = tag ? tg_list(rs->ctx, 1, &tag, NULL) : NULL;
-    if (!rname || !tags)
-        return tgE_nomem(L->err), -1;
-    if (defop_rule(rs, name, tag)) {
-        lerr(L, head, "defop %.*s: %.*s is defined already", (int)nl, ns, (int)nl, ns);
-        return -1;
-    }
-    /* declared as (op NAME (arity N)), or as it was */
-    tgW_op *op = tgW_op_find(rs, name);
-    if (op && (np < op->amin || np > op->amax)) {
-        lerr(L, head, "defop %.*s: %zu parameter%s, but the op takes %u to %u arguments (declared at %s:%d:%d)",
-             (int)nl, ns, np, np == 1 ? "" : "s", op->amin, op->amax, op->file ? op->file : "?", op->line, op->col);
-        return -1;
-    }
-    if (!op) {
-        tg_term *ar[2] = {L->sym[F_ARITY], tg_int(rs->ctx, (int64_t)np)};
-        tg_term *decl[3] = {L->sym[F_OP], name, ar[1] ? tg_list(rs->ctx, 2, ar, NULL) : NULL};
-        tg_term *df = decl[2] ? tg_list(rs->ctx, 3, decl, NULL) : NULL;
-        if (!df)
-            return tgE_nomem(L->err), -1;
-        if (load_op(L, df) < 0)
-            return -1;
-    }
-    char path[300] = "";
-    if (defop_reaches(rs, tg_nth(form, 2), name, tag, path, sizeof path)) {
-        lerr(L, tg_nth(form, 2), "defop %.*s is recursive: %.*s -> %s", (int)nl, ns, (int)nl, ns, path);
-        return -1;
-    }
-    tgW_comp c;
-    tgW_comp_init(&c, rs, L->err);
-    c.file = L->file, c.line = L->line, c.col = L->col;
-    c.pos = form_pos, c.pos_ud = L;
-    tgW_rule *r = tgW_compile_rule(&c, rname, head, tg_nth(form, 2), NULL, 0, 0);
-    if (!r)
-        return -1;
-    r->tags = tags;
-    return rules_push(rs, r) < 0 ? (tgE_nomem(L->err), -1) : 0;
 }
 
 /* (rule NAME LHS... => RHS (when C...)) and (rule NAME LHS <=> RHS ...) */
@@ -887,7 +572,7 @@ static int load_rule(loader *L, tg_term *form)
     if (n > 64 || tail != tg_nil() || n < 5 || tg_kind_of(buf[1]) != TG_SYMBOL || arrow < 3 ||
         arrow + 1 >= n) {
         char *p = tgW_show(form);
-        lerr(L, form, "malformed rule (rule NAME LHS => RHS (when COND ...)) in %s", p ? p : "?");
+        tgW_lerr(L, form, "malformed rule (rule NAME LHS => RHS (when COND ...)) in %s", p ? p : "?");
         free(p);
         return -1;
     }
@@ -898,9 +583,9 @@ static int load_rule(loader *L, tg_term *form)
         const char *s = tg_symbol_name(name, &len);
         const tgW_rule *o = tgW_map_get(&rs->rulemap, name);
         if (!o->line)   /* a C node rewriter (cext.c) */
-            lerr(L, form, "rule %.*s defined twice (first as a C node rewriter)", (int)len, s);
+            tgW_lerr(L, form, "rule %.*s defined twice (first as a C node rewriter)", (int)len, s);
         else
-            lerr(L, form, "rule %.*s defined twice (first at %s:%d:%d)", (int)len, s,
+            tgW_lerr(L, form, "rule %.*s defined twice (first at %s:%d:%d)", (int)len, s,
                  o->file ? o->file : "?", o->line, o->col);
         return -1;
     }
@@ -918,7 +603,7 @@ static int load_rule(loader *L, tg_term *form)
         }
         if (!tgT_ispair(w) || tg_car(w) != L->sym[F_WHEN] || tg_tail(w) != tg_nil()) {
             char *p = tgW_show(w);
-            lerr(L, w, "expected (when COND ...) or (tags ...) after the right side, found %s",
+            tgW_lerr(L, w, "expected (when COND ...) or (tags ...) after the right side, found %s",
                  p ? p : "?");
             free(p);
             return -1;
@@ -928,24 +613,24 @@ static int load_rule(loader *L, tg_term *form)
             if (nc < 64)
                 conds[nc++] = x;
             else {
-                lerr(L, w, "more than 64 conditions");
+                tgW_lerr(L, w, "more than 64 conditions");
                 return -1;
             }
     }
     if (both && arrow != 3) {
-        lerr(L, form, "a <=> rule has one left side");
+        tgW_lerr(L, form, "a <=> rule has one left side");
         return -1;
     }
     tgW_comp c;
     tgW_comp_init(&c, rs, L->err);
     c.file = L->file, c.line = L->line, c.col = L->col;
-    c.pos = form_pos, c.pos_ud = L;
+    c.pos = tgW_form_pos, c.pos_ud = L;
     for (size_t i = 2; i < arrow; i++) {
         tgW_rule *r = tgW_compile_rule(&c, name, buf[i], rhs, conds, nc, 0);
         if (!r)
             return -1;
         r->tags = tags;
-        if (rules_push(rs, r) < 0)
+        if (tgW_rules_push(rs, r) < 0)
             return tgE_nomem(L->err), -1;
     }
     if (both) {
@@ -953,7 +638,7 @@ static int load_rule(loader *L, tg_term *form)
         if (!r)
             return -1;
         r->tags = tags;
-        if (rules_push(rs, r) < 0)
+        if (tgW_rules_push(rs, r) < 0)
             return tgE_nomem(L->err), -1;
     }
     return 0;
@@ -1030,7 +715,7 @@ static int load_include(loader *L, tg_term *form)
 {
     tg_term *f = tg_length(form) == 2 ? tg_nth(form, 1) : NULL;
     if (!f || tg_kind_of(f) != TG_STRING) {
-        lerr(L, form, "malformed include: (include \"file.rules\")");
+        tgW_lerr(L, form, "malformed include: (include \"file.rules\")");
         return -1;
     }
     size_t flen;
@@ -1058,7 +743,7 @@ static int load_include(loader *L, tg_term *form)
                     cl += (size_t)w;
             }
             const char *b = strrchr(key, '/');
-            lerr(L, form, "include cycle: %s%s", chain, b ? b + 1 : key);
+            tgW_lerr(L, form, "include cycle: %s%s", chain, b ? b + 1 : key);
             free(real);
             free(path);
             return -1;
@@ -1075,7 +760,7 @@ static int load_include(loader *L, tg_term *form)
         return rc < 0 ? (tgE_nomem(L->err), -1) : 0;
     }
     if (L->nfiles == MAX_INCLUDE) {
-        lerr(L, form, "includes nested more than %d deep", MAX_INCLUDE);
+        tgW_lerr(L, form, "includes nested more than %d deep", MAX_INCLUDE);
         free(real);
         free(path);
         return -1;
@@ -1085,7 +770,7 @@ static int load_include(loader *L, tg_term *form)
     char *text = tg_slurp_file(path, &len, &e2);
     if (!text && fs[0] != '/' && access(path, F_OK) != 0) {
         const char *env = getenv("TGREL_RULES_PATH");
-        lerr(L, form, "cannot include %.*s: not found as %s, nor in TGREL_RULES_PATH (%s), "
+        tgW_lerr(L, form, "cannot include %.*s: not found as %s, nor in TGREL_RULES_PATH (%s), "
              "nor in the installed rule library (%s)", (int)flen, fs, path,
              env && *env ? env : "not set", *TGREL_RULESDIR ? TGREL_RULESDIR : "none");
         free(real);
@@ -1093,7 +778,7 @@ static int load_include(loader *L, tg_term *form)
         return -1;
     }
     if (!text) {
-        lerr(L, form, "cannot include %s: %s", path, e2.message);
+        tgW_lerr(L, form, "cannot include %s: %s", path, e2.message);
         free(real);
         free(path);
         return -1;
@@ -1248,7 +933,7 @@ static int load_form(loader *L, tg_term *form)
 {
     tg_term *h = tgT_ispair(form) ? tg_car(form) : NULL;
     if (h == L->sym[F_OP])
-        return log_src(L, form, load_op(L, form));
+        return log_src(L, form, tgW_load_op(L, form));
     if (h == L->sym[F_RULE])
         return log_src(L, form, load_rule(L, form));
     if (h == L->sym[F_INCLUDE])
@@ -1260,18 +945,18 @@ static int load_form(loader *L, tg_term *form)
     if (h == L->sym[F_SEQ])
         return log_src(L, form, load_rewriter(L, form, TGW_SEQ));
     if (h == L->sym[F_REGISTER])
-        return log_src(L, form, load_register(L, form));
+        return log_src(L, form, tgW_load_register(L, form));
     if (h == L->sym[F_DEFQUERY])
-        return log_src(L, form, load_defquery(L, form));
+        return log_src(L, form, tgW_load_defquery(L, form));
     if (h == L->sym[F_DEFOP])
-        return log_src(L, form, load_defop(L, form));
+        return log_src(L, form, tgW_load_defop(L, form));
     if (h && (h == L->sym[F_DEFREL] || h == L->sym[F_TABLED] || h == L->sym[F_FACT] ||
               h == L->sym[F_FACTS]))
         return stage_def(L, form);
     if (L->skip_evals)
         return 0;   /* a form to evaluate: the caller's (tg_rules_load_file_defs) */
     char *p = tgW_show(form);
-    lerr(L, form, "unknown form %s (expected op, rule, include, defrel, ...)", p ? p : "?");
+    tgW_lerr(L, form, "unknown form %s (expected op, rule, include, defrel, ...)", p ? p : "?");
     free(p);
     return -1;
 }
@@ -1672,7 +1357,7 @@ static int eval_normalize(loader *L, tg_term *form, tg_term **value)
     size_t n = tg_length(form);
     if (tg_tail(form) != tg_nil() || n < 2 || n > 3 || (n == 3 && tg_nth(form, 2) != L->sym[F_MEMO])) {
         char *p = tgW_show(form);
-        lerr(L, form, "malformed normalize: (normalize TERM) or (normalize TERM memo) in %s", p ? p : "?");
+        tgW_lerr(L, form, "malformed normalize: (normalize TERM) or (normalize TERM memo) in %s", p ? p : "?");
         free(p);
         return -1;
     }
@@ -1689,7 +1374,7 @@ static tg_term *rewrite_spec(loader *L, tg_term *spec, tg_term *t)
     tgW_cplan *cp = tgW_plan_cached(L->rs, spec);
     if (!cp) {
         tgW_query *q;
-        tgW_rw *rw = parse_spec(L, spec, &q);
+        tgW_rw *rw = tgW_parse_spec(L, spec, &q);
         if (!rw || !(cp = tgW_plan_make(L->rs, spec, rw, q, L->err)))
             return NULL;
     }
@@ -1701,7 +1386,7 @@ static int eval_rewrite(loader *L, tg_term *form, tg_term **value)
 {
     if (tg_length(form) != 3 || tg_tail(form) != tg_nil()) {
         char *p = tgW_show(form);
-        lerr(L, form, "malformed rewrite: (rewrite NAME TERM) or (rewrite (query NAME ...) TERM) in %s",
+        tgW_lerr(L, form, "malformed rewrite: (rewrite NAME TERM) or (rewrite (query NAME ...) TERM) in %s",
              p ? p : "?");
         free(p);
         return -1;
@@ -1722,7 +1407,7 @@ static int eval_provenance(loader *L, tg_term *form, tg_term **value)
     if (tg_car(form) == L->sym[F_PROV]) {
         if (x != L->sym[F_ON] && x != L->sym[F_OFF]) {
             char *p = tgW_show(form);
-            lerr(L, form, "malformed provenance: (provenance on) or (provenance off) in %s", p ? p : "?");
+            tgW_lerr(L, form, "malformed provenance: (provenance on) or (provenance off) in %s", p ? p : "?");
             free(p);
             return -1;
         }
@@ -1732,7 +1417,7 @@ static int eval_provenance(loader *L, tg_term *form, tg_term **value)
     }
     if (!x) {
         char *p = tgW_show(form);
-        lerr(L, form, "malformed why: (why TERM) in %s", p ? p : "?");
+        tgW_lerr(L, form, "malformed why: (why TERM) in %s", p ? p : "?");
         free(p);
         return -1;
     }
