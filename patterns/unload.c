@@ -6,9 +6,9 @@
  * the file that made it (a fid).  A change is made on the live rule set
  * after a snapshot of it is taken; then every definition that stays is
  * linked again by name and checked: a rule compiled with an op that is
- * gone or declared otherwise, a rewriter naming a rule that is gone, a
- * registration into a rewriter that is gone, a condition calling a
- * relation that is gone.  Any of these puts the snapshot back and is the
+ * gone or declared otherwise (on either side or in a `when` condition),
+ * a rewriter naming a rule that is gone, a registration into a rewriter
+ * that is gone, a condition calling a relation that is gone.  Any of these puts the snapshot back and is the
  * error, naming the definitions that use what would be gone.
  */
 #include "rewriters.h"
@@ -417,6 +417,19 @@ static void problem(problems *p, const char *what, tg_term *name, const char *fi
     snprintf(p->msg + len, sizeof p->msg - len, f, (int)xl, xs ? xs : "?");
 }
 
+/* Is h, a head r was compiled with, still the op it was?  Else its
+ * problem; 0 when it is. */
+static int check_op(const tg_rules *rs, const snap *s, const tgW_rule *r, tg_term *h, problems *p)
+{
+    tgW_op *was = h && tg_kind_of(h) == TG_SYMBOL ? tgW_map_get(&s->opnames, h) : NULL;
+    if (!was || tgW_op_find(rs, h) == was)
+        return 0;
+    problem(p, "rule", r->name, r->file, r->line, r->col,
+            tgW_op_find(rs, h) ? "was compiled with op %.*s, now declared otherwise"
+                               : "uses op %.*s, no longer declared", h);
+    return -1;
+}
+
 /* The heads of the applications in t (explicit stack), checked as ops. */
 static void check_heads(const tg_rules *rs, const snap *s, const tgW_rule *r, tg_term *t, problems *p)
 {
@@ -429,14 +442,8 @@ static void check_heads(const tg_rules *rs, const snap *s, const tgW_rule *r, tg
         tg_term *x = st[--n];
         if (!tgT_ispair(x))
             continue;
-        tg_term *h = tg_car(x);
-        tgW_op *was = tg_kind_of(h) == TG_SYMBOL ? tgW_map_get(&s->opnames, h) : NULL;
-        if (was && tgW_op_find(rs, h) != was) {
-            problem(p, "rule", r->name, r->file, r->line, r->col,
-                    tgW_op_find(rs, h) ? "was compiled with op %.*s, now declared otherwise"
-                                       : "uses op %.*s, no longer declared", h);
+        if (check_op(rs, s, r, tg_car(x), p) < 0)
             goto done;
-        }
         tg_iter it;
         tg_iter_init(&it, x);
         for (tg_term *e; (e = tg_iter_next(&it));) {
@@ -461,6 +468,13 @@ static void check_rule(tg_rules *rs, const snap *s, const tgW_rule *r, problems 
     check_heads(rs, s, r, r->lhs, p);
     if (p->n == before)
         check_heads(rs, s, r, r->rhs, p);
+    /* the conditions (the source keeps only the two sides): the ops
+     * they call and the terms they hold */
+    for (const tgW_ins *i = r->body; p->n == before && i->op != E_FIRE; i++)
+        if (i->op == E_CALL || i->op == E_CALLT || i->op == E_CALLV || i->op == E_CALLAC || i->op == E_NORM)
+            check_op(rs, s, r, r->k[i->b], p);
+        else if (i->op == E_CONST)
+            check_heads(rs, s, r, r->k[i->a], p);
     for (const tgW_ins *i = r->body; p->n == before && i->op != E_FIRE; i++)
         if (i->op == E_GOAL) {
             tg_term *name = tg_car(r->k[i->b]);

@@ -2,7 +2,8 @@
 # reload.sh - TAP tests of :reload and :undef in one session whose rule
 # file changes between entries: a reload brings the file's new version
 # in, a failed reload leaves the old one working, a second :load of a
-# file is refused, :undef removes a rule, a :let name and a shared
+# file is refused, an op a condition of another file calls stays (reload
+# and :undef refused), :undef removes a rule, a :let name and a shared
 # variable, and refuses a name that is still used.
 # Run by `make check` with $TGREL set; by hand, from the build directory:
 # TGREL=./tgrel srcdir=.. sh ../tests/cli/reload.sh
@@ -100,6 +101,32 @@ say ":var w"
 check "which is then gone" "!error*"
 say ":undef nothing-of-that-name"
 check ":undef of an unknown name" "!error*nothing-of-that-name is not defined*"
+# an op used only inside another file's when condition
+cat >"$tmp/chk.rules" <<'R'
+(op chk (arity 1))
+(rule chk-a (chk a) => true)
+R
+cat >"$tmp/guard.rules" <<'R'
+(op f (arity 1))
+(rule f-guard (f ?x) => yes (when (== (chk ?x) true)))
+R
+say ":load $tmp/chk.rules"
+say ":load $tmp/guard.rules"
+say "(normalize (f a))"
+check "a rule whose condition calls another file's op" "yes"
+printf '(op g (arity 1))\n' >"$tmp/chk.rules"
+say ":reload $tmp/chk.rules"
+check "a reload that drops the op its condition calls is refused, naming the rule" \
+    "!error*cannot reload*f-guard ($tmp/guard.rules:2:1) uses op chk, no longer declared*nothing changed*"
+say "(normalize (f a))"
+check "and the condition still holds" "yes"
+say ":undef chk-a"
+say ":undef chk"
+check ":undef of the op is refused, naming the rule" "!error <stdin>:*cannot undef chk, still used: rule f-guard*"
+say ":undef f-guard"
+say ":undef chk"
+check "once the rule is gone, the op goes" ""
+
 say ":help reload"
 check ":help reload" ":reload FILE*example: :reload*"
 say ":help undef"

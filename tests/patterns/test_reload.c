@@ -2,7 +2,8 @@
  * replaces a file's definitions in their place in the load order, keeps
  * what other files registered into its rewriters, drops what the new
  * version no longer has, unloads the files only it included; a reload
- * or an undef that would break what stays changes nothing (every list
+ * or an undef that would break what stays (an op or relation a rule
+ * uses, in a condition too) changes nothing (every list
  * of the rule set is the same term before and after) and names the
  * users; includes are read once per rule set; a reload never lets a
  * stale rewrite be used by the compile cache. */
@@ -218,6 +219,31 @@ int main(void)
     TAP_EQ_INT(tg_rules_undef(rs, rd("by-pal"), &e), TG_UNDEF_RULE, "the rule goes");
     TAP_EQ_INT(tg_rules_undef(rs, rd("pal"), &e), TG_UNDEF_RELATION, "then the relation");
     TAP_EQ_INT(tg_rules_eval(rs, rd("(run* (q) (pal q))"), NULL, NULL, &v, &err), -1, "which is no longer defined");
+    /* an op that only a when condition calls: refused as a use */
+    put("cond.rules", "(op chk (arity 1))\n(op chk2 (arity 1))\n");
+    put("guard.rules", "(op k (arity 1))\n"
+                       "(rule k-guard (k ?x) => yes (when (== (chk ?x) true) (!= (chk2 ?x) (chk2 b))))\n");
+    TAP_EQ_INT(tg_rules_load_file(rs, at("cond.rules"), &err), 0, "a file declaring ops chk and chk2 loads");
+    TAP_EQ_INT(tg_rules_load_file(rs, at("guard.rules"), &err), 0, "a file whose rule's conditions call them loads");
+    TAP_EQ_INT(tg_rules_eval(rs, rd("(rule chk-a (chk a) => true)"), NULL, NULL, NULL, &err), TG_EVAL_DEFINE,
+               "a rule for chk");
+    TAP_CHECK(norm("(k a)") == rd("yes") && norm("(k b)") == rd("(k b)"), "the conditions decide");
+    before = state();
+    TAP_EQ_INT(tg_rules_undef(rs, rd("chk2"), &e), -1, "undef of an op a condition calls (chk2: nothing else uses it)");
+    TAP_CHECK(strstr(e.message, "k-guard") && strstr(e.message, "chk2"), "... naming the rule: %s", e.message);
+    TAP_CHECK(state() == before, "and changes nothing");
+    put("cond.rules", "(op chk (arity 1))\n");
+    TAP_EQ_INT(reload(at("cond.rules"), &e), 1, "a reload that drops an op a condition calls is refused");
+    TAP_CHECK(strstr(e.message, "k-guard") && strstr(e.message, "no longer declared"), "... naming the rule: %s",
+              e.message);
+    TAP_CHECK(state() == before, "and changes nothing");
+    put("cond.rules", "(op chk (arity 2))\n(op chk2 (arity 1))\n");
+    TAP_EQ_INT(reload(at("cond.rules"), &e), 1, "so is one that declares it otherwise");
+    TAP_CHECK(strstr(e.message, "k-guard") && strstr(e.message, "declared otherwise"), "... naming the rule: %s",
+              e.message);
+    TAP_CHECK(state() == before && norm("(k a)") == rd("yes"), "and changes nothing");
+    TAP_EQ_INT(tg_rules_undef(rs, rd("k-guard"), &e), TG_UNDEF_RULE, "the rule goes");
+    TAP_EQ_INT(tg_rules_undef(rs, rd("chk2"), &e), TG_UNDEF_OP, "then the op");
     tg_rules_free(rs);
 
     tg_error one;
