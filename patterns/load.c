@@ -1492,7 +1492,11 @@ static int eval_form(tg_rules *rs, tg_term *form, const char *file, int line, in
         h == L.sym[F_WALK] || h == L.sym[F_SEQ] || h == L.sym[F_REGISTER] || h == L.sym[F_DEFQUERY] ||
         h == L.sym[F_DEFOP]) {
         uint32_t nops = rs->nops, nrules = rs->nrules, nrws = rs->nrws, nsrc = rs->nsrc, nregs = rs->nregs;
+        uint32_t nfiles = rs->nfiles;
         if (load_form(&L, form) < 0 || eval_defs(&L) < 0 || check_relrefs(&L, nrules) < 0) {
+            /* the files a failed include read are not loaded: including
+             * them again (once fixed) reads them */
+            rs->nfiles = nfiles;
             unregister(rs, nregs);
             rollback(rs, nops, nrules, nrws, nsrc);
             return -1;

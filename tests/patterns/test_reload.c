@@ -5,7 +5,8 @@
  * or an undef that would break what stays (an op or relation a rule
  * uses, in a condition too) changes nothing (every list
  * of the rule set is the same term before and after) and names the
- * users; includes are read once per rule set; a reload never lets a
+ * users; includes are read once per rule set, but a failed include
+ * leaves its file unread, and a file a string included reloads by name; a reload never lets a
  * stale rewrite be used by the compile cache. */
 #include <math.h>
 #include <stdio.h>
@@ -244,6 +245,32 @@ int main(void)
     TAP_CHECK(state() == before && norm("(k a)") == rd("yes"), "and changes nothing");
     TAP_EQ_INT(tg_rules_undef(rs, rd("k-guard"), &e), TG_UNDEF_RULE, "the rule goes");
     TAP_EQ_INT(tg_rules_undef(rs, rd("chk2"), &e), TG_UNDEF_OP, "then the op");
+
+    /* ---- files a string or an entry includes ---- */
+    char incl[700];
+    put("strinc.rules", "(op m (arity 1))\n(rule m-a (m a) => one)\n");
+    snprintf(incl, sizeof incl, "(include \"%s\")\n(rule m-b (m b) => (m a))\n", at("strinc.rules"));
+    TAP_EQ_INT(tg_rules_load_string(rs, incl, strlen(incl), "<string>", &err), 0, "a string that includes a file loads");
+    TAP_CHECK(norm("(m b)") == rd("one"), "its rule and the file's rewrite");
+    put("strinc.rules", "(op m (arity 1))\n(rule m-a (m a) => two)\n");
+    TAP_EQ_INT(reload(at("strinc.rules"), NULL), 0, "the included file reloads by its own name");
+    TAP_CHECK(norm("(m b)") == rd("two"), "its new version is read; the string's rule stays and uses it");
+    put("strinc.rules", "(op m (arity 2))\n");
+    TAP_EQ_INT(reload(at("strinc.rules"), &e), 1, "a version that would break the string's rule is refused");
+    TAP_CHECK(strstr(e.message, "m-b") && strstr(e.message, "<string>"), "... naming it where it was read: %s",
+              e.message);
+    TAP_CHECK(norm("(m b)") == rd("two"), "and changes nothing");
+    put("badinc.rules", "(op n (arity 1))\n(rule n-a (n a) =>)\n");
+    snprintf(incl, sizeof incl, "(include \"%s\")", at("badinc.rules"));
+    TAP_EQ_INT(tg_rules_eval(rs, rd(incl), NULL, NULL, NULL, &err), -1, "an entry including a bad file fails");
+    put("badinc.rules", "(op n (arity 1))\n(rule n-a (n a) => fixed)\n");
+    TAP_EQ_INT(tg_rules_eval(rs, rd(incl), NULL, NULL, NULL, &err), TG_EVAL_DEFINE,
+               "the same include, the file fixed, succeeds");
+    TAP_CHECK(norm("(n a)") == rd("fixed"), "and reads the file (a failed include leaves it unread)");
+    TAP_EQ_INT(tg_rules_eval(rs, rd(incl), NULL, NULL, NULL, &err), TG_EVAL_DEFINE, "a third include is nothing");
+    put("badinc.rules", "(op n (arity 1))\n(rule n-a (n a) => again)\n");
+    TAP_EQ_INT(reload(at("badinc.rules"), NULL), 0, "the file an entry included reloads");
+    TAP_CHECK(norm("(n a)") == rd("again"), "its new version is read");
     tg_rules_free(rs);
 
     tg_error one;
