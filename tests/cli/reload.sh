@@ -127,6 +127,24 @@ say ":undef f-guard"
 say ":undef chk"
 check "once the rule is gone, the op goes" ""
 
+# a file an entry included: a failed include leaves it unread, :reload reads it
+cat >"$tmp/inc.rules" <<'R'
+(op p (arity 1))
+(rule p-a (p a) =>)
+R
+say "(include \"$tmp/inc.rules\")"
+check "an entry's include of a bad file fails" "!error $tmp/inc.rules:2:1: *"
+printf '(op p (arity 1))\n(rule p-a (p a) => one)\n' >"$tmp/inc.rules"
+say "(include \"$tmp/inc.rules\")"
+check "the same include once the file is fixed" ""
+say "(normalize (p a))"
+check "reads it" "one"
+printf '(op p (arity 1))\n(rule p-a (p a) => two)\n' >"$tmp/inc.rules"
+say ":reload $tmp/inc.rules"
+check ":reload of the file the entry included" ""
+say "(normalize (p a))"
+check "reads its new version" "two"
+
 say ":help reload"
 check ":help reload" ":reload FILE*example: :reload*"
 say ":help undef"
