@@ -127,11 +127,15 @@ static void report(const repl *R, const tg_error *err)
         fprintf(stderr, "%s\n", msg);
 }
 
-/* Report err at the entry's position when it has none of its own. */
+/* Report err at the entry's position when it has none of its own: the
+ * argument's it is about, else where the command (or form) starts. */
 void tgM_report_here(const repl *R, tg_error *err)
 {
     if (err->line == 0 && R->line > 0) {
-        err->line = R->line, err->column = 1;
+        if (R->at >= 0 && R->at < R->nargpos)
+            err->line = R->argline[R->at], err->column = R->argcol[R->at];
+        else
+            err->line = R->line, err->column = R->col > 0 ? R->col : 1;
         snprintf(err->file, sizeof err->file, "%s", R->name);
     }
     report(R, err);
@@ -315,9 +319,12 @@ static int load_file_as(repl *R, const char *path, int reload)
         return 1;
     }
     const char *name = R->name;
+    int nargpos = R->nargpos;
     R->name = path;
     R->skip_defs = 1;
+    R->nargpos = 0;     /* the file's errors are at places of the file */
     int errors = eval_text(R, text, len, 1);
+    R->nargpos = nargpos;
     R->skip_defs = 0;
     R->name = name;
     free(text);
@@ -358,6 +365,7 @@ int tgM_read_args(repl *R, const char *cmd, const char *text, tg_term **t, int m
         report(R, &err);
         return -1;
     }
+    R->nargpos = 0;
     for (;;) {
         tg_term *x;
         int rc = tg_reader_next(r, &x, &err);
@@ -371,6 +379,10 @@ int tgM_read_args(repl *R, const char *cmd, const char *text, tg_term **t, int m
         if (n == max) {
             n = max + 1;
             break;
+        }
+        if (R->argtext && n < 8) {
+            tg_reader_last_pos(r, &R->argline[n], &R->argcol[n]);
+            R->nargpos = n + 1;
         }
         t[n++] = x;
     }
@@ -399,6 +411,7 @@ static int eval_built(repl *R, const char *head, tg_term *const *args, int n)
     tg_error_clear(&err);
     if (eval_print(R, NULL, form, &err) == 0)
         return 0;
+    R->at = 0;  /* the first argument: the rewriter or the term */
     tgM_report_here(R, &err);
     return 1;
 }
@@ -577,10 +590,27 @@ static int cmd_list(repl *R, const char *name, const char *args)
 }
 
 /* A file name: the text as it is, or a string term ("a b.rules"). */
+/* The place of a command's first argument, from its blanked entry, when
+ * the argument is taken as text (an unquoted file name). */
+static void first_arg_place(repl *R)
+{
+    const char *p = R->argtext;
+    int line = R->line, col = 1;
+    for (; p && *p && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'); p++)
+        if (*p == '\n')
+            line++, col = 1;
+        else
+            col++;
+    if (p && *p)
+        R->argline[0] = line, R->argcol[0] = col, R->nargpos = 1;
+}
+
 static char *file_arg(repl *R, const char *args)
 {
-    if (*args != '"')
+    if (*args != '"') {
+        first_arg_place(R);
         return strdup(args);
+    }
     tg_term *t;
     if (tgM_read_args(R, "load", args, &t, 1, 1, "FILE") < 0)
         return NULL;
@@ -599,6 +629,7 @@ static int cmd_load(repl *R, const char *name, const char *args)
     char *path = file_arg(R, args);
     if (!path)
         return 1;
+    R->at = 0;      /* cannot open FILE points at FILE */
     int rc = load_file_as(R, path, reload);
     if (rc == 0 && !R->o->machine && R->o->interactive)
         printf("%s %s\n", reload ? "reloaded" : "loaded", path);
@@ -628,6 +659,7 @@ static int cmd_undef(repl *R, const char *name, const char *args)
     /* a name still used stays whole: the session's names go only with it */
     int session = k >= 0 || strstr(err.message, "is not defined") ? tgM_undef_session(R, t, what, sizeof what) : 0;
     if (k < 0 && !session) {
+        R->at = 0;
         tgM_report_here(R, &err);
         return 1;
     }
@@ -834,6 +866,7 @@ static int cmd_dot(repl *R, const char *name, const char *args)
     char *file = NULL;
     if (n == 2 && !(file = file_name(R, t[1], "usage: :dot TERM [FILE] (FILE a name or a string)")))
         return 1;
+    R->at = n - 1;      /* cannot write FILE points at FILE */
     int rc = dot_to(R, t[0], file, write_dot);
     free(file);
     return rc;
@@ -1032,6 +1065,7 @@ static int cmd_step(repl *R, const char *name, const char *args)
         if (r && w)
             tg_error_set(&err, TG_ERR_NOMEM, "out of memory");
         R->hist = NULL;
+        R->at = 0;      /* the first argument: the rewriter or the term */
         tgM_report_here(R, &err);
     }
     tg_rules_set_provenance(R->rs, was, 0, NULL);
@@ -1093,6 +1127,7 @@ static int cmd_history(repl *R, const char *name, const char *args)
     char *file = NULL;
     if (n == 1 && !(file = file_name(R, t[0], "usage: :history [firings|passes] [FILE] (FILE a name or a string)")))
         return 1;
+    R->at = R->nargpos - 1;     /* cannot write FILE points at FILE */
     int rc = dot_to(R, R->last_why, file, write);
     if (rc == 0 && file)
         fprintf(R->out, "wrote %s: %s\n", file,
@@ -1241,11 +1276,13 @@ static int run_command(repl *R, char *line)
     const command *c = find_command(line);
     int rc = 1;
     R->argtext = blanked;
+    R->at = -1, R->nargpos = 0;
     if (!c)
         tgM_complain(R, "unknown command :%s (:help lists them)", line);
     else
         rc = c->fn(R, c->name, args);
     R->argtext = NULL;
+    R->at = -1, R->nargpos = 0;
     free(blanked);
     return rc;
 }
@@ -1290,6 +1327,7 @@ static int run_entry(repl *R, entry *e)
         i++;
     tgM_clear_interrupt();
     R->line = e->line;
+    R->col = (int)i + 1;
     R->entry = e->text;
     int errors = e->text[i] == ':' ? run_command(R, e->text + i + 1)
                                    : eval_text(R, e->text, e->len, e->line);

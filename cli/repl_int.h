@@ -22,6 +22,11 @@ typedef struct repl {
     FILE *out;              /* standard output, or through the colouring filter */
     char *argtext;          /* a command's entry with the :name blanked out,
                              * so that its arguments read at their place */
+    int col;                /* the column the entry's command or form starts at */
+    int nargpos;            /* where the first arguments begin (tgM_read_args) */
+    int argline[8], argcol[8];
+    int at;                 /* the argument an error without a place is about
+                             * (tgM_report_here), -1: the command */
     int shared;             /* :shared on */
     int types;              /* :types on: :eval shows the dtype and shape */
     int quit;
@@ -39,7 +44,8 @@ typedef struct repl {
     int skip_defs;          /* a file's definitions are in: evaluate the other forms */
 } repl;
 
-/* An error of the current entry, with its place. */
+/* An error of the current entry, with its place: when it has none of its
+ * own, that of the argument R->at, else that of the command. */
 void tgM_report_here(const repl *R, tg_error *err);
 /* tg_fn_call, which Ctrl-C interrupts (tg_fn_interrupt) while it runs. */
 int tgM_fn_call(tg_fn *fn, const tg_array *inputs, tg_array *outputs, tg_error *err);

@@ -44,11 +44,11 @@ t "a file included twice in one load is read once" 0 "x" "" \
 
 printf ':load %s/no/such.rules\n' "$tmp" >"$tmp/in"
 t ":load of a missing file: where the :load was typed, and why" 1 "" \
-    "<stdin>:1:1: cannot load $tmp/no/such.rules: cannot open: No such file or directory" \
+    "<stdin>:1:7: cannot load $tmp/no/such.rules: cannot open: No such file or directory" \
     "$TGREL"
 printf '(op neg (arity 1))\n(rule nn (neg (neg ?x)) => ?x)\n:step (neg (neg a))\n\n:history %s/no/h.dot\n' "$tmp" >"$tmp/in"
 t ":history to a file it cannot write: the system's reason" 1 "why a: 1 firing${nl}  #1 nn, pass 1, at (): (neg (neg a)) => a${nl}a" \
-    "<stdin>:5:1: cannot write $tmp/no/h.dot: No such file or directory" \
+    "<stdin>:5:10: cannot write $tmp/no/h.dot: No such file or directory" \
     "$TGREL"
 printf '(op neg (arity 1))\n(rule nn (neg (neg ?x)) => ?x)\n:step (neg (neg a))\n\n:history passes %s/h.dot\n' "$tmp" >"$tmp/in"
 t ":history FILE says what it wrote" 0 "why a: 1 firing${nl}  #1 nn, pass 1, at (): (neg (neg a)) => a${nl}a${nl}wrote $tmp/h.dot: the term after each pass of the last :step" "" \

@@ -110,6 +110,23 @@ t "an unknown command or bad usage reports the line and the session goes on" 1 "
 input ':rewrite simplify (add 0' '   (neg x)))'
 t "errors in a command's arguments point at their line and column" 1 "" "<stdin>:2:12: unexpected ')'" "$TGREL"
 
+# indented commands: an error points at the argument it is about, else at
+# the command, at its real column (not column 1)
+input '   :rewrite (nosuch) a' '  :step nosuch a' '    :normalize (f a) bad' '  :undef nosuch' \
+    "   :load $tmp/no/such.rules" '     :reload  "nowhere.rules"' "  :dot (f a) \"$tmp/no/x.dot\"" \
+    '   :frob' '  :let' '  :rewrite (reverse nosuch) (g a)'
+t "indented commands report the column of the argument, or of the command" 1 "" \
+"<stdin>:1:13: unknown rewriter (nosuch)*
+<stdin>:2:9: unknown rewriter nosuch*
+<stdin>:3:16: malformed normalize*
+<stdin>:4:10: nosuch is not defined*
+<stdin>:5:10: cannot load $tmp/no/such.rules: cannot open*
+<stdin>:6:15: cannot load nowhere.rules*
+<stdin>:7:14: cannot write $tmp/no/x.dot*
+<stdin>:8:4: unknown command :frob*
+<stdin>:9:3: usage: :let NAME*
+<stdin>:10:12: *nosuch*" "$TGREL"
+
 input ':help rewrite' ':help nothing'
 t ":help COMMAND shows an example, an unknown one is an error" 1 \
 ":rewrite SPEC TERM
@@ -143,7 +160,7 @@ why x: 1 firing
 x
 (rule add-zero (add 0 ?x) => ?x (tags fast))
 (rule neg-neg (neg (neg ?x)) => ?x)
-(rule twice-add (twice ?x) <=> (add ?x ?x))" "<stdin>:3:1: unknown rewriter nope*" "$TGREL" "$tmp/alg.rules" -
+(rule twice-add (twice ?x) <=> (add ?x ?x))" "<stdin>:3:7: unknown rewriter nope*" "$TGREL" "$tmp/alg.rules" -
 
 input ':history' ':step simplify (add 0 (neg (neg w)))' ':history firings' ":history firings \"$tmp/h.dot\""
 t ":history firings writes the graph of the last :step's firings" 1 'why w: 2 firings
