@@ -218,7 +218,8 @@ enum {
     C_REWRITERS = 1 << TG_LIST_REWRITERS, C_RELATIONS = 1 << TG_LIST_RELATIONS,
     C_TERMS = C_OPS | C_RULES | C_REWRITERS,
     C_COMMANDS = 1 << 8,        /* a command name, after :help */
-    C_FILES = 1 << 9            /* a file name */
+    C_FILES = 1 << 9,           /* a file name */
+    C_STRING = 1 << 10          /* ... inside a string, which it closes */
 };
 
 /* The op, rule, rewriter and relation names of the rule set, of the
@@ -263,19 +264,36 @@ static char *complete_command(const char *text, int state)
 
 static unsigned complete_kinds;     /* what complete_name offers */
 
+/* Is line[start] inside a "..." string: (include "...), a .npy file's
+ * name, :save's and :dot's file? */
+static int in_string(const char *line, int start)
+{
+    int in = 0;
+    for (int i = 0; i < start; i++)
+        if (in && line[i] == '\\' && i + 1 < start)
+            i++;
+        else if (line[i] == '"')
+            in = !in;
+        else if (!in && line[i] == ';')
+            return 0;       /* a comment to the end of the line */
+    return in;
+}
+
 static int word_is(const char *w, size_t n, const char *s)
 {
     return strlen(s) == n && !strncmp(w, s, n);
 }
 
 /* What the word starting at line[start] may be, from what precedes it
- * on the line: a command name after :help, a file name after :load and
- * :reload, a rewriter or rule as :rewrite's and :step's first argument
+ * on the line: a file name inside a string or after :load and :reload,
+ * a command name after :help, a rewriter or rule as :rewrite's and :step's first argument
  * and (rewrite ...)'s, a relation inside a goal (the form is run, run*,
  * defrel or tabled), else the names a term holds: ops, rules, rewriters. */
 static unsigned completion_context(const char *line, int start)
 {
     const char *p = line, *end = line + start;
+    if (in_string(line, start))
+        return C_FILES | C_STRING;
     while (p < end && (*p == ' ' || *p == '\t'))
         p++;
     if (p < end && *p == ':') {
@@ -344,8 +362,10 @@ static char **complete(const char *text, int start, int end)
     if (at == start && text[0] == ':')
         return rl_completion_matches(text, complete_command);
     complete_kinds = completion_context(rl_line_buffer, start);
-    if (complete_kinds == C_FILES) {
+    if (complete_kinds & C_FILES) {
         rl_attempted_completion_over = 0;   /* readline's file names */
+        if (complete_kinds & C_STRING)
+            rl_completion_append_character = '"';
         return NULL;
     }
     if (complete_kinds == C_COMMANDS)

@@ -2,7 +2,8 @@
  * tests/doc/docs.sh sees it in --machine mode: the tutorial's transcripts
  * typed at a pseudo-terminal (what a person sees, "loaded FILE" after
  * :load included), an entry of several lines recalled whole from the
- * history of an earlier session, and completion by context.  The
+ * history of an earlier session, and completion by context (file names
+ * after :load and :reload and inside strings).  The
  * program is $TGREL, the tutorial $srcdir/doc/tutorial.md. */
 #define _XOPEN_SOURCE 700
 #define _DEFAULT_SOURCE
@@ -265,6 +266,13 @@ static void completion(const char *prog, const char *src, const char *history)
     TAP_CHECK(expect(fd, ":reload examples/algebra.rules"), "after :reload, a file name completes");
     type(fd, "\r");
     TAP_CHECK(expect(fd, "reloaded examples/algebra.rules"), "and the file is read again");
+    expect(fd, "tgrel> ");
+    type(fd, "(include \"examples/alge\t");
+    TAP_CHECK(expect(fd, "(include \"examples/algebra.rules\""), "inside a string, a file name completes and closes it");
+    type(fd, ")\r");
+    expect(fd, "tgrel> ");
+    type(fd, ":rewrite simplify (add 0 c)\r");
+    TAP_CHECK(expect(fd, "\r\nc\r\n"), "and the include runs (the file loaded already: nothing read again)");
     expect(fd, "tgrel> ");
     type(fd, ":undef appea\t");
     TAP_CHECK(expect(fd, ":undef appear "), "after :undef, a name completes");
