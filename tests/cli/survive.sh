@@ -24,18 +24,32 @@ cat >"$tmp/loop.rules" <<'R'
 (equilibrium e2 g)
 (rule p1 (ping ?x) => (pong ?x))
 (rule p2 (pong ?x) => (ping ?x))
+(op build (arity 1))
+(op cell (arity 2))
+(op len (arity 1))
+(rule b (build ?n) => (cell ?n (build (num:- ?n 1))) (when (num:> ?n 0)))
+(rule b0 (build 0) => end)
+(rule l (len (cell ?a ?r)) => (num:+ 1 (len ?r)))
+(rule l0 (len end) => 0)
 R
 
 # ---- out of memory -------------------------------------------------------
 
-printf '(rewrite e2 (grow a))\n(a b)\n(normalize (grow b))\n(a c)\n' >"$tmp/in"
-t "out of memory: one message per runaway entry, the later entries work" 1 "(a b)${nl}(a c)" \
-    "<stdin>:1:1: out of memory${nl}<stdin>:3:1: out of memory" \
-    "$TGREL" --max-heap 32M "$tmp/loop.rules" -i
-printf '(defrel (growo x y) (growo `(s ,x) y))\n(run* (q) (growo (quote a) q))\n(a b)\n' >"$tmp/in"
-t "a search that grows forever: out of memory, the session goes on" 1 "(a b)" \
-    "<stdin>:2:1: out of memory" \
-    env TGREL_MAX_HEAP=24m "$TGREL" -i
+# (len (build 20000)) builds and walks a list of 20000 cells: a good part
+# of the 8 MiB heap.  It fits at the start and, the runaway's memory
+# reclaimed, after each out-of-memory error too (without the collection
+# before an allocation fails, GC_set_max_retries, it fails every time).
+big='(normalize (len (build 20000)))'
+printf '%s\n(rewrite e2 (grow a))\n%s\n(a b)\n(normalize (grow b))\n%s\n(a c)\n' "$big" "$big" "$big" >"$tmp/in"
+t "out of memory: one message per runaway entry, the later entries have the whole heap" 1 \
+    "20000${nl}20000${nl}(a b)${nl}20000${nl}(a c)" \
+    "<stdin>:2:1: out of memory${nl}<stdin>:5:1: out of memory" \
+    "$TGREL" --max-heap 8M "$tmp/loop.rules" -i
+printf '%s\n(defrel (growo x y) (growo `(s ,x) y))\n(run* (q) (growo (quote a) q))\n%s\n(a b)\n' "$big" "$big" \
+    >"$tmp/in"
+t "a search that grows forever: out of memory, the session goes on with the whole heap" 1 \
+    "20000${nl}20000${nl}(a b)" "<stdin>:3:1: out of memory" \
+    env TGREL_MAX_HEAP=8m "$TGREL" "$tmp/loop.rules" -i
 : >"$tmp/in"
 t "a bad heap size is a usage error" 2 "" "*bad heap size*" \
     "$TGREL" --max-heap 12X -e a
