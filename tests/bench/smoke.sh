@@ -42,7 +42,7 @@ run() {
     fi
 }
 
-for p in terms fold relrw kernels rewrite scan grad scanopt state train graph; do
+for p in terms fold relrw kernels rewrite scan poll grad scanopt state train graph; do
     if [ ! -x "$b/$p" ]; then
         echo "Bail out! $b/$p is not built"
         exit 1
@@ -55,6 +55,7 @@ run "bench/relrw" "$b/relrw"
 run "bench/kernels" "$b/kernels"
 run "bench/rewrite" "$b/rewrite"
 run "bench/scan" "$b/scan"
+run "bench/poll" "$b/poll"
 run "bench/grad" "$b/grad"
 run "bench/scanopt" "$b/scanopt"
 run "bench/state" "$b/state"
