@@ -35,6 +35,7 @@ static int bind_input(repl *R, tg_term *in, tg_term *const *b, int nb, tg_array 
         snprintf(msg, sizeof msg, "input %s: unknown dtype %.100s (the dtypes are bool, int32, int64, "
                  "float32 and float64)", what, d ? d : "?");
         free(d);
+        R->at = 0;      /* the term, which holds the input */
         tgM_complain(R, "%s", msg);
         return 1;
     }
@@ -52,6 +53,7 @@ static int bind_input(repl *R, tg_term *in, tg_term *const *b, int nb, tg_array 
             char msg[400];
             snprintf(msg, sizeof msg, "input %s: %.*s is a symbol: write the file name as a string, "
                      "\"%.*s\"", what, (int)(vl > 150 ? 150 : vl), vs, (int)(vl > 150 ? 150 : vl), vs);
+            R->at = i + 1;  /* the binding (the term is the first argument) */
             tgM_complain(R, "%s", msg);
             return 1;
         }
@@ -66,6 +68,7 @@ static int bind_input(repl *R, tg_term *in, tg_term *const *b, int nb, tg_array 
         if (rc < 0) {
             char msg[700];
             snprintf(msg, sizeof msg, "input %s: %s", what, err.message);
+            R->at = i + 1;
             tgM_complain(R, "%s", msg);
             return 1;
         }
@@ -92,6 +95,7 @@ static int check_bindings(repl *R, tg_term *const *in, int nin, tg_term *const *
 {
     char msg[600];
     msg[0] = '\0';
+    int at = 0;     /* the argument it is about: the term, or a binding */
     for (int i = 0; i < nin && !msg[0]; i++)
         for (int j = i + 1; j < nin && !msg[0]; j++)
             if (tg_length(in[i]) > 1 && tg_length(in[j]) > 1 && tg_nth(in[i], 1) == tg_nth(in[j], 1)) {
@@ -106,6 +110,7 @@ static int check_bindings(repl *R, tg_term *const *in, int nin, tg_term *const *
             char *x = shown_term(b[i]);
             snprintf(msg, sizeof msg, "expected (NAME VALUE) after the term, found %s", x ? x : "?");
             free(x);
+            at = i + 1;
             break;
         }
         int known = 0;
@@ -118,9 +123,12 @@ static int check_bindings(repl *R, tg_term *const *in, int nin, tg_term *const *
             if (tg_car(b[j]) == nm)
                 snprintf(msg, sizeof msg, "input %s given twice", x ? x : "?");
         free(x);
+        if (msg[0])
+            at = i + 1;
     }
     if (!msg[0])
         return 0;
+    R->at = at;
     tgM_complain(R, "%s", msg);
     return 1;
 }

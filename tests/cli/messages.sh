@@ -74,20 +74,20 @@ t ":rewrite (reverse RULE) of a one-way rule: the entry's line and column" 1 "" 
 
 x2='(add (input x float64 (2)) 1)'
 printf ':eval %s (x (1 2)) (y (3 4))\n' "$x2" >"$tmp/in"
-t ":eval: a binding of a name the term has no input of" 1 "" "<stdin>:1:1: the term has no input y" "$TGREL"
+t ":eval: a binding of a name the term has no input of, at the binding" 1 "" "<stdin>:1:47: the term has no input y" "$TGREL"
 printf ':eval %s (x (1 2)) (x (3 4))\n' "$x2" >"$tmp/in"
-t ":eval: a name given twice" 1 "" "<stdin>:1:1: input x given twice" "$TGREL"
+t ":eval: a name given twice" 1 "" "<stdin>:1:47: input x given twice" "$TGREL"
 printf ':eval %s (x (1 2)) junk\n' "$x2" >"$tmp/in"
-t ":eval: trailing junk" 1 "" "<stdin>:1:1: expected (NAME VALUE) after the term, found junk" "$TGREL"
+t ":eval: trailing junk" 1 "" "<stdin>:1:47: expected (NAME VALUE) after the term, found junk" "$TGREL"
 printf ':eval (add (input x float64 (2)) (input x float32 (2))) (x (1 2))\n' >"$tmp/in"
 t ":eval: two inputs of one name but different types" 1 "" \
-    "<stdin>:1:1: two inputs of one name differ: (input x float64 (2)) and (input x float32 (2))*" "$TGREL"
+    "<stdin>:1:7: two inputs of one name differ: (input x float64 (2)) and (input x float32 (2))*" "$TGREL"
 printf ':eval %s (x data/a.npy)\n' "$x2" >"$tmp/in"
 t ":eval: an unquoted .npy path says to quote it" 1 "" \
-    '<stdin>:1:1: input x: data/a.npy is a symbol: write the file name as a string, "data/a.npy"' "$TGREL"
+    '<stdin>:1:37: input x: data/a.npy is a symbol: write the file name as a string, "data/a.npy"' "$TGREL"
 printf ':eval (add (input x float16 (2)) 1) (x (1 2))\n' >"$tmp/in"
 t ":eval: an unknown dtype lists the dtypes" 1 "" \
-    "<stdin>:1:1: input x: unknown dtype float16 (the dtypes are bool, int32, int64, float32 and float64)" "$TGREL"
+    "<stdin>:1:7: input x: unknown dtype float16 (the dtypes are bool, int32, int64, float32 and float64)" "$TGREL"
 printf ':eval (scan (lambda (a) ((add a (input z float64 ())))) (steps 3) (sequences) (outputs (sitsot 0.0)) (non_sequences)) (z 1)\n' >"$tmp/in"
 t ":eval: an input inside a scan's lambda says to pass it as a non-sequence" 1 "" \
     "<stdin>:1:1: kernels: in (input z float64 ()): an input inside a scan's lambda: pass it to the scan as a non-sequence*" "$TGREL"

@@ -471,8 +471,8 @@ input ':eval (add (input x float64 (3)) 1)' \
 t ":eval errors name the input and the session goes on" 1 "after" \
 "<stdin>:1:1: no value for input x: give (NAME VALUE) after the term
 <stdin>:2:1: kernels: input x: expected shape (3), got (2)
-<stdin>:3:1: input x: not a rectangular array of numbers
-<stdin>:4:1: input x: an element is not a int64 value
+<stdin>:3:37: input x: not a rectangular array of numbers
+<stdin>:4:35: input x: an element is not a int64 value
 <stdin>:5:1: *frob*" "$TGREL"
 
 # mknpy FILE DESCR SHAPE FORTRAN DATA: a .npy file (version 1, the header
@@ -530,11 +530,11 @@ input ":eval (neg (input x float64 (2))) (x \"$tmp/u2.npy\")" \
       ":eval (neg (input x float64 (3))) (x \"$tmp/n.npy\")" \
       ":eval (neg (input x float64 (3))) (x \"$tmp/none.npy\")"
 t "bad .npy files are reported with their name" 1 "" \
-"<stdin>:1:1: input x: $tmp/u2.npy: unsupported dtype (bool, int32, int64, float32 or float64)
+"<stdin>:1:35: input x: $tmp/u2.npy: unsupported dtype (bool, int32, int64, float32 or float64)
 <stdin>:2:1: kernels: input x: expected shape (3), got (2)
-<stdin>:3:1: input x: $tmp/t.npy: truncated data: the header announces 24 bytes, the file has 8
-<stdin>:4:1: input x: $tmp/n.npy: not a .npy file (version 1 to 3)
-<stdin>:5:1: input x: *none.npy*" "$TGREL"
+<stdin>:3:35: input x: $tmp/t.npy: truncated data: the header announces 24 bytes, the file has 8
+<stdin>:4:35: input x: $tmp/n.npy: not a .npy file (version 1 to 3)
+<stdin>:5:35: input x: *none.npy*" "$TGREL"
 
 # what the issue asks of the REPL, one by one (the rest is above)
 input ':rewrite add-zero (add 0 (neg y))' ':profile' ':rewrite (reverse twice-add) (add k k)' \
