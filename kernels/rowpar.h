@@ -1,4 +1,4 @@
-/* rowpar.h - what the interpreter's row blocks (interp.c) run besides
+/* rowpar.h - what the interpreter's row blocks (interp_rows.c) run besides
  * the loops (module prefix tgRp_): the two products of a block of a
  * row-major matrix's rows, in a summation order of their own (so that
  * a result never depends on the thread that computed it, nor on BLAS's
