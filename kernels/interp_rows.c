@@ -26,6 +26,13 @@
  * overlapping other than row for row. */
 enum { TGI_ROW_BLOCK_BYTES = 256 * 1024 };
 
+/* Compiled row steps run over a block a piece of about this many bytes
+ * of A at a time (a multiple of 4 rows), so that A^T g reads the piece
+ * from the nearest caches, just after dot(A, w) brought it there; the
+ * interpreter's loops, whose setup is paid per call, over the whole
+ * block. */
+enum { TGI_ROW_PIECE_BYTES = 32 * 1024 };
+
 typedef struct rowplan {
     int a, w, v1, v2, g;        /* A, w, dot(A, w), dot(A^T, g), g */
     int *kind;                  /* per step between: 0 before, 1 rows, 2 after */
@@ -326,6 +333,7 @@ typedef struct rowrun {
     const char *a, *w;
     char *y1, *g;               /* dot(A, w) and g, whole */
     int64_t lda, n, f, b, nb;   /* A's row stride, rows, columns; a block's rows; blocks */
+    int64_t sub;                /* a piece's rows (row_block) */
     char *t;                    /* per block: its partial A^T g, f elements */
     reg *part;                  /* per block: its partial of each fused reduction */
     atomic_llong next;          /* the next block no member has claimed */
@@ -365,48 +373,74 @@ static void row_native(const rowrun *R, const tgH_step *step, tgJ_loop_fn fn, co
     fn(sh.shape, base, flat);
 }
 
-/* Block bk whole; block nx (-1: none) fetched into the cache meanwhile. */
+/* Rows [r0, r0 + b) of the products: dot(A, w) into y1, or A^T g added
+ * into t. */
+static void rows_dot(const rowrun *R, int64_t r0, int64_t b)
+{
+    const char *ab = R->a + r0 * R->lda * (int64_t)R->es;
+    if (R->d == TG_FLOAT64)
+        tgRp_rows_dot_d(b, R->f, (const double *)ab, R->lda, (const double *)R->w, (double *)R->y1 + r0);
+    else
+        tgRp_rows_dot_s(b, R->f, (const float *)ab, R->lda, (const float *)R->w, (float *)R->y1 + r0);
+}
+
+static void cols_dot(const rowrun *R, int64_t r0, int64_t b, char *t)
+{
+    const char *ab = R->a + r0 * R->lda * (int64_t)R->es;
+    if (R->d == TG_FLOAT64)
+        tgRp_cols_dot_d(b, R->f, (const double *)ab, R->lda, (const double *)R->g + r0, (double *)t);
+    else
+        tgRp_cols_dot_s(b, R->f, (const float *)ab, R->lda, (const float *)R->g + r0, (float *)t);
+}
+
+/* Block bk whole, a piece of R->sub rows at a time: the piece's dot(A, w),
+ * its row steps, its A^T g, while it is in the nearest cache; the pieces
+ * two ahead fetched meanwhile (past the block's end, the first of block
+ * nx, the member's next; -1: none).  A block's partials (its A^T g, its
+ * fused reductions) are folded piece after piece in row order, whoever
+ * computes it. */
 static void row_block(const rowrun *R, int64_t bk, int64_t nx)
 {
     const tgH_sched *s = R->s;
     int64_t i0 = bk * R->b, b = R->n - i0 < R->b ? R->n - i0 : R->b, es = (int64_t)R->es;
-    const char *ab = R->a + i0 * R->lda * es;
-    if (R->d == TG_FLOAT64)
-        tgRp_rows_dot_d(b, R->f, (const double *)ab, R->lda, (const double *)R->w, (double *)R->y1 + i0);
-    else
-        tgRp_rows_dot_s(b, R->f, (const float *)ab, R->lda, (const float *)R->w, (float *)R->y1 + i0);
     reg *part = R->part + bk * R->nred;
-    int r = 0;
-    for (int k = R->k1 + 1; k < R->k2; k++) {
-        if (R->P->kind[k - R->k1] != 1)
-            continue;
-        const tgH_step *step = &s->steps[k];
-        facc F[step->nreds > 0 ? step->nreds : 1];
-        for (int q = 0; q < step->nreds; q++, r++) {
-            F[q] = R->Fa[r];
-            F[q].acc = &part[r];
-            F[q].blk.on = false;
-            *F[q].acc = red_identity(s->g->nodes[step->reds[q]].op, F[q].fl);
-        }
-        if (R->st->kern && R->st->kern[k]) {
-            row_native(R, step, R->st->kern[k], F, i0, b);
-        } else {    /* the interpreter: the calling thread alone */
-            for (int i = 0; i < R->s->g->n; i++)
-                if (R->lidx[i] >= 0)
-                    R->st->vals[i] = row_win(R, i, i0, b);
-            tgI_run_loop(s, R->st, step, R->st->pos, F);
-        }
-    }
-    /* the thread's next block is fetched meanwhile */
-    int64_t p0 = nx * R->b, pb = nx < 0 ? 0 : R->n - p0 < R->b ? R->n - p0 : R->b;
-    const char *pf = pb ? R->a + p0 * R->lda * es : NULL;
     char *t = R->t + bk * R->f * es;
-    if (R->d == TG_FLOAT64)
-        tgRp_cols_dot_d(b, R->f, (const double *)ab, R->lda, (const double *)R->g + i0, (double *)t,
-                        (const double *)pf, pb);
-    else
-        tgRp_cols_dot_s(b, R->f, (const float *)ab, R->lda, (const float *)R->g + i0, (float *)t,
-                        (const float *)pf, pb);
+    memset(t, 0, (size_t)(R->f * es));
+    for (int r = 0, k = R->k1 + 1; k < R->k2; k++)
+        for (int q = 0; R->P->kind[k - R->k1] == 1 && q < s->steps[k].nreds; q++, r++)
+            part[r] = red_identity(s->g->nodes[s->steps[k].reds[q]].op, R->Fa[r].fl);
+    for (int64_t p0 = 0; p0 < b; p0 += R->sub) {
+        int64_t pb = b - p0 < R->sub ? b - p0 : R->sub, r0 = i0 + p0, ahead = p0 + 2 * R->sub;
+        if (ahead < b) {
+            tgRp_fetch(R->a + (i0 + ahead) * R->lda * es, b - ahead < R->sub ? b - ahead : R->sub,
+                       R->lda * es, R->f * es);
+        } else if (nx >= 0 && ahead - b < R->n - nx * R->b) {
+            int64_t q0 = nx * R->b + (ahead - b), left = R->n - q0;
+            tgRp_fetch(R->a + q0 * R->lda * es, left < R->sub ? left : R->sub, R->lda * es, R->f * es);
+        }
+        rows_dot(R, r0, pb);
+        int r = 0;
+        for (int k = R->k1 + 1; k < R->k2; k++) {
+            if (R->P->kind[k - R->k1] != 1)
+                continue;
+            const tgH_step *step = &s->steps[k];
+            facc F[step->nreds > 0 ? step->nreds : 1];
+            for (int q = 0; q < step->nreds; q++, r++) {
+                F[q] = R->Fa[r];
+                F[q].acc = &part[r];
+                F[q].blk.on = false;
+            }
+            if (R->st->kern && R->st->kern[k]) {
+                row_native(R, step, R->st->kern[k], F, r0, pb);
+            } else {    /* the interpreter: the calling thread alone */
+                for (int i = 0; i < R->s->g->n; i++)
+                    if (R->lidx[i] >= 0)
+                        R->st->vals[i] = row_win(R, i, r0, pb);
+                tgI_run_loop(s, R->st, step, R->st->pos, F);
+            }
+        }
+        cols_dot(R, r0, pb, t);
+    }
 }
 
 /* y += t, f elements of dtype d (float64 or float32). */
@@ -504,7 +538,7 @@ int tgI_row_blocks(const tgH_sched *s, tgI_state *st, int k1, tg_error *err)
                 saved[i] = st->vals[list[i]];
             int *lidx = malloc((size_t)g->n * sizeof *lidx);
             rowrun R = {s, st, &P, k1, k2, nred, 1, lidx, saved, Fa, d, es, A->data, st->vals[P.w].data,
-                        st->vals[P.v1].data, st->vals[P.g].data, lda, N, F, B, (N + B - 1) / B, NULL, NULL, 0};
+                        st->vals[P.v1].data, st->vals[P.g].data, lda, N, F, B, (N + B - 1) / B, B, NULL, NULL, 0};
             char *y2 = calloc((size_t)F, es);
             R.t = malloc((size_t)R.nb * (size_t)F * es);
             R.part = malloc((size_t)R.nb * (size_t)(nred ? nred : 1) * sizeof *R.part);
@@ -522,6 +556,10 @@ int tgI_row_blocks(const tgH_sched *s, tgI_state *st, int k1, tg_error *err)
             bool native = st->kern != NULL;
             for (int k = k1 + 1; k < k2; k++)
                 native = native && (P.kind[k - k1] != 1 || st->kern[k] != NULL);
+            if (native) {
+                int64_t p = TGI_ROW_PIECE_BYTES / (F * (int64_t)es) / 4 * 4;
+                R.sub = p < 4 ? 4 : p;
+            }
             int want = native && (int64_t)es * N * F >= TGI_ROW_PAR_BYTES ? tgRp_threads() : 1;
             want = (int64_t)want > R.nb / 2 ? (int)(R.nb / 2) : want;
             tgRp_team *team = want > 1 ? tgRp_start(want, row_phase, &R) : NULL;

@@ -14,13 +14,14 @@
 void tgRp_rows_dot_d(int64_t b, int64_t f, const double *A, int64_t lda, const double *w, double *y);
 void tgRp_rows_dot_s(int64_t b, int64_t f, const float *A, int64_t lda, const float *w, float *y);
 
-/* t[j] = sum over i < b, in row order from 0, of g[i] * A[i, j];
- * meanwhile the first pfrows rows at pf (same stride; pf may be NULL)
- * are fetched into the cache. */
-void tgRp_cols_dot_d(int64_t b, int64_t f, const double *A, int64_t lda, const double *g, double *t,
-                     const double *pf, int64_t pfrows);
-void tgRp_cols_dot_s(int64_t b, int64_t f, const float *A, int64_t lda, const float *g, float *t,
-                     const float *pf, int64_t pfrows);
+/* t[j] += sum over i < b, in row order, of g[i] * A[i, j] (rows in
+ * pieces give the same bits as whole). */
+void tgRp_cols_dot_d(int64_t b, int64_t f, const double *A, int64_t lda, const double *g, double *t);
+void tgRp_cols_dot_s(int64_t b, int64_t f, const float *A, int64_t lda, const float *g, float *t);
+
+/* Fetch rows rows of bytes bytes, stride bytes apart from p, into the
+ * caches (hints only). */
+void tgRp_fetch(const void *p, int64_t rows, int64_t stride, int64_t bytes);
 
 /* The threads a call may run on: omp_get_max_threads() of the OpenMP
  * runtime the compiled loops use when it is loaded (so
