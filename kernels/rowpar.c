@@ -148,10 +148,29 @@ int tgRp_threads(void)
     return n < 1 ? 1 : n > 64 ? 64 : n;
 }
 
+/* The OpenMP runtime's parallel region and thread number, when the
+ * compiled loops have loaded it (0 otherwise). */
+typedef void (*gomp_parallel_fn)(void (*)(void *), void *, unsigned, unsigned);
+static int gomp_fns(gomp_parallel_fn *par, int (**num)(void))
+{
+    void *h = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!h)
+        return 0;
+    void *p = dlsym(h, "GOMP_parallel"), *n = dlsym(h, "omp_get_thread_num");
+    dlclose(h);     /* only the reference NOLOAD took: the loops hold theirs */
+    if (!p || !n)
+        return 0;
+    memcpy(par, &p, sizeof *par);
+    memcpy(num, &n, sizeof *num);
+    return 1;
+}
+
 struct tgRp_team {
     int nt;
     tgRp_fn fn;
     void *ud;
+    gomp_parallel_fn gpar;  /* phases on OpenMP's threads, when set */
+    int (*gnum)(void);
     atomic_uint gen;        /* bumped to start a phase */
     atomic_int left;        /* members still running the phase */
     atomic_int stop;
@@ -195,6 +214,13 @@ tgRp_team *tgRp_start(int nt, tgRp_fn fn, void *ud)
     if (!t)
         return NULL;
     t->fn = fn, t->ud = ud, t->nt = 1;
+    /* With the compiled loops' OpenMP runtime loaded, its threads run the
+     * phases: threads of our own beside them would share the cores with
+     * its workers, which spin a while after each parallel loop. */
+    if (gomp_fns(&t->gpar, &t->gnum)) {
+        t->nt = nt > 64 ? 64 : nt;
+        return t;
+    }
     for (int i = 1; i < nt && i < 64; i++) {
         t->m[i] = (struct member){t, i};
         if (pthread_create(&t->th[i], NULL, member, &t->m[i]) != 0)
@@ -213,8 +239,18 @@ int tgRp_size(const tgRp_team *t)
     return t ? t->nt : 1;
 }
 
+static void gomp_member(void *arg)
+{
+    tgRp_team *t = arg;
+    t->fn(t->ud, t->gnum());
+}
+
 void tgRp_phase(tgRp_team *t)
 {
+    if (t->gpar) {
+        t->gpar(gomp_member, t, (unsigned)t->nt, 0);
+        return;
+    }
     atomic_store_explicit(&t->left, t->nt - 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->gen, 1, memory_order_release);
     t->fn(t->ud, 0);
@@ -227,6 +263,10 @@ void tgRp_stop(tgRp_team *t)
 {
     if (!t)
         return;
+    if (t->gpar) {
+        free(t);
+        return;
+    }
     atomic_store_explicit(&t->stop, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->gen, 1, memory_order_release);
     for (int i = 1; i < t->nt; i++)

@@ -31,8 +31,11 @@ int tgRp_threads(void);
 
 /* A team: nt - 1 threads besides the caller.  tgRp_phase runs
  * fn(ud, tid) on every member (the caller is tid 0) and returns when all
- * are done; the members wait for the next phase spinning, then
- * yielding.  NULL when no thread could start (run fn(ud, 0) alone). */
+ * are done.  When the OpenMP runtime of the compiled loops is loaded the
+ * members are its threads (a parallel region a phase; inside another
+ * region, the caller alone); else threads of the team's own, which wait
+ * for the next phase spinning, then yielding.  NULL when no thread could
+ * start (run fn(ud, 0) alone). */
 typedef struct tgRp_team tgRp_team;
 typedef void (*tgRp_fn)(void *ud, int tid);
 tgRp_team *tgRp_start(int nt, tgRp_fn fn, void *ud);

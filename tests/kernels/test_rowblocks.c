@@ -1,7 +1,8 @@
 /* test_rowblocks.c - the row blocks (interp_rows.c, rowpar.c): the two
  * products of a block against plain loops (float64 and float32, ragged
  * sizes, a row stride wider than the row, the rows given in pieces
- * or whole); the team runs every member once a phase; and the logistic
+ * or whole); the team runs every member once a phase (threads of its
+ * own, and OpenMP's once the compiled loops loaded it); and the logistic
  * regression's loss and gradients, at a size that runs on threads,
  * against a long double loop on both paths, the same bits on 1, 2 and
  * 16 threads. */
@@ -86,7 +87,7 @@ static void team_fn(void *ud, int tid)
     r->runs[tid] += 1 + r->phase * 10;   /* each member writes its own slot */
 }
 
-static void check_team(void)
+static void check_team(const char *which)
 {
     teamrec r = {{0}, 0};
     tgRp_team *t = tgRp_start(4, team_fn, &r);
@@ -100,8 +101,8 @@ static void check_team(void)
     int ok = 1;
     for (int i = 0; i < 4; i++)
         ok &= r.runs[i] == 12;
-    TAP_CHECK(ok, "every member ran each of two phases once, after the phase's data was set (%d %d %d %d)",
-              r.runs[0], r.runs[1], r.runs[2], r.runs[3]);
+    TAP_CHECK(ok, "%s: every member ran each of two phases once, after the phase's data was set (%d %d %d %d)",
+              which, r.runs[0], r.runs[1], r.runs[2], r.runs[3]);
     TAP_CHECK(tgRp_start(1, team_fn, &r) == NULL && tgRp_size(NULL) == 1, "a team of one is the caller alone");
 }
 
@@ -216,13 +217,19 @@ int main(void)
                 if (i == 5)
                     check_products(bs[i], fs[j], fs[j] + 3, single);
             }
-    check_team();
+    check_team("threads of the team's own");
     ctx = tg_ctx_new(NULL);
     lib = kt_rules(ctx, "(include \"all.rules\")", "<test>");
     TAP_CHECK(lib != NULL, "the rule library loads");
     if (lib)
         KT_EACH_PATH
             check_logreg_threads();
+    /* the compiled loops have loaded OpenMP: its threads run the phases */
+    void *gomp = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (gomp) {
+        check_team("OpenMP's threads");
+        dlclose(gomp);
+    }
     tg_rules_free(lib);
     tg_ctx_free(ctx);
     return TAP_DONE();
