@@ -9,7 +9,8 @@
  * overhead of a call on 1-element inputs; lowering time of a 100-node
  * graph, cold and on a warm cache hit in a new process; GEMM 2000x2000
  * against cblas_dgemm, and at tgrel's default OpenBLAS core against
- * every core type forced by hand (OPENBLAS_CORETYPE, in child processes).
+ * every core type forced by hand (OPENBLAS_CORETYPE, in child processes);
+ * C + u v^T as a ger step against one fused loop.
  * One JSON object per line. */
 #include "config.h"
 
@@ -820,6 +821,80 @@ static void bench_dot_vec(tg_ctx *ctx)
 }
 
 
+/* C + u v^T at m x m, C a caller's input: the ger step (BLAS
+ * dger on C's copy, or in place; a step the interpreter runs in compiled
+ * functions too, as they ran it before fuse_ger was restricted; here in
+ * an interpreted function, where fuse_ger still makes it) against the
+ * compiled function's one fused loop, and the interpreter's loop (the
+ * outer product written with reshapes, which fuse_ger leaves alone). */
+static void bench_ger(tg_ctx *ctx)
+{
+    static const int sizes[] = {300, 1000, 2000, 3000};
+    const char *in[3] = {"(input c float64 (m m))", "(input u float64 (m))", "(input v float64 (m))"};
+    static const char *const forms[2] = {
+        "(add (input c float64 (m m)) (mul (dimshuffle (input u float64 (m)) (0 x)) "
+        "(dimshuffle (input v float64 (m)) (x 0))))",
+        "(add (input c float64 (m m)) (mul (reshape (input u float64 (m)) (m 1)) "
+        "(reshape (input v float64 (m)) (1 m))))"};
+    {
+        tg_fn *fns[3] = {compile(ctx, 3, in, forms[0], 1), compile(ctx, 3, in, forms[0], 0),
+                         compile(ctx, 3, in, forms[1], 1)};
+        if (!fns[0] || !fns[1] || !fns[2])
+            return;
+        if (getenv("TGREL_BENCH_SCHEDULE"))
+            for (int k = 0; k < 3; k++)
+                tg_fprint(stderr, tg_fn_schedule(fns[k])), fputs("\n", stderr);
+        for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+            int m = (int)bench_size(sizes[k], 8);
+            double *c = malloc((size_t)m * m * 8), *u = malloc((size_t)m * 8), *v = malloc((size_t)m * 8);
+            double *o[3];
+            for (int q = 0; q < 3; q++)
+                o[q] = malloc((size_t)m * m * 8);
+            for (long i = 0; i < (long)m * m; i++)
+                c[i] = sin(i * 0.001);
+            for (int i = 0; i < m; i++)
+                u[i] = cos(i * 0.01), v[i] = sin(i * 0.02);
+            int64_t sh[2] = {m, m};
+            tg_array a[3], out[3];
+            tg_array_init(&a[0], TG_FLOAT64, 2, sh, c);
+            tg_array_init(&a[1], TG_FLOAT64, 1, sh, u);
+            tg_array_init(&a[2], TG_FLOAT64, 1, sh, v);
+            tg_error err;
+            enum { R = 11 };
+            double t[3][R];
+            int ok = 1;
+            for (int q = 0; q < 3; q++) {
+                tg_array_init(&out[q], TG_FLOAT64, 2, sh, o[q]);
+                ok &= tg_fn_call(fns[q], a, &out[q], &err) == 0;
+            }
+            for (int r = 0; ok && r < R; r++)
+                for (int q = 0; q < 3; q++) {
+                    double t0 = wall();
+                    tg_fn_call(fns[q], a, &out[q], &err);
+                    t[q][r] = wall() - t0;
+                }
+            double diff = 0;
+            for (long i = 0; ok && i < (long)m * m; i++)
+                diff = fmax(diff, fmax(fabs(o[0][i] - o[1][i]), fabs(o[2][i] - o[1][i])));
+            failed |= !ok;
+            double g = bench_median(t[0], R), l = bench_median(t[1], R), il = bench_median(t[2], R);
+            if (ok)
+                printf("{\"bench\":\"ger_step_vs_fused_loop\",\"m\":%d,\"ger_step_ms\":%.3f,"
+                       "\"compiled_loop_ms\":%.3f,\"ger_over_compiled_loop\":%.2f,\"interp_loop_ms\":%.3f,"
+                       "\"ger_over_interp_loop\":%.2f,\"max_abs_diff\":%.2g,\"loadavg_1min\":%.1f,"
+                       "\"clock\":\"wall, median of %d, on the default threads\"}\n",
+                       m, g * 1e3, l * 1e3, g / l, il * 1e3, g / il,
+                       diff, loadavg(), R);
+            fflush(stdout);
+            free(c), free(u), free(v);
+            for (int q = 0; q < 3; q++)
+                free(o[q]);
+        }
+        for (int q = 0; q < 3; q++)
+            tg_fn_free(fns[q]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     GEMM_N = (int)bench_size(2000, 16);
@@ -844,6 +919,8 @@ int main(int argc, char **argv)
         bench_dot_vec(ctx);
     if (bench_want(argc, argv, "gemm"))
         bench_gemm(ctx);
+    if (bench_want(argc, argv, "ger"))
+        bench_ger(ctx);
     tg_ctx_free(ctx);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -340,6 +340,10 @@ tg_fn *tg_fn_compile(tg_ctx *ctx, size_t nin, tg_term *const *inputs, size_t nou
         memset(kept + nin, 1, (size_t)g->nshared);
     }
     double t3 = tgTm_ms();
+    /* outside scans a rank-one update is a ger step only for the
+     * interpreter: compiled, C + u v^T as one fused loop is faster
+     * (bench/kernels ger) */
+    g->ger_steps = opt && opt->interpret;
     if (!(s = tgH_schedule(g, kept, err)))
         goto fail;
     ps.schedule_ms = tgTm_ms() - t3;

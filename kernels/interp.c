@@ -6,7 +6,6 @@
 #include "config.h"
 
 #include <math.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +13,7 @@
 #include "blas.h"
 #include "error.h"
 #include "index.h"
-#include "interp.h"
-#include "rowpar.h"
+#include "interp_int.h"
 #include "codegen.h"
 #include "random.h"
 #include "arrange.h"
@@ -25,11 +23,6 @@
 TGJ_DIVMOD_DEFS
 
 #define TGI_BLOCK 256
-
-typedef union reg {
-    double f;
-    int64_t i;
-} reg;
 
 /* ---- elements ----------------------------------------------------------- */
 
@@ -235,7 +228,7 @@ static int bind_inputs(const tgH_sched *s, tgI_state *st, const tg_array *in, tg
 
 /* Where a loop reads input a: byte strides aligned to the loop's shape
  * (zero on broadcast axes). */
-static void loop_strides(const tgI_arr *a, const tgI_arr *shape, int64_t *out)
+void tgI_loop_strides(const tgI_arr *a, const tgI_arr *shape, int64_t *out)
 {
     int off = shape->ndim - a->ndim;
     for (int d = 0; d < shape->ndim; d++) {
@@ -394,45 +387,6 @@ static void eval_node(loopctx *L, const tgV_node *n, reg *out, int m)
             out[j].i = wrap32(out[j].i);
 }
 
-/* Fold v into accumulator a (doubles when fl, else int64). */
-static inline void fold1(tgV_op op, bool fl, reg *a, reg v)
-{
-    if (fl) {
-        switch (op) {
-        case TGV_PROD: a->f *= v.f; break;
-        case TGV_MAX: a->f = a->f != a->f ? a->f : v.f != v.f || v.f > a->f ? v.f : a->f; break;
-        case TGV_MIN: a->f = a->f != a->f ? a->f : v.f != v.f || v.f < a->f ? v.f : a->f; break;
-        default: a->f += v.f;
-        }
-    } else {
-        switch (op) {
-        case TGV_PROD: a->i = (int64_t)((uint64_t)a->i * (uint64_t)v.i); break;
-        case TGV_MAX: a->i = v.i > a->i ? v.i : a->i; break;
-        case TGV_MIN: a->i = v.i < a->i ? v.i : a->i; break;
-        default: a->i = (int64_t)((uint64_t)a->i + (uint64_t)v.i);
-        }
-    }
-}
-
-/* The identity of reduction op (the accumulators' start). */
-static reg red_identity(tgV_op op, bool fl)
-{
-    reg r;
-    if (fl)
-        r.f = op == TGV_PROD ? 1 : op == TGV_MAX ? -INFINITY : op == TGV_MIN ? INFINITY : 0;
-    else
-        r.i = op == TGV_PROD ? 1 : op == TGV_MAX ? INT64_MIN : op == TGV_MIN ? INT64_MAX : 0;
-    return r;
-}
-
-/* A reduction to one value folds blocks of TGJ_RED_BLOCK elements
- * (codegen.h): the current block's value and the elements left in it. */
-typedef struct rblock {
-    bool on;
-    reg part;
-    int64_t left;
-} rblock;
-
 /* Fold v into acc, or, blocked, into the block's value (which goes into
  * acc when the block is full). */
 static inline void fold_into(tgV_op op, bool fl, rblock *B, reg *acc, reg v)
@@ -448,16 +402,6 @@ static inline void fold_into(tgV_op op, bool fl, rblock *B, reg *acc, reg v)
         B->left = TGJ_RED_BLOCK;
     }
 }
-
-/* The accumulators of a reduction fused into a loop: one reg per result
- * element, at byte strides over the loop's shape (0 on reduced axes). */
-typedef struct facc {
-    reg *acc;
-    int64_t strides[TGV_MAXDIM];
-    bool fl;                /* accumulated in double (else int64) */
-    int64_t nred;           /* elements per result (mean divides by it) */
-    rblock blk;             /* a reduction to one value: its blocks */
-} facc;
 
 /* Fold m values of src (dtype sd, registers) into accumulators at acc,
  * stride as apart, in order: what red_visit does one element at a time. */
@@ -482,7 +426,7 @@ static void run_native(tgI_state *st, const tgH_step *step, tgJ_loop_fn fn, cons
     char *base[nall > 0 ? nall : 1];
     for (int k = 0; k < nio; k++) {
         const tgI_arr *a = &st->vals[k < step->nins ? step->ins[k] : step->outs[k - step->nins]];
-        loop_strides(a, sh, strides + k * nd);
+        tgI_loop_strides(a, sh, strides + k * nd);
         base[k] = a->data;
     }
     for (int r = 0; r < step->nreds; r++) {
@@ -493,7 +437,7 @@ static void run_native(tgI_state *st, const tgH_step *step, tgJ_loop_fn fn, cons
     fn(sh->shape, base, strides);
 }
 
-static void run_loop(const tgH_sched *s, tgI_state *st, const tgH_step *step, int *pos, facc *F)
+void tgI_run_loop(const tgH_sched *s, tgI_state *st, const tgH_step *step, int *pos, facc *F)
 {
     const tgV_graph *g = s->g;
     const tgI_arr *sh = &st->vals[step->node];
@@ -520,7 +464,7 @@ static void run_loop(const tgH_sched *s, tgI_state *st, const tgH_step *step, in
     for (int k = 0; k < nio; k++) {
         int v = k < step->nins ? step->ins[k] : step->outs[k - step->nins];
         arr[k] = &st->vals[v];
-        loop_strides(arr[k], sh, strides[k]);
+        tgI_loop_strides(arr[k], sh, strides[k]);
         base[k] = arr[k]->data;
     }
     for (int r = 0; r < step->nreds; r++) {   /* accumulators move with the outer index too */
@@ -762,7 +706,7 @@ static int run_update(const tgH_sched *s, tgI_state *st, int v, tgJ_loop_fn fn, 
 
 /* The accumulators of reduction node v, initialized, with their strides
  * over its source's shape; an error for max / min of an empty axis. */
-static int reduce_begin(const tgH_sched *s, tgI_state *st, int v, facc *F, tg_error *err)
+int tgI_reduce_begin(const tgH_sched *s, tgI_state *st, int v, facc *F, tg_error *err)
 {
     const tgV_node *n = &s->g->nodes[v];
     const tgI_arr *x = &st->vals[n->args[0]], *y = &st->vals[v];
@@ -798,7 +742,7 @@ static int reduce_begin(const tgH_sched *s, tgI_state *st, int v, facc *F, tg_er
 }
 
 /* Store the accumulators into v's value (mean: divided) and free them. */
-static void reduce_end(const tgH_sched *s, tgI_state *st, int v, facc *F)
+void tgI_reduce_end(const tgH_sched *s, tgI_state *st, int v, facc *F)
 {
     const tgV_node *n = &s->g->nodes[v];
     const tgI_arr *y = &st->vals[v];
@@ -818,11 +762,11 @@ static int run_reduce(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
     const tgV_node *n = &s->g->nodes[v];
     const tgI_arr *x = &st->vals[n->args[0]];
     facc F;
-    if (reduce_begin(s, st, v, &F, err) < 0)
+    if (tgI_reduce_begin(s, st, v, &F, err) < 0)
         return -1;
     redctx R = {n->op, x, F.acc, F.fl, &F.blk};
     for_each(x->ndim, x->shape, x->strides, F.strides, red_visit, &R);
-    reduce_end(s, st, v, &F);
+    tgI_reduce_end(s, st, v, &F);
     return 0;
 }
 
@@ -835,17 +779,17 @@ static int run_fused(const tgH_sched *s, tgI_state *st, int k, tg_error *err)
     facc F[step->nreds > 0 ? step->nreds : 1];
     int r = 0, rc = 0;
     for (; r < step->nreds; r++)
-        if (reduce_begin(s, st, step->reds[r], &F[r], err) < 0) {
+        if (tgI_reduce_begin(s, st, step->reds[r], &F[r], err) < 0) {
             rc = -1;
             break;
         }
     if (rc == 0 && st->kern && st->kern[k])
         run_native(st, step, st->kern[k], F);
     else if (rc == 0)
-        run_loop(s, st, step, st->pos, F);
+        tgI_run_loop(s, st, step, st->pos, F);
     while (r-- > 0) {
         if (rc == 0)
-            reduce_end(s, st, step->reds[r], &F[r]);
+            tgI_reduce_end(s, st, step->reds[r], &F[r]);
         else
             free(F[r].acc);
     }
@@ -1032,7 +976,7 @@ static int run_ger(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
     tgI_arr cview = *Cin;
     cview.ndim = C->ndim;
     memcpy(cview.shape, C->shape, sizeof cview.shape);
-    loop_strides(Cin, C, cview.strides);
+    tgI_loop_strides(Cin, C, cview.strides);
     copy_arr(C, &cview);
     int64_t m = C->shape[0], nn = C->shape[1];
     if (m == 0 || nn == 0)
@@ -1094,7 +1038,7 @@ static int run_dot(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
         cview = *Cin;
         cview.ndim = C->ndim;
         memcpy(cview.shape, C->shape, sizeof cview.shape);
-        loop_strides(Cin, C, cview.strides);
+        tgI_loop_strides(Cin, C, cview.strides);
     }
     int64_t m, k, k2, nn, ars, acs, brs, bcs;
     as_matrix(A, true, &m, &k, &ars, &acs);
@@ -1462,7 +1406,7 @@ done:
 
 /* Outputs of step given a caller's input (not kept) to write in: they
  * reuse its memory when it is laid out as theirs. */
-static void donated(const tgH_sched *s, tgI_state *st, const tgH_step *step)
+void tgI_donated(const tgH_sched *s, tgI_state *st, const tgH_step *step)
 {
     for (int j = 0; j < step->nouts; j++) {
         int w = step->outs[j], a = s->inplace[w];
@@ -1472,7 +1416,7 @@ static void donated(const tgH_sched *s, tgI_state *st, const tgH_step *step)
 }
 
 /* Run step k of s. */
-static int run_step(const tgH_sched *s, tgI_state *st, int k, tg_error *err)
+int tgI_run_step(const tgH_sched *s, tgI_state *st, int k, tg_error *err)
 {
     const tgV_graph *g = s->g;
     int *pos = st->pos;
@@ -1483,24 +1427,24 @@ static int run_step(const tgH_sched *s, tgI_state *st, int k, tg_error *err)
             return tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "interrupted"), -1;
         switch (step->kind) {
         case TGH_LOOP:
-            donated(s, st, step);
+            tgI_donated(s, st, step);
             if (step->nreds) {
                 if (run_fused(s, st, k, err) < 0)
                     return -1;
             } else if (st->kern && st->kern[k]) {
                 run_native(st, step, st->kern[k], NULL);
             } else {
-                run_loop(s, st, step, pos, NULL);
+                tgI_run_loop(s, st, step, pos, NULL);
             }
             break;
         case TGH_UPDATE:
-            donated(s, st, step);
+            tgI_donated(s, st, step);
             if (run_update(s, st, v, st->kern ? st->kern[k] : NULL, err) < 0)
                 return -1;
             break;
         case TGH_REDUCE:
             if (tgAr_op(g->nodes[v].op)) {
-                donated(s, st, step);
+                tgI_donated(s, st, step);
                 if (tgAr_run(s, st, v, err) < 0)
                     return -1;
             } else if (run_reduce(s, st, v, err) < 0) {
@@ -1529,580 +1473,13 @@ static int run_step(const tgH_sched *s, tgI_state *st, int k, tg_error *err)
                 return -1;
             break;
         case TGH_SCAN:
-            donated(s, st, step);
+            tgI_donated(s, st, step);
             if (tgSc_run(s, st, step, st->scans[k], st->kern ? st->kern[k] : NULL, err) < 0)
                 return -1;
             break;
         }
     }
     return 0;
-}
-
-/* ---- row blocks ------------------------------------------------------------ */
-
-/* dot(A, w), elementwise loops over A's rows that read it, and dot(A^T, g)
- * of what they computed (the forward and backward pass of a linear model:
- * X w, the loss's adjoint per row, X^T g) read A twice, a pass over
- * memory each when A is larger than the cache.  Run instead over blocks
- * of rows, A's block is read by the second product while in the cache:
- * the first product and the loops compute their rows of the block, and
- * the second accumulates A_block^T g_block (BLAS with beta 1 after the
- * first block).  The fused reductions fold their elements in the same
- * order as unblocked.  Steps between the two products that read neither
- * run before; those that read the loops' results (a reduction's) after.
- * Checked at each call: A row-major, and the memory the blocks write not
- * overlapping other than row for row. */
-enum { TGI_ROW_BLOCK_BYTES = 256 * 1024 };
-
-typedef struct rowplan {
-    int a, w, v1, v2, g;        /* A, w, dot(A, w), dot(A^T, g), g */
-    int *kind;                  /* per step between: 0 before, 1 rows, 2 after */
-    unsigned char *in_rows;     /* per node: written by the row steps (or v1) */
-    unsigned char *late;        /* per node: computed after (a reduction of the rows, or later) */
-} rowplan;
-
-static bool row_vec(const tgV_graph *g, int v, tgV_size n)
-{
-    return g->nodes[v].ndim == 1 && g->nodes[v].shape[0] == n;
-}
-
-/* The nodes a step reads from outside it, into r (at most max); -1 for a
- * step kind that is never moved. */
-static int step_reads(const tgH_sched *s, const tgH_step *step, int *r, int max)
-{
-    const tgV_node *n = &s->g->nodes[step->node];
-    int c = 0;
-    switch (step->kind) {
-    case TGH_LOOP:
-        for (int i = 0; i < step->nins && c < max; i++)
-            r[c++] = step->ins[i];
-        return c;
-    case TGH_VIEW: case TGH_REDUCE: case TGH_DOT: case TGH_GEMM: case TGH_RESHAPE: case TGH_UPDATE:
-        for (int i = 0; i < n->nargs && c < max; i++)
-            r[c++] = n->args[i];
-        return c;
-    default:
-        return -1;
-    }
-}
-
-/* A loop over the rows: its nodes and outputs of A's row count, its inputs
- * of that or of one element (0-d, or static sizes 1), its reductions 0-d. */
-static bool row_loop(const tgH_sched *s, const tgH_step *step, tgV_size n)
-{
-    const tgV_graph *g = s->g;
-    if (step->kind != TGH_LOOP)
-        return false;
-    for (int i = 0; i < step->nnodes; i++)
-        if (!row_vec(g, step->nodes[i], n))
-            return false;
-    for (int i = 0; i < step->nins; i++) {
-        const tgV_node *x = &g->nodes[step->ins[i]];
-        bool one = true;
-        for (int d = 0; d < x->ndim; d++)
-            one &= x->shape[d] == 1;
-        if (!one && !row_vec(g, step->ins[i], n))
-            return false;
-    }
-    for (int i = 0; i < step->nreds; i++)
-        if (g->nodes[step->reds[i]].ndim != 0)
-            return false;
-    return true;
-}
-
-/* The plan for steps k1 (a dot(A, w)) to the dot(A^T, g) after it: the
- * index of that step, or 0 when the steps are not of that form. */
-static int row_plan(const tgH_sched *s, int k1, rowplan *P)
-{
-    const tgV_graph *g = s->g;
-    const tgV_node *d1 = &g->nodes[s->steps[k1].node];
-    if (d1->op != TGV_DOT || d1->nargs != 2 || !tgV_is_float(d1->dtype))
-        return 0;
-    int a = d1->args[0], w = d1->args[1];
-    const tgV_node *A = &g->nodes[a];
-    if (A->ndim != 2 || g->nodes[w].ndim != 1 || A->dtype != d1->dtype || g->nodes[w].dtype != d1->dtype)
-        return 0;
-    tgV_size n = A->shape[0];
-    int k2 = k1 + 1;
-    for (; k2 < s->nsteps && s->steps[k2].kind != TGH_DOT && s->steps[k2].kind != TGH_GEMM; k2++)
-        ;
-    if (k2 >= s->nsteps || s->steps[k2].kind != TGH_DOT)
-        return 0;
-    const tgV_node *d2 = &g->nodes[s->steps[k2].node];
-    if (d2->op != TGV_DOT || d2->nargs != 2 || d2->dtype != d1->dtype)
-        return 0;
-    const tgV_node *at = &g->nodes[d2->args[0]];
-    if (at->op != TGV_TRANSPOSE || at->args[0] != a || !row_vec(g, d2->args[1], n) ||
-        g->nodes[d2->args[1]].dtype != d1->dtype)
-        return 0;
-    P->a = a, P->w = w, P->v1 = s->steps[k1].node, P->v2 = s->steps[k2].node, P->g = d2->args[1];
-    P->kind = calloc((size_t)(k2 - k1 + 1), sizeof *P->kind);
-    P->in_rows = calloc((size_t)g->n, 1);
-    P->late = calloc((size_t)g->n, 1);
-    if (!P->kind || !P->in_rows || !P->late)
-        return 0;
-    P->in_rows[P->v1] = 1;
-    int nrows = 0;
-    for (int k = k1 + 1; k < k2; k++) {
-        const tgH_step *step = &s->steps[k];
-        int r[64], nr = step_reads(s, step, r, 64);
-        if (nr < 0 || nr >= 64)
-            return 0;
-        bool rows = false, late = false;
-        for (int i = 0; i < nr; i++)
-            rows |= P->in_rows[r[i]], late |= P->late[r[i]];
-        int kind = late ? 2 : rows && row_loop(s, step, n) ? 1 : rows ? 2 : 0;
-        P->kind[k - k1] = kind;
-        if (kind == 1) {
-            nrows++;
-            for (int i = 0; i < step->nnodes; i++)
-                P->in_rows[step->nodes[i]] = 1;
-            for (int i = 0; i < step->nreds; i++)
-                P->late[step->reds[i]] = 1;
-        } else if (kind == 2) {
-            P->late[step->node] = 1;
-            for (int i = 0; step->kind == TGH_LOOP && i < step->nnodes; i++)
-                P->late[step->nodes[i]] = 1;
-            for (int i = 0; step->kind == TGH_LOOP && i < step->nreds; i++)
-                P->late[step->reds[i]] = 1;
-        }
-    }
-    /* the rows must not wait for a step after them, nor g */
-    for (int k = k1 + 1; k < k2; k++)
-        if (P->kind[k - k1] == 1) {
-            const tgH_step *step = &s->steps[k];
-            for (int i = 0; i < step->nins; i++)
-                if (P->late[step->ins[i]])
-                    return 0;
-        }
-    return nrows && P->in_rows[P->g] && !P->late[P->g] ? k2 : 0;
-}
-
-static void plan_free(rowplan *P)
-{
-    free(P->kind), free(P->in_rows), free(P->late);
-}
-
-/* Whether the byte ranges of a and b (1-d, or A) overlap. */
-static bool overlaps(const tgI_arr *a, const tgI_arr *b)
-{
-    const char *a0 = a->data, *b0 = b->data;
-    const char *a1 = a0 + (a->ndim ? a->strides[0] * (a->shape[0] ? a->shape[0] - 1 : 0) : 0) + 8;
-    const char *b1 = b0 + (b->ndim ? b->strides[0] * (b->shape[0] ? b->shape[0] - 1 : 0) : 0) + 8;
-    if (a->ndim == 2)
-        a1 += a->strides[1] * (a->shape[1] ? a->shape[1] - 1 : 0);
-    if (b->ndim == 2)
-        b1 += b->strides[1] * (b->shape[1] ? b->shape[1] - 1 : 0);
-    return a0 < b1 && b0 < a1;
-}
-
-/* Steps move (those that read none of the rows before the first
- * product, those that read the loops' reductions after the row steps)
- * and the row steps run a block at a time, so values that shared memory
- * in the schedule's order may be live at once in the new one.  Each
- * value the window touches gets its span in the new order: from the
- * step that writes it (or from before the window) to the last step that
- * reads it (or past the window when a later step or an output reads
- * it); the row steps all share one span, the second product's reads
- * are in it, its result written at the end.  Safe when no two values in
- * the same memory, one of them written, have spans that cross, except
- * two row values in the same memory row for row that only the row steps
- * touch (a loop's output in place of its input), or a value in place of
- * one the same step reads, read by nothing else.  The second product
- * accumulates in a buffer of its own, copied in place at the end. */
-static bool window_memory_ok(const tgH_sched *s, const tgI_state *st, const rowplan *P, int k1, int k2)
-{
-    enum { ROWS = 1 << 28, PAST = 1 << 30 };
-    const tgV_graph *g = s->g;
-    tgV_size rows = g->nodes[P->a].shape[0];
-    int cap = 0;
-    for (int k = k1; k <= k2; k++)
-        cap += s->steps[k].nins + s->steps[k].nouts + s->steps[k].nreds + g->nodes[s->steps[k].node].nargs + 2;
-    int *t = malloc((size_t)cap * sizeof *t), *lo = malloc((size_t)g->n * sizeof *lo);
-    int *hi = malloc((size_t)g->n * sizeof *hi), *reads = calloc((size_t)g->n, sizeof *reads);
-    /* per node: 1 seen, 2 written, 4 touched by the row steps, 8 by others */
-    unsigned char *f = calloc((size_t)g->n, 1);
-    bool ok = t && lo && hi && reads && f;
-    int nt = 0;
-#define TOUCH(v, w, key) do { int v_ = (v), k_ = (key); \
-        if (!f[v_]) f[v_] = 1, t[nt++] = v_, lo[v_] = PAST, hi[v_] = -1; \
-        if (w) f[v_] |= 2, lo[v_] = k_ < lo[v_] ? k_ : lo[v_]; else reads[v_]++; \
-        hi[v_] = k_ > hi[v_] ? k_ : hi[v_]; f[v_] |= k_ == ROWS ? 4 : 8; } while (0)
-    for (int k = k1; ok && k <= k2; k++) {
-        const tgH_step *step = &s->steps[k];
-        const tgV_node *n = &g->nodes[step->node];
-        int kind = k == k1 || k == k2 ? 1 : P->kind[k - k1];
-        int key = kind == 1 ? ROWS : kind == 0 ? k - k1 : ROWS + (k - k1);
-        if (step->kind == TGH_LOOP) {
-            for (int i = 0; i < step->nins; i++)
-                TOUCH(step->ins[i], 0, key);
-            for (int i = 0; i < step->nouts; i++)
-                TOUCH(step->outs[i], 1, key);
-            for (int i = 0; i < step->nreds; i++)
-                TOUCH(step->reds[i], 1, key);
-        } else {
-            for (int i = 0; i < n->nargs; i++)
-                TOUCH(n->args[i], 0, key);
-            if (k == k2)
-                TOUCH(step->node, 1, ROWS + (k2 - k1) + 1);
-            else
-                TOUCH(step->node, step->kind != TGH_VIEW, key);
-        }
-    }
-#undef TOUCH
-    for (int i = 0; ok && i < nt; i++)
-        if (lo[t[i]] == PAST)
-            lo[t[i]] = -1;      /* not written in the window: live from before it */
-    /* read past the window */
-    for (int k = k2 + 1; ok && k < s->nsteps; k++) {
-        const tgH_step *step = &s->steps[k];
-        const tgV_node *n = &g->nodes[step->node];
-        int nr = step->kind == TGH_LOOP ? step->nins : n->nargs;
-        for (int i = 0; i < nr; i++) {
-            int v = step->kind == TGH_LOOP ? step->ins[i] : n->args[i];
-            if (f[v])
-                hi[v] = PAST;
-        }
-    }
-    for (int i = 0; ok && i < g->noutputs; i++)
-        if (f[g->outputs[i]])
-            hi[g->outputs[i]] = PAST;
-    for (int i = 0; ok && i < nt; i++) {
-        int u = t[i];
-        const tgI_arr *x = &st->vals[u];
-        if (!x->data)
-            continue;
-        for (int j = i + 1; ok && j < nt; j++) {
-            int v = t[j];
-            const tgI_arr *y = &st->vals[v];
-            if (!y->data || !((f[u] | f[v]) & 2) || !overlaps(x, y))
-                continue;
-            bool same = x->data == y->data && x->ndim == y->ndim &&
-                        !memcmp(x->strides, y->strides, (size_t)x->ndim * sizeof *x->strides);
-            if (f[u] & f[v] & 4)        /* both in the rows: only in place */
-                ok = (same && row_vec(g, u, rows) && row_vec(g, v, rows) && !((f[u] | f[v]) & 8)) ||
-                     (same && (f[u] & 2) != (f[v] & 2) && reads[f[u] & 2 ? v : u] <= 1);
-            else
-                ok = !(lo[u] < hi[v] && lo[v] < hi[u]);
-        }
-    }
-    free(t), free(lo), free(hi), free(reads), free(f);
-    return ok;
-}
-
-/* The nodes of A's row count the row steps write and read, each once,
- * into list (their values are moved to each block in turn); the
- * checks on memory: 1 when the blocks may run. */
-static int row_nodes(const tgH_sched *s, const tgI_state *st, const rowplan *P, int k1, int k2, int *list,
-                     unsigned char *mark, int *nl)
-{
-    const tgV_graph *g = s->g;
-    tgV_size rows = g->nodes[P->a].shape[0];
-    int n = 0;
-#define ADD(v) do { int v_ = (v); if (!mark[v_] && row_vec(g, v_, rows)) mark[v_] = 1, list[n++] = v_; } while (0)
-    ADD(P->v1);
-    for (int k = k1 + 1; k < k2; k++) {
-        const tgH_step *step = &s->steps[k];
-        if (P->kind[k - k1] != 1)
-            continue;
-        ADD(step->node);
-        for (int i = 0; i < step->nins; i++)
-            ADD(step->ins[i]);
-        for (int i = 0; i < step->nouts; i++)
-            ADD(step->outs[i]);
-    }
-#undef ADD
-    *nl = n;
-    /* what the blocks write: v1 and the row steps' outputs (mark 2) */
-    mark[P->v1] = 2;
-    for (int k = k1 + 1; k < k2; k++)
-        for (int i = 0; P->kind[k - k1] == 1 && i < s->steps[k].nouts; i++)
-            mark[s->steps[k].outs[i]] = 2;
-    const tgI_arr *A = &st->vals[P->a];
-    size_t es = tgV_dtype_size(A->dtype);
-    if (A->strides[1] != (int64_t)es || A->strides[0] < A->shape[1] * (int64_t)es ||
-        A->strides[0] % (int64_t)es || A->shape[0] == 0 || A->shape[1] == 0 ||
-        A->strides[0] / (int64_t)es > INT32_MAX || A->shape[1] > INT32_MAX ||   /* BLAS takes int */
-        st->vals[P->w].strides[0] != (int64_t)es || st->vals[P->v1].strides[0] != (int64_t)es ||
-        st->vals[P->g].strides[0] != (int64_t)es)
-        return 0;
-    return window_memory_ok(s, st, P, k1, k2);
-}
-
-/* A matrix of at least this many bytes runs its row blocks on threads;
- * a block has at most TGI_ROW_BLOCK_MAX rows (a compiled loop over fewer
- * than TGK_PAR_MIN elements starts no OpenMP threads of its own). */
-enum { TGI_ROW_PAR_BYTES = 4 << 20, TGI_ROW_BLOCK_MAX = 16384 };
-
-/* One window's row blocks.  Each block is computed whole by one thread
- * (whichever takes it first):
- * its rows of dot(A, w), the row steps over its rows (its own partial
- * value of each fused reduction, from the identity), its A^T g (its own
- * partial product); the partials are then folded in block order, so the
- * bits are the same on any number of threads.  The interpreter's loops
- * share the state's registers: they run on the calling thread alone. */
-typedef struct rowrun {
-    const tgH_sched *s;
-    tgI_state *st;
-    const rowplan *P;
-    int k1, k2, nred, nt;
-    const int *lidx;            /* per node: its index in saved, or -1 */
-    const tgI_arr *saved;       /* the row values, whole */
-    const facc *Fa;             /* the fused reductions (their kinds) */
-    tg_dtype d;
-    size_t es;
-    const char *a, *w;
-    char *y1, *g;               /* dot(A, w) and g, whole */
-    int64_t lda, n, f, b, nb;   /* A's row stride, rows, columns; a block's rows; blocks */
-    char *t;                    /* per block: its partial A^T g, f elements */
-    reg *part;                  /* per block: its partial of each fused reduction */
-    atomic_llong next;          /* the next block no member has claimed */
-} rowrun;
-
-/* Value v as the row steps of block rows [i0, i0 + b) see it. */
-static tgI_arr row_win(const rowrun *R, int v, int64_t i0, int64_t b)
-{
-    if (R->lidx[v] < 0)
-        return R->st->vals[v];
-    tgI_arr x = R->saved[R->lidx[v]];
-    x.shape[0] = b;
-    x.data += i0 * x.strides[0];
-    return x;
-}
-
-/* A compiled row step over one block (run_native on the block's views). */
-static void row_native(const rowrun *R, const tgH_step *step, tgJ_loop_fn fn, const facc *F, int64_t i0, int64_t b)
-{
-    tgI_arr sh = row_win(R, step->node, i0, b);
-    int nio = step->nins + step->nouts, nall = nio + step->nreds;
-    int64_t strides[nall > 0 ? nall : 1][TGV_MAXDIM];
-    char *base[nall > 0 ? nall : 1];
-    for (int k = 0; k < nio; k++) {
-        tgI_arr a = row_win(R, k < step->nins ? step->ins[k] : step->outs[k - step->nins], i0, b);
-        loop_strides(&a, &sh, strides[k]);
-        base[k] = a.data;
-    }
-    for (int r = 0; r < step->nreds; r++) {
-        base[nio + r] = (char *)F[r].acc;
-        strides[nio + r][0] = 0;    /* to one value */
-    }
-    /* the loop's strides are read as [operand][dim] with sh.ndim (1) dims */
-    int64_t flat[(nall > 0 ? nall : 1)];
-    for (int k = 0; k < nall; k++)
-        flat[k] = strides[k][0];
-    fn(sh.shape, base, flat);
-}
-
-/* Block bk whole; block nx (-1: none) fetched into the cache meanwhile. */
-static void row_block(const rowrun *R, int64_t bk, int64_t nx)
-{
-    const tgH_sched *s = R->s;
-    int64_t i0 = bk * R->b, b = R->n - i0 < R->b ? R->n - i0 : R->b, es = (int64_t)R->es;
-    const char *ab = R->a + i0 * R->lda * es;
-    if (R->d == TG_FLOAT64)
-        tgRp_rows_dot_d(b, R->f, (const double *)ab, R->lda, (const double *)R->w, (double *)R->y1 + i0);
-    else
-        tgRp_rows_dot_s(b, R->f, (const float *)ab, R->lda, (const float *)R->w, (float *)R->y1 + i0);
-    reg *part = R->part + bk * R->nred;
-    int r = 0;
-    for (int k = R->k1 + 1; k < R->k2; k++) {
-        if (R->P->kind[k - R->k1] != 1)
-            continue;
-        const tgH_step *step = &s->steps[k];
-        facc F[step->nreds > 0 ? step->nreds : 1];
-        for (int q = 0; q < step->nreds; q++, r++) {
-            F[q] = R->Fa[r];
-            F[q].acc = &part[r];
-            F[q].blk.on = false;
-            *F[q].acc = red_identity(s->g->nodes[step->reds[q]].op, F[q].fl);
-        }
-        if (R->st->kern && R->st->kern[k]) {
-            row_native(R, step, R->st->kern[k], F, i0, b);
-        } else {    /* the interpreter: the calling thread alone */
-            for (int i = 0; i < R->s->g->n; i++)
-                if (R->lidx[i] >= 0)
-                    R->st->vals[i] = row_win(R, i, i0, b);
-            run_loop(s, R->st, step, R->st->pos, F);
-        }
-    }
-    /* the thread's next block is fetched meanwhile */
-    int64_t p0 = nx * R->b, pb = nx < 0 ? 0 : R->n - p0 < R->b ? R->n - p0 : R->b;
-    const char *pf = pb ? R->a + p0 * R->lda * es : NULL;
-    char *t = R->t + bk * R->f * es;
-    if (R->d == TG_FLOAT64)
-        tgRp_cols_dot_d(b, R->f, (const double *)ab, R->lda, (const double *)R->g + i0, (double *)t,
-                        (const double *)pf, pb);
-    else
-        tgRp_cols_dot_s(b, R->f, (const float *)ab, R->lda, (const float *)R->g + i0, (float *)t,
-                        (const float *)pf, pb);
-}
-
-/* y += t, f elements of dtype d (float64 or float32). */
-static void add_into(tg_dtype d, char *y, const char *t, int64_t f)
-{
-    for (int64_t j = 0; j < f; j++)
-        if (d == TG_FLOAT64)
-            ((double *)y)[j] += ((const double *)t)[j];
-        else
-            ((float *)y)[j] += ((const float *)t)[j];
-}
-
-/* The q-th fused reduction of the window's row steps. */
-static int red_node(const tgH_sched *s, const rowplan *P, int k1, int k2, int q)
-{
-    for (int k = k1 + 1; k < k2; k++)
-        if (P->kind[k - k1] == 1) {
-            if (q < s->steps[k].nreds)
-                return s->steps[k].reds[q];
-            q -= s->steps[k].nreds;
-        }
-    return -1;
-}
-
-/* The members take the blocks in turn, each claiming its next one
- * before it computes the one it holds (so that it can fetch it): a
- * member the machine leaves waiting takes fewer, and the others do the
- * rest. */
-static void row_phase(void *ud, int tid)
-{
-    rowrun *R = ud;
-    (void)tid;
-    int64_t bk = atomic_fetch_add(&R->next, 1);
-    while (bk < R->nb) {
-        int64_t nx = atomic_fetch_add(&R->next, 1);
-        row_block(R, bk, nx < R->nb ? nx : -1);
-        bk = nx;
-    }
-}
-
-/* Run steps k1 to k2 as row blocks when they are of that form: k2, or 0
- * when they are not (the caller runs them one by one), or -1 with err. */
-static int row_blocks(const tgH_sched *s, tgI_state *st, int k1, tg_error *err)
-{
-    const tgV_graph *g = s->g;
-    rowplan P = {0};
-    int k2 = row_plan(s, k1, &P), rc = 0;
-    int *list = k2 ? malloc((size_t)g->n * sizeof *list) : NULL;
-    unsigned char *mark = k2 ? calloc((size_t)g->n, 1) : NULL;
-    tgI_arr *saved = k2 ? malloc((size_t)g->n * sizeof *saved) : NULL;
-    int nl = 0;
-    if (!k2 || !list || !mark || !saved || !row_nodes(s, st, &P, k1, k2, list, mark, &nl)) {
-        if (k2 && list && mark && saved) {    /* one by one */
-            for (int k = k1; k <= k2 && rc == 0; k++)
-                rc = run_step(s, st, k, err) < 0 ? -1 : 0;
-            rc = rc < 0 ? -1 : k2;
-        }
-        goto done;
-    }
-    /* the views and loops that read nothing of the rows run first (A's
-     * transpose among them) */
-    for (int k = k1 + 1; k < k2; k++)
-        if (P.kind[k - k1] == 0 && run_step(s, st, k, err) < 0) {
-            rc = -1;
-            goto done;
-        }
-    {
-        const tgI_arr *A = &st->vals[P.a];
-        tg_dtype d = A->dtype;
-        size_t es = tgV_dtype_size(d);
-        int64_t N = A->shape[0], F = A->shape[1], lda = A->strides[0] / (int64_t)es;
-        int64_t B = TGI_ROW_BLOCK_BYTES / (F * (int64_t)es);
-        B = B < 64 ? 64 : B > TGI_ROW_BLOCK_MAX ? TGI_ROW_BLOCK_MAX : B;
-        /* the fused reductions accumulate over all blocks */
-        int nred = 0;
-        for (int k = k1 + 1; k < k2; k++)
-            if (P.kind[k - k1] == 1)
-                nred += s->steps[k].nreds;
-        facc *Fa = calloc((size_t)(nred ? nred : 1), sizeof *Fa);
-        if (!Fa) {
-            rc = -1, tgE_nomem(err);
-            goto done;
-        }
-        int r = 0;
-        char *y2v = NULL;
-        for (int k = k1 + 1; k < k2 && rc == 0; k++)
-            if (P.kind[k - k1] == 1) {
-                donated(s, st, &s->steps[k]);
-                for (int q = 0; q < s->steps[k].nreds && rc == 0; q++, r++)
-                    if (reduce_begin(s, st, s->steps[k].reds[q], &Fa[r], err) < 0)
-                        rc = -1;
-            }
-        if (rc == 0) {
-            for (int i = 0; i < nl; i++)
-                saved[i] = st->vals[list[i]];
-            int *lidx = malloc((size_t)g->n * sizeof *lidx);
-            rowrun R = {s, st, &P, k1, k2, nred, 1, lidx, saved, Fa, d, es, A->data, st->vals[P.w].data,
-                        st->vals[P.v1].data, st->vals[P.g].data, lda, N, F, B, (N + B - 1) / B, NULL, NULL, 0};
-            char *y2 = calloc((size_t)F, es);
-            R.t = malloc((size_t)R.nb * (size_t)F * es);
-            R.part = malloc((size_t)R.nb * (size_t)(nred ? nred : 1) * sizeof *R.part);
-            if (!lidx || !y2 || !R.t || !R.part) {
-                free(lidx), free(y2), free(R.t), free(R.part);
-                rc = -1, tgE_nomem(err);
-                goto blocks_done;
-            }
-            for (int i = 0; i < g->n; i++)
-                lidx[i] = -1;
-            for (int i = 0; i < nl; i++)
-                lidx[list[i]] = i;
-            /* threads: for a matrix past the caches, compiled row steps, two
-             * blocks a thread at least */
-            bool native = st->kern != NULL;
-            for (int k = k1 + 1; k < k2; k++)
-                native = native && (P.kind[k - k1] != 1 || st->kern[k] != NULL);
-            int want = native && (int64_t)es * N * F >= TGI_ROW_PAR_BYTES ? tgRp_threads() : 1;
-            want = (int64_t)want > R.nb / 2 ? (int)(R.nb / 2) : want;
-            tgRp_team *team = want > 1 ? tgRp_start(want, row_phase, &R) : NULL;
-            R.nt = tgRp_size(team);
-            if (team)
-                tgRp_phase(team);
-            else
-                row_phase(&R, 0);
-            tgRp_stop(team);
-            /* the partials, in block order */
-            for (int64_t bk = 0; bk < R.nb; bk++) {
-                add_into(d, y2, R.t + bk * F * (int64_t)es, F);
-                for (int q = 0; q < nred; q++)
-                    fold1(g->nodes[red_node(s, &P, k1, k2, q)].op, Fa[q].fl, Fa[q].acc, R.part[bk * nred + q]);
-            }
-            for (int q = 0; q < nred; q++)
-                Fa[q].blk.on = false;
-            free(lidx), free(R.t), free(R.part);
-            for (int i = 0; i < nl; i++)
-                st->vals[list[i]] = saved[i];
-            y2v = y2;
-        }
-    blocks_done:
-        /* accumulators stored (or freed after an error) */
-        r = 0;
-        for (int k = k1 + 1; k < k2; k++)
-            if (P.kind[k - k1] == 1)
-                for (int q = 0; q < s->steps[k].nreds; q++, r++) {
-                    if (!Fa[r].acc)
-                        continue;
-                    if (rc == 0)
-                        reduce_end(s, st, s->steps[k].reds[q], &Fa[r]);
-                    else
-                        free(Fa[r].acc);
-                }
-        free(Fa);
-        /* the steps that read the rows' reductions, then the second product
-         * in its place */
-        for (int k = k1 + 1; k < k2 && rc == 0; k++)
-            if (P.kind[k - k1] == 2 && run_step(s, st, k, err) < 0)
-                rc = -1;
-        if (rc == 0) {
-            const tgI_arr *V2 = &st->vals[P.v2];
-            for (int64_t j = 0; j < F; j++)
-                memcpy(V2->data + j * V2->strides[0], y2v + j * (int64_t)es, es);
-            rc = k2;
-        }
-        free(y2v);
-    }
-done:
-    plan_free(&P);
-    free(list), free(mark), free(saved);
-    return rc;
 }
 
 /* Run the steps, row blocks where they apply (blocked), then copy the
@@ -2112,7 +1489,7 @@ static int exec_steps(const tgH_sched *s, tgI_state *st, tg_array *out, int bloc
     const tgV_graph *g = s->g;
     for (int k = 0; k < s->nsteps; k++) {
         if (blocked && s->steps[k].kind == TGH_DOT) {
-            int last = row_blocks(s, st, k, err);
+            int last = tgI_row_blocks(s, st, k, err);
             if (last < 0)
                 return -1;
             if (last > 0) {
@@ -2120,7 +1497,7 @@ static int exec_steps(const tgH_sched *s, tgI_state *st, tg_array *out, int bloc
                 continue;
             }
         }
-        if (run_step(s, st, k, err) < 0)
+        if (tgI_run_step(s, st, k, err) < 0)
             return -1;
     }
     for (int i = 0; i < g->noutputs; i++) {

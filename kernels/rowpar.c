@@ -77,27 +77,17 @@ typedef float vsu __attribute__((vector_size(32), aligned(4)));
         }                                                                                          \
     }
 
-/* cols_dot: t from zeros, then four rows at a time added into it, row
- * after row for each element (L elements at a time, the rest one by
- * one).  Meanwhile the rows of the next block (pf, pfrows rows of the
- * same stride) are fetched into the cache, four for four, so that memory
- * keeps streaming while this block, already in the cache, is summed. */
-#define PREFETCH_ROWS(T, pf, pfrows, i, lda, f)                                                    \
-    do {                                                                                           \
-        for (int64_t r_ = (i); pf && r_ < (i) + 4 && r_ < (pfrows); r_++)                          \
-            for (int64_t o_ = 0; o_ < (f) * (int64_t)sizeof(T); o_ += 64)                          \
-                __builtin_prefetch((const char *)((pf) + r_ * (lda)) + o_, 0, 2);                  \
-    } while (0)
+/* cols_dot: four rows at a time added into t, row after row for each
+ * element (L elements at a time, the rest one by one): each element of t
+ * gets its rows' products in row order, so a block given in pieces gives
+ * the same bits as given whole. */
 #define COLS_DOT(NAME, T, VT, VU, L)                                                               \
-    TGRP_CLONES void NAME(int64_t b, int64_t f, const T *A, int64_t lda, const T *g, T *t, const T *pf,    \
-              int64_t pfrows)                                                              \
+    TGRP_CLONES void NAME(int64_t b, int64_t f, const T *A, int64_t lda, const T *g, T *t)        \
     {                                                                                              \
         int64_t fl = f - f % L, i = 0;                                                             \
-        memset(t, 0, (size_t)f * sizeof *t);                                                       \
         for (; i + 4 <= b; i += 4) {                                                               \
             const T *a0 = A + i * lda, *a1 = a0 + lda, *a2 = a1 + lda, *a3 = a2 + lda;             \
             T g0 = g[i], g1 = g[i + 1], g2 = g[i + 2], g3 = g[i + 3];                              \
-            PREFETCH_ROWS(T, pf, pfrows, i, lda, f);                                               \
             VT G0, G1, G2, G3;                                                                     \
             for (int k = 0; k < L; k++)                                                            \
                 G0[k] = g0, G1[k] = g1, G2[k] = g2, G3[k] = g3;                                    \
@@ -115,7 +105,6 @@ typedef float vsu __attribute__((vector_size(32), aligned(4)));
         for (; i < b; i++) {                                                                       \
             const T *a0 = A + i * lda;                                                             \
             T g0 = g[i];                                                                           \
-            PREFETCH_ROWS(T, pf, pfrows, i, lda, f);                                               \
             VT G0;                                                                                 \
             for (int k = 0; k < L; k++)                                                            \
                 G0[k] = g0;                                                                        \
@@ -130,6 +119,13 @@ ROWS_DOT(tgRp_rows_dot_d, double, vd, vdu, 4)
 ROWS_DOT(tgRp_rows_dot_s, float, vs, vsu, 8)
 COLS_DOT(tgRp_cols_dot_d, double, vd, vdu, 4)
 COLS_DOT(tgRp_cols_dot_s, float, vs, vsu, 8)
+
+void tgRp_fetch(const void *p, int64_t rows, int64_t stride, int64_t bytes)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t o = 0; o < bytes; o += 64)
+            __builtin_prefetch((const char *)p + r * stride + o, 0, 3);
+}
 
 /* ---- threads ---------------------------------------------------------------- */
 
@@ -152,10 +148,29 @@ int tgRp_threads(void)
     return n < 1 ? 1 : n > 64 ? 64 : n;
 }
 
+/* The OpenMP runtime's parallel region and thread number, when the
+ * compiled loops have loaded it (0 otherwise). */
+typedef void (*gomp_parallel_fn)(void (*)(void *), void *, unsigned, unsigned);
+static int gomp_fns(gomp_parallel_fn *par, int (**num)(void))
+{
+    void *h = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!h)
+        return 0;
+    void *p = dlsym(h, "GOMP_parallel"), *n = dlsym(h, "omp_get_thread_num");
+    dlclose(h);     /* only the reference NOLOAD took: the loops hold theirs */
+    if (!p || !n)
+        return 0;
+    memcpy(par, &p, sizeof *par);
+    memcpy(num, &n, sizeof *num);
+    return 1;
+}
+
 struct tgRp_team {
     int nt;
     tgRp_fn fn;
     void *ud;
+    gomp_parallel_fn gpar;  /* phases on OpenMP's threads, when set */
+    int (*gnum)(void);
     atomic_uint gen;        /* bumped to start a phase */
     atomic_int left;        /* members still running the phase */
     atomic_int stop;
@@ -199,6 +214,13 @@ tgRp_team *tgRp_start(int nt, tgRp_fn fn, void *ud)
     if (!t)
         return NULL;
     t->fn = fn, t->ud = ud, t->nt = 1;
+    /* With the compiled loops' OpenMP runtime loaded, its threads run the
+     * phases: threads of our own beside them would share the cores with
+     * its workers, which spin a while after each parallel loop. */
+    if (gomp_fns(&t->gpar, &t->gnum)) {
+        t->nt = nt > 64 ? 64 : nt;
+        return t;
+    }
     for (int i = 1; i < nt && i < 64; i++) {
         t->m[i] = (struct member){t, i};
         if (pthread_create(&t->th[i], NULL, member, &t->m[i]) != 0)
@@ -217,8 +239,18 @@ int tgRp_size(const tgRp_team *t)
     return t ? t->nt : 1;
 }
 
+static void gomp_member(void *arg)
+{
+    tgRp_team *t = arg;
+    t->fn(t->ud, t->gnum());
+}
+
 void tgRp_phase(tgRp_team *t)
 {
+    if (t->gpar) {
+        t->gpar(gomp_member, t, (unsigned)t->nt, 0);
+        return;
+    }
     atomic_store_explicit(&t->left, t->nt - 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->gen, 1, memory_order_release);
     t->fn(t->ud, 0);
@@ -231,6 +263,10 @@ void tgRp_stop(tgRp_team *t)
 {
     if (!t)
         return;
+    if (t->gpar) {
+        free(t);
+        return;
+    }
     atomic_store_explicit(&t->stop, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->gen, 1, memory_order_release);
     for (int i = 1; i < t->nt; i++)

@@ -1,4 +1,4 @@
-/* rowpar.h - what the interpreter's row blocks (interp.c) run besides
+/* rowpar.h - what the interpreter's row blocks (interp_rows.c) run besides
  * the loops (module prefix tgRp_): the two products of a block of a
  * row-major matrix's rows, in a summation order of their own (so that
  * a result never depends on the thread that computed it, nor on BLAS's
@@ -14,13 +14,14 @@
 void tgRp_rows_dot_d(int64_t b, int64_t f, const double *A, int64_t lda, const double *w, double *y);
 void tgRp_rows_dot_s(int64_t b, int64_t f, const float *A, int64_t lda, const float *w, float *y);
 
-/* t[j] = sum over i < b, in row order from 0, of g[i] * A[i, j];
- * meanwhile the first pfrows rows at pf (same stride; pf may be NULL)
- * are fetched into the cache. */
-void tgRp_cols_dot_d(int64_t b, int64_t f, const double *A, int64_t lda, const double *g, double *t,
-                     const double *pf, int64_t pfrows);
-void tgRp_cols_dot_s(int64_t b, int64_t f, const float *A, int64_t lda, const float *g, float *t,
-                     const float *pf, int64_t pfrows);
+/* t[j] += sum over i < b, in row order, of g[i] * A[i, j] (rows in
+ * pieces give the same bits as whole). */
+void tgRp_cols_dot_d(int64_t b, int64_t f, const double *A, int64_t lda, const double *g, double *t);
+void tgRp_cols_dot_s(int64_t b, int64_t f, const float *A, int64_t lda, const float *g, float *t);
+
+/* Fetch rows rows of bytes bytes, stride bytes apart from p, into the
+ * caches (hints only). */
+void tgRp_fetch(const void *p, int64_t rows, int64_t stride, int64_t bytes);
 
 /* The threads a call may run on: omp_get_max_threads() of the OpenMP
  * runtime the compiled loops use when it is loaded (so
@@ -30,8 +31,11 @@ int tgRp_threads(void);
 
 /* A team: nt - 1 threads besides the caller.  tgRp_phase runs
  * fn(ud, tid) on every member (the caller is tid 0) and returns when all
- * are done; the members wait for the next phase spinning, then
- * yielding.  NULL when no thread could start (run fn(ud, 0) alone). */
+ * are done.  When the OpenMP runtime of the compiled loops is loaded the
+ * members are its threads (a parallel region a phase; inside another
+ * region, the caller alone); else threads of the team's own, which wait
+ * for the next phase spinning, then yielding.  NULL when no thread could
+ * start (run fn(ud, 0) alone). */
 typedef struct tgRp_team tgRp_team;
 typedef void (*tgRp_fn)(void *ud, int tid);
 tgRp_team *tgRp_start(int nt, tgRp_fn fn, void *ud);

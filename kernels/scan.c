@@ -583,6 +583,7 @@ static int build_scan(tgV_builder *b, tg_term *t, tg_term **need)
      * arrays and earlier rows; its reductions stay steps, which the
      * generated scan body knows (it has no fused reductions) */
     sc->ig->keep_reductions = true;
+    sc->ig->ger_steps = true;   /* the state updated in place, step after step */
     sc->is = tgH_schedule(sc->ig, NULL, tgV_err_of(b));
     if (!sc->is)
         return -1;

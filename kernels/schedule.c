@@ -149,9 +149,17 @@ static int outer_side(const tgV_graph *g, int a, bool col)
  * scalars): C + U V^T, a rank-one update (BLAS ger) that never makes the
  * product, when the product is used nowhere else.  An outer product
  * accumulated per step in a scan (a weight's gradient not pushed out of
- * the loop) is this. */
+ * the loop) is this.  Only where the graph asks (g->ger_steps): a scan's
+ * body, whose C is its state updated in place step after step, and the
+ * interpreter, whose elementwise loop is slower than BLAS.  A compiled
+ * function outside a scan keeps C + u v^T a fused loop: one pass over C
+ * and the result (on the OpenMP threads), where the ger step copies C
+ * into the result and then updates it, two (bench/kernels ger measured
+ * the loop faster at every size from 300 x 300 to 3000 x 3000). */
 static int fuse_ger(tgV_graph *g)
 {
+    if (!g->ger_steps)
+        return 0;
     int *users = ints((size_t)g->n, 0);
     if (!users)
         return -1;

@@ -80,6 +80,7 @@ typedef struct tgV_graph {
     struct tgIx_dsize *dsizes;  /* sizes derived by slicing (index.h) */
     int ndsizes, dscap;
     bool keep_reductions;   /* schedule: no reduction fused into a loop */
+    bool ger_steps;         /* schedule: C + u v^T as a ger step (fuse_ger) */
     /* shared variables (kernels/state.c): the leaves (shared NAME DTYPE
      * (SIZE ...)) are the last nshared inputs, in the order met; update
      * j writes updated[j] (one of them) with the value of output

@@ -311,8 +311,12 @@ static void test_ger_outer(void)
             }
         if (rc < 0)
             tap_diag("%s", err.message);
-        TAP_CHECK(rc == 0 && worst < 1e-15 && sched && strstr(sched, "(ger u v c)"),
-                  "C + u v^T outside a scan, %s: a ger step, within %g", path ? "interpreter" : "compiled", worst);
+        /* compiled, one fused loop (faster than the ger step's copy and
+         * update); interpreted, the ger step (faster than its loop) */
+        bool ger = sched && strstr(sched, "(ger u v c)"), loop = sched && strstr(sched, "(add c %");
+        TAP_CHECK(rc == 0 && worst < 1e-15 && (path ? ger && !loop : loop && !ger),
+                  "C + u v^T outside a scan, %s: %s, within %g of long double", path ? "interpreter" : "compiled",
+                  path ? "a ger step" : "one fused loop", worst);
         free(sched);
         if (rc == 0)
             free(out[0].data), free(out[1].data);

@@ -420,7 +420,7 @@ static long double ref_logreg(long n, long f, const double *X, long rs, const do
 }
 
 /* The function of bench/grad logreg (its gradients in one pass over
- * blocks of X's rows where X is row-major: interp.c), against the long
+ * blocks of X's rows where X is row-major: interp_rows.c), against the long
  * double loop, with rows enough for several blocks, z up to +-60, and X
  * also as every other column of a wider array (blocks) and reversed
  * (no blocks: one pass per product). */

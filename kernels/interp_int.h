@@ -1,0 +1,82 @@
+/* interp_int.h - what the interpreter's two files share (module prefix
+ * tgI_): interp.c, the steps of a schedule, and interp_rows.c, the row
+ * blocks (a linear model's forward and backward pass over blocks of
+ * rows).  Internal to kernels/. */
+#ifndef TG_KERNELS_INTERP_INT_H
+#define TG_KERNELS_INTERP_INT_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "codegen.h"
+#include "interp.h"
+
+typedef union reg {
+    double f;
+    int64_t i;
+} reg;
+
+/* Fold v into accumulator a (doubles when fl, else int64). */
+static inline void fold1(tgV_op op, bool fl, reg *a, reg v)
+{
+    if (fl) {
+        switch (op) {
+        case TGV_PROD: a->f *= v.f; break;
+        case TGV_MAX: a->f = a->f != a->f ? a->f : v.f != v.f || v.f > a->f ? v.f : a->f; break;
+        case TGV_MIN: a->f = a->f != a->f ? a->f : v.f != v.f || v.f < a->f ? v.f : a->f; break;
+        default: a->f += v.f;
+        }
+    } else {
+        switch (op) {
+        case TGV_PROD: a->i = (int64_t)((uint64_t)a->i * (uint64_t)v.i); break;
+        case TGV_MAX: a->i = v.i > a->i ? v.i : a->i; break;
+        case TGV_MIN: a->i = v.i < a->i ? v.i : a->i; break;
+        default: a->i = (int64_t)((uint64_t)a->i + (uint64_t)v.i);
+        }
+    }
+}
+
+/* The identity of reduction op (the accumulators' start). */
+static inline reg red_identity(tgV_op op, bool fl)
+{
+    reg r;
+    if (fl)
+        r.f = op == TGV_PROD ? 1 : op == TGV_MAX ? -INFINITY : op == TGV_MIN ? INFINITY : 0;
+    else
+        r.i = op == TGV_PROD ? 1 : op == TGV_MAX ? INT64_MIN : op == TGV_MIN ? INT64_MAX : 0;
+    return r;
+}
+
+/* A reduction to one value folds blocks of TGJ_RED_BLOCK elements
+ * (codegen.h): the current block's value and the elements left in it. */
+typedef struct rblock {
+    bool on;
+    reg part;
+    int64_t left;
+} rblock;
+
+/* The accumulators of a reduction fused into a loop: one reg per result
+ * element, at byte strides over the loop's shape (0 on reduced axes). */
+typedef struct facc {
+    reg *acc;
+    int64_t strides[TGV_MAXDIM];
+    bool fl;                /* accumulated in double (else int64) */
+    int64_t nred;           /* elements per result (mean divides by it) */
+    rblock blk;             /* a reduction to one value: its blocks */
+} facc;
+
+/* interp.c */
+void tgI_loop_strides(const tgI_arr *a, const tgI_arr *shape, int64_t *out);
+void tgI_run_loop(const tgH_sched *s, tgI_state *st, const tgH_step *step, int *pos, facc *F);
+int tgI_reduce_begin(const tgH_sched *s, tgI_state *st, int v, facc *F, tg_error *err);
+void tgI_reduce_end(const tgH_sched *s, tgI_state *st, int v, facc *F);
+void tgI_donated(const tgH_sched *s, tgI_state *st, const tgH_step *step);
+int tgI_run_step(const tgH_sched *s, tgI_state *st, int k, tg_error *err);
+
+/* interp_rows.c: steps k1 to k2 as row blocks when they are of that form:
+ * k2, or 0 when they are not (the caller runs them one by one), or -1
+ * with err. */
+int tgI_row_blocks(const tgH_sched *s, tgI_state *st, int k1, tg_error *err);
+
+#endif
