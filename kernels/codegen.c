@@ -15,6 +15,7 @@
 #include "cache.h"
 #include "codegen.h"
 #include "index.h"
+#include "loopdrv.h"
 #include "scan.h"
 #include "userop.h"
 
@@ -65,7 +66,12 @@ static const char prelude[] =
     "#define TGK_SUB(a, b) ((int64_t)((uint64_t)(a) - (uint64_t)(b)))\n"
     "#define TGK_MUL(a, b) ((int64_t)((uint64_t)(a) * (uint64_t)(b)))\n"
     TGJ_STR(TGJ_DIVMOD_DEFS) "\n"
-    TGJ_STR(TGJ_SOFTPLUS_DEF) "\n";
+    TGJ_STR(TGJ_SOFTPLUS_DEF) "\n"
+    "#define TGK_CAT_(a, b) a##b\n"
+    "#define TGK_CAT(a, b) TGK_CAT_(a, b)\n"
+    TGJ_STR(TGLD_DEFS) "\n"
+    "/* the loop driver (loopdrv.c), set by the loader; weak: one for all units */\n"
+    "__attribute__((weak)) tgk_drive_fn tgk_drive;\n";
 
 static const char *ctype(tg_dtype d)
 {
@@ -294,60 +300,12 @@ static void put_fold_op(tgB_buf *b, const tgH_sched *s, int r, const char *acc)
     }
 }
 
-/* Fold value expression val into the accumulator of fused reduction r
- * (operand K, at element i). */
-static void put_fold(tgB_buf *b, const tgH_sched *s, int r, int K, const char *val)
-{
-    const char *T = acc_type(s, r);
-    tgB_printf(b, "     { %s *a = (%s *)(b[%d] + i * s[%d]), v = (%s)(%s);\n       ", T, T, K, K, T, val);
-    put_fold_op(b, s, r, "*a");
-    tgB_puts(b, " }\n");
-}
-
 /* The value of a fused reduction's source inside the body. */
 static void red_src(const tgH_sched *s, int r, char *buf, size_t n)
 {
     int v = s->g->nodes[r].args[0];
     tgV_op op = s->g->nodes[v].op;
     snprintf(buf, n, op >= TGV_LT && op <= TGV_NEQ ? "c%d" : "v%d", v);
-}
-
-/* The loop body over [j, i1) for a loop with fused reductions, operands
- * contiguous: the elementwise work in chunks under omp simd, each
- * reduction's values kept in a chunk buffer, then folded in element order
- * (so the sums are those of the unfused reduction, bit for bit). */
-static void put_fused_contig(tgB_buf *b, const tgH_sched *s, const tgH_step *st)
-{
-    int nio = st->nins + st->nouts;
-    tgB_puts(b, "    for (int64_t c0 = j; c0 < i1; c0 += 256) {\n"
-                "     int64_t c1 = i1 - c0 < 256 ? i1 : c0 + 256;\n");
-    for (int q = 0; q < st->nreds; q++) {
-        const tgV_node *n = &s->g->nodes[st->reds[q]], *x = &s->g->nodes[n->args[0]];
-        (void)n, (void)x;
-        tgB_printf(b, "     %s rb%d[256];\n", acc_type(s, st->reds[q]), q);
-    }
-    tgB_puts(b, "     #pragma omp simd\n     for (int64_t i = c0; i < c1; i++) {\n");
-    tgJ_put_body(b, s, st);
-    for (int q = 0; q < st->nreds; q++) {
-        char src[32];
-        red_src(s, st->reds[q], src, sizeof src);
-        tgB_printf(b, "      rb%d[i - c0] = %s;\n", q, src);
-    }
-    tgB_puts(b, "     }\n");
-    for (int q = 0; q < st->nreds; q++) {
-        /* a reduced innermost axis folds into a register, not memory */
-        const char *T = acc_type(s, st->reds[q]);
-        int K = nio + q;
-        tgB_printf(b, "     if (s[%d] == 0) {\n      %s acc = *(%s *)b[%d];\n"
-                      "      for (int64_t i = c0; i < c1; i++) { %s v = rb%d[i - c0]; ", K, T, T, K, T, q);
-        put_fold_op(b, s, st->reds[q], "acc");
-        tgB_printf(b, " }\n      *(%s *)b[%d] = acc;\n     } else {\n      for (int64_t i = c0; i < c1; i++)\n", T, K);
-        char src[32];
-        snprintf(src, sizeof src, "rb%d[i - c0]", q);
-        put_fold(b, s, st->reds[q], K, src);
-        tgB_puts(b, "     }\n");
-    }
-    tgB_puts(b, "    }\n");
 }
 
 /* Whether every fused reduction of loop st is to one value: then the
@@ -407,28 +365,29 @@ static void put_blocked_loop(tgB_buf *b, const tgH_sched *s, int k)
     tgB_puts(b, "   }\n  }\n}\n");
 }
 
-/* tgk_rangeK runs flat indices [lo, hi) of the loop; tgk_loopK splits the
+/* The fold of fused reduction r for the driver (loopdrv.h). */
+static int red_kind(const tgH_sched *s, int r)
+{
+    tgV_op op = s->g->nodes[r].op;
+    int k = op == TGV_PROD ? TGLD_PROD : op == TGV_MAX ? TGLD_MAX : op == TGV_MIN ? TGLD_MIN : TGLD_SUM;
+    return acc_type(s, r)[0] == 'd' ? k : k | TGLD_INT;
+}
+
+/* tgk_rangeK runs flat indices [lo, hi) of the loop through the driver
+ * (loopdrv.c: the N-d walk, strided operands, the folds), which calls
+ * the loop's kernel tgk_rangeK_k on contiguous runs: the only code of
+ * the loop the C compiler sees besides tgk_loopK.  tgk_loopK splits the
  * whole range over OpenMP threads when it is large (compiled with
- * -fopenmp), else runs it in one piece. */
+ * -fopenmp), else runs it in one piece.  The kernel is named by pasting
+ * (TGK_CAT), so that a scan's renaming of tgk_rangeK renames it too. */
 static void put_loop(tgB_buf *b, const tgH_sched *s, int k)
 {
     const tgH_step *st = &s->steps[k];
     const tgV_graph *g = s->g;
-    int nd = g->nodes[st->node].ndim, nio = st->nins + st->nouts + st->nreds;
-    tgB_printf(b, "\nstatic void tgk_range%d(const int64_t *shape, char *const *base, const int64_t *st,"
-                  " int64_t lo, int64_t hi)\n{\n", k);
-    tgB_printf(b, "  enum { ND = %d, NIO = %d, SD = %d };\n", nd, nio, nd ? nd : 1);
-    tgB_puts(b, "  char *b[NIO];\n  int64_t s[NIO], idx[SD];\n");
-    tgB_puts(b, "  int64_t inner = ND ? shape[ND - 1] : 1, rem = lo / inner, j = lo % inner, left = hi - lo;\n");
-    tgB_puts(b, "  for (int d = ND - 2; d >= 0; d--) { idx[d] = rem % shape[d]; rem /= shape[d]; }\n");
-    tgB_puts(b, "  for (int q = 0; q < NIO; q++) {\n"
-                "    b[q] = base[q];\n"
-                "    for (int d = 0; d + 1 < ND; d++) b[q] += idx[d] * st[q * SD + d];\n"
-                "    s[q] = ND ? st[q * SD + SD - 1] : 0;\n  }\n");
-    tgB_puts(b, "  int contig = 1;\n");
+    int nd = g->nodes[st->node].ndim, nio = st->nins + st->nouts;
     /* inputs broadcast along the innermost axis (a row's scalar, such as
      * a max kept for a softmax): one element for the whole row, read as
-     * such in the contiguous loop, which then still vectorizes */
+     * such by the kernel, which then still vectorizes */
     uint64_t bmask = 0;
     const tgV_node *ln = &g->nodes[st->node];
     for (int q = 0; q < st->nins && q < 64 && nd > 0; q++) {
@@ -437,42 +396,35 @@ static void put_loop(tgB_buf *b, const tgH_sched *s, int k)
             (a->ndim == 0 || tgV_canon(g, a->shape[a->ndim - 1]) == 1))
             bmask |= (uint64_t)1 << q;
     }
-    for (int q = 0; q < st->nins + st->nouts; q++) {  /* accumulators are addressed by stride */
-        int v = q < st->nins ? st->ins[q] : st->outs[q - st->nins];
-        if (g->nodes[v].op == TGV_CONST)
-            continue;
-        tgB_printf(b, "  contig &= s[%d] == %d;\n", q,
-                   q < 64 && (bmask >> q & 1) ? 0 : (int)tgV_dtype_size(g->nodes[v].dtype));
-    }
-    tgB_puts(b, "  while (left > 0) {\n"
-                "   int64_t i1 = inner - j < left ? inner : j + left;\n");
-    tgB_printf(b, "   if (contig) {\n#define BM 0x%llxull\n"
-                  "#define A(k, T) (((T *)b[k])[(k) < 64 && (BM >> ((k) & 63) & 1) ? 0 : i])\n",
+    tgB_printf(b, "\nstatic void TGK_CAT(tgk_range%d, _k)(int64_t n, char *const *p)\n{\n", k);
+    tgB_printf(b, "#define BM 0x%llxull\n"
+                  "#define A(k, T) (((T *)p[k])[(k) < 64 && (BM >> ((k) & 63) & 1) ? 0 : i])\n",
                (unsigned long long)bmask);
-    if (st->nreds) {
-        put_fused_contig(b, s, st);
-    } else {
-        tgB_puts(b, "    #pragma omp simd\n    for (int64_t i = j; i < i1; i++) {\n");
-        tgJ_put_body(b, s, st);
-        tgB_puts(b, "    }\n");
+    for (int q = 0; q < st->nreds; q++) {
+        const char *T = acc_type(s, st->reds[q]);
+        tgB_printf(b, "  %s *rb%d = (%s *)p[%d];\n", T, q, T, nio + q);
     }
-    tgB_puts(b, "#undef A\n#undef BM\n   } else {\n#define A(k, T) (*(T *)(b[k] + i * s[k]))\n");
-    tgB_puts(b, "    for (int64_t i = j; i < i1; i++) {\n");
+    tgB_puts(b, "  #pragma omp simd\n  for (int64_t i = 0; i < n; i++) {\n");
     tgJ_put_body(b, s, st);
     for (int q = 0; q < st->nreds; q++) {
         char src[32];
         red_src(s, st->reds[q], src, sizeof src);
-        put_fold(b, s, st->reds[q], st->nins + st->nouts + q, src);
+        tgB_printf(b, "    rb%d[i] = %s;\n", q, src);
     }
-    tgB_puts(b, "    }\n#undef A\n   }\n");
-    tgB_puts(b, "   left -= i1 - j;\n   j = 0;\n");
-    /* the next outer index */
-    tgB_puts(b, "   for (int d = ND - 2; d >= 0; d--) {\n"
-                "     for (int q = 0; q < NIO; q++) b[q] += st[q * SD + d];\n"
-                "     if (++idx[d] < shape[d]) break;\n"
-                "     for (int q = 0; q < NIO; q++) b[q] -= st[q * SD + d] * shape[d];\n"
-                "     idx[d] = 0;\n"
-                "   }\n  }\n}\n");
+    tgB_puts(b, "  }\n#undef A\n#undef BM\n}\n");
+    tgB_printf(b, "\nstatic void tgk_range%d(const int64_t *shape, char *const *base, const int64_t *st,"
+                  " int64_t lo, int64_t hi)\n{\n  static const unsigned char size[] = {", k);
+    for (int q = 0; q < nio; q++) {
+        int v = q < st->nins ? st->ins[q] : st->outs[q - st->nins];
+        const tgV_node *n = &g->nodes[v];
+        tgB_printf(b, "%s%d", q ? ", " : "", n->op == TGV_CONST ? 0 : (int)tgV_dtype_size(n->dtype));
+    }
+    tgB_puts(b, nio ? "}, red[] = {" : "0}, red[] = {");
+    for (int q = 0; q < st->nreds; q++)
+        tgB_printf(b, "%s%d", q ? ", " : "", red_kind(s, st->reds[q]));
+    tgB_printf(b, "%s};\n  static const tgk_desc d = {%d, %d, %d, %d, 0x%llxull, size, red};\n"
+                  "  tgk_drive(&d, TGK_CAT(tgk_range%d, _k), shape, base, st, lo, hi);\n}\n",
+               st->nreds ? "" : "0", nd, st->nins, st->nouts, st->nreds, (unsigned long long)bmask, k);
     if (blocked_reductions(s, st)) {
         put_blocked_loop(b, s, k);
         return;

@@ -1,0 +1,143 @@
+/* loopdrv.c - the driver of compiled loops (module prefix tgLd_): the N-d
+ * walk, the chunks, the gathering of strided operands and the folding of
+ * fused reductions, shared by every generated kernel (see loopdrv.h). */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <string.h>
+
+#include "loopdrv.h"
+
+/* Copy n elements of size es from strided src (stride ss) to dst (stride ds). */
+static void copy_elems(char *dst, int64_t ds, const char *src, int64_t ss, int64_t n, int es)
+{
+    for (int64_t i = 0; i < n; i++)
+        memcpy(dst + i * ds, src + i * ss, (size_t)es);
+}
+
+/* Fold n values v[] of reduction kind r into the accumulator at acc with
+ * stride s (0: one accumulator for all), in element order; the
+ * interpreter's fold_block: a NaN, once in a float max or min, stays. */
+#define FOLD(T, OP)                                                         \
+    do {                                                                    \
+        const T *v = (const T *)vals;                                       \
+        if (s == 0) {                                                       \
+            T a;                                                            \
+            memcpy(&a, acc, sizeof a);                                      \
+            for (int64_t i = 0; i < n; i++) { T x = v[i]; a = OP; }         \
+            memcpy(acc, &a, sizeof a);                                      \
+        } else {                                                            \
+            for (int64_t i = 0; i < n; i++) {                               \
+                T a, x = v[i];                                              \
+                memcpy(&a, acc + i * s, sizeof a);                          \
+                a = OP;                                                     \
+                memcpy(acc + i * s, &a, sizeof a);                          \
+            }                                                               \
+        }                                                                   \
+    } while (0)
+
+#define IADD(a, b) ((int64_t)((uint64_t)(a) + (uint64_t)(b)))
+#define IMUL(a, b) ((int64_t)((uint64_t)(a) * (uint64_t)(b)))
+
+static void fold(int kind, char *acc, int64_t s, const void *vals, int64_t n)
+{
+    switch (kind) {
+    case TGLD_SUM: FOLD(double, a + x); break;
+    case TGLD_PROD: FOLD(double, a * x); break;
+    case TGLD_MAX: FOLD(double, a != a ? a : x != x || x > a ? x : a); break;
+    case TGLD_MIN: FOLD(double, a != a ? a : x != x || x < a ? x : a); break;
+    case TGLD_INT | TGLD_SUM: FOLD(int64_t, IADD(a, x)); break;
+    case TGLD_INT | TGLD_PROD: FOLD(int64_t, IMUL(a, x)); break;
+    case TGLD_INT | TGLD_MAX: FOLD(int64_t, x > a ? x : a); break;
+    default: FOLD(int64_t, x < a ? x : a); break;
+    }
+}
+
+/* Whether operand q of inner stride s goes to the kernel in place: a
+ * constant (no operand), an input the kernel reads at element 0, or
+ * contiguous. */
+static int in_place(const tgk_desc *d, int q, int64_t s)
+{
+    return d->size[q] == 0 || (q < 64 && (d->bm >> q & 1)) || s == d->size[q];
+}
+
+/* One run [j, i1) of the innermost axis, operands at b with inner strides
+ * s: in chunks (of TGLD_CHUNK when something is gathered or folded, else
+ * the whole run), each operand passed in place when it is contiguous (or
+ * broadcast as the kernel expects), else through a buffer. */
+static void run_row(const tgk_desc *d, tgk_kern k, char *const *b, const int64_t *s, int64_t j, int64_t i1)
+{
+    int nio = d->nin + d->nout, nb = d->nred;
+    char *p[nio + d->nred];
+    int slot[nio];      /* the buffer of an operand not in place, else -1 */
+    for (int q = 0; q < nio; q++)
+        slot[q] = in_place(d, q, s[q]) ? -1 : nb++ - d->nred;
+    /* double: aligned for every element type; the reductions' first */
+    double buf[nb ? nb : 1][TGLD_CHUNK];
+    int64_t chunk = nb == 0 ? i1 - j : TGLD_CHUNK;
+    for (int64_t c0 = j; c0 < i1; c0 += chunk) {
+        int64_t n = i1 - c0 < chunk ? i1 - c0 : chunk;
+        for (int q = 0; q < nio; q++) {
+            int es = d->size[q];
+            char *at = b[q] + c0 * s[q], *t = slot[q] < 0 ? NULL : (char *)buf[d->nred + slot[q]];
+            p[q] = !t ? (es ? at : NULL) : t;
+            if (t && q < d->nin)
+                copy_elems(t, es, at, s[q], n, es);
+        }
+        for (int r = 0; r < d->nred; r++)
+            p[nio + r] = (char *)buf[r];
+        k(n, p);
+        for (int q = d->nin; q < nio; q++)
+            if (slot[q] >= 0)
+                copy_elems(b[q] + c0 * s[q], s[q], p[q], d->size[q], n, d->size[q]);
+        for (int r = 0; r < d->nred; r++)
+            fold(d->red[r], b[nio + r] + c0 * s[nio + r], s[nio + r], buf[r], n);
+    }
+}
+
+void tgLd_range(const tgk_desc *d, tgk_kern k, const int64_t *shape, char *const *base, const int64_t *st,
+                int64_t lo, int64_t hi)
+{
+    int nd = d->nd, nall = d->nin + d->nout + d->nred, sd = nd ? nd : 1;
+    char *b[nall > 0 ? nall : 1];
+    int64_t s[nall > 0 ? nall : 1], idx[sd];
+    int64_t inner = nd ? shape[nd - 1] : 1, rem = inner ? lo / inner : 0, j = inner ? lo % inner : 0;
+    int64_t left = hi - lo;
+    for (int a = nd - 2; a >= 0; a--) {
+        idx[a] = rem % shape[a];
+        rem /= shape[a];
+    }
+    for (int q = 0; q < nall; q++) {
+        b[q] = base[q];
+        for (int a = 0; a + 1 < nd; a++)
+            b[q] += idx[a] * st[q * sd + a];
+        s[q] = nd ? st[q * sd + sd - 1] : 0;
+    }
+    while (left > 0) {
+        int64_t i1 = inner - j < left ? inner : j + left;
+        run_row(d, k, b, s, j, i1);
+        left -= i1 - j;
+        j = 0;
+        for (int a = nd - 2; a >= 0; a--) {   /* the next outer index */
+            for (int q = 0; q < nall; q++)
+                b[q] += st[q * sd + a];
+            if (++idx[a] < shape[a])
+                break;
+            for (int q = 0; q < nall; q++)
+                b[q] -= st[q * sd + a] * shape[a];
+            idx[a] = 0;
+        }
+    }
+}
+
+int tgLd_bind(void *so)
+{
+    void *p = dlsym(so, "tgk_drive");
+    if (!p)
+        return -1;
+    tgk_drive_fn f = tgLd_range;
+    /* the same value from every loader: a store that races another one
+     * writes what is there already */
+    __atomic_store((tgk_drive_fn *)p, &f, __ATOMIC_RELEASE);
+    return 0;
+}
