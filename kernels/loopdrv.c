@@ -4,8 +4,11 @@
 #include "config.h"
 
 #include <dlfcn.h>
+#include <math.h>
+#include <pthread.h>
 #include <string.h>
 
+#include "codegen.h"
 #include "loopdrv.h"
 
 /* Copy n elements of size es from strided src (stride ss) to dst (stride ds). */
@@ -130,12 +133,134 @@ void tgLd_range(const tgk_desc *d, tgk_kern k, const int64_t *shape, char *const
     }
 }
 
+/* ---- threads ------------------------------------------------------------- */
+
+/* The OpenMP runtime the compiled code links (cache.c loads it first and
+ * keeps it): its entry for a parallel region, which is what the compiler
+ * makes of `#pragma omp parallel`, so the loops run on the same threads
+ * (OMP_NUM_THREADS, nesting) as when the region was generated code.
+ * NULL when there is none: then every loop runs on the calling thread. */
+static struct {
+    void (*parallel)(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags);
+    int (*thread_num)(void), (*num_threads)(void);
+} omp;
+static pthread_once_t omp_once = PTHREAD_ONCE_INIT;
+
+static void find_omp(void)
+{
+    void *h = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD), *f[3];
+    static const char *const names[3] = {"GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads"};
+    for (int i = 0; i < 3; i++)
+        f[i] = h ? dlsym(h, names[i]) : dlsym(RTLD_DEFAULT, names[i]);
+    if (h)
+        dlclose(h);     /* only the reference NOLOAD took */
+    if (f[0] && f[1] && f[2]) {     /* object to function pointers */
+        memcpy(&omp.parallel, &f[0], sizeof f[0]);
+        memcpy(&omp.thread_num, &f[1], sizeof f[1]);
+        memcpy(&omp.num_threads, &f[2], sizeof f[2]);
+    }
+}
+
+/* The part of [0, n) of thread t of T (OpenMP's static split). */
+static void part_of(int64_t n, int64_t t, int64_t T, int64_t *lo, int64_t *hi)
+{
+    *lo = n / T * t + (t < n % T ? t : n % T);
+    *hi = n / T * (t + 1) + (t + 1 < n % T ? t + 1 : n % T);
+}
+
+enum { NR = 256 };      /* the blocks of a reduction run at once */
+
+typedef struct job {
+    const tgk_desc *d;
+    tgk_kern k;
+    const int64_t *shape, *st;
+    char *const *base;
+    int64_t total, nb, r0, r1;
+    uint64_t *part;     /* blocked: [reduction][block - r0], each 8 bytes */
+} job;
+
+/* Block c of a blocked loop, its reductions into its own partials. */
+static void run_block(const job *J, int64_t c)
+{
+    const tgk_desc *d = J->d;
+    int nio = d->nin + d->nout;
+    char *lb[nio + d->nred];
+    for (int q = 0; q < nio; q++)
+        lb[q] = J->base[q];
+    for (int r = 0; r < d->nred; r++) {
+        uint64_t *p = &J->part[(size_t)r * NR + (size_t)(c - J->r0)];
+        int kind = d->red[r];
+        if (kind & TGLD_INT) {
+            int64_t id = (kind & 3) == TGLD_PROD ? 1 : (kind & 3) == TGLD_MAX ? INT64_MIN
+                       : (kind & 3) == TGLD_MIN ? INT64_MAX : 0;
+            memcpy(p, &id, 8);
+        } else {
+            double id = kind == TGLD_PROD ? 1 : kind == TGLD_MAX ? -INFINITY : kind == TGLD_MIN ? INFINITY : 0;
+            memcpy(p, &id, 8);
+        }
+        lb[nio + r] = (char *)p;
+    }
+    int64_t lo = c * TGJ_RED_BLOCK, hi = c + 1 < J->nb ? (c + 1) * TGJ_RED_BLOCK : J->total;
+    tgLd_range(d, J->k, J->shape, lb, J->st, lo, hi);
+}
+
+static void par_blocks(void *data)
+{
+    const job *J = data;
+    int64_t lo, hi;
+    part_of(J->r1 - J->r0, omp.thread_num(), omp.num_threads(), &lo, &hi);
+    for (int64_t c = J->r0 + lo; c < J->r0 + hi; c++)
+        run_block(J, c);
+}
+
+static void par_range(void *data)
+{
+    const job *J = data;
+    int64_t lo, hi;
+    part_of(J->total, omp.thread_num(), omp.num_threads(), &lo, &hi);
+    tgLd_range(J->d, J->k, J->shape, J->base, J->st, lo, hi);
+}
+
+void tgLd_loop(const tgk_desc *d, tgk_kern k, const int64_t *shape, char *const *base, const int64_t *st)
+{
+    int64_t total = 1;
+    for (int a = 0; a < d->nd; a++)
+        total *= shape[a];
+    if (total == 0)
+        return;
+    int par = (d->flags & TGLD_PAR) && omp.parallel;
+    job J = {d, k, shape, st, base, total, 0, 0, 0, NULL};
+    if (!(d->flags & TGLD_BLOCKED) || total <= TGJ_RED_BLOCK) {
+        if (par && d->nred == 0 && total >= TGLD_PAR_MIN)
+            omp.parallel(par_range, &J, 0, 0);
+        else    /* other fused reductions fold in element order: one thread */
+            tgLd_range(d, k, shape, base, st, 0, total);
+        return;
+    }
+    int nio = d->nin + d->nout;
+    uint64_t part[d->nred > 0 ? d->nred : 1][NR];
+    J.part = &part[0][0];
+    J.nb = (total + TGJ_RED_BLOCK - 1) / TGJ_RED_BLOCK;
+    for (J.r0 = 0; J.r0 < J.nb; J.r0 += NR) {
+        J.r1 = J.nb - J.r0 < NR ? J.nb : J.r0 + NR;
+        if (par)
+            omp.parallel(par_blocks, &J, 0, 0);
+        else
+            for (int64_t c = J.r0; c < J.r1; c++)
+                run_block(&J, c);
+        for (int64_t c = 0; c < J.r1 - J.r0; c++)   /* the blocks' results in block order */
+            for (int r = 0; r < d->nred; r++)
+                fold(d->red[r], base[nio + r], 0, &part[r][c], 1);
+    }
+}
+
 int tgLd_bind(void *so)
 {
     void *p = dlsym(so, "tgk_drive");
     if (!p)
         return -1;
-    tgk_drive_fn f = tgLd_range;
+    pthread_once(&omp_once, find_omp);
+    tgk_drive_fn f = tgLd_loop;
     /* the same value from every loader: a store that races another one
      * writes what is there already */
     __atomic_store((tgk_drive_fn *)p, &f, __ATOMIC_RELEASE);
