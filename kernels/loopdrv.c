@@ -14,8 +14,15 @@
 /* Copy n elements of size es from strided src (stride ss) to dst (stride ds). */
 static void copy_elems(char *dst, int64_t ds, const char *src, int64_t ss, int64_t n, int es)
 {
-    for (int64_t i = 0; i < n; i++)
-        memcpy(dst + i * ds, src + i * ss, (size_t)es);
+    if (es == 8)
+        for (int64_t i = 0; i < n; i++)
+            memcpy(dst + i * ds, src + i * ss, 8);
+    else if (es == 4)
+        for (int64_t i = 0; i < n; i++)
+            memcpy(dst + i * ds, src + i * ss, 4);
+    else
+        for (int64_t i = 0; i < n; i++)
+            memcpy(dst + i * ds, src + i * ss, (size_t)es);
 }
 
 /* Fold n values v[] of reduction kind r into the accumulator at acc with
@@ -70,14 +77,23 @@ static int in_place(const tgk_desc *d, int q, int64_t s)
  * broadcast as the kernel expects), else through a buffer. */
 static void run_row(const tgk_desc *d, tgk_kern k, char *const *b, const int64_t *s, int64_t j, int64_t i1)
 {
-    int nio = d->nin + d->nout, nb = d->nred;
+    int nio = d->nin + d->nout, nb = d->nred, one = i1 - j == 1;
     char *p[nio + d->nred];
+    for (int q = 0; q < nio; q++) {    /* a run of one element has no stride to mind */
+        p[q] = d->size[q] ? b[q] + j * s[q] : NULL;
+        nb += !one && !in_place(d, q, s[q]);
+    }
+    if (nb == 0) {      /* all in place, nothing to fold: one call */
+        k(i1 - j, p);
+        return;
+    }
     int slot[nio];      /* the buffer of an operand not in place, else -1 */
+    nb = d->nred;
     for (int q = 0; q < nio; q++)
-        slot[q] = in_place(d, q, s[q]) ? -1 : nb++ - d->nred;
+        slot[q] = one || in_place(d, q, s[q]) ? -1 : nb++ - d->nred;
     /* double: aligned for every element type; the reductions' first */
     double buf[nb ? nb : 1][TGLD_CHUNK];
-    int64_t chunk = nb == 0 ? i1 - j : TGLD_CHUNK;
+    const int64_t chunk = TGLD_CHUNK;
     for (int64_t c0 = j; c0 < i1; c0 += chunk) {
         int64_t n = i1 - c0 < chunk ? i1 - c0 : chunk;
         for (int q = 0; q < nio; q++) {
@@ -102,6 +118,11 @@ void tgLd_range(const tgk_desc *d, tgk_kern k, const int64_t *shape, char *const
                 int64_t lo, int64_t hi)
 {
     int nd = d->nd, nall = d->nin + d->nout + d->nred, sd = nd ? nd : 1;
+    if (nd == 1) {  /* one row: the common case, and the one of the shortest calls */
+        if (hi > lo)
+            run_row(d, k, base, st, lo, hi);
+        return;
+    }
     char *b[nall > 0 ? nall : 1];
     int64_t s[nall > 0 ? nall : 1], idx[sd];
     int64_t inner = nd ? shape[nd - 1] : 1, rem = inner ? lo / inner : 0, j = inner ? lo % inner : 0;
