@@ -87,7 +87,7 @@ static void run_row(const tgk_desc *d, tgk_kern k, char *const *b, const int64_t
         k(i1 - j, p);
         return;
     }
-    int slot[nio];      /* the buffer of an operand not in place, else -1 */
+    int slot[nio > 0 ? nio : 1];    /* the buffer of an operand not in place, else -1 */
     nb = d->nred;
     for (int q = 0; q < nio; q++)
         slot[q] = one || in_place(d, q, s[q]) ? -1 : nb++ - d->nred;
