@@ -16,6 +16,7 @@
 #include "rtypes.h"
 #include "grad.h"
 #include "interp.h"
+#include "loopdrv.h"
 #include "rewriters.h"
 #include "rwcache.h"
 #include "scan.h"
@@ -105,6 +106,11 @@ static void go_native(tg_fn *fn, tg_ctx *ctx, size_t nin, tg_term *const *inputs
         tgE_nomem(&err);
     free(keytext);
     fn->st.kern = so ? calloc((size_t)s->nsteps, sizeof *fn->st.kern) : NULL;
+    if (fn->st.kern && tgLd_bind(so) < 0) {     /* the loops call the driver through it */
+        free(fn->st.kern);
+        fn->st.kern = NULL;
+        snprintf(err.message, sizeof err.message, "kernels: tgk_drive missing from the compiled code");
+    }
     for (int k = 0; fn->st.kern && k < s->nsteps; k++)
         if (s->steps[k].kind == TGH_SCAN) {
             if (tgSc_attach(s, k, fn->st.scans[k], so, &fn->st.kern[k], err.message, sizeof err.message) < 0) {
