@@ -37,8 +37,8 @@ int tgAr_bind(const tgV_graph *g, int64_t *symv, bool partial, tg_error *err);
 /* Run node v (a step of kind TGH_REDUCE; inc_take of TGH_UPDATE); 0, or -1 with err naming the
  * term (an index out of range, argmax of an empty axis). */
 int tgAr_run(const tgH_sched *s, tgI_state *st, int v, tg_error *err);
-/* Run inc_take node v (an update step): by the generated loop fn (the
- * indices checked first) or, fn NULL, as tgAr_run. */
+/* Run inc_take node v (an update step): the indices checked, then by
+ * the generated loop fn or, fn NULL, as tgAr_run. */
 int tgAr_inc_take(const tgH_sched *s, tgI_state *st, int v, tgJ_loop_fn fn, tg_error *err);
 
 #endif
