@@ -10,8 +10,10 @@
  * graph, cold and on a warm cache hit in a new process; GEMM 2000x2000
  * against cblas_dgemm, and at tgrel's default OpenBLAS core against
  * every core type forced by hand (OPENBLAS_CORETYPE, in child processes);
- * C + u v^T as a ger step against one fused loop.
- * One JSON object per line. */
+ * C + u v^T as a ger step against one fused loop;
+ * an inc_subtensor with its value fused against the unfused form and a
+ * hand-written loop, and inc_take against the interpreter and a
+ * hand-written loop.  One JSON object per line. */
 #include "config.h"
 
 #include <cblas.h>
@@ -893,6 +895,168 @@ static void bench_ger(tg_ctx *ctx)
         for (int q = 0; q < 3; q++)
             tg_fn_free(fns[q]);
     }
+/* ---- updates: inc_subtensor with its value fused, inc_take ----------- */
+
+static const char upd_src[] =
+    "#include <string.h>\n"
+    "#include <stdint.h>\n"
+    "void upd(long r, const double *x, const double *a, const double *b, const double *c, double *o) {\n"
+    "  memcpy(o, x, (size_t)(2 * r) * sizeof *o);\n"
+    "  for (long i = 0; i < r; i++) o[i] += a[i] * b[i] + c[i]; }\n"
+    "void addat(long rows, long ni, long w, const double *x, const double *v, const int64_t *ix, double *o) {\n"
+    "  memcpy(o, x, (size_t)(rows * w) * sizeof *o);\n"
+    "  for (long i = 0; i < ni; i++) {\n"
+    "    int64_t k = ix[i] < 0 ? ix[i] + rows : ix[i];\n"
+    "    for (long j = 0; j < w; j++) o[k * w + j] += v[i * w + j]; } }\n";
+
+/* Compile outs (1 or 2 terms) over ins, X kept. */
+static tg_fn *compile_n(tg_ctx *ctx, int nin, const char *const *ins, int nout, const char *const *outs, int interp)
+{
+    tg_error err;
+    tg_term *it[8], *ot[2];
+    for (int i = 0; i < nin; i++)
+        it[i] = tg_read_cstr(ctx, ins[i], &err);
+    for (int i = 0; i < nout; i++)
+        ot[i] = tg_read_cstr(ctx, outs[i], &err);
+    tg_fn_options opt = {.interpret = interp};
+    tg_fn *fn = tg_fn_compile(ctx, (size_t)nin, it, (size_t)nout, ot, &opt, &err);
+    if (!fn)
+        fprintf(stderr, "kernels bench: %s\n", err.message);
+    failed |= !fn;
+    return fn;
+}
+
+/* (inc_subtensor X (add (mul a b) c) 0) on X of 2 x r float64, r = 2*10^6,
+ * one thread, CPU time: the value's loop fused into the update (one pass
+ * over the part, no temporary) against the same function with V also an
+ * output (so not fused: V stored by a loop of its own, then read by the
+ * update), the interpreter, and a hand-written C loop (memcpy of X, then
+ * o[i] += a[i]*b[i] + c[i]; -O2 -march=native -ffp-contract=off, as
+ * tgrel compiles, so the same bits).  Then inc_take (the
+ * gradient of take, np.add.at) of 10^5 rows of 64 into 1000, random
+ * indices, compiled and interpreted, against a hand-written loop. */
+static void bench_update(tg_ctx *ctx, const char *dir)
+{
+    long r = bench_size(2000000, 1000);
+    void *ref = bench_cc_load(dir, "ref_update", upd_src, "-O2 -march=native -ffp-contract=off");
+    void (*fupd)(long, const double *, const double *, const double *, const double *, double *);
+    void (*faddat)(long, long, long, const double *, const double *, const int64_t *, double *);
+    if (!ref) {
+        fprintf(stderr, "kernels bench: cannot build the update reference loops\n");
+        failed = 1;
+        return;
+    }
+    *(void **)&fupd = dlsym(ref, "upd");
+    *(void **)&faddat = dlsym(ref, "addat");
+    static const char *const ins[] = {"(input x float64 (2 r))", "(input a float64 (r))", "(input b float64 (r))",
+                                      "(input c float64 (r))"};
+    const char *outs[2] = {"(inc_subtensor (input x float64 (2 r))"
+                           " (add (mul (input a float64 (r)) (input b float64 (r))) (input c float64 (r))) 0)",
+                           "(add (mul (input a float64 (r)) (input b float64 (r))) (input c float64 (r)))"};
+    tg_fn *fused = compile_n(ctx, 4, ins, 1, outs, 0), *unf = compile_n(ctx, 4, ins, 2, outs, 0);
+    tg_fn *itp = compile_n(ctx, 4, ins, 1, outs, 1);
+    double *x = malloc(2 * r * sizeof *x), *a = malloc(r * sizeof *a), *b = malloc(r * sizeof *b);
+    double *c = malloc(r * sizeof *c), *o = malloc(2 * r * sizeof *o), *o2 = malloc(2 * r * sizeof *o2);
+    double *vo = malloc(r * sizeof *vo);
+    if (!fused || !unf || !itp || !x || !a || !b || !c || !o || !o2 || !vo) {
+        failed = 1;
+        return;
+    }
+    for (long i = 0; i < 2 * r; i++)
+        x[i] = sin(i * 0.001);
+    for (long i = 0; i < r; i++)
+        a[i] = cos(i * 0.002), b[i] = i * 1e-7, c[i] = 0.5;
+    void (*set_threads)(int) = NULL;
+    int64_t xs[2] = {2, r}, vs = r;
+    tg_array in[4], out[2];
+    tg_array_init(&in[0], TG_FLOAT64, 2, xs, x);
+    tg_array_init(&in[1], TG_FLOAT64, 1, &vs, a);
+    tg_array_init(&in[2], TG_FLOAT64, 1, &vs, b);
+    tg_array_init(&in[3], TG_FLOAT64, 1, &vs, c);
+    tg_array_init(&out[0], TG_FLOAT64, 2, xs, o);
+    tg_array_init(&out[1], TG_FLOAT64, 1, &vs, vo);
+    tg_error err;
+    tg_fn_call(fused, in, out, &err);   /* loads the kernels' OpenMP runtime */
+    if ((set_threads = omp_threads()))
+        set_threads(1);
+    enum { R = 7 };
+    double tf[R], tu[R], tc[R], ti[3];
+    for (int k = 0; k < R; k++) {
+        double t = now();
+        tg_fn_call(fused, in, out, &err);
+        tf[k] = now() - t;
+        t = now();
+        tg_fn_call(unf, in, out, &err);
+        tu[k] = now() - t;
+        t = now();
+        fupd(r, x, a, b, c, o2);
+        tc[k] = now() - t;
+        if (k < 3) {
+            t = now();
+            tg_fn_call(itp, in, out, &err);
+            ti[k] = now() - t;
+        }
+    }
+    tg_fn_call(fused, in, out, &err);
+    int same = memcmp(o, o2, 2 * r * sizeof *o) == 0;
+    double mf = bench_median(tf, R), mu = bench_median(tu, R), mc = bench_median(tc, R), mi = bench_median(ti, 3);
+    printf("{\"bench\":\"update_fused_value\",\"part\":%ld,\"tgrel_fused_ms\":%.2f,\"tgrel_unfused_ms\":%.2f,"
+           "\"interp_ms\":%.2f,\"ref_c_loop_ms\":%.2f,\"speedup_vs_unfused\":%.2f,\"vs_c_loop\":%.3f,"
+           "\"same_as_c_loop\":%s,\"native\":%d,\"clock\":\"thread CPU, one thread, median of %d\"}\n",
+           r, mf * 1e3, mu * 1e3, mi * 1e3, mc * 1e3, mu / mf, mf / mc, same ? "true" : "false",
+           tg_fn_native(fused), R);
+    tg_fn_free(fused), tg_fn_free(unf), tg_fn_free(itp);
+    free(x), free(a), free(b), free(c), free(o), free(o2), free(vo);
+
+    long ni = bench_size(100000, 100), rows = 1000, w = 64;
+    static const char *const tins[] = {"(input x float64 (r w))", "(input v float64 (k w))", "(input i int64 (k))"};
+    const char *tout[1] = {"(inc_take (input x float64 (r w)) (input v float64 (k w)) (input i int64 (k)))"};
+    tg_fn *nat = compile_n(ctx, 3, tins, 1, tout, 0), *tit = compile_n(ctx, 3, tins, 1, tout, 1);
+    double *tx = malloc(rows * w * sizeof *tx), *tv = malloc(ni * w * sizeof *tv);
+    double *to = malloc(rows * w * sizeof *to), *to2 = malloc(rows * w * sizeof *to2);
+    int64_t *ix = malloc(ni * sizeof *ix);
+    if (!nat || !tit || !tx || !tv || !to || !to2 || !ix) {
+        failed = 1;
+        return;
+    }
+    uint64_t st = 88172645463325252ull;
+    for (long i = 0; i < rows * w; i++)
+        tx[i] = cos(i * 0.01);
+    for (long i = 0; i < ni; i++) {
+        st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+        ix[i] = (int64_t)(st % (2 * rows)) - rows;     /* negative ones too */
+    }
+    for (long i = 0; i < ni * w; i++)
+        tv[i] = sin(i * 0.003);
+    int64_t xs2[2] = {rows, w}, vs2[2] = {ni, w}, is = ni;
+    tg_array tin[3], tout_a;
+    tg_array_init(&tin[0], TG_FLOAT64, 2, xs2, tx);
+    tg_array_init(&tin[1], TG_FLOAT64, 2, vs2, tv);
+    tg_array_init(&tin[2], TG_INT64, 1, &is, ix);
+    tg_array_init(&tout_a, TG_FLOAT64, 2, xs2, to);
+    double tn[R], tr[R], tt[3];
+    for (int k = 0; k < R; k++) {
+        double t = now();
+        tg_fn_call(nat, tin, &tout_a, &err);
+        tn[k] = now() - t;
+        t = now();
+        faddat(rows, ni, w, tx, tv, ix, to2);
+        tr[k] = now() - t;
+        if (k < 3) {
+            t = now();
+            tg_fn_call(tit, tin, &tout_a, &err);
+            tt[k] = now() - t;
+        }
+    }
+    tg_fn_call(nat, tin, &tout_a, &err);
+    same = memcmp(to, to2, rows * w * sizeof *to) == 0;
+    double mn = bench_median(tn, R), mr = bench_median(tr, R), mt = bench_median(tt, 3);
+    printf("{\"bench\":\"inc_take\",\"indices\":%ld,\"row\":%ld,\"rows\":%ld,\"tgrel_ms\":%.2f,\"interp_ms\":%.2f,"
+           "\"ref_c_loop_ms\":%.2f,\"vs_c_loop\":%.3f,\"speedup_vs_interp\":%.2f,\"same_as_c_loop\":%s,"
+           "\"native\":%d,\"clock\":\"thread CPU, one thread, median of %d\"}\n",
+           ni, w, rows, mn * 1e3, mt * 1e3, mr * 1e3, mn / mr, mt / mn, same ? "true" : "false", tg_fn_native(nat), R);
+    tg_fn_free(nat), tg_fn_free(tit);
+    free(tx), free(tv), free(to), free(to2), free(ix);
 }
 
 int main(int argc, char **argv)
@@ -921,6 +1085,8 @@ int main(int argc, char **argv)
         bench_gemm(ctx);
     if (bench_want(argc, argv, "ger"))
         bench_ger(ctx);
+    if (bench_want(argc, argv, "update"))
+        bench_update(ctx, dir);
     tg_ctx_free(ctx);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

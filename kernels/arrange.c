@@ -592,6 +592,38 @@ static int run_take(const tgV_node *n, tgI_state *st, const tgI_arr *y, tg_error
     return 0;
 }
 
+/* inc_take: every index checked before anything is written, then by
+ * generated loop fn (codegen.c, put_inc_take): X into Y (unless Y has
+ * X's memory) and the loop, given V's shape and the operands it expects;
+ * without fn, run_take. */
+int tgAr_inc_take(const tgH_sched *s, tgI_state *st, int v, tgJ_loop_fn fn, tg_error *err)
+{
+    const tgV_node *n = &s->g->nodes[v];
+    const tgI_arr *x = &st->vals[n->args[0]], *val = &st->vals[n->args[1]], *ix = &st->vals[n->args[2]];
+    const tgI_arr *y = &st->vals[v];
+    int64_t ni = count(ix), rows = x->shape[0], r;
+    for (int64_t i = 0; i < ni; i++)    /* on both paths: X, perhaps written in place, stays whole */
+        if (row_of(n, ix, i, rows, &r, err) < 0)
+            return -1;
+    if (!fn)
+        return tgAr_run(s, st, v, err);
+    if (y->data != x->data)
+        copy(y, x, false);
+    int nd = val->ndim, nl = ix->ndim, sd = nd + 1;
+    int64_t strides[3 * (TGV_MAXDIM + 1)] = {0};
+    for (int d = 0; d < nd; d++) {
+        strides[d] = val->strides[d];
+        if (d < nl)
+            strides[sd + d] = ix->strides[d];
+        else
+            strides[2 * sd + d] = y->strides[d - nl + 1];
+    }
+    strides[sd + nd] = rows, strides[2 * sd + nd] = y->strides[0];
+    char *base[3] = {val->data, ix->data, y->data};
+    fn(val->shape, base, strides);
+    return 0;
+}
+
 static int run_one_hot(const tgV_node *n, const tgI_arr *yv, const tgI_arr *out, tg_error *err)
 {
     int64_t k = n->value.i, m = count(yv), idx[TGV_MAXDIM] = {0};

@@ -34,8 +34,11 @@ int tgAr_derive(tgV_builder *b, tg_term *t, tgV_size *parts, int k, tgV_size *ou
 /* Compute the derived sums from the sizes bound in symv; -1 with err
  * when one disagrees with its class; partial as tgIx_bind's. */
 int tgAr_bind(const tgV_graph *g, int64_t *symv, bool partial, tg_error *err);
-/* Run node v (a step of kind TGH_REDUCE); 0, or -1 with err naming the
+/* Run node v (a step of kind TGH_REDUCE; inc_take of TGH_UPDATE); 0, or -1 with err naming the
  * term (an index out of range, argmax of an empty axis). */
 int tgAr_run(const tgH_sched *s, tgI_state *st, int v, tg_error *err);
+/* Run inc_take node v (an update step): the indices checked, then by
+ * the generated loop fn or, fn NULL, as tgAr_run. */
+int tgAr_inc_take(const tgH_sched *s, tgI_state *st, int v, tgJ_loop_fn fn, tg_error *err);
 
 #endif

@@ -449,10 +449,205 @@ static void put_update(tgB_buf *b, const tgH_sched *s, int k)
     tgB_puts(b, "     }\n    }\n  }\n}\n");
 }
 
+/* ---- an update with its value's loop fused in (TGH_UPDATE_LOOP) ---------- */
+
+/* The local holding node v's value in a loop body. */
+static void local_of(const tgH_sched *s, int v, char *buf, size_t n)
+{
+    tgV_op op = s->g->nodes[v].op;
+    snprintf(buf, n, op >= TGV_LT && op <= TGV_NEQ ? "c%d" : "v%d", v);
+}
+
+/* One element of the fused update: the loads of what the value's members
+ * read (through A(k, T), k the position in ins), the members, then V's
+ * value added to or written over the part's element pa. */
+static void put_update_loop_body(tgB_buf *b, const tgH_sched *s, const tgH_step *st, const char *pa)
+{
+    const tgV_graph *g = s->g;
+    const tgV_node *n = &g->nodes[st->node];
+    for (int i = 0; i < st->nins; i++) {
+        const tgV_node *a = &g->nodes[st->ins[i]];
+        if (a->op == TGV_CONST || !tgH_value_reads(s, st, st->ins[i]))
+            continue;
+        if (isf(a->dtype))
+            tgB_printf(b, "    double in%d = A(%d, %s);\n", i, i, ctype(a->dtype));
+        else if (a->dtype == TG_BOOL)
+            tgB_printf(b, "    int64_t in%d = A(%d, unsigned char) != 0;\n", i, i);
+        else
+            tgB_printf(b, "    int64_t in%d = A(%d, %s);\n", i, i, ctype(a->dtype));
+    }
+    for (int j = 0; j < st->nnodes; j++)
+        put_node(b, s, st, st->nodes[j]);
+    char va[32];
+    local_of(s, n->args[1], va, sizeof va);
+    put_update_elem(b, n, &g->nodes[n->args[1]], va, pa);
+}
+
+/* tgk_loopK of fused update step k: operands are the step's ins (strides
+ * over the part's axes, 0 where V or the input broadcasts; NULL for X and
+ * the index tensors, which the loop does not read), then the part of the
+ * result.  Rows of the part over the threads, as put_update; the
+ * innermost axis a plain indexed loop when every operand is contiguous
+ * there (or broadcast, as put_loop's), else strided. */
+static void put_update_loop(tgB_buf *b, const tgH_sched *s, int k)
+{
+    const tgH_step *st = &s->steps[k];
+    const tgV_graph *g = s->g;
+    const tgV_node *n = &g->nodes[st->node], *v = &g->nodes[n->args[1]], *x = &g->nodes[n->args[0]];
+    int nd = x->ndim - n->index->n, P = st->nins, vd = v->ndim;
+    for (int d = 0; d < n->index->n; d++)
+        nd += n->index->ax[d].kind == TGIX_SLICE;
+    const char *PT = ctype(n->dtype);
+    tgB_printf(b, "\nvoid tgk_loop%d(const int64_t *shape, char *const *base, const int64_t *st)\n{\n", k);
+    tgB_printf(b, "  enum { ND = %d, SD = %d, NOP = %d };\n", nd, nd ? nd : 1, P + 1);
+    tgB_puts(b, "  int64_t total = 1;\n  for (int d = 0; d < ND; d++) total *= shape[d];\n"
+                "  if (total == 0) return;\n"
+                "  const int64_t inner = ND ? shape[ND > 0 ? ND - 1 : 0] : 1, outer = total / inner;\n"
+                "  #pragma omp parallel for if (total >= TGK_PAR_MIN) schedule(static)\n"
+                "  for (int64_t o = 0; o < outer; o++) {\n"
+                "    char *b[NOP];\n    int64_t s[NOP], r = o, ix[SD];\n"
+                "    for (int d = ND - 2; d >= 0; d--) ix[d] = r % shape[d], r /= shape[d];\n");
+    /* only the operands read: the others' bases are NULL */
+    uint64_t bmask = 0;
+    tgB_puts(b, "    int contig = 1;\n");
+    for (int q = 0; q <= P; q++) {
+        const tgV_node *a = q < P ? &g->nodes[st->ins[q]] : n;
+        if (q < P && (a->op == TGV_CONST || !tgH_value_reads(s, st, st->ins[q])))
+            continue;
+        /* broadcast along V's innermost axis (a row's scalar), read as such */
+        if (q < P && q < 64 && vd > 0 && tgV_canon(g, v->shape[vd - 1]) != 1 &&
+            (a->ndim == 0 || tgV_canon(g, a->shape[a->ndim - 1]) == 1))
+            bmask |= (uint64_t)1 << q;
+        tgB_printf(b, "    b[%d] = base[%d], s[%d] = ND ? st[%d * SD + SD - 1] : 0;\n", q, q, q, q);
+        tgB_printf(b, "    for (int d = 0; d + 1 < ND; d++) b[%d] += ix[d] * st[%d * SD + d];\n", q, q);
+        tgB_printf(b, "    contig &= s[%d] == %d;\n", q,
+                   q < 64 && (bmask >> q & 1) ? 0 : (int)tgV_dtype_size(q < P ? a->dtype : n->dtype));
+    }
+    char pa[80];
+    tgB_printf(b, "    if (contig) {\n#define BM 0x%llxull\n"
+                  "#define A(k, T) (((T *)b[k])[(k) < 64 && (BM >> ((k) & 63) & 1) ? 0 : j])\n"
+                  "     #pragma omp simd\n     for (int64_t j = 0; j < inner; j++) {\n",
+               (unsigned long long)bmask);
+    snprintf(pa, sizeof pa, "((%s *)b[%d])[j]", PT, P);
+    put_update_loop_body(b, s, st, pa);
+    tgB_puts(b, "     }\n#undef A\n#undef BM\n    } else {\n#define A(k, T) (*(T *)(b[k] + j * s[k]))\n"
+                "     for (int64_t j = 0; j < inner; j++) {\n");
+    snprintf(pa, sizeof pa, "(*(%s *)(b[%d] + j * s[%d]))", PT, P, P);
+    put_update_loop_body(b, s, st, pa);
+    tgB_puts(b, "     }\n#undef A\n    }\n  }\n}\n");
+}
+
+/* ---- inc_take (np.add.at on one axis) ------------------------------------ */
+
+/* One element of inc_take: V's element vp added to Y's element yp as the
+ * interpreter's put(add) does: in double (floats, rounded once when
+ * stored), wrapping (integers), or-ed (bool). */
+static void put_take_elem(tgB_buf *b, tg_dtype yd, tg_dtype vd, const char *yp, const char *vp)
+{
+    char f[120], i[120];
+    snprintf(f, sizeof f, vd == TG_BOOL ? "(double)(%s != 0)" : "(double)%s", vp);
+    if (isf(vd))
+        snprintf(i, sizeof i, "tgk_f2i((double)%s)", vp);
+    else
+        snprintf(i, sizeof i, vd == TG_BOOL ? "(int64_t)(%s != 0)" : "(int64_t)%s", vp);
+    switch (yd) {
+    case TG_FLOAT64: tgB_printf(b, "       %s = %s + %s;\n", yp, f, yp); break;
+    case TG_FLOAT32: tgB_printf(b, "       %s = (float)(%s + (double)%s);\n", yp, f, yp); break;
+    case TG_INT64: tgB_printf(b, "       %s = TGK_ADD(%s, %s);\n", yp, i, yp); break;
+    case TG_INT32: tgB_printf(b, "       %s = (int32_t)(uint32_t)(uint64_t)TGK_ADD(%s, (int64_t)%s);\n", yp, i, yp); break;
+    default: tgB_printf(b, "       %s = (unsigned char)((%s | (int64_t)%s) != 0);\n", yp, i, yp);
+    }
+}
+
+/* tgk_loopK of (inc_take X V IDX), X already in the result Y: shape is
+ * V's (IDX's NL axes, then a row of X's); operand 0 V, 1 IDX (strides on
+ * the NL axes; after them the row count of X), 2 Y (strides on a row's
+ * axes; after them Y's row stride).  Each index's row of V is added to
+ * row IDX[i] of Y, in index order, so repeated indices accumulate as the
+ * interpreter's do (the caller has checked every index is in range).  A
+ * row's elements are split over the threads, each adding every index's
+ * row on its own columns: no element has two writers, and each sums in
+ * index order (the same bits on any number of threads). */
+static void put_inc_take(tgB_buf *b, const tgH_sched *s, int k)
+{
+    const tgV_graph *g = s->g;
+    const tgV_node *n = &g->nodes[s->steps[k].node], *v = &g->nodes[n->args[1]], *ix = &g->nodes[n->args[2]];
+    int nl = ix->ndim, nd = v->ndim;
+    const char *YT = ctype(n->dtype), *VT = ctype(v->dtype), *IT = ctype(ix->dtype);
+    char yp[80], vp[80];
+    tgB_printf(b, "\nstatic void tgk_take%d(const int64_t *shape, char *const *base, const int64_t *st,"
+                  " int64_t lo, int64_t hi)\n{\n", k);
+    tgB_printf(b, "  enum { NL = %d, ND = %d, SD = %d, LD = %d, RD = %d };\n", nl, nd, nd + 1, nl ? nl : 1,
+               nd - nl ? nd - nl : 1);
+    tgB_puts(b, "  int64_t ni = 1, li[LD] = {0}, ri[RD];\n"
+                "  for (int d = 0; d < NL; d++) ni *= shape[d];\n"
+                "  const int64_t rows = st[SD + ND], sy0 = st[2 * SD + ND];\n"
+                "  const int64_t inner = ND > NL ? shape[ND - 1] : 1;\n"
+                "  const int64_t sv = ND > NL ? st[ND - 1] : 0, sy = ND > NL ? st[2 * SD + ND - 1] : 0;\n"
+                "  const char *pl = base[0], *pi = base[1];\n"
+                "  for (int64_t i = 0; i < ni; i++) {\n");
+    tgB_printf(b, "    int64_t r = (int64_t)*(const %s *)pi;\n", IT);
+    tgB_puts(b, "    if (r < 0) r += rows;\n"
+                "    const char *pv = pl;\n    char *py = base[2] + r * sy0;\n"
+                "    int64_t rem = lo / inner, j = lo % inner, left = hi - lo;\n"
+                "    for (int d = ND - 2; d >= NL; d--) {\n"
+                "      ri[d - NL] = rem % shape[d], rem /= shape[d];\n"
+                "      pv += ri[d - NL] * st[d], py += ri[d - NL] * st[2 * SD + d];\n    }\n"
+                "    while (left > 0) {\n"
+                "     int64_t j1 = inner - j < left ? inner : j + left;\n");
+    tgB_printf(b, "     if (sv == (int64_t)sizeof(%s) && sy == (int64_t)sizeof(%s)) {\n"
+                  "      #pragma omp simd\n      for (int64_t q = j; q < j1; q++) {\n", VT, YT);
+    snprintf(yp, sizeof yp, "((%s *)py)[q]", YT);
+    snprintf(vp, sizeof vp, "((const %s *)pv)[q]", VT);
+    put_take_elem(b, n->dtype, v->dtype, yp, vp);
+    tgB_puts(b, "      }\n     } else {\n      for (int64_t q = j; q < j1; q++) {\n");
+    snprintf(yp, sizeof yp, "(*(%s *)(py + q * sy))", YT);
+    snprintf(vp, sizeof vp, "(*(const %s *)(pv + q * sv))", VT);
+    put_take_elem(b, n->dtype, v->dtype, yp, vp);
+    tgB_puts(b, "      }\n     }\n"
+                "     left -= j1 - j;\n     j = 0;\n"
+                "     for (int d = ND - 2; d >= NL; d--) {\n"
+                "      pv += st[d], py += st[2 * SD + d];\n"
+                "      if (++ri[d - NL] < shape[d]) break;\n"
+                "      pv -= st[d] * shape[d], py -= st[2 * SD + d] * shape[d];\n"
+                "      ri[d - NL] = 0;\n     }\n    }\n"
+                "    for (int d = NL - 1; d >= 0; d--) {\n"
+                "     pl += st[d], pi += st[SD + d];\n"
+                "     if (++li[d] < shape[d]) break;\n"
+                "     pl -= st[d] * shape[d], pi -= st[SD + d] * shape[d];\n"
+                "     li[d] = 0;\n    }\n  }\n}\n");
+    tgB_printf(b, "\nvoid tgk_loop%d(const int64_t *shape, char *const *base, const int64_t *st)\n{\n", k);
+    tgB_printf(b, "  enum { NL = %d, ND = %d };\n", nl, nd);
+    tgB_puts(b, "  int64_t ni = 1, rest = 1;\n"
+                "  for (int d = 0; d < NL; d++) ni *= shape[d];\n"
+                "  for (int d = NL; d < ND; d++) rest *= shape[d];\n"
+                "  if (ni == 0 || rest == 0) return;\n"
+                "#ifdef _OPENMP\n"
+                "  if (ni * rest >= TGK_PAR_MIN && rest >= 512) {\n"
+                "    #pragma omp parallel\n    {\n"
+                "      int64_t t = omp_get_thread_num(), T = omp_get_num_threads();\n");
+    tgB_printf(b, "      tgk_take%d(shape, base, st, rest / T * t + (t < rest %% T ? t : rest %% T),\n"
+                  "                 rest / T * (t + 1) + (t + 1 < rest %% T ? t + 1 : rest %% T));\n", k);
+    tgB_puts(b, "    }\n    return;\n  }\n#endif\n");
+    tgB_printf(b, "  tgk_take%d(shape, base, st, 0, rest);\n}\n", k);
+}
+
+/* The function of update step k (either kind). */
+static void put_update_step(tgB_buf *b, const tgH_sched *s, int k)
+{
+    const tgH_step *st = &s->steps[k];
+    if (st->kind == TGH_UPDATE_LOOP)
+        put_update_loop(b, s, k);
+    else if (s->g->nodes[st->node].op == TGV_INC_TAKE)
+        put_inc_take(b, s, k);
+    else
+        put_update(b, s, k);
+}
+
 int tgJ_compiles_outer(const tgH_sched *s, int k)
 {
     const tgH_step *st = &s->steps[k];
-    if (st->kind == TGH_UPDATE)
+    if (st->kind == TGH_UPDATE || st->kind == TGH_UPDATE_LOOP)
         return 1;
     if (!tgJ_compiles(st))
         return 0;
@@ -471,8 +666,8 @@ char *tgJ_source(const tgH_sched *s, size_t *len)
     tgB_init(&b);
     /* each loop and scan a unit, which the cache may compile apart */
     for (int k = 0; k < s->nsteps; k++)
-        if (tgJ_compiles_outer(s, k) && s->steps[k].kind == TGH_UPDATE)
-            tgB_puts(&b, "\n" TGZ_UNIT), put_update(&b, s, k);
+        if (tgJ_compiles_outer(s, k) && (s->steps[k].kind == TGH_UPDATE || s->steps[k].kind == TGH_UPDATE_LOOP))
+            tgB_puts(&b, "\n" TGZ_UNIT), put_update_step(&b, s, k);
         else if (tgJ_compiles_outer(s, k))
             tgB_puts(&b, "\n" TGZ_UNIT), put_loop(&b, s, k);
         else if (s->steps[k].kind == TGH_SCAN && tgSc_has_code(s, k))
@@ -492,8 +687,8 @@ char *tgJ_source(const tgH_sched *s, size_t *len)
 void tgJ_put_loops(tgB_buf *b, const tgH_sched *s)
 {
     for (int k = 0; k < s->nsteps; k++)
-        if (s->steps[k].kind == TGH_UPDATE)
-            put_update(b, s, k);
+        if (s->steps[k].kind == TGH_UPDATE || s->steps[k].kind == TGH_UPDATE_LOOP)
+            put_update_step(b, s, k);
         else if (tgJ_compiles(&s->steps[k]))
             put_loop(b, s, k);
 }

@@ -67,11 +67,14 @@ typedef void (*tgJ_loop_fn)(const int64_t *shape, char *const *base, const int64
 
 /* Loops of more nodes than this stay in the interpreter: the compiler's
  * time grows faster than the loop.  An update step (inc_subtensor,
- * set_subtensor) is a loop over the part it writes, tgk_loopK too. */
+ * set_subtensor, with its value's loop fused in or not; inc_take) is a
+ * loop over the part it writes, tgk_loopK too.  A value's loop of more
+ * nodes is not fused into its update (schedule.c). */
 #define TGJ_MAX_NODES 4096
 static inline int tgJ_compiles(const tgH_step *st)
 {
-    return (st->kind == TGH_LOOP && st->nnodes <= TGJ_MAX_NODES) || st->kind == TGH_UPDATE;
+    return (st->kind == TGH_LOOP && st->nnodes <= TGJ_MAX_NODES) || st->kind == TGH_UPDATE ||
+           st->kind == TGH_UPDATE_LOOP;
 }
 
 /* Whether loop k of a function's (outer) schedule is compiled: as

@@ -676,6 +676,8 @@ static void update_visit(void *ud, int64_t op, int64_t ov)
  * result (unless the buffer plan gave the result X's memory), then V
  * (broadcast) added to or written over its part IDX, by the generated
  * loop fn when there is one (codegen.c, put_update). */
+static void update_part(const tgV_node *n, const tgI_arr *part0, const tgI_arr *val, tgJ_loop_fn fn);
+
 static int run_update(const tgH_sched *s, tgI_state *st, int v, tgJ_loop_fn fn, tg_error *err)
 {
     const tgV_node *n = &s->g->nodes[v];
@@ -685,6 +687,14 @@ static int run_update(const tgH_sched *s, tgI_state *st, int v, tgJ_loop_fn fn, 
         copy_arr(y, x);
     if (tgIx_part(s->g, st, v, y, &part, err) < 0)
         return -1;
+    update_part(n, &part, val, fn);
+    return 0;
+}
+
+/* The update of the part, V read at val (broadcast). */
+static void update_part(const tgV_node *n, const tgI_arr *part0, const tgI_arr *val, tgJ_loop_fn fn)
+{
+    tgI_arr part = *part0;
     int64_t vs[TGV_MAXDIM] = {0};
     for (int d = 0; d < val->ndim; d++) {
         int pd = part.ndim - val->ndim + d;
@@ -697,10 +707,62 @@ static int run_update(const tgH_sched *s, tgI_state *st, int v, tgJ_loop_fn fn, 
         memcpy(strides, vs, (size_t)part.ndim * sizeof *strides);
         memcpy(strides + sd, part.strides, (size_t)part.ndim * sizeof *strides);
         fn(part.shape, base, strides);
-        return 0;
+        return;
     }
     updctx U = {&part, val, n->op == TGV_INC_SUBTENSOR};
     for_each(part.ndim, part.shape, part.strides, vs, update_visit, &U);
+}
+
+/* A fused update step (TGH_UPDATE_LOOP): X into the result as
+ * run_update, then the generated loop computing V's elements as it
+ * writes them; without one, V's loop run by the interpreter into a
+ * temporary, then the update as run_update's. */
+static int run_update_loop(const tgH_sched *s, tgI_state *st, int k, tgJ_loop_fn fn, tg_error *err)
+{
+    const tgH_step *step = &s->steps[k];
+    int v = step->node;
+    const tgV_node *n = &s->g->nodes[v];
+    const tgI_arr *x = &st->vals[n->args[0]];
+    tgI_arr *y = &st->vals[v], *val = &st->vals[n->args[1]], part;
+    if (y->data != x->data)
+        copy_arr(y, x);
+    if (tgIx_part(s->g, st, v, y, &part, err) < 0)
+        return -1;
+    if (fn) {
+        int sd = part.ndim ? part.ndim : 1, nop = step->nins + 1;
+        int64_t strides[nop * sd], ls[TGV_MAXDIM > 0 ? TGV_MAXDIM : 1];
+        char *base[nop];
+        memset(strides, 0, sizeof strides);
+        for (int q = 0; q < step->nins; q++) {
+            const tgI_arr *a = &st->vals[step->ins[q]];
+            base[q] = NULL;
+            if (!tgH_value_reads(s, step, step->ins[q]))
+                continue;
+            base[q] = a->data;
+            loop_strides(a, val, ls);   /* over V's shape, then V's over the part's */
+            for (int d = 0; d < val->ndim; d++)
+                strides[q * sd + part.ndim - val->ndim + d] = val->shape[d] == 1 ? 0 : ls[d];
+        }
+        base[step->nins] = part.data;
+        memcpy(strides + step->nins * sd, part.strides, (size_t)part.ndim * sizeof *strides);
+        fn(part.shape, base, strides);
+        return 0;
+    }
+    int ins[step->nins > 0 ? step->nins : 1], ni = 0, vv = n->args[1];
+    for (int q = 0; q < step->nins; q++)
+        if (tgH_value_reads(s, step, step->ins[q]))
+            ins[ni++] = step->ins[q];
+    size_t bytes = (size_t)count(val) * tgV_dtype_size(val->dtype);
+    val->data = malloc(bytes ? bytes : 1);
+    if (!val->data)
+        return tgE_nomem(err), -1;
+    c_strides(val);
+    tgH_step L = {.kind = TGH_LOOP, .node = vv, .nodes = step->nodes, .nnodes = step->nnodes,
+                  .ins = ins, .nins = ni, .outs = &vv, .nouts = 1};
+    run_loop(s, st, &L, st->pos, NULL);
+    update_part(n, &part, val, NULL);
+    free(val->data);
+    val->data = NULL;
     return 0;
 }
 
@@ -1180,7 +1242,7 @@ static size_t alloc_regs(const tgH_sched *s, int *regof, int *lastuse, int *free
     size_t maxreg = 0;
     for (int k = 0; k < s->nsteps; k++) {
         const tgH_step *step = &s->steps[k];
-        if (step->kind != TGH_LOOP)
+        if (step->kind != TGH_LOOP && step->kind != TGH_UPDATE_LOOP)     /* the latter: V's loop */
             continue;
         for (int j = 0; j < step->nnodes; j++)
             stamp[step->nodes[j]] = k;
@@ -1439,7 +1501,13 @@ int tgI_run_step(const tgH_sched *s, tgI_state *st, int k, tg_error *err)
             break;
         case TGH_UPDATE:
             tgI_donated(s, st, step);
-            if (run_update(s, st, v, st->kern ? st->kern[k] : NULL, err) < 0)
+            if (g->nodes[v].op == TGV_INC_TAKE ? tgAr_inc_take(s, st, v, st->kern ? st->kern[k] : NULL, err) < 0
+                                               : run_update(s, st, v, st->kern ? st->kern[k] : NULL, err) < 0)
+                return -1;
+            break;
+        case TGH_UPDATE_LOOP:
+            tgI_donated(s, st, step);
+            if (run_update_loop(s, st, k, st->kern ? st->kern[k] : NULL, err) < 0)
                 return -1;
             break;
         case TGH_REDUCE:

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "codegen.h"
 #include "error.h"
 #include "index.h"
 #include "schedule.h"
@@ -255,6 +256,79 @@ static int assign_units(const tgV_graph *g, int *unit, int *level)
     return units;
 }
 
+/* Fuse the loop computing an update's value into the update
+ * (TGH_UPDATE_LOOP): for (inc_subtensor X V IDX ...) or set_subtensor
+ * whose V is elementwise, when V's cluster is read from outside only by
+ * that update (V once, no other member, no output, no fused reduction)
+ * and does not read X (which the update may overwrite in place).  Then
+ * nothing else waits on the cluster, so the merged unit depends on no
+ * unit that depends on it.  upd[u] is the update node of merged unit u
+ * (else -1); the units are renumbered densely; returns their count. */
+static int fuse_updates(const tgV_graph *g, int *unit, int nu, int *upd)
+{
+    int *ext = ints((size_t)g->n, 0), *size = ints((size_t)nu, 0), *bad = ints((size_t)nu, 0);
+    int *into = ints((size_t)nu, -1), *ren = ints((size_t)nu, -1);
+    if (!ext || !size || !bad || !into || !ren)
+        return -1;
+    for (int v = 0; v < g->n; v++) {
+        const tgV_node *n = &g->nodes[v];
+        if (unit[v] < 0)
+            continue;
+        size[unit[v]]++;
+        if (!tgV_elementwise(n->op))
+            bad[unit[v]] = 1;   /* a fused reduction, or not a loop at all */
+        for (int i = 0; i < n->nargs; i++)
+            if (unit[n->args[i]] != unit[v])
+                ext[n->args[i]]++;
+    }
+    for (int i = 0; i < g->noutputs; i++)
+        ext[g->outputs[i]] += 2;
+    for (int v = 0; v < g->n; v++) {
+        const tgV_node *n = &g->nodes[v];
+        if (unit[v] < 0 || n->dead || (n->op != TGV_INC_SUBTENSOR && n->op != TGV_SET_SUBTENSOR))
+            continue;
+        int val = n->args[1], c = unit[val];
+        if (c < 0 || bad[c] || ext[val] != 1 || into[c] >= 0 || size[c] > TGJ_MAX_NODES ||
+            !tgV_elementwise(g->nodes[val].op) || g->nodes[val].dead)
+            continue;
+        for (int i = 2; i < n->nargs; i++)
+            if (n->args[i] == val)
+                goto next;
+        into[c] = v;
+    next:;
+    }
+    /* the other members: read by their cluster only; X not read */
+    for (int v = 0; v < g->n; v++) {
+        int c = unit[v];
+        if (c < 0 || into[c] < 0)
+            continue;
+        const tgV_node *u = &g->nodes[into[c]], *n = &g->nodes[v];
+        if (v != u->args[1] && ext[v] > 0)
+            into[c] = -1;
+        for (int i = 0; into[c] >= 0 && i < n->nargs; i++)
+            if (n->args[i] == u->args[0])
+                into[c] = -1;
+    }
+    for (int v = 0; v < g->n; v++)
+        if (unit[v] >= 0 && into[unit[v]] >= 0)
+            unit[v] = unit[into[unit[v]]];
+    int k = 0;
+    for (int c = 0; c < nu; c++)
+        upd[c] = -1;
+    for (int v = 0; v < g->n; v++) {
+        int c = unit[v];
+        if (c < 0)
+            continue;
+        if (ren[c] < 0)
+            ren[c] = k++;
+        unit[v] = ren[c];
+    }
+    for (int c = 0; c < nu; c++)
+        if (into[c] >= 0)
+            upd[unit[into[c]]] = into[c];
+    return k;
+}
+
 /* Order units topologically (Kahn, FIFO seeded in node order, so the
  * result is deterministic); order[k] is the k-th unit. */
 static int order_units(const tgV_graph *g, const int *unit, int nu, int *order)
@@ -303,7 +377,7 @@ static int order_units(const tgV_graph *g, const int *unit, int nu, int *order)
 }
 
 /* Fill the steps from the unit order. */
-static int make_steps(tgH_sched *s, const int *unit, int nu, const int *order)
+static int make_steps(tgH_sched *s, const int *unit, int nu, const int *order, const int *upd)
 {
     const tgV_graph *g = s->g;
     int *pos = ints((size_t)nu, 0), *count = ints((size_t)nu, 0), *nargs = ints((size_t)nu, 0);
@@ -338,12 +412,14 @@ static int make_steps(tgH_sched *s, const int *unit, int nu, const int *order)
         const tgV_node *n = &g->nodes[v];
         if (!st->nodes) {
             st->node = v;
-            st->kind = tgV_elementwise(n->op) ? TGH_LOOP
+            st->kind = upd[unit[v]] >= 0 ? TGH_UPDATE_LOOP
+                     : tgV_elementwise(n->op) ? TGH_LOOP
                      : n->op == TGV_DOT ? TGH_DOT
                      : n->op == TGV_GEMM ? TGH_GEMM
                      : n->op == TGV_SCAN ? TGH_SCAN
                      : n->op == TGV_RANDOM ? TGH_RANDOM
-                     : n->op == TGV_INC_SUBTENSOR || n->op == TGV_SET_SUBTENSOR ? TGH_UPDATE
+                     : n->op == TGV_INC_SUBTENSOR || n->op == TGV_SET_SUBTENSOR || n->op == TGV_INC_TAKE
+                         ? TGH_UPDATE
                      : n->op == TGV_RESHAPE ? TGH_RESHAPE
                      : n->op == TGV_TRANSPOSE || n->op == TGV_DIMSHUFFLE || n->op == TGV_SUBTENSOR
                          ? TGH_VIEW : TGH_REDUCE;
@@ -355,12 +431,15 @@ static int make_steps(tgH_sched *s, const int *unit, int nu, const int *order)
             st->ins = ints((size_t)nargs[unit[v]], -1);
             if (!st->nodes || !st->outs || !st->ins || !st->reds)
                 return -1;
+            if (st->kind == TGH_UPDATE_LOOP)
+                st->node = upd[unit[v]];
         }
         if (st->kind == TGH_LOOP && !tgV_elementwise(n->op)) {
             st->reds[st->nreds++] = v;  /* its source is a member: nothing to read */
             continue;
         }
-        st->nodes[st->nnodes++] = v;
+        if (st->kind != TGH_UPDATE_LOOP || v != st->node)    /* the update itself is no loop member */
+            st->nodes[st->nnodes++] = v;
         if (used_out[v])
             st->outs[st->nouts++] = v;
         for (int i = 0; i < n->nargs; i++) {
@@ -453,7 +532,8 @@ static int plan_buffers(tgH_sched *s, const unsigned char *kept)
             if (st->kind == TGH_VIEW || (s->output[v] >= 0 && st->kind != TGH_RESHAPE))
                 continue;
             int taken = -1, donor = st->kind == TGH_SCAN ? scan_donor(g, v)
-                                  : st->kind == TGH_UPDATE || st->kind == TGH_REDUCE ? update_donor(g, v) : -1;
+                                  : st->kind == TGH_UPDATE || st->kind == TGH_UPDATE_LOOP || st->kind == TGH_REDUCE
+                                      ? update_donor(g, v) : -1;
             bool may = (st->kind == TGH_LOOP && j < st->nouts) || donor >= 0;
             for (int i = 0; may && i < st->nins && taken < 0; i++) {
                 int a = st->ins[i];
@@ -522,9 +602,12 @@ tgH_sched *tgH_schedule(tgV_graph *g, const unsigned char *kept, tg_error *err)
     if (mark_unused(g) < 0 || fuse_gemm(g) < 0 || fuse_ger(g) < 0)
         return tgE_nomem(err), NULL;
     int nu = assign_units(g, unit, level);
-    int *order = nu >= 0 ? ints((size_t)nu, -1) : NULL;
+    int *upd = nu >= 0 ? ints((size_t)nu, -1) : NULL;
+    if (upd && !g->keep_reductions)     /* not in a scan's body, whose steps scan.c reads as they are */
+        nu = fuse_updates(g, unit, nu, upd);
+    int *order = nu >= 0 && upd ? ints((size_t)nu, -1) : NULL;
     if (nu < 0 || !order || order_units(g, unit, nu, order) < 0 ||
-        make_steps(s, unit, nu, order) < 0 || plan_buffers(s, kept) < 0)
+        make_steps(s, unit, nu, order, upd) < 0 || plan_buffers(s, kept) < 0)
         return tgE_nomem(err), NULL;
     return s;
 }
@@ -667,6 +750,35 @@ static void put_dest(const tgH_sched *s, tgB_buf *b, int v)
     }
 }
 
+/* The value loop of a fused update: " (in A ...) (ops (%k (op ...)) ...)",
+ * the inputs being those its members read. */
+static void put_fused_value(const tgH_sched *s, tgB_buf *b, const tgH_step *st)
+{
+    tgB_puts(b, " (in");
+    for (int i = 0; i < st->nins; i++)
+        if (tgH_value_reads(s, st, st->ins[i])) {
+            tgB_putc(b, ' ');
+            put_name(s, b, st->ins[i]);
+        }
+    tgB_puts(b, ") (ops");
+    for (int i = 0; i < st->nnodes; i++) {
+        tgB_putc(b, ' ');
+        put_op(s, b, st->nodes[i]);
+    }
+    tgB_putc(b, ')');
+}
+
+bool tgH_value_reads(const tgH_sched *s, const tgH_step *st, int a)
+{
+    for (int j = 0; j < st->nnodes; j++) {
+        const tgV_node *n = &s->g->nodes[st->nodes[j]];
+        for (int i = 0; i < n->nargs; i++)
+            if (n->args[i] == a)
+                return true;
+    }
+    return false;
+}
+
 tg_term *tgH_term(const tgH_sched *s, tg_error *err)
 {
     const tgV_graph *g = s->g;
@@ -683,7 +795,7 @@ tg_term *tgH_term(const tgH_sched *s, tg_error *err)
     }
     tgB_putc(&b, ')');
     static const char *const kinds[] = {"loop", "reduce", "dot", "view", "reshape", "gemm", "scan", "random",
-                                        "update"};
+                                        "update", "update"};
     for (int k = 0; k < s->nsteps; k++) {
         const tgH_step *st = &s->steps[k];
         bool ger = st->kind == TGH_GEMM && g->nodes[g->nodes[st->node].args[0]].ndim == 1;
@@ -725,6 +837,8 @@ tg_term *tgH_term(const tgH_sched *s, tg_error *err)
             put_op(s, &b, st->node);
             tgB_printf(&b, " %s", tgV_dtype_name(g->nodes[st->node].dtype));
             put_dest(s, &b, st->node);
+            if (st->kind == TGH_UPDATE_LOOP)
+                put_fused_value(s, &b, st);
         }
         tgB_putc(&b, ')');
     }

@@ -8,9 +8,14 @@
 
 /* TGH_UPDATE: an inc_subtensor or set_subtensor (X copied into the
  * result unless it is written in place, then a generated loop over the
- * part, codegen.c) */
+ * part, codegen.c), or an inc_take (a generated loop over IDX's rows).
+ * TGH_UPDATE_LOOP: an inc_subtensor or set_subtensor whose value V is
+ * elementwise and read by nothing else: V's loop is fused into the
+ * update's (nodes: V's cluster, V among them; ins: what the cluster
+ * reads, then X and the index tensors; node: the update), so V is never
+ * stored. */
 typedef enum tgH_kind { TGH_LOOP, TGH_REDUCE, TGH_DOT, TGH_VIEW, TGH_RESHAPE, TGH_GEMM, TGH_SCAN, TGH_RANDOM,
-                        TGH_UPDATE } tgH_kind;
+                        TGH_UPDATE, TGH_UPDATE_LOOP } tgH_kind;
 
 typedef struct tgH_step {
     tgH_kind kind;
@@ -37,6 +42,10 @@ typedef struct tgH_sched {
 tgH_sched *tgH_schedule(tgV_graph *g, const unsigned char *kept, tg_error *err);
 /* The schedule as a term (see doc/kernels.md). */
 tg_term *tgH_term(const tgH_sched *s, tg_error *err);
+
+/* Whether a member of fused update step st's value loop reads node a
+ * (else st reads a for the update: X, an index tensor). */
+bool tgH_value_reads(const tgH_sched *s, const tgH_step *st, int a);
 
 /* Pieces of the schedule's text (for scan steps, kernels/scan.c). */
 struct tgB_buf;

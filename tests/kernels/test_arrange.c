@@ -367,6 +367,10 @@ static void test_grads(void)
     tg_array_init(&in[1], TG_INT64, 1, s5, idx);
     grad_case("take (repeated rows)", "(input w float64 (3 4)) (input i int64 (5))",
               "(take (input w float64 (3 4)) (input i int64 (5)))", 12, "(input w float64 (3 4))", 2, in, 0);
+    int64_t idx2[6] = {1, -1, 1, 0, 2, 1}, s23i[2] = {2, 3};
+    tg_array_init(&in[1], TG_INT64, 2, s23i, idx2);
+    grad_case("take with a 2-d index (repeated, negative)", "(input w float64 (3 4)) (input i int64 (2 3))",
+              "(sin (take (input w float64 (3 4)) (input i int64 (2 3))))", 12, "(input w float64 (3 4))", 2, in, 0);
     tg_array_init(&in[0], TG_FLOAT64, 2, s34, w);
     grad_case("argmax (none: the other factor's only)", "(input w float64 (3 4))",
               "(mul (input w float64 (3 4)) (argmax (input w float64 (3 4)) 0))", 12,
@@ -557,6 +561,91 @@ static void test_inc_take_in_place(void)
     tg_fn_free(fn);
 }
 
+/* inc_take (np.add.at) large enough for the compiled loop to split a
+ * row's columns over the threads, against a hand-written loop adding in
+ * index order (so the same bits): strided X and V, many repeated and
+ * negative indices, float64, float32 and int64.  Then the indices out of
+ * range, too large and too negative, a call-time error naming the term
+ * with X (an input given to overwrite) left as it was; and the gradient
+ * of take an update step, compiled on the compiled path (a cost linear
+ * in take, whose gradient needs no forward take, a step of arrange.c). */
+static void test_inc_take_large(void)
+{
+    static const tg_dtype dts[3] = {TG_FLOAT64, TG_FLOAT32, TG_INT64};
+    int64_t xs[2] = {40, 600}, vs[2] = {300, 600}, ns = 300;
+    for (int t = 0; t < 3; t++) {
+        tg_dtype d = dts[t];
+        kt_arr x, v, ix;
+        kt_make(&x, d, 2, xs, 1), kt_make(&v, d, 2, vs, 1), kt_make(&ix, TG_INT32, 1, &ns, 0);
+        kt_fill(&x.a, -100, 100), kt_fill(&v.a, -100, 100);
+        for (int64_t i = 0; i < ns; i++)
+            ((int32_t *)ix.a.data)[i] = (int32_t)(kt_rand() % 80) - 40;     /* [-40, 40) */
+        char ins[300], out[300];
+        snprintf(ins, sizeof ins, "(input x %s (r c)) (input v %s (k c)) (input i int32 (k))", dnames[d], dnames[d]);
+        snprintf(out, sizeof out, "(inc_take (input x %s (r c)) (input v %s (k c)) (input i int32 (k)))", dnames[d],
+                 dnames[d]);
+        tg_array in[3] = {x.a, v.a, ix.a}, o;
+        tg_error err;
+        int rc = run(ins, out, in, &o, &err), bad = rc < 0;
+        for (int64_t r = 0; !bad && r < xs[0]; r++)
+            for (int64_t c = 0; c < xs[1]; c++) {
+                int64_t I[2] = {r, c};
+                double f = (double)kt_get(&x.a, I);
+                float g = (float)f;
+                int64_t n = kt_geti(&x.a, I);
+                for (int64_t i = 0; i < ns; i++) {
+                    int64_t k = ((int32_t *)ix.a.data)[i], J[2] = {i, c};
+                    if ((k < 0 ? k + xs[0] : k) != r)
+                        continue;
+                    f = (double)kt_get(&v.a, J) + f;
+                    g = (float)((double)kt_get(&v.a, J) + (double)g);
+                    n = (int64_t)((uint64_t)kt_geti(&v.a, J) + (uint64_t)n);
+                }
+                long double got = kt_get(&o, I);
+                bad += d == TG_FLOAT64 ? got != f : d == TG_FLOAT32 ? got != g : kt_geti(&o, I) != n;
+            }
+        TAP_CHECK(!bad, "inc_take %s of 300 rows of 600 into 40, indices repeated and negative: as a hand loop (%s)",
+                  dnames[d], rc < 0 ? err.message : "");
+        if (rc == 0)
+            free(o.data);
+        free(x.block), free(v.block), free(ix.block);
+    }
+    /* out of range: nothing written, the call fails with the term named */
+    double w[6] = {1, 2, 3, 4, 5, 6}, w0[6], v[6] = {1, 1, 1, 1, 1, 1};
+    int64_t s32[2] = {3, 2}, s3 = 3, bad_idx[2][3] = {{0, 3, 1}, {2, -4, 0}};
+    memcpy(w0, w, sizeof w);
+    unsigned char kept[3] = {0, 1, 1};
+    tg_error err;
+    tg_fn *fn = kt_compile(ctx, "(input w float64 (3 2)) (input v float64 (3 2)) (input i int64 (3))",
+                           "(inc_take (input w float64 (3 2)) (input v float64 (3 2)) (input i int64 (3)))", kept,
+                           kt_path, &err);
+    for (int c = 0; c < 2; c++) {
+        tg_array in[3], o = {0};
+        tg_array_init(&in[0], TG_FLOAT64, 2, s32, w);
+        tg_array_init(&in[1], TG_FLOAT64, 2, s32, v);
+        tg_array_init(&in[2], TG_INT64, 1, &s3, bad_idx[c]);
+        int rc = fn ? tg_fn_call(fn, in, &o, &err) : 0;
+        char want[80];
+        snprintf(want, sizeof want, "index %d is out of range for an axis of size 3", c ? -4 : 3);
+        TAP_CHECK(rc < 0 && strstr(err.message, want) && strstr(err.message, "(inc_take ") &&
+                      memcmp(w, w0, sizeof w) == 0,
+                  "inc_take with index %d: an error, X untouched: %s", c ? -4 : 3, rc < 0 ? err.message : "none");
+        if (rc == 0)
+            free(o.data);
+    }
+    tg_fn_free(fn);
+    fn = kt_compile(ctx, "(input w float64 (r c)) (input i int64 (k)) (input u float64 (k c))",
+                    "(grad (sum (mul (take (input w float64 (r c)) (input i int64 (k))) (input u float64 (k c))) all)"
+                    " (input w float64 (r c)))", NULL, kt_path, &err);
+    char *sch = fn ? tg_print(tg_fn_schedule(fn), NULL) : NULL;
+    TAP_CHECK(sch && strstr(sch, " (update (%") && strstr(sch, "(inc_take ") && !strstr(sch, " (reduce (") &&
+                  tg_fn_native(fn) == !kt_path,
+              "the gradient of take: an update step, no step left to the interpreter on the compiled path (%s)",
+              sch ? sch : err.message);
+    free(sch);
+    tg_fn_free(fn);
+}
+
 /* Gradients through scan steps that take, concatenate, stack and slice:
  * an embedding RNN h' = tanh(W [x; h] + sum(E[i])) and its kin, against
  * central differences. */
@@ -653,6 +742,7 @@ int main(void)
         test_in_scan();
         test_scan_grads();
         test_inc_take_in_place();
+        test_inc_take_large();
     }
     tg_ctx_free(ctx);
     return TAP_DONE();

@@ -381,6 +381,112 @@ static void test_update_schedule(void)
     tg_fn_free(fn);
 }
 
+/* Count the steps of printed schedule s of kind ("(loop ", ...): each
+ * step is " (KIND (" (an operation is "(%k (op"). */
+static int count_steps(const char *s, const char *kind)
+{
+    char pat[40];
+    int n = 0;
+    snprintf(pat, sizeof pat, " %s(", kind);
+    for (const char *p = s; p && (p = strstr(p, pat)); p++)
+        n++;
+    return n;
+}
+
+/* An update whose value is elementwise: V's loop fused into the update
+ * (one step, V never stored), against the same update with V also an
+ * output (two steps, V in a buffer); values against a hand-written loop,
+ * with a row broadcast, strided inputs, a reversed slice, float32 and a
+ * comparison's bool value; V reading X itself is not fused (the update
+ * may write in X's memory while V reads it). */
+static void test_update_fused(void)
+{
+    tg_error err;
+    const char *ins = "(input x float64 (5 4)) (input a float64 (2 4)) (input b float64 (4))";
+    const char *val = "(exp (mul (input a float64 (2 4)) (input b float64 (4))))";
+    char outs[600];
+    snprintf(outs, sizeof outs, "(inc_subtensor (input x float64 (5 4)) %s (slice -1 0 -2))", val);
+    tg_fn *fn = kt_compile(ctx, ins, outs, NULL, kt_path, &err);
+    char *s = fn ? tg_print(tg_fn_schedule(fn), NULL) : NULL;
+    TAP_CHECK(s && count_steps(s, "(update ") == 1 && count_steps(s, "(loop ") == 0 && strstr(s, "(slots 0)") &&
+                  strstr(s, "(inc_subtensor x %") && strstr(s, "(in a b) (ops"),
+              "schedule: the value's loop fused into the update, one step, no buffer (%s)", s ? s : err.message);
+    /* the values: x[4], x[2] += exp(a * b), a strided, b broadcast */
+    kt_arr x, a, b;
+    int64_t xs[2] = {5, 4}, as[2] = {2, 4}, bs = 4;
+    kt_make(&x, TG_FLOAT64, 2, xs, 0), kt_make(&a, TG_FLOAT64, 2, as, 1), kt_make(&b, TG_FLOAT64, 1, &bs, 1);
+    kt_fill(&x.a, -2, 2), kt_fill(&a.a, -1, 1), kt_fill(&b.a, -1, 1);
+    tg_array in[3] = {x.a, a.a, b.a}, out = {0};
+    int bad = !fn || tg_fn_call(fn, in, &out, &err) < 0;
+    for (int64_t i = 0; !bad && i < 5; i++)
+        for (int64_t j = 0; j < 4; j++) {
+            int64_t I[2] = {i, j}, A[2] = {i == 4 ? 0 : 1, j};
+            double want = (double)kt_get(&x.a, I);
+            if (i == 4 || i == 2)
+                want += exp((double)kt_get(&a.a, A) * (double)kt_get(&b.a, &j));
+            bad += !(fabsl(kt_get(&out, I) - want) <= 1e-13L);    /* exp: libmvec's on the compiled path */
+        }
+    TAP_CHECK(!bad, "fused update: values as a hand-written loop (%s)", bad && !fn ? err.message : "");
+    free(out.data);
+    free(s);
+    tg_fn_free(fn);
+    /* V also an output: not fused, stored */
+    char both[1200];
+    snprintf(both, sizeof both, "%s %s", outs, val);
+    fn = kt_compile(ctx, ins, both, NULL, kt_path, &err);
+    s = fn ? tg_print(tg_fn_schedule(fn), NULL) : NULL;
+    TAP_CHECK(s && count_steps(s, "(update ") == 1 && count_steps(s, "(loop ") == 1 &&
+                  strstr(s, "(slice -1 0 -2))) float64 (output 0)) "),
+              "schedule: a value read elsewhere stays a loop of its own (%s)", s ? s : err.message);
+    free(s);
+    tg_fn_free(fn);
+    /* float32, set_subtensor of a comparison (bool into float32), over a
+     * column: x[:, 1] = (a > b) with a and b of the part's shape */
+    fn = kt_compile(ctx, "(input x float32 (n 3)) (input a float32 (n)) (input b float32 (n))",
+                    "(set_subtensor (input x float32 (n 3)) (gt (input a float32 (n)) (input b float32 (n)))"
+                    " (slice none none none) 1)", NULL, kt_path, &err);
+    s = fn ? tg_print(tg_fn_schedule(fn), NULL) : NULL;
+    int64_t n7[2] = {7, 3}, n1 = 7;
+    kt_arr x3, a3, b3;
+    kt_make(&x3, TG_FLOAT32, 2, n7, 1), kt_make(&a3, TG_FLOAT32, 1, &n1, 0), kt_make(&b3, TG_FLOAT32, 1, &n1, 1);
+    kt_fill(&x3.a, -2, 2), kt_fill(&a3.a, -1, 1), kt_fill(&b3.a, -1, 1);
+    tg_array in3[3] = {x3.a, a3.a, b3.a};
+    memset(&out, 0, sizeof out);
+    bad = !fn || tg_fn_call(fn, in3, &out, &err) < 0;
+    for (int64_t i = 0; !bad && i < 7; i++)
+        for (int64_t j = 0; j < 3; j++) {
+            int64_t I[2] = {i, j};
+            long double want = j == 1 ? (kt_get(&a3.a, &i) > kt_get(&b3.a, &i)) : kt_get(&x3.a, I);
+            bad += kt_get(&out, I) != want;
+        }
+    TAP_CHECK(!bad && s && count_steps(s, "(loop ") == 0,
+              "fused set_subtensor of a comparison, float32, over a column (%s)", s ? s : err.message);
+    free(out.data), free(s);
+    tg_fn_free(fn);
+    /* V reads X, which the update overwrites in place: not fused, and
+     * x[::-1] = exp(x) reads every x before writing */
+    unsigned char kept[1] = {0};
+    fn = kt_compile(ctx, "(input x float64 (6))",
+                    "(set_subtensor (input x float64 (6)) (exp (input x float64 (6))) (slice none none -1))", kept,
+                    kt_path, &err);
+    s = fn ? tg_print(tg_fn_schedule(fn), NULL) : NULL;
+    double xv[6] = {0.5, -1, 2, 0.25, -0.75, 1.5}, x0[6];
+    memcpy(x0, xv, sizeof xv);
+    int64_t six = 6;
+    tg_array xin, xo = {0};
+    tg_array_init(&xin, TG_FLOAT64, 1, &six, xv);
+    bad = !fn || tg_fn_call(fn, &xin, &xo, &err) < 0;
+    for (int64_t i = 0; !bad && i < 6; i++) {
+        int64_t I[1] = {i};
+        bad += !kt_close(kt_get(&xo, I), exp(x0[5 - i]), KT_ULPS);
+    }
+    TAP_CHECK(!bad && s && count_steps(s, "(loop ") == 1, "a value reading X is not fused: x[::-1] = exp(x) (%s)",
+              s ? s : err.message);
+    free(xo.data), free(s);
+    tg_fn_free(fn);
+    free(x.block), free(a.block), free(b.block), free(x3.block), free(a3.block), free(b3.block);
+}
+
 /* Evaluate outs over one float64 input given as values; the result's
  * elements as text "a b c" in C order. */
 static const char *eval_text(const char *ins, const char *outs, int ndim, const int64_t *sh, double *vals)
@@ -721,6 +827,7 @@ int main(void)
             test_update_random(TG_INT32, mode);
         }
         test_update_schedule();
+        test_update_fused();
         test_dot_views(TG_FLOAT64);
         test_dot_views(TG_FLOAT32);
         test_with_rules();
