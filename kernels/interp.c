@@ -739,7 +739,7 @@ static int run_update_loop(const tgH_sched *s, tgI_state *st, int k, tgJ_loop_fn
             if (!tgH_value_reads(s, step, step->ins[q]))
                 continue;
             base[q] = a->data;
-            loop_strides(a, val, ls);   /* over V's shape, then V's over the part's */
+            tgI_loop_strides(a, val, ls);   /* over V's shape, then V's over the part's */
             for (int d = 0; d < val->ndim; d++)
                 strides[q * sd + part.ndim - val->ndim + d] = val->shape[d] == 1 ? 0 : ls[d];
         }
@@ -759,7 +759,7 @@ static int run_update_loop(const tgH_sched *s, tgI_state *st, int k, tgJ_loop_fn
     c_strides(val);
     tgH_step L = {.kind = TGH_LOOP, .node = vv, .nodes = step->nodes, .nnodes = step->nnodes,
                   .ins = ins, .nins = ni, .outs = &vv, .nouts = 1};
-    run_loop(s, st, &L, st->pos, NULL);
+    tgI_run_loop(s, st, &L, st->pos, NULL);
     update_part(n, &part, val, NULL);
     free(val->data);
     val->data = NULL;
