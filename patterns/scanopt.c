@@ -22,19 +22,14 @@
  * its lambda) is left alone: the kernels report what is wrong with it.
  */
 #include "scanopt.h"
-#include "rset.h"
+#include "scanint.h"
 
 #include <gc/gc.h>
 #include <stdio.h>
 #include <string.h>
 
-/* ---- names and vectors ---------------------------------------------- */
+/* ---- names ----------------------------------------------------------- */
 
-enum { N_SCAN, N_LAMBDA, N_UNTIL, N_STEPS, N_SEQS, N_OUTS, N_NSEQS, N_NITSOT, N_SITSOT, N_MITSOT,
-       N_TAPS, N_LAST, N_SCAN_OUTPUT, N_SCAN_STEPS, N_SUBTENSOR, N_SLICE, N_NONE, N_GRAPH,
-       N_INPLACE, N_CONST, N_INPUT, N_AUTO, N_ADD, N_SUB, N_NEG, N_MUL, N_TRUE_DIV, N_DOT,
-       N_DIMSHUFFLE, N_TRANSPOSE, N_SUM, N_MEAN, N_AXES, N_PERM, N_X, N_BACKWARDS, N_PROD, N_MAX,
-       N_MIN, N_ALL, N_SHARED, N_GEMM, N_RESHAPE, N_SHAPE_OF, N_ALLOC, N_LOGSUMEXP, NN };
 static const char *const nm_text[NN] = {
     "scan", "lambda", "until", "steps", "sequences", "outputs", "non_sequences", "nitsot",
     "sitsot", "mitsot", "taps", "last", "scan_output", "scan_steps", "subtensor", "slice", "none",
@@ -58,64 +53,6 @@ static const char *const tensor_ops[] = {
     "sum", "prod", "max", "min", "mean", "dot", "gemm", "transpose", "dimshuffle",
     "reshape", "alloc", "subtensor", "logsumexp"};
 #define NTENSOR (sizeof tensor_ops / sizeof *tensor_ops)
-
-typedef struct names {
-    tg_term *n[NN];
-    tgW_map ops;            /* tensor op symbol -> 1 (elementwise) or 2 */
-    tgW_map reserved;       /* symbol -> 1 */
-    /* the analysis of the last graph (scan readers), shared by the graph
-     * rewrites tried in turn on it; dropped when one of them fires (they
-     * edit it) */
-    tg_term *groot;
-    struct graph *gcache;
-} names;
-
-typedef struct so {
-    tg_ctx *ctx;
-    names *nm;
-    int oom;                /* an allocation failed: the rewrite is an error */
-} so;
-
-#define NM(s, i) ((s)->nm->n[i])
-
-typedef struct vec {
-    tg_term **v;
-    size_t n, cap;
-} vec;
-
-/* Push t (NULL is a failed construction, except in a stack of marks). */
-static int push_any(so *s, vec *v, tg_term *t)
-{
-    tg_term **p = tgW_grow(v->v, v->n, &v->cap, v->n + 1, sizeof *p);
-    if (!p)
-        return s->oom = 1, -1;
-    v->v = p;
-    v->v[v->n++] = t;
-    return 0;
-}
-
-static int push(so *s, vec *v, tg_term *t)
-{
-    return t ? push_any(s, v, t) : (s->oom = 1, -1);
-}
-
-static int is_pair(const tg_term *t) { return t && tg_kind_of(t) == TG_PAIR; }
-
-static int is_app(const tg_term *t, const tg_term *head)
-{
-    return is_pair(t) && tg_car(t) == head && tg_tail(t) == tg_nil();
-}
-
-/* The elements of proper list t in new collector memory (n set). */
-static tg_term **elems(so *s, const tg_term *t, size_t *n)
-{
-    *n = tg_length(t);
-    tg_term **v = GC_MALLOC((*n ? *n : 1) * sizeof *v);
-    if (!v)
-        return s->oom = 1, NULL;
-    tg_elements(t, v, *n);
-    return v;
-}
 
 static tg_term *app(so *s, int head, size_t n, tg_term *const *args)
 {
@@ -265,30 +202,6 @@ static int scan_fn(so *s, tg_term *node, void *ud)
     return tg_car(node) == NM(s, N_SCAN);
 }
 
-/* ---- the scan term ------------------------------------------------------ */
-
-enum { NITSOT, SITSOT, MITSOT };
-
-typedef struct out {
-    int kind;
-    tg_term *init;
-    int64_t *taps;
-    size_t ntaps;
-    tg_term **tp;           /* the tap parameters */
-    int last;
-    tg_term *res;           /* the step's result */
-} out;
-
-typedef struct scan {
-    tg_term *steps;         /* (steps N) */
-    vec seq, seqp;          /* sequences and their parameters */
-    out *o;
-    size_t no;
-    vec ns, nsp;            /* non-sequences and their parameters */
-    tg_term *until;         /* C, or NULL */
-    vec opts;
-} scan;
-
 static int parse_out(so *s, tg_term *t, out *o, tg_term *const *params, size_t np, size_t *k)
 {
     size_t n;
@@ -326,7 +239,7 @@ static int parse_out(so *s, tg_term *t, out *o, tg_term *const *params, size_t n
 }
 
 /* 1 when t is a scan this module understands (sc filled), 0 when not. */
-static int parse(so *s, tg_term *t, scan *sc)
+int tgSo_parse(so *s, tg_term *t, scan *sc)
 {
     memset(sc, 0, sizeof *sc);
     size_t n, nl, np, nr;
@@ -592,14 +505,6 @@ static int prune_taps(so *s, scan *sc)
     return s->oom ? -1 : changed;
 }
 
-/* 1 when t is an application of a tensor op (2: an elementwise one). */
-static int tensor_op(so *s, const tg_term *t)
-{
-    if (!is_pair(t) || tg_tail(t) != tg_nil())
-        return 0;
-    return (int)(uintptr_t)tgW_map_get(&s->nm->ops, tg_car(t));
-}
-
 /* What a subterm of the step depends on, as flags: a parameter in var,
  * something that cannot leave the loop (a scan, an input). */
 enum { D_VAR = 1, D_STUCK = 2, D_SEQ = 4, D_OTHER = 8, D_NONELEM = 16 };
@@ -744,181 +649,6 @@ static int push_invariant(so *s, scan *sc, tg_term *whole)
     return subst_body(s, sc, &repl) < 0 ? -1 : 1;
 }
 
-/* ---- ranks ------------------------------------------------------------ */
-
-/* Moving work between a step and whole stacks of steps adds a leading
- * axis, and broadcasting aligns axes from the right: the rewrites need the
- * ranks of the terms they move (not their sizes).  rank_of infers them
- * over the vocabulary, conservatively: -1 when not known here.  Outer
- * terms get theirs from (input NAME DTYPE (SIZE ...)), constants and the
- * ops; a step's terms from the ranks of the scan's outer arguments. */
-typedef struct rk {
-    so *s;
-    tgW_map memo;           /* node -> rank + 2 */
-    const tgW_map *env;     /* parameter -> rank + 2 (inside a lambda) */
-} rk;
-
-static int rank_scan(so *s, tg_term *t, rk *outer, int64_t k);
-
-static int rank_get(rk *r, const tg_term *t)
-{
-    tg_kind k = tg_kind_of(t);
-    if (k == TG_INT || k == TG_RAT || k == TG_DOUBLE)
-        return 0;
-    if (k == TG_SYMBOL)
-        return r->env && tgW_map_get(r->env, t) ? (int)(uintptr_t)tgW_map_get(r->env, t) - 2 : -1;
-    void *m = tgW_map_get(&r->memo, t);
-    return m ? (int)(uintptr_t)m - 2 : -1;
-}
-
-/* The number of elements of list t after its head when the head is h
- * (or of t itself when h is NN, none, or not its head). */
-static int list_len(so *s, const tg_term *t, int h)
-{
-    if (!is_pair(t))
-        return -1;
-    int n = (int)tg_length(t);
-    return h >= 0 && h < NN && tg_car(t) == NM(s, h) ? n - 1 : n;
-}
-
-static int rank_node(rk *r, tg_term *t)
-{
-    so *s = r->s;
-    size_t n;
-    tg_term **v = elems(s, t, &n);
-    if (!v || !n || tg_tail(t) != tg_nil())
-        return -1;
-    tg_term *h = v[0];
-    int a1 = n > 1 ? rank_get(r, v[1]) : -1;
-    if (h == NM(s, N_CONST) && n == 3) {
-        int d = 0;
-        for (tg_term *e = v[2]; is_pair(e) && d < 64; e = tg_car(e))
-            d++;
-        return d;
-    }
-    if ((h == NM(s, N_INPUT) || h == NM(s, N_SHARED)) && n == 4)
-        return list_len(s, v[3], NN);
-    if (tensor_op(s, t) == 2) {
-        int m = 0;
-        for (size_t i = 1; i < n; i++) {
-            if (tg_kind_of(v[i]) == TG_SYMBOL && tgW_map_get(&s->nm->reserved, v[i]))
-                continue;       /* a dtype */
-            int ri = rank_get(r, v[i]);
-            if (ri < 0)
-                return -1;
-            m = ri > m ? ri : m;
-        }
-        return m;
-    }
-    if (h == NM(s, N_SUM) || h == NM(s, N_PROD) || h == NM(s, N_MAX) || h == NM(s, N_MIN) ||
-        h == NM(s, N_MEAN) || h == NM(s, N_LOGSUMEXP)) {
-        if (n == 2 || (n == 3 && v[2] == NM(s, N_ALL)))
-            return a1 < 0 ? -1 : 0;
-        int c = n == 3 ? list_len(s, v[2], N_AXES) : -1;
-        return a1 < 0 || c < 0 || c > a1 ? -1 : a1 - c;
-    }
-    if (h == NM(s, N_DOT) && n == 3) {
-        int a2 = rank_get(r, v[2]);
-        if (a1 < 1 || a1 > 2 || a2 < 1 || a2 > 2)
-            return -1;
-        return a1 + a2 - 2;
-    }
-    if (h == NM(s, N_GEMM) || h == NM(s, N_TRANSPOSE))
-        return a1;
-    if (h == NM(s, N_DIMSHUFFLE) && n == 3)
-        return a1 < 0 ? -1 : list_len(s, v[2], N_PERM);
-    if (h == NM(s, N_RESHAPE) && n == 3)
-        return a1 < 0 ? -1 : list_len(s, v[2], N_SHAPE_OF);
-    if (h == NM(s, N_ALLOC))
-        return a1 < 0 ? -1 : (int)n - 2;
-    if (h == NM(s, N_SUBTENSOR) && a1 >= 0) {
-        int d = a1;
-        for (size_t i = 2; i < n; i++)
-            d -= !is_app(v[i], NM(s, N_SLICE));
-        return d < 0 ? -1 : d;
-    }
-    if (h == NM(s, N_SCAN_STEPS))
-        return 0;
-    if (!r->env && h == NM(s, N_SCAN))
-        return rank_scan(s, t, r, 0);
-    if (!r->env && h == NM(s, N_SCAN_OUTPUT) && n == 3) {
-        int64_t k;
-        return tg_int_get(v[2], &k) == 0 ? rank_scan(s, v[1], r, k) : -1;
-    }
-    return -1;
-}
-
-/* The rank of every node under t (post-order, explicit stack); t's. */
-static int rank_of(rk *r, tg_term *t)
-{
-    if (!is_pair(t))
-        return rank_get(r, t);
-    vec st = {0}, done = {0};
-    if (!tgW_map_get(&r->memo, t) && (push(r->s, &st, t) < 0 || push_any(r->s, &done, NULL) < 0))
-        return -1;
-    while (st.n) {
-        tg_term *n = st.v[st.n - 1];
-        if (tgW_map_get(&r->memo, n)) {
-            st.n--, done.n--;
-            continue;
-        }
-        if (!done.v[done.n - 1]) {
-            done.v[done.n - 1] = n;
-            tg_iter it;
-            tg_iter_init(&it, n);
-            for (tg_term *e; (e = tg_iter_next(&it));)
-                if (is_pair(e) && !tgW_map_get(&r->memo, e) && !is_app(e, NM(r->s, N_LAMBDA)))
-                    if (push(r->s, &st, e) < 0 || push_any(r->s, &done, NULL) < 0)
-                        return -1;
-            continue;
-        }
-        int k = rank_node(r, n);
-        if (r->s->oom || tgW_map_put(&r->memo, n, (void *)(uintptr_t)(k + 2)) < 0)
-            return r->s->oom = 1, -1;
-        st.n--, done.n--;
-    }
-    return rank_get(r, t);
-}
-
-/* The ranks of the parameters of scan sc, its outer arguments' ranks
- * taken from outer (whose memo holds them). */
-static int param_ranks(so *s, const scan *sc, rk *outer, tgW_map *env)
-{
-    for (size_t i = 0; i < sc->seq.n; i++) {
-        int q = rank_of(outer, sc->seq.v[i]);
-        if (tgW_map_put(env, sc->seqp.v[i], (void *)(uintptr_t)(q > 0 ? q + 1 : 1)) < 0)
-            return s->oom = 1, -1;
-    }
-    for (size_t i = 0; i < sc->no; i++) {
-        const out *o = &sc->o[i];
-        int q = o->kind == NITSOT ? -1 : rank_of(outer, o->init);
-        q = o->kind == MITSOT ? (q > 0 ? q - 1 : -1) : q;
-        for (size_t j = 0; j < o->ntaps; j++)
-            if (tgW_map_put(env, o->tp[j], (void *)(uintptr_t)(q + 2)) < 0)
-                return s->oom = 1, -1;
-    }
-    for (size_t i = 0; i < sc->ns.n; i++) {
-        int q = rank_of(outer, sc->ns.v[i]);
-        if (tgW_map_put(env, sc->nsp.v[i], (void *)(uintptr_t)(q + 2)) < 0)
-            return s->oom = 1, -1;
-    }
-    return 0;
-}
-
-/* Output k of scan t: its result's rank, plus the stacked axis. */
-static int rank_scan(so *s, tg_term *t, rk *outer, int64_t k)
-{
-    scan sc;
-    if (!parse(s, t, &sc) || k < 0 || (size_t)k >= sc.no)
-        return -1;
-    tgW_map env = {0};
-    if (param_ranks(s, &sc, outer, &env) < 0)
-        return -1;
-    rk in = {s, {0}, &env};
-    int q = rank_of(&in, sc.o[k].res);
-    return q < 0 ? -1 : q + !sc.o[k].last;
-}
-
 /* ---- per-step work as work on whole stacks ------------------------- */
 
 /* The stack over the steps of a step term (row t: the term's value at
@@ -1004,7 +734,7 @@ static tg_term *shift_axes(stx *x, tg_term *ax, int q)
 static tg_term *st_of(stx *x, tg_term *t, int depth, int *moved)
 {
     so *s = x->s;
-    int q = rank_of(&x->in, t);
+    int q = tgSo_rank_of(&x->in, t);
     size_t n = 0;
     int op = tensor_op(s, t);
     tg_term **v = depth < 32 && op && q >= 0 && !(x->avoid && tgW_map_get(x->avoid, t)) ? elems(s, t, &n) : NULL;
@@ -1016,7 +746,7 @@ static tg_term *st_of(stx *x, tg_term *t, int depth, int *moved)
         for (size_t i = 1; ok && i < n; i++) {
             if (tg_kind_of(v[i]) == TG_SYMBOL && tgW_map_get(&s->nm->reserved, v[i]))
                 continue;
-            int qi = rank_of(&x->in, v[i]);
+            int qi = tgSo_rank_of(&x->in, v[i]);
             if (st_varying(x, v[i]))
                 ok = qi == q && (v[i] = st_of(x, v[i], depth + 1, moved)) != NULL;
             else            /* broadcast from the right the same way */
@@ -1025,13 +755,13 @@ static tg_term *st_of(stx *x, tg_term *t, int depth, int *moved)
         r = ok ? list(s, n, v) : NULL;
     } else if (v && (h == NM(s, N_SUM) || h == NM(s, N_PROD) || h == NM(s, N_MAX) || h == NM(s, N_MIN) ||
                      h == NM(s, N_MEAN)) && (n == 2 || n == 3)) {
-        int q1 = rank_of(&x->in, v[1]);
+        int q1 = tgSo_rank_of(&x->in, v[1]);
         tg_term *ax = q1 > 0 ? shift_axes(x, n == 3 ? v[2] : NULL, q1) : NULL;
         tg_term *a = ax ? st_of(x, v[1], depth + 1, moved) : NULL;
         r = a ? list(s, 3, (tg_term *[]){h, a, ax}) : NULL;
     } else if (v && h == NM(s, N_DOT) && n == 3) {
         int va = st_varying(x, v[1]), vb = st_varying(x, v[2]);
-        int qa = rank_of(&x->in, v[1]), qb = rank_of(&x->in, v[2]);
+        int qa = tgSo_rank_of(&x->in, v[1]), qb = tgSo_rank_of(&x->in, v[2]);
         if (va && !vb && qa == 1 && (qb == 1 || qb == 2)) {
             tg_term *a = st_of(x, v[1], depth + 1, moved), *b = outside_st(x, v[2]);
             r = a && b ? app2(s, N_DOT, a, b) : NULL;
@@ -1120,7 +850,7 @@ static int seq_ranked(so *s, scan *sc, tg_term *whole, vec *found, vec *forms)
         if (tgW_map_put(&outm, sc->nsp.v[i], sc->ns.v[i]) < 0)
             return s->oom = 1, -1;
     rk outer = {s, {0}, NULL};
-    if (param_ranks(s, sc, &outer, &env) < 0 || symbols(s, whole, &used) < 0)
+    if (tgSo_param_ranks(s, sc, &outer, &env) < 0 || symbols(s, whole, &used) < 0)
         return -1;
     stx x = {s, sc, {&var, &seq, {0}}, {s, {0}, &env}, &outer, &outm, 1, NULL, &used, {0}, {0}, {0}};
     /* the terms an accumulator (sitsot INIT last) adds are left to
@@ -1222,7 +952,7 @@ static int prune_taps_w(so *s, scan *sc, tg_term *w) { (void)w; return prune_tap
 static int local(so *s, local_fn fn, tg_term *t, tg_term **out)
 {
     scan sc;
-    if (!parse(s, t, &sc))
+    if (!tgSo_parse(s, t, &sc))
         return s->oom ? -1 : 0;
     int rc = fn(s, &sc, t);
     if (rc <= 0)
@@ -1271,7 +1001,7 @@ static use *use_of(so *s, graph *g, tg_term *t)
         return u;
     if (!(u = GC_MALLOC(sizeof *u)))
         return s->oom = 1, NULL;
-    if (!parse(s, t, &u->sc)) {
+    if (!tgSo_parse(s, t, &u->sc)) {
         if (!s->oom && tgW_map_put(&g->bad, t, t) < 0)
             s->oom = 1;
         return NULL;
@@ -1717,7 +1447,7 @@ static int push_output(so *s, graph *g, use *u, tg_term **res)
             if (tgW_map_put(&outm, sc->nsp.v[i], sc->ns.v[i]) < 0)
                 return s->oom = 1, -1;
         rk outer = {s, {0}, NULL};
-        if (param_ranks(s, sc, &outer, &env) < 0 || symbols(s, g->root, &used) < 0)
+        if (tgSo_param_ranks(s, sc, &outer, &env) < 0 || symbols(s, g->root, &used) < 0)
             return -1;
         stx x = {s, sc, {&var, NULL, {0}}, {s, {0}, &env}, &outer, &outm, 0, &avoid, &used, {0}, {0}, {0}};
         if (dep_compute(s, &x.d, o->res) < 0)
