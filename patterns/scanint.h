@@ -89,6 +89,7 @@ typedef struct out {
     size_t ntaps;
     tg_term **tp;           /* the tap parameters */
     int last;
+    int64_t keep;           /* (last N): the final N rows are kept (N), else 0 */
     tg_term *res;           /* the step's result */
 } out;
 

@@ -210,6 +210,11 @@ static int parse_out(so *s, tg_term *t, out *o, tg_term *const *params, size_t n
         return 0;
     memset(o, 0, sizeof *o);
     o->last = n > 1 && v[n - 1] == NM(s, N_LAST);
+    if (n > 1 && is_app(v[n - 1], NM(s, N_LAST))) {     /* (last N) */
+        if (tg_length(v[n - 1]) != 2 || tg_int_get(tg_nth(v[n - 1], 1), &o->keep) < 0 || o->keep < 1)
+            return 0;
+        n--;
+    }
     n -= (size_t)o->last;
     if (v[0] == NM(s, N_NITSOT) && n == 1)
         o->kind = NITSOT;
@@ -309,6 +314,11 @@ static tg_term *build_out(so *s, const out *o)
     }
     if (o->last)
         v[n++] = NM(s, N_LAST);
+    else if (o->keep) {
+        tg_term *kv = tg_int(s->ctx, o->keep);
+        if (!kv || !(v[n++] = app(s, N_LAST, 1, &kv)))
+            return s->oom = 1, NULL;
+    }
     return list(s, n, v);
 }
 
@@ -971,6 +981,8 @@ typedef struct use {
     scan sc;
     unsigned char *used;    /* output k is read */
     unsigned char *lastonly;/* every read of output k takes its last row */
+    int64_t *reach;         /* every read of output k takes rows among its last reach[k]
+                             * (0: none seen yet, -1: a read takes others) */
 } use;
 
 typedef struct graph {
@@ -994,6 +1006,40 @@ static int takes_last(so *s, const tg_term *p, const tg_term *e)
            neg_one(tg_nth(p, 2));
 }
 
+/* The rows back from the end that index or slice start a reads, when it
+ * is -K or (slice -K B none) with B none or negative; else 0. */
+static int64_t tail_rows(so *s, const tg_term *a)
+{
+    int64_t k, b;
+    if (tg_int_get(a, &k) == 0)
+        return k < 0 ? -k : 0;
+    if (!is_app(a, NM(s, N_SLICE)) || tg_length(a) != 4 || tg_nth(a, 3) != NM(s, N_NONE) ||
+        tg_int_get(tg_nth(a, 1), &k) < 0 || k >= 0)
+        return 0;
+    if (tg_nth(a, 2) != NM(s, N_NONE) && (tg_int_get(tg_nth(a, 2), &b) < 0 || b >= 0))
+        return 0;
+    return -k;
+}
+
+/* How many rows back from the end P reads of e, when it reads only there
+ * ((subtensor e I ...) with I as tail_rows takes it); else 0. */
+static int64_t tail_reach(so *s, const tg_term *p, const tg_term *e)
+{
+    if (!is_app(p, NM(s, N_SUBTENSOR)) || tg_length(p) < 3 || tg_nth(p, 1) != e)
+        return 0;
+    return tail_rows(s, tg_nth(p, 2));
+}
+
+/* Output k of u is read by p (of element e): its reach grows, or is lost. */
+static void note_reach(so *s, use *u, size_t k, const tg_term *p, const tg_term *e)
+{
+    int64_t r = tail_reach(s, p, e);
+    if (!r || u->reach[k] < 0)
+        u->reach[k] = -1;
+    else if (r > u->reach[k])
+        u->reach[k] = r;
+}
+
 static use *use_of(so *s, graph *g, tg_term *t)
 {
     use *u = tgW_map_get(&g->users, t);
@@ -1009,8 +1055,11 @@ static use *use_of(so *s, graph *g, tg_term *t)
     u->t = t;
     u->used = GC_MALLOC_ATOMIC(u->sc.no + 1);
     u->lastonly = GC_MALLOC_ATOMIC(u->sc.no + 1);
-    if (!u->used || !u->lastonly || tgW_map_put(&g->users, t, u) < 0 || push(s, &g->scans, t) < 0)
+    u->reach = GC_MALLOC_ATOMIC((u->sc.no + 1) * sizeof *u->reach);
+    if (!u->used || !u->lastonly || !u->reach || tgW_map_put(&g->users, t, u) < 0 ||
+        push(s, &g->scans, t) < 0)
         return s->oom = 1, NULL;
+    memset(u->reach, 0, (u->sc.no + 1) * sizeof *u->reach);
     memset(u->used, 0, u->sc.no + 1);
     memset(u->lastonly, 1, u->sc.no + 1);
     return u;
@@ -1019,7 +1068,7 @@ static use *use_of(so *s, graph *g, tg_term *t)
 static void all_read(use *u)
 {
     for (size_t i = 0; i < u->sc.no; i++)
-        u->used[i] = 1, u->lastonly[i] = 0;
+        u->used[i] = 1, u->lastonly[i] = 0, u->reach[i] = -1;
 }
 
 /* Output k of scan u, or -1, read as (scan_output S K) by p. */
@@ -1051,6 +1100,7 @@ static int note(so *s, graph *g, tg_term *p, tg_term *e)
         u->used[0] = 1;             /* the scan itself is its output 0 */
         if (!takes_last(s, p, e))
             u->lastonly[0] = 0;
+        note_reach(s, u, 0, p, e);
     }
     if (is_app(e, NM(s, N_SCAN_OUTPUT)) && tg_length(e) == 3) {
         use *v = use_of(s, g, tg_nth(e, 1));
@@ -1059,6 +1109,8 @@ static int note(so *s, graph *g, tg_term *p, tg_term *e)
             return -1;
         if (k >= 0 && !takes_last(s, p, e))
             v->lastonly[k] = 0;
+        if (k >= 0)
+            note_reach(s, v, (size_t)k, p, e);
     }
     return 0;
 }
@@ -1203,12 +1255,88 @@ static int last_outputs(so *s, graph *g, use *u, tg_term **res)
         map[i] = (long)i;
         lm[i] = u->used[i] && u->lastonly[i] && !sc->o[i].last;
         if (lm[i])
-            sc->o[i].last = 1, any = 1;
+            sc->o[i].last = 1, sc->o[i].keep = 0, any = 1;
     }
     if (!any)
         return 0;
     tg_term *t2 = build(s, sc);
     return t2 && (*res = replace(s, g, u, sc->no, t2, map, lm)) ? 1 : -1;
+}
+
+/* The leading size of outer term t when it is a number here, else -1:
+ * an (input NAME DTYPE (L ...)) or (shared ...) gives L, an elementwise op
+ * or a dot the leading size of an operand of the result's rank (an
+ * operand of size 1 there broadcasts); depth bounds the walk. */
+static int64_t lead_size(so *s, rk *r, tg_term *t, int depth)
+{
+    int64_t n;
+    tg_term *sz;
+    if ((is_app(t, NM(s, N_INPUT)) || is_app(t, NM(s, N_SHARED))) && tg_length(t) == 4)
+        return is_pair(sz = tg_nth(t, 3)) && tg_int_get(tg_car(sz), &n) == 0 ? n : -1;
+    int op = tensor_op(s, t);
+    if (depth > 32 || !(op == 2 || is_app(t, NM(s, N_DOT))))
+        return -1;
+    int q = tgSo_rank_of(r, t);
+    if (q < 1)
+        return -1;
+    size_t ne;
+    tg_term **v = elems(s, t, &ne);
+    for (size_t i = 1; v && i < ne && i < (op == 2 ? ne : 2); i++) {
+        if (!is_pair(v[i]) || tgSo_rank_of(r, v[i]) != q)
+            continue;
+        int64_t l = lead_size(s, r, v[i], depth + 1);
+        if (l != 1)
+            return l;
+    }
+    return -1;
+}
+
+/* The scan runs at least k steps: (steps N) with N >= k, or (steps auto)
+ * over a sequence whose leading size is known to be >= k. */
+static int runs_at_least(so *s, const scan *sc, int64_t k)
+{
+    int64_t n;
+    tg_term *st = tg_nth(sc->steps, 1);
+    if (tg_int_get(st, &n) == 0)
+        return n >= k;
+    if (st != NM(s, N_AUTO))
+        return 0;
+    rk r = {s, {0}, NULL};
+    for (size_t i = 0; i < sc->seq.n; i++)
+        if (lead_size(s, &r, sc->seq.v[i], 0) >= k)
+            return 1;
+    return 0;
+}
+
+/* Stacked outputs whose every read takes rows among the last N (an index
+ * -K, a slice (slice -K B none), K <= N) keep only those N rows, (last N)
+ * (save-mem: the loop keeps a ring of them); the reads are the same terms
+ * over the new output, whose rows are the last N.  Not with until, not
+ * when the scan may run fewer than N steps, not where every read takes
+ * the last row alone (scan-last).  A backward scan of a gradient reads
+ * the whole forward trace: that read takes every row, so the trace stays. */
+static int last_rows(so *s, graph *g, use *u, tg_term **res)
+{
+    scan *sc = &u->sc;
+    if (sc->until)
+        return 0;
+    long *map = GC_MALLOC_ATOMIC((sc->no + 1) * sizeof *map);
+    if (!map)
+        return s->oom = 1, -1;
+    int any = 0;
+    for (size_t i = 0; i < sc->no; i++) {
+        out *o = &sc->o[i];
+        map[i] = (long)i;
+        int64_t r = u->reach[i];
+        if (!u->used[i] || u->lastonly[i] || r < 1 || o->last || (o->keep && o->keep <= r) ||
+            !runs_at_least(s, sc, r))
+            continue;
+        o->keep = r, any = 1;
+    }
+    if (!any)
+        return 0;
+    tg_term *t2 = build(s, sc);
+    return t2 && (*res = replace(s, g, u, sc->no, t2, map, NULL)) ? 1 : -1;
 }
 
 /* Two outputs computing the same values: the same kind, initial value,
@@ -1222,7 +1350,7 @@ static int same_outputs(so *s, graph *g, use *u, tg_term **res)
         for (size_t i = 0; i < j; i++) {
             out *a = &sc->o[i], *b = &sc->o[j];
             if (a->kind != b->kind || a->init != b->init || a->ntaps != b->ntaps ||
-                a->last != b->last || memcmp(a->taps, b->taps, a->ntaps * sizeof *a->taps))
+                a->last != b->last || a->keep != b->keep || memcmp(a->taps, b->taps, a->ntaps * sizeof *a->taps))
                 continue;
             tgW_map repl = {0};
             for (size_t k = 0; k < b->ntaps; k++)
@@ -1424,7 +1552,8 @@ static int push_output(so *s, graph *g, use *u, tg_term **res)
     int back = has_opt(s, sc, N_BACKWARDS);
     for (size_t k = 0; k < sc->no; k++) {
         out *o = &sc->o[k];
-        if (o->kind != NITSOT || o->last || !u->used[k] || u->lastonly[k] || !tensor_op(s, o->res))
+        if (o->kind != NITSOT || o->last || o->keep || !u->used[k] || u->lastonly[k] ||
+            (u->reach[k] > 0 && runs_at_least(s, sc, u->reach[k])) || !tensor_op(s, o->res))
             continue;
         /* what the other results and the condition read stays in the loop */
         tgW_map avoid = {0};
@@ -1492,7 +1621,7 @@ static int push_output(so *s, graph *g, use *u, tg_term **res)
                 continue;
             }
             size_t j = 0;       /* a stacked output computing it already */
-            while (j < nnew && !(no[j].res == l && !no[j].last))
+            while (j < nnew && !(no[j].res == l && !no[j].last && !no[j].keep))
                 j++;
             if (j == nnew) {
                 memset(&no[nnew], 0, sizeof *no);
@@ -1885,6 +2014,7 @@ static const rel rels[] = {
     {"scan-merge-outputs", NULL, same_outputs},
     {"scan-drop-outputs", NULL, unused_outputs},
     {"scan-last", NULL, last_outputs},
+    {"scan-last-rows", NULL, last_rows},
     {"scan-merge", NULL, merge_scans},
     {"scan-inplace", NULL, inplace},
     {"scan-push-sums", NULL, push_sums},

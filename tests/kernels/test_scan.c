@@ -687,6 +687,58 @@ static void test_schedule(void)
     tg_fn_free(fn);
 }
 
+/* (last N) outputs hold the last N rows of the stacked ones, in their
+ * order: a vector sitsot, a 0-d mitsot (carried in locals by the compiled
+ * loop) and a nitsot, forwards and backwards, over a symbolic number of
+ * steps; compared with the stacked outputs' last rows of the same step. */
+static void test_lastn(int back)
+{
+    tg_error err;
+    char outs[3000];
+    const char *ins = "(input x float64 (n 3))";
+#define LASTN_SCAN(A, B, C) \
+    "(scan (lambda (xt h u v) ((add (mul h 0.5) xt) (add u (mul 0.25 v) (sum xt all)) (mul (sum h all) xt))) " \
+    "(steps auto) (sequences (input x float64 (n 3))) (outputs (sitsot (alloc 0.0 3)" A ") " \
+    "(mitsot (alloc 0.5 2) (taps -2 -1)" B ") (nitsot" C ")) (non_sequences)%s)"
+    const char *opt = back ? " backwards" : "";
+    char kept[1000], whole[1000];
+    snprintf(kept, sizeof kept, LASTN_SCAN(" (last 3)", " (last 2)", " (last 4)"), opt);
+    snprintf(whole, sizeof whole, LASTN_SCAN("", "", ""), opt);
+#undef LASTN_SCAN
+    snprintf(outs, sizeof outs,
+             "(scan_output %s 0) (scan_output %s 1) (scan_output %s 2)"
+             " (subtensor (scan_output %s 0) (slice -3 none none)) (subtensor (scan_output %s 1) (slice -2 none none))"
+             " (subtensor (scan_output %s 2) (slice -4 none none))",
+             kept, kept, kept, whole, whole, whole);
+    tg_fn *fn = kt_compile(ctx, ins, outs, NULL, kt_path, &err);
+    TAP_CHECK(fn != NULL, "(last N) outputs compile: %s", fn ? "" : err.message);
+    if (!fn)
+        return;
+    int64_t sh[2] = {9, 3};
+    kt_arr x;
+    kt_make(&x, TG_FLOAT64, 2, sh, 1);
+    kt_fill(&x.a, -2, 2);
+    tg_array out[6];
+    memset(out, 0, sizeof out);
+    int rc = tg_fn_call(fn, &x.a, out, &err);
+    int bad = 0, shape = 1;
+    static const int64_t rows[3] = {3, 2, 4};
+    for (int k = 0; rc == 0 && k < 3; k++) {
+        shape &= out[k].ndim >= 1 && out[k].shape[0] == rows[k] && kt_count(&out[k]) == kt_count(&out[k + 3]);
+        int64_t idx[TG_MAXDIM] = {0};
+        if (shape)
+            do
+                bad += kt_get(&out[k], idx) != kt_get(&out[k + 3], idx);
+            while (kt_next(out[k].ndim, out[k].shape, idx));
+    }
+    TAP_CHECK(rc == 0 && shape && !bad, "(last 3), (last 2), (last 4)%s: the stacked outputs' last rows (%d wrong)%s%s",
+              back ? " backwards" : "", bad, rc ? ": " : "", rc ? err.message : "");
+    for (int k = 0; rc == 0 && k < 6; k++)
+        free(out[k].data);
+    free(x.block);
+    tg_fn_free(fn);
+}
+
 /* (inplace 0): the final value goes into INIT's buffer, a slot of the
  * workspace or a caller's input not kept, and the values are those of
  * the scan without the marker. */
@@ -824,6 +876,23 @@ static void test_errors(void)
          "(scan (lambda () ((const float64 1))) (steps 0) (sequences) "
          "(outputs (nitsot last)) (non_sequences))",
          NONE, "a (nitsot last) output of a scan of 0 steps has no value"},
+        /* (last N): N rows of at most as many steps, no until */
+        {"(input a float64 (5))",
+         "(scan (lambda (p q) ((add q p))) (steps 3) (sequences (input a float64 (5))) "
+         "(outputs (sitsot 0.0 (last 4))) (non_sequences))",
+         A, "output 0 keeps the last 4 rows but the scan runs 3 steps"},
+        {"(input c float64 (n))",
+         "(scan (lambda (p q) ((add q p))) (steps auto) (sequences (input c float64 (n))) "
+         "(outputs (sitsot 0.0 (last 4))) (non_sequences))",
+         C, "output 0 keeps the last 4 rows but the scan runs 3 steps"},
+        {"",
+         "(scan (lambda (h) ((add h 1)) (until (gt h 1))) (steps 3) (sequences) "
+         "(outputs (sitsot 0.0 (last 2))) (non_sequences))",
+         NONE, "(last N) is not allowed with until"},
+        {"",
+         "(scan (lambda (h) ((add h 1))) (steps 3) (sequences) "
+         "(outputs (sitsot 0.0 (last 0))) (non_sequences))",
+         NONE, "(last N) keeps the final N rows: N is a positive integer"},
         {"",
          "(scan_output (scan (lambda () ((const float64 1))) (steps 2) (sequences) "
          "(outputs (nitsot)) (non_sequences)) 1)",
@@ -956,6 +1025,8 @@ int main(void)
         test_recall();
         test_schedule();
         test_inplace();
+        test_lastn(0);
+        test_lastn(1);
         test_errors();
         test_mitmot(7, 0);      /* MITMOT (gradscan) */
         test_mitmot(11, 1);
