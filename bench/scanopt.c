@@ -22,7 +22,8 @@
  *                     scan-last-rows: time, and the memory the function
  *                     holds after a call (its buffers), in the same run.
  * Times are this thread's CPU time (the machine is shared), medians of R
- * runs.  Usage: scanopt [scale]  (scale 1 = full size) */
+ * runs.  Usage: scanopt [scale] [overhead|rnn|rewrites|savemem ...]
+ * (scale 1 = full size; the sections named, or all) */
 #include <malloc.h>
 #include <math.h>
 #include <stdio.h>
@@ -269,7 +270,7 @@ static size_t heap_used(void)
 static void savemem_bench(int64_t T)
 {
     const char *out = "(subtensor " RNN_SCAN("(tanh (add (dot W hp) xt))", "") " (slice -3 none none))";
-    char ins[4][40] = {"(input x float64 (T 64))", "(input h0 float64 (64))", "(input W float64 (64 64))",
+    char ins[4][64] = {"(input x float64 (T 64))", "(input h0 float64 (64))", "(input W float64 (64 64))",
                        "(input V float64 (64 64))"};
     /* T static: save-mem needs the steps known to be at least 3 */
     for (int i = 0; i < 1; i++)
@@ -335,9 +336,22 @@ static void savemem_bench(int64_t T)
     free(x);
 }
 
+/* Sections named on the command line (words, not the scale), or all. */
+static int want(int argc, char **argv, const char *name)
+{
+    int named = 0;
+    for (int i = 1; i < argc; i++)
+        if (atof(argv[i]) <= 0) {
+            named = 1;
+            if (strcmp(argv[i], name) == 0)
+                return 1;
+        }
+    return !named;
+}
+
 int main(int argc, char **argv)
 {
-    double scale = argc > 1 ? atof(argv[1]) : bench_scale(1);
+    double scale = argc > 1 && atof(argv[1]) > 0 ? atof(argv[1]) : bench_scale(1);
     tg_error err;
     ctx = tg_ctx_new(&err);
     rs = tg_rules_new(ctx, &err);
@@ -346,10 +360,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "scanopt bench: %s (set TGREL_RULES_PATH to patterns/lib)\n", err.message);
         return 1;
     }
-    overhead((int)(2000 * scale) + 1);
-    rnn_bench((int64_t)(10000 * scale) + 1);
-    rewrite_benches((int64_t)(10000 * scale) + 1);
-    savemem_bench((int64_t)(100000 * scale) + 3);
+    if (want(argc, argv, "overhead"))
+        overhead((int)(2000 * scale) + 1);
+    if (want(argc, argv, "rnn"))
+        rnn_bench((int64_t)(10000 * scale) + 1);
+    if (want(argc, argv, "rewrites"))
+        rewrite_benches((int64_t)(10000 * scale) + 1);
+    if (want(argc, argv, "savemem"))
+        savemem_bench((int64_t)(100000 * scale) + 3);
     tg_rules_free(rs);
     tg_ctx_free(ctx);
     return 0;
