@@ -843,7 +843,8 @@ static int mitmot_setup(const tgSc_scan *sc, const tgI_state *st, const tgI_arr 
     sr->mask = -1;
     full[0] = sr->rowstride;
     memcpy(full + 1, sr->strides, (size_t)rnd * sizeof *full);
-    copy_elems(sr->base, full, init->data, init->strides, init->ndim, init->shape, es);
+    if (sr->base != init->data)     /* else the buffer is INIT's own (schedule.c, scan_donor) */
+        copy_elems(sr->base, full, init->data, init->strides, init->ndim, init->shape, es);
     for (int r = out->r0; r < out->r0 + out->nres; r++)
         if (reserve(&ss->scr[r], &ss->scrcap[r], rowb + 1) < 0)
             return tgE_nomem(err), -1;
@@ -1096,7 +1097,8 @@ static void finish(const tgH_sched *s, tgI_state *st, const tgH_step *step, tgSc
         if (out->last && (out->kind != TGSC_NITSOT || ss->stor[o].base != res->data)) {
             const int64_t *strides;
             const char *src = value_at(ss, out->kind ? &st->vals[args[out->arg]] : NULL, o, done - 1, &strides);
-            copy_elems(res->data, res->strides, src, strides, res->ndim, res->shape, es);
+            if (src != res->data)   /* zero steps, in place: INIT's row is the value */
+                copy_elems(res->data, res->strides, src, strides, res->ndim, res->shape, es);
         } else if (out->keep) {     /* the final rows, in order, out of the ring */
             int64_t rs = res->strides[0];
             for (int64_t r = 0; r < out->keep; r++) {

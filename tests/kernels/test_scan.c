@@ -791,6 +791,88 @@ static void test_inplace(void)
     free(x.block), free(h0.block), free(h1.block);
 }
 
+/* The number of slots of the outer schedule printed in s (its last
+ * "(slots N)"), or -1. */
+static int outer_slots(const char *s)
+{
+    const char *p = NULL;
+    for (const char *q = s; q && (q = strstr(q, "(slots ")); q++)
+        p = q;
+    return p ? atoi(p + 7) : -1;
+}
+
+/* In place beyond last sitsot outputs: a marked mitsot `last` output
+ * takes its INIT's buffer (its final value in INIT's first row), and a
+ * mitmot output its INIT's (the buffer starts as INIT: no copy), a slot
+ * or a caller's input not kept; the values are those of the same scan
+ * computed out of place (a marker left off, INIT kept). */
+static void test_inplace_kinds(void)
+{
+    int64_t T = 6, H = 3, th[2] = {T, H}, fh[2] = {2, H}, B5 = T + 2;
+    kt_arr x, f, f1, b, b1;
+    kt_make(&x, TG_FLOAT64, 2, th, 0);
+    kt_make(&f, TG_FLOAT64, 2, fh, 0);
+    kt_make(&f1, TG_FLOAT64, 2, fh, 0);
+    kt_make(&b, TG_FLOAT64, 1, &B5, 0);
+    kt_make(&b1, TG_FLOAT64, 1, &B5, 0);
+    kt_fill(&x.a, -1, 1);
+    kt_fill(&f1.a, -1, 1);
+    kt_fill(&b1.a, -1, 1);
+    const char *ins = "(input x float64 (t h)) (input f float64 (2 h)) (input b float64 (u))";
+    /* mitsot last: marked or not; mitmot: INIT kept (out of place) or not */
+    static const char *const fmt[2] = {
+        "(add 1 (scan (lambda (xt p q) ((tanh (add p (mul 0.5 q) xt)))) (steps auto)"
+        " (sequences (input x float64 (t h))) (outputs (mitsot %s (taps -2 -1) last)) (non_sequences)%s))",
+        "(mul 2 (scan (lambda (xt a c d) ((add c (mul a (sum xt all))) (add d a))) (steps auto)"
+        " (sequences (input x float64 (t h))) (outputs (mitmot %s (taps 0 1 2) (out_taps 1 2))) (non_sequences)%s))"};
+    static const char *const inits[2][2] = {{"(exp (input f float64 (2 h)))", "(input f float64 (2 h))"},
+                                            {"(exp (input b float64 (u)))", "(input b float64 (u))"}};
+    for (int kind = 0; kind < 2; kind++)
+        for (int donated = 0; donated < 2; donated++) {
+            tg_fn *fn[2];
+            char *sched[2];
+            tg_array out[2];
+            tg_error err;
+            for (int m = 0; m < 2; m++) {
+                char outs[1600], sc[700];
+                /* m = 0: out of place (no marker; INIT kept, and for the
+                 * mitmot, read after the scan too) */
+                snprintf(sc, sizeof sc, fmt[kind], inits[kind][donated], kind == 0 && m ? " (inplace 0)" : "");
+                if (kind == 1 && !m)
+                    snprintf(outs, sizeof outs, "(add %s (mul 0 %s %s))", sc, inits[kind][donated], sc);
+                else
+                    snprintf(outs, sizeof outs, "%s", sc);
+                unsigned char kept[3] = {1, 1, 1};
+                if (m)
+                    kept[1 + kind] = 0;
+                fn[m] = kt_compile(ctx, ins, outs, kept, kt_path, &err);
+                sched[m] = fn[m] ? tg_print(tg_fn_schedule(fn[m]), NULL) : NULL;
+                memcpy(f.a.data, f1.a.data, (size_t)(2 * H) * sizeof(double));
+                memcpy(b.a.data, b1.a.data, (size_t)B5 * sizeof(double));
+                tg_array args[3] = {x.a, f.a, b.a};
+                memset(&out[m], 0, sizeof out[m]);
+                if (!fn[m] || tg_fn_call(fn[m], args, &out[m], &err) < 0)
+                    tap_diag("%s: %s", outs, err.message);
+            }
+            int64_t cnt = kind ? B5 : H;
+            int same = out[0].data && out[1].data;
+            for (int64_t i = 0; same && i < cnt; i++)
+                same = ((double *)out[0].data)[i] == ((double *)out[1].data)[i];
+            const char *what = kind ? "mitmot" : "mitsot last";
+            if (!donated)
+                TAP_CHECK(sched[0] && sched[1] && outer_slots(sched[0]) == 2 && outer_slots(sched[1]) == 1,
+                          "in place, %s: the output takes the slot of its initial value: %s (out of place: %s)", what, sched[1], sched[0]);
+            else
+                TAP_CHECK(sched[1] && strstr(sched[1], kind ? "(inplace b)" : "(inplace f)") &&
+                          !strstr(sched[0], "(inplace "),
+                          "in place, %s: the output is written in the caller's input, not kept: %s", what, sched[1]);
+            TAP_CHECK(same, "in place, %s%s: the same values as out of place", what, donated ? " (donated)" : "");
+            for (int m = 0; m < 2; m++)
+                free(sched[m]), free(out[m].data), tg_fn_free(fn[m]);
+        }
+    free(x.block), free(f.block), free(f1.block), free(b.block), free(b1.block);
+}
+
 /* Errors, each at compile time or at the call: the inputs, the outputs
  * (a scan), the arguments, what the message says. */
 static void test_errors(void)
@@ -1025,6 +1107,7 @@ int main(void)
         test_recall();
         test_schedule();
         test_inplace();
+        test_inplace_kinds();
         test_lastn(0);
         test_lastn(1);
         test_errors();
