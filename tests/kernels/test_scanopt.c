@@ -82,6 +82,10 @@ static const tcase cases[] = {
      CUMSUM("0", "") " (scan (lambda (a s u) ((mul s (add a u)))) (steps auto) (sequences " X ")"
      " (outputs (sitsot 1)) (non_sequences " W "))"},
     {"t-inplace", CUMSUM("(exp " W ")", " last")},
+    /* a mitsot last output: its final value in its INIT's first row */
+    {"t-inplace",
+     "(scan (lambda (a p q) ((add a p (mul 0.5 q)))) (steps auto) (sequences " X ")"
+     " (outputs (mitsot (alloc (exp " W ") 2) (taps -2 -1) last)) (non_sequences))"},
     {"scan_opt", "(scan_output " CUMSUM("0", "") " 0) (scan_steps " CUMSUM("1", "") ")"},
     /* backwards, with until: the sequence work and the invariant work move out all the same */
     {"default",
