@@ -1529,6 +1529,84 @@ static size_t parents(const graph *g, const tg_term *t)
     return (size_t)(uintptr_t)tgW_map_get(&g->parents, t);
 }
 
+/* ---- the stacks of work moved out of a loop ---------------------------- */
+
+/* (subtensor X (slice none none -1)): X's rows in reverse. */
+static tg_term *reversed(so *s, tg_term *x)
+{
+    tg_term *sl[3] = {NM(s, N_NONE), NM(s, N_NONE), tg_int(s->ctx, -1)};
+    tg_term *slc = sl[2] ? app(s, N_SLICE, 3, sl) : NULL;
+    return slc ? app2(s, N_SUBTENSOR, x, slc) : NULL;
+}
+
+/* The whole-sequence rows a step symbol l stands for, or NULL. */
+typedef tg_term *(*rows_fn)(so *s, const scan *sc, tg_term *l);
+
+/* Both push-out rewrites end alike: the placeholders (lph, of the step
+ * terms lv) that the moved work reads (inuse) get their stacks, in ph: a
+ * sequence's rows (rows_of), else a stacked output of the new scan built
+ * from no[0..*nnew): one that computes the value already when reuse is
+ * set, else a new nitsot appended to no (which has room), read in reverse
+ * when rev is set.  The new scan, with sc's lists and options (inplace
+ * marks dropped: outputs are renumbered), goes in *t2 (NULL when it has
+ * no output).  0, or -1. */
+static int stack_outputs(so *s, scan *sc, const vec *lv, const vec *lph, const tgW_map *inuse, rows_fn rows_of,
+                         int reuse, int rev, out *no, size_t *nnew, tgW_map *ph, tg_term **t2)
+{
+    vec later = {0};        /* placeholder, then the output index + 1 */
+    for (size_t i = 0; i < lv->n; i++) {
+        if (!tgW_map_get(inuse, lph->v[i]))
+            continue;
+        tg_term *l = lv->v[i], *rows = tg_kind_of(l) == TG_SYMBOL ? rows_of(s, sc, l) : NULL;
+        if (s->oom)
+            return -1;
+        if (rows) {
+            if (tgW_map_put(ph, lph->v[i], rows) < 0)
+                return s->oom = 1, -1;
+            continue;
+        }
+        size_t j = 0;
+        while (reuse && j < *nnew && !(no[j].res == l && !no[j].last && !no[j].keep))
+            j++;
+        if (!reuse || j == *nnew) {
+            j = *nnew;
+            memset(&no[j], 0, sizeof *no);
+            no[j].kind = NITSOT, no[j].res = l;
+            (*nnew)++;
+        }
+        if (push(s, &later, lph->v[i]) < 0 || push_any(s, &later, (tg_term *)(uintptr_t)(j + 1)) < 0)
+            return -1;
+    }
+    out *old = sc->o;
+    size_t nsc = sc->no;
+    sc->o = no, sc->no = *nnew;
+    drop_inplace(s, sc);
+    *t2 = *nnew ? build(s, sc) : NULL;
+    sc->o = old, sc->no = nsc;
+    if (*nnew && !*t2)
+        return -1;
+    for (size_t i = 0; i < later.n; i += 2) {
+        size_t j = (size_t)(uintptr_t)later.v[i + 1] - 1;
+        tg_term *st = app2(s, N_SCAN_OUTPUT, *t2, tg_int(s->ctx, (int64_t)j));
+        if (st && rev)
+            st = reversed(s, st);
+        if (!st || tgW_map_put(ph, later.v[i], st) < 0)
+            return s->oom = 1, -1;
+    }
+    return 0;
+}
+
+/* push_output's rows: a sequence's own (with (steps auto): with N steps,
+ * the first N rows would be a slice whose length the types do not know,
+ * so the rows are stacked then), in the steps' order. */
+static tg_term *output_rows(so *s, const scan *sc, tg_term *l)
+{
+    if (tg_nth(sc->steps, 1) != NM(s, N_AUTO))
+        return NULL;
+    tg_term *rows = seq_rows(s, sc, l);
+    return rows && has_opt(s, sc, N_BACKWARDS) ? reversed(s, rows) : rows;
+}
+
 /* ---- work that ends a step, after the loop ------------------------------ */
 
 /* Every node under t into set. */
@@ -1549,7 +1627,6 @@ static int push_output(so *s, graph *g, use *u, tg_term **res)
     scan *sc = &u->sc;
     if (sc->until)
         return 0;
-    int back = has_opt(s, sc, N_BACKWARDS);
     for (size_t k = 0; k < sc->no; k++) {
         out *o = &sc->o[k];
         if (o->kind != NITSOT || o->last || o->keep || !u->used[k] || u->lastonly[k] ||
@@ -1603,48 +1680,9 @@ static int push_output(so *s, graph *g, use *u, tg_term **res)
                 no[nnew++] = sc->o[i];
         }
         tgW_map ph = {0};
-        vec later = {0};        /* placeholder, then the output index + 1 */
-        for (size_t i = 0; i < x.lv.n; i++) {
-            tg_term *l = x.lv.v[i], *rows = NULL;
-            if (!tgW_map_get(&inuse, x.lph.v[i]))
-                continue;
-            /* (with N steps, the first N rows would be a slice whose length
-             * the types do not know: the rows are stacked then) */
-            if (tg_kind_of(l) == TG_SYMBOL && tg_nth(sc->steps, 1) == NM(s, N_AUTO) &&
-                (rows = seq_rows(s, sc, l)) && back) {
-                tg_term *sl[3] = {NM(s, N_NONE), NM(s, N_NONE), tg_int(s->ctx, -1)};
-                rows = app2(s, N_SUBTENSOR, rows, app(s, N_SLICE, 3, sl));
-            }
-            if (rows) {
-                if (tgW_map_put(&ph, x.lph.v[i], rows) < 0)
-                    return s->oom = 1, -1;
-                continue;
-            }
-            size_t j = 0;       /* a stacked output computing it already */
-            while (j < nnew && !(no[j].res == l && !no[j].last && !no[j].keep))
-                j++;
-            if (j == nnew) {
-                memset(&no[nnew], 0, sizeof *no);
-                no[nnew].kind = NITSOT, no[nnew].res = l;
-                nnew++;
-            }
-            if (push(s, &later, x.lph.v[i]) < 0 || push_any(s, &later, (tg_term *)(uintptr_t)(j + 1)) < 0)
-                return -1;
-        }
-        out *old = sc->o;
-        size_t nsc = sc->no;
-        sc->o = no, sc->no = nnew;
-        drop_inplace(s, sc);
-        tg_term *t2 = nnew ? build(s, sc) : NULL;
-        sc->o = old, sc->no = nsc;
-        if (nnew && !t2)
+        tg_term *t2;
+        if (stack_outputs(s, sc, &x.lv, &x.lph, &inuse, output_rows, 1, 0, no, &nnew, &ph, &t2) < 0)
             return -1;
-        for (size_t i = 0; i < later.n; i += 2) {
-            size_t j = (size_t)(uintptr_t)later.v[i + 1] - 1;
-            tg_term *st = app2(s, N_SCAN_OUTPUT, t2, tg_int(s->ctx, (int64_t)j));
-            if (!st || tgW_map_put(&ph, later.v[i], st) < 0)
-                return s->oom = 1, -1;
-        }
         if (!(exprs[k] = subst(s, e, &ph)))
             return -1;
         return (*res = replace_x(s, g, u, nold, t2, map, NULL, exprs)) ? 1 : -1;
@@ -1870,42 +1908,13 @@ static int push_sums(so *s, graph *g, use *u, tg_term **res)
                 no[nnew].res = app(s, N_ADD, kept.n, kept.v);
             nnew++;
         }
-        int back = has_opt(s, sc, N_BACKWARDS);
-        tgW_map ph = {0};       /* placeholder -> its stack, or the index + 1 of its nitsot */
-        vec newo = {0};
-        for (size_t i = 0; i < x.lv.n; i++) {
-            if (!tgW_map_get(&inuse, x.lph.v[i]))
-                continue;
-            tg_term *rows = tg_kind_of(x.lv.v[i]) == TG_SYMBOL ? seq_rows(s, sc, x.lv.v[i]) : NULL;
-            if (rows) {
-                if (tgW_map_put(&ph, x.lph.v[i], rows) < 0)
-                    return s->oom = 1, -1;
-                continue;
-            }
-            memset(&no[nnew], 0, sizeof *no);
-            no[nnew].kind = NITSOT, no[nnew].res = x.lv.v[i];
-            if (push(s, &newo, x.lph.v[i]) < 0 || push_any(s, &newo, (tg_term *)(uintptr_t)(nnew + 1)) < 0)
-                return -1;
-            nnew++;
-        }
-        size_t nsc = sc->no;
-        out *old = sc->o;
-        sc->o = no, sc->no = nnew;
-        drop_inplace(s, sc);
-        tg_term *t2 = nnew ? build(s, sc) : NULL;
-        sc->o = old, sc->no = nsc;
-        if (nnew && !t2)
+        /* the stacks in the sequences' order: a backwards scan's new
+         * nitsots reversed (the pairs of an outer product meet in step) */
+        tgW_map ph = {0};
+        tg_term *t2;
+        if (stack_outputs(s, sc, &x.lv, &x.lph, &inuse, seq_rows, 0, has_opt(s, sc, N_BACKWARDS), no, &nnew, &ph,
+                          &t2) < 0)
             return -1;
-        for (size_t i = 0; i < newo.n; i += 2) {
-            size_t j = (size_t)(uintptr_t)newo.v[i + 1] - 1;
-            tg_term *st = app2(s, N_SCAN_OUTPUT, t2, tg_int(s->ctx, (int64_t)j));
-            if (st && back) {
-                tg_term *sl[3] = {NM(s, N_NONE), NM(s, N_NONE), tg_int(s->ctx, -1)};
-                st = app2(s, N_SUBTENSOR, st, app(s, N_SLICE, 3, sl));
-            }
-            if (!st || tgW_map_put(&ph, newo.v[i], st) < 0)
-                return s->oom = 1, -1;
-        }
         /* the reads of output k: what stays in the loop plus the sums */
         vec sum = {0};
         if (push(s, &sum, kept.n == 1 ? o->init : app2(s, N_SCAN_OUTPUT, t2, tg_int(s->ctx, map[k]))) < 0)
