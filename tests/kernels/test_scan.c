@@ -975,6 +975,10 @@ static void test_errors(void)
          "(scan (lambda (h) ((add h 1))) (steps 3) (sequences) "
          "(outputs (sitsot 0.0 (last 0))) (non_sequences))",
          NONE, "(last N) keeps the final N rows: N is a positive integer"},
+        {"(input a float64 (5))",
+         "(grad (sum (scan (lambda (p q) ((mul q p))) (steps auto) (sequences (input a float64 (5))) "
+         "(outputs (sitsot 1.0 (last 2))) (non_sequences)) all) (input a float64 (5)))",
+         A, "it has a (last N) output"},
         {"",
          "(scan_output (scan (lambda () ((const float64 1))) (steps 2) (sequences) "
          "(outputs (nitsot)) (non_sequences)) 1)",
