@@ -16,9 +16,15 @@
  *                     whose input is projected by a matrix (V x_t): each
  *                     compiled with default against default without the
  *                     rewrite it shows (scan-push-sums, scan-push-output,
- *                     scan-push-sequences), the same values.
+ *                     scan-push-sequences), the same values;
+ *   scanopt_savemem   an RNN of 10^5 steps read only in its last 3 rows,
+ *                     with default against default without
+ *                     scan-last-rows: time, and the memory the function
+ *                     holds after a call (its buffers), in the same run.
  * Times are this thread's CPU time (the machine is shared), medians of R
- * runs.  Usage: scanopt [scale]  (scale 1 = full size) */
+ * runs.  Usage: scanopt [scale] [overhead|rnn|rewrites|savemem ...]
+ * (scale 1 = full size; the sections named, or all) */
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,9 +255,103 @@ static void rewrite_benches(int64_t T)
     pair_bench("scanopt_push_seq_dot", "scan-push-sequences", T, 1, &proj, (const int[]){1});
 }
 
+/* The heap in use (malloc'd, mapped chunks included). */
+static size_t heap_used(void)
+{
+    struct mallinfo2 mi = mallinfo2();
+    return mi.uordblks + mi.hblkhd;
+}
+
+/* save-mem: an RNN of 64 units over T steps whose output is read only in
+ * its last 3 rows, compiled with default against default without
+ * scan-last-rows (the stacked states in the workspace, T rows), called
+ * alternately; the memory a call needs is what the function holds after
+ * its first call (its workspace and rings are kept between calls). */
+static void savemem_bench(int64_t T)
+{
+    const char *out = "(subtensor " RNN_SCAN("(tanh (add (dot W hp) xt))", "") " (slice -3 none none))";
+    char ins[4][64] = {"(input x float64 (T 64))", "(input h0 float64 (64))", "(input W float64 (64 64))",
+                       "(input V float64 (64 64))"};
+    /* T static: save-mem needs the steps known to be at least 3 */
+    for (int i = 0; i < 1; i++)
+        snprintf(ins[i], sizeof ins[i], "(input x float64 (%lld 64))", (long long)T);
+    char o[1024];
+    const char *p = strstr(out, "(T 64)");
+    snprintf(o, sizeof o, "%.*s(%lld 64)%s", (int)(p - out), out, (long long)T, p + 6);
+    tg_term *it[4];
+    for (int i = 0; i < 4; i++)
+        it[i] = rd(ins[i]);
+    tg_term *ot = rd(o);
+    tg_term *spec[2] = {tg_symbol_cstr(ctx, "default"), rd("(query default (exclude scan-last-rows))")};
+    double *x = malloc((size_t)T * 64 * sizeof *x), h0[64], W[64 * 64], V[64 * 64], y[2][3 * 64];
+    srand(11);
+    for (int64_t i = 0; i < T * 64; i++)
+        x[i] = rand() / (double)RAND_MAX - 0.5;
+    for (int i = 0; i < 64; i++)
+        h0[i] = 0;
+    for (int i = 0; i < 64 * 64; i++)
+        W[i] = (rand() / (double)RAND_MAX - 0.5) / 8, V[i] = 0;
+    tg_array in[4], res[2];
+    int64_t sx[2] = {T, 64}, sh[1] = {64}, sw[2] = {64, 64}, so[2] = {3, 64};
+    tg_array_init(&in[0], TG_FLOAT64, 2, sx, x);
+    tg_array_init(&in[1], TG_FLOAT64, 1, sh, h0);
+    tg_array_init(&in[2], TG_FLOAT64, 2, sw, W);
+    tg_array_init(&in[3], TG_FLOAT64, 2, sw, V);
+    tg_fn *fn[2];
+    size_t held[2];
+    tg_error err;
+    for (int m = 0; m < 2; m++) {
+        tg_fn_options opt = {.rules = rs, .rewrite = spec[m]};
+        if (!(fn[m] = tg_fn_compile(ctx, 4, it, 1, &ot, &opt, &err))) {
+            fprintf(stderr, "scanopt bench: %s\n", err.message);
+            exit(1);
+        }
+        tg_array_init(&res[m], TG_FLOAT64, 2, so, y[m]);
+        size_t h = heap_used();
+        if (tg_fn_call(fn[m], in, &res[m], &err) < 0) {
+            fprintf(stderr, "scanopt bench: %s\n", err.message);
+            exit(1);
+        }
+        held[m] = heap_used() - h;
+    }
+    double t[2][R];
+    for (int r = 0; r < R; r++)
+        for (int m = 0; m < 2; m++) {
+            double t0 = bench_thread_cpu_ms();
+            if (tg_fn_call(fn[m], in, &res[m], &err) < 0) {
+                fprintf(stderr, "scanopt bench: %s\n", err.message);
+                exit(1);
+            }
+            t[m][r] = bench_thread_cpu_ms() - t0;
+        }
+    double diff = 0;
+    for (int i = 0; i < 3 * 64; i++)
+        diff = fmax(diff, fabs(y[0][i] - y[1][i]));
+    double a = bench_median(t[0], R), b = bench_median(t[1], R);
+    printf("{\"bench\":\"scanopt_savemem\",\"steps\":%lld,\"rows_read\":3,\"native\":%d,\"default_ms\":%.3f,"
+           "\"without_scan-last-rows_ms\":%.3f,\"ratio\":%.3f,\"default_held_bytes\":%zu,"
+           "\"without_held_bytes\":%zu,\"max_abs_diff\":%.3g}\n",
+           (long long)T, tg_fn_native(fn[0]), a, b, a / b, held[0], held[1], diff);
+    tg_fn_free(fn[0]), tg_fn_free(fn[1]);
+    free(x);
+}
+
+/* Sections named on the command line (words, not the scale), or all. */
+static int want(int argc, char **argv, const char *name)
+{
+    int named = 0;
+    for (int i = 1; i < argc; i++)
+        if (atof(argv[i]) <= 0) {
+            named = 1;
+            if (strcmp(argv[i], name) == 0)
+                return 1;
+        }
+    return !named;
+}
+
 int main(int argc, char **argv)
 {
-    double scale = argc > 1 ? atof(argv[1]) : bench_scale(1);
+    double scale = argc > 1 && atof(argv[1]) > 0 ? atof(argv[1]) : bench_scale(1);
     tg_error err;
     ctx = tg_ctx_new(&err);
     rs = tg_rules_new(ctx, &err);
@@ -260,9 +360,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "scanopt bench: %s (set TGREL_RULES_PATH to patterns/lib)\n", err.message);
         return 1;
     }
-    overhead((int)(2000 * scale) + 1);
-    rnn_bench((int64_t)(10000 * scale) + 1);
-    rewrite_benches((int64_t)(10000 * scale) + 1);
+    if (want(argc, argv, "overhead"))
+        overhead((int)(2000 * scale) + 1);
+    if (want(argc, argv, "rnn"))
+        rnn_bench((int64_t)(10000 * scale) + 1);
+    if (want(argc, argv, "rewrites"))
+        rewrite_benches((int64_t)(10000 * scale) + 1);
+    if (want(argc, argv, "savemem"))
+        savemem_bench((int64_t)(100000 * scale) + 3);
     tg_rules_free(rs);
     tg_ctx_free(ctx);
     return 0;

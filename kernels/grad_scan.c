@@ -148,6 +148,9 @@ static int scan_grad_check(sgx *g)
     for (int o = 0; o < sc->nout; o++)
         if (sc->outs[o].kind == TGSC_MITMOT)
             return sfail(g, "it has a mitmot output (no gradient rule for mitmot yet)");
+        else if (sc->outs[o].keep)
+            return sfail(g, "it has a (last N) output (its earlier rows, which the backward scan reads, are "
+                            "not kept); take the gradient of the stacked output");
     const int *args = og->nodes[sc->first].args;
     for (int i = 0; i < sc->nseq; i++)
         if (tgV_canon(og, og->nodes[args[i]].shape[0]) != tgV_canon(og, sc->steps))

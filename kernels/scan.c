@@ -114,8 +114,16 @@ static int parse_out(tgV_builder *b, tgSc_scan *sc, tg_term *o, tgSc_out *out)
     int n = items(o, NULL, &a);
     memset(out, 0, sizeof *out);
     out->nres = 1;
+    tg_term **k;
+    int64_t keep;
     if (n > 0 && sym_is(a[n - 1], "last"))
         out->last = true, n--;
+    else if (n > 0 && tg_kind_of(a[n - 1]) == TG_PAIR && sym_is(tg_car(a[n - 1]), "last")) {
+        if (items(a[n - 1], "last", &k) != 1 || tg_kind_of(k[0]) != TG_INT || tg_int_get(k[0], &keep) < 0 ||
+            keep < 1 || keep > (1 << 30))
+            return tgV_fail(b, sc->term, "(last N) keeps the final N rows: N is a positive integer");
+        out->keep = (int)keep, n--;
+    }
     if (n == 1 && sym_is(a[0], "nitsot")) {
         out->kind = TGSC_NITSOT;
         return 0;
@@ -131,12 +139,12 @@ static int parse_out(tgV_builder *b, tgSc_scan *sc, tg_term *o, tgSc_out *out)
     tg_term **t;
     int nt;
     if (n == 4 && sym_is(a[0], "mitmot"))
-        return out->last ? tgV_fail(b, sc->term, "a mitmot output is its whole buffer: it takes no last")
+        return out->last || out->keep ? tgV_fail(b, sc->term, "a mitmot output is its whole buffer: it takes no last")
                          : parse_mitmot(b, sc, a, out);
     if (n != 3 || !sym_is(a[0], "mitsot") || (nt = items(a[2], "taps", &t)) < 1)
         return tgV_fail(b, sc->term, "an output is (nitsot), (sitsot INIT), (mitsot INIT (taps T ...)) "
                                      "or (mitmot INIT (taps T ...) (out_taps T ...)), the first three "
-                                     "optionally ending with last");
+                                     "optionally ending with last or (last N)");
     out->kind = TGSC_MITSOT, out->init = a[1], out->ntaps = nt;
     out->taps = GC_MALLOC_ATOMIC((size_t)nt * sizeof *out->taps);
     if (!out->taps)
@@ -379,6 +387,14 @@ static int check_outer(tgV_builder *b, tgSc_scan *sc, const int *argn)
     }
     for (int o = 0; o < sc->nout; o++) {
         const tgSc_out *out = &sc->outs[o];
+        if (out->keep && sc->until)
+            return tgV_fail(b, sc->term, "(last N) is not allowed with until (the last N steps done are not "
+                                         "known before the loop stops)");
+        if (out->keep && n >= 0 && n < out->keep) {
+            snprintf(msg, sizeof msg, "output %d keeps the last %d rows but the scan runs %lld steps", o,
+                     out->keep, (long long)n);
+            return tgV_fail(b, sc->term, msg);
+        }
         if (out->kind == TGSC_MITMOT) {
             const tgV_node *x = &g->nodes[argn[out->arg]];
             tgV_size r = x->ndim ? tgV_canon(g, x->shape[0]) : 0;
@@ -549,7 +565,7 @@ static int make_nodes(tgV_builder *b, tgSc_scan *sc, int *argn)
             continue;
         }
         if (!out->last)
-            n->shape[n->ndim++] = sc->steps;
+            n->shape[n->ndim++] = out->keep ? out->keep : sc->steps;
         if (r->ndim + n->ndim > TGV_MAXDIM)
             return tgV_fail(b, sc->term, "too many axes");
         for (int d = 0; d < r->ndim; d++)
@@ -828,7 +844,8 @@ static int mitmot_setup(const tgSc_scan *sc, const tgI_state *st, const tgI_arr 
     sr->mask = -1;
     full[0] = sr->rowstride;
     memcpy(full + 1, sr->strides, (size_t)rnd * sizeof *full);
-    copy_elems(sr->base, full, init->data, init->strides, init->ndim, init->shape, es);
+    if (sr->base != init->data)     /* else the buffer is INIT's own (schedule.c, scan_donor) */
+        copy_elems(sr->base, full, init->data, init->strides, init->ndim, init->shape, es);
     for (int r = out->r0; r < out->r0 + out->nres; r++)
         if (reserve(&ss->scr[r], &ss->scrcap[r], rowb + 1) < 0)
             return tgE_nomem(err), -1;
@@ -884,19 +901,24 @@ static int setup(const tgH_sched *s, tgI_state *st, const tgH_step *step, tgSc_s
                 return runerr(sc, err, msg);
             }
         }
+        if (out->keep && n < out->keep) {
+            snprintf(msg, sizeof msg, "output %d keeps the last %d rows but the scan runs %lld steps", o,
+                     out->keep, (long long)n);
+            return runerr(sc, err, msg);
+        }
         int rd = out->last ? 0 : 1;     /* the row's first axis in res */
         int rnd = res->ndim - rd;
         const int64_t *rshape = res->shape + rd;
         size_t es = tgV_dtype_size(res->dtype);
-        if (!out->last && res->data) {  /* the stacked output itself */
+        if (!out->last && !out->keep && res->data) {    /* the stacked output itself */
             sr->base = res->data, sr->rowstride = res->strides[0], sr->mask = -1;
             memcpy(sr->strides, res->strides + 1, (size_t)rnd * sizeof *sr->strides);
             continue;
         }
-        int64_t rows = 1;
-        while (rows < out->maxtap + 1)
+        int64_t rows = 1;     /* (last N): the ring holds the final N rows too */
+        while (rows < out->maxtap + 1 || rows < out->keep)
             rows *= 2;
-        if (out->kind == TGSC_NITSOT && res->data) {    /* nitsot last: the output */
+        if (out->kind == TGSC_NITSOT && out->last && res->data) {     /* nitsot last: the output */
             sr->base = res->data, sr->rowstride = 0, sr->mask = 0;
             memcpy(sr->strides, res->strides, (size_t)rnd * sizeof *sr->strides);
             continue;
@@ -1076,7 +1098,15 @@ static void finish(const tgH_sched *s, tgI_state *st, const tgH_step *step, tgSc
         if (out->last && (out->kind != TGSC_NITSOT || ss->stor[o].base != res->data)) {
             const int64_t *strides;
             const char *src = value_at(ss, out->kind ? &st->vals[args[out->arg]] : NULL, o, done - 1, &strides);
-            copy_elems(res->data, res->strides, src, strides, res->ndim, res->shape, es);
+            if (src != res->data)   /* zero steps, in place: INIT's row is the value */
+                copy_elems(res->data, res->strides, src, strides, res->ndim, res->shape, es);
+        } else if (out->keep) {     /* the final rows, in order, out of the ring */
+            int64_t rs = res->strides[0];
+            for (int64_t r = 0; r < out->keep; r++) {
+                const int64_t *strides;
+                const char *src = value_at(ss, NULL, o, done - out->keep + r, &strides);
+                copy_elems(res->data + r * rs, res->strides + 1, src, strides, res->ndim - 1, res->shape + 1, es);
+            }
         } else if (!out->last && done < n) {
             int64_t rowb = elems(res->ndim - 1, res->shape + 1);
             for (int64_t t = done; t < n; t++) {

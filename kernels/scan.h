@@ -18,6 +18,7 @@ enum { TGSC_NITSOT, TGSC_SITSOT, TGSC_MITSOT, TGSC_MITMOT };
 typedef struct tgSc_out {
     int kind;
     bool last;              /* only the final value is kept */
+    int keep;               /* (last N): only the final N rows are kept (N), else 0 */
     tg_term *init;          /* recurrent: the initial value's term */
     int ntaps, maxtap;      /* recurrent: taps, and max |tap| */
     int *taps;              /* |tap| per parameter, in the order listed (MITMOT: the tap) */

@@ -456,16 +456,34 @@ static int make_steps(tgH_sched *s, const int *unit, int nu, const int *order, c
 }
 
 /* The INIT node whose buffer scan output node v may take: v is a
- * recurrent last output marked (inplace K); -1 otherwise.  Safe because
- * the scan reads INIT only before it writes that output (the final value
- * is stored after the loop; state lives in a ring or in locals). */
-static int scan_donor(const tgV_graph *g, int v)
+ * recurrent last output marked (inplace K) (*row set for a mitsot: its
+ * final value goes in INIT's first row), or a mitmot output whose INIT is
+ * no other argument of the scan; -1 otherwise.  Safe because the scan
+ * reads INIT only before it writes a last output (the final value is
+ * stored after the loop; state lives in a ring or in locals), and a
+ * mitmot's buffer starts as INIT's copy: INIT's own buffer, the copy
+ * skipped. */
+static int scan_donor(const tgV_graph *g, int v, bool *row)
 {
     const tgV_node *n = &g->nodes[v];
+    *row = false;
     if (n->op != TGV_SCAN || n->sout < 0)
         return -1;
     const tgSc_out *o = &n->scan->outs[n->sout];
+    if (o->kind == TGSC_MITMOT) {
+        for (int i = 0; i < n->nargs; i++)
+            if (i != o->arg && n->args[i] == n->args[o->arg])
+                return -1;
+        return n->args[o->arg];
+    }
+    *row = o->kind == TGSC_MITSOT;
     return o->inplace && o->kind != TGSC_NITSOT && o->last ? n->args[o->arg] : -1;
+}
+
+/* Is b's shape a's without its leading axis (b a row of a)? */
+static bool row_shape(const tgV_node *a, const tgV_node *b)
+{
+    return a->ndim == b->ndim + 1 && memcmp(a->shape + 1, b->shape, (size_t)b->ndim * sizeof *b->shape) == 0;
 }
 
 /* The X whose buffer update node v (an inc_subtensor or set_subtensor;
@@ -531,7 +549,8 @@ static int plan_buffers(tgH_sched *s, const unsigned char *kept)
             const tgV_node *n = &g->nodes[v];
             if (st->kind == TGH_VIEW || (s->output[v] >= 0 && st->kind != TGH_RESHAPE))
                 continue;
-            int taken = -1, donor = st->kind == TGH_SCAN ? scan_donor(g, v)
+            bool row = false;
+            int taken = -1, donor = st->kind == TGH_SCAN ? scan_donor(g, v, &row)
                                   : st->kind == TGH_UPDATE || st->kind == TGH_UPDATE_LOOP || st->kind == TGH_REDUCE
                                       ? update_donor(g, v) : -1;
             bool may = (st->kind == TGH_LOOP && j < st->nouts) || donor >= 0;
@@ -540,7 +559,7 @@ static int plan_buffers(tgH_sched *s, const unsigned char *kept)
                 if (donor >= 0 && a != donor)
                     continue;
                 const tgV_node *an = &g->nodes[a];
-                if (last[a] != k || viewed[a] || s->base[a] != a || !same_shape(an, n) ||
+                if (last[a] != k || viewed[a] || s->base[a] != a || !(row ? row_shape(an, n) : same_shape(an, n)) ||
                     tgV_dtype_size(an->dtype) != tgV_dtype_size(n->dtype))
                     continue;
                 if (s->slot[a] >= 0)

@@ -22,19 +22,14 @@
  * its lambda) is left alone: the kernels report what is wrong with it.
  */
 #include "scanopt.h"
-#include "rset.h"
+#include "scanint.h"
 
 #include <gc/gc.h>
 #include <stdio.h>
 #include <string.h>
 
-/* ---- names and vectors ---------------------------------------------- */
+/* ---- names ----------------------------------------------------------- */
 
-enum { N_SCAN, N_LAMBDA, N_UNTIL, N_STEPS, N_SEQS, N_OUTS, N_NSEQS, N_NITSOT, N_SITSOT, N_MITSOT,
-       N_TAPS, N_LAST, N_SCAN_OUTPUT, N_SCAN_STEPS, N_SUBTENSOR, N_SLICE, N_NONE, N_GRAPH,
-       N_INPLACE, N_CONST, N_INPUT, N_AUTO, N_ADD, N_SUB, N_NEG, N_MUL, N_TRUE_DIV, N_DOT,
-       N_DIMSHUFFLE, N_TRANSPOSE, N_SUM, N_MEAN, N_AXES, N_PERM, N_X, N_BACKWARDS, N_PROD, N_MAX,
-       N_MIN, N_ALL, N_SHARED, N_GEMM, N_RESHAPE, N_SHAPE_OF, N_ALLOC, N_LOGSUMEXP, NN };
 static const char *const nm_text[NN] = {
     "scan", "lambda", "until", "steps", "sequences", "outputs", "non_sequences", "nitsot",
     "sitsot", "mitsot", "taps", "last", "scan_output", "scan_steps", "subtensor", "slice", "none",
@@ -58,64 +53,6 @@ static const char *const tensor_ops[] = {
     "sum", "prod", "max", "min", "mean", "dot", "gemm", "transpose", "dimshuffle",
     "reshape", "alloc", "subtensor", "logsumexp"};
 #define NTENSOR (sizeof tensor_ops / sizeof *tensor_ops)
-
-typedef struct names {
-    tg_term *n[NN];
-    tgW_map ops;            /* tensor op symbol -> 1 (elementwise) or 2 */
-    tgW_map reserved;       /* symbol -> 1 */
-    /* the analysis of the last graph (scan readers), shared by the graph
-     * rewrites tried in turn on it; dropped when one of them fires (they
-     * edit it) */
-    tg_term *groot;
-    struct graph *gcache;
-} names;
-
-typedef struct so {
-    tg_ctx *ctx;
-    names *nm;
-    int oom;                /* an allocation failed: the rewrite is an error */
-} so;
-
-#define NM(s, i) ((s)->nm->n[i])
-
-typedef struct vec {
-    tg_term **v;
-    size_t n, cap;
-} vec;
-
-/* Push t (NULL is a failed construction, except in a stack of marks). */
-static int push_any(so *s, vec *v, tg_term *t)
-{
-    tg_term **p = tgW_grow(v->v, v->n, &v->cap, v->n + 1, sizeof *p);
-    if (!p)
-        return s->oom = 1, -1;
-    v->v = p;
-    v->v[v->n++] = t;
-    return 0;
-}
-
-static int push(so *s, vec *v, tg_term *t)
-{
-    return t ? push_any(s, v, t) : (s->oom = 1, -1);
-}
-
-static int is_pair(const tg_term *t) { return t && tg_kind_of(t) == TG_PAIR; }
-
-static int is_app(const tg_term *t, const tg_term *head)
-{
-    return is_pair(t) && tg_car(t) == head && tg_tail(t) == tg_nil();
-}
-
-/* The elements of proper list t in new collector memory (n set). */
-static tg_term **elems(so *s, const tg_term *t, size_t *n)
-{
-    *n = tg_length(t);
-    tg_term **v = GC_MALLOC((*n ? *n : 1) * sizeof *v);
-    if (!v)
-        return s->oom = 1, NULL;
-    tg_elements(t, v, *n);
-    return v;
-}
 
 static tg_term *app(so *s, int head, size_t n, tg_term *const *args)
 {
@@ -265,30 +202,6 @@ static int scan_fn(so *s, tg_term *node, void *ud)
     return tg_car(node) == NM(s, N_SCAN);
 }
 
-/* ---- the scan term ------------------------------------------------------ */
-
-enum { NITSOT, SITSOT, MITSOT };
-
-typedef struct out {
-    int kind;
-    tg_term *init;
-    int64_t *taps;
-    size_t ntaps;
-    tg_term **tp;           /* the tap parameters */
-    int last;
-    tg_term *res;           /* the step's result */
-} out;
-
-typedef struct scan {
-    tg_term *steps;         /* (steps N) */
-    vec seq, seqp;          /* sequences and their parameters */
-    out *o;
-    size_t no;
-    vec ns, nsp;            /* non-sequences and their parameters */
-    tg_term *until;         /* C, or NULL */
-    vec opts;
-} scan;
-
 static int parse_out(so *s, tg_term *t, out *o, tg_term *const *params, size_t np, size_t *k)
 {
     size_t n;
@@ -297,6 +210,11 @@ static int parse_out(so *s, tg_term *t, out *o, tg_term *const *params, size_t n
         return 0;
     memset(o, 0, sizeof *o);
     o->last = n > 1 && v[n - 1] == NM(s, N_LAST);
+    if (n > 1 && is_app(v[n - 1], NM(s, N_LAST))) {     /* (last N) */
+        if (tg_length(v[n - 1]) != 2 || tg_int_get(tg_nth(v[n - 1], 1), &o->keep) < 0 || o->keep < 1)
+            return 0;
+        n--;
+    }
     n -= (size_t)o->last;
     if (v[0] == NM(s, N_NITSOT) && n == 1)
         o->kind = NITSOT;
@@ -326,7 +244,7 @@ static int parse_out(so *s, tg_term *t, out *o, tg_term *const *params, size_t n
 }
 
 /* 1 when t is a scan this module understands (sc filled), 0 when not. */
-static int parse(so *s, tg_term *t, scan *sc)
+int tgSo_parse(so *s, tg_term *t, scan *sc)
 {
     memset(sc, 0, sizeof *sc);
     size_t n, nl, np, nr;
@@ -396,6 +314,11 @@ static tg_term *build_out(so *s, const out *o)
     }
     if (o->last)
         v[n++] = NM(s, N_LAST);
+    else if (o->keep) {
+        tg_term *kv = tg_int(s->ctx, o->keep);
+        if (!kv || !(v[n++] = app(s, N_LAST, 1, &kv)))
+            return s->oom = 1, NULL;
+    }
     return list(s, n, v);
 }
 
@@ -592,14 +515,6 @@ static int prune_taps(so *s, scan *sc)
     return s->oom ? -1 : changed;
 }
 
-/* 1 when t is an application of a tensor op (2: an elementwise one). */
-static int tensor_op(so *s, const tg_term *t)
-{
-    if (!is_pair(t) || tg_tail(t) != tg_nil())
-        return 0;
-    return (int)(uintptr_t)tgW_map_get(&s->nm->ops, tg_car(t));
-}
-
 /* What a subterm of the step depends on, as flags: a parameter in var,
  * something that cannot leave the loop (a scan, an input). */
 enum { D_VAR = 1, D_STUCK = 2, D_SEQ = 4, D_OTHER = 8, D_NONELEM = 16 };
@@ -744,181 +659,6 @@ static int push_invariant(so *s, scan *sc, tg_term *whole)
     return subst_body(s, sc, &repl) < 0 ? -1 : 1;
 }
 
-/* ---- ranks ------------------------------------------------------------ */
-
-/* Moving work between a step and whole stacks of steps adds a leading
- * axis, and broadcasting aligns axes from the right: the rewrites need the
- * ranks of the terms they move (not their sizes).  rank_of infers them
- * over the vocabulary, conservatively: -1 when not known here.  Outer
- * terms get theirs from (input NAME DTYPE (SIZE ...)), constants and the
- * ops; a step's terms from the ranks of the scan's outer arguments. */
-typedef struct rk {
-    so *s;
-    tgW_map memo;           /* node -> rank + 2 */
-    const tgW_map *env;     /* parameter -> rank + 2 (inside a lambda) */
-} rk;
-
-static int rank_scan(so *s, tg_term *t, rk *outer, int64_t k);
-
-static int rank_get(rk *r, const tg_term *t)
-{
-    tg_kind k = tg_kind_of(t);
-    if (k == TG_INT || k == TG_RAT || k == TG_DOUBLE)
-        return 0;
-    if (k == TG_SYMBOL)
-        return r->env && tgW_map_get(r->env, t) ? (int)(uintptr_t)tgW_map_get(r->env, t) - 2 : -1;
-    void *m = tgW_map_get(&r->memo, t);
-    return m ? (int)(uintptr_t)m - 2 : -1;
-}
-
-/* The number of elements of list t after its head when the head is h
- * (or of t itself when h is NN, none, or not its head). */
-static int list_len(so *s, const tg_term *t, int h)
-{
-    if (!is_pair(t))
-        return -1;
-    int n = (int)tg_length(t);
-    return h >= 0 && h < NN && tg_car(t) == NM(s, h) ? n - 1 : n;
-}
-
-static int rank_node(rk *r, tg_term *t)
-{
-    so *s = r->s;
-    size_t n;
-    tg_term **v = elems(s, t, &n);
-    if (!v || !n || tg_tail(t) != tg_nil())
-        return -1;
-    tg_term *h = v[0];
-    int a1 = n > 1 ? rank_get(r, v[1]) : -1;
-    if (h == NM(s, N_CONST) && n == 3) {
-        int d = 0;
-        for (tg_term *e = v[2]; is_pair(e) && d < 64; e = tg_car(e))
-            d++;
-        return d;
-    }
-    if ((h == NM(s, N_INPUT) || h == NM(s, N_SHARED)) && n == 4)
-        return list_len(s, v[3], NN);
-    if (tensor_op(s, t) == 2) {
-        int m = 0;
-        for (size_t i = 1; i < n; i++) {
-            if (tg_kind_of(v[i]) == TG_SYMBOL && tgW_map_get(&s->nm->reserved, v[i]))
-                continue;       /* a dtype */
-            int ri = rank_get(r, v[i]);
-            if (ri < 0)
-                return -1;
-            m = ri > m ? ri : m;
-        }
-        return m;
-    }
-    if (h == NM(s, N_SUM) || h == NM(s, N_PROD) || h == NM(s, N_MAX) || h == NM(s, N_MIN) ||
-        h == NM(s, N_MEAN) || h == NM(s, N_LOGSUMEXP)) {
-        if (n == 2 || (n == 3 && v[2] == NM(s, N_ALL)))
-            return a1 < 0 ? -1 : 0;
-        int c = n == 3 ? list_len(s, v[2], N_AXES) : -1;
-        return a1 < 0 || c < 0 || c > a1 ? -1 : a1 - c;
-    }
-    if (h == NM(s, N_DOT) && n == 3) {
-        int a2 = rank_get(r, v[2]);
-        if (a1 < 1 || a1 > 2 || a2 < 1 || a2 > 2)
-            return -1;
-        return a1 + a2 - 2;
-    }
-    if (h == NM(s, N_GEMM) || h == NM(s, N_TRANSPOSE))
-        return a1;
-    if (h == NM(s, N_DIMSHUFFLE) && n == 3)
-        return a1 < 0 ? -1 : list_len(s, v[2], N_PERM);
-    if (h == NM(s, N_RESHAPE) && n == 3)
-        return a1 < 0 ? -1 : list_len(s, v[2], N_SHAPE_OF);
-    if (h == NM(s, N_ALLOC))
-        return a1 < 0 ? -1 : (int)n - 2;
-    if (h == NM(s, N_SUBTENSOR) && a1 >= 0) {
-        int d = a1;
-        for (size_t i = 2; i < n; i++)
-            d -= !is_app(v[i], NM(s, N_SLICE));
-        return d < 0 ? -1 : d;
-    }
-    if (h == NM(s, N_SCAN_STEPS))
-        return 0;
-    if (!r->env && h == NM(s, N_SCAN))
-        return rank_scan(s, t, r, 0);
-    if (!r->env && h == NM(s, N_SCAN_OUTPUT) && n == 3) {
-        int64_t k;
-        return tg_int_get(v[2], &k) == 0 ? rank_scan(s, v[1], r, k) : -1;
-    }
-    return -1;
-}
-
-/* The rank of every node under t (post-order, explicit stack); t's. */
-static int rank_of(rk *r, tg_term *t)
-{
-    if (!is_pair(t))
-        return rank_get(r, t);
-    vec st = {0}, done = {0};
-    if (!tgW_map_get(&r->memo, t) && (push(r->s, &st, t) < 0 || push_any(r->s, &done, NULL) < 0))
-        return -1;
-    while (st.n) {
-        tg_term *n = st.v[st.n - 1];
-        if (tgW_map_get(&r->memo, n)) {
-            st.n--, done.n--;
-            continue;
-        }
-        if (!done.v[done.n - 1]) {
-            done.v[done.n - 1] = n;
-            tg_iter it;
-            tg_iter_init(&it, n);
-            for (tg_term *e; (e = tg_iter_next(&it));)
-                if (is_pair(e) && !tgW_map_get(&r->memo, e) && !is_app(e, NM(r->s, N_LAMBDA)))
-                    if (push(r->s, &st, e) < 0 || push_any(r->s, &done, NULL) < 0)
-                        return -1;
-            continue;
-        }
-        int k = rank_node(r, n);
-        if (r->s->oom || tgW_map_put(&r->memo, n, (void *)(uintptr_t)(k + 2)) < 0)
-            return r->s->oom = 1, -1;
-        st.n--, done.n--;
-    }
-    return rank_get(r, t);
-}
-
-/* The ranks of the parameters of scan sc, its outer arguments' ranks
- * taken from outer (whose memo holds them). */
-static int param_ranks(so *s, const scan *sc, rk *outer, tgW_map *env)
-{
-    for (size_t i = 0; i < sc->seq.n; i++) {
-        int q = rank_of(outer, sc->seq.v[i]);
-        if (tgW_map_put(env, sc->seqp.v[i], (void *)(uintptr_t)(q > 0 ? q + 1 : 1)) < 0)
-            return s->oom = 1, -1;
-    }
-    for (size_t i = 0; i < sc->no; i++) {
-        const out *o = &sc->o[i];
-        int q = o->kind == NITSOT ? -1 : rank_of(outer, o->init);
-        q = o->kind == MITSOT ? (q > 0 ? q - 1 : -1) : q;
-        for (size_t j = 0; j < o->ntaps; j++)
-            if (tgW_map_put(env, o->tp[j], (void *)(uintptr_t)(q + 2)) < 0)
-                return s->oom = 1, -1;
-    }
-    for (size_t i = 0; i < sc->ns.n; i++) {
-        int q = rank_of(outer, sc->ns.v[i]);
-        if (tgW_map_put(env, sc->nsp.v[i], (void *)(uintptr_t)(q + 2)) < 0)
-            return s->oom = 1, -1;
-    }
-    return 0;
-}
-
-/* Output k of scan t: its result's rank, plus the stacked axis. */
-static int rank_scan(so *s, tg_term *t, rk *outer, int64_t k)
-{
-    scan sc;
-    if (!parse(s, t, &sc) || k < 0 || (size_t)k >= sc.no)
-        return -1;
-    tgW_map env = {0};
-    if (param_ranks(s, &sc, outer, &env) < 0)
-        return -1;
-    rk in = {s, {0}, &env};
-    int q = rank_of(&in, sc.o[k].res);
-    return q < 0 ? -1 : q + !sc.o[k].last;
-}
-
 /* ---- per-step work as work on whole stacks ------------------------- */
 
 /* The stack over the steps of a step term (row t: the term's value at
@@ -1004,7 +744,7 @@ static tg_term *shift_axes(stx *x, tg_term *ax, int q)
 static tg_term *st_of(stx *x, tg_term *t, int depth, int *moved)
 {
     so *s = x->s;
-    int q = rank_of(&x->in, t);
+    int q = tgSo_rank_of(&x->in, t);
     size_t n = 0;
     int op = tensor_op(s, t);
     tg_term **v = depth < 32 && op && q >= 0 && !(x->avoid && tgW_map_get(x->avoid, t)) ? elems(s, t, &n) : NULL;
@@ -1016,7 +756,7 @@ static tg_term *st_of(stx *x, tg_term *t, int depth, int *moved)
         for (size_t i = 1; ok && i < n; i++) {
             if (tg_kind_of(v[i]) == TG_SYMBOL && tgW_map_get(&s->nm->reserved, v[i]))
                 continue;
-            int qi = rank_of(&x->in, v[i]);
+            int qi = tgSo_rank_of(&x->in, v[i]);
             if (st_varying(x, v[i]))
                 ok = qi == q && (v[i] = st_of(x, v[i], depth + 1, moved)) != NULL;
             else            /* broadcast from the right the same way */
@@ -1025,13 +765,13 @@ static tg_term *st_of(stx *x, tg_term *t, int depth, int *moved)
         r = ok ? list(s, n, v) : NULL;
     } else if (v && (h == NM(s, N_SUM) || h == NM(s, N_PROD) || h == NM(s, N_MAX) || h == NM(s, N_MIN) ||
                      h == NM(s, N_MEAN)) && (n == 2 || n == 3)) {
-        int q1 = rank_of(&x->in, v[1]);
+        int q1 = tgSo_rank_of(&x->in, v[1]);
         tg_term *ax = q1 > 0 ? shift_axes(x, n == 3 ? v[2] : NULL, q1) : NULL;
         tg_term *a = ax ? st_of(x, v[1], depth + 1, moved) : NULL;
         r = a ? list(s, 3, (tg_term *[]){h, a, ax}) : NULL;
     } else if (v && h == NM(s, N_DOT) && n == 3) {
         int va = st_varying(x, v[1]), vb = st_varying(x, v[2]);
-        int qa = rank_of(&x->in, v[1]), qb = rank_of(&x->in, v[2]);
+        int qa = tgSo_rank_of(&x->in, v[1]), qb = tgSo_rank_of(&x->in, v[2]);
         if (va && !vb && qa == 1 && (qb == 1 || qb == 2)) {
             tg_term *a = st_of(x, v[1], depth + 1, moved), *b = outside_st(x, v[2]);
             r = a && b ? app2(s, N_DOT, a, b) : NULL;
@@ -1120,7 +860,7 @@ static int seq_ranked(so *s, scan *sc, tg_term *whole, vec *found, vec *forms)
         if (tgW_map_put(&outm, sc->nsp.v[i], sc->ns.v[i]) < 0)
             return s->oom = 1, -1;
     rk outer = {s, {0}, NULL};
-    if (param_ranks(s, sc, &outer, &env) < 0 || symbols(s, whole, &used) < 0)
+    if (tgSo_param_ranks(s, sc, &outer, &env) < 0 || symbols(s, whole, &used) < 0)
         return -1;
     stx x = {s, sc, {&var, &seq, {0}}, {s, {0}, &env}, &outer, &outm, 1, NULL, &used, {0}, {0}, {0}};
     /* the terms an accumulator (sitsot INIT last) adds are left to
@@ -1222,7 +962,7 @@ static int prune_taps_w(so *s, scan *sc, tg_term *w) { (void)w; return prune_tap
 static int local(so *s, local_fn fn, tg_term *t, tg_term **out)
 {
     scan sc;
-    if (!parse(s, t, &sc))
+    if (!tgSo_parse(s, t, &sc))
         return s->oom ? -1 : 0;
     int rc = fn(s, &sc, t);
     if (rc <= 0)
@@ -1241,6 +981,8 @@ typedef struct use {
     scan sc;
     unsigned char *used;    /* output k is read */
     unsigned char *lastonly;/* every read of output k takes its last row */
+    int64_t *reach;         /* every read of output k takes rows among its last reach[k]
+                             * (0: none seen yet, -1: a read takes others) */
 } use;
 
 typedef struct graph {
@@ -1264,6 +1006,40 @@ static int takes_last(so *s, const tg_term *p, const tg_term *e)
            neg_one(tg_nth(p, 2));
 }
 
+/* The rows back from the end that index or slice start a reads, when it
+ * is -K or (slice -K B none) with B none or negative; else 0. */
+static int64_t tail_rows(so *s, const tg_term *a)
+{
+    int64_t k, b;
+    if (tg_int_get(a, &k) == 0)
+        return k < 0 ? -k : 0;
+    if (!is_app(a, NM(s, N_SLICE)) || tg_length(a) != 4 || tg_nth(a, 3) != NM(s, N_NONE) ||
+        tg_int_get(tg_nth(a, 1), &k) < 0 || k >= 0)
+        return 0;
+    if (tg_nth(a, 2) != NM(s, N_NONE) && (tg_int_get(tg_nth(a, 2), &b) < 0 || b >= 0))
+        return 0;
+    return -k;
+}
+
+/* How many rows back from the end P reads of e, when it reads only there
+ * ((subtensor e I ...) with I as tail_rows takes it); else 0. */
+static int64_t tail_reach(so *s, const tg_term *p, const tg_term *e)
+{
+    if (!is_app(p, NM(s, N_SUBTENSOR)) || tg_length(p) < 3 || tg_nth(p, 1) != e)
+        return 0;
+    return tail_rows(s, tg_nth(p, 2));
+}
+
+/* Output k of u is read by p (of element e): its reach grows, or is lost. */
+static void note_reach(so *s, use *u, size_t k, const tg_term *p, const tg_term *e)
+{
+    int64_t r = tail_reach(s, p, e);
+    if (!r || u->reach[k] < 0)
+        u->reach[k] = -1;
+    else if (r > u->reach[k])
+        u->reach[k] = r;
+}
+
 static use *use_of(so *s, graph *g, tg_term *t)
 {
     use *u = tgW_map_get(&g->users, t);
@@ -1271,7 +1047,7 @@ static use *use_of(so *s, graph *g, tg_term *t)
         return u;
     if (!(u = GC_MALLOC(sizeof *u)))
         return s->oom = 1, NULL;
-    if (!parse(s, t, &u->sc)) {
+    if (!tgSo_parse(s, t, &u->sc)) {
         if (!s->oom && tgW_map_put(&g->bad, t, t) < 0)
             s->oom = 1;
         return NULL;
@@ -1279,8 +1055,11 @@ static use *use_of(so *s, graph *g, tg_term *t)
     u->t = t;
     u->used = GC_MALLOC_ATOMIC(u->sc.no + 1);
     u->lastonly = GC_MALLOC_ATOMIC(u->sc.no + 1);
-    if (!u->used || !u->lastonly || tgW_map_put(&g->users, t, u) < 0 || push(s, &g->scans, t) < 0)
+    u->reach = GC_MALLOC_ATOMIC((u->sc.no + 1) * sizeof *u->reach);
+    if (!u->used || !u->lastonly || !u->reach || tgW_map_put(&g->users, t, u) < 0 ||
+        push(s, &g->scans, t) < 0)
         return s->oom = 1, NULL;
+    memset(u->reach, 0, (u->sc.no + 1) * sizeof *u->reach);
     memset(u->used, 0, u->sc.no + 1);
     memset(u->lastonly, 1, u->sc.no + 1);
     return u;
@@ -1289,7 +1068,7 @@ static use *use_of(so *s, graph *g, tg_term *t)
 static void all_read(use *u)
 {
     for (size_t i = 0; i < u->sc.no; i++)
-        u->used[i] = 1, u->lastonly[i] = 0;
+        u->used[i] = 1, u->lastonly[i] = 0, u->reach[i] = -1;
 }
 
 /* Output k of scan u, or -1, read as (scan_output S K) by p. */
@@ -1321,6 +1100,7 @@ static int note(so *s, graph *g, tg_term *p, tg_term *e)
         u->used[0] = 1;             /* the scan itself is its output 0 */
         if (!takes_last(s, p, e))
             u->lastonly[0] = 0;
+        note_reach(s, u, 0, p, e);
     }
     if (is_app(e, NM(s, N_SCAN_OUTPUT)) && tg_length(e) == 3) {
         use *v = use_of(s, g, tg_nth(e, 1));
@@ -1329,6 +1109,8 @@ static int note(so *s, graph *g, tg_term *p, tg_term *e)
             return -1;
         if (k >= 0 && !takes_last(s, p, e))
             v->lastonly[k] = 0;
+        if (k >= 0)
+            note_reach(s, v, (size_t)k, p, e);
     }
     return 0;
 }
@@ -1473,12 +1255,88 @@ static int last_outputs(so *s, graph *g, use *u, tg_term **res)
         map[i] = (long)i;
         lm[i] = u->used[i] && u->lastonly[i] && !sc->o[i].last;
         if (lm[i])
-            sc->o[i].last = 1, any = 1;
+            sc->o[i].last = 1, sc->o[i].keep = 0, any = 1;
     }
     if (!any)
         return 0;
     tg_term *t2 = build(s, sc);
     return t2 && (*res = replace(s, g, u, sc->no, t2, map, lm)) ? 1 : -1;
+}
+
+/* The leading size of outer term t when it is a number here, else -1:
+ * an (input NAME DTYPE (L ...)) or (shared ...) gives L, an elementwise op
+ * or a dot the leading size of an operand of the result's rank (an
+ * operand of size 1 there broadcasts); depth bounds the walk. */
+static int64_t lead_size(so *s, rk *r, tg_term *t, int depth)
+{
+    int64_t n;
+    tg_term *sz;
+    if ((is_app(t, NM(s, N_INPUT)) || is_app(t, NM(s, N_SHARED))) && tg_length(t) == 4)
+        return is_pair(sz = tg_nth(t, 3)) && tg_int_get(tg_car(sz), &n) == 0 ? n : -1;
+    int op = tensor_op(s, t);
+    if (depth > 32 || !(op == 2 || is_app(t, NM(s, N_DOT))))
+        return -1;
+    int q = tgSo_rank_of(r, t);
+    if (q < 1)
+        return -1;
+    size_t ne;
+    tg_term **v = elems(s, t, &ne);
+    for (size_t i = 1; v && i < ne && i < (op == 2 ? ne : 2); i++) {
+        if (!is_pair(v[i]) || tgSo_rank_of(r, v[i]) != q)
+            continue;
+        int64_t l = lead_size(s, r, v[i], depth + 1);
+        if (l != 1)
+            return l;
+    }
+    return -1;
+}
+
+/* The scan runs at least k steps: (steps N) with N >= k, or (steps auto)
+ * over a sequence whose leading size is known to be >= k. */
+static int runs_at_least(so *s, const scan *sc, int64_t k)
+{
+    int64_t n;
+    tg_term *st = tg_nth(sc->steps, 1);
+    if (tg_int_get(st, &n) == 0)
+        return n >= k;
+    if (st != NM(s, N_AUTO))
+        return 0;
+    rk r = {s, {0}, NULL};
+    for (size_t i = 0; i < sc->seq.n; i++)
+        if (lead_size(s, &r, sc->seq.v[i], 0) >= k)
+            return 1;
+    return 0;
+}
+
+/* Stacked outputs whose every read takes rows among the last N (an index
+ * -K, a slice (slice -K B none), K <= N) keep only those N rows, (last N)
+ * (save-mem: the loop keeps a ring of them); the reads are the same terms
+ * over the new output, whose rows are the last N.  Not with until, not
+ * when the scan may run fewer than N steps, not where every read takes
+ * the last row alone (scan-last).  A backward scan of a gradient reads
+ * the whole forward trace: that read takes every row, so the trace stays. */
+static int last_rows(so *s, graph *g, use *u, tg_term **res)
+{
+    scan *sc = &u->sc;
+    if (sc->until)
+        return 0;
+    long *map = GC_MALLOC_ATOMIC((sc->no + 1) * sizeof *map);
+    if (!map)
+        return s->oom = 1, -1;
+    int any = 0;
+    for (size_t i = 0; i < sc->no; i++) {
+        out *o = &sc->o[i];
+        map[i] = (long)i;
+        int64_t r = u->reach[i];
+        if (!u->used[i] || u->lastonly[i] || r < 1 || o->last || (o->keep && o->keep <= r) ||
+            !runs_at_least(s, sc, r))
+            continue;
+        o->keep = r, any = 1;
+    }
+    if (!any)
+        return 0;
+    tg_term *t2 = build(s, sc);
+    return t2 && (*res = replace(s, g, u, sc->no, t2, map, NULL)) ? 1 : -1;
 }
 
 /* Two outputs computing the same values: the same kind, initial value,
@@ -1492,7 +1350,7 @@ static int same_outputs(so *s, graph *g, use *u, tg_term **res)
         for (size_t i = 0; i < j; i++) {
             out *a = &sc->o[i], *b = &sc->o[j];
             if (a->kind != b->kind || a->init != b->init || a->ntaps != b->ntaps ||
-                a->last != b->last || memcmp(a->taps, b->taps, a->ntaps * sizeof *a->taps))
+                a->last != b->last || a->keep != b->keep || memcmp(a->taps, b->taps, a->ntaps * sizeof *a->taps))
                 continue;
             tgW_map repl = {0};
             for (size_t k = 0; k < b->ntaps; k++)
@@ -1671,6 +1529,84 @@ static size_t parents(const graph *g, const tg_term *t)
     return (size_t)(uintptr_t)tgW_map_get(&g->parents, t);
 }
 
+/* ---- the stacks of work moved out of a loop ---------------------------- */
+
+/* (subtensor X (slice none none -1)): X's rows in reverse. */
+static tg_term *reversed(so *s, tg_term *x)
+{
+    tg_term *sl[3] = {NM(s, N_NONE), NM(s, N_NONE), tg_int(s->ctx, -1)};
+    tg_term *slc = sl[2] ? app(s, N_SLICE, 3, sl) : NULL;
+    return slc ? app2(s, N_SUBTENSOR, x, slc) : NULL;
+}
+
+/* The whole-sequence rows a step symbol l stands for, or NULL. */
+typedef tg_term *(*rows_fn)(so *s, const scan *sc, tg_term *l);
+
+/* Both push-out rewrites end alike: the placeholders (lph, of the step
+ * terms lv) that the moved work reads (inuse) get their stacks, in ph: a
+ * sequence's rows (rows_of), else a stacked output of the new scan built
+ * from no[0..*nnew): one that computes the value already when reuse is
+ * set, else a new nitsot appended to no (which has room), read in reverse
+ * when rev is set.  The new scan, with sc's lists and options (inplace
+ * marks dropped: outputs are renumbered), goes in *t2 (NULL when it has
+ * no output).  0, or -1. */
+static int stack_outputs(so *s, scan *sc, const vec *lv, const vec *lph, const tgW_map *inuse, rows_fn rows_of,
+                         int reuse, int rev, out *no, size_t *nnew, tgW_map *ph, tg_term **t2)
+{
+    vec later = {0};        /* placeholder, then the output index + 1 */
+    for (size_t i = 0; i < lv->n; i++) {
+        if (!tgW_map_get(inuse, lph->v[i]))
+            continue;
+        tg_term *l = lv->v[i], *rows = tg_kind_of(l) == TG_SYMBOL ? rows_of(s, sc, l) : NULL;
+        if (s->oom)
+            return -1;
+        if (rows) {
+            if (tgW_map_put(ph, lph->v[i], rows) < 0)
+                return s->oom = 1, -1;
+            continue;
+        }
+        size_t j = 0;
+        while (reuse && j < *nnew && !(no[j].res == l && !no[j].last && !no[j].keep))
+            j++;
+        if (!reuse || j == *nnew) {
+            j = *nnew;
+            memset(&no[j], 0, sizeof *no);
+            no[j].kind = NITSOT, no[j].res = l;
+            (*nnew)++;
+        }
+        if (push(s, &later, lph->v[i]) < 0 || push_any(s, &later, (tg_term *)(uintptr_t)(j + 1)) < 0)
+            return -1;
+    }
+    out *old = sc->o;
+    size_t nsc = sc->no;
+    sc->o = no, sc->no = *nnew;
+    drop_inplace(s, sc);
+    *t2 = *nnew ? build(s, sc) : NULL;
+    sc->o = old, sc->no = nsc;
+    if (*nnew && !*t2)
+        return -1;
+    for (size_t i = 0; i < later.n; i += 2) {
+        size_t j = (size_t)(uintptr_t)later.v[i + 1] - 1;
+        tg_term *st = app2(s, N_SCAN_OUTPUT, *t2, tg_int(s->ctx, (int64_t)j));
+        if (st && rev)
+            st = reversed(s, st);
+        if (!st || tgW_map_put(ph, later.v[i], st) < 0)
+            return s->oom = 1, -1;
+    }
+    return 0;
+}
+
+/* push_output's rows: a sequence's own (with (steps auto): with N steps,
+ * the first N rows would be a slice whose length the types do not know,
+ * so the rows are stacked then), in the steps' order. */
+static tg_term *output_rows(so *s, const scan *sc, tg_term *l)
+{
+    if (tg_nth(sc->steps, 1) != NM(s, N_AUTO))
+        return NULL;
+    tg_term *rows = seq_rows(s, sc, l);
+    return rows && has_opt(s, sc, N_BACKWARDS) ? reversed(s, rows) : rows;
+}
+
 /* ---- work that ends a step, after the loop ------------------------------ */
 
 /* Every node under t into set. */
@@ -1691,10 +1627,10 @@ static int push_output(so *s, graph *g, use *u, tg_term **res)
     scan *sc = &u->sc;
     if (sc->until)
         return 0;
-    int back = has_opt(s, sc, N_BACKWARDS);
     for (size_t k = 0; k < sc->no; k++) {
         out *o = &sc->o[k];
-        if (o->kind != NITSOT || o->last || !u->used[k] || u->lastonly[k] || !tensor_op(s, o->res))
+        if (o->kind != NITSOT || o->last || o->keep || !u->used[k] || u->lastonly[k] ||
+            (u->reach[k] > 0 && runs_at_least(s, sc, u->reach[k])) || !tensor_op(s, o->res))
             continue;
         /* what the other results and the condition read stays in the loop */
         tgW_map avoid = {0};
@@ -1717,7 +1653,7 @@ static int push_output(so *s, graph *g, use *u, tg_term **res)
             if (tgW_map_put(&outm, sc->nsp.v[i], sc->ns.v[i]) < 0)
                 return s->oom = 1, -1;
         rk outer = {s, {0}, NULL};
-        if (param_ranks(s, sc, &outer, &env) < 0 || symbols(s, g->root, &used) < 0)
+        if (tgSo_param_ranks(s, sc, &outer, &env) < 0 || symbols(s, g->root, &used) < 0)
             return -1;
         stx x = {s, sc, {&var, NULL, {0}}, {s, {0}, &env}, &outer, &outm, 0, &avoid, &used, {0}, {0}, {0}};
         if (dep_compute(s, &x.d, o->res) < 0)
@@ -1744,48 +1680,9 @@ static int push_output(so *s, graph *g, use *u, tg_term **res)
                 no[nnew++] = sc->o[i];
         }
         tgW_map ph = {0};
-        vec later = {0};        /* placeholder, then the output index + 1 */
-        for (size_t i = 0; i < x.lv.n; i++) {
-            tg_term *l = x.lv.v[i], *rows = NULL;
-            if (!tgW_map_get(&inuse, x.lph.v[i]))
-                continue;
-            /* (with N steps, the first N rows would be a slice whose length
-             * the types do not know: the rows are stacked then) */
-            if (tg_kind_of(l) == TG_SYMBOL && tg_nth(sc->steps, 1) == NM(s, N_AUTO) &&
-                (rows = seq_rows(s, sc, l)) && back) {
-                tg_term *sl[3] = {NM(s, N_NONE), NM(s, N_NONE), tg_int(s->ctx, -1)};
-                rows = app2(s, N_SUBTENSOR, rows, app(s, N_SLICE, 3, sl));
-            }
-            if (rows) {
-                if (tgW_map_put(&ph, x.lph.v[i], rows) < 0)
-                    return s->oom = 1, -1;
-                continue;
-            }
-            size_t j = 0;       /* a stacked output computing it already */
-            while (j < nnew && !(no[j].res == l && !no[j].last))
-                j++;
-            if (j == nnew) {
-                memset(&no[nnew], 0, sizeof *no);
-                no[nnew].kind = NITSOT, no[nnew].res = l;
-                nnew++;
-            }
-            if (push(s, &later, x.lph.v[i]) < 0 || push_any(s, &later, (tg_term *)(uintptr_t)(j + 1)) < 0)
-                return -1;
-        }
-        out *old = sc->o;
-        size_t nsc = sc->no;
-        sc->o = no, sc->no = nnew;
-        drop_inplace(s, sc);
-        tg_term *t2 = nnew ? build(s, sc) : NULL;
-        sc->o = old, sc->no = nsc;
-        if (nnew && !t2)
+        tg_term *t2;
+        if (stack_outputs(s, sc, &x.lv, &x.lph, &inuse, output_rows, 1, 0, no, &nnew, &ph, &t2) < 0)
             return -1;
-        for (size_t i = 0; i < later.n; i += 2) {
-            size_t j = (size_t)(uintptr_t)later.v[i + 1] - 1;
-            tg_term *st = app2(s, N_SCAN_OUTPUT, t2, tg_int(s->ctx, (int64_t)j));
-            if (!st || tgW_map_put(&ph, later.v[i], st) < 0)
-                return s->oom = 1, -1;
-        }
         if (!(exprs[k] = subst(s, e, &ph)))
             return -1;
         return (*res = replace_x(s, g, u, nold, t2, map, NULL, exprs)) ? 1 : -1;
@@ -2011,42 +1908,13 @@ static int push_sums(so *s, graph *g, use *u, tg_term **res)
                 no[nnew].res = app(s, N_ADD, kept.n, kept.v);
             nnew++;
         }
-        int back = has_opt(s, sc, N_BACKWARDS);
-        tgW_map ph = {0};       /* placeholder -> its stack, or the index + 1 of its nitsot */
-        vec newo = {0};
-        for (size_t i = 0; i < x.lv.n; i++) {
-            if (!tgW_map_get(&inuse, x.lph.v[i]))
-                continue;
-            tg_term *rows = tg_kind_of(x.lv.v[i]) == TG_SYMBOL ? seq_rows(s, sc, x.lv.v[i]) : NULL;
-            if (rows) {
-                if (tgW_map_put(&ph, x.lph.v[i], rows) < 0)
-                    return s->oom = 1, -1;
-                continue;
-            }
-            memset(&no[nnew], 0, sizeof *no);
-            no[nnew].kind = NITSOT, no[nnew].res = x.lv.v[i];
-            if (push(s, &newo, x.lph.v[i]) < 0 || push_any(s, &newo, (tg_term *)(uintptr_t)(nnew + 1)) < 0)
-                return -1;
-            nnew++;
-        }
-        size_t nsc = sc->no;
-        out *old = sc->o;
-        sc->o = no, sc->no = nnew;
-        drop_inplace(s, sc);
-        tg_term *t2 = nnew ? build(s, sc) : NULL;
-        sc->o = old, sc->no = nsc;
-        if (nnew && !t2)
+        /* the stacks in the sequences' order: a backwards scan's new
+         * nitsots reversed (the pairs of an outer product meet in step) */
+        tgW_map ph = {0};
+        tg_term *t2;
+        if (stack_outputs(s, sc, &x.lv, &x.lph, &inuse, seq_rows, 0, has_opt(s, sc, N_BACKWARDS), no, &nnew, &ph,
+                          &t2) < 0)
             return -1;
-        for (size_t i = 0; i < newo.n; i += 2) {
-            size_t j = (size_t)(uintptr_t)newo.v[i + 1] - 1;
-            tg_term *st = app2(s, N_SCAN_OUTPUT, t2, tg_int(s->ctx, (int64_t)j));
-            if (st && back) {
-                tg_term *sl[3] = {NM(s, N_NONE), NM(s, N_NONE), tg_int(s->ctx, -1)};
-                st = app2(s, N_SUBTENSOR, st, app(s, N_SLICE, 3, sl));
-            }
-            if (!st || tgW_map_put(&ph, newo.v[i], st) < 0)
-                return s->oom = 1, -1;
-        }
         /* the reads of output k: what stays in the loop plus the sums */
         vec sum = {0};
         if (push(s, &sum, kept.n == 1 ? o->init : app2(s, N_SCAN_OUTPUT, t2, tg_int(s->ctx, map[k]))) < 0)
@@ -2155,6 +2023,7 @@ static const rel rels[] = {
     {"scan-merge-outputs", NULL, same_outputs},
     {"scan-drop-outputs", NULL, unused_outputs},
     {"scan-last", NULL, last_outputs},
+    {"scan-last-rows", NULL, last_rows},
     {"scan-merge", NULL, merge_scans},
     {"scan-inplace", NULL, inplace},
     {"scan-push-sums", NULL, push_sums},

@@ -687,6 +687,58 @@ static void test_schedule(void)
     tg_fn_free(fn);
 }
 
+/* (last N) outputs hold the last N rows of the stacked ones, in their
+ * order: a vector sitsot, a 0-d mitsot (carried in locals by the compiled
+ * loop) and a nitsot, forwards and backwards, over a symbolic number of
+ * steps; compared with the stacked outputs' last rows of the same step. */
+static void test_lastn(int back)
+{
+    tg_error err;
+    char outs[3000];
+    const char *ins = "(input x float64 (n 3))";
+#define LASTN_SCAN(A, B, C) \
+    "(scan (lambda (xt h u v) ((add (mul h 0.5) xt) (add u (mul 0.25 v) (sum xt all)) (mul (sum h all) xt))) " \
+    "(steps auto) (sequences (input x float64 (n 3))) (outputs (sitsot (alloc 0.0 3)" A ") " \
+    "(mitsot (alloc 0.5 2) (taps -2 -1)" B ") (nitsot" C ")) (non_sequences)%s)"
+    const char *opt = back ? " backwards" : "";
+    char kept[1000], whole[1000];
+    snprintf(kept, sizeof kept, LASTN_SCAN(" (last 3)", " (last 2)", " (last 4)"), opt);
+    snprintf(whole, sizeof whole, LASTN_SCAN("", "", ""), opt);
+#undef LASTN_SCAN
+    snprintf(outs, sizeof outs,
+             "(scan_output %s 0) (scan_output %s 1) (scan_output %s 2)"
+             " (subtensor (scan_output %s 0) (slice -3 none none)) (subtensor (scan_output %s 1) (slice -2 none none))"
+             " (subtensor (scan_output %s 2) (slice -4 none none))",
+             kept, kept, kept, whole, whole, whole);
+    tg_fn *fn = kt_compile(ctx, ins, outs, NULL, kt_path, &err);
+    TAP_CHECK(fn != NULL, "(last N) outputs compile: %s", fn ? "" : err.message);
+    if (!fn)
+        return;
+    int64_t sh[2] = {9, 3};
+    kt_arr x;
+    kt_make(&x, TG_FLOAT64, 2, sh, 1);
+    kt_fill(&x.a, -2, 2);
+    tg_array out[6];
+    memset(out, 0, sizeof out);
+    int rc = tg_fn_call(fn, &x.a, out, &err);
+    int bad = 0, shape = 1;
+    static const int64_t rows[3] = {3, 2, 4};
+    for (int k = 0; rc == 0 && k < 3; k++) {
+        shape &= out[k].ndim >= 1 && out[k].shape[0] == rows[k] && kt_count(&out[k]) == kt_count(&out[k + 3]);
+        int64_t idx[TG_MAXDIM] = {0};
+        if (shape)
+            do
+                bad += kt_get(&out[k], idx) != kt_get(&out[k + 3], idx);
+            while (kt_next(out[k].ndim, out[k].shape, idx));
+    }
+    TAP_CHECK(rc == 0 && shape && !bad, "(last 3), (last 2), (last 4)%s: the stacked outputs' last rows (%d wrong)%s%s",
+              back ? " backwards" : "", bad, rc ? ": " : "", rc ? err.message : "");
+    for (int k = 0; rc == 0 && k < 6; k++)
+        free(out[k].data);
+    free(x.block);
+    tg_fn_free(fn);
+}
+
 /* (inplace 0): the final value goes into INIT's buffer, a slot of the
  * workspace or a caller's input not kept, and the values are those of
  * the scan without the marker. */
@@ -737,6 +789,88 @@ static void test_inplace(void)
             free(sched[m]), free(out[m].data), tg_fn_free(fn[m]);
     }
     free(x.block), free(h0.block), free(h1.block);
+}
+
+/* The number of slots of the outer schedule printed in s (its last
+ * "(slots N)"), or -1. */
+static int outer_slots(const char *s)
+{
+    const char *p = NULL;
+    for (const char *q = s; q && (q = strstr(q, "(slots ")); q++)
+        p = q;
+    return p ? atoi(p + 7) : -1;
+}
+
+/* In place beyond last sitsot outputs: a marked mitsot `last` output
+ * takes its INIT's buffer (its final value in INIT's first row), and a
+ * mitmot output its INIT's (the buffer starts as INIT: no copy), a slot
+ * or a caller's input not kept; the values are those of the same scan
+ * computed out of place (a marker left off, INIT kept). */
+static void test_inplace_kinds(void)
+{
+    int64_t T = 6, H = 3, th[2] = {T, H}, fh[2] = {2, H}, B5 = T + 2;
+    kt_arr x, f, f1, b, b1;
+    kt_make(&x, TG_FLOAT64, 2, th, 0);
+    kt_make(&f, TG_FLOAT64, 2, fh, 0);
+    kt_make(&f1, TG_FLOAT64, 2, fh, 0);
+    kt_make(&b, TG_FLOAT64, 1, &B5, 0);
+    kt_make(&b1, TG_FLOAT64, 1, &B5, 0);
+    kt_fill(&x.a, -1, 1);
+    kt_fill(&f1.a, -1, 1);
+    kt_fill(&b1.a, -1, 1);
+    const char *ins = "(input x float64 (t h)) (input f float64 (2 h)) (input b float64 (u))";
+    /* mitsot last: marked or not; mitmot: INIT kept (out of place) or not */
+    static const char *const fmt[2] = {
+        "(add 1 (scan (lambda (xt p q) ((tanh (add p (mul 0.5 q) xt)))) (steps auto)"
+        " (sequences (input x float64 (t h))) (outputs (mitsot %s (taps -2 -1) last)) (non_sequences)%s))",
+        "(mul 2 (scan (lambda (xt a c d) ((add c (mul a (sum xt all))) (add d a))) (steps auto)"
+        " (sequences (input x float64 (t h))) (outputs (mitmot %s (taps 0 1 2) (out_taps 1 2))) (non_sequences)%s))"};
+    static const char *const inits[2][2] = {{"(exp (input f float64 (2 h)))", "(input f float64 (2 h))"},
+                                            {"(exp (input b float64 (u)))", "(input b float64 (u))"}};
+    for (int kind = 0; kind < 2; kind++)
+        for (int donated = 0; donated < 2; donated++) {
+            tg_fn *fn[2];
+            char *sched[2];
+            tg_array out[2];
+            tg_error err;
+            for (int m = 0; m < 2; m++) {
+                char outs[1600], sc[700];
+                /* m = 0: out of place (no marker; INIT kept, and for the
+                 * mitmot, read after the scan too) */
+                snprintf(sc, sizeof sc, fmt[kind], inits[kind][donated], kind == 0 && m ? " (inplace 0)" : "");
+                if (kind == 1 && !m)
+                    snprintf(outs, sizeof outs, "(add %s (mul 0 %s %s))", sc, inits[kind][donated], sc);
+                else
+                    snprintf(outs, sizeof outs, "%s", sc);
+                unsigned char kept[3] = {1, 1, 1};
+                if (m)
+                    kept[1 + kind] = 0;
+                fn[m] = kt_compile(ctx, ins, outs, kept, kt_path, &err);
+                sched[m] = fn[m] ? tg_print(tg_fn_schedule(fn[m]), NULL) : NULL;
+                memcpy(f.a.data, f1.a.data, (size_t)(2 * H) * sizeof(double));
+                memcpy(b.a.data, b1.a.data, (size_t)B5 * sizeof(double));
+                tg_array args[3] = {x.a, f.a, b.a};
+                memset(&out[m], 0, sizeof out[m]);
+                if (!fn[m] || tg_fn_call(fn[m], args, &out[m], &err) < 0)
+                    tap_diag("%s: %s", outs, err.message);
+            }
+            int64_t cnt = kind ? B5 : H;
+            int same = out[0].data && out[1].data;
+            for (int64_t i = 0; same && i < cnt; i++)
+                same = ((double *)out[0].data)[i] == ((double *)out[1].data)[i];
+            const char *what = kind ? "mitmot" : "mitsot last";
+            if (!donated)
+                TAP_CHECK(sched[0] && sched[1] && outer_slots(sched[0]) == 2 && outer_slots(sched[1]) == 1,
+                          "in place, %s: the output takes the slot of its initial value: %s (out of place: %s)", what, sched[1], sched[0]);
+            else
+                TAP_CHECK(sched[1] && strstr(sched[1], kind ? "(inplace b)" : "(inplace f)") &&
+                          !strstr(sched[0], "(inplace "),
+                          "in place, %s: the output is written in the caller's input, not kept: %s", what, sched[1]);
+            TAP_CHECK(same, "in place, %s%s: the same values as out of place", what, donated ? " (donated)" : "");
+            for (int m = 0; m < 2; m++)
+                free(sched[m]), free(out[m].data), tg_fn_free(fn[m]);
+        }
+    free(x.block), free(f.block), free(f1.block), free(b.block), free(b1.block);
 }
 
 /* Errors, each at compile time or at the call: the inputs, the outputs
@@ -824,6 +958,27 @@ static void test_errors(void)
          "(scan (lambda () ((const float64 1))) (steps 0) (sequences) "
          "(outputs (nitsot last)) (non_sequences))",
          NONE, "a (nitsot last) output of a scan of 0 steps has no value"},
+        /* (last N): N rows of at most as many steps, no until */
+        {"(input a float64 (5))",
+         "(scan (lambda (p q) ((add q p))) (steps 3) (sequences (input a float64 (5))) "
+         "(outputs (sitsot 0.0 (last 4))) (non_sequences))",
+         A, "output 0 keeps the last 4 rows but the scan runs 3 steps"},
+        {"(input c float64 (n))",
+         "(scan (lambda (p q) ((add q p))) (steps auto) (sequences (input c float64 (n))) "
+         "(outputs (sitsot 0.0 (last 4))) (non_sequences))",
+         C, "output 0 keeps the last 4 rows but the scan runs 3 steps"},
+        {"",
+         "(scan (lambda (h) ((add h 1)) (until (gt h 1))) (steps 3) (sequences) "
+         "(outputs (sitsot 0.0 (last 2))) (non_sequences))",
+         NONE, "(last N) is not allowed with until"},
+        {"",
+         "(scan (lambda (h) ((add h 1))) (steps 3) (sequences) "
+         "(outputs (sitsot 0.0 (last 0))) (non_sequences))",
+         NONE, "(last N) keeps the final N rows: N is a positive integer"},
+        {"(input a float64 (5))",
+         "(grad (sum (scan (lambda (p q) ((mul q p))) (steps auto) (sequences (input a float64 (5))) "
+         "(outputs (sitsot 1.0 (last 2))) (non_sequences)) all) (input a float64 (5)))",
+         A, "it has a (last N) output"},
         {"",
          "(scan_output (scan (lambda () ((const float64 1))) (steps 2) (sequences) "
          "(outputs (nitsot)) (non_sequences)) 1)",
@@ -956,6 +1111,9 @@ int main(void)
         test_recall();
         test_schedule();
         test_inplace();
+        test_inplace_kinds();
+        test_lastn(0);
+        test_lastn(1);
         test_errors();
         test_mitmot(7, 0);      /* MITMOT (gradscan) */
         test_mitmot(11, 1);
