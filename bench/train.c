@@ -5,7 +5,9 @@
  * $PYTHON's, when importable) and written by hand in C (one pass over
  * the rows); one minibatch step of the 64-32-10 perceptron of
  * examples/train_mlp.tgs (batch 256, rows drawn with random, softmax
- * cross-entropy) against numpy; and the per-call cost of 20 updates
+ * cross-entropy) against numpy, and against PyTensor when that python
+ * imports it (its C backend: loss, gradient and updates in one
+ * function, the rows drawn by numpy); and the per-call cost of 20 updates
  * over the same function returning the 20 new values instead.
  *
  * The steps are timed on the wall clock, what a user waits for, medians
@@ -134,6 +136,22 @@ static const char numpy_script[] =
     "        s['w'] = s['w'] - 0.5 * (X.T @ g); s['b'] = s['b'] - 0.5 * g.sum()\n"
     "        return loss\n"
     "    print('%.3f' % med(step, 10))\n"
+    "elif what == 'mlp_pytensor':\n"
+    "    try:\n"
+    "        import pytensor, pytensor.tensor as pt\n"
+    "    except ImportError:\n"
+    "        print('absent'); sys.exit(0)\n"
+    "    X = np.load(d + '/dX.npy')[:1437] / 16; y = np.load(d + '/dy.npy')[:1437]\n"
+    "    rng = np.random.default_rng(0); sh = pytensor.shared\n"
+    "    W1 = sh(rng.normal(0, 0.125, (64, 32))); b1 = sh(np.zeros(32))\n"
+    "    W2 = sh(rng.normal(0, 0.18, (32, 10))); b2 = sh(np.zeros(10))\n"
+    "    Xs = sh(X); Ys = sh(np.eye(10)[y]); i = pt.lvector('i')\n"
+    "    xb = Xs[i]; yb = Ys[i]; h = pt.tanh(xb @ W1 + b1); lo = h @ W2 + b2\n"
+    "    m = lo.max(axis=1); s = pt.exp(lo - m[:, None]).sum(axis=1)\n"
+    "    loss = pt.mean(m + pt.log(s) - (yb * lo).sum(axis=1))\n"
+    "    ps = [W1, b1, W2, b2]; gs = pytensor.grad(loss, ps)\n"
+    "    f = pytensor.function([i], loss, updates=[(p, p - 0.5 * g) for p, g in zip(ps, gs)])\n"
+    "    print('%.3f' % med(lambda: f(rng.integers(0, 1437, 256)), 200))\n"
     "else:\n"
     "    X = np.load(d + '/dX.npy')[:1437] / 16; y = np.load(d + '/dy.npy')[:1437]\n"
     "    rng = np.random.default_rng(0)\n"
@@ -350,6 +368,13 @@ static void mlp(const char *dir, const char *data)
            "\"tgrel_steps_per_s\": %.1f, \"tgrel_1thread_us\": %.1f, \"tgrel_1thread_cpu_us\": %.1f, "
            "\"loss_after\": %.4f, ", tt[0], 1e6 / tt[0], tt[1], tt[2], l);
     print_numpy(dir, "mlp", tt);
+    /* PyTensor (C backend), when the python that runs numpy imports it */
+    double tp = numpy_us(dir, "mlp_pytensor", 0), tp1 = tp > 0 ? numpy_us(dir, "mlp_pytensor", 1) : -1;
+    if (tp > 0 && tp1 > 0)
+        printf("\"pytensor_us\": %.1f, \"pytensor_over_tgrel\": %.2f, \"pytensor_1thread_us\": %.1f, "
+               "\"pytensor_over_tgrel_1thread\": %.2f, ", tp, tp / tt[0], tp1, tp1 / tt[1]);
+    else
+        printf("\"pytensor\": \"absent\", ");
     printf("\"threads\": %d, \"load_avg\": %.1f, \"targets\": {\"numpy_over_tgrel\": 2}, "
            "\"clock\": \"wall, median of 7 runs of 200 steps; tgrel_us and numpy_us on the default threads, the "
            "_1thread figures on one\"}\n", nth, loadavg());
