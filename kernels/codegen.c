@@ -341,7 +341,13 @@ static void put_fused_contig(tgB_buf *b, const tgH_sched *s, const tgH_step *st)
         tgB_printf(b, "     if (s[%d] == 0) {\n      %s acc = *(%s *)b[%d];\n"
                       "      for (int64_t i = c0; i < c1; i++) { %s v = rb%d[i - c0]; ", K, T, T, K, T, q);
         put_fold_op(b, s, st->reds[q], "acc");
-        tgB_printf(b, " }\n      *(%s *)b[%d] = acc;\n     } else {\n      for (int64_t i = c0; i < c1; i++)\n", T, K);
+        /* a kept innermost axis of contiguous accumulators (column sums
+         * of rows): one value into each, a loop the compiler vectorizes */
+        tgB_printf(b, " }\n      *(%s *)b[%d] = acc;\n     } else if (s[%d] == (int64_t)sizeof(%s)) {\n"
+                      "      %s *ac = (%s *)b[%d];\n      #pragma omp simd\n"
+                      "      for (int64_t i = c0; i < c1; i++) { %s v = rb%d[i - c0]; ", T, K, K, T, T, T, K, T, q);
+        put_fold_op(b, s, st->reds[q], "ac[i]");
+        tgB_puts(b, " }\n     } else {\n      for (int64_t i = c0; i < c1; i++)\n");
         char src[32];
         snprintf(src, sizeof src, "rb%d[i - c0]", q);
         put_fold(b, s, st->reds[q], K, src);
