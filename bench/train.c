@@ -5,14 +5,18 @@
  * $PYTHON's, when importable) and written by hand in C (one pass over
  * the rows); one minibatch step of the 64-32-10 perceptron of
  * examples/train_mlp.tgs (batch 256, rows drawn with random, softmax
- * cross-entropy) against numpy; and the per-call cost of 20 updates
+ * cross-entropy) against numpy, and against PyTensor when that python
+ * imports it (its C backend: loss, gradient and updates in one
+ * function, the rows drawn by numpy); and the per-call cost of 20 updates
  * over the same function returning the 20 new values instead.
  *
  * The steps are timed on the wall clock, what a user waits for, medians
  * of 7 runs: first on the default threads (tgrel's row blocks and OpenMP
  * loops, numpy's OpenBLAS), then with one thread everywhere (and that
- * run's thread CPU time beside it).  The machine may be shared: compare
- * the ratios of one run. */
+ * run's thread CPU time beside it, and the python thread's CPU time of
+ * the references' one-thread runs: on a loaded machine the ratio of CPU
+ * times is the steadier).  The machine may be shared: compare the
+ * ratios of one run. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -118,12 +122,12 @@ static const char numpy_script[] =
     "    print('absent'); sys.exit(0)\n"
     "d = sys.argv[1]; what = sys.argv[2]\n"
     "def med(f, calls):\n"
-    "    ts = []\n"
+    "    ts = []; cs = []\n"
     "    for r in range(7):\n"
-    "        t = time.perf_counter()\n"
+    "        t = time.perf_counter(); c0 = time.thread_time()\n"
     "        for c in range(calls): f()\n"
-    "        ts.append((time.perf_counter() - t) / calls)\n"
-    "    return sorted(ts)[3] * 1e6\n"
+    "        ts.append((time.perf_counter() - t) / calls); cs.append((time.thread_time() - c0) / calls)\n"
+    "    return '%.3f %.3f' % (sorted(ts)[3] * 1e6, sorted(cs)[3] * 1e6)\n"
     "if what == 'logreg':\n"
     "    X = np.load(d + '/X.npy'); y = np.load(d + '/y.npy')\n"
     "    n, f = X.shape; s = {'w': np.zeros(f), 'b': 0.0}\n"
@@ -133,7 +137,23 @@ static const char numpy_script[] =
     "        g = (1 / (1 + np.exp(-z)) - y) / n\n"
     "        s['w'] = s['w'] - 0.5 * (X.T @ g); s['b'] = s['b'] - 0.5 * g.sum()\n"
     "        return loss\n"
-    "    print('%.3f' % med(step, 10))\n"
+    "    print(med(step, 10))\n"
+    "elif what == 'mlp_pytensor':\n"
+    "    try:\n"
+    "        import pytensor, pytensor.tensor as pt\n"
+    "    except ImportError:\n"
+    "        print('absent'); sys.exit(0)\n"
+    "    X = np.load(d + '/dX.npy')[:1437] / 16; y = np.load(d + '/dy.npy')[:1437]\n"
+    "    rng = np.random.default_rng(0); sh = pytensor.shared\n"
+    "    W1 = sh(rng.normal(0, 0.125, (64, 32))); b1 = sh(np.zeros(32))\n"
+    "    W2 = sh(rng.normal(0, 0.18, (32, 10))); b2 = sh(np.zeros(10))\n"
+    "    Xs = sh(X); Ys = sh(np.eye(10)[y]); i = pt.lvector('i')\n"
+    "    xb = Xs[i]; yb = Ys[i]; h = pt.tanh(xb @ W1 + b1); lo = h @ W2 + b2\n"
+    "    m = lo.max(axis=1); s = pt.exp(lo - m[:, None]).sum(axis=1)\n"
+    "    loss = pt.mean(m + pt.log(s) - (yb * lo).sum(axis=1))\n"
+    "    ps = [W1, b1, W2, b2]; gs = pytensor.grad(loss, ps)\n"
+    "    f = pytensor.function([i], loss, updates=[(p, p - 0.5 * g) for p, g in zip(ps, gs)])\n"
+    "    print(med(lambda: f(rng.integers(0, 1437, 256)), 200))\n"
     "else:\n"
     "    X = np.load(d + '/dX.npy')[:1437] / 16; y = np.load(d + '/dy.npy')[:1437]\n"
     "    rng = np.random.default_rng(0)\n"
@@ -150,11 +170,12 @@ static const char numpy_script[] =
     "        W2 = W2 - 0.5 * (h.T @ dl); b2 = b2 - 0.5 * dl.sum(axis=0)\n"
     "        W1 = W1 - 0.5 * (xb.T @ dh); b1 = b1 - 0.5 * dh.sum(axis=0)\n"
     "        return loss\n"
-    "    print('%.3f' % med(step, 200))\n";
+    "    print(med(step, 200))\n";
 
 /* numpy's step: median wall us, on OpenBLAS's default threads or (one)
- * on one; -1 when numpy is absent. */
-static double numpy_us(const char *dir, const char *what, int one)
+ * on one, and in *cpu (may be NULL) the median thread CPU us of the
+ * python thread; -1 when numpy is absent. */
+static double numpy_us(const char *dir, const char *what, int one, double *cpu)
 {
     char path[600], cmd[1400], line[200] = "";
     snprintf(path, sizeof path, "%s/numpy_train.py", dir);
@@ -172,18 +193,22 @@ static double numpy_us(const char *dir, const char *what, int one)
     if (!fgets(line, sizeof line, p))
         line[0] = 0;
     pclose(p);
-    double v;
-    return sscanf(line, "%lf", &v) == 1 ? v : -1;
+    double v, c = -1;
+    int got = sscanf(line, "%lf %lf", &v, &c);
+    if (cpu)
+        *cpu = got == 2 ? c : -1;
+    return got >= 1 ? v : -1;
 }
 
 /* The numpy part of a line: both figures and the ratios to tgrel's. */
 static void print_numpy(const char *dir, const char *what, const double t[3])
 {
-    double tn = numpy_us(dir, what, 0), tn1 = numpy_us(dir, what, 1);
+    double c1, tn = numpy_us(dir, what, 0, NULL), tn1 = numpy_us(dir, what, 1, &c1);
     if (tn > 0 && tn1 > 0)
         printf("\"numpy_us\": %.1f, \"numpy_steps_per_s\": %.1f, \"numpy_over_tgrel\": %.2f, "
-               "\"numpy_1thread_us\": %.1f, \"numpy_over_tgrel_1thread\": %.2f, ",
-               tn, 1e6 / tn, tn / t[0], tn1, tn1 / t[1]);
+               "\"numpy_1thread_us\": %.1f, \"numpy_over_tgrel_1thread\": %.2f, \"numpy_1thread_cpu_us\": %.1f, "
+               "\"numpy_over_tgrel_1thread_cpu\": %.2f, ",
+               tn, 1e6 / tn, tn / t[0], tn1, tn1 / t[1], c1, c1 / t[2]);
     else
         printf("\"numpy\": \"absent\", ");
 }
@@ -350,6 +375,14 @@ static void mlp(const char *dir, const char *data)
            "\"tgrel_steps_per_s\": %.1f, \"tgrel_1thread_us\": %.1f, \"tgrel_1thread_cpu_us\": %.1f, "
            "\"loss_after\": %.4f, ", tt[0], 1e6 / tt[0], tt[1], tt[2], l);
     print_numpy(dir, "mlp", tt);
+    /* PyTensor (C backend), when the python that runs numpy imports it */
+    double pc1, tp = numpy_us(dir, "mlp_pytensor", 0, NULL), tp1 = tp > 0 ? numpy_us(dir, "mlp_pytensor", 1, &pc1) : -1;
+    if (tp > 0 && tp1 > 0)
+        printf("\"pytensor_us\": %.1f, \"pytensor_over_tgrel\": %.2f, \"pytensor_1thread_us\": %.1f, "
+               "\"pytensor_over_tgrel_1thread\": %.2f, \"pytensor_1thread_cpu_us\": %.1f, "
+               "\"pytensor_over_tgrel_1thread_cpu\": %.2f, ", tp, tp / tt[0], tp1, tp1 / tt[1], pc1, pc1 / tt[2]);
+    else
+        printf("\"pytensor\": \"absent\", ");
     printf("\"threads\": %d, \"load_avg\": %.1f, \"targets\": {\"numpy_over_tgrel\": 2}, "
            "\"clock\": \"wall, median of 7 runs of 200 steps; tgrel_us and numpy_us on the default threads, the "
            "_1thread figures on one\"}\n", nth, loadavg());

@@ -525,6 +525,15 @@ static int row_of(const tgV_node *n, const tgI_arr *ix, int64_t i, int64_t rows,
     return 0;
 }
 
+/* Element i of the index vector ix (int64 or int32). */
+static int64_t index_at(const tgI_arr *ix, int64_t i)
+{
+    const char *p = ix->data + i * ix->strides[0];
+    return ix->dtype == TG_INT64 ? *(const int64_t *)p : *(const int32_t *)p;
+}
+
+enum { TAKE_AHEAD = 8 };
+
 /* take: row IDX[i] of X to row i of Y (Y flattened over IDX's axes);
  * inc_take: X copied, then row i of V added to its row IDX[i]. */
 static int run_take(const tgV_node *n, tgI_state *st, const tgI_arr *y, tg_error *err)
@@ -570,11 +579,16 @@ static int run_take(const tgV_node *n, tgI_state *st, const tgI_arr *y, tg_error
     size_t rb = (size_t)count(&rx) * tgV_dtype_size(x->dtype);
     if (!inc && is_block(&rx) && is_block(&ry) && (ix->dtype == TG_INT64 || ix->dtype == TG_INT32)) {
         for (int64_t i = 0; i < ni; i++) {
-            const char *p = ix->data + i * ix->strides[0];
-            int64_t r = ix->dtype == TG_INT64 ? *(const int64_t *)p : *(const int32_t *)p;
+            int64_t r = index_at(ix, i);
             if (r < -rows || r >= rows)
                 return fail(n, err, "index %lld is out of range for an axis of size %lld", (long long)r,
                             (long long)rows);
+            /* rows drawn at random (a minibatch) miss the cache: ask for
+             * a row a few ahead while this one is copied */
+            int64_t q = i + TAKE_AHEAD < ni ? index_at(ix, i + TAKE_AHEAD) : rows;
+            if (q >= -rows && q < rows)
+                for (size_t o = 0; o < rb; o += 64)
+                    __builtin_prefetch(x->data + (q < 0 ? q + rows : q) * x->strides[0] + o);
             memcpy(y->data + i * y->strides[0], x->data + (r < 0 ? r + rows : r) * x->strides[0], rb);
         }
         return 0;

@@ -416,13 +416,45 @@ static void fold_block(tgV_op op, facc *F, tg_dtype sd, char *acc, int64_t as, c
     }
 }
 
+/* Merge the loop's adjacent axes that every operand (nall of them,
+ * strides st[k * nd + d]) steps through as one (the outer stride the
+ * inner one times the inner size), in place: the merged axes move to the
+ * end, the axes freed at the front get size 1.  A loop over rows of 10
+ * elements then runs as one loop of them all instead of a short inner
+ * loop per row; the elements are visited in the same order. */
+static void merge_axes(int nd, int nall, int64_t *shape, int64_t *st)
+{
+    int w = nd - 1;     /* the axis being grown, written from the end */
+    for (int d = nd - 2; d >= 0; d--) {
+        if (shape[d] == 1)      /* any strides: never stepped */
+            continue;
+        bool ok = shape[w] != 1;    /* else d replaces the group, never stepped */
+        for (int k = 0; ok && k < nall; k++)
+            ok = st[k * nd + d] == st[k * nd + w] * shape[w];
+        if (ok) {
+            shape[w] *= shape[d];
+            continue;
+        }
+        if (shape[w] != 1)
+            w--;
+        shape[w] = shape[d];
+        for (int k = 0; k < nall; k++)
+            st[k * nd + w] = st[k * nd + d];
+    }
+    for (int d = 0; d < w; d++) {
+        shape[d] = 1;
+        for (int k = 0; k < nall; k++)
+            st[k * nd + d] = 0;
+    }
+}
+
 /* A compiled loop: operand pointers and strides over the loop shape,
  * inputs, outputs, then the accumulators of its fused reductions. */
 static void run_native(tgI_state *st, const tgH_step *step, tgJ_loop_fn fn, const facc *F)
 {
     const tgI_arr *sh = &st->vals[step->node];
     int nio = step->nins + step->nouts, nd = sh->ndim, nall = nio + step->nreds;
-    int64_t strides[(nall > 0 ? nall : 1) * (nd > 0 ? nd : 1)];
+    int64_t strides[(nall > 0 ? nall : 1) * (nd > 0 ? nd : 1)], shape[TGV_MAXDIM];
     char *base[nall > 0 ? nall : 1];
     for (int k = 0; k < nio; k++) {
         const tgI_arr *a = &st->vals[k < step->nins ? step->ins[k] : step->outs[k - step->nins]];
@@ -434,7 +466,10 @@ static void run_native(tgI_state *st, const tgH_step *step, tgJ_loop_fn fn, cons
         for (int d = 0; d < nd; d++)
             strides[(nio + r) * nd + d] = F[r].strides[d];
     }
-    fn(sh->shape, base, strides);
+    memcpy(shape, sh->shape, (size_t)nd * sizeof *shape);
+    if (nd > 1)
+        merge_axes(nd, nall, shape, strides);
+    fn(shape, base, strides);
 }
 
 void tgI_run_loop(const tgH_sched *s, tgI_state *st, const tgH_step *step, int *pos, facc *F)
@@ -591,6 +626,10 @@ static void copy_visit(void *ud, int64_t od, int64_t os)
 /* Write registers (C order over dst's shape, in dtype from) into dst. */
 static void store_regs(const tgI_arr *dst, const reg *acc, tg_dtype from)
 {
+    if (dst->dtype == from && (from == TG_FLOAT64 || from == TG_INT64) && is_c_contig(dst)) {
+        memcpy(dst->data, acc, (size_t)count(dst) * sizeof *acc);     /* a reg is the value */
+        return;
+    }
     int64_t rs[TGV_MAXDIM], s = (int64_t)sizeof(reg);
     for (int d = dst->ndim - 1; d >= 0; d--)
         rs[d] = s, s *= dst->shape[d];
@@ -819,6 +858,46 @@ void tgI_reduce_end(const tgH_sched *s, tgI_state *st, int v, facc *F)
     F->acc = NULL;
 }
 
+/* Fold float64 x into accumulators F (not blocked) in C order, as
+ * red_visit does, a row along the last axis at a time. */
+#define TGI_FOLD_ROWS(FOLD) \
+    for (int64_t o = 0; o < outer; o++) { \
+        const char *p = x->data + ox; \
+        double *a = (double *)((char *)F->acc + oa); \
+        if (as == 0) { \
+            double acc = *a; \
+            for (int64_t j = 0; j < inner; j++) { double v = *(const double *)(p + j * xs); FOLD(acc); } \
+            *a = acc; \
+        } else { \
+            for (int64_t j = 0; j < inner; j++) { \
+                double v = *(const double *)(p + j * xs), acc = *(double *)((char *)a + j * as); \
+                FOLD(acc); \
+                *(double *)((char *)a + j * as) = acc; } \
+        } \
+        for (int d = nd - 2; d >= 0; d--) { \
+            ox += x->strides[d], oa += F->strides[d]; \
+            if (++idx[d] < x->shape[d]) break; \
+            ox -= x->strides[d] * x->shape[d], oa -= F->strides[d] * x->shape[d]; \
+            idx[d] = 0; } \
+    }
+#define TGI_FOLD_SUM(acc) acc += v
+#define TGI_FOLD_MAX(acc) acc = acc != acc ? acc : v != v || v > acc ? v : acc
+#define TGI_FOLD_MIN(acc) acc = acc != acc ? acc : v != v || v < acc ? v : acc
+#define TGI_FOLD_PROD(acc) acc *= v
+
+static void reduce_f64(tgV_op op, const tgI_arr *x, facc *F)
+{
+    int nd = x->ndim;
+    int64_t inner = x->shape[nd - 1], xs = x->strides[nd - 1], as = F->strides[nd - 1];
+    int64_t outer = inner ? count(x) / inner : 0, ox = 0, oa = 0, idx[TGV_MAXDIM] = {0};
+    switch (op) {
+    case TGV_MAX: TGI_FOLD_ROWS(TGI_FOLD_MAX) break;
+    case TGV_MIN: TGI_FOLD_ROWS(TGI_FOLD_MIN) break;
+    case TGV_PROD: TGI_FOLD_ROWS(TGI_FOLD_PROD) break;
+    default: TGI_FOLD_ROWS(TGI_FOLD_SUM)
+    }
+}
+
 static int run_reduce(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
 {
     const tgV_node *n = &s->g->nodes[v];
@@ -827,7 +906,10 @@ static int run_reduce(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
     if (tgI_reduce_begin(s, st, v, &F, err) < 0)
         return -1;
     redctx R = {n->op, x, F.acc, F.fl, &F.blk};
-    for_each(x->ndim, x->shape, x->strides, F.strides, red_visit, &R);
+    if (x->dtype == TG_FLOAT64 && F.fl && !F.blk.on && x->ndim > 0)
+        reduce_f64(n->op, x, &F);
+    else
+        for_each(x->ndim, x->shape, x->strides, F.strides, red_visit, &R);
     tgI_reduce_end(s, st, v, &F);
     return 0;
 }

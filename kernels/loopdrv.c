@@ -26,7 +26,9 @@ static void copy_elems(char *dst, int64_t ds, const char *src, int64_t ss, int64
 }
 
 /* Fold n values v[] of reduction kind r into the accumulator at acc with
- * stride s (0: one accumulator for all), in element order; the
+ * stride s (0: one accumulator for all), in element order (contiguous
+ * accumulators, a kept innermost axis of column sums, take one value each
+ * in a loop the compiler vectorizes); the
  * interpreter's fold_block: a NaN, once in a float max or min, stays. */
 #define FOLD(T, OP)                                                         \
     do {                                                                    \
@@ -36,6 +38,9 @@ static void copy_elems(char *dst, int64_t ds, const char *src, int64_t ss, int64
             memcpy(&a, acc, sizeof a);                                      \
             for (int64_t i = 0; i < n; i++) { T x = v[i]; a = OP; }         \
             memcpy(acc, &a, sizeof a);                                      \
+        } else if (s == (int64_t)sizeof(T)) { /* column sums: vectorized */ \
+            T *ac = (T *)(void *)acc;                                       \
+            for (int64_t i = 0; i < n; i++) { T a = ac[i], x = v[i]; ac[i] = OP; } \
         } else {                                                            \
             for (int64_t i = 0; i < n; i++) {                               \
                 T a, x = v[i];                                              \
