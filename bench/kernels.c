@@ -895,6 +895,8 @@ static void bench_ger(tg_ctx *ctx)
         for (int q = 0; q < 3; q++)
             tg_fn_free(fns[q]);
     }
+}
+
 /* ---- updates: inc_subtensor with its value fused, inc_take ----------- */
 
 static const char upd_src[] =
