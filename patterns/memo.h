@@ -61,11 +61,16 @@ typedef struct tgW_mopen {
 typedef struct tgW_mstat {
     uint64_t lookups, saved;
     uint64_t closed;    /* reductions (memo.c, judge) */
+    uint64_t calls;     /* calls remembered and closed (memo.c, judge_calls) */
+    uint64_t calls_next;    /* and where they are judged next (0: the first time) */
     int dropped;
 } tgW_mstat;
 
+/* The table's first size: held in the struct itself (see first). */
+#define TGW_MEMO_FIRST 256
+
 typedef struct tgW_memo {
-    tgW_mentry *e;      /* a collector root (tgW_scratch_alloc): keys and normal forms stay alive */
+    tgW_mentry *e;      /* first, or a collector root (tgW_scratch_alloc): keys and normal forms stay alive */
     size_t cap, n;
     tgW_mopen *open;    /* collector memory */
     size_t nopen, capopen;
@@ -78,6 +83,15 @@ typedef struct tgW_memo {
     uint32_t watch_n;   /* its argument count; UINT32_MAX: none */
     int watch_atom;
     uint64_t cuts;      /* evictions (the table at its size bound) */
+    size_t cap_max;     /* the bound in slots (0: memo.c's CAP_MAX; tests set less) */
+    int used;           /* since the last clear: stat or first touched */
+    /* The table up to TGW_MEMO_FIRST slots: no allocation, no root to
+     * register, and only what was used cleared at the end, so that a
+     * normalization of a few hundred calls pays for no more than its
+     * lookups (the tgW_memo lies in the machine, collector memory that
+     * the collector scans).  Last: tgW_memo_clear resets the fields
+     * above it. */
+    tgW_mentry first[TGW_MEMO_FIRST];
 } tgW_memo;
 
 /* The marker of a call being reduced. */
@@ -135,7 +149,8 @@ void tgW_memo_close(tgW_memo *m, size_t from, tg_term *nf, unsigned long long re
 /* The call in slot as a term (for messages); NULL when out of memory. */
 tg_term *tgW_memo_key(const tgW_memo *m, tg_ctx *ctx, size_t slot);
 
-/* Forget everything (the memory goes to the collector). */
+/* Forget everything: a grown table is freed; the counts by op and the
+ * open stack keep their memory, emptied. */
 void tgW_memo_clear(tgW_memo *m);
 
 #endif
