@@ -18,9 +18,10 @@
 # project's own cases of many distinct calls: sieves, prime counts).
 #
 # How much is run: a first plain run of one repetition sizes the rest.
-# Under REC_SHORT_MS (default 50) each run repeats 20 times inside its
-# process (the median taken: single runs of some tens of microseconds
-# are mostly noise); under REC_LONG_MS (default 4000), REC_ROUNDS rounds
+# Under REC_TINY_MS (default 1) each run repeats 200 times inside its
+# process, under REC_SHORT_MS (default 50) 20 times (the median taken:
+# the first runs of a process, caches and memory cold, are slower, and
+# single runs of some tens of microseconds are mostly noise); under REC_LONG_MS (default 4000), REC_ROUNDS rounds
 # (default 3) of one run each side; at or above it, one round (the first
 # plain run and one memo run).  Every run has REC_TIMEOUT seconds
 # (default 120).  A plain run that does not end in time still lets memo
@@ -33,6 +34,7 @@ rec=./bench/rec
 case $1 in */*) rec=$1; shift ;; esac
 rec_dir=${TGREL_REC_DIR:-${srcdir:-$here/..}/../shared/bench/rec}
 rounds_max=${REC_ROUNDS:-3}
+tiny_ms=${REC_TINY_MS:-1}
 short_ms=${REC_SHORT_MS:-50}
 long_ms=${REC_LONG_MS:-4000}
 timeout_s=${REC_TIMEOUT:-120}
@@ -97,6 +99,8 @@ for name in "$@"; do
     reps=1 rounds=$rounds_max
     if [ -z "$t1" ]; then
         rounds=1
+    elif awk -v t="$t1" -v s="$tiny_ms" 'BEGIN { exit !(t < s) }'; then
+        reps=200
     elif awk -v t="$t1" -v s="$short_ms" 'BEGIN { exit !(t < s) }'; then
         reps=20
     elif awk -v t="$t1" -v l="$long_ms" 'BEGIN { exit !(t >= l) }'; then
@@ -145,7 +149,7 @@ for name in "$@"; do
         ratio = (p > 0) ? m / p : 0; lim = 2 * pm + 64
         tok = (mto == "false" && ratio <= 1.2); mok = (mto == "false" && mm <= lim)
         printf "{\"bench\":\"rec-memo\",\"name\":\"%s\",\"rounds\":%d,\"reps\":%d,", name, rounds, reps
-        printf "\"plain_ms\":%.3f,\"memo_ms\":%.3f,\"ratio\":%.3f,\"ratio_lo\":%.3f,\"ratio_hi\":%.3f,", p, m, ratio, lo, hi
+        printf "\"plain_ms\":%.3f,\"memo_ms\":%.3f,\"ratio\":%.4g,\"ratio_lo\":%.4g,\"ratio_hi\":%.4g,", p, m, ratio, lo, hi
         printf "\"plain_timeout\":%s,\"memo_timeout\":%s,\"plain_rewrites\":%s,\"memo_rewrites\":%s,", pto, mto, prw, mrw
         printf "\"plain_rss_mb\":%.1f,\"memo_rss_mb\":%.1f,\"rss_limit_mb\":%.1f,", pm, mm, lim
         printf "\"time_ok\":%s,\"memory_ok\":%s,\"verdict\":%s}\n", tok ? "true" : "false",

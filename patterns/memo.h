@@ -16,7 +16,9 @@
  * per 8 lookups (judged at its 256th reduction and each doubling, a
  * reduction being a run of its calls closed at once with one normal
  * form, see memo.c) is dropped: its calls are no longer remembered for
- * the rest of the normalization.
+ * the rest of the normalization.  It is judged alike when the calls of
+ * its reductions ended before reach 1024 and each doubling: a chain
+ * counts once as a reduction but each of its calls took an entry.
  * Cycles through dropped ops are still found, Brent's way: every 2^k-th
  * call of a dropped op is remembered as usual and watched, and a call of
  * a dropped op equal to the watched one is looked up; a cycle of length
@@ -27,8 +29,10 @@
  * their watched call is compared by a hash of its arguments, then by
  * its term.
  *
- * The table lies outside the collector's heap (a root, see
- * tgW_scratch_alloc) and is freed when the normalization ends; it is
+ * The first TGW_MEMO_FIRST slots lie in the struct itself (nothing
+ * allocated for a short normalization); a larger table lies outside
+ * the collector's heap (a root, see tgW_scratch_alloc) and is freed
+ * when the normalization ends; it is
  * bounded: at its largest size (memo.c, CAP_MAX) it keeps,
  * when it is full, only its open calls and those found again since the
  * previous cut, and makes room for new ones by dropping the rest.
