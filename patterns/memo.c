@@ -62,14 +62,17 @@ static inline size_t home(uint32_t h, size_t cap)
     return (size_t)(((uint64_t)h * cap) >> 32);
 }
 
-/* The meta word of a call: its hash, count and flags. */
-static uint64_t key_meta(tg_term *head, int atom, uint32_t n, tg_term *const *args, int whole)
+/* The meta word of a call: its hash, count and flags.  The hash is of
+ * the pointers (terms are interned, and an entry keeps its key's terms
+ * alive, so a pointer stands for one term while the table lives): no
+ * load of each term's header, as the terms' own hashes took. */
+static inline uint64_t key_meta(tg_term *head, int atom, uint32_t n, tg_term *const *args, int whole)
 {
-    uint64_t acc = tgT_hash52(head) * 0x9E3779B97F4A7C15ull + n * 0x589965CC75374CC3ull +
+    uint64_t acc = (uintptr_t)head * 0x9E3779B97F4A7C15ull + n * 0x589965CC75374CC3ull +
                    (uint64_t)atom;
     if (!whole)
         for (uint32_t i = 0; i < n; i++)
-            acc += tgT_hash52(args[i]) * (i ? 0x165667B19E3779F9ull : 0xC2B2AE3D27D4EB4Full);
+            acc += (uintptr_t)args[i] * (i ? 0x165667B19E3779F9ull : 0xC2B2AE3D27D4EB4Full);
     acc = (acc ^ (acc >> 30)) * 0xBF58476D1CE4E5B9ull;
     acc = (acc ^ (acc >> 27)) * 0x94D049BB133111EBull;
     uint64_t flags = M_USED | (atom ? M_ATOM : 0) | (whole ? M_WHOLE : 0);
