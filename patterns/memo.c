@@ -107,6 +107,16 @@ static inline int keeps(const tgW_mentry *o, int evict, size_t *budget)
     return 1;
 }
 
+/* The first table emptied: only its slots taken (firstmap). */
+static void clear_first(tgW_memo *m)
+{
+    for (size_t w = 0; w < TGW_MEMO_FIRST / 64; w++) {
+        for (uint64_t b = m->firstmap[w]; b; b &= b - 1)
+            memset(&m->first[64 * w + (size_t)__builtin_ctzll(b)], 0, sizeof *m->first);
+        m->firstmap[w] = 0;
+    }
+}
+
 /* Twice the room, the closed unknown entries dropped; at CAP_MAX slots
  * the same room instead, holding only the open calls and those found
  * since the last cut (as many as fill a quarter of it): the table is
@@ -153,7 +163,7 @@ static int grow(tgW_memo *m)
     for (size_t k = 0; k < m->nopen; k++)
         m->open[k].slot = (size_t)(uintptr_t)m->e[m->open[k].slot].head;
     if (m->e == m->first)  /* clean again, for the next normalization */
-        memset(m->first, 0, sizeof m->first);
+        clear_first(m);
     else
         tgW_scratch_free(m->e, m->cap * sizeof *m->e);
     m->e = e;
@@ -185,6 +195,8 @@ static tgW_mstat *stat_grow(tgW_memo *m, uint32_t op);
 static inline tgW_mstat *stat_of(tgW_memo *m, uint32_t op)
 {
     m->used = 1;
+    if (op >= m->stat_hi)
+        m->stat_hi = (size_t)op + 1;
     return op < m->nstat ? &m->stat[op] : stat_grow(m, op);
 }
 
@@ -345,6 +357,8 @@ size_t tgW_memo_enter(tgW_memo *m, tg_ctx *ctx, uint32_t op, tg_term *head, int 
     for (;; i = i + 1 == m->cap ? 0 : i + 1) {
         tgW_mentry *e = &m->e[i];
         if (!e->meta) {
+            if (m->e == m->first)
+                m->firstmap[i / 64] |= 1ull << (i % 64);
             e->meta = meta;
             e->head = head;
             for (uint32_t k = 0; k < n && !whole; k++)
@@ -438,9 +452,9 @@ void tgW_memo_clear(tgW_memo *m)
     size_t nstat = m->nstat, capopen = m->capopen, cap_max = m->cap_max;
     if (m->used) {
         if (m->e == m->first)
-            memset(m->first, 0, m->cap * sizeof *m->e);
+            clear_first(m);
         if (stat)
-            memset(stat, 0, nstat * sizeof *stat);
+            memset(stat, 0, (m->stat_hi < nstat ? m->stat_hi : nstat) * sizeof *stat);
     }
     if (m->e && m->e != m->first)
         tgW_scratch_free(m->e, m->cap * sizeof *m->e);
