@@ -7,6 +7,7 @@
 
 #include <gc/gc.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 tg_term tgW_memo_open_obj;
@@ -175,10 +176,12 @@ static int grow(tgW_memo *m)
 static int open_push(tgW_memo *m, size_t slot, uint32_t op, unsigned long long rewrites)
 {
     if (m->nopen == m->capopen) {
-        tgW_mopen *o = tgW_grow(m->open, m->nopen, &m->capopen, m->nopen + 1, sizeof *o);
+        size_t cap = m->capopen ? 2 * m->capopen : 64;
+        tgW_mopen *o = realloc(m->open, cap * sizeof *o);
         if (!o)
             return -1;
         m->open = o;
+        m->capopen = cap;
     }
     tgW_mopen *o = &m->open[m->nopen++];
     o->slot = slot;
@@ -448,8 +451,7 @@ tg_term *tgW_memo_key(const tgW_memo *m, tg_ctx *ctx, size_t slot)
 void tgW_memo_clear(tgW_memo *m)
 {
     tgW_mstat *stat = m->stat;
-    tgW_mopen *open = m->open;
-    size_t nstat = m->nstat, capopen = m->capopen, cap_max = m->cap_max;
+    size_t nstat = m->nstat, cap_max = m->cap_max;
     if (m->used) {
         if (m->e == m->first)
             clear_first(m);
@@ -458,9 +460,9 @@ void tgW_memo_clear(tgW_memo *m)
     }
     if (m->e && m->e != m->first)
         tgW_scratch_free(m->e, m->cap * sizeof *m->e);
+    free(m->open);
     memset(m, 0, offsetof(tgW_memo, first));
     m->stat = stat, m->nstat = nstat;
-    m->open = open, m->capopen = capopen;
     m->cap_max = cap_max;
     m->watch_n = UINT32_MAX;
 }

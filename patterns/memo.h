@@ -76,7 +76,10 @@ typedef struct tgW_mstat {
 typedef struct tgW_memo {
     tgW_mentry *e;      /* first, or a collector root (tgW_scratch_alloc): keys and normal forms stay alive */
     size_t cap, n;
-    tgW_mopen *open;    /* collector memory */
+    tgW_mopen *open;    /* malloc memory, freed by tgW_memo_clear (no pointer the
+                         * collector must see: its rules are the rule set's; in
+                         * collector memory, a deep recursion's stack of open
+                         * calls, hundreds of KB, was scanned at each collection) */
     size_t nopen, capopen;
     tgW_mstat *stat;    /* by op id */
     size_t nstat;
@@ -158,8 +161,8 @@ void tgW_memo_close(tgW_memo *m, size_t from, tg_term *nf, unsigned long long re
 /* The call in slot as a term (for messages); NULL when out of memory. */
 tg_term *tgW_memo_key(const tgW_memo *m, tg_ctx *ctx, size_t slot);
 
-/* Forget everything: a grown table is freed; the counts by op and the
- * open stack keep their memory, emptied. */
+/* Forget everything: a grown table and the open stack are freed; the
+ * counts by op keep their memory, emptied. */
 void tgW_memo_clear(tgW_memo *m);
 
 #endif
