@@ -6,6 +6,8 @@
 #include "memo.h"
 
 #include <gc/gc.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 tg_term tgW_memo_open_obj;
@@ -28,6 +30,19 @@ tg_term tgW_memo_open_obj;
 #define FIRST_CHECK 256
 #define SAVE_RATIO 8
 
+/* An op is also judged when the calls of it that were remembered and
+ * closed reach CALLS_CHECK and each doubling (see judge_calls): a tail chain counts once
+ * as a reduction, but each of its calls took an entry, a lookup and a
+ * close.  Judged at 256 reductions only, revnat's concatenation (chains
+ * of 130 calls on average in revnat1000) was remembered for some 33
+ * thousand calls before it was dropped: 64 thousand slots of table, and
+ * on revnat100 (100 chains: never judged) 1.25 to 1.6 times plain's
+ * time.  Calls closed, not calls looked up: a recursive op opens many
+ * calls before the first closes and can be found again (fibonacci of a
+ * deep numeral), and a closed chain of quicksort's comparisons is found
+ * again at once (its one hit saves the chain's length). */
+#define CALLS_CHECK 1024
+
 /* The table's bound in bytes: past it the table evicts instead of
  * growing.  Where calls keep coming that are never met again, an
  * unbounded table kept every normal form alive and made each collection
@@ -42,19 +57,23 @@ tg_term tgW_memo_open_obj;
 #define MEMO_BYTES ((size_t)40 << 20)
 #define CAP_MAX (MEMO_BYTES / sizeof(tgW_mentry))
 
+
 static inline size_t home(uint32_t h, size_t cap)
 {
     return (size_t)(((uint64_t)h * cap) >> 32);
 }
 
-/* The meta word of a call: its hash, count and flags. */
-static uint64_t key_meta(tg_term *head, int atom, uint32_t n, tg_term *const *args, int whole)
+/* The meta word of a call: its hash, count and flags.  The hash is of
+ * the pointers (terms are interned, and an entry keeps its key's terms
+ * alive, so a pointer stands for one term while the table lives): no
+ * load of each term's header, as the terms' own hashes took. */
+static inline uint64_t key_meta(tg_term *head, int atom, uint32_t n, tg_term *const *args, int whole)
 {
-    uint64_t acc = tgT_hash52(head) * 0x9E3779B97F4A7C15ull + n * 0x589965CC75374CC3ull +
+    uint64_t acc = (uintptr_t)head * 0x9E3779B97F4A7C15ull + n * 0x589965CC75374CC3ull +
                    (uint64_t)atom;
     if (!whole)
         for (uint32_t i = 0; i < n; i++)
-            acc += tgT_hash52(args[i]) * (i ? 0x165667B19E3779F9ull : 0xC2B2AE3D27D4EB4Full);
+            acc += (uintptr_t)args[i] * (i ? 0x165667B19E3779F9ull : 0xC2B2AE3D27D4EB4Full);
     acc = (acc ^ (acc >> 30)) * 0xBF58476D1CE4E5B9ull;
     acc = (acc ^ (acc >> 27)) * 0x94D049BB133111EBull;
     uint64_t flags = M_USED | (atom ? M_ATOM : 0) | (whole ? M_WHOLE : 0);
@@ -89,6 +108,16 @@ static inline int keeps(const tgW_mentry *o, int evict, size_t *budget)
     return 1;
 }
 
+/* The first table emptied: only its slots taken (firstmap). */
+static void clear_first(tgW_memo *m)
+{
+    for (size_t w = 0; w < TGW_MEMO_FIRST / 64; w++) {
+        for (uint64_t b = m->firstmap[w]; b; b &= b - 1)
+            memset(&m->first[64 * w + (size_t)__builtin_ctzll(b)], 0, sizeof *m->first);
+        m->firstmap[w] = 0;
+    }
+}
+
 /* Twice the room, the closed unknown entries dropped; at CAP_MAX slots
  * the same room instead, holding only the open calls and those found
  * since the last cut (as many as fill a quarter of it): the table is
@@ -96,15 +125,22 @@ static inline int keeps(const tgW_mentry *o, int evict, size_t *budget)
  * slots follow their entries. */
 static int grow(tgW_memo *m)
 {
-    size_t cap = m->cap ? 2 * m->cap : 1024, nopen = 0, budget = 0;
-    int evict = m->cap >= CAP_MAX;
-    if (cap > CAP_MAX && !evict)
-        cap = CAP_MAX;
+    if (!m->cap) {     /* the first table: in the struct, clean */
+        m->e = m->first;
+        m->cap = TGW_MEMO_FIRST;
+        m->used = 1;
+        return 0;
+    }
+    size_t cap_max = m->cap_max ? m->cap_max : CAP_MAX;
+    size_t cap = 2 * m->cap, nopen = 0, budget = 0;
+    int evict = m->cap >= cap_max;
+    if (cap > cap_max && !evict)
+        cap = cap_max;
     if (evict) {
         for (size_t i = 0; i < m->cap; i++)
             nopen += m->e[i].meta && m->e[i].nf == TGW_MEMO_OPEN;
-        budget = 4 * nopen < CAP_MAX ? CAP_MAX / 4 - nopen : 0;
-        for (cap = CAP_MAX; cap < 4 * nopen; cap *= 2)
+        budget = 4 * nopen < cap_max ? cap_max / 4 - nopen : 0;
+        for (cap = cap_max; cap < 4 * nopen; cap *= 2)
             ;
         m->cuts++;
     }
@@ -127,7 +163,10 @@ static int grow(tgW_memo *m)
     }
     for (size_t k = 0; k < m->nopen; k++)
         m->open[k].slot = (size_t)(uintptr_t)m->e[m->open[k].slot].head;
-    tgW_scratch_free(m->e, m->cap * sizeof *m->e);
+    if (m->e == m->first)  /* clean again, for the next normalization */
+        clear_first(m);
+    else
+        tgW_scratch_free(m->e, m->cap * sizeof *m->e);
     m->e = e;
     m->cap = cap;
     m->n = n;
@@ -137,10 +176,12 @@ static int grow(tgW_memo *m)
 static int open_push(tgW_memo *m, size_t slot, uint32_t op, unsigned long long rewrites)
 {
     if (m->nopen == m->capopen) {
-        tgW_mopen *o = tgW_grow(m->open, m->nopen, &m->capopen, m->nopen + 1, sizeof *o);
+        size_t cap = m->capopen ? 2 * m->capopen : 64;
+        tgW_mopen *o = realloc(m->open, cap * sizeof *o);
         if (!o)
             return -1;
         m->open = o;
+        m->capopen = cap;
     }
     tgW_mopen *o = &m->open[m->nopen++];
     o->slot = slot;
@@ -156,6 +197,9 @@ static tgW_mstat *stat_grow(tgW_memo *m, uint32_t op);
 /* The counts of op; NULL when out of memory. */
 static inline tgW_mstat *stat_of(tgW_memo *m, uint32_t op)
 {
+    m->used = 1;
+    if (op >= m->stat_hi)
+        m->stat_hi = (size_t)op + 1;
     return op < m->nstat ? &m->stat[op] : stat_grow(m, op);
 }
 
@@ -247,6 +291,32 @@ static void forget(tgW_memo *m, tg_term *head)
     }
 }
 
+/* Drop the op whose counts are st (head: its symbol, NULL for an op of
+ * more arguments) when its hits saved fewer than one rewrite per
+ * SAVE_RATIO lookups. */
+static void verdict(tgW_memo *m, tgW_mstat *st, tg_term *head)
+{
+    if (st->saved * SAVE_RATIO < st->lookups) {
+        st->dropped = 1;
+        if (head)
+            forget(m, head);
+    }
+}
+
+/* Before a reduction of an op still remembered closes (its calls not
+ * yet counted): the op judged when the calls of its earlier reductions
+ * reached CALLS_CHECK, and again at each doubling.  Not while a chain's
+ * own calls are counted: a first chain of thousands of calls would be
+ * judged before any of them could be found again (quicksort's
+ * comparisons: each chain is found again just after it closes). */
+static inline void judge_calls(tgW_memo *m, tgW_mstat *st, tg_term *head)
+{
+    if (st->calls < (st->calls_next ? st->calls_next : CALLS_CHECK))
+        return;
+    st->calls_next = 2 * st->calls;
+    verdict(m, st, head);
+}
+
 /* After a reduction of an op still remembered (a run of its calls
  * closed with one normal form, or a call passed): drop the op when its
  * hits have saved fewer than one rewrite per SAVE_RATIO lookups, judged
@@ -264,11 +334,8 @@ static void forget(tgW_memo *m, tg_term *head)
 static void judge(tgW_memo *m, tgW_mstat *st, tg_term *head)
 {
     uint64_t k = ++st->closed;
-    if (k >= FIRST_CHECK && !(k & (k - 1)) && st->saved * SAVE_RATIO < st->lookups) {
-        st->dropped = 1;
-        if (head)
-            forget(m, head);
-    }
+    if (k >= FIRST_CHECK && !(k & (k - 1)))
+        verdict(m, st, head);
 }
 
 size_t tgW_memo_enter(tgW_memo *m, tg_ctx *ctx, uint32_t op, tg_term *head, int atom, uint32_t n,
@@ -293,6 +360,8 @@ size_t tgW_memo_enter(tgW_memo *m, tg_ctx *ctx, uint32_t op, tg_term *head, int 
     for (;; i = i + 1 == m->cap ? 0 : i + 1) {
         tgW_mentry *e = &m->e[i];
         if (!e->meta) {
+            if (m->e == m->first)
+                m->firstmap[i / 64] |= 1ull << (i % 64);
             e->meta = meta;
             e->head = head;
             for (uint32_t k = 0; k < n && !whole; k++)
@@ -342,9 +411,18 @@ void tgW_memo_close(tgW_memo *m, size_t from, tg_term *nf, unsigned long long re
         tgW_mentry *e = &m->e[m->open[k].slot];
         unsigned long long cost = rewrites - m->open[k].start;
         uint32_t op = m->open[k].op;
-        /* one reduction per run of calls of an op closed here (judge) */
-        if (nf && op < m->nstat && !m->stat[op].dropped && (k == from || m->open[k - 1].op != op))
-            judge(m, &m->stat[op], e->meta & M_WHOLE ? NULL : e->head);
+        /* one reduction per run of calls of an op closed here (judge),
+         * and each call counted (judge_calls) */
+        if (nf && op < m->nstat && !m->stat[op].dropped) {
+            tgW_mstat *st = &m->stat[op];
+            if (k == from || m->open[k - 1].op != op) {
+                tg_term *sym = e->meta & M_WHOLE ? NULL : e->head;
+                judge_calls(m, st, sym);
+                if (!st->dropped)
+                    judge(m, st, sym);
+            }
+            st->calls++;
+        }
         /* a dropped op's normal forms and keys are not kept (see forget;
          * a call of more arguments is keyed by its term, kept until the
          * next growth or cut) */
@@ -372,7 +450,19 @@ tg_term *tgW_memo_key(const tgW_memo *m, tg_ctx *ctx, size_t slot)
 
 void tgW_memo_clear(tgW_memo *m)
 {
-    tgW_scratch_free(m->e, m->cap * sizeof *m->e);
-    memset(m, 0, sizeof *m);
+    tgW_mstat *stat = m->stat;
+    size_t nstat = m->nstat, cap_max = m->cap_max;
+    if (m->used) {
+        if (m->e == m->first)
+            clear_first(m);
+        if (stat)
+            memset(stat, 0, (m->stat_hi < nstat ? m->stat_hi : nstat) * sizeof *stat);
+    }
+    if (m->e && m->e != m->first)
+        tgW_scratch_free(m->e, m->cap * sizeof *m->e);
+    free(m->open);
+    memset(m, 0, offsetof(tgW_memo, first));
+    m->stat = stat, m->nstat = nstat;
+    m->cap_max = cap_max;
     m->watch_n = UINT32_MAX;
 }

@@ -16,7 +16,9 @@
  * per 8 lookups (judged at its 256th reduction and each doubling, a
  * reduction being a run of its calls closed at once with one normal
  * form, see memo.c) is dropped: its calls are no longer remembered for
- * the rest of the normalization.
+ * the rest of the normalization.  It is judged alike when the calls of
+ * its reductions ended before reach 1024 and each doubling: a chain
+ * counts once as a reduction but each of its calls took an entry.
  * Cycles through dropped ops are still found, Brent's way: every 2^k-th
  * call of a dropped op is remembered as usual and watched, and a call of
  * a dropped op equal to the watched one is looked up; a cycle of length
@@ -27,8 +29,10 @@
  * their watched call is compared by a hash of its arguments, then by
  * its term.
  *
- * The table lies outside the collector's heap (a root, see
- * tgW_scratch_alloc) and is freed when the normalization ends; it is
+ * The first TGW_MEMO_FIRST slots lie in the struct itself (nothing
+ * allocated for a short normalization); a larger table lies outside
+ * the collector's heap (a root, see tgW_scratch_alloc) and is freed
+ * when the normalization ends; it is
  * bounded: at its largest size (memo.c, CAP_MAX) it keeps,
  * when it is full, only its open calls and those found again since the
  * previous cut, and makes room for new ones by dropping the rest.
@@ -61,16 +65,25 @@ typedef struct tgW_mopen {
 typedef struct tgW_mstat {
     uint64_t lookups, saved;
     uint64_t closed;    /* reductions (memo.c, judge) */
+    uint64_t calls;     /* calls remembered and closed (memo.c, judge_calls) */
+    uint64_t calls_next;    /* and where they are judged next (0: the first time) */
     int dropped;
 } tgW_mstat;
 
+/* The table's first size: held in the struct itself (see first). */
+#define TGW_MEMO_FIRST 256
+
 typedef struct tgW_memo {
-    tgW_mentry *e;      /* a collector root (tgW_scratch_alloc): keys and normal forms stay alive */
+    tgW_mentry *e;      /* first, or a collector root (tgW_scratch_alloc): keys and normal forms stay alive */
     size_t cap, n;
-    tgW_mopen *open;    /* collector memory */
+    tgW_mopen *open;    /* malloc memory, freed by tgW_memo_clear (no pointer the
+                         * collector must see: its rules are the rule set's; in
+                         * collector memory, a deep recursion's stack of open
+                         * calls, hundreds of KB, was scanned at each collection) */
     size_t nopen, capopen;
     tgW_mstat *stat;    /* by op id */
     size_t nstat;
+    size_t stat_hi;     /* ops below it touched since the last clear */
     uint64_t skipped;   /* calls of dropped ops */
     tg_term *watch[1 + TGW_MEMO_INLINE];    /* head and (first) arguments of the watched call */
     tg_term *watch_term;    /* with more arguments: the call as a term */
@@ -78,6 +91,19 @@ typedef struct tgW_memo {
     uint32_t watch_n;   /* its argument count; UINT32_MAX: none */
     int watch_atom;
     uint64_t cuts;      /* evictions (the table at its size bound) */
+    size_t cap_max;     /* the bound in slots (0: memo.c's CAP_MAX; tests set less) */
+    int used;           /* since the last clear: stat or first touched */
+    uint64_t firstmap[TGW_MEMO_FIRST / 64];    /* first's slots taken since it was last cleared */
+    /* The table up to TGW_MEMO_FIRST slots: no allocation, no root to
+     * register, and only what was used cleared at the end, so that a
+     * normalization of a few hundred calls pays for no more than its
+     * lookups: clearing the whole of it (10 KB, out of the cache by the
+     * next normalization) took about a microsecond, more than the
+     * lookups of a few calls (REC's `calls`: 1.23 times plain's time).
+     * The tgW_memo lies in the machine, collector memory that the
+     * collector scans.  Last: tgW_memo_clear resets the fields above
+     * it. */
+    tgW_mentry first[TGW_MEMO_FIRST];
 } tgW_memo;
 
 /* The marker of a call being reduced. */
@@ -135,7 +161,8 @@ void tgW_memo_close(tgW_memo *m, size_t from, tg_term *nf, unsigned long long re
 /* The call in slot as a term (for messages); NULL when out of memory. */
 tg_term *tgW_memo_key(const tgW_memo *m, tg_ctx *ctx, size_t slot);
 
-/* Forget everything (the memory goes to the collector). */
+/* Forget everything: a grown table and the open stack are freed; the
+ * counts by op keep their memory, emptied. */
 void tgW_memo_clear(tgW_memo *m);
 
 #endif

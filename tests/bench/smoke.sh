@@ -70,7 +70,7 @@ if [ -d "$rec_dir" ]; then
     ulimit -s unlimited 2>/dev/null || ulimit -s hard 2>/dev/null
     run "bench/rec.sh" env REC_REPS=1 REC_TIMEOUT=120 TGREL_REC_DIR="$rec_dir" \
         sh "$srcdir/bench/rec.sh" "$b/rec" factorial5 revnat100 fibonacci05 bubblesort10 check1 empty sieve100
-    run "bench/rec-memo.sh" env REC_REPS=1 REC_TIMEOUT=120 TGREL_REC_DIR="$rec_dir" \
+    run "bench/rec-memo.sh" env REC_ROUNDS=1 REC_TINY_MS=0 REC_SHORT_MS=0 REC_TIMEOUT=120 TGREL_REC_DIR="$rec_dir" \
         sh "$srcdir/bench/rec-memo.sh" "$b/rec" revnat100 fibonacci05 quicksort10 sieve100
 else
     n=$((n + 1))

@@ -1,0 +1,225 @@
+/* test_memo.c - the memo table's policy (patterns/memo.h), driven call by
+ * call: the first table in the struct, the bound and its cuts (a table
+ * evicted, keeping the call found again), an op dropped at its 256th
+ * reduction, an op dropped on the calls of its chains, a long chain kept
+ * because it is found again, the table emptied between normalizations;
+ * then normalizing with memo against without: the same normal forms,
+ * memo's exponential win in rewrites beside ops it drops. */
+#define GC_THREADS 1
+#include <gc/gc.h>
+
+#include "harness.h"
+#include "memo.h"
+#include "tgrel.h"
+
+#include <string.h>
+
+static tgW_memo *m;
+static tg_ctx *ctx;
+static unsigned long long rewrites;
+
+/* The lookup of (head i): its normal form, NULL when it is now open;
+ * *skipped when the call is not remembered. */
+static tg_term *enter(uint32_t op, tg_term *head, long i, int *skipped)
+{
+    tg_term *arg = tg_int(ctx, i), *nf = NULL;
+    size_t slot = tgW_memo_enter(m, ctx, op, head, 0, 1, &arg, rewrites, &nf);
+    if (skipped)
+        *skipped = slot == TGW_MEMO_SKIP;
+    return nf;
+}
+
+/* A call of (head i) reduced in `cost` rewrites to (head i+1): its lookup,
+ * and when it was open, its close.  1 when it was a hit. */
+static int call(uint32_t op, tg_term *head, long i, unsigned long long cost)
+{
+    int skipped;
+    size_t from = m->nopen;
+    tg_term *nf = enter(op, head, i, &skipped);
+    if (nf)
+        return 1;
+    rewrites += cost;
+    if (!skipped)
+        tgW_memo_close(m, from, tg_int(ctx, i + 1), rewrites);
+    return 0;
+}
+
+/* A tail chain: the calls (head first) .. (head first+len-1) opened one
+ * after the other (each one rewrite), closed at once with one normal
+ * form: one reduction of len calls. */
+static void chain(uint32_t op, tg_term *head, long first, long len)
+{
+    size_t from = m->nopen;
+    for (long i = first; i < first + len; i++) {
+        enter(op, head, i, NULL);
+        rewrites++;
+    }
+    tgW_memo_close(m, from, tg_int(ctx, -first), rewrites);
+}
+
+static void table_tests(void)
+{
+    m = GC_MALLOC(sizeof *m);
+    tgW_memo_clear(m);
+    tg_term *f = tg_symbol_cstr(ctx, "f"), *g = tg_symbol_cstr(ctx, "g");
+    tg_term *h = tg_symbol_cstr(ctx, "h"), *q = tg_symbol_cstr(ctx, "q");
+
+    /* the first table: the struct's own */
+    TAP_CHECK(!call(0, f, 1, 5), "a first call is not known");
+    TAP_CHECK(m->e == m->first && m->cap == TGW_MEMO_FIRST, "its table is the struct's own (%zu slots)",
+              m->cap);
+    TAP_CHECK(call(0, f, 1, 5), "found again");
+
+    /* The bound: distinct calls of an op that pays (one call, found
+     * again and again, saves 10^5 rewrites each time) fill the table to
+     * its bound; it is cut, not grown, and keeps the call found again. */
+    m->cap_max = 1024;
+    call(0, f, -1, 100000);
+    int hot_hits = 0;
+    for (long i = 0; i < 20000; i++) {
+        call(0, f, i, 1);
+        if (i % 16 == 0)
+            hot_hits += call(0, f, -1, 1);
+    }
+    TAP_CHECK(m->cuts > 0, "the table was cut (%llu times)", (unsigned long long)m->cuts);
+    TAP_CHECK(m->cap <= 1024, "and never grew past its bound (%zu slots)", m->cap);
+    TAP_EQ_INT(hot_hits, 1250, "the call found again stayed through every cut");
+    TAP_CHECK(!m->stat[0].dropped, "its op pays and is not dropped");
+    TAP_CHECK(call(0, f, 19999, 1), "the last call is still known");
+    TAP_CHECK(!call(0, f, 0, 1), "an early call was evicted");
+    TAP_EQ_INT(m->nopen, 0, "no call left open");
+
+    /* an op whose calls never repeat: dropped at its 256th reduction */
+    for (long i = 0; i < 255; i++)
+        call(1, g, i, 3);
+    TAP_CHECK(!m->stat[1].dropped, "not dropped after 255 reductions");
+    call(1, g, 255, 3);
+    TAP_CHECK(m->stat[1].dropped, "dropped at its 256th");
+    int skipped, skips = 0;
+    for (long i = 1000; i < 1100; i++) {
+        tg_term *nf = enter(1, g, i, &skipped);
+        skips += skipped;
+        if (!skipped && !nf)    /* a watch point: open, closed as a reduction */
+            tgW_memo_close(m, m->nopen - 1, tg_int(ctx, 0), rewrites);
+    }
+    TAP_CHECK(skips >= 90, "its calls are then not remembered (%d of 100)", skips);
+    TAP_CHECK(tgW_memo_skip(m, 1, g, 1, (tg_term *[]){tg_int(ctx, 5000)}) == 1,
+              "and most take the inline fast path");
+
+    /* an op of tail chains that are never found again: judged on the
+     * calls of its earlier chains (1100 after 11 chains of 100), long
+     * before its 256th reduction */
+    for (long c = 0; c < 11; c++)
+        chain(2, h, 1000 * c, 100);
+    TAP_CHECK(!m->stat[2].dropped, "11 chains of 100 calls: not judged yet");
+    chain(2, h, 50000, 100);
+    TAP_CHECK(m->stat[2].dropped, "dropped at the 12th chain (%llu reductions)",
+              (unsigned long long)m->stat[2].closed);
+
+    /* a first chain of 2000 calls, found again just after it closes (as
+     * quicksort's comparisons are): judged at the next chain, it is kept */
+    chain(3, q, 0, 2000);
+    TAP_CHECK(!m->stat[3].dropped, "a first chain longer than the calls' threshold is not judged on itself");
+    TAP_CHECK(enter(3, q, 0, NULL) == tg_int(ctx, 0), "found again: its normal form");
+    chain(3, q, 10000, 10);
+    TAP_CHECK(!m->stat[3].dropped, "the hit saved its 2000 rewrites: kept at the next judgement");
+
+    /* the table emptied for the next normalization */
+    tgW_memo_clear(m);
+    int clean = m->e == NULL && m->cap == 0 && m->n == 0 && m->cap_max == 1024;
+    for (size_t i = 0; i < TGW_MEMO_FIRST; i++)
+        clean &= m->first[i].meta == 0 && m->first[i].nf == NULL && m->first[i].head == NULL;
+    TAP_CHECK(clean, "cleared: the grown table freed, the first one empty, the bound kept");
+    TAP_CHECK(!m->stat[1].dropped && !m->stat[2].dropped && m->stat[0].lookups == 0,
+              "the counts start again: a dropped op is remembered again");
+    TAP_CHECK(!call(1, g, 1, 3) && call(1, g, 1, 3), "and its calls are found again");
+    tgW_memo_clear(m);
+}
+
+/* ---- normalizing ----------------------------------------------------- */
+
+static const char *rules =
+    "(op s (arity 1)) (op d0 (arity 0)) (op nl (arity 0)) (op cons (arity 2))\n"
+    "(op app (arity 2)) (op rev (arity 1)) (op upto (arity 1))\n"
+    "(op both (arity 2)) (op tt (arity 0)) (op c (arity 1)) (op d (arity 1))\n"
+    "(rule app-nl (app nl ?l) => ?l)\n"
+    "(rule app-cons (app (cons ?x ?r) ?l) => (cons ?x (app ?r ?l)))\n"
+    "(rule rev-nl (rev nl) => nl)\n"
+    "(rule rev-cons (rev (cons ?x ?r)) => (app (rev ?r) (cons ?x nl)))\n"
+    "(rule upto-0 (upto d0) => nl)\n"
+    "(rule upto-s (upto (s ?n)) => (cons (s ?n) (upto ?n)))\n"
+    "(rule both-tt (both tt tt) => tt)\n"
+    "(rule c-0 (c d0) => tt)\n"
+    "(rule c-s (c (s ?n)) => (both (c ?n) (d ?n)))\n"
+    "(rule d-c (d ?n) => (c ?n))\n";
+
+/* The numeral n, written into buf (room for 4n + 3 characters). */
+static char *peano(char *buf, int n)
+{
+    size_t k = 0;
+    for (int i = 0; i < n; i++)
+        memcpy(buf + k, "(s ", 3), k += 3;
+    memcpy(buf + k, "d0", 2), k += 2;
+    for (int i = 0; i < n; i++)
+        buf[k++] = ')';
+    buf[k] = 0;
+    return buf;
+}
+
+/* The normal form of text, and the rewrites it took. */
+static tg_term *norm(tg_rules *rs, const char *text, unsigned flags, unsigned long long *rw)
+{
+    tg_error err;
+    unsigned long long cond;
+    tg_term *t = tg_read_cstr(ctx, text, &err);
+    tg_term *r = t ? tg_normalize(rs, t, flags, &err) : NULL;
+    tg_rules_counts(rs, rw, &cond);
+    return r;
+}
+
+static void normalize_tests(void)
+{
+    tg_error err;
+    tg_rules *rs = tg_rules_new(ctx, &err);
+    TAP_EQ_INT(tg_rules_load_string(rs, rules, strlen(rules), "memo-rules", &err), 0, "the rules load");
+    char q[8192], n1[2048], n2[2048];
+    unsigned long long rw_plain, rw_memo;
+
+    /* a list reversal of 400: concatenation chains of 200 calls on
+     * average, dropped on its calls (80 thousand in all); the reversal
+     * itself at its 256th reduction */
+    snprintf(q, sizeof q, "(rev (upto %s))", peano(n1, 400));
+    tg_term *a = norm(rs, q, 0, &rw_plain), *b = norm(rs, q, TG_NF_MEMO, &rw_memo);
+    TAP_CHECK(a && a == b, "reversing 400 numerals: memo gives plain's normal form");
+    TAP_CHECK(rw_memo <= rw_plain, "with no more rewrites (%llu, plain %llu)", rw_memo, rw_plain);
+
+    /* 2^18 calls of c plain (d calls c again: a right side's equal
+     * calls are made once, so not (both (c ?n) (c ?n))), 19 with memo,
+     * beside the reversal, whose ops memo drops in the same
+     * normalization */
+    snprintf(q, sizeof q, "(cons (c %s) (rev (upto %s)))", peano(n1, 18), peano(n2, 300));
+    a = norm(rs, q, 0, &rw_plain);
+    b = norm(rs, q, TG_NF_MEMO, &rw_memo);
+    TAP_CHECK(a && a == b, "a call tree of 2^18 beside a reversal: the same normal form");
+    /* the reversal's own rewrites apart, each way */
+    unsigned long long rev_plain, rev_memo;
+    snprintf(q, sizeof q, "(rev (upto %s))", peano(n2, 300));
+    norm(rs, q, 0, &rev_plain);
+    norm(rs, q, TG_NF_MEMO, &rev_memo);
+    unsigned long long tree_plain = rw_plain - rev_plain;
+    unsigned long long tree_memo = rw_memo > rev_memo ? rw_memo - rev_memo : 1;
+    TAP_CHECK(tree_plain >= 1000 * tree_memo,
+              "memo's win on the tree stays: %llu rewrites plain, %llu with memo", tree_plain, tree_memo);
+    tg_rules_free(rs);
+}
+
+int main(void)
+{
+    tg_error err;
+    ctx = tg_ctx_new(&err);
+    TAP_CHECK(ctx != NULL, "a context");
+    table_tests();
+    normalize_tests();
+    tg_ctx_free(ctx);
+    return TAP_DONE();
+}
