@@ -285,13 +285,13 @@ tg_term *tgT_chunk(tg_ctx *ctx, unsigned m, tg_term *const *e, tg_term *rest)
 
 /* ---- the lean path of short applications ------------------------- */
 
-/* tg_app of 1 to 3 arguments, and tgT_app_hashed, probe the home bucket
- * in a function that keeps every value in a register the caller need not
- * save and calls nothing: a hit there (most lookups) returns without a
- * stack frame.  Anything else (a probe that goes on past the home bucket,
+/* tg_app of 1 to 3 arguments probes the home bucket
+ * in a function that keeps its values in registers (one saved, nothing
+ * spilled) and calls nothing: a hit there (most lookups) returns at once.  Anything else (a probe that goes on past the home bucket,
  * or a miss) is a tail call to app_on, which starts again from the hash,
- * busy all along.  In the driver of bench/terms' lookups this took the
- * instructions of a two-argument lookup from 145 to ~70 (callgrind). */
+ * busy all along.  In a driver of bench/terms' lookups this took a
+ * two-argument lookup from 156 to 119 instructions (callgrind; see
+ * doc/internals.md). */
 
 /* The header word of the chunk (head args[0] .. args[na - 1]) of 52-bit
  * hash h52, GROUND aside: the hash is the word's top 52 bits. */
@@ -359,8 +359,8 @@ app_h52(tg_term *head, unsigned na, tg_term *const *args)
     return tgT_chunk_finish(tgT_chunk_sum(head, na, na, args, TGT_NIL)) >> 12;
 }
 
-/* One function per count, which tg_app and tgT_app_hashed tail-call,
- * so that neither keeps a frame around the probe. */
+/* One function per count, which tg_app tail-calls, so that it keeps no
+ * frame around the probe. */
 static __attribute__((noinline)) tg_term *app1(tg_ctx *ctx, uint64_t h52, tg_term *head,
                                                tg_term *const *args)
 {
