@@ -304,14 +304,15 @@ static inline tgT_hdr app_hdr(uint64_t h52, unsigned na)
     return (tgT_hdr){TG_PAIR, 0, na + 1, (uint32_t)h52 & 0xFFFFF, (uint32_t)(h52 >> 20)};
 }
 
-/* The rest of a probe whose home bucket did not hold the chunk (called
+/* The rest of a probe whose home bucket b did not hold the chunk (called
  * busy, na constant): the buckets past it, then the miss. */
 static inline __attribute__((always_inline)) tg_term *
-app_rest(tg_ctx *ctx, uint64_t h52, tg_term *head, unsigned na, tg_term *const *args)
+app_rest(tg_ctx *ctx, uint64_t h52, tg_term *head, unsigned na, tg_term *const *args,
+         const bucket *b)
 {
     tgT_hdr hd = app_hdr(h52, na);
-    size_t i = home_in(hd.hash, ctx->nb);
-    if (ctx->tab[i].ctrl & ct_filter(hd.hash)) {
+    size_t i = (size_t)(b - ctx->tab);
+    if (b->ctrl & ct_filter(hd.hash)) {
         tg_term *t = chunk_probe_on(ctx, next_bucket(i, ctx->nb), hd, head, na, args, TGT_NIL);
         if (t) {
             leave(ctx);
@@ -321,12 +322,13 @@ app_rest(tg_ctx *ctx, uint64_t h52, tg_term *head, unsigned na, tg_term *const *
     return intern_miss(ctx, hd, head, args, TGT_NIL);
 }
 static __attribute__((noinline)) tg_term *
-app_on(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args)
+app_on(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args,
+       const bucket *b)
 {
     switch (na) {   /* constant counts, for the unrolled copies of the miss */
-    case 1: return app_rest(ctx, want >> 12, head, 1, args);
-    case 2: return app_rest(ctx, want >> 12, head, 2, args);
-    default: return app_rest(ctx, want >> 12, head, 3, args);
+    case 1: return app_rest(ctx, want >> 12, head, 1, args, b);
+    case 2: return app_rest(ctx, want >> 12, head, 2, args, b);
+    default: return app_rest(ctx, want >> 12, head, 3, args, b);
     }
 }
 
@@ -349,7 +351,7 @@ app_lean(tg_ctx *ctx, uint64_t h52, tg_term *head, unsigned na, tg_term *const *
             return (tg_term *)(v ^ ptm);
         }
     }
-    return app_on(ctx, want, head, na, args);
+    return app_on(ctx, want, head, na, args, b);
 }
 
 /* The 52-bit hash of (head args[0] .. args[na - 1]). */
