@@ -122,7 +122,7 @@ static tg_term *chain(floor_ctx *f, tg_term *head, unsigned nx, size_t k, tg_ter
         }
         return r;
     }
-    uint64_t h = tgT_hash52(base);
+    uint64_t h = tgT_ehash(base);
     for (size_t j = 0; j < k; j++) {
         args[0] = nx ? f->elt[j] : NULL;
         f->hash[j] = h = tgT_app_hash(head, nx + 1, args, h);

@@ -666,7 +666,7 @@ static size_t chain_start(tg_ctx *ctx, tgW_machine *M, const tgW_index *bix, siz
 {
     if (k == fp0 || !chain_frame(bix, &M->fs[k - 1]))
         return SIZE_MAX;
-    uint64_t h = M->fs[k].ahash = tgT_app_hash(head, c, args, tgT_hash52(args[c - 1]));
+    uint64_t h = M->fs[k].ahash = tgT_app_hash(head, c, args, tgT_ehash(args[c - 1]));
     size_t j = k;
     for (; j > fp0 && chain_frame(bix, &M->fs[j - 1]); j--) {
         frame *g = &M->fs[j - 1];

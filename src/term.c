@@ -283,6 +283,102 @@ tg_term *tgT_chunk(tg_ctx *ctx, unsigned m, tg_term *const *e, tg_term *rest)
     return intern_chunk(ctx, e[0], m - 1, e + 1, rest);
 }
 
+/* ---- the lean path of short applications ------------------------- */
+
+/* tg_app of 1 to 3 arguments probes the home bucket
+ * in a function that keeps its values in registers (one saved, nothing
+ * spilled) and calls nothing: a hit there (most lookups) returns at once.  Anything else (a probe that goes on past the home bucket,
+ * or a miss) is a tail call to app_on, which starts again from the hash,
+ * busy all along.  In a driver of bench/terms' lookups this took a
+ * two-argument lookup from 156 to 119 instructions (callgrind; see
+ * doc/internals.md). */
+
+/* The header word of the chunk (head args[0] .. args[na - 1]) of 52-bit
+ * hash h52, GROUND aside: the hash is the word's top 52 bits. */
+static inline uint64_t app_want(uint64_t h52, unsigned na)
+{
+    return h52 << 12 | hdr_word((tgT_hdr){TG_PAIR, 0, na + 1, 0, 0});
+}
+static inline tgT_hdr app_hdr(uint64_t h52, unsigned na)
+{
+    return (tgT_hdr){TG_PAIR, 0, na + 1, (uint32_t)h52 & 0xFFFFF, (uint32_t)(h52 >> 20)};
+}
+
+/* The rest of a probe whose home bucket b did not hold the chunk (called
+ * busy, na constant): the buckets past it, then the miss. */
+static inline __attribute__((always_inline)) tg_term *
+app_rest(tg_ctx *ctx, uint64_t h52, tg_term *head, unsigned na, tg_term *const *args,
+         const bucket *b)
+{
+    tgT_hdr hd = app_hdr(h52, na);
+    size_t i = (size_t)(b - ctx->tab);
+    if (b->ctrl & ct_filter(hd.hash)) {
+        tg_term *t = chunk_probe_on(ctx, next_bucket(i, ctx->nb), hd, head, na, args, TGT_NIL);
+        if (t) {
+            leave(ctx);
+            return t;
+        }
+    }
+    return intern_miss(ctx, hd, head, args, TGT_NIL);
+}
+static __attribute__((noinline)) tg_term *
+app_on(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args,
+       const bucket *b)
+{
+    switch (na) {   /* constant counts, for the unrolled copies of the miss */
+    case 1: return app_rest(ctx, want >> 12, head, 1, args, b);
+    case 2: return app_rest(ctx, want >> 12, head, 2, args, b);
+    default: return app_rest(ctx, want >> 12, head, 3, args, b);
+    }
+}
+
+/* The probe of the home bucket (1 <= na <= 3).  Few values live across
+ * its loop (the header word stands for the hash; the tag to expect is
+ * kept under the mask, so that the node is the slot xor it), so that it
+ * fits in the registers a call may clobber. */
+static inline __attribute__((always_inline)) tg_term *
+app_lean(tg_ctx *ctx, uint64_t h52, tg_term *head, unsigned na, tg_term *const *args)
+{
+    uint64_t want = app_want(h52, na);
+    uint32_t h = (uint32_t)(want >> 32);
+    enter(ctx);
+    const bucket *b = &ctx->tab[home_in(h, ctx->nb)];
+    uintptr_t mask = ctx->tagmask, ptm = ptag(h) & mask;
+    for (uint64_t m = ct_match_bits(b->ctrl, ct_byte(h) * CT_ONES); m; m &= m - 1) {
+        uintptr_t v = b->s[ct_bits_slot(m)];
+        if ((v & mask) == ptm && chunk_is((tg_term *)(v ^ ptm), want, head, na, args, TGT_NIL)) {
+            leave(ctx);
+            return (tg_term *)(v ^ ptm);
+        }
+    }
+    return app_on(ctx, want, head, na, args, b);
+}
+
+/* The 52-bit hash of (head args[0] .. args[na - 1]). */
+static inline __attribute__((always_inline)) uint64_t
+app_h52(tg_term *head, unsigned na, tg_term *const *args)
+{
+    return tgT_chunk_finish(tgT_chunk_sum(head, na, na, args, TGT_NIL)) >> 12;
+}
+
+/* One function per count, which tg_app tail-calls, so that it keeps no
+ * frame around the probe. */
+static __attribute__((noinline)) tg_term *app1(tg_ctx *ctx, uint64_t h52, tg_term *head,
+                                               tg_term *const *args)
+{
+    return app_lean(ctx, h52, head, 1, args);
+}
+static __attribute__((noinline)) tg_term *app2(tg_ctx *ctx, uint64_t h52, tg_term *head,
+                                               tg_term *const *args)
+{
+    return app_lean(ctx, h52, head, 2, args);
+}
+static __attribute__((noinline)) tg_term *app3(tg_ctx *ctx, uint64_t h52, tg_term *head,
+                                               tg_term *const *args)
+{
+    return app_lean(ctx, h52, head, 3, args);
+}
+
 /* A fetch of the home bucket of the node of 52-bit hash h52. */
 static inline void fetch_home(const tg_ctx *ctx, uint64_t h52)
 {
@@ -300,16 +396,15 @@ tg_term *tgT_app_hashed(tg_ctx *ctx, uint64_t h52, uint64_t ahead, tg_term *head
     fetch_home(ctx, ahead);
     /* the header made in each case, so that its count is a constant;
      * the fields as chunk_hdr sets them from the mix (acc >> 12 is h52).
-     * One helper for both made GCC compile tg_app's lookup differently,
-     * 10% slower among 10^6 terms, so each writes its own.  Longer nodes
-     * are rare in chains and hashed again. */
-#define HASHED_HD(na) ((tgT_hdr){TG_PAIR, 0, (na) + 1, (uint32_t)h52 & 0xFFFFF, (uint32_t)(h52 >> 20)})
+     * Longer nodes are rare in chains and hashed again.  Not the lean
+     * path of tg_app: a chain's nodes are mostly new, and its miss, a
+     * call that starts again from the hash, took the REC rows 3 to 5%
+     * more instructions (revnat1000, factorial9). */
     switch (na) {   /* the usual short chains unrolled, as in tg_app */
-    case 1: return intern_hd(ctx, HASHED_HD(1), head, 1, args, TGT_NIL);
-    case 2: return intern_hd(ctx, HASHED_HD(2), head, 2, args, TGT_NIL);
+    case 1: return intern_hd(ctx, app_hdr(h52, 1), head, 1, args, TGT_NIL);
+    case 2: return intern_hd(ctx, app_hdr(h52, 2), head, 2, args, TGT_NIL);
     default: return intern_chunk(ctx, head, na, args, TGT_NIL);
     }
-#undef HASHED_HD
 }
 
 static uint32_t bytes_hash(const char *p, size_t n, uint32_t seed)
@@ -490,17 +585,13 @@ tg_term *tgT_rat_intern(tg_ctx *ctx, int32_t ns, const mp_limb_t *nd, int32_t ds
     return insert(ctx, (tg_term *)r);
 }
 
-tg_term *tg_app(tg_ctx *ctx, tg_term *head, size_t n, tg_term *const *args)
+/* tg_app of no argument or more than 3 (out of line, so that tg_app
+ * itself keeps no frame). */
+static __attribute__((noinline)) tg_term *app_long(tg_ctx *ctx, tg_term *head, size_t n,
+                                                   tg_term *const *args)
 {
-    if (!ctx || !head || (n && !args))
-        return NULL;
-    switch (n) {    /* specialised copies for the usual short applications */
-    case 0: return intern_body(ctx, head, 0, args, TGT_NIL);
-    case 1: return intern_body(ctx, head, 1, args, TGT_NIL);
-    case 2: return intern_body(ctx, head, 2, args, TGT_NIL);
-    case 3: return intern_body(ctx, head, 3, args, TGT_NIL);
-    default: break;
-    }
+    if (n == 0)
+        return intern_body(ctx, head, 0, args, TGT_NIL);
     if (n < TGT_CHUNK)
         return intern_chunk(ctx, head, (unsigned)n, args, TGT_NIL);
     /* The array holds copies of the caller's pointers, which keep the
@@ -513,6 +604,18 @@ tg_term *tg_app(tg_ctx *ctx, tg_term *head, size_t n, tg_term *const *args)
     tg_term *t = tgT_build_chunks(ctx, n + 1, buf, TGT_NIL);
     free(buf);
     return t;
+}
+
+tg_term *tg_app(tg_ctx *ctx, tg_term *head, size_t n, tg_term *const *args)
+{
+    if (!ctx || !head || (n && !args))
+        return NULL;
+    switch (n) {    /* the lean path for the usual short applications */
+    case 1: return app1(ctx, app_h52(head, 1, args), head, args);
+    case 2: return app2(ctx, app_h52(head, 2, args), head, args);
+    case 3: return app3(ctx, app_h52(head, 3, args), head, args);
+    default: return app_long(ctx, head, n, args);
+    }
 }
 
 /* ---- batched applications ---------------------------------------- */

@@ -141,6 +141,16 @@ static inline uint64_t tgT_hash52(const tg_term *t) {
     return (uint64_t)t->h.hash << 20 | t->h.hash_hi;
 #endif
 }
+/* What element t contributes to the hash of a chunk (see tgT_kpos): its
+ * 52-bit hash, but for a small integer its tagged word itself, which the
+ * chunk's finishing mix diffuses as well as it would the word's own mix
+ * (tgT_fixhash), without that mix's multiply on the path of every
+ * application of a number. */
+static inline uint64_t tgT_ehash(const tg_term *t) {
+    if (tgT_isfix(t))
+        return (uint64_t)(uintptr_t)t;
+    return tgT_hash52(t);
+}
 static inline bool tgT_ground(const tg_term *t) {
     return tgT_isfix(t) || (t->h.flags & TGT_GROUND);
 }
@@ -183,7 +193,7 @@ static inline tg_term *tgT_iter_next(tg_iter *it) {
 
 /* The hash of a chunk (the head, its arguments and its rest, which
  * tg_app and tgT_chunk intern): element i (the head is element 0)
- * contributes hash52(e_i) * tgT_kpos[i], the rest and the count their
+ * contributes tgT_ehash(e_i) * tgT_kpos[i], the rest and the count their
  * own terms, and one finishing mix diffuses the sum, whose top 52 bits
  * are the hash.  The products are independent, so the hash of a short
  * application costs about one multiply of latency per element fewer
@@ -212,16 +222,16 @@ static inline __attribute__((always_inline)) uint64_t
 tgT_chunk_sum(tg_term *head, unsigned na, unsigned k, tg_term *const *args, tg_term *rest)
 {
     /* () is the usual rest: its fields as constants */
-    uint64_t acc = tgT_hash52(head) * tgT_kpos[0] +
-                   (rest != TGT_NIL ? tgT_hash52(rest) : (uint64_t)TGT_NIL_HASH << 20) * TGT_KREST +
+    uint64_t acc = tgT_ehash(head) * tgT_kpos[0] +
+                   (rest != TGT_NIL ? tgT_ehash(rest) : (uint64_t)TGT_NIL_HASH << 20) * TGT_KREST +
                    na * TGT_KCOUNT;
     for (unsigned i = 0; i < k; i++)
-        acc += tgT_hash52(args[i]) * tgT_kpos[i + 1];
+        acc += tgT_ehash(args[i]) * tgT_kpos[i + 1];
     return acc;
 }
 
 /* The 52-bit hash of the application (head args[0] .. args[na-2] x),
- * x any element whose 52-bit hash is `last` (1 <= na < TGT_CHUNK): the
+ * x any element whose tgT_ehash is `last` (1 <= na < TGT_CHUNK): the
  * hash tg_app will compute, found without the table.  The rewriting
  * machine computes the hashes of nodes it is about to build one after
  * the other, each an element of the next (see "constructor chains" in

@@ -11,6 +11,9 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 /* Free lists refilled with GC_generic_malloc_many, by size in 16-byte
  * granules; the largest is a full chunk with its tail, which the miss path
@@ -106,6 +109,24 @@ static inline unsigned ct_slot(uint64_t m)
 {
     return (unsigned)__builtin_ctzll(m) >> 3;
 }
+
+/* The same match as one bit per slot (bit j for slot j), and its slot:
+ * with SSE2, a byte compare and a mask move, about half the operations
+ * of ct_match, for the lean probe of short applications (term.c). */
+#ifdef __SSE2__
+static inline uint64_t ct_match_bits(uint64_t ctrl, uint64_t rep)
+{
+    __m128i x = _mm_cvtsi64_si128((long long)(ctrl ^ rep));
+    return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_setzero_si128())) & 0x7F;
+}
+static inline unsigned ct_bits_slot(uint64_t m)
+{
+    return (unsigned)__builtin_ctzll(m);
+}
+#else
+#define ct_match_bits ct_match
+#define ct_bits_slot ct_slot
+#endif
 
 #define TAG_LO ((uintptr_t)15)
 #define DISP ((uintptr_t)3)      /* the displacement bits */

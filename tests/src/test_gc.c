@@ -409,14 +409,14 @@ static void test_ahead_hashes(void)
             for (unsigned i = 0; i + 1 < na; i++)
                 a[i] = i & 1 ? tg_int(c, (int64_t)(i * 1000 + k)) : tg_app(c, s, 1, &lasts[k]);
             a[na - 1] = lasts[k];
-            uint64_t h = tgT_app_hash(f, na, a, tgT_hash52(lasts[k]));
+            uint64_t h = tgT_app_hash(f, na, a, tgT_ehash(lasts[k]));
             tg_term *made = tgT_app_hashed(c, h, h, f, na, a);     /* new: made here */
             tg_term *t = tg_app(c, f, na, a);
             bad += h != tgT_hash52(t);
             badnew += made != t;
             a[na - 1] = f;                                      /* made by tg_app first */
             tg_term *u = tg_app(c, f, na, a);
-            uint64_t hu = tgT_app_hash(f, na, a, tgT_hash52(f));
+            uint64_t hu = tgT_app_hash(f, na, a, tgT_ehash(f));
             badold += tgT_app_hashed(c, hu, hu, f, na, a) != u;
             tried++;
         }
