@@ -1,7 +1,8 @@
 /* bench.h - what the benchmark programs share: clocks (wall and thread
  * CPU time), the median of repeated runs, JSON strings, the size
  * factor of a run ($TGREL_BENCH_SCALE), (after
- * config.h) the OpenBLAS functions tgrel opened, and (after tgrel.h)
+ * config.h) the OpenBLAS functions tgrel opened and the library's default
+ * compiler flags (BENCH_CFLAGS), and (after tgrel.h)
  * compiling a one-output tensor function from text. */
 #ifndef TGREL_BENCH_H
 #define TGREL_BENCH_H
@@ -10,6 +11,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* The flags the library compiles with by default (doc/kernels.md), for
+ * adding a -D to them (after config.h). */
+#ifdef TGREL_OPENMP_FLAG
+#define BENCH_OMP " " TGREL_OPENMP_FLAG
+#else
+#define BENCH_OMP " -fopenmp-simd"
+#endif
+#ifdef HAVE_LIBMVEC
+#define BENCH_MVEC " -DTGK_MVEC"
+#else
+#define BENCH_MVEC ""
+#endif
+#define BENCH_CFLAGS "-O2 -march=native -fno-math-errno -ffp-contract=off" BENCH_OMP BENCH_MVEC
 
 /* Wall-clock seconds and milliseconds (monotonic). */
 static inline double bench_now(void)

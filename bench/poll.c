@@ -18,20 +18,6 @@
 
 enum { PAIRS = 41 };
 
-/* The flags the library compiles with by default (doc/kernels.md), for
- * adding a -D to them. */
-#ifdef TGREL_OPENMP_FLAG
-#define BENCH_OMP " " TGREL_OPENMP_FLAG
-#else
-#define BENCH_OMP " -fopenmp-simd"
-#endif
-#ifdef HAVE_LIBMVEC
-#define BENCH_MVEC " -DTGK_MVEC"
-#else
-#define BENCH_MVEC ""
-#endif
-#define BENCH_CFLAGS "-O2 -march=native -fno-math-errno -ffp-contract=off" BENCH_OMP BENCH_MVEC
-
 static tg_fn *cumsum(tg_ctx *ctx, const char *cflags)
 {
     tg_error err;

@@ -302,20 +302,6 @@ static void bench_rnn(tg_ctx *ctx)
     free(W), free(x), free(h0), free(h), free(h2), free(tmp);
 }
 
-/* The flags the library compiles with by default (doc/kernels.md), for
- * adding a -D to them. */
-#ifdef TGREL_OPENMP_FLAG
-#define BENCH_OMP " " TGREL_OPENMP_FLAG
-#else
-#define BENCH_OMP " -fopenmp-simd"
-#endif
-#ifdef HAVE_LIBMVEC
-#define BENCH_MVEC " -DTGK_MVEC"
-#else
-#define BENCH_MVEC ""
-#endif
-#define BENCH_CFLAGS "-O2 -march=native -fno-math-errno -ffp-contract=off" BENCH_OMP BENCH_MVEC
-
 /* The RNN compiled with its products forced inline (-DTGK_DOT_INLINE_MAX
  * huge) or forced to BLAS (0); NULL when it does not compile. */
 static tg_fn *compile_rnn_forced(tg_ctx *ctx, int inl)
