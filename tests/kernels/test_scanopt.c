@@ -474,12 +474,22 @@ static void savemem_grad(void)
 #undef COST_G
 }
 
-/* The heap in use (malloc'd, mapped chunks included). */
+/* The heap in use (malloc'd, mapped chunks included).  Under the address
+ * sanitizer malloc is the sanitizer's, which glibc's mallinfo2 does not
+ * see (it says 0): ask the sanitizer's allocator then. */
+#if defined(__SANITIZE_ADDRESS__)
+size_t __sanitizer_get_current_allocated_bytes(void);  /* the sanitizer runtime's */
+static size_t heap_used(void)
+{
+    return __sanitizer_get_current_allocated_bytes();
+}
+#else
 static size_t heap_used(void)
 {
     struct mallinfo2 mi = mallinfo2();
     return mi.uordblks + mi.hblkhd;
 }
+#endif
 
 /* save-mem keeps N rows: a scan of 10^5 steps of rows of 8 float64 read
  * in its last 3 rows holds about 3 rows (a ring of 4, and the 3 rows of
