@@ -183,6 +183,25 @@ static size_t elems(const tg_term *t, tg_term **buf, size_t max, tg_term **tail)
     return n;
 }
 
+/* The elements of t into buf[256] (n returned, *tail the end), checked as
+ * the arguments of a pattern (pat) or of a right side's application:
+ * at most 255 arguments, a dotted tail only a variable.  -1 with the
+ * error set. */
+static long args_of(tgW_comp *c, tg_term *t, tg_term **buf, tg_term **tail, int pat)
+{
+    size_t n = elems(t, buf, 256, tail);
+    if (n > 256) {
+        CERR_AT(c, t, "%s", pat ? "pattern with more than 255 arguments" : "application with more than 255 arguments");
+        return -1;
+    }
+    if (*tail != TGT_NIL && tg_kind_of(*tail) != TG_VAR) {
+        CERR_AT(c, t, "%s", pat ? "malformed pattern: a dotted tail must be a variable"
+                                : "malformed right side: a dotted tail must be a variable");
+        return -1;
+    }
+    return (long)n;
+}
+
 /* ---- left sides ------------------------------------------------------- */
 
 /* A num: built-in (arith.h) or a type: built-in (typed.h), not an op. */
@@ -274,15 +293,10 @@ static int pat(tgW_comp *c, tgW_vec *m, tg_term *p, int reg, unsigned depth)
         return c->failed ? -1 : 0;
     }
     tg_term *buf[256], *tail;
-    size_t n = elems(p, buf, 256, &tail);
-    if (n > 256) {
-        CERR_AT(c, p, "%s", "pattern with more than 255 arguments");
+    long nl = args_of(c, p, buf, &tail, 1);
+    if (nl < 0)
         return -1;
-    }
-    if (tail != TGT_NIL && tg_kind_of(tail) != TG_VAR) {
-        CERR_AT(c, p, "%s", "malformed pattern: a dotted tail must be a variable");
-        return -1;
-    }
+    size_t n = (size_t)nl;
     tg_term *head = buf[0];
     if (tg_kind_of(head) != TG_SYMBOL) {
         /* (?f ?x): any list of that many elements */
@@ -564,15 +578,10 @@ static int lhs(tgW_comp *c, tgW_rule *r, tg_term *l)
         return -1;
     }
     tg_term *buf[256], *tail;
-    size_t n = elems(l, buf, 256, &tail);
-    if (n > 256) {
-        CERR_AT(c, l, "%s", "pattern with more than 255 arguments");
+    long nl = args_of(c, l, buf, &tail, 1);
+    if (nl < 0)
         return -1;
-    }
-    if (tail != TGT_NIL && tg_kind_of(tail) != TG_VAR) {
-        CERR_AT(c, l, "%s", "malformed pattern: a dotted tail must be a variable");
-        return -1;
-    }
+    size_t n = (size_t)nl;
     int seg = tail != TGT_NIL;
     if (is_builtin(buf[0])) {
         CERR_AT(c, l, "a %s: built-in computes; it cannot be matched in a left side", is_typed(head_of(l)) ? "type" : "num");
@@ -706,15 +715,10 @@ static int expr_built(tgW_comp *c, tg_term *e, unsigned depth)
     if (is_builtin(tg_car(e)))
         return expr(c, e, 0, depth);
     tg_term *buf[256], *tl;
-    size_t n = elems(e, buf, 256, &tl);
-    if (n > 256) {
-        CERR_AT(c, e, "%s", "application with more than 255 arguments");
+    long nl = args_of(c, e, buf, &tl, 0);
+    if (nl < 0)
         return -1;
-    }
-    if (tl != TGT_NIL && tg_kind_of(tl) != TG_VAR) {
-        CERR_AT(c, e, "%s", "malformed right side: a dotted tail must be a variable");
-        return -1;
-    }
+    size_t n = (size_t)nl;
     for (size_t i = 0; i < n; i++)
         if (expr_built(c, buf[i], depth + 1) < 0)
             return -1;
@@ -810,15 +814,10 @@ static int expr(tgW_comp *c, tg_term *e, int tail, unsigned depth)
     if (tg_is_ground(e) && tg_kind_of(tg_car(e)) != TG_SYMBOL)
         return expr_const(c, e);
     tg_term *buf[256], *tl;
-    size_t n = elems(e, buf, 256, &tl);
-    if (n > 256) {
-        CERR_AT(c, e, "%s", "application with more than 255 arguments");
+    long nl = args_of(c, e, buf, &tl, 0);
+    if (nl < 0)
         return -1;
-    }
-    if (tl != TGT_NIL && tg_kind_of(tl) != TG_VAR) {
-        CERR_AT(c, e, "%s", "malformed right side: a dotted tail must be a variable");
-        return -1;
-    }
+    size_t n = (size_t)nl;
     tg_term *h = buf[0];
     int seg = tl != TGT_NIL;
     int sr = share_find(c, e);
