@@ -25,6 +25,21 @@ static int *ints(size_t n, int fill)
     return p;
 }
 
+/* Each node's users in g, an output counting as two (so a node that is
+ * an output never counts as used once); NULL when out of memory. */
+static int *user_counts(const tgV_graph *g)
+{
+    int *users = ints((size_t)g->n, 0);
+    if (!users)
+        return NULL;
+    for (int v = 0; v < g->n; v++)
+        for (int i = 0; i < g->nodes[v].nargs; i++)
+            users[g->nodes[v].args[i]]++;
+    for (int i = 0; i < g->noutputs; i++)
+        users[g->outputs[i]] += 2;
+    return users;
+}
+
 static bool is_leaf(const tgV_node *n) { return n->op == TGV_INPUT || n->op == TGV_CONST; }
 
 static uint64_t cluster_hash(const tgV_node *n, int level)
@@ -91,14 +106,9 @@ static int scaled_value(const tgV_graph *g, int c, const int *users, int *sc, in
  * GEMM node when the dot and the products are used nowhere else. */
 static int fuse_gemm(tgV_graph *g)
 {
-    int *users = ints((size_t)g->n, 0);
+    int *users = user_counts(g);
     if (!users)
         return -1;
-    for (int v = 0; v < g->n; v++)
-        for (int i = 0; i < g->nodes[v].nargs; i++)
-            users[g->nodes[v].args[i]]++;
-    for (int i = 0; i < g->noutputs; i++)
-        users[g->outputs[i]] += 2;
     for (int v = 0; v < g->n; v++) {
         tgV_node *n = &g->nodes[v];
         if (n->op != TGV_ADD || n->nargs != 2 || !tgV_is_float(n->dtype))
@@ -161,14 +171,9 @@ static int fuse_ger(tgV_graph *g)
 {
     if (!g->ger_steps)
         return 0;
-    int *users = ints((size_t)g->n, 0);
+    int *users = user_counts(g);
     if (!users)
         return -1;
-    for (int v = 0; v < g->n; v++)
-        for (int i = 0; i < g->nodes[v].nargs; i++)
-            users[g->nodes[v].args[i]]++;
-    for (int i = 0; i < g->noutputs; i++)
-        users[g->outputs[i]] += 2;
     for (int v = 0; v < g->n; v++) {
         tgV_node *n = &g->nodes[v];
         if (n->op != TGV_ADD || n->nargs != 2 || !tgV_is_float(n->dtype) || n->ndim != 2 || n->dead)
