@@ -625,19 +625,32 @@ static int find_moves(so *s, scan *sc, deps *d, ok_fn ok, vec *found, tgW_map *i
 
 static int invariant_ok(unsigned f) { return !(f & (D_VAR | D_STUCK)); }
 
+/* A step's parameters into maps, each to itself: the sequences' into seq,
+ * the outputs' taps into var; the non-sequences' into outm (when not
+ * NULL) to their values outside the loop.  -1 when out of memory. */
+static int param_maps(so *s, scan *sc, tgW_map *seq, tgW_map *var, tgW_map *outm)
+{
+    for (size_t i = 0; i < sc->seqp.n; i++)
+        if (tgW_map_put(seq, sc->seqp.v[i], sc->seqp.v[i]) < 0)
+            return s->oom = 1, -1;
+    for (size_t i = 0; i < sc->no; i++)
+        for (size_t j = 0; j < sc->o[i].ntaps; j++)
+            if (tgW_map_put(var, sc->o[i].tp[j], sc->o[i].tp[j]) < 0)
+                return s->oom = 1, -1;
+    for (size_t i = 0; outm && i < sc->nsp.n; i++)
+        if (tgW_map_put(outm, sc->nsp.v[i], sc->ns.v[i]) < 0)
+            return s->oom = 1, -1;
+    return 0;
+}
+
 /* Work that reads no sequence nor tap is computed once, before the loop,
  * and passed in as a new non-sequence (non-sequence parameters replaced
  * by their values outside). */
 static int push_invariant(so *s, scan *sc, tg_term *whole)
 {
     tgW_map var = {0}, isfound = {0}, used = {0}, out = {0}, repl = {0};
-    for (size_t i = 0; i < sc->seqp.n; i++)
-        if (tgW_map_put(&var, sc->seqp.v[i], sc->seqp.v[i]) < 0)
-            return s->oom = 1, -1;
-    for (size_t i = 0; i < sc->no; i++)
-        for (size_t j = 0; j < sc->o[i].ntaps; j++)
-            if (tgW_map_put(&var, sc->o[i].tp[j], sc->o[i].tp[j]) < 0)
-                return s->oom = 1, -1;
+    if (param_maps(s, sc, &var, &var, NULL) < 0)
+        return -1;
     deps d = {&var, NULL, {0}};
     vec found = {0};
     if (find_moves(s, sc, &d, invariant_ok, &found, &isfound) < 0)
@@ -849,16 +862,8 @@ static int seqwork_ok(unsigned f)
 static int seq_ranked(so *s, scan *sc, tg_term *whole, vec *found, vec *forms)
 {
     tgW_map var = {0}, seq = {0}, outm = {0}, used = {0}, env = {0}, seen = {0};
-    for (size_t i = 0; i < sc->seqp.n; i++)
-        if (tgW_map_put(&seq, sc->seqp.v[i], sc->seqp.v[i]) < 0)
-            return s->oom = 1, -1;
-    for (size_t i = 0; i < sc->no; i++)
-        for (size_t j = 0; j < sc->o[i].ntaps; j++)
-            if (tgW_map_put(&var, sc->o[i].tp[j], sc->o[i].tp[j]) < 0)
-                return s->oom = 1, -1;
-    for (size_t i = 0; i < sc->nsp.n; i++)
-        if (tgW_map_put(&outm, sc->nsp.v[i], sc->ns.v[i]) < 0)
-            return s->oom = 1, -1;
+    if (param_maps(s, sc, &seq, &var, &outm) < 0)
+        return -1;
     rk outer = {s, {0}, NULL};
     if (tgSo_param_ranks(s, sc, &outer, &env) < 0 || symbols(s, whole, &used) < 0)
         return -1;
@@ -1642,16 +1647,8 @@ static int push_output(so *s, graph *g, use *u, tg_term **res)
         if (tgW_map_get(&avoid, o->res))
             continue;
         tgW_map var = {0}, outm = {0}, used = {0}, env = {0};
-        for (size_t i = 0; i < sc->seqp.n; i++)
-            if (tgW_map_put(&var, sc->seqp.v[i], sc->seqp.v[i]) < 0)
-                return s->oom = 1, -1;
-        for (size_t i = 0; i < sc->no; i++)
-            for (size_t j = 0; j < sc->o[i].ntaps; j++)
-                if (tgW_map_put(&var, sc->o[i].tp[j], sc->o[i].tp[j]) < 0)
-                    return s->oom = 1, -1;
-        for (size_t i = 0; i < sc->nsp.n; i++)
-            if (tgW_map_put(&outm, sc->nsp.v[i], sc->ns.v[i]) < 0)
-                return s->oom = 1, -1;
+        if (param_maps(s, sc, &var, &var, &outm) < 0)
+            return -1;
         rk outer = {s, {0}, NULL};
         if (tgSo_param_ranks(s, sc, &outer, &env) < 0 || symbols(s, g->root, &used) < 0)
             return -1;
@@ -1854,16 +1851,8 @@ static int push_sums(so *s, graph *g, use *u, tg_term **res)
             continue;
         /* the step-varying parameters */
         tgW_map var = {0}, outm = {0}, used = {0};
-        for (size_t i = 0; i < sc->seqp.n; i++)
-            if (tgW_map_put(&var, sc->seqp.v[i], sc->seqp.v[i]) < 0)
-                return s->oom = 1, -1;
-        for (size_t i = 0; i < sc->no; i++)
-            for (size_t j = 0; j < sc->o[i].ntaps; j++)
-                if (tgW_map_put(&var, sc->o[i].tp[j], sc->o[i].tp[j]) < 0)
-                    return s->oom = 1, -1;
-        for (size_t i = 0; i < sc->nsp.n; i++)
-            if (tgW_map_put(&outm, sc->nsp.v[i], sc->ns.v[i]) < 0)
-                return s->oom = 1, -1;
+        if (param_maps(s, sc, &var, &var, &outm) < 0)
+            return -1;
         if (symbols(s, g->root, &used) < 0)
             return -1;
         sumx x = {s, sc, {&var, NULL, {0}}, &outm, &used, {0}, {0}, {0}};
