@@ -33,6 +33,10 @@ enum { TGI_ROW_BLOCK_BYTES = 256 * 1024 };
  * block. */
 enum { TGI_ROW_PIECE_BYTES = 32 * 1024 };
 
+/* The products go over a piece this many rows at a time, and fetch the
+ * rows this far ahead of dot(A, w) (see row_block). */
+enum { TGI_ROW_CHUNK = 4, TGI_FETCH_AHEAD = 24 };
+
 typedef struct rowplan {
     int a, w, v1, v2, g;        /* A, w, dot(A, w), dot(A^T, g), g */
     int *kind;                  /* per step between: 0 before, 1 rows, 2 after */
@@ -393,53 +397,95 @@ static void cols_dot(const rowrun *R, int64_t r0, int64_t b, char *t)
         tgRp_cols_dot_s(b, R->f, (const float *)ab, R->lda, (const float *)R->g + r0, (float *)t);
 }
 
+/* The rows a member will read next, in order: those of block bk, then
+ * those of block nx (-1: none), fetched a few at a time ahead of the
+ * products (fetch_to) so that memory is kept busy while the row steps and
+ * the products compute, rather than fetched in bursts that stall the
+ * member while they come and leave memory idle after. */
+typedef struct rowfetch {
+    const rowrun *R;
+    int64_t i0, b, j0, jb;      /* block bk's first row and rows; nx's */
+    int64_t done;               /* rows of the two fetched so far */
+} rowfetch;
+
+/* Fetch the member's rows up to `upto` (counted from block bk's first). */
+static void fetch_to(rowfetch *F, int64_t upto)
+{
+    const rowrun *R = F->R;
+    int64_t es = (int64_t)R->es, end = F->b + F->jb;
+    upto = upto < end ? upto : end;
+    while (F->done < upto) {
+        int64_t r = F->done < F->b ? F->i0 + F->done : F->j0 + (F->done - F->b);
+        int64_t left = F->done < F->b ? F->b - F->done : end - F->done, k = upto - F->done;
+        k = k < left ? k : left;
+        tgRp_fetch(R->a + r * R->lda * es, k, R->lda * es, R->f * es);
+        F->done += k;
+    }
+}
+
+/* Rows [p0, p0 + pb) of F's block through a product (A^T g into t, or
+ * dot(A, w) when t is NULL), TGI_ROW_CHUNK rows at a time, each chunk
+ * fetching half as many rows ahead: the two products of a piece fetch
+ * as many rows as it has, so the rows fetched stay TGI_FETCH_AHEAD ahead
+ * of each piece's start. */
+static void product_chunks(rowfetch *F, int64_t p0, int64_t pb, char *t)
+{
+    const rowrun *R = F->R;
+    int64_t c = TGI_ROW_CHUNK, r0 = F->i0 + p0;
+    for (int64_t q = 0; q < pb; q += c) {
+        int64_t n = pb - q < c ? pb - q : c;
+        fetch_to(F, F->done + (n + 1) / 2);
+        if (t)
+            cols_dot(R, r0 + q, n, t);
+        else
+            rows_dot(R, r0 + q, n);
+    }
+}
+
 /* Block bk whole, a piece of R->sub rows at a time: the piece's dot(A, w),
- * its row steps, its A^T g, while it is in the nearest cache; the pieces
- * two ahead fetched meanwhile (past the block's end, the first of block
- * nx, the member's next; -1: none).  A block's partials (its A^T g, its
- * fused reductions) are folded piece after piece in row order, whoever
- * computes it. */
+ * its row steps, its A^T g, while it is in the nearest cache; the rows
+ * ahead fetched meanwhile, TGI_FETCH_AHEAD rows ahead of dot(A, w) and
+ * into block nx (the member's next; -1: none).  A block's partials (its
+ * A^T g, its fused reductions) are folded piece after piece in row order,
+ * whoever computes it. */
 static void row_block(const rowrun *R, int64_t bk, int64_t nx)
 {
     const tgH_sched *s = R->s;
     int64_t i0 = bk * R->b, b = R->n - i0 < R->b ? R->n - i0 : R->b, es = (int64_t)R->es;
     reg *part = R->part + bk * R->nred;
     char *t = R->t + bk * R->f * es;
+    rowfetch F = {R, i0, b, nx >= 0 ? nx * R->b : 0, 0, 0};
+    if (nx >= 0)
+        F.jb = R->n - F.j0 < R->b ? R->n - F.j0 : R->b;
+    fetch_to(&F, TGI_FETCH_AHEAD);     /* mostly fetched already, as the previous block's next */
     memset(t, 0, (size_t)(R->f * es));
     for (int r = 0, k = R->k1 + 1; k < R->k2; k++)
         for (int q = 0; R->P->kind[k - R->k1] == 1 && q < s->steps[k].nreds; q++, r++)
             part[r] = red_identity(s->g->nodes[s->steps[k].reds[q]].op, R->Fa[r].fl);
     for (int64_t p0 = 0; p0 < b; p0 += R->sub) {
-        int64_t pb = b - p0 < R->sub ? b - p0 : R->sub, r0 = i0 + p0, ahead = p0 + 2 * R->sub;
-        if (ahead < b) {
-            tgRp_fetch(R->a + (i0 + ahead) * R->lda * es, b - ahead < R->sub ? b - ahead : R->sub,
-                       R->lda * es, R->f * es);
-        } else if (nx >= 0 && ahead - b < R->n - nx * R->b) {
-            int64_t q0 = nx * R->b + (ahead - b), left = R->n - q0;
-            tgRp_fetch(R->a + q0 * R->lda * es, left < R->sub ? left : R->sub, R->lda * es, R->f * es);
-        }
-        rows_dot(R, r0, pb);
+        int64_t pb = b - p0 < R->sub ? b - p0 : R->sub, r0 = i0 + p0;
+        product_chunks(&F, p0, pb, NULL);
         int r = 0;
         for (int k = R->k1 + 1; k < R->k2; k++) {
             if (R->P->kind[k - R->k1] != 1)
                 continue;
             const tgH_step *step = &s->steps[k];
-            facc F[step->nreds > 0 ? step->nreds : 1];
+            facc Fr[step->nreds > 0 ? step->nreds : 1];
             for (int q = 0; q < step->nreds; q++, r++) {
-                F[q] = R->Fa[r];
-                F[q].acc = &part[r];
-                F[q].blk.on = false;
+                Fr[q] = R->Fa[r];
+                Fr[q].acc = &part[r];
+                Fr[q].blk.on = false;
             }
             if (R->st->kern && R->st->kern[k]) {
-                row_native(R, step, R->st->kern[k], F, r0, pb);
+                row_native(R, step, R->st->kern[k], Fr, r0, pb);
             } else {    /* the interpreter: the calling thread alone */
                 for (int i = 0; i < R->s->g->n; i++)
                     if (R->lidx[i] >= 0)
                         R->st->vals[i] = row_win(R, i, r0, pb);
-                tgI_run_loop(s, R->st, step, R->st->pos, F);
+                tgI_run_loop(s, R->st, step, R->st->pos, Fr);
             }
         }
-        cols_dot(R, r0, pb, t);
+        product_chunks(&F, p0, pb, t);
     }
 }
 
