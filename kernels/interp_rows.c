@@ -608,6 +608,7 @@ int tgI_row_blocks(const tgH_sched *s, tgI_state *st, int k1, tg_error *err)
             }
             int want = native && (int64_t)es * N * F >= TGI_ROW_PAR_BYTES ? tgRp_threads() : 1;
             want = (int64_t)want > R.nb / 2 ? (int)(R.nb / 2) : want;
+            tgRp_count_window();
             tgRp_team *team = want > 1 ? tgRp_start(want, row_phase, &R) : NULL;
             R.nt = tgRp_size(team);
             if (team)

@@ -127,6 +127,18 @@ void tgRp_fetch(const void *p, int64_t rows, int64_t stride, int64_t bytes)
             __builtin_prefetch((const char *)p + r * stride + o, 0, 3);
 }
 
+static atomic_long windows;
+
+void tgRp_count_window(void)
+{
+    atomic_fetch_add_explicit(&windows, 1, memory_order_relaxed);
+}
+
+long tgRp_windows(void)
+{
+    return atomic_load_explicit(&windows, memory_order_relaxed);
+}
+
 /* ---- threads ---------------------------------------------------------------- */
 
 int tgRp_threads(void)

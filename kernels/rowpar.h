@@ -23,6 +23,11 @@ void tgRp_cols_dot_s(int64_t b, int64_t f, const float *A, int64_t lda, const fl
  * caches (hints only). */
 void tgRp_fetch(const void *p, int64_t rows, int64_t stride, int64_t bytes);
 
+/* Windows of steps run as row blocks so far in the process (counted by
+ * interp_rows.c; the tests read it to know that a plan ran blocked). */
+void tgRp_count_window(void);
+long tgRp_windows(void);
+
 /* The threads a call may run on: omp_get_max_threads() of the OpenMP
  * runtime the compiled loops use when it is loaded (so
  * omp_set_num_threads and OMP_NUM_THREADS set both), else

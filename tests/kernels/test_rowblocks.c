@@ -5,7 +5,10 @@
  * own, and OpenMP's once the compiled loops loaded it); and the logistic
  * regression's loss and gradients, at a size that runs on threads,
  * against a long double loop on both paths, the same bits on 1, 2 and
- * 16 threads. */
+ * 16 threads; and the training step of bench/train (w and b shared,
+ * updated in the same call; X an input, or a shared variable read
+ * through subtensor) runs as row blocks, within rounding of a long
+ * double loop over two steps, the same bits on 1, 2 and 16 threads. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -206,6 +209,134 @@ static void check_logreg_threads(void)
     tg_fn_free(fn);
 }
 
+/* ---- a training step with its updates ---------------------------------- */
+
+/* One step of the bench's logistic regression in long double: the loss
+ * at w, b, then w and b moved by -0.5 times the gradient. */
+static long double ref_step(long n, long f, const double *X, long lda, const double *y, long double *w,
+                            long double *b)
+{
+    long double loss = 0, gb = 0, gw[64] = {0};
+    for (long i = 0; i < n; i++) {
+        long double z = *b;
+        for (long j = 0; j < f; j++)
+            z += (long double)X[i * lda + j] * w[j];
+        loss += (z > 0 ? z : 0) + log1pl(expl(-fabsl(z))) - y[i] * z;
+        long double r = 1 / (1 + expl(-z)) - y[i];
+        gb += r;
+        for (long j = 0; j < f; j++)
+            gw[j] += r * X[i * lda + j];
+    }
+    for (long j = 0; j < f; j++)
+        w[j] -= 0.5L * gw[j] / n;
+    *b -= 0.5L * gb / n;
+    return loss / n;
+}
+
+/* The training step as bench/train and examples/train_logreg.tgs write
+ * it: the loss an output, w and b shared variables updated by
+ * w - 0.5 grad(loss, w) in the same call.  The updates run after the
+ * second product, so the whole window runs as row blocks: X read once
+ * (counted), the loss and the new w and b within rounding of a long
+ * double loop over two steps, the same bits on 1, 2 and 16 threads.
+ * sub: X a shared variable of more rows, its first NR read through
+ * subtensor (as the example reads its training rows). */
+static void check_train_step(int sub)
+{
+    enum { NR = 20011, NF = 37, NX = NR + 57 };
+    char ins[200], z[400], loss[1600], upd[4200];
+    if (sub) {
+        snprintf(ins, sizeof ins, "(input y float64 (n))");
+        snprintf(z, sizeof z, "(add (dot (subtensor (shared X float64 (%d %d)) (slice 0 %d none)) "
+                 "(shared w float64 (%d))) (shared b float64 ()))", NX, NF, NR, NF);
+    } else {
+        snprintf(ins, sizeof ins, "(input X float64 (n f)) (input y float64 (n))");
+        snprintf(z, sizeof z, "(add (dot (input X float64 (n f)) (shared w float64 (f))) (shared b float64 ()))");
+    }
+    snprintf(loss, sizeof loss, "(mean (sub (add (maximum %s 0) (log1p (exp (neg (abs %s))))) "
+             "(mul (input y float64 (n)) %s)))", z, z, z);
+    const char *W = sub ? "(shared w float64 (37))" : "(shared w float64 (f))";
+    snprintf(upd, sizeof upd, "((%s (sub %s (mul 0.5 (grad %s %s)))) ((shared b float64 ()) (sub (shared b "
+             "float64 ()) (mul 0.5 (grad %s (shared b float64 ()))))))", W, W, loss, W, loss);
+    double *X = malloc(sizeof(double) * NX * NF), *y = malloc(sizeof(double) * NR), w0[NF], b0 = 0.1;
+    for (long i = 0; i < (long)NX * NF; i++)
+        X[i] = kt_unif(-1, 1);
+    for (int i = 0; i < NR; i++)
+        y[i] = X[i * NF] + 0.5 * X[i * NF + 1] > 0;
+    for (int j = 0; j < NF; j++)
+        w0[j] = kt_unif(-0.3, 0.3);
+    tg_error err;
+    int64_t sx[2] = {sub ? NX : NR, NF}, ny = NR;
+    tg_array aw, ab, ax;
+    tg_array_init(&aw, TG_FLOAT64, 1, &sx[1], w0);
+    tg_array_init(&ab, TG_FLOAT64, 0, NULL, &b0);
+    tg_array_init(&ax, TG_FLOAT64, 2, sx, X);
+    tg_shared *sw = tg_shared_new(ctx, "w", &aw, &err), *sb = tg_shared_new(ctx, "b", &ab, &err);
+    tg_shared *sX = sub ? tg_shared_new(ctx, "X", &ax, &err) : NULL;
+    tg_term *it[2], *ot[1];
+    size_t ni = kt_read_terms(ctx, ins, it, &err);
+    kt_read_terms(ctx, loss, ot, &err);
+    tg_fn_options o = {.interpret = kt_path, .rules = lib, .updates = tg_read_cstr(ctx, upd, &err)};
+    tg_fn *fn = sw && sb && (sX || !sub) && o.updates ? tg_fn_compile(ctx, ni, it, 1, ot, &o, &err) : NULL;
+    const char *what = sub ? "the training step on a subtensor of shared X" : "the training step";
+    if (!TAP_CHECK(fn != NULL, "%s with its updates compiles (%s)", what, fn ? "" : err.message))
+        goto done;
+    tg_array in[2];
+    if (sub) {
+        tg_array_init(&in[0], TG_FLOAT64, 1, &ny, y);
+    } else {
+        tg_array_init(&in[0], TG_FLOAT64, 2, sx, X);
+        tg_array_init(&in[1], TG_FLOAT64, 1, &ny, y);
+    }
+    /* the reference: two steps from w0, b0 */
+    long double rw[NF], rb = b0, rl[2];
+    for (int j = 0; j < NF; j++)
+        rw[j] = w0[j];
+    for (int k = 0; k < 2; k++)
+        rl[k] = ref_step(NR, NF, X, NF, y, rw, &rb);
+    double got[3][2 + NF + 1];  /* per thread count: two losses, w, b */
+    static const int threads[3] = {1, 2, 16};
+    int ok = 1;
+    long windows = 0;
+    if (!set_threads)
+        find_openmp();
+    for (int t = 0; t < 3; t++) {
+        if (set_threads)
+            set_threads(threads[t]);
+        ok &= tg_shared_set(sw, &aw, &err) == 0 && tg_shared_set(sb, &ab, &err) == 0;
+        long w0n = tgRp_windows();
+        for (int k = 0; k < 2; k++) {
+            tg_array out;
+            tg_array_init(&out, TG_FLOAT64, 0, NULL, &got[t][k]);
+            ok &= tg_fn_call(fn, in, &out, &err) == 0;
+        }
+        windows += tgRp_windows() - w0n;
+        tg_array gw, gb;
+        tg_array_init(&gw, TG_FLOAT64, 1, &sx[1], &got[t][2]);
+        tg_array_init(&gb, TG_FLOAT64, 0, NULL, &got[t][2 + NF]);
+        ok &= tg_shared_get(sw, &gw, &err) == 0 && tg_shared_get(sb, &gb, &err) == 0;
+    }
+    if (set_threads)
+        set_threads(2);
+    TAP_CHECK(ok && windows == 6, "%s, %s: each call runs its products and loops as row blocks "
+              "(%ld windows in 6 calls)", kt_path ? "interpreter" : "compiled", what, windows);
+    double worst = 0;
+    for (int k = 0; k < 2; k++)
+        worst = fmax(worst, fabs((double)((got[0][k] - rl[k]) / rl[k])));
+    for (int j = 0; j < NF; j++)
+        worst = fmax(worst, fabs((double)((got[0][2 + j] - rw[j]) / (fabsl(rw[j]) + 1e-3))));
+    worst = fmax(worst, fabs((double)((got[0][2 + NF] - rb) / (fabsl(rb) + 1e-3))));
+    TAP_CHECK(ok && worst <= 1e-12, "%s, %s: two steps' losses, w and b within %.2g of a long double loop",
+              kt_path ? "interpreter" : "compiled", what, worst);
+    TAP_CHECK(ok && !memcmp(got[0], got[1], sizeof got[0]) && !memcmp(got[0], got[2], sizeof got[0]),
+              "%s, %s: the same bits on 1, 2 and 16 threads%s", kt_path ? "interpreter" : "compiled", what,
+              set_threads ? "" : " (no OpenMP: one thread)");
+    tg_fn_free(fn);
+done:
+    tg_shared_free(sw), tg_shared_free(sb), tg_shared_free(sX);
+    free(X), free(y);
+}
+
 int main(void)
 {
     static const int64_t bs[] = {1, 3, 4, 5, 64, 67};
@@ -222,8 +353,11 @@ int main(void)
     lib = kt_rules(ctx, "(include \"all.rules\")", "<test>");
     TAP_CHECK(lib != NULL, "the rule library loads");
     if (lib)
-        KT_EACH_PATH
+        KT_EACH_PATH {
             check_logreg_threads();
+            check_train_step(0);
+            check_train_step(1);
+        }
     /* the compiled loops have loaded OpenMP: its threads run the phases */
     void *gomp = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
     if (gomp) {
