@@ -10,6 +10,8 @@
  * graph, cold and on a warm cache hit in a new process; GEMM 2000x2000
  * against cblas_dgemm, and at tgrel's default OpenBLAS core against
  * every core type forced by hand (OPENBLAS_CORETYPE, in child processes);
+ * small products (the perceptron's and squares of 2^17 to 2^22
+ * multiply-adds) against cblas_dgemm on OpenBLAS's threads and on one;
  * C + u v^T as a ger step against one fused loop;
  * an inc_subtensor with its value fused against the unfused form and a
  * hand-written loop, and inc_take against the interpreter and a
@@ -768,7 +770,10 @@ static void bench_small_gemm(tg_ctx *ctx)
                                 {64, 256, 32, 1, 0}, {48, 48, 48, 0, 0}, {64, 64, 64, 0, 0}, {80, 80, 80, 0, 0},
                                 {101, 101, 101, 0, 0}, {128, 128, 128, 0, 0}, {160, 160, 160, 0, 0}};
     tg_error err;
-    for (size_t c = 0; c < sizeof sz / sizeof sz[0]; c++) {
+    /* at a tiny scale (the suite's smoke run) the first two shapes, twice */
+    int reps = bench_reps(15);
+    size_t shapes = bench_scale(1) < 1 ? 2 : sizeof sz / sizeof sz[0];
+    for (size_t c = 0; c < shapes; c++) {
         int m = sz[c][0], k = sz[c][1], n = sz[c][2], ta = sz[c][3], tb = sz[c][4];
         char ins[2][120], ta_[160], tb_[160], o2[400];
         snprintf(ins[0], sizeof ins[0], "(input a float64 (%d %d))", ta ? k : m, ta ? m : k);
@@ -806,7 +811,7 @@ static void bench_small_gemm(tg_ctx *ctx)
         for (int w = 0; w < 4; w += 2) {    /* default threads, then one */
             if (w == 2 && set)
                 set(1);
-            for (int r = 0; r < 15; r++)
+            for (int r = 0; r < reps; r++)
                 for (int v = w; v < w + 2; v++) {
                     double t0 = wall();
                     for (int i = 0; i < calls; i++)
@@ -820,8 +825,8 @@ static void bench_small_gemm(tg_ctx *ctx)
         }
         if (set)
             set(nth);
-        double mt = bench_median(t[0], 15), mb = bench_median(t[1], 15);
-        double mt1 = bench_median(t[2], 15), mb1 = bench_median(t[3], 15);
+        double mt = bench_median(t[0], reps), mb = bench_median(t[1], reps);
+        double mt1 = bench_median(t[2], reps), mb1 = bench_median(t[3], reps);
         printf("{\"bench\":\"small_gemm\",\"m\":%d,\"k\":%d,\"n\":%d,\"trans_a\":%d,\"trans_b\":%d,\"mkn\":%ld,"
                "\"blas_threads\":%d,\"tgrel_us\":%.2f,\"cblas_us\":%.2f,\"cblas_over_tgrel\":%.2f,"
                "\"tgrel_1thread_us\":%.2f,\"cblas_1thread_us\":%.2f,\"cblas_1thread_over_tgrel_1thread\":%.2f,"
