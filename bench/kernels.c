@@ -10,6 +10,8 @@
  * graph, cold and on a warm cache hit in a new process; GEMM 2000x2000
  * against cblas_dgemm, and at tgrel's default OpenBLAS core against
  * every core type forced by hand (OPENBLAS_CORETYPE, in child processes);
+ * small products (the perceptron's and squares of 2^17 to 2^22
+ * multiply-adds) against cblas_dgemm on OpenBLAS's threads and on one;
  * C + u v^T as a ger step against one fused loop;
  * an inc_subtensor with its value fused against the unfused form and a
  * hand-written loop, and inc_take against the interpreter and a
@@ -756,6 +758,86 @@ static void bench_gemm(tg_ctx *ctx)
     gemm_close(&g);
 }
 
+/* Small products (smallmm.c): a compiled (dot A B) of m x k by k x n,
+ * the perceptron's five shapes (bench/train) and squares around the
+ * thresholds, on the wall clock: tgrel on the default threads (where
+ * OpenBLAS has more than one, products over TGMM_BLAS_ONE multiply-adds
+ * run in tgrel's own kernel on the calling thread) against cblas_dgemm
+ * on OpenBLAS's default threads and on one; medians of 15 runs. */
+static void bench_small_gemm(tg_ctx *ctx)
+{
+    static const int sz[][5] = {{256, 64, 32, 0, 0}, {256, 32, 10, 0, 0}, {256, 10, 32, 0, 1}, {32, 256, 10, 1, 0},
+                                {64, 256, 32, 1, 0}, {48, 48, 48, 0, 0}, {64, 64, 64, 0, 0}, {80, 80, 80, 0, 0},
+                                {101, 101, 101, 0, 0}, {128, 128, 128, 0, 0}, {160, 160, 160, 0, 0}};
+    tg_error err;
+    /* at a tiny scale (the suite's smoke run) the first two shapes, twice */
+    int reps = bench_reps(15);
+    size_t shapes = bench_scale(1) < 1 ? 2 : sizeof sz / sizeof sz[0];
+    for (size_t c = 0; c < shapes; c++) {
+        int m = sz[c][0], k = sz[c][1], n = sz[c][2], ta = sz[c][3], tb = sz[c][4];
+        char ins[2][120], ta_[160], tb_[160], o2[400];
+        snprintf(ins[0], sizeof ins[0], "(input a float64 (%d %d))", ta ? k : m, ta ? m : k);
+        snprintf(ins[1], sizeof ins[1], "(input b float64 (%d %d))", tb ? n : k, tb ? k : n);
+        snprintf(ta_, sizeof ta_, ta ? "(transpose %s (1 0))" : "%s", ins[0]);
+        snprintf(tb_, sizeof tb_, tb ? "(transpose %s (1 0))" : "%s", ins[1]);
+        snprintf(o2, sizeof o2, "(dot %s %s)", ta_, tb_);
+        const char *iv[2] = {ins[0], ins[1]};
+        tg_fn *fn = bench_fn(ctx, "small_gemm", 2, iv, o2, 0);
+        double *a = malloc(sizeof(double) * (size_t)(m * k)), *b = malloc(sizeof(double) * (size_t)(k * n));
+        double *o = malloc(sizeof(double) * (size_t)(m * n));
+        if (!fn || !a || !b || !o) {
+            failed = 1;
+            free(a), free(b), free(o), tg_fn_free(fn);
+            return;
+        }
+        for (int i = 0; i < m * k; i++)
+            a[i] = (i % 17) * 0.125 - 1;
+        for (int i = 0; i < k * n; i++)
+            b[i] = (i % 13) * 0.25 - 1.5;
+        int64_t as[2] = {ta ? k : m, ta ? m : k}, bs[2] = {tb ? n : k, tb ? k : n}, os[2] = {m, n};
+        tg_array in[2], res;
+        tg_array_init(&in[0], TG_FLOAT64, 2, as, a);
+        tg_array_init(&in[1], TG_FLOAT64, 2, bs, b);
+        tg_array_init(&res, TG_FLOAT64, 2, os, o);
+        if (tg_fn_call(fn, in, &res, &err) < 0 || (!blas_dgemm && blas_resolve() < 0)) {
+            failed = 1;
+            free(a), free(b), free(o), tg_fn_free(fn);
+            return;
+        }
+        /* resolved once tgrel has opened OpenBLAS */
+        void (*set)(int) = (void (*)(int))bench_blas_sym("openblas_set_num_threads");
+        int calls = (int)(2e6 / ((double)m * k * n) + 1), nth = blas_threads();
+        double t[4][15];
+        for (int w = 0; w < 4; w += 2) {    /* default threads, then one */
+            if (w == 2 && set)
+                set(1);
+            for (int r = 0; r < reps; r++)
+                for (int v = w; v < w + 2; v++) {
+                    double t0 = wall();
+                    for (int i = 0; i < calls; i++)
+                        if (v % 2 == 0)
+                            tg_fn_call(fn, in, &res, &err);
+                        else
+                            blas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
+                                       n, k, 1.0, a, ta ? m : k, b, tb ? k : n, 0.0, o, n);
+                    t[v][r] = (wall() - t0) * 1e6 / calls;
+                }
+        }
+        if (set)
+            set(nth);
+        double mt = bench_median(t[0], reps), mb = bench_median(t[1], reps);
+        double mt1 = bench_median(t[2], reps), mb1 = bench_median(t[3], reps);
+        printf("{\"bench\":\"small_gemm\",\"m\":%d,\"k\":%d,\"n\":%d,\"trans_a\":%d,\"trans_b\":%d,\"mkn\":%ld,"
+               "\"blas_threads\":%d,\"tgrel_us\":%.2f,\"cblas_us\":%.2f,\"cblas_over_tgrel\":%.2f,"
+               "\"tgrel_1thread_us\":%.2f,\"cblas_1thread_us\":%.2f,\"cblas_1thread_over_tgrel_1thread\":%.2f,"
+               "\"loadavg_1min\":%.2f,\"clock\":\"wall, median of 15 alternated runs\"}\n",
+               m, k, n, ta, tb, (long)m * k * n, nth, mt, mb, mb / mt, mt1, mb1, mb1 / mt1, loadavg());
+        fflush(stdout);
+        free(a), free(b), free(o);
+        tg_fn_free(fn);
+    }
+}
+
 /* The vector cases of dot: matrix-vector 4000x4000 and vector-vector
  * 10^7, float64, against the direct cblas_dgemv / cblas_ddot calls (wall
  * time: BLAS may use threads). */
@@ -1085,6 +1167,8 @@ int main(int argc, char **argv)
         bench_dot_vec(ctx);
     if (bench_want(argc, argv, "gemm"))
         bench_gemm(ctx);
+    if (bench_want(argc, argv, "small_gemm"))
+        bench_small_gemm(ctx);
     if (bench_want(argc, argv, "ger"))
         bench_ger(ctx);
     if (bench_want(argc, argv, "update"))

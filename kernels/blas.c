@@ -297,6 +297,7 @@ typedef struct lib {
     tgBl_fns f;
     char *(*corename)(void);
     char *(*config)(void);
+    int (*threads)(void);
 } lib;
 
 /* The functions from handle h; false when one is missing. */
@@ -313,6 +314,7 @@ static bool resolve(void *h, lib *L)
     L->f.sger = (__typeof__(L->f.sger))dlsym(h, "cblas_sger");
     L->corename = (char *(*)(void))dlsym(h, "openblas_get_corename");
     L->config = (char *(*)(void))dlsym(h, "openblas_get_config");
+    L->threads = (int (*)(void))dlsym(h, "openblas_get_num_threads");
     return L->f.ddot && L->f.sdot && L->f.dgemv && L->f.sgemv && L->f.dgemm && L->f.sgemm && L->f.dger && L->f.sger;
 }
 
@@ -497,4 +499,13 @@ bool tgBl_status_get(tgBl_status *st)
         *st = status;
     pthread_mutex_unlock(&mu);
     return ok;
+}
+
+int tgBl_threads(void)
+{
+    /* cur is written before ready is set, and never again after */
+    if (!atomic_load_explicit(&ready, memory_order_acquire) || !cur.threads)
+        return 1;
+    int n = cur.threads();
+    return n > 1 ? n : 1;
 }

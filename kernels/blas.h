@@ -71,6 +71,10 @@ const tgBl_fns *tgBl_get(tg_error *err);
  * functions already loaded, whatever their options. */
 const tgBl_fns *tgBl_init(const tgBl_opts *o, tg_error *err);
 
+/* The threads OpenBLAS runs a large product on (openblas_get_num_threads
+ * of the library in use); 1 before the first use or when unknown. */
+int tgBl_threads(void);
+
 /* How the library in use was chosen; false before the first use. */
 bool tgBl_status_get(tgBl_status *st);
 

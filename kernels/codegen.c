@@ -337,8 +337,13 @@ static void put_loop(tgB_buf *b, const tgH_sched *s, int k)
             bmask |= (uint64_t)1 << q;
     }
     tgB_printf(b, "\nstatic void TGK_CAT(tgk_loop%d, _k)(int64_t n, char *const *p)\n{\n", k);
+    /* the operands' pointers in locals: a store through a char type (a
+     * bool output) may alias p[], which would then be read again at
+     * every element, and the loop would not vectorize */
+    for (int q = 0; q < nio; q++)
+        tgB_printf(b, "  char *const p_%d = p[%d];\n", q, q);
     tgB_printf(b, "#define BM 0x%llxull\n"
-                  "#define A(k, T) (((T *)p[k])[(k) < 64 && (BM >> ((k) & 63) & 1) ? 0 : i])\n",
+                  "#define A(k, T) (((T *)p_##k)[(k) < 64 && (BM >> ((k) & 63) & 1) ? 0 : i])\n",
                (unsigned long long)bmask);
     for (int q = 0; q < st->nreds; q++) {
         const char *T = acc_type(s, st->reds[q]);

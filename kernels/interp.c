@@ -18,6 +18,7 @@
 #include "random.h"
 #include "arrange.h"
 #include "scan.h"
+#include "smallmm.h"
 #include "userop.h"
 
 TGJ_DIVMOD_DEFS
@@ -1254,7 +1255,21 @@ static int run_dot(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
         alpha = 1, beta = 0;
     else if (Cin)
         copy_arr(fc ? &tc : C, &cview);
-    if (total > 0) {
+    if (total > 0 && tgMm_use(m, k, nn, tgBl_threads())) {
+        /* small, where OpenBLAS would start its threads: written here
+         * (smallmm.c); A and B as they are after the copies above,
+         * strides in whole elements */
+        int64_t e = (int64_t)es;
+        int rc = d == TG_FLOAT64
+                     ? tgMm_dgemm(m, nn, k, alpha, (const double *)A->data, ars / e, acs / e,
+                                  (const double *)B->data, brs / e, bcs / e, beta, (double *)cd, nn, 1)
+                     : tgMm_sgemm(m, nn, k, (float)alpha, (const float *)A->data, ars / e, acs / e,
+                                  (const float *)B->data, brs / e, bcs / e, (float)beta, (float *)cd, nn, 1);
+        if (rc < 0) {
+            free(fa), free(fb), free(fc);
+            return tgE_nomem(err), -1;
+        }
+    } else if (total > 0) {
         int ldc = (int)(nn > 1 ? nn : 1);
         if (d == TG_FLOAT64)
             bl->dgemm(CblasRowMajor, transa ? CblasTrans : CblasNoTrans, transb ? CblasTrans : CblasNoTrans,

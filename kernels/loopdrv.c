@@ -76,61 +76,105 @@ static int in_place(const tgk_desc *d, int q, int64_t s)
     return d->size[q] == 0 || (q < 64 && (d->bm >> q & 1)) || s == d->size[q];
 }
 
+/* How the runs of a range go to the kernel, the same for every run of
+ * it (the inner strides are): slot[q] the buffer of operand q when it
+ * is not passed in place, else -1; nb the buffers, the reductions'
+ * first; p the kernel's pointers, buf the buffers.  Set once a range,
+ * not once a run: a loop over many short rows (256 rows of 10, a
+ * softmax's) is mostly runs. */
+typedef struct runs {
+    int *slot, nb;
+    char **p;
+    double (*buf)[TGLD_CHUNK];  /* double: aligned for every element type */
+} runs;
+
+static int runs_plan(const tgk_desc *d, const int64_t *s, int *slot)
+{
+    int nb = d->nred;
+    for (int q = 0; q < d->nin + d->nout; q++)
+        slot[q] = in_place(d, q, s[q]) ? -1 : nb++ - d->nred;
+    return nb;
+}
+
 /* One run [j, i1) of the innermost axis, operands at b with inner strides
  * s: in chunks (of TGLD_CHUNK when something is gathered or folded, else
  * the whole run), each operand passed in place when it is contiguous (or
  * broadcast as the kernel expects), else through a buffer. */
-static void run_row(const tgk_desc *d, tgk_kern k, char *const *b, const int64_t *s, int64_t j, int64_t i1)
+static void run_row(const tgk_desc *d, tgk_kern k, const runs *R, char *const *b, const int64_t *s, int64_t j,
+                    int64_t i1)
 {
-    int nio = d->nin + d->nout, nb = d->nred, one = i1 - j == 1;
-    char *p[nio + d->nred];
-    for (int q = 0; q < nio; q++) {    /* a run of one element has no stride to mind */
-        p[q] = d->size[q] ? b[q] + j * s[q] : NULL;
-        nb += !one && !in_place(d, q, s[q]);
+    int nio = d->nin + d->nout;
+    char **p = R->p;
+    if (i1 - j == 1 || R->nb == 0) {   /* a run of one element has no stride to mind */
+        if (R->nb == 0 || d->nred == 0) {   /* all in place, nothing to fold: one call */
+            for (int q = 0; q < nio; q++)
+                p[q] = d->size[q] ? b[q] + j * s[q] : NULL;
+            k(i1 - j, p);
+            return;
+        }
     }
-    if (nb == 0) {      /* all in place, nothing to fold: one call */
-        k(i1 - j, p);
-        return;
-    }
-    int slot[nio > 0 ? nio : 1];    /* the buffer of an operand not in place, else -1 */
-    nb = d->nred;
-    for (int q = 0; q < nio; q++)
-        slot[q] = one || in_place(d, q, s[q]) ? -1 : nb++ - d->nred;
-    /* double: aligned for every element type; the reductions' first */
-    double buf[nb ? nb : 1][TGLD_CHUNK];
+    int one = i1 - j == 1;
     const int64_t chunk = TGLD_CHUNK;
     for (int64_t c0 = j; c0 < i1; c0 += chunk) {
         int64_t n = i1 - c0 < chunk ? i1 - c0 : chunk;
         for (int q = 0; q < nio; q++) {
             int es = d->size[q];
-            char *at = b[q] + c0 * s[q], *t = slot[q] < 0 ? NULL : (char *)buf[d->nred + slot[q]];
+            char *at = b[q] + c0 * s[q], *t = one || R->slot[q] < 0 ? NULL : (char *)R->buf[d->nred + R->slot[q]];
             p[q] = !t ? (es ? at : NULL) : t;
             if (t && q < d->nin)
                 copy_elems(t, es, at, s[q], n, es);
         }
         for (int r = 0; r < d->nred; r++)
-            p[nio + r] = (char *)buf[r];
+            p[nio + r] = (char *)R->buf[r];
         k(n, p);
         for (int q = d->nin; q < nio; q++)
-            if (slot[q] >= 0)
+            if (!one && R->slot[q] >= 0)
                 copy_elems(b[q] + c0 * s[q], s[q], p[q], d->size[q], n, d->size[q]);
-        for (int r = 0; r < d->nred; r++)
-            fold(d->red[r], b[nio + r] + c0 * s[nio + r], s[nio + r], buf[r], n);
+        for (int r = 0; r < d->nred; r++) {
+            char *acc = b[nio + r] + c0 * s[nio + r];
+            const double *v = R->buf[r];
+            if (d->red[r] == TGLD_SUM && s[nio + r] == 0) {    /* a row's sum: the common fold */
+                double a;
+                memcpy(&a, acc, sizeof a);
+                for (int64_t i = 0; i < n; i++)
+                    a = a + v[i];
+                memcpy(acc, &a, sizeof a);
+            } else if (d->red[r] == TGLD_SUM && s[nio + r] == (int64_t)sizeof(double)) {
+                /* column sums, four at a time: loaded before stored, so
+                 * that they go to vector adds whatever the aliasing */
+                double *ac = (double *)(void *)acc;
+                int64_t i = 0;
+                for (; i + 4 <= n; i += 4) {
+                    double a0 = ac[i] + v[i], a1 = ac[i + 1] + v[i + 1], a2 = ac[i + 2] + v[i + 2], a3 = ac[i + 3] + v[i + 3];
+                    ac[i] = a0, ac[i + 1] = a1, ac[i + 2] = a2, ac[i + 3] = a3;
+                }
+                for (; i < n; i++)
+                    ac[i] = ac[i] + v[i];
+            } else {
+                fold(d->red[r], acc, s[nio + r], R->buf[r], n);
+            }
+        }
     }
 }
 
 void tgLd_range(const tgk_desc *d, tgk_kern k, const int64_t *shape, char *const *base, const int64_t *st,
                 int64_t lo, int64_t hi)
 {
-    int nd = d->nd, nall = d->nin + d->nout + d->nred, sd = nd ? nd : 1;
-    if (nd == 1) {  /* one row: the common case, and the one of the shortest calls */
+    int nd = d->nd, nio = d->nin + d->nout, nall = nio + d->nred, sd = nd ? nd : 1;
+    char *b[nall > 0 ? nall : 1], *p[nall > 0 ? nall : 1];
+    int64_t s[nall > 0 ? nall : 1], idx[sd];
+    int slot[nio > 0 ? nio : 1];
+    for (int q = 0; q < nall; q++)
+        s[q] = nd ? st[q * sd + sd - 1] : 0;
+    int nb = runs_plan(d, s, slot);
+    double buf[nb ? nb : 1][TGLD_CHUNK];
+    runs R = {slot, nb, p, buf};
+    if (nd <= 1) {  /* one row: the common case, and the one of the shortest calls */
         if (hi > lo)
-            run_row(d, k, base, st, lo, hi);
+            run_row(d, k, &R, base, s, lo, hi);
         return;
     }
-    char *b[nall > 0 ? nall : 1];
-    int64_t s[nall > 0 ? nall : 1], idx[sd];
-    int64_t inner = nd ? shape[nd - 1] : 1, rem = inner ? lo / inner : 0, j = inner ? lo % inner : 0;
+    int64_t inner = shape[nd - 1], rem = inner ? lo / inner : 0, j = inner ? lo % inner : 0;
     int64_t left = hi - lo;
     for (int a = nd - 2; a >= 0; a--) {
         idx[a] = rem % shape[a];
@@ -140,11 +184,10 @@ void tgLd_range(const tgk_desc *d, tgk_kern k, const int64_t *shape, char *const
         b[q] = base[q];
         for (int a = 0; a + 1 < nd; a++)
             b[q] += idx[a] * st[q * sd + a];
-        s[q] = nd ? st[q * sd + sd - 1] : 0;
     }
     while (left > 0) {
         int64_t i1 = inner - j < left ? inner : j + left;
-        run_row(d, k, b, s, j, i1);
+        run_row(d, k, &R, b, s, j, i1);
         left -= i1 - j;
         j = 0;
         for (int a = nd - 2; a >= 0; a--) {   /* the next outer index */
