@@ -68,6 +68,31 @@ static bool reserved(const tg_term *p)
     return false;
 }
 
+/* The nt taps t into *v as distances, each distinct: the taps negative
+ * (a mitsot's, -1 is distance 1) when neg, else non-negative (a mitmot's,
+ * rows ahead); *max raised to the largest.  0, or -1 with error `bad`
+ * for a tap that is not such an integer. */
+static int read_taps(tgV_builder *b, tgSc_scan *sc, tg_term **t, int nt, bool neg, const char *bad, int **v,
+                     int *max)
+{
+    if (!(*v = GC_MALLOC_ATOMIC((size_t)nt * sizeof **v)))
+        return tgE_nomem(tgV_err_of(b)), -1;
+    for (int i = 0; i < nt; i++) {
+        int64_t k;
+        if (tg_kind_of(t[i]) != TG_INT || tg_int_get(t[i], &k) < 0 ||
+            (neg ? k >= 0 || k < -(1 << 20) : k < 0 || k > (1 << 20)))
+            return tgV_fail(b, sc->term, bad);
+        k = neg ? -k : k;
+        for (int j = 0; j < i; j++)
+            if ((*v)[j] == k)
+                return tgV_fail(b, sc->term, "a tap is repeated");
+        (*v)[i] = (int)k;
+        if (k > *max)
+            *max = (int)k;
+    }
+    return 0;
+}
+
 /* A list (HEAD T ...) of distinct non-negative taps into *v; their count. */
 static int mitmot_taps(tgV_builder *b, tgSc_scan *sc, tg_term *l, const char *head, int **v, int *max)
 {
@@ -76,20 +101,7 @@ static int mitmot_taps(tgV_builder *b, tgSc_scan *sc, tg_term *l, const char *he
     if (nt < 1)
         return tgV_fail(b, sc->term, "a mitmot output is (mitmot INIT (taps T ...) (out_taps T ...)), "
                                      "each list with at least one tap");
-    if (!(*v = GC_MALLOC_ATOMIC((size_t)nt * sizeof **v)))
-        return tgE_nomem(tgV_err_of(b)), -1;
-    for (int i = 0; i < nt; i++) {
-        int64_t k;
-        if (tg_kind_of(t[i]) != TG_INT || tg_int_get(t[i], &k) < 0 || k < 0 || k > (1 << 20))
-            return tgV_fail(b, sc->term, "a mitmot tap is a non-negative integer");
-        for (int j = 0; j < i; j++)
-            if ((*v)[j] == k)
-                return tgV_fail(b, sc->term, "a tap is repeated");
-        (*v)[i] = (int)k;
-        if (k > *max)
-            *max = (int)k;
-    }
-    return nt;
+    return read_taps(b, sc, t, nt, false, "a mitmot tap is a non-negative integer", v, max) < 0 ? -1 : nt;
 }
 
 /* (mitmot INIT (taps T ...) (out_taps T ...)): a buffer of steps + M
@@ -142,21 +154,7 @@ static int parse_out(tgV_builder *b, tgSc_scan *sc, tg_term *o, tgSc_out *out)
                                      "or (mitmot INIT (taps T ...) (out_taps T ...)), the first three "
                                      "optionally ending with last or (last N)");
     out->kind = TGSC_MITSOT, out->init = a[1], out->ntaps = nt;
-    out->taps = GC_MALLOC_ATOMIC((size_t)nt * sizeof *out->taps);
-    if (!out->taps)
-        return tgE_nomem(tgV_err_of(b)), -1;
-    for (int i = 0; i < nt; i++) {
-        int64_t v;
-        if (tg_kind_of(t[i]) != TG_INT || tg_int_get(t[i], &v) < 0 || v >= 0 || v < -(1 << 20))
-            return tgV_fail(b, sc->term, "a tap is a negative integer");
-        for (int j = 0; j < i; j++)
-            if (out->taps[j] == -v)
-                return tgV_fail(b, sc->term, "a tap is repeated");
-        out->taps[i] = (int)-v;
-        if (-v > out->maxtap)
-            out->maxtap = (int)-v;
-    }
-    return 0;
+    return read_taps(b, sc, t, nt, true, "a tap is a negative integer", &out->taps, &out->maxtap);
 }
 
 /* (inplace K ...), the Scan rewrites' marker (doc/scan.md, "Rewrites"):
