@@ -208,6 +208,14 @@ void tgW_lerr(loader *L, const tg_term *at, const char *fmt, ...)
     va_end(ap);
 }
 
+int tgW_lerr_term(loader *L, const tg_term *at, const char *fmt, const tg_term *t)
+{
+    char *p = tgW_show(t);
+    tgW_lerr(L, at, fmt, p ? p : "?");
+    free(p);
+    return -1;
+}
+
 static int load_text(loader *L, const char *text, size_t len, const char *file);
 
 /* The directory part of path (up to and including the last '/'), joined
@@ -519,10 +527,7 @@ static int load_form(loader *L, tg_term *form)
         return stage_def(L, form);
     if (L->skip_evals)
         return 0;   /* a form to evaluate: the caller's (tg_rules_load_file_defs) */
-    char *p = tgW_show(form);
-    tgW_lerr(L, form, "unknown form %s (expected op, rule, include, defrel, ...)", p ? p : "?");
-    free(p);
-    return -1;
+    return tgW_lerr_term(L, form, "unknown form %s (expected op, rule, include, defrel, ...)", form);
 }
 
 /* An error of a form of the file itself (not of an include): with
@@ -919,12 +924,8 @@ tg_env *tg_rules_env(tg_rules *rs, tg_error *err)
 static int eval_normalize(loader *L, tg_term *form, tg_term **value)
 {
     size_t n = tg_length(form);
-    if (tg_tail(form) != tg_nil() || n < 2 || n > 3 || (n == 3 && tg_nth(form, 2) != L->sym[F_MEMO])) {
-        char *p = tgW_show(form);
-        tgW_lerr(L, form, "malformed normalize: (normalize TERM) or (normalize TERM memo) in %s", p ? p : "?");
-        free(p);
-        return -1;
-    }
+    if (tg_tail(form) != tg_nil() || n < 2 || n > 3 || (n == 3 && tg_nth(form, 2) != L->sym[F_MEMO]))
+        return tgW_lerr_term(L, form, "malformed normalize: (normalize TERM) or (normalize TERM memo) in %s", form);
     tg_term *r = tg_normalize(L->rs, tg_nth(form, 1), n == 3 ? TG_NF_MEMO : 0, L->err);
     if (!r)
         return -1;
@@ -949,11 +950,8 @@ static tg_term *rewrite_spec(loader *L, tg_term *spec, tg_term *t)
 static int eval_rewrite(loader *L, tg_term *form, tg_term **value)
 {
     if (tg_length(form) != 3 || tg_tail(form) != tg_nil()) {
-        char *p = tgW_show(form);
-        tgW_lerr(L, form, "malformed rewrite: (rewrite NAME TERM) or (rewrite (query NAME ...) TERM) in %s",
-             p ? p : "?");
-        free(p);
-        return -1;
+        return tgW_lerr_term(L, form, "malformed rewrite: (rewrite NAME TERM) or (rewrite (query NAME ...) TERM) in %s",
+                             form);
     }
     tg_term *r = rewrite_spec(L, tg_nth(form, 1), tg_nth(form, 2));
     if (!r)
@@ -969,22 +967,14 @@ static int eval_provenance(loader *L, tg_term *form, tg_term **value)
     tg_rules *rs = L->rs;
     tg_term *x = tg_length(form) == 2 && tg_tail(form) == tg_nil() ? tg_nth(form, 1) : NULL;
     if (tg_car(form) == L->sym[F_PROV]) {
-        if (x != L->sym[F_ON] && x != L->sym[F_OFF]) {
-            char *p = tgW_show(form);
-            tgW_lerr(L, form, "malformed provenance: (provenance on) or (provenance off) in %s", p ? p : "?");
-            free(p);
-            return -1;
-        }
+        if (x != L->sym[F_ON] && x != L->sym[F_OFF])
+            return tgW_lerr_term(L, form, "malformed provenance: (provenance on) or (provenance off) in %s", form);
         if (tgO_set(rs, x == L->sym[F_ON], 0) < 0)
             return tgE_nomem(L->err), -1;
         return TG_EVAL_DEFINE;
     }
-    if (!x) {
-        char *p = tgW_show(form);
-        tgW_lerr(L, form, "malformed why: (why TERM) in %s", p ? p : "?");
-        free(p);
-        return -1;
-    }
+    if (!x)
+        return tgW_lerr_term(L, form, "malformed why: (why TERM) in %s", form);
     if (rs->trace)
         return tgO_print_why(rs, x, rs->trace, L->err) < 0 ? -1 : TG_EVAL_DEFINE;
     tg_term *v = tgO_why(rs, x, L->err);

@@ -42,10 +42,7 @@ static int parse_arity(loader *L, tg_term *prop, tgW_op *op)
         op->amin = (uint32_t)a, op->amax = (uint32_t)b;
         return 0;
     }
-    char *p = tgW_show(prop);
-    tgW_lerr(L, prop, "malformed arity (write (arity 2), (arity 2+) or (arity 1 3)) in %s", p ? p : "?");
-    free(p);
-    return -1;
+    return tgW_lerr_term(L, prop, "malformed arity (write (arity 2), (arity 2+) or (arity 1 3)) in %s", prop);
 }
 
 /* (op NAME PROP...) */
@@ -54,12 +51,8 @@ int tgW_load_op(loader *L, tg_term *form)
     tg_rules *rs = L->rs;
     size_t n = tg_length(form);
     tg_term *name = n >= 2 ? tg_nth(form, 1) : NULL;
-    if (!name || tg_kind_of(name) != TG_SYMBOL) {
-        char *p = tgW_show(form);
-        tgW_lerr(L, form, "malformed op declaration (op NAME (arity N) ...) in %s", p ? p : "?");
-        free(p);
-        return -1;
-    }
+    if (!name || tg_kind_of(name) != TG_SYMBOL)
+        return tgW_lerr_term(L, form, "malformed op declaration (op NAME (arity N) ...) in %s", form);
     size_t nl;
     const char *ns = tg_symbol_name(name, &nl);
     if (tgQ_reserved(ns, nl)) {
@@ -115,12 +108,8 @@ static int check_tags(loader *L, tg_term *w)
         tg_term *t = tgT_iter_next(&it);
         if (!t)
             return 0;
-        if (tg_kind_of(t) != TG_SYMBOL) {
-            char *p = tgW_show(w);
-            tgW_lerr(L, w, "tags must be symbols in %s", p ? p : "?");
-            free(p);
-            return -1;
-        }
+        if (tg_kind_of(t) != TG_SYMBOL)
+            return tgW_lerr_term(L, w, "tags must be symbols in %s", w);
     }
 }
 
@@ -167,12 +156,8 @@ int tgW_parse_item(loader *L, tg_term *x, tgW_item *it)
         }
         return 0;
     }
-    if (tg_kind_of(x) != TG_SYMBOL) {
-        char *p = tgW_show(x);
-        tgW_lerr(L, x, "expected a rule or rewriter name, or (reverse RULE), found %s", p ? p : "?");
-        free(p);
-        return -1;
-    }
+    if (tg_kind_of(x) != TG_SYMBOL)
+        return tgW_lerr_term(L, x, "expected a rule or rewriter name, or (reverse RULE), found %s", x);
     it->name = x;
     it->rw = tgW_rw_find(rs, x);
     if (!it->rw && !known_rule(rs, x, 0))
@@ -233,32 +218,21 @@ int tgW_load_rewriter(loader *L, tg_term *form, int kind)
                 int64_t v;
                 if (tg_length(x) == 2 && tg_int_get(tg_nth(x, 1), &v) == 0 && v > 0)
                     r = (double)v;
-                else {
-                    char *p = tgW_show(x);
-                    tgW_lerr(L, x, "malformed max-use-ratio (a positive number) in %s", p ? p : "?");
-                    free(p);
-                    return -1;
-                }
+                else
+                    return tgW_lerr_term(L, x, "malformed max-use-ratio (a positive number) in %s", x);
             }
             rw->max_use_ratio = r;
         } else if (h == L->sym[F_ORDER] && kind != TGW_SEQ && kind != TGW_EQUIL) {
             tg_term *o = tg_length(x) == 2 ? tg_nth(x, 1) : NULL;
-            if (o != L->sym[F_IN2OUT] && o != L->sym[F_OUT2IN]) {
-                char *p = tgW_show(x);
-                tgW_lerr(L, x, "malformed order: (order in-to-out) or (order out-to-in) in %s", p ? p : "?");
-                free(p);
-                return -1;
-            }
+            if (o != L->sym[F_IN2OUT] && o != L->sym[F_OUT2IN])
+                return tgW_lerr_term(L, x, "malformed order: (order in-to-out) or (order out-to-in) in %s", x);
             rw->kind = o == L->sym[F_IN2OUT] ? TGW_WALK_IN : TGW_WALK_OUT;
         } else if (kind == TGW_SEQ) {
             double pos;
             int64_t iv;
             if (!tgT_ispair(x) || tg_length(x) != 2 || tg_tail(x) != tg_nil() ||
                 (tg_int_get(tg_car(x), &iv) < 0 && tg_double_get(tg_car(x), &pos) < 0)) {
-                char *p = tgW_show(x);
-                tgW_lerr(L, x, "a sequence item is (POSITION NAME), found %s", p ? p : "?");
-                free(p);
-                return -1;
+                return tgW_lerr_term(L, x, "a sequence item is (POSITION NAME), found %s", x);
             }
             if (tg_int_get(tg_car(x), &iv) == 0)
                 pos = (double)iv;
@@ -326,10 +300,8 @@ static tgW_query *parse_query(loader *L, tg_term *form, size_t first)
             q->subname[q->nsub] = sn;
             q->sub[q->nsub++] = sq;
         } else {
-            char *p = tgW_show(x);
-            tgW_lerr(L, x, "expected (include T...), (require T...), (exclude T...) or (subquery NAME ...), found %s",
-                 p ? p : "?");
-            free(p);
+            tgW_lerr_term(L, x, "expected (include T...), (require T...), (exclude T...) or (subquery NAME ...), found %s",
+                          x);
             return NULL;
         }
     }
@@ -345,9 +317,7 @@ tgW_rw *tgW_parse_spec(loader *L, tg_term *spec, tgW_query **q)
         name = tg_nth(spec, 1);
     tgW_rw *rw = tg_kind_of(name) == TG_SYMBOL ? tgW_rw_find(L->rs, name) : NULL;
     if (!rw) {
-        char *p = tgW_show(name);
-        tgW_lerr(L, spec, "unknown rewriter %s (declare it with equilibrium, walk or sequence)", p ? p : "?");
-        free(p);
+        tgW_lerr_term(L, spec, "unknown rewriter %s (declare it with equilibrium, walk or sequence)", name);
         return NULL;
     }
     if (name != spec && !(*q = parse_query(L, spec, 2)))
@@ -376,10 +346,7 @@ int tgW_load_rule(loader *L, tg_term *form)
         }
     if (n > 64 || tail != tg_nil() || n < 5 || tg_kind_of(buf[1]) != TG_SYMBOL || arrow < 3 ||
         arrow + 1 >= n) {
-        char *p = tgW_show(form);
-        tgW_lerr(L, form, "malformed rule (rule NAME LHS => RHS (when COND ...)) in %s", p ? p : "?");
-        free(p);
-        return -1;
+        return tgW_lerr_term(L, form, "malformed rule (rule NAME LHS => RHS (when COND ...)) in %s", form);
     }
     tg_term *name = buf[1], *rhs = buf[arrow + 1];
     int both = buf[arrow] == L->sym[F_BOTH];
@@ -406,13 +373,8 @@ int tgW_load_rule(loader *L, tg_term *form)
             tags = tg_cdr(rs->ctx, w);
             continue;
         }
-        if (!tgT_ispair(w) || tg_car(w) != L->sym[F_WHEN] || tg_tail(w) != tg_nil()) {
-            char *p = tgW_show(w);
-            tgW_lerr(L, w, "expected (when COND ...) or (tags ...) after the right side, found %s",
-                 p ? p : "?");
-            free(p);
-            return -1;
-        }
+        if (!tgT_ispair(w) || tg_car(w) != L->sym[F_WHEN] || tg_tail(w) != tg_nil())
+            return tgW_lerr_term(L, w, "expected (when COND ...) or (tags ...) after the right side, found %s", w);
         tg_iter ci = {w, 1};
         for (tg_term *x; (x = tgT_iter_next(&ci));)
             if (nc < 64)
