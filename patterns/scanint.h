@@ -1,7 +1,9 @@
 /* scanint.h - what the Scan rewrites' files share (module prefix tgSo_,
  * internal): the names of the vocabulary they read, the rewrite context,
- * vectors of terms, the scan term read into a record (scanopt.c) and the
- * rank inference (scanrank.c). */
+ * vectors of terms, the scan term read into a record, DAG walks, what a
+ * step term depends on, stacks of per-step work and the graph analysis
+ * (scanopt.c), the rank inference (scanrank.c), and the rewrites that
+ * push work out after the loop (scanout.c). */
 #ifndef TG_SCANINT_H
 #define TG_SCANINT_H
 
@@ -78,6 +80,29 @@ static inline tg_term **elems(so *s, const tg_term *t, size_t *n)
     return v;
 }
 
+static inline tg_term *app(so *s, int head, size_t n, tg_term *const *args)
+{
+    tg_term *none[1] = {NULL};
+    tg_term *t = tg_app(s->ctx, NM(s, head), n, n ? args : none);
+    if (!t)
+        s->oom = 1;
+    return t;
+}
+
+static inline tg_term *app2(so *s, int head, tg_term *a, tg_term *b)
+{
+    tg_term *v[2] = {a, b};
+    return app(s, head, 2, v);
+}
+
+static inline tg_term *list(so *s, size_t n, tg_term *const *v)
+{
+    tg_term *t = n ? tg_list(s->ctx, n, v, NULL) : tg_nil();
+    if (!t)
+        s->oom = 1;
+    return t;
+}
+
 /* ---- the scan term ------------------------------------------------------ */
 
 enum { NITSOT, SITSOT, MITSOT };
@@ -114,6 +139,45 @@ static inline int tensor_op(so *s, const tg_term *t)
     return (int)(uintptr_t)tgW_map_get(&s->nm->ops, tg_car(t));
 }
 
+/* The scan term of record sc. */
+tg_term *tgSo_build(so *s, const scan *sc);
+/* Does sc have option `name` (an N_ index)? */
+int tgSo_has_opt(so *s, const scan *sc, int name);
+/* The rows sequence parameter p reads over the steps, or NULL. */
+tg_term *tgSo_seq_rows(so *s, const scan *sc, tg_term *p);
+/* Drop the (inplace K ...) option (outputs renumbered or merged). */
+void tgSo_drop_inplace(so *s, scan *sc);
+/* A step's parameters into maps: sequences' into seq, taps into var,
+ * non-sequences' into outm (when not NULL) to their outer values. */
+int tgSo_param_maps(so *s, scan *sc, tgW_map *seq, tgW_map *var, tgW_map *outm);
+
+/* ---- walking DAGs, and what a step term depends on (scanopt.c) --------- */
+
+/* Call fn on every distinct compound node under root (root included),
+ * each once, parents before children; seen collects them.  fn returns 0
+ * to go on, 1 to stop the walk (returned), -1 on an error. */
+typedef int (*visit_fn)(so *s, tg_term *node, void *ud);
+int tgSo_walk(so *s, tg_term *root, tgW_map *seen, visit_fn fn, void *ud);
+/* t with the terms in repl (keys) replaced by their values. */
+tg_term *tgSo_subst(so *s, tg_term *t, const tgW_map *repl);
+/* Symbols under t go in syms (as keys). */
+int tgSo_symbols(so *s, tg_term *t, tgW_map *syms);
+
+/* What a subterm of the step depends on, as flags: a parameter in var,
+ * something that cannot leave the loop (a scan, an input). */
+enum { D_VAR = 1, D_STUCK = 2, D_SEQ = 4, D_OTHER = 8, D_NONELEM = 16 };
+
+typedef struct deps {
+    const tgW_map *var;     /* symbol -> 1: depends on the step */
+    const tgW_map *seq;     /* symbol -> 1: a sequence parameter */
+    tgW_map memo;           /* node -> flags + 32 */
+} deps;
+
+/* The flags of t (tgSo_dep_compute computed those of compound terms). */
+unsigned tgSo_dep_get(so *s, deps *d, const tg_term *t);
+/* The flags of every node under t, post-order with an explicit stack. */
+int tgSo_dep_compute(so *s, deps *d, tg_term *t);
+
 /* ---- ranks (scanrank.c) ----------------------------------------------- */
 
 /* Moving work between a step and whole stacks of steps adds a leading
@@ -132,5 +196,63 @@ int tgSo_rank_of(rk *r, tg_term *t);
 /* The ranks of the parameters of scan sc, its outer arguments' ranks
  * taken from outer (whose memo holds them). */
 int tgSo_param_ranks(so *s, const scan *sc, rk *outer, tgW_map *env);
+
+/* ---- per-step work as work on whole stacks (scanopt.c) ------------------ */
+
+/* What tgSo_st_of works in: the step, what its terms depend on, their
+ * ranks, and the placeholders of the stacks it reads. */
+typedef struct stx {
+    so *s;
+    scan *sc;
+    deps d;                 /* D_VAR or D_SEQ: changes from step to step */
+    rk in;                  /* the step's ranks */
+    rk *outer;              /* the outer terms' ranks */
+    tgW_map *out;           /* non-sequence parameter -> its outer value */
+    int seqmode;
+    const tgW_map *avoid;   /* not moved: another result reads it */
+    tgW_map *used;
+    tgW_map leaf;           /* stacked step term -> placeholder */
+    vec lv, lph;
+} stx;
+
+/* The placeholder of the stack of per-step values t over the steps: the
+ * one given before, or a fresh name recorded in leaf, with t in lv and
+ * the name in lph; NULL when out of memory. */
+tg_term *tgSo_stack_leaf(so *s, tgW_map *used, tgW_map *leaf, vec *lv, vec *lph, tg_term *t);
+/* The stack of step term t, varying, over outer names and placeholders;
+ * NULL when not known here.  *moved set when an op moved. */
+tg_term *tgSo_st_of(stx *x, tg_term *t, int depth, int *moved);
+
+/* ---- rewrites over a whole graph (scanopt.c, scanout.c) ----------------- */
+
+struct graph;
+
+/* How the graph uses one scan. */
+typedef struct use {
+    tg_term *t;
+    scan sc;
+    unsigned char *used;    /* output k is read */
+    unsigned char *lastonly;/* every read of output k takes its last row */
+    int64_t *reach;         /* every read of output k takes rows among its last reach[k]
+                             * (0: none seen yet, -1: a read takes others) */
+} use;
+
+typedef struct graph {
+    tg_term *root;
+    tgW_map users;          /* scan -> use */
+    tgW_map bad;            /* scan terms this module does not understand */
+    vec scans;              /* in the order met */
+    tgW_map parents;        /* node -> number of times it is an element of a node */
+} graph;
+
+/* The graph with scan u->t replaced by t2, its output k by output map[k]
+ * of t2 (map[k] < 0: not read), or by the term exprs[k] when set. */
+tg_term *tgSo_replace_x(so *s, graph *g, use *u, size_t nold, tg_term *t2, const long *map,
+                        const unsigned char *lastmap, tg_term *const *exprs);
+/* The scan runs at least k steps. */
+int tgSo_runs_at_least(so *s, const scan *sc, int64_t k);
+/* scanout.c: scan-push-output and scan-push-sums; 1 with *res, 0, -1. */
+int tgSo_push_output(so *s, graph *g, use *u, tg_term **res);
+int tgSo_push_sums(so *s, graph *g, use *u, tg_term **res);
 
 #endif

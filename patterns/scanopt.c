@@ -54,39 +54,11 @@ static const char *const tensor_ops[] = {
     "reshape", "alloc", "subtensor", "logsumexp"};
 #define NTENSOR (sizeof tensor_ops / sizeof *tensor_ops)
 
-static tg_term *app(so *s, int head, size_t n, tg_term *const *args)
-{
-    tg_term *none[1] = {NULL};
-    tg_term *t = tg_app(s->ctx, NM(s, head), n, n ? args : none);
-    if (!t)
-        s->oom = 1;
-    return t;
-}
-
-static tg_term *app2(so *s, int head, tg_term *a, tg_term *b)
-{
-    tg_term *v[2] = {a, b};
-    return app(s, head, 2, v);
-}
-
-static tg_term *list(so *s, size_t n, tg_term *const *v)
-{
-    tg_term *t = n ? tg_list(s->ctx, n, v, NULL) : tg_nil();
-    if (!t)
-        s->oom = 1;
-    return t;
-}
-
 /* ---- walking and rebuilding DAGs -------------------------------------- */
-
-/* Call fn on every distinct compound node under root (root included),
- * each once, parents before children; seen collects them.  fn returns 0
- * to go on, 1 to stop the walk (returned), -1 on an error. */
-typedef int (*visit_fn)(so *s, tg_term *node, void *ud);
 
 static int walk_in(so *s, tg_term *root, tgW_map *seen, visit_fn fn, void *ud, int lambdas);
 
-static int walk(so *s, tg_term *root, tgW_map *seen, visit_fn fn, void *ud)
+int tgSo_walk(so *s, tg_term *root, tgW_map *seen, visit_fn fn, void *ud)
 {
     return walk_in(s, root, seen, fn, ud, 1);
 }
@@ -164,7 +136,7 @@ static tg_term *rebuild(so *s, tg_term *root, const tgW_map *repl, tgW_map *memo
     return tgW_map_get(memo, root);
 }
 
-static tg_term *subst(so *s, tg_term *t, const tgW_map *repl)
+tg_term *tgSo_subst(so *s, tg_term *t, const tgW_map *repl)
 {
     tgW_map memo = {0};
     return rebuild(s, t, repl, &memo);
@@ -188,12 +160,12 @@ static int syms_fn(so *s, tg_term *node, void *ud)
     return 0;
 }
 
-static int symbols(so *s, tg_term *t, tgW_map *syms)
+int tgSo_symbols(so *s, tg_term *t, tgW_map *syms)
 {
     tgW_map seen = {0};
     if (!is_pair(t))
         return add_sym(s, t, syms);
-    return walk(s, t, &seen, syms_fn, syms);
+    return tgSo_walk(s, t, &seen, syms_fn, syms);
 }
 
 static int scan_fn(so *s, tg_term *node, void *ud)
@@ -268,7 +240,7 @@ int tgSo_parse(so *s, tg_term *t, scan *sc)
             tgW_map_put(&seen, p[i], p[i]) < 0)
             return 0;
     tgW_map walked = {0};
-    if (walk(s, v[1], &walked, scan_fn, NULL) != 0)
+    if (tgSo_walk(s, v[1], &walked, scan_fn, NULL) != 0)
         return 0;
     sc->steps = v[2];
     sc->until = nl == 4 ? tg_nth(l[3], 1) : NULL;
@@ -328,7 +300,7 @@ static tg_term *vlist(so *s, int head, const vec *v)
     return app(s, head, v->n, v->v);
 }
 
-static tg_term *build(so *s, const scan *sc)
+tg_term *tgSo_build(so *s, const scan *sc)
 {
     vec p = {0}, r = {0}, outs = {0};
     for (size_t i = 0; i < sc->seqp.n; i++)
@@ -375,9 +347,9 @@ static int subst_body(so *s, scan *sc, const tgW_map *repl)
 static int body_symbols(so *s, const scan *sc, tgW_map *syms)
 {
     for (size_t i = 0; i < sc->no; i++)
-        if (symbols(s, sc->o[i].res, syms) < 0)
+        if (tgSo_symbols(s, sc->o[i].res, syms) < 0)
             return -1;
-    return sc->until ? symbols(s, sc->until, syms) : 0;
+    return sc->until ? tgSo_symbols(s, sc->until, syms) : 0;
 }
 
 /* A parameter name made from base that is in none of used (every symbol
@@ -515,16 +487,6 @@ static int prune_taps(so *s, scan *sc)
     return s->oom ? -1 : changed;
 }
 
-/* What a subterm of the step depends on, as flags: a parameter in var,
- * something that cannot leave the loop (a scan, an input). */
-enum { D_VAR = 1, D_STUCK = 2, D_SEQ = 4, D_OTHER = 8, D_NONELEM = 16 };
-
-typedef struct deps {
-    const tgW_map *var;     /* symbol -> 1: depends on the step */
-    const tgW_map *seq;     /* symbol -> 1: a sequence parameter */
-    tgW_map memo;           /* node -> flags + 32 */
-} deps;
-
 static unsigned dep_atom(so *s, deps *d, const tg_term *t)
 {
     if (tg_kind_of(t) != TG_SYMBOL)
@@ -536,7 +498,7 @@ static unsigned dep_atom(so *s, deps *d, const tg_term *t)
     return tgW_map_get(&s->nm->reserved, t) ? 0 : D_OTHER;
 }
 
-static unsigned dep_get(so *s, deps *d, const tg_term *t)
+unsigned tgSo_dep_get(so *s, deps *d, const tg_term *t)
 {
     if (!is_pair(t))
         return dep_atom(s, d, t);
@@ -544,7 +506,7 @@ static unsigned dep_get(so *s, deps *d, const tg_term *t)
 }
 
 /* The flags of every node under t, post-order with an explicit stack. */
-static int dep_compute(so *s, deps *d, tg_term *t)
+int tgSo_dep_compute(so *s, deps *d, tg_term *t)
 {
     if (!is_pair(t) || tgW_map_get(&d->memo, t))
         return 0;
@@ -571,7 +533,7 @@ static int dep_compute(so *s, deps *d, tg_term *t)
         unsigned f = is_const(s, n) ? 0 : op == 2 ? 0 : op == 1 ? D_NONELEM : D_STUCK;
         tg_iter_next(&it);      /* the head */
         for (tg_term *e; !is_const(s, n) && (e = tg_iter_next(&it));) {
-            unsigned fe = dep_get(s, d, e);
+            unsigned fe = tgSo_dep_get(s, d, e);
             /* the axes of a reduction, a slice, a shape: not tensors,
              * they only matter by the parameters they read */
             if (op == 1 && is_pair(e) && !tensor_op(s, e) && !is_const(s, e))
@@ -599,7 +561,7 @@ static int find_moves(so *s, scan *sc, deps *d, ok_fn ok, vec *found, tgW_map *i
     if (sc->until && push(s, &st, sc->until) < 0)
         return -1;
     for (size_t i = 0; i < st.n; i++)
-        if (dep_compute(s, d, st.v[i]) < 0)
+        if (tgSo_dep_compute(s, d, st.v[i]) < 0)
             return -1;
     while (st.n) {
         tg_term *t = st.v[--st.n];
@@ -607,7 +569,7 @@ static int find_moves(so *s, scan *sc, deps *d, ok_fn ok, vec *found, tgW_map *i
             continue;
         if (tgW_map_put(&seen, t, t) < 0)
             return s->oom = 1, -1;
-        if (ok(dep_get(s, d, t))) {
+        if (ok(tgSo_dep_get(s, d, t))) {
             if (!tgW_map_get(isfound, t) &&
                 (tgW_map_put(isfound, t, t) < 0 || push(s, found, t) < 0))
                 return s->oom = 1, -1;
@@ -628,7 +590,7 @@ static int invariant_ok(unsigned f) { return !(f & (D_VAR | D_STUCK)); }
 /* A step's parameters into maps, each to itself: the sequences' into seq,
  * the outputs' taps into var; the non-sequences' into outm (when not
  * NULL) to their values outside the loop.  -1 when out of memory. */
-static int param_maps(so *s, scan *sc, tgW_map *seq, tgW_map *var, tgW_map *outm)
+int tgSo_param_maps(so *s, scan *sc, tgW_map *seq, tgW_map *var, tgW_map *outm)
 {
     for (size_t i = 0; i < sc->seqp.n; i++)
         if (tgW_map_put(seq, sc->seqp.v[i], sc->seqp.v[i]) < 0)
@@ -649,7 +611,7 @@ static int param_maps(so *s, scan *sc, tgW_map *seq, tgW_map *var, tgW_map *outm
 static int push_invariant(so *s, scan *sc, tg_term *whole)
 {
     tgW_map var = {0}, isfound = {0}, used = {0}, out = {0}, repl = {0};
-    if (param_maps(s, sc, &var, &var, NULL) < 0)
+    if (tgSo_param_maps(s, sc, &var, &var, NULL) < 0)
         return -1;
     deps d = {&var, NULL, {0}};
     vec found = {0};
@@ -657,14 +619,14 @@ static int push_invariant(so *s, scan *sc, tg_term *whole)
         return -1;
     if (!found.n)
         return 0;
-    if (symbols(s, whole, &used) < 0)
+    if (tgSo_symbols(s, whole, &used) < 0)
         return -1;
     for (size_t i = 0; i < sc->nsp.n; i++)
         if (tgW_map_put(&out, sc->nsp.v[i], sc->ns.v[i]) < 0)
             return s->oom = 1, -1;
     for (size_t i = 0; i < found.n; i++) {
         tg_term *p = fresh(s, &used, "w");
-        tg_term *w = p ? subst(s, found.v[i], &out) : NULL;
+        tg_term *w = p ? tgSo_subst(s, found.v[i], &out) : NULL;
         if (!w || push(s, &sc->ns, w) < 0 || push(s, &sc->nsp, p) < 0 ||
             tgW_map_put(&repl, found.v[i], p) < 0)
             return s->oom = 1, -1;
@@ -683,7 +645,7 @@ static int push_invariant(so *s, scan *sc, tg_term *whole)
 /* The placeholder of the stack of per-step values t over the steps (both
  * push-out rewrites): the one given before, or a fresh name recorded in
  * leaf, with t in lv and the name in lph; NULL when out of memory. */
-static tg_term *stack_leaf(so *s, tgW_map *used, tgW_map *leaf, vec *lv, vec *lph, tg_term *t)
+tg_term *tgSo_stack_leaf(so *s, tgW_map *used, tgW_map *leaf, vec *lv, vec *lph, tg_term *t)
 {
     tg_term *p = tgW_map_get(leaf, t);
     if (p)
@@ -693,25 +655,11 @@ static tg_term *stack_leaf(so *s, tgW_map *used, tgW_map *leaf, vec *lv, vec *lp
     return p;
 }
 
-typedef struct stx {
-    so *s;
-    scan *sc;
-    deps d;                 /* D_VAR or D_SEQ: changes from step to step */
-    rk in;                  /* the step's ranks */
-    rk *outer;              /* the outer terms' ranks */
-    tgW_map *out;           /* non-sequence parameter -> its outer value */
-    int seqmode;
-    const tgW_map *avoid;   /* not moved: another result reads it */
-    tgW_map *used;
-    tgW_map leaf;           /* stacked step term -> placeholder */
-    vec lv, lph;
-} stx;
-
-static tg_term *outside_st(stx *x, tg_term *t) { return subst(x->s, t, x->out); }
+static tg_term *outside_st(stx *x, tg_term *t) { return tgSo_subst(x->s, t, x->out); }
 
 static int st_varying(stx *x, tg_term *t)
 {
-    return (dep_get(x->s, &x->d, t) & (D_VAR | D_SEQ | D_STUCK)) != 0;
+    return (tgSo_dep_get(x->s, &x->d, t) & (D_VAR | D_SEQ | D_STUCK)) != 0;
 }
 
 /* A step term stacked as a whole: a sequence's own rows (seqmode), or a
@@ -724,7 +672,7 @@ static tg_term *st_leaf(stx *x, tg_term *t)
                 return x->sc->seq.v[i];
         return NULL;
     }
-    return stack_leaf(x->s, x->used, &x->leaf, &x->lv, &x->lph, t);
+    return tgSo_stack_leaf(x->s, x->used, &x->leaf, &x->lv, &x->lph, t);
 }
 
 /* (axes I+1 ...) of a reduction's axes over a term of rank q. */
@@ -754,7 +702,7 @@ static tg_term *shift_axes(stx *x, tg_term *ax, int q)
 
 /* The stack of step term t, varying, over outer names and placeholders;
  * NULL when not known here.  *moved set when an op moved. */
-static tg_term *st_of(stx *x, tg_term *t, int depth, int *moved)
+tg_term *tgSo_st_of(stx *x, tg_term *t, int depth, int *moved)
 {
     so *s = x->s;
     int q = tgSo_rank_of(&x->in, t);
@@ -771,7 +719,7 @@ static tg_term *st_of(stx *x, tg_term *t, int depth, int *moved)
                 continue;
             int qi = tgSo_rank_of(&x->in, v[i]);
             if (st_varying(x, v[i]))
-                ok = qi == q && (v[i] = st_of(x, v[i], depth + 1, moved)) != NULL;
+                ok = qi == q && (v[i] = tgSo_st_of(x, v[i], depth + 1, moved)) != NULL;
             else            /* broadcast from the right the same way */
                 ok = qi >= 0 && qi <= q && (v[i] = outside_st(x, v[i])) != NULL;
         }
@@ -780,16 +728,16 @@ static tg_term *st_of(stx *x, tg_term *t, int depth, int *moved)
                      h == NM(s, N_MEAN)) && (n == 2 || n == 3)) {
         int q1 = tgSo_rank_of(&x->in, v[1]);
         tg_term *ax = q1 > 0 ? shift_axes(x, n == 3 ? v[2] : NULL, q1) : NULL;
-        tg_term *a = ax ? st_of(x, v[1], depth + 1, moved) : NULL;
+        tg_term *a = ax ? tgSo_st_of(x, v[1], depth + 1, moved) : NULL;
         r = a ? list(s, 3, (tg_term *[]){h, a, ax}) : NULL;
     } else if (v && h == NM(s, N_DOT) && n == 3) {
         int va = st_varying(x, v[1]), vb = st_varying(x, v[2]);
         int qa = tgSo_rank_of(&x->in, v[1]), qb = tgSo_rank_of(&x->in, v[2]);
         if (va && !vb && qa == 1 && (qb == 1 || qb == 2)) {
-            tg_term *a = st_of(x, v[1], depth + 1, moved), *b = outside_st(x, v[2]);
+            tg_term *a = tgSo_st_of(x, v[1], depth + 1, moved), *b = outside_st(x, v[2]);
             r = a && b ? app2(s, N_DOT, a, b) : NULL;
         } else if (!va && vb && qb == 1 && (qa == 1 || qa == 2)) {
-            tg_term *b = st_of(x, v[2], depth + 1, moved), *a = outside_st(x, v[1]);
+            tg_term *b = tgSo_st_of(x, v[2], depth + 1, moved), *a = outside_st(x, v[1]);
             if (a && qa == 2)
                 a = app(s, N_TRANSPOSE, 1, &a);
             r = a && b ? app2(s, N_DOT, b, a) : NULL;
@@ -809,7 +757,7 @@ static tg_term *st_of(stx *x, tg_term *t, int depth, int *moved)
             else if ((ok = tg_int_get(e, &a) == 0 && a >= 0))
                 push(s, &w, tg_int(s->ctx, a + 1));
         }
-        tg_term *a = ok ? st_of(x, v[1], depth + 1, moved) : NULL;
+        tg_term *a = ok ? tgSo_st_of(x, v[1], depth + 1, moved) : NULL;
         tg_term *pm = a ? vlist(s, N_PERM, &w) : NULL;
         r = pm ? app2(s, N_DIMSHUFFLE, a, pm) : NULL;
     }
@@ -822,7 +770,7 @@ static tg_term *st_of(stx *x, tg_term *t, int depth, int *moved)
     return x->seqmode && tg_kind_of(t) != TG_SYMBOL ? NULL : st_leaf(x, t);
 }
 
-static int has_opt(so *s, const scan *sc, int name)
+int tgSo_has_opt(so *s, const scan *sc, int name)
 {
     for (size_t i = 0; i < sc->opts.n; i++)
         if (sc->opts.v[i] == NM(s, name))
@@ -833,7 +781,7 @@ static int has_opt(so *s, const scan *sc, int name)
 /* The rows sequence parameter p reads over the steps, in the sequence's
  * order: the whole sequence with (steps auto), its first N rows with an
  * integer N; NULL when not known here (a size symbol N may be fewer). */
-static tg_term *seq_rows(so *s, const scan *sc, tg_term *p)
+tg_term *tgSo_seq_rows(so *s, const scan *sc, tg_term *p)
 {
     tg_term *n = tg_nth(sc->steps, 1);
     if (n != NM(s, N_AUTO) && tg_kind_of(n) != TG_INT)
@@ -862,10 +810,10 @@ static int seqwork_ok(unsigned f)
 static int seq_ranked(so *s, scan *sc, tg_term *whole, vec *found, vec *forms)
 {
     tgW_map var = {0}, seq = {0}, outm = {0}, used = {0}, env = {0}, seen = {0};
-    if (param_maps(s, sc, &seq, &var, &outm) < 0)
+    if (tgSo_param_maps(s, sc, &seq, &var, &outm) < 0)
         return -1;
     rk outer = {s, {0}, NULL};
-    if (tgSo_param_ranks(s, sc, &outer, &env) < 0 || symbols(s, whole, &used) < 0)
+    if (tgSo_param_ranks(s, sc, &outer, &env) < 0 || tgSo_symbols(s, whole, &used) < 0)
         return -1;
     stx x = {s, sc, {&var, &seq, {0}}, {s, {0}, &env}, &outer, &outm, 1, NULL, &used, {0}, {0}, {0}};
     /* the terms an accumulator (sitsot INIT last) adds are left to
@@ -887,7 +835,7 @@ static int seq_ranked(so *s, scan *sc, tg_term *whole, vec *found, vec *forms)
     if (sc->until && push(s, &st, sc->until) < 0)
         return -1;
     for (size_t i = 0; i < st.n; i++)
-        if (dep_compute(s, &x.d, st.v[i]) < 0)
+        if (tgSo_dep_compute(s, &x.d, st.v[i]) < 0)
             return -1;
     while (st.n) {
         tg_term *t = st.v[--st.n];
@@ -895,10 +843,10 @@ static int seq_ranked(so *s, scan *sc, tg_term *whole, vec *found, vec *forms)
             continue;
         if (tgW_map_put(&seen, t, t) < 0)
             return s->oom = 1, -1;
-        unsigned f = dep_get(s, &x.d, t);
+        unsigned f = tgSo_dep_get(s, &x.d, t);
         if ((f & D_SEQ) && !(f & (D_VAR | D_STUCK)) && !tgW_map_get(&accd, t)) {
             int moved = 0;
-            tg_term *e = st_of(&x, t, 0, &moved);
+            tg_term *e = tgSo_st_of(&x, t, 0, &moved);
             if (s->oom)
                 return -1;
             if (e && moved) {
@@ -944,11 +892,11 @@ static int push_sequences(so *s, scan *sc, tg_term *whole)
         return -1;
     if (!found.n)
         return 0;
-    if (symbols(s, whole, &used) < 0)
+    if (tgSo_symbols(s, whole, &used) < 0)
         return -1;
     for (size_t i = 0; i < found.n; i++) {
         tg_term *p = fresh(s, &used, "r");
-        tg_term *x = !p ? NULL : whole_form.n ? whole_form.v[i] : subst(s, found.v[i], &out);
+        tg_term *x = !p ? NULL : whole_form.n ? whole_form.v[i] : tgSo_subst(s, found.v[i], &out);
         if (!x || push(s, &sc->seq, x) < 0 || push(s, &sc->seqp, p) < 0 ||
             tgW_map_put(&repl, found.v[i], p) < 0)
             return s->oom = 1, -1;
@@ -972,31 +920,11 @@ static int local(so *s, local_fn fn, tg_term *t, tg_term **out)
     int rc = fn(s, &sc, t);
     if (rc <= 0)
         return rc;
-    *out = build(s, &sc);
+    *out = tgSo_build(s, &sc);
     return *out ? (*out != t) : -1;
 }
 
 /* ---- rewrites over a whole graph -------------------------------------- */
-
-struct graph;
-
-/* How the graph uses one scan. */
-typedef struct use {
-    tg_term *t;
-    scan sc;
-    unsigned char *used;    /* output k is read */
-    unsigned char *lastonly;/* every read of output k takes its last row */
-    int64_t *reach;         /* every read of output k takes rows among its last reach[k]
-                             * (0: none seen yet, -1: a read takes others) */
-} use;
-
-typedef struct graph {
-    tg_term *root;
-    tgW_map users;          /* scan -> use */
-    tgW_map bad;            /* scan terms this module does not understand */
-    vec scans;              /* in the order met */
-    tgW_map parents;        /* node -> number of times it is an element of a node */
-} graph;
 
 static int neg_one(const tg_term *t)
 {
@@ -1144,19 +1072,19 @@ static int analyze(so *s, tg_term *root, graph *g)
 /* The graph with scan u->t replaced by t2, its output k by output
  * map[k] of t2 (k < nold; map[k] < 0: not read), and, when lastmap is set, each
  * (subtensor OUTPUT_k -1) with lastmap[k] by output map[k] itself. */
-static tg_term *replace_x(so *s, graph *g, use *u, size_t nold, tg_term *t2, const long *map,
-                          const unsigned char *lastmap, tg_term *const *exprs);
+tg_term *tgSo_replace_x(so *s, graph *g, use *u, size_t nold, tg_term *t2, const long *map,
+                        const unsigned char *lastmap, tg_term *const *exprs);
 
 static tg_term *replace(so *s, graph *g, use *u, size_t nold, tg_term *t2, const long *map,
                         const unsigned char *lastmap)
 {
-    return replace_x(s, g, u, nold, t2, map, lastmap, NULL);
+    return tgSo_replace_x(s, g, u, nold, t2, map, lastmap, NULL);
 }
 
 /* replace, where exprs[k] (when exprs and exprs[k] are set) is the term
  * old output k is read as instead of an output of t2. */
-static tg_term *replace_x(so *s, graph *g, use *u, size_t nold, tg_term *t2, const long *map,
-                          const unsigned char *lastmap, tg_term *const *exprs)
+tg_term *tgSo_replace_x(so *s, graph *g, use *u, size_t nold, tg_term *t2, const long *map,
+                        const unsigned char *lastmap, tg_term *const *exprs)
 {
     tgW_map repl = {0};
     tg_term *st = app(s, N_SCAN_STEPS, 1, &u->t), *st2 = t2 ? app(s, N_SCAN_STEPS, 1, &t2) : st;
@@ -1187,12 +1115,12 @@ static tg_term *replace_x(so *s, graph *g, use *u, size_t nold, tg_term *t2, con
                 return s->oom = 1, NULL;
         }
     }
-    return subst(s, g->root, &repl);
+    return tgSo_subst(s, g->root, &repl);
 }
 
 /* The (inplace K ...) option goes when outputs are renumbered or merged:
  * scan-inplace marks the new scan again where it still holds. */
-static void drop_inplace(so *s, scan *sc)
+void tgSo_drop_inplace(so *s, scan *sc)
 {
     for (size_t i = sc->opts.n; i-- > 0;)
         if (is_app(sc->opts.v[i], NM(s, N_INPLACE)))
@@ -1212,9 +1140,9 @@ static int unused_outputs(so *s, graph *g, use *u, tg_term **res)
         again = 0;
         tgW_map syms = {0};
         for (size_t i = 0; i < sc->no; i++)
-            if (need[i] && symbols(s, sc->o[i].res, &syms) < 0)
+            if (need[i] && tgSo_symbols(s, sc->o[i].res, &syms) < 0)
                 return -1;
-        if (sc->until && symbols(s, sc->until, &syms) < 0)
+        if (sc->until && tgSo_symbols(s, sc->until, &syms) < 0)
             return -1;
         for (size_t i = 0; i < sc->no; i++)
             for (size_t j = 0; j < sc->o[i].ntaps && !need[i]; j++)
@@ -1239,8 +1167,8 @@ static int unused_outputs(so *s, graph *g, use *u, tg_term **res)
     }
     size_t nold = sc->no;
     sc->no = n;
-    drop_inplace(s, sc);
-    tg_term *t2 = build(s, sc);
+    tgSo_drop_inplace(s, sc);
+    tg_term *t2 = tgSo_build(s, sc);
     return t2 && (*res = replace(s, g, u, nold, t2, map, NULL)) ? 1 : -1;
 }
 
@@ -1264,7 +1192,7 @@ static int last_outputs(so *s, graph *g, use *u, tg_term **res)
     }
     if (!any)
         return 0;
-    tg_term *t2 = build(s, sc);
+    tg_term *t2 = tgSo_build(s, sc);
     return t2 && (*res = replace(s, g, u, sc->no, t2, map, lm)) ? 1 : -1;
 }
 
@@ -1298,7 +1226,7 @@ static int64_t lead_size(so *s, rk *r, tg_term *t, int depth)
 
 /* The scan runs at least k steps: (steps N) with N >= k, or (steps auto)
  * over a sequence whose leading size is known to be >= k. */
-static int runs_at_least(so *s, const scan *sc, int64_t k)
+int tgSo_runs_at_least(so *s, const scan *sc, int64_t k)
 {
     int64_t n;
     tg_term *st = tg_nth(sc->steps, 1);
@@ -1334,13 +1262,13 @@ static int last_rows(so *s, graph *g, use *u, tg_term **res)
         map[i] = (long)i;
         int64_t r = u->reach[i];
         if (!u->used[i] || u->lastonly[i] || r < 1 || o->last || (o->keep && o->keep <= r) ||
-            !runs_at_least(s, sc, r))
+            !tgSo_runs_at_least(s, sc, r))
             continue;
         o->keep = r, any = 1;
     }
     if (!any)
         return 0;
-    tg_term *t2 = build(s, sc);
+    tg_term *t2 = tgSo_build(s, sc);
     return t2 && (*res = replace(s, g, u, sc->no, t2, map, NULL)) ? 1 : -1;
 }
 
@@ -1361,7 +1289,7 @@ static int same_outputs(so *s, graph *g, use *u, tg_term **res)
             for (size_t k = 0; k < b->ntaps; k++)
                 if (tgW_map_put(&repl, b->tp[k], a->tp[k]) < 0)
                     return s->oom = 1, -1;
-            tg_term *rb = subst(s, b->res, &repl);
+            tg_term *rb = tgSo_subst(s, b->res, &repl);
             if (!rb)
                 return -1;
             if (rb != a->res)
@@ -1376,8 +1304,8 @@ static int same_outputs(so *s, graph *g, use *u, tg_term **res)
                 map[k] = k < j ? (long)k : k == j ? (long)i : (long)k - 1;
             memmove(sc->o + j, sc->o + j + 1, (sc->no - j - 1) * sizeof *sc->o);
             sc->no--;
-            drop_inplace(s, sc);
-            tg_term *t2 = build(s, sc);
+            tgSo_drop_inplace(s, sc);
+            tg_term *t2 = tgSo_build(s, sc);
             return t2 && (*res = replace(s, g, u, sc->no + 1, t2, map, NULL)) ? 1 : -1;
         }
     return 0;
@@ -1473,8 +1401,8 @@ static int param_set(so *s, const scan *sc, tgW_map *set)
 static int rename_apart(so *s, scan *a, scan *b, tg_term *ta, tg_term *tb)
 {
     tgW_map used = {0}, asyms = {0}, bsyms = {0}, bpar = {0};
-    if (symbols(s, ta, &asyms) < 0 || symbols(s, tb, &bsyms) < 0 || symbols(s, ta, &used) < 0 ||
-        symbols(s, tb, &used) < 0 || param_set(s, b, &bpar) < 0)
+    if (tgSo_symbols(s, ta, &asyms) < 0 || tgSo_symbols(s, tb, &bsyms) < 0 || tgSo_symbols(s, ta, &used) < 0 ||
+        tgSo_symbols(s, tb, &used) < 0 || param_set(s, b, &bpar) < 0)
         return -1;
     if (rename_params(s, b, &asyms, NULL, &used) < 0)
         return -1;
@@ -1512,8 +1440,8 @@ static int merge_scans(so *s, graph *g, use *ua, tg_term **res)
         memcpy(o + m.no, b.o, b.no * sizeof *o);
         size_t na = m.no;
         m.o = o, m.no += b.no;
-        drop_inplace(s, &m);
-        tg_term *t2 = build(s, &m);
+        tgSo_drop_inplace(s, &m);
+        tg_term *t2 = tgSo_build(s, &m);
         long *map = GC_MALLOC_ATOMIC((na + b.no) * sizeof *map);
         if (!t2 || !map)
             return s->oom = 1, -1;
@@ -1532,390 +1460,6 @@ static int merge_scans(so *s, graph *g, use *ua, tg_term **res)
 static size_t parents(const graph *g, const tg_term *t)
 {
     return (size_t)(uintptr_t)tgW_map_get(&g->parents, t);
-}
-
-/* ---- the stacks of work moved out of a loop ---------------------------- */
-
-/* (subtensor X (slice none none -1)): X's rows in reverse. */
-static tg_term *reversed(so *s, tg_term *x)
-{
-    tg_term *sl[3] = {NM(s, N_NONE), NM(s, N_NONE), tg_int(s->ctx, -1)};
-    tg_term *slc = sl[2] ? app(s, N_SLICE, 3, sl) : NULL;
-    return slc ? app2(s, N_SUBTENSOR, x, slc) : NULL;
-}
-
-/* The whole-sequence rows a step symbol l stands for, or NULL. */
-typedef tg_term *(*rows_fn)(so *s, const scan *sc, tg_term *l);
-
-/* Both push-out rewrites end alike: the placeholders (lph, of the step
- * terms lv) that the moved work reads (inuse) get their stacks, in ph: a
- * sequence's rows (rows_of), else a stacked output of the new scan built
- * from no[0..*nnew): one that computes the value already when reuse is
- * set, else a new nitsot appended to no (which has room), read in reverse
- * when rev is set.  The new scan, with sc's lists and options (inplace
- * marks dropped: outputs are renumbered), goes in *t2 (NULL when it has
- * no output).  0, or -1. */
-static int stack_outputs(so *s, scan *sc, const vec *lv, const vec *lph, const tgW_map *inuse, rows_fn rows_of,
-                         int reuse, int rev, out *no, size_t *nnew, tgW_map *ph, tg_term **t2)
-{
-    vec later = {0};        /* placeholder, then the output index + 1 */
-    for (size_t i = 0; i < lv->n; i++) {
-        if (!tgW_map_get(inuse, lph->v[i]))
-            continue;
-        tg_term *l = lv->v[i], *rows = tg_kind_of(l) == TG_SYMBOL ? rows_of(s, sc, l) : NULL;
-        if (s->oom)
-            return -1;
-        if (rows) {
-            if (tgW_map_put(ph, lph->v[i], rows) < 0)
-                return s->oom = 1, -1;
-            continue;
-        }
-        size_t j = 0;
-        while (reuse && j < *nnew && !(no[j].res == l && !no[j].last && !no[j].keep))
-            j++;
-        if (!reuse || j == *nnew) {
-            j = *nnew;
-            memset(&no[j], 0, sizeof *no);
-            no[j].kind = NITSOT, no[j].res = l;
-            (*nnew)++;
-        }
-        if (push(s, &later, lph->v[i]) < 0 || push_any(s, &later, (tg_term *)(uintptr_t)(j + 1)) < 0)
-            return -1;
-    }
-    out *old = sc->o;
-    size_t nsc = sc->no;
-    sc->o = no, sc->no = *nnew;
-    drop_inplace(s, sc);
-    *t2 = *nnew ? build(s, sc) : NULL;
-    sc->o = old, sc->no = nsc;
-    if (*nnew && !*t2)
-        return -1;
-    for (size_t i = 0; i < later.n; i += 2) {
-        size_t j = (size_t)(uintptr_t)later.v[i + 1] - 1;
-        tg_term *st = app2(s, N_SCAN_OUTPUT, *t2, tg_int(s->ctx, (int64_t)j));
-        if (st && rev)
-            st = reversed(s, st);
-        if (!st || tgW_map_put(ph, later.v[i], st) < 0)
-            return s->oom = 1, -1;
-    }
-    return 0;
-}
-
-/* push_output's rows: a sequence's own (with (steps auto): with N steps,
- * the first N rows would be a slice whose length the types do not know,
- * so the rows are stacked then), in the steps' order. */
-static tg_term *output_rows(so *s, const scan *sc, tg_term *l)
-{
-    if (tg_nth(sc->steps, 1) != NM(s, N_AUTO))
-        return NULL;
-    tg_term *rows = seq_rows(s, sc, l);
-    return rows && has_opt(s, sc, N_BACKWARDS) ? reversed(s, rows) : rows;
-}
-
-/* ---- work that ends a step, after the loop ------------------------------ */
-
-/* Every node under t into set. */
-static int node_set_fn(so *s, tg_term *node, void *ud)
-{
-    (void)s, (void)node, (void)ud;
-    return 0;
-}
-
-/* A stacked nitsot output whose result ends in work that only it reads
- * (PyTensor's PushOutScanOutput): the work is done after the loop on the
- * stacks of what it reads, (dot W h_t) stacked as (dot H (transpose W)),
- * one matrix product, elementwise ops and reductions on whole stacks.
- * The stacks it reads: a stacked output that computes the value already,
- * a sequence's rows, or a new nitsot output. */
-static int push_output(so *s, graph *g, use *u, tg_term **res)
-{
-    scan *sc = &u->sc;
-    if (sc->until)
-        return 0;
-    for (size_t k = 0; k < sc->no; k++) {
-        out *o = &sc->o[k];
-        if (o->kind != NITSOT || o->last || o->keep || !u->used[k] || u->lastonly[k] ||
-            (u->reach[k] > 0 && runs_at_least(s, sc, u->reach[k])) || !tensor_op(s, o->res))
-            continue;
-        /* what the other results and the condition read stays in the loop */
-        tgW_map avoid = {0};
-        for (size_t i = 0; i < sc->no; i++)
-            if (i != k && walk(s, sc->o[i].res, &avoid, node_set_fn, NULL) < 0)
-                return -1;
-        if (sc->until && walk(s, sc->until, &avoid, node_set_fn, NULL) < 0)
-            return -1;
-        if (tgW_map_get(&avoid, o->res))
-            continue;
-        tgW_map var = {0}, outm = {0}, used = {0}, env = {0};
-        if (param_maps(s, sc, &var, &var, &outm) < 0)
-            return -1;
-        rk outer = {s, {0}, NULL};
-        if (tgSo_param_ranks(s, sc, &outer, &env) < 0 || symbols(s, g->root, &used) < 0)
-            return -1;
-        stx x = {s, sc, {&var, NULL, {0}}, {s, {0}, &env}, &outer, &outm, 0, &avoid, &used, {0}, {0}, {0}};
-        if (dep_compute(s, &x.d, o->res) < 0)
-            return -1;
-        int moved = 0;
-        tg_term *e = st_of(&x, o->res, 0, &moved);
-        if (s->oom)
-            return -1;
-        if (!e || !moved)
-            continue;
-        tgW_map inuse = {0};
-        if (symbols(s, e, &inuse) < 0)
-            return -1;
-        size_t nold = sc->no, nnew = 0;
-        out *no = GC_MALLOC((nold + x.lv.n + 1) * sizeof *no);
-        long *map = GC_MALLOC_ATOMIC((nold + 1) * sizeof *map);
-        tg_term **exprs = GC_MALLOC((nold + 1) * sizeof *exprs);
-        if (!no || !map || !exprs)
-            return s->oom = 1, -1;
-        for (size_t i = 0; i < nold; i++) {
-            exprs[i] = NULL;
-            map[i] = i == k ? -1 : (long)nnew;
-            if (i != k)
-                no[nnew++] = sc->o[i];
-        }
-        tgW_map ph = {0};
-        tg_term *t2;
-        if (stack_outputs(s, sc, &x.lv, &x.lph, &inuse, output_rows, 1, 0, no, &nnew, &ph, &t2) < 0)
-            return -1;
-        if (!(exprs[k] = subst(s, e, &ph)))
-            return -1;
-        return (*res = replace_x(s, g, u, nold, t2, map, NULL, exprs)) ? 1 : -1;
-    }
-    return 0;
-}
-
-/* ---- sums over the steps, after the loop ---------------------------- */
-
-/* An accumulator (sitsot INIT last) whose step is (add acc E ...), acc
- * read nowhere else, holds INIT plus the sum of E over the steps.  Where
- * that sum is a linear map of stacked per-step values, it is computed
- * after the loop on the whole stacks: the sum of dot(a_t, W) is dot(sum a,
- * W) (PyTensor's PushOutDot1), the sum of the outer products a_t b_t' is
- * A' B, one GEMM (the BPTT weight gradient; PushOutScanOutput's sum).  The
- * per-step values are stacked by new nitsot outputs (a sequence's rows
- * are read from the sequence itself). */
-typedef struct sumx {
-    so *s;
-    scan *sc;
-    deps d;                 /* D_VAR: reads a sequence row or a tap */
-    tgW_map *out;           /* non-sequence parameter -> its outer value */
-    tgW_map *used;          /* every symbol in sight (fresh names) */
-    tgW_map leaf;           /* stacked per-step term -> its placeholder */
-    vec lv, lph;            /* the leaves met and their placeholders */
-} sumx;
-
-static int varying(sumx *x, tg_term *t) { return (dep_get(x->s, &x->d, t) & (D_VAR | D_STUCK)) != 0; }
-
-/* An invariant subterm of the step, over outer names. */
-static tg_term *outside(sumx *x, tg_term *t) { return subst(x->s, t, x->out); }
-
-/* The placeholder of the stack of per-step values t over the steps. */
-static tg_term *stack_of(sumx *x, tg_term *t)
-{
-    return stack_leaf(x->s, x->used, &x->leaf, &x->lv, &x->lph, t);
-}
-
-/* (dimshuffle V (perm 0 x)) is a column of vector V (col 1), (dimshuffle
- * V (perm x 0)) a row (col 0): V, or NULL. */
-static tg_term *vec_of(sumx *x, tg_term *t, int col)
-{
-    so *s = x->s;
-    if (!is_app(t, NM(s, N_DIMSHUFFLE)) || tg_length(t) != 3)
-        return NULL;
-    tg_term *pm = tg_nth(t, 2);
-    if (is_app(pm, NM(s, N_PERM)))
-        pm = tg_cdr(s->ctx, pm);
-    if (!is_pair(pm) || tg_length(pm) != 2)
-        return NULL;
-    tg_term *a = tg_nth(pm, 0), *b = tg_nth(pm, 1);
-    int64_t z;
-    tg_term *zero = col ? a : b, *xx = col ? b : a;
-    return xx == NM(s, N_X) && tg_int_get(zero, &z) == 0 && z == 0 ? tg_nth(t, 1) : NULL;
-}
-
-/* The sum over the steps of the outer product of a column and a row, one
- * matrix product of their stacks; NULL when a and b are not such. */
-static tg_term *outer_sum(sumx *x, tg_term *a, tg_term *b)
-{
-    tg_term *u = vec_of(x, a, 1), *v = vec_of(x, b, 0);
-    if (!u || !v) {
-        u = vec_of(x, b, 1), v = vec_of(x, a, 0);
-        if (!u || !v)
-            return NULL;
-    }
-    if (!varying(x, u) || !varying(x, v))
-        return NULL;
-    tg_term *U = stack_of(x, u), *V = stack_of(x, v);
-    tg_term *tu = U ? app(x->s, N_TRANSPOSE, 1, &U) : NULL;
-    return tu && V ? app2(x->s, N_DOT, tu, V) : NULL;
-}
-
-/* The sum over the steps of step term t, varying, over outer names and
- * placeholders of stacks; *gain set when a dot or an outer product moved
- * (else the caller keeps t in the loop).  Bounded depth: deeper terms
- * are summed as stacks. */
-static tg_term *sum_of(sumx *x, tg_term *t, int depth, int *gain)
-{
-    so *s = x->s;
-    int g = 0;
-    tg_term *r = NULL;
-    size_t n = 0;
-    tg_term **v = depth < 32 && tensor_op(s, t) ? elems(s, t, &n) : NULL;
-    if (s->oom)
-        return NULL;
-    tg_term *h = v ? v[0] : NULL;
-    if (h == NM(s, N_ADD) || h == NM(s, N_SUB) || h == NM(s, N_NEG)) {
-        int ok = (h != NM(s, N_SUB) || n == 3) && (h != NM(s, N_NEG) || n == 2);
-        for (size_t i = 1; ok && i < n; i++)
-            ok = varying(x, v[i]) && (v[i] = sum_of(x, v[i], depth + 1, &g)) != NULL;
-        if (ok)
-            r = list(s, n, v);
-    } else if (h == NM(s, N_MUL) || (h == NM(s, N_DOT) && n == 3)) {
-        size_t nv = 0, iv[2] = {0, 0};
-        for (size_t i = 1; i < n; i++)
-            if (varying(x, v[i]))
-                iv[nv < 2 ? nv : 1] = i, nv++;
-        for (size_t i = 1; i < n; i++)
-            if (!varying(x, v[i]) && !(v[i] = outside(x, v[i])))
-                return NULL;
-        if (nv == 1 && (v[iv[0]] = sum_of(x, v[iv[0]], depth + 1, &g))) {
-            g |= h == NM(s, N_DOT);
-            r = list(s, n, v);
-        } else if (nv == 2) {
-            tg_term *o = outer_sum(x, v[iv[0]], v[iv[1]]);
-            if (o) {
-                g = 1;
-                vec w = {0};
-                for (size_t i = 1; i < n; i++)
-                    if (i != iv[0] && i != iv[1] && push(s, &w, v[i]) < 0)
-                        return NULL;
-                if (push(s, &w, o) < 0)
-                    return NULL;
-                r = w.n == 1 ? o : app(s, N_MUL, w.n, w.v);
-            }
-        }
-    } else if (h == NM(s, N_TRUE_DIV) && n == 3 && !varying(x, v[2])) {
-        if ((v[1] = sum_of(x, v[1], depth + 1, &g)) && (v[2] = outside(x, v[2])))
-            r = list(s, n, v);
-    } else if ((h == NM(s, N_DIMSHUFFLE) || h == NM(s, N_TRANSPOSE) || h == NM(s, N_SUM) ||
-                h == NM(s, N_MEAN)) && n >= 2) {
-        /* linear in their tensor; the rest are axes, not tensors */
-        if ((v[1] = sum_of(x, v[1], depth + 1, &g)))
-            r = list(s, n, v);
-    }
-    if (s->oom)
-        return NULL;
-    if (r && g) {
-        *gain = 1;
-        return r;
-    }
-    tg_term *p = stack_of(x, t), *ax = tg_int(s->ctx, 0);
-    tg_term *axes = p ? app(s, N_AXES, 1, &ax) : NULL;
-    return axes ? app2(s, N_SUM, p, axes) : NULL;
-}
-
-static int push_sums(so *s, graph *g, use *u, tg_term **res)
-{
-    scan *sc = &u->sc;
-    if (sc->until)
-        return 0;
-    for (size_t k = 0; k < sc->no; k++) {
-        out *o = &sc->o[k];
-        if (o->kind != SITSOT || !o->last || !u->used[k] || !is_app(o->res, NM(s, N_ADD)))
-            continue;
-        tg_term *acc = o->tp[0];
-        size_t n;
-        tg_term **a = elems(s, o->res, &n);
-        if (!a)
-            return -1;
-        /* acc once among the operands, read by nothing else */
-        size_t ia = 0, seen = 0;
-        for (size_t i = 1; i < n; i++)
-            if (a[i] == acc)
-                ia = i, seen++;
-        if (seen != 1)
-            continue;
-        tgW_map syms = {0};
-        for (size_t i = 0; i < sc->no; i++)
-            if (i != k && symbols(s, sc->o[i].res, &syms) < 0)
-                return -1;
-        if (sc->until && symbols(s, sc->until, &syms) < 0)
-            return -1;
-        for (size_t i = 1; i < n; i++)
-            if (i != ia && symbols(s, a[i], &syms) < 0)
-                return -1;
-        if (tgW_map_get(&syms, acc))
-            continue;
-        /* the step-varying parameters */
-        tgW_map var = {0}, outm = {0}, used = {0};
-        if (param_maps(s, sc, &var, &var, &outm) < 0)
-            return -1;
-        if (symbols(s, g->root, &used) < 0)
-            return -1;
-        sumx x = {s, sc, {&var, NULL, {0}}, &outm, &used, {0}, {0}, {0}};
-        vec kept = {0}, moved = {0};
-        if (push(s, &kept, acc) < 0)
-            return -1;
-        for (size_t i = 1; i < n; i++) {
-            if (i == ia)
-                continue;
-            if (dep_compute(s, &x.d, a[i]) < 0)
-                return -1;
-            int gain = 0;
-            tg_term *e = varying(&x, a[i]) ? sum_of(&x, a[i], 0, &gain) : NULL;
-            if (s->oom)
-                return -1;
-            int rc = e && gain ? push(s, &moved, e) : push(s, &kept, a[i]);
-            if (rc < 0)
-                return -1;
-        }
-        if (!moved.n)
-            continue;
-        /* the stacks the moved sums read: new nitsot outputs, or sequences */
-        tgW_map inuse = {0};
-        for (size_t i = 0; i < moved.n; i++)
-            if (symbols(s, moved.v[i], &inuse) < 0)
-                return -1;
-        size_t nold = sc->no, nnew = 0;
-        out *no = GC_MALLOC((nold + x.lv.n + 1) * sizeof *no);
-        long *map = GC_MALLOC_ATOMIC((nold + 1) * sizeof *map);
-        tg_term **exprs = GC_MALLOC((nold + 1) * sizeof *exprs);
-        if (!no || !map || !exprs)
-            return s->oom = 1, -1;
-        for (size_t i = 0; i < nold; i++) {
-            exprs[i] = NULL;
-            if (i == k && kept.n == 1) {
-                map[i] = -1;
-                continue;
-            }
-            map[i] = (long)nnew;
-            no[nnew] = sc->o[i];
-            if (i == k)
-                no[nnew].res = app(s, N_ADD, kept.n, kept.v);
-            nnew++;
-        }
-        /* the stacks in the sequences' order: a backwards scan's new
-         * nitsots reversed (the pairs of an outer product meet in step) */
-        tgW_map ph = {0};
-        tg_term *t2;
-        if (stack_outputs(s, sc, &x.lv, &x.lph, &inuse, seq_rows, 0, has_opt(s, sc, N_BACKWARDS), no, &nnew, &ph,
-                          &t2) < 0)
-            return -1;
-        /* the reads of output k: what stays in the loop plus the sums */
-        vec sum = {0};
-        if (push(s, &sum, kept.n == 1 ? o->init : app2(s, N_SCAN_OUTPUT, t2, tg_int(s->ctx, map[k]))) < 0)
-            return -1;
-        for (size_t i = 0; i < moved.n; i++)
-            if (push(s, &sum, subst(s, moved.v[i], &ph)) < 0)
-                return -1;
-        if (!(exprs[k] = app(s, N_ADD, sum.n, sum.v)))
-            return -1;
-        return (*res = replace_x(s, g, u, nold, t2, map, NULL, exprs)) ? 1 : -1;
-    }
-    return 0;
 }
 
 /* A `last` recurrent output whose INIT is computed by the graph (not an
@@ -1957,7 +1501,7 @@ static int inplace(so *s, graph *g, use *u, tg_term **res)
         return -1;
     if (opt)
         sc->opts.v[oi] = mark;
-    tg_term *t2 = build(s, sc);
+    tg_term *t2 = tgSo_build(s, sc);
     long *map = GC_MALLOC_ATOMIC(sc->no * sizeof *map);
     if (!t2 || !map)
         return s->oom = 1, -1;
@@ -2015,8 +1559,8 @@ static const rel rels[] = {
     {"scan-last-rows", NULL, last_rows},
     {"scan-merge", NULL, merge_scans},
     {"scan-inplace", NULL, inplace},
-    {"scan-push-sums", NULL, push_sums},
-    {"scan-push-output", NULL, push_output},
+    {"scan-push-sums", NULL, tgSo_push_sums},
+    {"scan-push-output", NULL, tgSo_push_output},
 };
 #define NRELS (sizeof rels / sizeof *rels)
 

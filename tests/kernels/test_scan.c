@@ -950,6 +950,10 @@ static void test_errors(void)
          "(scan (lambda (h) ((add h 1))) (steps 2) (sequences) "
          "(outputs (mitsot 0.0 (taps 1))) (non_sequences))",
          NONE, "a tap is a negative integer"},
+        {"",
+         "(scan (lambda (a b) ((add a b))) (steps 2) (sequences) "
+         "(outputs (mitsot 0.0 (taps -1 -1))) (non_sequences))",
+         NONE, "a tap is repeated"},
         {"(input c float64 (3))",
          "(scan (lambda (h) ((add h 1)) (until h)) (steps 2) (sequences) "
          "(outputs (sitsot (input c float64 (3)))) (non_sequences))",
