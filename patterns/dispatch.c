@@ -123,6 +123,7 @@ static int fill(tgW_disp *d, tgW_rule *const *rules, tg_term **const *keys, uint
 
 #define MAX_NODES 256       /* tree nodes per op */
 #define MIN_RULES 3         /* fewer rules left: trying them costs less */
+#define MAX_RULES 64        /* more in a cell: no tree (building one is quadratic) */
 
 typedef struct dpath {      /* a position: argument p[0], its element p[1], ... */
     uint8_t len, p[TGW_DISP_LEVELS];
@@ -277,21 +278,24 @@ static int node_kids(tbuild *b, tgW_dnode *nd, const uint32_t *S, uint32_t m, se
                      const dpath *P, int lev)
 {
     uint32_t *sub = malloc((m ? m : 1) * sizeof *sub);
-    if (!sub)
+    tg_term **want = malloc((m ? m : 1) * sizeof *want);
+    if (!sub || !want) {
+        free(sub), free(want);
         return -1;
+    }
     T[nt].at = *P, T[nt].lev = lev;
+    for (uint32_t i = 0; i < m; i++)
+        want[i] = key_at(&b->rf[S[i]], P);
     for (uint32_t c = 0; c <= nd->nkeys && !b->oom; c++) {
         uint32_t k = 0;
-        for (uint32_t i = 0; i < m; i++) {
-            tg_term *want = key_at(&b->rf[S[i]], P);
-            if (!want || (c < nd->nkeys && want == nd->keys[c]))
+        for (uint32_t i = 0; i < m; i++)
+            if (!want[i] || (c < nd->nkeys && want[i] == nd->keys[c]))
                 sub[k++] = S[i];
-        }
         nd->kid[c].n = k;
         nd->kid[c].r = rule_array(b, sub, k);
         nd->kid[c].sub = tree(b, sub, k, T, nt + 1, lev + 1);
     }
-    free(sub);
+    free(sub), free(want);
     return b->oom ? -1 : 0;
 }
 
@@ -302,7 +306,7 @@ static const tgW_dnode *tree(tbuild *b, const uint32_t *S, uint32_t m, seen *T, 
 {
     dpath P;
     const seen *par;
-    if (b->oom || m < MIN_RULES || lev >= TGW_DISP_LEVELS || b->nodes >= MAX_NODES ||
+    if (b->oom || m < MIN_RULES || m > MAX_RULES || lev >= TGW_DISP_LEVELS || b->nodes >= MAX_NODES ||
         !next_position(b, S, m, T, nt, &P, &par))
         return NULL;
     b->nodes++;
@@ -341,6 +345,11 @@ static const tgW_dnode *tree(tbuild *b, const uint32_t *S, uint32_t m, seen *T, 
  * memory (then the table alone serves). */
 static int deepen(tgW_disp *d, tgW_rule *const *rules, uint32_t n, uint32_t ncells)
 {
+    uint32_t want = 0;
+    for (uint32_t c = 0; c < ncells; c++)
+        want |= d->cell[c][1] >= MIN_RULES && d->cell[c][1] <= MAX_RULES;
+    if (!want)
+        return 0;
     tbuild b = {rules, calloc(n, sizeof(rfacts)), 0, 0};
     uint32_t *S = malloc(n * sizeof *S);
     seen *T = malloc((TGW_DISP_LEVELS + 2) * sizeof *T);
@@ -353,7 +362,7 @@ static int deepen(tgW_disp *d, tgW_rule *const *rules, uint32_t n, uint32_t ncel
     for (uint32_t c = 0; c < ncells; c++) {
         uint32_t m = 0, cls[TGW_DISP_POS] = {0, 0}, rest = c;
         tgW_rule *const *cr = d->rules + d->cell[c][0];
-        if (d->cell[c][1] < MIN_RULES)
+        if (d->cell[c][1] < MIN_RULES || d->cell[c][1] > MAX_RULES)
             continue;
         for (uint32_t i = 0; i < n && m < d->cell[c][1]; i++)   /* the cell's rules, in order */
             if (rules[i] == cr[m])
