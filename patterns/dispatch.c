@@ -383,6 +383,10 @@ static int deepen(tgW_disp *d, tgW_rule *const *rules, uint32_t n, uint32_t ncel
         if (t)
             d->sub[c] = t;
     }
+    if (d->sub)     /* the cells' flags, once no count is read any more */
+        for (uint32_t c = 0; c < ncells; c++)
+            if (d->sub[c])
+                d->cell[c][1] |= TGW_DISP_DEEP;
     rc = 0;
 out:
     if (b.rf)

@@ -16,6 +16,7 @@
 #include "rset.h"
 
 #define TGW_DISP_POS 2      /* argument positions indexed */
+#define TGW_DISP_DEEP 0x80000000u  /* a cell's count flag: it has a tree */
 #define TGW_DISP_LEVELS 40  /* the deepest decision tree (levels 0, 1: the table's) */
 
 /* A cell whose rules all name the same heads there but differ deeper
@@ -48,7 +49,8 @@ typedef struct tgW_disp {
     uint32_t npos;                      /* positions indexed (1 or 2) */
     uint32_t nkeys[TGW_DISP_POS];       /* keys named at each position */
     tg_term **keys[TGW_DISP_POS];       /* ... class i is keys[p][i], "other" is nkeys[p] */
-    uint32_t (*cell)[2];                /* each pair of classes: its rules' start and count ... */
+    uint32_t (*cell)[2];                /* each pair of classes: its rules' start and count
+                                         * (TGW_DISP_DEEP set: sub[] has its tree) ... */
     tgW_rule **rules;                   /* ... in this array */
     const tgW_dnode **sub;              /* each cell's decision tree or NULL; NULL: none */
 } tgW_disp;
@@ -106,9 +108,10 @@ static inline tgW_rule *const *tgW_disp_rules(const tgW_disp *d, tg_term *const 
     uint32_t c = n ? tgW_disp_class(d, 0, tgW_disp_key(args[0])) : d->nkeys[0];
     if (d->npos == 2)
         c = c * (d->nkeys[1] + 1) + (n > 1 ? tgW_disp_class(d, 1, tgW_disp_key(args[1])) : d->nkeys[1]);
-    if (__builtin_expect(d->sub != NULL, 0) && d->sub[c])
+    uint32_t m = d->cell[c][1];
+    if (__builtin_expect(m & TGW_DISP_DEEP, 0))
         return tgW_disp_deep(d->sub[c], args, n, nr);
-    *nr = d->cell[c][1];
+    *nr = m;
     return d->rules + d->cell[c][0];
 }
 
