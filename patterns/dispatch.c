@@ -1,6 +1,8 @@
 /* dispatch.c - building the index of an op's rules by the heads of its
- * first arguments (see dispatch.h).  Keys come from the left sides as
- * written, so the index holds whatever the match programs check.
+ * first arguments (see dispatch.h), and the decision trees that look
+ * deeper into a call where a cell keeps many rules.  The table's keys
+ * come from the left sides as written, the trees' from the match
+ * programs, so the index holds whatever the match programs check.
  */
 #include "dispatch.h"
 
@@ -117,6 +119,315 @@ static int fill(tgW_disp *d, tgW_rule *const *rules, tg_term **const *keys, uint
     return 0;
 }
 
+/* ---- decision trees ---------------------------------------------------- */
+
+#define MAX_NODES 256       /* tree nodes per op */
+#define MIN_RULES 3         /* fewer rules left: trying them costs less */
+#define MAX_RULES 64        /* more in a cell: no tree (building one is quadratic) */
+
+typedef struct dpath {      /* a position: argument p[0], its element p[1], ... */
+    uint8_t len, p[TGW_DISP_LEVELS];
+} dpath;
+typedef struct fact {       /* a match checks that the key at `at` is `key` */
+    dpath at;
+    tg_term *key;
+} fact;
+typedef struct rfacts {
+    fact *f;
+    uint32_t n, cap;
+} rfacts;
+typedef struct seen {       /* a position some node above (or the table) looked at */
+    dpath at;
+    int lev;
+} seen;
+typedef struct tbuild {
+    tgW_rule *const *rules;
+    rfacts *rf;             /* per rule of the op */
+    uint32_t nodes;
+    int oom;
+} tbuild;
+
+static int path_eq(const dpath *a, const dpath *b)
+{
+    return a->len == b->len && !memcmp(a->p, b->p, a->len);
+}
+
+static int fact_add(rfacts *rf, const dpath *at, tg_term *key)
+{
+    if (rf->n == rf->cap) {
+        uint32_t cap = rf->cap ? 2 * rf->cap : 8;
+        fact *f = realloc(rf->f, cap * sizeof *f);
+        if (!f)
+            return -1;
+        rf->f = f, rf->cap = cap;
+    }
+    rf->f[rf->n].at = *at;
+    rf->f[rf->n++].key = key;
+    return 0;
+}
+
+/* The positions whose keys rule r's match program checks, read off its
+ * instructions: the arguments are registers 0 .. k-1, and an M_APP puts
+ * the elements of a known position into registers.  Registers a choice
+ * or an assoc / comm match fills have no known position; the scan stops
+ * at the first instruction it does not know.  -1: out of memory. */
+static int rule_facts(const tgW_rule *r, rfacts *rf)
+{
+    const tgW_ins *pc = r->match;
+    if (!pc || (pc->op != M_ROOT && pc->op != M_ROOTSEG))
+        return 0;
+    uint32_t bound = pc->a + 1u;
+    for (const tgW_ins *i = pc + 1; i->op == M_APP || i->op == M_APPSEG || i->op == M_COMM ||
+                                    i->op == M_LIST || i->op == M_CONST || i->op == M_SAME; i++) {
+        uint32_t top = i->op == M_CONST || i->op == M_SAME ? i->a + 1u : i->d + i->c + 1u;
+        if (i->a + 1u > top)
+            top = i->a + 1u;
+        if (top > bound)
+            bound = top;
+    }
+    dpath *at = calloc(bound, sizeof *at);   /* len 0: not known */
+    if (!at)
+        return -1;
+    for (uint32_t a = 0; a < pc->a; a++)
+        at[a].len = 1, at[a].p[0] = (uint8_t)(a < 256 ? a : 255);
+    int rc = 0;
+    for (const tgW_ins *i = pc + 1; rc == 0; i++) {
+        const dpath *pa = i->a < bound ? &at[i->a] : NULL;
+        int known = pa && pa->len && !(pa->len == 1 && pa->p[0] == 255);
+        if (i->op == M_APP || i->op == M_APPSEG) {
+            if (known)
+                rc = fact_add(rf, pa, r->k[i->b]);
+            uint32_t ne = i->c + (i->op == M_APPSEG);    /* a segment's rest: not known */
+            for (uint32_t e = 0; e < ne && i->d + e < bound; e++) {
+                dpath *q = &at[i->d + e];
+                q->len = 0;
+                if (known && e < i->c && e < 255 && pa->len < TGW_DISP_LEVELS) {
+                    *q = *pa;
+                    q->p[q->len++] = (uint8_t)e;
+                }
+            }
+        } else if (i->op == M_COMM || i->op == M_LIST) {
+            if (known && i->op == M_COMM)
+                rc = fact_add(rf, pa, r->k[i->b]);
+            for (uint32_t e = 0; e < i->c && i->d + e < bound; e++)
+                at[i->d + e].len = 0;
+        } else if (i->op == M_CONST) {
+            if (known)
+                rc = fact_add(rf, pa, tgW_disp_key(r->k[i->b]));
+        } else if (i->op != M_SAME) {
+            break;
+        }
+    }
+    free(at);
+    return rc;
+}
+
+/* The key rule facts f name at position P, NULL for none. */
+static tg_term *key_at(const rfacts *f, const dpath *P)
+{
+    for (uint32_t i = 0; i < f->n; i++)
+        if (path_eq(&f->f[i].at, P))
+            return f->f[i].key;
+    return NULL;
+}
+
+/* The position the next node looks at for the rules S: the first that
+ * the first rule checks, not looked at yet, whose parent was; its
+ * parent's entry in T into *par (NULL for an argument).  0: none. */
+static int next_position(const tbuild *b, const uint32_t *S, uint32_t m, const seen *T, uint32_t nt,
+                         dpath *P, const seen **par)
+{
+    for (uint32_t s = 0; s < m; s++) {
+        const rfacts *f = &b->rf[S[s]];
+        for (uint32_t i = 0; i < f->n; i++) {
+            const dpath *q = &f->f[i].at;
+            int done = 0;
+            const seen *up = NULL;
+            for (uint32_t t = 0; t < nt; t++) {
+                done |= path_eq(&T[t].at, q);
+                if (T[t].at.len + 1 == q->len && !memcmp(T[t].at.p, q->p, T[t].at.len))
+                    up = &T[t];
+            }
+            if (!done && (q->len == 1 || up)) {
+                *P = *q, *par = q->len == 1 ? NULL : up;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+static const tgW_dnode *tree(tbuild *b, const uint32_t *S, uint32_t m, seen *T, uint32_t nt, int lev);
+
+/* The rules of S (m of them) as an array of the collector's. */
+static tgW_rule **rule_array(tbuild *b, const uint32_t *S, uint32_t m)
+{
+    tgW_rule **r = GC_MALLOC((m ? m : 1) * sizeof *r);
+    if (!r) {
+        b->oom = 1;
+        return NULL;
+    }
+    for (uint32_t i = 0; i < m; i++)
+        r[i] = (tgW_rule *)b->rules[S[i]];
+    return r;
+}
+
+/* Node lev's classes: for each key at P and "other", the rules of S that
+ * name it or nothing there, and the tree below them. */
+static int node_kids(tbuild *b, tgW_dnode *nd, const uint32_t *S, uint32_t m, seen *T, uint32_t nt,
+                     const dpath *P, int lev)
+{
+    uint32_t *sub = malloc((m ? m : 1) * sizeof *sub);
+    tg_term **want = malloc((m ? m : 1) * sizeof *want);
+    if (!sub || !want) {
+        free(sub), free(want);
+        return -1;
+    }
+    T[nt].at = *P, T[nt].lev = lev;
+    for (uint32_t i = 0; i < m; i++)
+        want[i] = key_at(&b->rf[S[i]], P);
+    for (uint32_t c = 0; c <= nd->nkeys && !b->oom; c++) {
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < m; i++)
+            if (!want[i] || (c < nd->nkeys && want[i] == nd->keys[c]))
+                sub[k++] = S[i];
+        nd->kid[c].n = k;
+        nd->kid[c].r = rule_array(b, sub, k);
+        nd->kid[c].sub = tree(b, sub, k, T, nt + 1, lev + 1);
+    }
+    free(sub), free(want);
+    return b->oom ? -1 : 0;
+}
+
+/* The decision tree for the rules S (indexes into b->rules, in order)
+ * at level lev, the positions T looked at above; NULL for none (too few
+ * rules, nothing more to look at, the budget spent, out of memory). */
+static const tgW_dnode *tree(tbuild *b, const uint32_t *S, uint32_t m, seen *T, uint32_t nt, int lev)
+{
+    dpath P;
+    const seen *par;
+    if (b->oom || m < MIN_RULES || m > MAX_RULES || lev >= TGW_DISP_LEVELS || b->nodes >= MAX_NODES ||
+        !next_position(b, S, m, T, nt, &P, &par))
+        return NULL;
+    b->nodes++;
+    tgW_dnode *nd = GC_MALLOC(sizeof *nd);
+    tg_term **keys = GC_MALLOC(m * sizeof *keys);
+    if (!nd || !keys) {
+        b->oom = 1;
+        return NULL;
+    }
+    nd->src = par ? (int16_t)par->lev : -1;
+    nd->idx = P.p[P.len - 1];
+    nd->lev = (uint16_t)lev;
+    uint32_t nk = 0;
+    for (uint32_t i = 0; i < m; i++) {
+        tg_term *x = key_at(&b->rf[S[i]], &P);
+        uint32_t j = 0;
+        while (j < nk && keys[j] != x)
+            j++;
+        if (x && j == nk)
+            keys[nk++] = x;
+    }
+    qsort(keys, nk, sizeof *keys, by_address);
+    nd->keys = keys, nd->nkeys = nk;
+    nd->all = rule_array(b, S, m), nd->nall = m;
+    if (!(nd->kid = GC_MALLOC((nk + 1) * sizeof *nd->kid)))
+        b->oom = 1;
+    if (b->oom || node_kids(b, nd, S, m, T, nt, &P, lev) < 0) {
+        b->oom = 1;
+        return NULL;
+    }
+    return nd;
+}
+
+/* Decision trees under the cells that keep MIN_RULES rules or more, when
+ * their rules check positions the table does not look at.  -1: out of
+ * memory (then the table alone serves). */
+static int deepen(tgW_disp *d, tgW_rule *const *rules, uint32_t n, uint32_t ncells)
+{
+    uint32_t want = 0;
+    for (uint32_t c = 0; c < ncells; c++)
+        want |= d->cell[c][1] >= MIN_RULES && d->cell[c][1] <= MAX_RULES;
+    if (!want)
+        return 0;
+    tbuild b = {rules, calloc(n, sizeof(rfacts)), 0, 0};
+    uint32_t *S = malloc(n * sizeof *S);
+    seen *T = malloc((TGW_DISP_LEVELS + 2) * sizeof *T);
+    int rc = -1;
+    if (!b.rf || !S || !T)
+        goto out;
+    for (uint32_t i = 0; i < n; i++)
+        if (rule_facts(rules[i], &b.rf[i]) < 0)
+            goto out;
+    for (uint32_t c = 0; c < ncells; c++) {
+        uint32_t m = 0, cls[TGW_DISP_POS] = {0, 0}, rest = c;
+        tgW_rule *const *cr = d->rules + d->cell[c][0];
+        if (d->cell[c][1] < MIN_RULES || d->cell[c][1] > MAX_RULES)
+            continue;
+        for (uint32_t i = 0; i < n && m < d->cell[c][1]; i++)   /* the cell's rules, in order */
+            if (rules[i] == cr[m])
+                S[m++] = i;
+        for (int p = (int)d->npos - 1; p >= 0; p--)
+            cls[p] = rest % (d->nkeys[p] + 1), rest /= d->nkeys[p] + 1;
+        uint32_t nt = 0;    /* the table looked at the positions whose class is a key */
+        for (uint32_t p = 0; p < d->npos; p++)
+            if (cls[p] < d->nkeys[p]) {
+                T[nt].at.len = 1, T[nt].at.p[0] = (uint8_t)p, T[nt].lev = (int)p;
+                nt++;
+            }
+        const tgW_dnode *t = tree(&b, S, m, T, nt, TGW_DISP_POS);
+        if (b.oom)
+            goto out;
+        if (t && !d->sub && !(d->sub = GC_MALLOC(ncells * sizeof *d->sub)))
+            goto out;
+        if (t)
+            d->sub[c] = t;
+    }
+    if (d->sub)     /* the cells' flags, once no count is read any more */
+        for (uint32_t c = 0; c < ncells; c++)
+            if (d->sub[c])
+                d->cell[c][1] |= TGW_DISP_DEEP;
+    rc = 0;
+out:
+    if (b.rf)
+        for (uint32_t i = 0; i < n; i++)
+            free(b.rf[i].f);
+    free(b.rf), free(S), free(T);
+    if (rc < 0)
+        d->sub = NULL;
+    return rc;
+}
+
+tgW_rule *const *tgW_disp_deep(const tgW_dnode *nd, tg_term *const *args, uint32_t n, uint32_t *nr)
+{
+    tg_term *at[TGW_DISP_LEVELS];
+    at[0] = n > 0 ? args[0] : NULL;
+    at[1] = n > 1 ? args[1] : NULL;
+    for (;;) {
+        tg_term *t = NULL;
+        if (nd->src < 0) {
+            if (nd->idx < n)
+                t = args[nd->idx];
+        } else {
+            tg_term *up = at[nd->src];
+            /* an element of its first chunk (an atom or a short list: none) */
+            if (up && tgT_ispair(up) && nd->idx + 1u < up->h.n)
+                t = up->e[nd->idx + 1];
+        }
+        if (!t) {
+            *nr = nd->nall;
+            return nd->all;
+        }
+        at[nd->lev] = t;
+        const tgW_dkid *k = &nd->kid[tgW_disp_find(nd->keys, nd->nkeys, tgW_disp_key(t))];
+        if (!k->sub) {
+            *nr = k->n;
+            return k->r;
+        }
+        nd = k->sub;
+    }
+}
+
 tgW_disp *tgW_disp_build(tgW_rule *const *rules, uint32_t n, tg_term *quote)
 {
     if (n < 3 || (rules[0]->op->flags & (TGW_ASSOC | TGW_COMM | TGW_VARIADIC)))
@@ -144,5 +455,6 @@ tgW_disp *tgW_disp_build(tgW_rule *const *rules, uint32_t n, tg_term *quote)
         return NULL;
     if (fill(d, rules, (tg_term **const *)keys, n, ncells) < 0)
         return NULL;
+    deepen(d, rules, n, ncells);    /* out of memory: the table alone */
     return d;
 }

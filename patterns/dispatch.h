@@ -16,13 +16,43 @@
 #include "rset.h"
 
 #define TGW_DISP_POS 2      /* argument positions indexed */
+#define TGW_DISP_DEEP 0x80000000u  /* a cell's count flag: it has a tree */
+#define TGW_DISP_LEVELS 40  /* the deepest decision tree (levels 0, 1: the table's) */
+
+/* A cell whose rules all name the same heads there but differ deeper
+ * (many rules on one op, such as (succ17 (s (s zero))) ... (succ17 (s^16
+ * zero))) goes on with a decision tree: each node looks at the key of
+ * one more position of the call, an argument or an element of a
+ * position already looked at, and keeps the rules, in their order, that
+ * name that key there or nothing.  The keys come from the rules' match
+ * programs (the checks they make), so a rule left out would fail its
+ * match. */
+typedef struct tgW_dnode tgW_dnode;
+typedef struct tgW_dkid {
+    tgW_rule **r;               /* the rules of a class ... */
+    uint32_t n;
+    const tgW_dnode *sub;       /* ... or the node that looks further */
+} tgW_dkid;
+struct tgW_dnode {
+    int16_t src;                /* -1: the position is argument idx; else element
+                                 * idx of the term the node of level src saw */
+    uint16_t idx;
+    uint16_t lev;               /* its own level: where it keeps its term */
+    uint32_t nkeys;             /* keys named there, sorted by address */
+    tg_term **keys;
+    tgW_dkid *kid;              /* per class; "other" is kid[nkeys] */
+    tgW_rule **all;             /* a call without that position: every rule */
+    uint32_t nall;
+};
 
 typedef struct tgW_disp {
     uint32_t npos;                      /* positions indexed (1 or 2) */
     uint32_t nkeys[TGW_DISP_POS];       /* keys named at each position */
     tg_term **keys[TGW_DISP_POS];       /* ... class i is keys[p][i], "other" is nkeys[p] */
-    uint32_t (*cell)[2];                /* each pair of classes: its rules' start and count ... */
+    uint32_t (*cell)[2];                /* each pair of classes: its rules' start and count
+                                         * (TGW_DISP_DEEP set: sub[] has its tree) ... */
     tgW_rule **rules;                   /* ... in this array */
+    const tgW_dnode **sub;              /* each cell's decision tree or NULL; NULL: none */
 } tgW_disp;
 
 /* The index of the n rules of one op, or NULL when it would not help
@@ -39,11 +69,10 @@ static inline tg_term *tgW_disp_key(tg_term *t)
     return tgT_ispair(t) ? t->e[0] : t;
 }
 
-/* The class of a key at position p: the keys are sorted by address. */
-static inline uint32_t tgW_disp_class(const tgW_disp *d, uint32_t p, tg_term *key)
+/* The class of key among the n keys k, sorted by address: its index,
+ * n for none. */
+static inline uint32_t tgW_disp_find(tg_term *const *k, uint32_t n, tg_term *key)
 {
-    uint32_t n = d->nkeys[p];
-    tg_term *const *k = d->keys[p];
     if (n <= 8) {
         for (uint32_t i = 0; i < n; i++)
             if (k[i] == key)
@@ -61,6 +90,16 @@ static inline uint32_t tgW_disp_class(const tgW_disp *d, uint32_t p, tg_term *ke
     return lo < n && k[lo] == key ? lo : n;
 }
 
+/* The class of a key at position p. */
+static inline uint32_t tgW_disp_class(const tgW_disp *d, uint32_t p, tg_term *key)
+{
+    return tgW_disp_find(d->keys[p], d->nkeys[p], key);
+}
+
+/* The rules that decision tree nd leaves for a call of n arguments at
+ * args: *nr of them. */
+tgW_rule *const *tgW_disp_deep(const tgW_dnode *nd, tg_term *const *args, uint32_t n, uint32_t *nr);
+
 /* The rules that may match a call of n arguments at args: *nr of them. */
 static inline tgW_rule *const *tgW_disp_rules(const tgW_disp *d, tg_term *const *args, uint32_t n,
                                               uint32_t *nr)
@@ -69,7 +108,10 @@ static inline tgW_rule *const *tgW_disp_rules(const tgW_disp *d, tg_term *const 
     uint32_t c = n ? tgW_disp_class(d, 0, tgW_disp_key(args[0])) : d->nkeys[0];
     if (d->npos == 2)
         c = c * (d->nkeys[1] + 1) + (n > 1 ? tgW_disp_class(d, 1, tgW_disp_key(args[1])) : d->nkeys[1]);
-    *nr = d->cell[c][1];
+    uint32_t m = d->cell[c][1];
+    if (__builtin_expect(m & TGW_DISP_DEEP, 0))
+        return tgW_disp_deep(d->sub[c], args, n, nr);
+    *nr = m;
     return d->rules + d->cell[c][0];
 }
 
