@@ -293,7 +293,7 @@ tg_term *tgT_chunk(tg_ctx *ctx, unsigned m, tg_term *const *e, tg_term *rest)
  * about 5% of lookups in a full table) is told apart by its header,
  * which holds the 52-bit hash.  Anything else (that wrong candidate, a
  * probe that goes on past the home bucket, a miss) is a tail call to
- * app_on, which probes again from the home bucket, busy all along.  In
+ * app_on, which goes on from there, busy all along.  In
  * a driver of bench/terms' lookups this took a two-argument lookup from
  * 105 to NN instructions (callgrind; see doc/internals.md). */
 
@@ -309,13 +309,22 @@ static inline tgT_hdr app_hdr(uint64_t h52, unsigned na)
     return (tgT_hdr){TG_PAIR, 0, na + 1, (uint32_t)h52 & 0xFFFFF, (uint32_t)(h52 >> 20)};
 }
 
-/* The whole probe and the miss, after the inline look at the home
- * bucket (called busy, na constant). */
+/* The rest of the probe and the miss, after the inline look at home
+ * bucket b found the slots m of a matching control byte and read the
+ * first of them (called busy, na constant).  When that was the only
+ * one, the probe goes on past b only if its filter says an entry of
+ * this hash passed it: a miss (a new node) probes nothing again. */
 static inline __attribute__((always_inline)) tg_term *
-app_rest(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args)
+app_rest(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args,
+         const bucket *b, uint64_t m)
 {
     tgT_hdr hd = app_hdr(want >> 12, na);
-    tg_term *t = chunk_probe(ctx, hd, head, na, args, TGT_NIL);
+    tg_term *t = NULL;
+    if (m & (m - 1))
+        t = chunk_probe(ctx, hd, head, na, args, TGT_NIL);
+    else if (b->ctrl & ct_filter(hd.hash))
+        t = chunk_probe_on(ctx, next_bucket((size_t)(b - ctx->tab), ctx->nb), hd, head, na, args,
+                           TGT_NIL);
     if (t) {
         leave(ctx);
         return t;
@@ -323,12 +332,13 @@ app_rest(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const 
     return intern_miss(ctx, hd, head, args, TGT_NIL);
 }
 static __attribute__((noinline)) tg_term *
-app_on(tg_ctx *ctx, uint64_t want, tg_term *head, tg_term *const *args)
+app_on(tg_ctx *ctx, uint64_t want, tg_term *head, tg_term *const *args, const bucket *b,
+       uint64_t m)
 {
     switch ((want >> 8) & 0xF) {   /* the count; constant, for the unrolled copies */
-    case 2: return app_rest(ctx, want, head, 1, args);
-    case 3: return app_rest(ctx, want, head, 2, args);
-    default: return app_rest(ctx, want, head, 3, args);
+    case 2: return app_rest(ctx, want, head, 1, args, b, m);
+    case 3: return app_rest(ctx, want, head, 2, args, b, m);
+    default: return app_rest(ctx, want, head, 3, args, b, m);
     }
 }
 
@@ -349,7 +359,7 @@ app_lean(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args)
             return (tg_term *)c;
         }
     }
-    return app_on(ctx, want, head, args);
+    return app_on(ctx, want, head, args, b, m);
 }
 
 /* A fetch of the home bucket of the node of 52-bit hash h52. */
