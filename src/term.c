@@ -285,98 +285,82 @@ tg_term *tgT_chunk(tg_ctx *ctx, unsigned m, tg_term *const *e, tg_term *rest)
 
 /* ---- the lean path of short applications ------------------------- */
 
-/* tg_app of 1 to 3 arguments probes the home bucket
- * in a function that keeps its values in registers (one saved, nothing
- * spilled) and calls nothing: a hit there (most lookups) returns at once.  Anything else (a probe that goes on past the home bucket,
- * or a miss) is a tail call to app_on, which starts again from the hash,
- * busy all along.  In a driver of bench/terms' lookups this took a
- * two-argument lookup from 156 to 119 instructions (callgrind; see
- * doc/internals.md). */
+/* tg_app of 1 to 3 arguments hashes and probes the home bucket inline,
+ * in tg_app itself: no call, and no frame, since the values of the hit
+ * path fit in the registers a call may clobber.  It reads only the first
+ * slot whose control byte matches, without comparing pointer tags: a
+ * wrong candidate (another entry of the same byte in the same bucket,
+ * about 5% of lookups in a full table) is told apart by its header,
+ * which holds the 52-bit hash.  Anything else (that wrong candidate, a
+ * probe that goes on past the home bucket, a miss) is a tail call to
+ * app_on, which goes on from there, busy all along.  In
+ * a driver of bench/terms' lookups this took a two-argument lookup from
+ * 118 to 102 instructions, the probes past the home bucket included
+ * (callgrind; see doc/internals.md). */
 
-/* The header word of the chunk (head args[0] .. args[na - 1]) of 52-bit
- * hash h52, GROUND aside: the hash is the word's top 52 bits. */
-static inline uint64_t app_want(uint64_t h52, unsigned na)
+/* The header word of the chunk (head args[0] .. args[na - 1]) whose
+ * finished hash mix is acc, GROUND aside: the 52-bit hash is the word's
+ * top 52 bits, the mix's too. */
+static inline uint64_t app_want(uint64_t acc, unsigned na)
 {
-    return h52 << 12 | hdr_word((tgT_hdr){TG_PAIR, 0, na + 1, 0, 0});
+    return (acc & ~(uint64_t)0xFFF) | hdr_word((tgT_hdr){TG_PAIR, 0, na + 1, 0, 0});
 }
 static inline tgT_hdr app_hdr(uint64_t h52, unsigned na)
 {
     return (tgT_hdr){TG_PAIR, 0, na + 1, (uint32_t)h52 & 0xFFFFF, (uint32_t)(h52 >> 20)};
 }
 
-/* The rest of a probe whose home bucket b did not hold the chunk (called
- * busy, na constant): the buckets past it, then the miss. */
+/* The rest of the probe and the miss, after the inline look at home
+ * bucket b found the slots m of a matching control byte and read the
+ * first of them (called busy, na constant).  When that was the only
+ * one, the probe goes on past b only if its filter says an entry of
+ * this hash passed it: a miss (a new node) probes nothing again. */
 static inline __attribute__((always_inline)) tg_term *
-app_rest(tg_ctx *ctx, uint64_t h52, tg_term *head, unsigned na, tg_term *const *args,
-         const bucket *b)
+app_rest(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args,
+         const bucket *b, uint64_t m)
 {
-    tgT_hdr hd = app_hdr(h52, na);
-    size_t i = (size_t)(b - ctx->tab);
-    if (b->ctrl & ct_filter(hd.hash)) {
-        tg_term *t = chunk_probe_on(ctx, next_bucket(i, ctx->nb), hd, head, na, args, TGT_NIL);
-        if (t) {
-            leave(ctx);
-            return t;
-        }
+    tgT_hdr hd = app_hdr(want >> 12, na);
+    tg_term *t = NULL;
+    if (m & (m - 1))
+        t = chunk_probe(ctx, hd, head, na, args, TGT_NIL);
+    else if (b->ctrl & ct_filter(hd.hash))
+        t = chunk_probe_on(ctx, next_bucket((size_t)(b - ctx->tab), ctx->nb), hd, head, na, args,
+                           TGT_NIL);
+    if (t) {
+        leave(ctx);
+        return t;
     }
     return intern_miss(ctx, hd, head, args, TGT_NIL);
 }
 static __attribute__((noinline)) tg_term *
-app_on(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args,
-       const bucket *b)
+app_on(tg_ctx *ctx, uint64_t want, tg_term *head, tg_term *const *args, const bucket *b,
+       uint64_t m)
 {
-    switch (na) {   /* constant counts, for the unrolled copies of the miss */
-    case 1: return app_rest(ctx, want >> 12, head, 1, args, b);
-    case 2: return app_rest(ctx, want >> 12, head, 2, args, b);
-    default: return app_rest(ctx, want >> 12, head, 3, args, b);
+    switch ((want >> 8) & 0xF) {   /* the count; constant, for the unrolled copies */
+    case 2: return app_rest(ctx, want, head, 1, args, b, m);
+    case 3: return app_rest(ctx, want, head, 2, args, b, m);
+    default: return app_rest(ctx, want, head, 3, args, b, m);
     }
 }
 
-/* The probe of the home bucket (1 <= na <= 3).  Few values live across
- * its loop (the header word stands for the hash; the tag to expect is
- * kept under the mask, so that the node is the slot xor it), so that it
- * fits in the registers a call may clobber. */
+/* The inline look at the home bucket (1 <= na <= 3). */
 static inline __attribute__((always_inline)) tg_term *
-app_lean(tg_ctx *ctx, uint64_t h52, tg_term *head, unsigned na, tg_term *const *args)
+app_lean(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args)
 {
-    uint64_t want = app_want(h52, na);
-    uint32_t h = (uint32_t)(want >> 32);
+    uint64_t acc = tgT_chunk_finish(tgT_chunk_sum(head, na, na, args, TGT_NIL));
+    uint64_t want = app_want(acc, na);
+    uint32_t h = (uint32_t)(acc >> 32);
     enter(ctx);
     const bucket *b = &ctx->tab[home_in(h, ctx->nb)];
-    uintptr_t mask = ctx->tagmask, ptm = ptag(h) & mask;
-    for (uint64_t m = ct_match_bits(b->ctrl, ct_byte(h) * CT_ONES); m; m &= m - 1) {
-        uintptr_t v = b->s[ct_bits_slot(m)];
-        if ((v & mask) == ptm && chunk_is((tg_term *)(v ^ ptm), want, head, na, args, TGT_NIL)) {
+    uint64_t m = ct_match_bits(b->ctrl, ct_byte(h) * CT_ONES);
+    if (__builtin_expect(m != 0, 1)) {
+        const tg_term *c = (const tg_term *)(b->s[ct_bits_slot(m)] & ~ctx->tagmask);
+        if (__builtin_expect(chunk_is(c, want, head, na, args, TGT_NIL), 1)) {
             leave(ctx);
-            return (tg_term *)(v ^ ptm);
+            return (tg_term *)c;
         }
     }
-    return app_on(ctx, want, head, na, args, b);
-}
-
-/* The 52-bit hash of (head args[0] .. args[na - 1]). */
-static inline __attribute__((always_inline)) uint64_t
-app_h52(tg_term *head, unsigned na, tg_term *const *args)
-{
-    return tgT_chunk_finish(tgT_chunk_sum(head, na, na, args, TGT_NIL)) >> 12;
-}
-
-/* One function per count, which tg_app tail-calls, so that it keeps no
- * frame around the probe. */
-static __attribute__((noinline)) tg_term *app1(tg_ctx *ctx, uint64_t h52, tg_term *head,
-                                               tg_term *const *args)
-{
-    return app_lean(ctx, h52, head, 1, args);
-}
-static __attribute__((noinline)) tg_term *app2(tg_ctx *ctx, uint64_t h52, tg_term *head,
-                                               tg_term *const *args)
-{
-    return app_lean(ctx, h52, head, 2, args);
-}
-static __attribute__((noinline)) tg_term *app3(tg_ctx *ctx, uint64_t h52, tg_term *head,
-                                               tg_term *const *args)
-{
-    return app_lean(ctx, h52, head, 3, args);
+    return app_on(ctx, want, head, args, b, m);
 }
 
 /* A fetch of the home bucket of the node of 52-bit hash h52. */
@@ -608,14 +592,17 @@ static __attribute__((noinline)) tg_term *app_long(tg_ctx *ctx, tg_term *head, s
 
 tg_term *tg_app(tg_ctx *ctx, tg_term *head, size_t n, tg_term *const *args)
 {
+    /* the lean path for the usual short applications, 2 arguments first */
+    if (__builtin_expect(n - 1 < 3 && ctx && head && args, 1)) {
+        if (n == 2)
+            return app_lean(ctx, head, 2, args);
+        if (n == 1)
+            return app_lean(ctx, head, 1, args);
+        return app_lean(ctx, head, 3, args);
+    }
     if (!ctx || !head || (n && !args))
         return NULL;
-    switch (n) {    /* the lean path for the usual short applications */
-    case 1: return app1(ctx, app_h52(head, 1, args), head, args);
-    case 2: return app2(ctx, app_h52(head, 2, args), head, args);
-    case 3: return app3(ctx, app_h52(head, 3, args), head, args);
-    default: return app_long(ctx, head, n, args);
-    }
+    return app_long(ctx, head, n, args);
 }
 
 /* ---- batched applications ---------------------------------------- */

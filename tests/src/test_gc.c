@@ -466,6 +466,73 @@ static void test_grid_hashes(void)
     tg_ctx_free(c);
 }
 
+/* tg_app of 1 to 3 arguments looks at the first slot of the home bucket
+ * whose control byte matches (see "the lean path" in term.c) and leaves
+ * everything else to the full probe.  Terms whose hashes all lie in the
+ * top 2^22 values and share their low 7 bits have one home bucket and
+ * one control byte in any table of up to 1024 buckets, so that for all
+ * but one of them that first slot holds another term, with the same
+ * count and head, of the same byte: each must still be found, and never
+ * mistaken for its neighbour, whichever order they are made and looked
+ * up in, by 1, 2 and 3 arguments. */
+static tg_term *same_byte_term(tg_ctx *c, tg_term *f, unsigned na, int64_t i)
+{
+    tg_term *a[3] = {tg_int(c, i), tg_int(c, -i), tg_int(c, 3 * i)};
+    return tg_app(c, f, na, a);
+}
+static uint32_t same_byte_hash(tg_ctx *c, tg_term *f, unsigned na, int64_t i)
+{
+    tg_term *a[3] = {tg_int(c, i), tg_int(c, -i), tg_int(c, 3 * i)};
+    return (uint32_t)(tgT_app_hash(f, na, a, tgT_ehash(a[na - 1])) >> 20);
+}
+static void test_same_byte(void)
+{
+    enum { N = 24 };
+    tg_ctx *c = tg_ctx_new(NULL);
+    tg_term *f = tg_symbol_cstr(c, "f");
+    for (unsigned na = 1; na <= 3; na++) {
+        int64_t ids[N];
+        size_t n = 0;
+        for (int64_t i = 0; n < N; i++) {
+            uint32_t h = same_byte_hash(c, f, na, i);
+            if (h >= 0xFFC00000u && (h & 0x7F) == 0x2A)
+                ids[n++] = i;
+        }
+        tg_term **keep = GC_MALLOC(N * sizeof *keep);
+        size_t hashed = 0;
+        for (size_t k = 0; k < N; k++) {
+            keep[k] = same_byte_term(c, f, na, ids[k]);
+            hashed += keep[k] && tg_hash(keep[k]) == same_byte_hash(c, f, na, ids[k]);
+        }
+        TAP_CHECK(hashed == N, "%u arguments: the terms have the hashes computed ahead (%zu of %d)",
+                  na, hashed, N);
+        size_t same = 0, distinct = 0;
+        for (size_t k = N; k-- > 0;)
+            same += same_byte_term(c, f, na, ids[k]) == keep[k];
+        for (size_t k = 0; k < N; k++)
+            same += same_byte_term(c, f, na, ids[k]) == keep[k];
+        for (size_t k = 1; k < N; k++)
+            distinct += keep[k] != keep[k - 1];
+        TAP_CHECK(same == 2 * N && distinct == N - 1,
+                  "%u arguments: %d terms of one home bucket and one control byte are found "
+                  "again in either order (%zu of %d) and stay distinct", na, N, same, 2 * N);
+        tg_term *g = tg_symbol_cstr(c, "g");
+        tg_term *other = same_byte_term(c, g, na, ids[0]);
+        TAP_CHECK(other != keep[0] && tg_nth(other, 0) == g,
+                  "%u arguments: another head with the same arguments is another term", na);
+        for (size_t k = 0; k < N; k += 2)
+            ((tg_term *volatile *)keep)[k] = NULL;
+        GC_gcollect();
+        same = 0;
+        for (size_t k = 1; k < N; k += 2)
+            same += same_byte_term(c, f, na, ids[k]) == keep[k];
+        const char *bad = tgT_table_check(c);
+        TAP_CHECK(same == N / 2 && !bad, "%u arguments: after half of them are collected the "
+                  "others are found again (%zu of %d; %s)", na, same, N / 2, bad ? bad : "consistent");
+    }
+    tg_ctx_free(c);
+}
+
 static void test_deep(void)
 {
     tg_ctx *c = tg_ctx_new(NULL);
@@ -503,6 +570,7 @@ int main(void)
     test_chain_hashes();
     test_ahead_hashes();
     test_grid_hashes();
+    test_same_byte();
     test_deep();
     return TAP_DONE();
 }
