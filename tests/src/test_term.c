@@ -381,25 +381,6 @@ static void test_null(void)
     mpq_clear(q);
 }
 
-/* tg_int inlined from tgrel.h and the library's own (called through a
- * pointer, which names the exported symbol) give the same term, on both
- * sides of the immediate range's ends. */
-static void test_int_inline(void)
-{
-    tg_term *(*volatile lib)(tg_ctx *, int64_t) = tg_int;
-    const int64_t lim = (int64_t)1 << 61;
-    const int64_t v[] = {0, 1, -1, 12345, -12345, lim - 1, -lim, lim, -lim - 1, INT64_MAX, INT64_MIN};
-    int same = 1;
-    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
-        tg_term *a = tg_int(C, v[i]), *b = lib(C, v[i]);
-        int64_t back = 0;
-        same &= a && a == b && tg_int_get(a, &back) == 0 && back == v[i];
-    }
-    TAP_CHECK(same, "the inline tg_int and the library's agree at the ends of the immediate range");
-    TAP_CHECK(tg_int(NULL, 7) == lib(NULL, 7) && tg_int(NULL, 7) != NULL && tg_int(NULL, lim) == NULL,
-              "a small integer needs no context, a large one does");
-}
-
 int main(void)
 {
     C = tg_ctx_new(NULL);
@@ -411,7 +392,6 @@ int main(void)
     test_properties();
     test_order();
     test_batch();
-    test_int_inline();
     tg_stats st;
     tg_ctx_stats(C, &st);
     TAP_CHECK(st.live > 0 && st.capacity > st.live && st.created >= st.live, "stats are consistent");
