@@ -120,22 +120,6 @@ tg_term *tg_nil(void);
  * Integers: immediate when small (no context needed), GMP beyond; never
  * overflow. */
 tg_term *tg_int(tg_ctx *ctx, int64_t v);
-/* With GCC and Clang, a definition for inlining only (GNU inline
- * semantics, which emit no symbol): a small integer is made at the call,
- * the rest by the library's tg_int, which tg_int_out_ names.  An integer
- * in [-2^61, 2^61) is the word v * 2 + 1, in every version of this
- * library.  Define TG_NO_INLINE to call the library every time. */
-#if (defined(__GNUC__) || defined(__clang__)) && !defined(TG_NO_INLINE)
-#define TG_STR2_(x) #x
-#define TG_STR_(x) TG_STR2_(x)
-tg_term *tg_int_out_(tg_ctx *ctx, int64_t v) __asm__(TG_STR_(__USER_LABEL_PREFIX__) "tg_int");
-extern __inline__ __attribute__((__gnu_inline__)) tg_term *tg_int(tg_ctx *ctx, int64_t v)
-{
-    if ((uint64_t)v + ((uint64_t)1 << 61) < ((uint64_t)1 << 62))
-        return (tg_term *)(uintptr_t)((uint64_t)v << 1 | 1);
-    return tg_int_out_(ctx, v);
-}
-#endif
 tg_term *tg_int_mpz(tg_ctx *ctx, const mpz_t v);
 /* Parse a decimal integer (optional sign). */
 tg_term *tg_int_parse(tg_ctx *ctx, const char *s, tg_error *err);
