@@ -31,11 +31,12 @@
  *
  * The first TGW_MEMO_FIRST slots lie in the struct itself (nothing
  * allocated for a short normalization); a larger table lies outside
- * the collector's heap (a root, see tgW_scratch_alloc) and is freed
- * when the normalization ends; it is
- * bounded: at its largest size (memo.c, CAP_MAX) it keeps,
- * when it is full, only its open calls and those found again since the
- * previous cut, and makes room for new ones by dropping the rest.
+ * the collector's heap (malloc'd, or mapped from 1 MB on; a root) and
+ * is freed when the normalization ends; it is bounded: at its largest
+ * size (memo.c, bound) it keeps, when it is full, only its open calls
+ * and those found again since the previous cut, and makes room for new
+ * ones by dropping the rest.  Growing never holds two whole tables
+ * (memo.c, grow).  The start is lazy (TGW_MEMO_PREFIX below).
  */
 #ifndef TG_MEMO_H
 #define TG_MEMO_H
@@ -89,7 +90,7 @@ typedef struct tgW_mstat {
 #define TGW_MEMO_LAZY 2048
 
 typedef struct tgW_memo {
-    tgW_mentry *e;      /* first, or a collector root (tgW_scratch_alloc): keys and normal forms stay alive */
+    tgW_mentry *e;      /* first, or a collector root (memo.c, table_alloc): keys and normal forms stay alive */
     size_t cap, n;
     tgW_mopen *open;    /* malloc memory, freed by tgW_memo_clear (no pointer the
                          * collector must see: its rules are the rule set's; in
