@@ -140,6 +140,31 @@ static void table_tests(void)
     TAP_CHECK(m->stat == NULL && m->nstat == 0, "the counts freed: they start again");
     TAP_CHECK(!call(1, g, 1, 3) && call(1, g, 1, 3), "a dropped op's calls are found again");
     tgW_memo_clear(m);
+
+    /* a table freed is kept for the next normalization's (no page to
+     * fault in again), zeroed: none of its calls is found there */
+    m->cap_max = 0;
+    call(0, f, -1, 100000);
+    for (long i = 0; i < 5000; i++) {
+        call(0, f, 100000 + i, 1);
+        if (i % 16 == 0)
+            call(0, f, -1, 1);  /* found: the op pays */
+    }
+    tgW_mentry *kept = m->e;
+    TAP_CHECK(m->cap == 16384, "5000 calls: a table of 16384 slots (%zu)", m->cap);
+    tgW_memo_clear(m);
+    call(0, f, -1, 100000);
+    for (long i = 0; i < 200; i++) {
+        call(0, f, 200000 + i, 1);
+        if (i % 16 == 0)
+            call(0, f, -1, 1);
+    }
+    TAP_CHECK(m->e == kept && m->cap == 512, "the next normalization's first growth reuses it");
+    int stale = 0;
+    for (long i = 0; i < 5000; i += 7)
+        stale += enter(0, f, 100000 + i, NULL) != NULL;
+    TAP_EQ_INT(stale, 0, "zeroed: the earlier calls are not found");
+    tgW_memo_clear(m);
 }
 
 /* ---- the lazy start ----------------------------------------------------- */
