@@ -1,7 +1,9 @@
 /* memo.c - the machine's memo table (see memo.h): open addressing with
  * linear probing over entries that hold the call itself, so that the
  * usual lookup (an op of at most two arguments) costs one hash of the
- * argument pointers' hashes and one probe, and builds no term.
+ * argument pointers' hashes and one probe, and builds no term; the
+ * drop heuristics, the lazy start, the bound, and the table's memory
+ * (grown without two whole tables, freed blocks kept for the next).
  */
 #include "memo.h"
 
