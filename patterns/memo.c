@@ -1,7 +1,9 @@
 /* memo.c - the machine's memo table (see memo.h): open addressing with
  * linear probing over entries that hold the call itself, so that the
  * usual lookup (an op of at most two arguments) costs one hash of the
- * argument pointers' hashes and one probe, and builds no term.
+ * argument pointers' hashes and one probe, and builds no term; the
+ * drop heuristics, the lazy start, the bound, and the table's memory
+ * (grown without two whole tables, freed blocks kept for the next).
  */
 #include "memo.h"
 
@@ -9,6 +11,10 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <malloc.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 tg_term tgW_memo_open_obj;
 
@@ -43,20 +49,144 @@ tg_term tgW_memo_open_obj;
  * again at once (its one hit saves the chain's length). */
 #define CALLS_CHECK 1024
 
-/* The table's bound in bytes: past it the table evicts instead of
+/* The table's bound (see bound): past it the table evicts instead of
  * growing.  Where calls keep coming that are never met again, an
  * unbounded table kept every normal form alive and made each collection
  * mark them all (GBs, and runs many times slower than without memo).
- * At the bound's last growth the old table (half the bound) and the new
- * one live together, so memo's own peak is 1.5 times the bound: 60 MB,
- * within the 64 MB beyond twice plain's memory that memo may take.
- * Not less: quicksort1000 needs more than 2^19 entries, and cut at
- * 2^18 or 2^19 slots it recomputed what it had dropped (60 times the
- * time of the unbounded table).
- * It grows past this only to hold its open calls. */
+ * MEMO_BYTES: 40 MB, within the 64 MB beyond twice plain's memory that
+ * memo may take, with room for the normal forms the entries keep alive
+ * (primecount600: some 20 MB).  Not less: quicksort1000 needs more than
+ * 2^19 entries, and cut at 2^18 or 2^19 slots it recomputed what it had
+ * dropped (60 times the time of the unbounded table).  It grows past
+ * the bound only to hold its open calls. */
 #define MEMO_BYTES ((size_t)40 << 20)
-#define CAP_MAX (MEMO_BYTES / sizeof(tgW_mentry))
 
+/* Tables of MAP_BYTES or more are pages mapped for them alone, so that
+ * growing gives the old table's pages back as its entries move (see
+ * grow); smaller ones come from malloc. */
+#define MAP_BYTES ((size_t)1 << 20)
+
+/* The slots moved between two givings back of the old table's pages. */
+#define RELEASE_SLOTS 16384
+
+/* The table's bound in slots: MEMO_BYTES, or half the collector's heap
+ * when that is more.  The heap holds the terms (the normalization's,
+ * and the normal forms memo keeps), so a normalization whose terms take
+ * hundreds of MB, where plain's memory is as large, may keep a table in
+ * proportion to it: memo's own memory stays within its terms' plus the
+ * fixed 40 MB, inside twice plain's plus 64 MB.  The bound is read at
+ * each growth (the heap grows as the normalization runs). */
+static size_t bound(const tgW_memo *m)
+{
+    if (m->cap_max)
+        return m->cap_max;
+    size_t heap = GC_get_heap_size() / 2;
+    return (heap > MEMO_BYTES ? heap : MEMO_BYTES) / sizeof(tgW_mentry);
+}
+
+/* Two malloc'd tables freed, kept for the next ones (process-wide, each
+ * slot taken and given by an atomic exchange).  A fresh block of some
+ * hundred KB comes from mapped pages, each zeroed on its first touch by
+ * a fault that costs about a microsecond: missionaries3 took 200 such
+ * faults per normalization with memo, a fifth again of plain's time.
+ * Zeroing a kept block costs a few instructions per 64 bytes instead.
+ * Two, because a growth holds the old table while it fills the new. */
+static _Atomic(void *) spare[2];
+
+/* A kept block of at least bytes (not zeroed), or NULL. */
+static void *spare_take(size_t bytes)
+{
+    for (int i = 0; i < 2; i++) {
+        void *p = atomic_exchange(&spare[i], NULL);
+        if (p && malloc_usable_size(p) >= bytes)
+            return p;
+        free(p);    /* smaller than what is asked: a table only grows */
+    }
+    return NULL;
+}
+
+static size_t usable(void *p)
+{
+    return p ? malloc_usable_size(p) : 0;
+}
+
+/* Block p (malloc'd) kept: the two largest of it and the kept ones
+ * stay, the other is freed. */
+static void spare_give(void *p)
+{
+    void *v[3] = {p, atomic_exchange(&spare[0], NULL), atomic_exchange(&spare[1], NULL)};
+    int small = 0;
+    for (int i = 1; i < 3; i++)
+        if (usable(v[i]) < usable(v[small]))
+            small = i;
+    free(v[small]);
+    for (int i = 0, k = 0; i < 3; i++)
+        if (i != small)
+            free(atomic_exchange(&spare[k++], v[i]));   /* NULL unless another thread gave one */
+}
+
+/* A table of cap slots, zeroed, registered as a collector root (its
+ * keys and normal forms stay alive); NULL when out of memory. */
+static tgW_mentry *table_alloc(size_t cap)
+{
+    size_t bytes = cap * sizeof(tgW_mentry);
+    void *p = NULL;
+    if (bytes < MAP_BYTES) {
+        if ((p = spare_take(bytes)))
+            memset(p, 0, bytes);
+        else
+            p = calloc(1, bytes);
+    }
+    else if ((p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) ==
+             MAP_FAILED)
+        p = NULL;
+    if (p)
+        GC_add_roots(p, (char *)p + bytes);
+    return p;
+}
+
+static void table_free(tgW_mentry *e, size_t cap)
+{
+    size_t bytes = cap * sizeof *e;
+    GC_remove_roots(e, (char *)e + bytes);
+    if (bytes < MAP_BYTES)
+        spare_give(e);
+    else
+        munmap(e, bytes);
+}
+
+/* The slots [from, to) of a table of cap slots are no longer read: the
+ * whole pages among them go back to the system (a mapped table's; they
+ * read as zeros after, and nothing reads them before the table is
+ * freed). */
+static void table_release(tgW_mentry *e, size_t cap, size_t from, size_t to)
+{
+#ifdef MADV_DONTNEED
+    if (cap * sizeof *e < MAP_BYTES)
+        return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)&e[from] + page - 1) & ~(page - 1);
+    uintptr_t hi = (uintptr_t)&e[to] & ~(page - 1);
+    if (hi > lo)
+        (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+#else
+    (void)e, (void)cap, (void)from, (void)to;
+#endif
+}
+
+/* An open entry's normal form while the table grows: its place on the
+ * open stack, tagged so that the stack follows it.  Terms are aligned
+ * and integers are odd (src/term.h), so no normal form ends in binary
+ * 10. */
+static inline tg_term *open_tag(size_t k)
+{
+    return (tg_term *)(uintptr_t)(4 * k + 2);
+}
+
+static inline int is_tag(const tg_term *nf)
+{
+    return ((uintptr_t)nf & 3) == 2;
+}
 
 static inline size_t home(uint32_t h, size_t cap)
 {
@@ -100,7 +230,7 @@ static inline int keeps(const tgW_mentry *o, int evict, size_t *budget)
 {
     if (!o->meta || !o->nf)
         return 0;
-    if (!evict || o->nf == TGW_MEMO_OPEN)
+    if (!evict || o->nf == TGW_MEMO_OPEN || is_tag(o->nf))
         return 1;
     if (!(o->meta & M_HIT) || !*budget)
         return 0;
@@ -118,11 +248,18 @@ static void clear_first(tgW_memo *m)
     }
 }
 
-/* Twice the room, the closed unknown entries dropped; at CAP_MAX slots
- * the same room instead, holding only the open calls and those found
- * since the last cut (as many as fill a quarter of it): the table is
- * bounded, and what is met again and again stays.  The open stack's
- * slots follow their entries. */
+/* Twice the room, the closed unknown entries dropped; at the bound the
+ * same room instead, holding only the open calls and those found since
+ * the last cut (as many as fill a quarter of it): the table is bounded,
+ * and what is met again and again stays.  The open stack's slots follow
+ * their entries.
+ *
+ * The entries move in slot order, and a slot's entry goes to about the
+ * same place in the new table (home is monotone in the hash: twice its
+ * old slot, or the same slot in a cut), so the new table's pages are
+ * touched in order as the old one's are given back (table_release): at
+ * no time are both tables whole in memory.  Growing from 20 to 40 MB
+ * took 60 MB at once (primecount600: 83 MB in all, the limit 70). */
 static int grow(tgW_memo *m)
 {
     if (!m->cap) {     /* the first table: in the struct, clean */
@@ -131,7 +268,7 @@ static int grow(tgW_memo *m)
         m->used = 1;
         return 0;
     }
-    size_t cap_max = m->cap_max ? m->cap_max : CAP_MAX;
+    size_t cap_max = bound(m);
     size_t cap = 2 * m->cap, nopen = 0, budget = 0;
     int evict = m->cap >= cap_max;
     if (cap > cap_max && !evict)
@@ -144,32 +281,40 @@ static int grow(tgW_memo *m)
             ;
         m->cuts++;
     }
-    tgW_mentry *e = tgW_scratch_alloc(cap * sizeof *e);
+    tgW_mentry *e = table_alloc(cap);
     if (!e)
         return -1;
-    size_t n = 0;
+    for (size_t k = 0; k < m->nopen; k++)
+        m->e[m->open[k].slot].nf = open_tag(k);
+    size_t n = 0, done = 0;
     for (size_t i = 0; i < m->cap; i++) {
         tgW_mentry *o = &m->e[i];
-        if (!keeps(o, evict, &budget))
-            continue;
-        if (evict)
-            o->meta &= ~M_HIT;
-        size_t j = home((uint32_t)o->meta, cap);
-        while (e[j].meta)
-            j = j + 1 == cap ? 0 : j + 1;
-        e[j] = *o;
-        n++;
-        o->head = (tg_term *)(uintptr_t)j;     /* the old table is garbage now */
+        if (keeps(o, evict, &budget)) {
+            size_t j = home((uint32_t)o->meta, cap);
+            while (e[j].meta)
+                j = j + 1 == cap ? 0 : j + 1;
+            e[j] = *o;
+            if (evict)
+                e[j].meta &= ~M_HIT;
+            if (is_tag(o->nf)) {
+                m->open[(uintptr_t)o->nf >> 2].slot = j;
+                e[j].nf = TGW_MEMO_OPEN;
+            }
+            n++;
+        }
+        if (i + 1 - done == RELEASE_SLOTS) {
+            table_release(m->e, m->cap, done, i + 1);
+            done = i + 1;
+        }
     }
-    for (size_t k = 0; k < m->nopen; k++)
-        m->open[k].slot = (size_t)(uintptr_t)m->e[m->open[k].slot].head;
     if (m->e == m->first)  /* clean again, for the next normalization */
         clear_first(m);
     else
-        tgW_scratch_free(m->e, m->cap * sizeof *m->e);
+        table_free(m->e, m->cap);
     m->e = e;
     m->cap = cap;
     m->n = n;
+    m->grows++;
     return 0;
 }
 
@@ -198,23 +343,22 @@ static tgW_mstat *stat_grow(tgW_memo *m, uint32_t op);
 static inline tgW_mstat *stat_of(tgW_memo *m, uint32_t op)
 {
     m->used = 1;
-    if (op >= m->stat_hi)
-        m->stat_hi = (size_t)op + 1;
     return op < m->nstat ? &m->stat[op] : stat_grow(m, op);
 }
 
-/* stat_of for an op beyond the array: the array grown. */
+/* stat_of for an op beyond the array: the array grown.  In malloc
+ * memory (no pointers), freed at the end of the normalization: from the
+ * collector, its first 3 KB cost some thousands of instructions, a tenth
+ * of a short normalization's. */
 static __attribute__((noinline)) tgW_mstat *stat_grow(tgW_memo *m, uint32_t op)
 {
-    size_t cap = m->nstat ? 2 * m->nstat : 64;
+    size_t cap = m->nstat ? 2 * m->nstat : 16;
     while (cap <= op)
         cap *= 2;
-    tgW_mstat *st = GC_MALLOC_ATOMIC(cap * sizeof *st);
+    tgW_mstat *st = realloc(m->stat, cap * sizeof *st);
     if (!st)
         return NULL;
-    memset(st, 0, cap * sizeof *st);
-    if (m->nstat)
-        memcpy(st, m->stat, m->nstat * sizeof *st);
+    memset(st + m->nstat, 0, (cap - m->nstat) * sizeof *st);
     m->stat = st;
     m->nstat = cap;
     return &st[op];
@@ -338,10 +482,25 @@ static void judge(tgW_memo *m, tgW_mstat *st, tg_term *head)
         verdict(m, st, head);
 }
 
+/* The prefix has been remembered: the lazy phase begins (memo.h).  Its
+ * calls count as calls not remembered, so that a cycle report over them
+ * shows "..." where their rules were. */
+static void lazy_begin(tgW_memo *m)
+{
+    m->lazy = TGW_MEMO_LAZY;
+    m->skipped += m->lazy;
+}
+
 size_t tgW_memo_enter(tgW_memo *m, tg_ctx *ctx, uint32_t op, tg_term *head, int atom, uint32_t n,
                       tg_term *const *args, unsigned long long rewrites, tg_term **nf)
 {
     int whole = n > TGW_MEMO_INLINE;
+    if (m->lazy) {      /* a deferred lookup (machine.c) in the lazy phase */
+        *nf = NULL;
+        return TGW_MEMO_SKIP;
+    }
+    if (m->prefix_left && !--m->prefix_left)
+        lazy_begin(m);
     tgW_mstat *st = stat_of(m, op);
     if (!st)
         return (size_t)-1;
@@ -392,6 +551,8 @@ size_t tgW_memo_enter(tgW_memo *m, tg_ctx *ctx, uint32_t op, tg_term *head, int 
 
 void tgW_memo_pass(tgW_memo *m, uint32_t op, tg_term *head, int atom, uint32_t n, tg_term *const *args)
 {
+    if (m->lazy)
+        return;     /* the lazy phase counts nothing */
     tgW_mstat *st = stat_of(m, op);
     if (!st)
         return;     /* the counts only steer the drop heuristics */
@@ -450,19 +611,17 @@ tg_term *tgW_memo_key(const tgW_memo *m, tg_ctx *ctx, size_t slot)
 
 void tgW_memo_clear(tgW_memo *m)
 {
-    tgW_mstat *stat = m->stat;
-    size_t nstat = m->nstat, cap_max = m->cap_max;
-    if (m->used) {
-        if (m->e == m->first)
-            clear_first(m);
-        if (stat)
-            memset(stat, 0, (m->stat_hi < nstat ? m->stat_hi : nstat) * sizeof *stat);
-    }
+    size_t cap_max = m->cap_max;
+    int eager = m->eager;
+    if (m->used && m->e == m->first)
+        clear_first(m);
     if (m->e && m->e != m->first)
-        tgW_scratch_free(m->e, m->cap * sizeof *m->e);
+        table_free(m->e, m->cap);
     free(m->open);
+    free(m->stat);
     memset(m, 0, offsetof(tgW_memo, first));
-    m->stat = stat, m->nstat = nstat;
     m->cap_max = cap_max;
+    m->eager = eager;
+    m->prefix_left = eager ? 0 : TGW_MEMO_PREFIX;
     m->watch_n = UINT32_MAX;
 }

@@ -31,11 +31,12 @@
  *
  * The first TGW_MEMO_FIRST slots lie in the struct itself (nothing
  * allocated for a short normalization); a larger table lies outside
- * the collector's heap (a root, see tgW_scratch_alloc) and is freed
- * when the normalization ends; it is
- * bounded: at its largest size (memo.c, CAP_MAX) it keeps,
- * when it is full, only its open calls and those found again since the
- * previous cut, and makes room for new ones by dropping the rest.
+ * the collector's heap (malloc'd, or mapped from 1 MB on; a root) and
+ * is freed when the normalization ends; it is bounded: at its largest
+ * size (memo.c, bound) it keeps, when it is full, only its open calls
+ * and those found again since the previous cut, and makes room for new
+ * ones by dropping the rest.  Growing never holds two whole tables
+ * (memo.c, grow).  The start is lazy (TGW_MEMO_PREFIX below).
  */
 #ifndef TG_MEMO_H
 #define TG_MEMO_H
@@ -73,17 +74,31 @@ typedef struct tgW_mstat {
 /* The table's first size: held in the struct itself (see first). */
 #define TGW_MEMO_FIRST 256
 
+/* The lazy start: the first TGW_MEMO_PREFIX calls of a normalization are
+ * remembered (a cycle of a few calls is reported as it always was), the
+ * next TGW_MEMO_LAZY are not looked up at all, and the calls after them
+ * are remembered as usual.  A normalization of a few thousand calls
+ * then costs about what it costs without memo: memo's lookups, closes
+ * and first allocations (some hundreds of instructions a call) would be
+ * a third to half again its time, with nothing to win back in so short
+ * a run.  A longer run loses little: what it computed in the lazy phase
+ * it computes again at most once with memo on (fibonacci or tak stay
+ * linear).  A cycle entered after the prefix is found once the lazy
+ * phase is over, and the calls that phase left out show as "..." in
+ * its report, as those of dropped ops do. */
+#define TGW_MEMO_PREFIX 8
+#define TGW_MEMO_LAZY 2048
+
 typedef struct tgW_memo {
-    tgW_mentry *e;      /* first, or a collector root (tgW_scratch_alloc): keys and normal forms stay alive */
+    tgW_mentry *e;      /* first, or a collector root (memo.c, table_alloc): keys and normal forms stay alive */
     size_t cap, n;
     tgW_mopen *open;    /* malloc memory, freed by tgW_memo_clear (no pointer the
                          * collector must see: its rules are the rule set's; in
                          * collector memory, a deep recursion's stack of open
                          * calls, hundreds of KB, was scanned at each collection) */
     size_t nopen, capopen;
-    tgW_mstat *stat;    /* by op id */
+    tgW_mstat *stat;    /* by op id (malloc memory, freed by tgW_memo_clear) */
     size_t nstat;
-    size_t stat_hi;     /* ops below it touched since the last clear */
     uint64_t skipped;   /* calls of dropped ops */
     tg_term *watch[1 + TGW_MEMO_INLINE];    /* head and (first) arguments of the watched call */
     tg_term *watch_term;    /* with more arguments: the call as a term */
@@ -91,7 +106,11 @@ typedef struct tgW_memo {
     uint32_t watch_n;   /* its argument count; UINT32_MAX: none */
     int watch_atom;
     uint64_t cuts;      /* evictions (the table at its size bound) */
-    size_t cap_max;     /* the bound in slots (0: memo.c's CAP_MAX; tests set less) */
+    uint64_t grows;     /* tables allocated (growths and cuts) */
+    size_t cap_max;     /* the bound in slots (0: memo.c's policy; tests set less) */
+    uint32_t prefix_left;   /* calls still remembered before the lazy phase */
+    uint32_t lazy;      /* calls still to pass unremembered (the lazy phase) */
+    int eager;          /* no lazy phase (tests drive the table call by call) */
     int used;           /* since the last clear: stat or first touched */
     uint64_t firstmap[TGW_MEMO_FIRST / 64];    /* first's slots taken since it was last cleared */
     /* The table up to TGW_MEMO_FIRST slots: no allocation, no root to
@@ -133,6 +152,10 @@ size_t tgW_memo_enter(tgW_memo *m, tg_ctx *ctx, uint32_t op, tg_term *head, int 
  * whole call. */
 static inline int tgW_memo_skip(tgW_memo *m, uint32_t op, tg_term *head, uint32_t n, tg_term *const *args)
 {
+    if (m->lazy) {      /* the lazy phase: nothing remembered, nothing counted */
+        m->lazy--;
+        return 1;
+    }
     if (op >= m->nstat || !m->stat[op].dropped || n == 0)
         return 0;
     if (n <= TGW_MEMO_INLINE ? args[0] == m->watch[1]
