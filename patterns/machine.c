@@ -32,25 +32,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A frame is pushed per call that has rules, and a deep recursion keeps
+ * hundreds of thousands of them (factorial's plus): one cache line each. */
 typedef struct frame {
     tgW_rule *const *rules;
     uint32_t nrules, ri;
     uint32_t base, n;           /* arguments at vs[base..base+n) */
-    uint32_t regs;              /* registers at vs[regs..] */
     uint32_t chain;             /* memo: its open calls start at memo.open[chain] */
-    tgW_rule *rule;             /* the rule whose body runs */
+    uint8_t atom;               /* a nullary op written as a bare symbol */
+    uint8_t opened;             /* memo: its current call is open (memo.open's top) */
+    tgW_rule *rule;             /* the rule whose body runs (registers: frame_regs) */
     const tgW_ins *pc;          /* where the body goes on after a call */
     tg_term *head;
-    int atom;                   /* a nullary op written as a bare symbol */
-    int opened;                 /* memo: its current call is open (memo.open's top) */
-    uint64_t ahash;             /* in a constructor chain: its node's hash (chain_start) */
-    uint64_t t0;                /* rule timing: when its rule's try began */
+    union {                     /* never both: a try is timed up to its firing, */
+        uint64_t t0;            /* rule timing: when its rule's try began */
+        uint64_t ahash;         /* and a chain's node built after (chain_start) */
+    };
 } frame;
+_Static_assert(sizeof(frame) == 64, "a frame is one cache line");
+
+/* The registers of frame f's rule: after its arguments when its root has
+ * a segment (rset.h), else from them. */
+static inline uint32_t frame_regs(const frame *f)
+{
+    return f->rule->seg ? f->base + f->n : f->base;
+}
 
 typedef struct tgW_machine {
     tg_term **vs;               /* the value stack (collector memory) */
     size_t vcap;
-    frame *fs;                  /* frames (collector memory: heads) */
+    frame *fs;                  /* frames (collector memory, not scanned: fs_grow) */
     size_t fcap;
     tgW_memo memo;              /* calls to normal forms (memo on) */
     tgW_map done;               /* the input's nodes already normalized */
@@ -461,11 +472,24 @@ static inline int vs_reserve(tgW_machine *M, size_t need)
     return v ? (M->vs = v, 0) : -1;
 }
 
-/* An inline check, the growing out of line: a frame is pushed per call. */
+/* An inline check, the growing out of line: a frame is pushed per call.
+ * The frames hold no pointer the collector must follow (a frame's head
+ * is the name of an op with rules, its rules and program are the rule
+ * set's), so they live in memory it neither clears nor scans: a deep
+ * recursion (factorial's plus) has hundreds of thousands of frames, and
+ * clearing and scanning them cost a tenth of the run. */
 static __attribute__((noinline)) int fs_grow(tgW_machine *M, size_t need)
 {
-    frame *f = tgW_grow(M->fs, M->fcap, &M->fcap, need, sizeof *f);
-    return f ? (M->fs = f, 0) : -1;
+    size_t cap = M->fcap ? 2 * M->fcap : 16;
+    while (cap < need)
+        cap *= 2;
+    frame *f = GC_MALLOC_ATOMIC(cap * sizeof *f);
+    if (!f)
+        return -1;
+    if (M->fcap)
+        memcpy(f, M->fs, M->fcap * sizeof *f);
+    M->fs = f, M->fcap = cap;
+    return 0;
 }
 
 static inline int fs_reserve(tgW_machine *M, size_t need)
@@ -611,7 +635,7 @@ static __attribute__((noinline)) int deferred_lookup(tg_rules *rs, uint32_t opid
 {
     int opened;
     int k = memo_lookup(rs, opid, f->head, f->atom, f->n, rs->m->vs + f->base, result, &opened, err);
-    f->opened = opened;
+    f->opened = (uint8_t)opened;
     return k;
 }
 
@@ -804,13 +828,18 @@ frame:
     f->rules = call_rules(cby, M->vs + cbase, c, &f->nrules);
     f->ri = 0;
     f->base = (uint32_t)cbase, f->n = c;
-    f->head = head, f->atom = atom;
+    f->head = head, f->atom = (uint8_t)atom;
     f->chain = (uint32_t)ckn0;
-    f->opened = copened;
+    f->opened = (uint8_t)copened;
 
 try_rules:
     while (f->ri < f->nrules) {
         tgW_rule *r = f->rules[f->ri++];
+        /* a first argument of another head than the rule's: no match */
+        if (r->key0 && (!f->n || tgW_disp_key(M->vs[f->base]) != r->key0)) {
+            r->tried++;
+            continue;
+        }
         size_t regs = r->seg ? f->base + f->n : f->base;
         if (vs_reserve(M, regs + r->nregs + r->maxstack + 4) < 0)
             goto oom;
@@ -834,7 +863,6 @@ try_rules:
         if (__builtin_expect(f->opened == 2, 0) && counts_before_fire(r->body))
             LOOKUP_DEFERRED();
         f->rule = r;
-        f->regs = (uint32_t)regs;
         sp = regs + r->nregs;
         K = r->k;
         pc = r->body;
@@ -905,7 +933,7 @@ exec:
             }
             if (vs_reserve(M, sp + len + 64) < 0)
                 goto oom;
-            R = M->vs + f->regs;
+            R = M->vs + frame_regs(f);
             tg_elements(tl, M->vs + sp, len);
             sp += len;
             f->pc = pc;
@@ -939,7 +967,7 @@ exec:
             sp--;
             if (vs_reserve(M, sp + len + 64) < 0)
                 goto oom;
-            R = M->vs + f->regs;
+            R = M->vs + frame_regs(f);
             tg_iter it = {x, 1};
             for (tg_term *y; (y = tgT_iter_next(&it));)
                 M->vs[sp++] = y;
@@ -996,8 +1024,8 @@ exec:
                 goto fail;
             if (known)
                 goto ret;
-            f->opened = opened;
-            f->n = c, f->head = head, f->atom = atom;
+            f->opened = (uint8_t)opened;
+            f->n = c, f->head = head, f->atom = (uint8_t)atom;
             f->rules = call_rules(cby, args, c, &f->nrules);
             f->ri = 0;
             goto try_rules;
@@ -1094,7 +1122,7 @@ exec:
                     tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "stopped by a hook");
                     goto fail;
                 }
-                R = M->vs + f->regs;
+                R = M->vs + frame_regs(f);
             }
             if (pv && tgO_fire_at(pv, ctx, r, f->head, f->atom, f->n, M->vs + f->base, fp - 1) < 0)
                 goto oom;
@@ -1223,7 +1251,7 @@ returned:
         c = i->c;
         goto build_ctor;
     }
-    R = M->vs + f->regs;
+    R = M->vs + frame_regs(f);
     goto exec;
 
 oom:
