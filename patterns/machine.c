@@ -32,31 +32,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A frame is pushed per call that has rules, and a deep recursion keeps
- * hundreds of thousands of them (factorial's plus): one cache line each. */
 typedef struct frame {
     tgW_rule *const *rules;
     uint32_t nrules, ri;
     uint32_t base, n;           /* arguments at vs[base..base+n) */
+    uint32_t regs;              /* registers at vs[regs..] */
     uint32_t chain;             /* memo: its open calls start at memo.open[chain] */
-    uint8_t atom;               /* a nullary op written as a bare symbol */
-    uint8_t opened;             /* memo: its current call is open (memo.open's top) */
-    tgW_rule *rule;             /* the rule whose body runs (registers: frame_regs) */
+    tgW_rule *rule;             /* the rule whose body runs */
     const tgW_ins *pc;          /* where the body goes on after a call */
     tg_term *head;
-    union {                     /* never both: a try is timed up to its firing, */
-        uint64_t t0;            /* rule timing: when its rule's try began */
-        uint64_t ahash;         /* and a chain's node built after (chain_start) */
-    };
+    int atom;                   /* a nullary op written as a bare symbol */
+    int opened;                 /* memo: its current call is open (memo.open's top) */
+    uint64_t ahash;             /* in a constructor chain: its node's hash (chain_start) */
+    uint64_t t0;                /* rule timing: when its rule's try began */
 } frame;
-_Static_assert(sizeof(frame) == 64, "a frame is one cache line");
-
-/* The registers of frame f's rule: after its arguments when its root has
- * a segment (rset.h), else from them. */
-static inline uint32_t frame_regs(const frame *f)
-{
-    return f->rule->seg ? f->base + f->n : f->base;
-}
 
 typedef struct tgW_machine {
     tg_term **vs;               /* the value stack (collector memory) */
@@ -635,7 +624,7 @@ static __attribute__((noinline)) int deferred_lookup(tg_rules *rs, uint32_t opid
 {
     int opened;
     int k = memo_lookup(rs, opid, f->head, f->atom, f->n, rs->m->vs + f->base, result, &opened, err);
-    f->opened = (uint8_t)opened;
+    f->opened = opened;
     return k;
 }
 
@@ -828,9 +817,9 @@ frame:
     f->rules = call_rules(cby, M->vs + cbase, c, &f->nrules);
     f->ri = 0;
     f->base = (uint32_t)cbase, f->n = c;
-    f->head = head, f->atom = (uint8_t)atom;
+    f->head = head, f->atom = atom;
     f->chain = (uint32_t)ckn0;
-    f->opened = (uint8_t)copened;
+    f->opened = copened;
 
 try_rules:
     while (f->ri < f->nrules) {
@@ -863,6 +852,7 @@ try_rules:
         if (__builtin_expect(f->opened == 2, 0) && counts_before_fire(r->body))
             LOOKUP_DEFERRED();
         f->rule = r;
+        f->regs = (uint32_t)regs;
         sp = regs + r->nregs;
         K = r->k;
         pc = r->body;
@@ -933,7 +923,7 @@ exec:
             }
             if (vs_reserve(M, sp + len + 64) < 0)
                 goto oom;
-            R = M->vs + frame_regs(f);
+            R = M->vs + f->regs;
             tg_elements(tl, M->vs + sp, len);
             sp += len;
             f->pc = pc;
@@ -967,7 +957,7 @@ exec:
             sp--;
             if (vs_reserve(M, sp + len + 64) < 0)
                 goto oom;
-            R = M->vs + frame_regs(f);
+            R = M->vs + f->regs;
             tg_iter it = {x, 1};
             for (tg_term *y; (y = tgT_iter_next(&it));)
                 M->vs[sp++] = y;
@@ -1024,8 +1014,8 @@ exec:
                 goto fail;
             if (known)
                 goto ret;
-            f->opened = (uint8_t)opened;
-            f->n = c, f->head = head, f->atom = (uint8_t)atom;
+            f->opened = opened;
+            f->n = c, f->head = head, f->atom = atom;
             f->rules = call_rules(cby, args, c, &f->nrules);
             f->ri = 0;
             goto try_rules;
@@ -1122,7 +1112,7 @@ exec:
                     tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "stopped by a hook");
                     goto fail;
                 }
-                R = M->vs + frame_regs(f);
+                R = M->vs + f->regs;
             }
             if (pv && tgO_fire_at(pv, ctx, r, f->head, f->atom, f->n, M->vs + f->base, fp - 1) < 0)
                 goto oom;
@@ -1251,7 +1241,7 @@ returned:
         c = i->c;
         goto build_ctor;
     }
-    R = M->vs + frame_regs(f);
+    R = M->vs + f->regs;
     goto exec;
 
 oom:
