@@ -1,9 +1,10 @@
 /* scanint.h - what the Scan rewrites' files share (module prefix tgSo_,
  * internal): the names of the vocabulary they read, the rewrite context,
  * vectors of terms, the scan term read into a record, DAG walks, what a
- * step term depends on, stacks of per-step work and the graph analysis
- * (scanopt.c), the rank inference (scanrank.c), and the rewrites that
- * push work out after the loop (scanout.c). */
+ * step term depends on, stacks of per-step work (scanopt.c), the rank
+ * inference (scanrank.c), the graph analysis and the rewrites over a
+ * whole graph (scangraph.c), and the rewrites that push work out after
+ * the loop (scanout.c). */
 #ifndef TG_SCANINT_H
 #define TG_SCANINT_H
 
@@ -95,6 +96,18 @@ static inline tg_term *app2(so *s, int head, tg_term *a, tg_term *b)
     return app(s, head, 2, v);
 }
 
+/* (head e ...) of a vector */
+static inline tg_term *vlist(so *s, int head, const vec *v)
+{
+    return app(s, head, v->n, v->v);
+}
+
+static inline void vec_del(vec *v, size_t i)
+{
+    memmove(v->v + i, v->v + i + 1, (v->n - i - 1) * sizeof *v->v);
+    v->n--;
+}
+
 static inline tg_term *list(so *s, size_t n, tg_term *const *v)
 {
     tg_term *t = n ? tg_list(s->ctx, n, v, NULL) : tg_nil();
@@ -158,10 +171,17 @@ int tgSo_param_maps(so *s, scan *sc, tgW_map *seq, tgW_map *var, tgW_map *outm);
  * to go on, 1 to stop the walk (returned), -1 on an error. */
 typedef int (*visit_fn)(so *s, tg_term *node, void *ud);
 int tgSo_walk(so *s, tg_term *root, tgW_map *seen, visit_fn fn, void *ud);
+/* tgSo_walk, not looking into the lambdas of scans. */
+int tgSo_walk_outer(so *s, tg_term *root, tgW_map *seen, visit_fn fn, void *ud);
 /* t with the terms in repl (keys) replaced by their values. */
 tg_term *tgSo_subst(so *s, tg_term *t, const tgW_map *repl);
 /* Symbols under t go in syms (as keys). */
 int tgSo_symbols(so *s, tg_term *t, tgW_map *syms);
+/* Apply repl to the step's results and condition. */
+int tgSo_subst_body(so *s, scan *sc, const tgW_map *repl);
+/* A parameter name made from base that is in none of used (every symbol
+ * of the scans concerned) nor reserved; it is added to used. */
+tg_term *tgSo_fresh(so *s, tgW_map *used, const char *base);
 
 /* What a subterm of the step depends on, as flags: a parameter in var,
  * something that cannot leave the loop (a scan, an input). */
@@ -223,7 +243,7 @@ tg_term *tgSo_stack_leaf(so *s, tgW_map *used, tgW_map *leaf, vec *lv, vec *lph,
  * NULL when not known here.  *moved set when an op moved. */
 tg_term *tgSo_st_of(stx *x, tg_term *t, int depth, int *moved);
 
-/* ---- rewrites over a whole graph (scanopt.c, scanout.c) ----------------- */
+/* ---- rewrites over a whole graph (scangraph.c, scanout.c) --------------- */
 
 struct graph;
 
@@ -251,6 +271,19 @@ tg_term *tgSo_replace_x(so *s, graph *g, use *u, size_t nold, tg_term *t2, const
                         const unsigned char *lastmap, tg_term *const *exprs);
 /* The scan runs at least k steps. */
 int tgSo_runs_at_least(so *s, const scan *sc, int64_t k);
+/* A rewrite of the graph's use u of one scan: 1 with *res, 0, -1. */
+typedef int (*graph_fn_t)(so *s, graph *g, use *u, tg_term **res);
+/* A rewrite of a whole graph (graph OUT ...): the first scan fn applies
+ * to.  1 with *out, 0, -1. */
+int tgSo_global(so *s, graph_fn_t fn, tg_term *t, tg_term **out);
+/* scangraph.c: scan-drop-outputs, scan-last, scan-last-rows,
+ * scan-merge-outputs, scan-merge, scan-inplace. */
+int tgSo_unused_outputs(so *s, graph *g, use *u, tg_term **res);
+int tgSo_last_outputs(so *s, graph *g, use *u, tg_term **res);
+int tgSo_last_rows(so *s, graph *g, use *u, tg_term **res);
+int tgSo_same_outputs(so *s, graph *g, use *u, tg_term **res);
+int tgSo_merge_scans(so *s, graph *g, use *u, tg_term **res);
+int tgSo_inplace(so *s, graph *g, use *u, tg_term **res);
 /* scanout.c: scan-push-output and scan-push-sums; 1 with *res, 0, -1. */
 int tgSo_push_output(so *s, graph *g, use *u, tg_term **res);
 int tgSo_push_sums(so *s, graph *g, use *u, tg_term **res);
