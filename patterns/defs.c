@@ -19,13 +19,11 @@
 static tgW_rw *register_target(loader *L, tg_term *db)
 {
     tgW_rw *rw = tg_kind_of(db) == TG_SYMBOL ? tgW_rw_find(L->rs, db) : NULL;
-    char *p = tgW_show(db);
     if (!rw)
-        tgW_lerr(L, db, "register: unknown rewriter %s (declare it with equilibrium, walk or sequence)", p ? p : "?");
+        tgW_lerr_term(L, db, "register: unknown rewriter %s (declare it with equilibrium, walk or sequence)", db);
     else if (rw->kind == TGW_QUERY)
-        tgW_lerr(L, db, "register: %s is a named query, not a rewriter of its own (register into the rewriter it selects from)",
-             p ? p : "?");
-    free(p);
+        tgW_lerr_term(L, db, "register: %s is a named query, not a rewriter of its own (register into the rewriter it "
+                      "selects from)", db);
     return rw && rw->kind != TGW_QUERY ? rw : NULL;
 }
 
@@ -38,6 +36,54 @@ static const tgW_item *item_in(const tgW_rw *rw, const tgW_item *it, size_t n)
     return NULL;
 }
 
+/* Item x of a register form into rw, as items[k] (items[0..k) are rw's
+ * and the ones before it): 0, or -1 with the error. */
+static int register_item(loader *L, const tgW_rw *rw, tgW_item *items, size_t k, tg_term *x)
+{
+    tg_term *nm = x;
+    double pos = 0;
+    size_t dl;
+    const char *dn = tg_symbol_name(rw->name, &dl);
+    if (rw->kind == TGW_SEQ) {
+        int64_t iv;
+        if (!tgT_ispair(x) || tg_length(x) != 2 || tg_tail(x) != tg_nil() ||
+            (tg_int_get(tg_car(x), &iv) < 0 && tg_double_get(tg_car(x), &pos) < 0)) {
+            char *p = tgW_show(x);
+            tgW_lerr(L, x, "register: an item of sequence %.*s is (POSITION NAME), found %s", (int)dl, dn,
+                     p ? p : "?");
+            free(p);
+            return -1;
+        }
+        if (tg_int_get(tg_car(x), &iv) == 0)
+            pos = (double)iv;
+        nm = tg_nth(x, 1);
+    }
+    if (tgW_parse_item(L, nm, &items[k]) < 0)
+        return -1;
+    items[k].pos = pos;
+    tgW_rw tmp = *rw;
+    tmp.items = items;
+    if (item_in(&tmp, &items[k], k)) {
+        char *p = tgW_show(nm);
+        tgW_lerr(L, nm, "register: %s is in %.*s already", p ? p : "?", (int)dl, dn);
+        free(p);
+        return -1;
+    }
+    for (size_t j = 0; rw->kind == TGW_SEQ && j < k; j++)
+        if (items[j].pos == pos) {
+            char *q = tgW_show(items[j].name);
+            tgW_lerr(L, x, "register: position %g of sequence %.*s is taken by %s (a position is free or given once)",
+                     pos, (int)dl, dn, q ? q : "?");
+            free(q);
+            return -1;
+        }
+    if (items[k].rw == rw) {
+        tgW_lerr(L, nm, "register: %.*s into itself", (int)dl, dn);
+        return -1;
+    }
+    return 0;
+}
+
 /* (register DB ITEM ...) into an equilibrium or walk, (register DB (POS
  * ITEM) ...) into a sequence, whose positions must be free: the items
  * join DB as if DB's form had named them (PyTensor's register_canonicalize
@@ -47,13 +93,9 @@ int tgW_load_register(loader *L, tg_term *form)
 {
     tg_rules *rs = L->rs;
     size_t n = tg_length(form);
-    if (n < 3 || tg_tail(form) != tg_nil()) {
-        char *p = tgW_show(form);
-        tgW_lerr(L, form, "malformed register: (register DATABASE ITEM ...), (POSITION ITEM) for a sequence, in %s",
-             p ? p : "?");
-        free(p);
-        return -1;
-    }
+    if (n < 3 || tg_tail(form) != tg_nil())
+        return tgW_lerr_term(L, form, "malformed register: (register DATABASE ITEM ...), (POSITION ITEM) for a "
+                             "sequence, in %s", form);
     tgW_rw *rw = register_target(L, tg_nth(form, 1));
     if (!rw)
         return -1;
@@ -65,53 +107,9 @@ int tgW_load_register(loader *L, tg_term *form)
     if (rw->nitems)
         memcpy(items, rw->items, rw->nitems * sizeof *items);
     size_t k = rw->nitems;
-    for (size_t i = 2; i < n; i++) {
-        tg_term *x = tg_nth(form, i), *nm = x;
-        double pos = 0;
-        if (rw->kind == TGW_SEQ) {
-            int64_t iv;
-            if (!tgT_ispair(x) || tg_length(x) != 2 || tg_tail(x) != tg_nil() ||
-                (tg_int_get(tg_car(x), &iv) < 0 && tg_double_get(tg_car(x), &pos) < 0)) {
-                char *p = tgW_show(x);
-                size_t sl;
-                const char *sn = tg_symbol_name(rw->name, &sl);
-                tgW_lerr(L, x, "register: an item of sequence %.*s is (POSITION NAME), found %s", (int)sl, sn,
-                     p ? p : "?");
-                free(p);
-                return -1;
-            }
-            if (tg_int_get(tg_car(x), &iv) == 0)
-                pos = (double)iv;
-            nm = tg_nth(x, 1);
-        }
-        if (tgW_parse_item(L, nm, &items[k]) < 0)
+    for (size_t i = 2; i < n; i++, k++)
+        if (register_item(L, rw, items, k, tg_nth(form, i)) < 0)
             return -1;
-        items[k].pos = pos;
-        tgW_rw tmp = *rw;
-        tmp.items = items;
-        const tgW_item *old = item_in(&tmp, &items[k], k);
-        char *p = tgW_show(nm);
-        size_t dl;
-        const char *dn = tg_symbol_name(rw->name, &dl);
-        if (old)
-            tgW_lerr(L, nm, "register: %s is in %.*s already", p ? p : "?", (int)dl, dn);
-        for (size_t j = 0; !old && rw->kind == TGW_SEQ && j < k; j++)
-            if (items[j].pos == pos) {
-                char *q = tgW_show(items[j].name);
-                tgW_lerr(L, x, "register: position %g of sequence %.*s is taken by %s (a position is free or given once)",
-                     pos, (int)dl, dn, q ? q : "?");
-                free(q);
-                old = &items[j];
-            }
-        free(p);
-        if (old)
-            return -1;
-        if (items[k].rw == rw) {
-            tgW_lerr(L, nm, "register: %.*s into itself", (int)dl, dn);
-            return -1;
-        }
-        k++;
-    }
     tgW_item *add = GC_MALLOC((k - rw->nitems + 1) * sizeof *add);
     char *f = L->file ? GC_MALLOC_ATOMIC(strlen(L->file) + 1) : NULL;
     if (!add || (L->file && !f))
@@ -132,12 +130,8 @@ int tgW_load_defquery(loader *L, tg_term *form)
 {
     tg_rules *rs = L->rs;
     tg_term *name = tg_length(form) == 3 && tg_tail(form) == tg_nil() ? tg_nth(form, 1) : NULL;
-    if (!name || tg_kind_of(name) != TG_SYMBOL) {
-        char *p = tgW_show(form);
-        tgW_lerr(L, form, "malformed defquery: (defquery NAME (query DATABASE CLAUSE ...)) in %s", p ? p : "?");
-        free(p);
-        return -1;
-    }
+    if (!name || tg_kind_of(name) != TG_SYMBOL)
+        return tgW_lerr_term(L, form, "malformed defquery: (defquery NAME (query DATABASE CLAUSE ...)) in %s", form);
     if (tgW_rw_find(rs, name) || tgW_map_get(&rs->rulemap, name)) {
         size_t len;
         const char *s = tg_symbol_name(name, &len);
@@ -237,12 +231,9 @@ int tgW_load_defop(loader *L, tg_term *form)
         for (size_t j = 1; ok && j < i; j++)
             ok = tg_nth(head, j) != v;
     }
-    if (!ok) {
-        char *p = tgW_show(form);
-        tgW_lerr(L, form, "malformed defop: (defop (NAME ?PARAM ...) BODY), distinct parameters, in %s", p ? p : "?");
-        free(p);
-        return -1;
-    }
+    if (!ok)
+        return tgW_lerr_term(L, form, "malformed defop: (defop (NAME ?PARAM ...) BODY), distinct parameters, in %s",
+                             form);
     tg_term *tag = tg_symbol_cstr(rs->ctx, "defop");
     size_t nl;
     const char *ns = tg_symbol_name(name, &nl);
