@@ -1075,23 +1075,12 @@ static void finish(const tgH_sched *s, tgI_state *st, const tgH_step *step, tgSc
                 const char *src = value_at(ss, NULL, o, done - out->keep + r, &strides);
                 copy_elems(res->data + r * rs, res->strides + 1, src, strides, res->ndim - 1, res->shape + 1, es);
             }
-        } else if (!out->last && done < n) {
-            int64_t rowb = tgSc_elems(res->ndim - 1, res->shape + 1);
-            for (int64_t t = done; t < n; t++) {
-                char *row = res->data + t * res->strides[0];
-                int64_t idx[TGV_MAXDIM] = {0};
-                for (int64_t e = 0; e < rowb; e++) {
-                    int64_t off = 0;
-                    for (int d = 1; d < res->ndim; d++)
-                        off += idx[d] * res->strides[d];
-                    memset(row + off, 0, es);
-                    for (int d = res->ndim - 1; d >= 1; d--) {
-                        if (++idx[d] < res->shape[d])
-                            break;
-                        idx[d] = 0;
-                    }
-                }
-            }
+        } else if (!out->last && done < n) {  /* rows not done: copies of a zero */
+            static const char zero[16];
+            static const int64_t zs[TGV_MAXDIM];
+            for (int64_t t = done; t < n; t++)
+                copy_elems(res->data + t * res->strides[0], res->strides + 1, zero, zs, res->ndim - 1,
+                           res->shape + 1, es);
         }
     }
     const tgI_arr *cnt = &st->vals[sc->first + sc->nout];

@@ -235,6 +235,54 @@ static void test_until(void)
     free(x.block);
 }
 
+/* Until over rows of 2 x 3, into an output given strided and full of
+ * 7s: the rows after the stop are zeroed through its strides. */
+static void test_until_rows(tg_dtype d)
+{
+    static const char *const dn[] = {"bool", "int32", "int64", "float32", "float64"};
+    int64_t n = 40, sh[3] = {n, 2, 3}, idx[3] = {0};
+    kt_arr x, h0, o;
+    kt_make(&x, d, 3, sh, 0);
+    kt_make(&h0, d, 2, sh + 1, 0);
+    kt_make(&o, d, 3, sh, 1);
+    fill_ints(&x.a, 1, 10);
+    do
+        kt_set(&o.a, idx, 7);
+    while (kt_next(3, sh, idx));
+    char ins[200], outs[600];
+    snprintf(ins, sizeof ins, "(input x %s (n 2 3)) (input h0 %s (2 3))", dn[d], dn[d]);
+    snprintf(outs, sizeof outs,
+             "(scan (lambda (xt acc lim) ((add acc xt)) (until (gt (sum (add acc xt) (0 1)) lim)))"
+             " (steps auto) (sequences (input x %s (n 2 3))) (outputs (sitsot (input h0 %s (2 3))))"
+             " (non_sequences 200))", dn[d], dn[d]);
+    tg_error err;
+    tg_fn *fn = kt_compile(ctx, ins, outs, NULL, kt_path, &err);
+    tg_array args[2] = {x.a, h0.a};
+    int rc = fn ? tg_fn_call(fn, args, &o.a, &err) : -1;
+    TAP_CHECK(rc == 0, "until over %s rows of 2 x 3 runs: %s", dn[d], rc ? err.message : "");
+    if (rc == 0) {
+        long double acc[6] = {0};
+        int64_t stop = n, bad = 0;
+        for (int64_t t = 0; t < n; t++) {
+            long double sum = 0;
+            for (int e = 0; e < 6 && t < stop; e++) {
+                int64_t i[3] = {t, e / 3, e % 3};
+                sum += acc[e] += kt_get(&x.a, i);
+            }
+            if (t < stop && sum > 200)
+                stop = t + 1;
+            for (int e = 0; e < 6; e++) {
+                int64_t i[3] = {t, e / 3, e % 3};
+                bad += kt_get(&o.a, i) != (t < stop ? acc[e] : 0);
+            }
+        }
+        TAP_CHECK(stop < n && !bad, "until over %s rows: %lld steps of %lld, the rest zero through the strides "
+                  "(%lld wrong)", dn[d], (long long)stop, (long long)n, (long long)bad);
+    }
+    tg_fn_free(fn);
+    free(x.block), free(h0.block), free(o.block);
+}
+
 static void test_backwards(int strided)
 {
     int64_t n = 50, m = 3, nm[2] = {n, m};
@@ -1104,6 +1152,8 @@ int main(void)
         test_polynomial(1);
         test_rnn();
         test_until();
+        test_until_rows(TG_FLOAT64);
+        test_until_rows(TG_INT32);
         test_backwards(0);
         test_backwards(1);
         test_dtypes();
