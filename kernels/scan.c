@@ -722,6 +722,18 @@ int64_t tgSc_elems(int ndim, const int64_t *shape)
     return n;
 }
 
+int tgSc_tap_of(const tgSc_scan *sc, int p, int *dist)
+{
+    for (int o = 0; o < sc->nout; o++) {
+        const tgSc_out *out = &sc->outs[o];
+        if (out->kind != TGSC_NITSOT && p >= out->param && p < out->param + out->ntaps) {
+            *dist = out->taps[p - out->param];
+            return o;
+        }
+    }
+    return -1;
+}
+
 static void c_strides(int ndim, const int64_t *shape, size_t es, int64_t *strides)
 {
     int64_t s = (int64_t)es;
@@ -959,11 +971,10 @@ static void describe(const tgH_sched *s, tgI_state *st, const tgH_step *step, tg
             x = &st->vals[args[i]], drop = 1;
         } else if (i >= sc->nparams - sc->nnon) {
             x = &st->vals[args[sc->nargs - (sc->nparams - i)]];
-        } else {
-            for (int o = 0; o < sc->nout; o++)
-                if (sc->outs[o].kind && i >= sc->outs[o].param && i < sc->outs[o].param + sc->outs[o].ntaps)
-                    x = &st->vals[args[sc->outs[o].arg]],
-                    drop = sc->outs[o].kind == TGSC_MITSOT || sc->outs[o].kind == TGSC_MITMOT;
+        } else {    /* a tap: shaped as INIT, less its axis of steps for MITSOT and MITMOT */
+            int dist, o = tgSc_tap_of(sc, i, &dist);
+            x = &st->vals[args[sc->outs[o].arg]];
+            drop = sc->outs[o].kind == TGSC_MITSOT || sc->outs[o].kind == TGSC_MITMOT;
         }
         memcpy(p->shape, x->shape + drop, (size_t)p->ndim * sizeof *p->shape);
         memcpy(p->strides, x->strides + drop, (size_t)p->ndim * sizeof *p->strides);

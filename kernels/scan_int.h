@@ -31,6 +31,8 @@ struct tgSc_state {
 
 /* The number of elements of shape (ndim, shape). */
 int64_t tgSc_elems(int ndim, const int64_t *shape);
+/* The output whose tap parameter p is, and the tap's distance; -1 if none. */
+int tgSc_tap_of(const tgSc_scan *sc, int p, int *dist);
 
 /* The generated function (doc/scan.md): steps done. */
 typedef void (*blas_fn)(void);

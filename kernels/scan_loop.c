@@ -174,19 +174,6 @@ static const char *ctype_of(tg_dtype d)
     return t[d];
 }
 
-/* The output whose tap parameter p is, and the tap's distance; -1 if none. */
-static int tap_of(const tgSc_scan *sc, int p, int *dist)
-{
-    for (int o = 0; o < sc->nout; o++) {
-        const tgSc_out *out = &sc->outs[o];
-        if (out->kind != TGSC_NITSOT && p >= out->param && p < out->param + out->ntaps) {
-            *dist = out->taps[p - out->param];
-            return o;
-        }
-    }
-    return -1;
-}
-
 /* 0-d recurrent outputs keep their last values in locals h<o>_<d>
  * (not a MITMOT: its buffer is read ahead of the step). */
 static bool carried(const tgSc_scan *sc, int o)
@@ -236,7 +223,7 @@ static void put_loop_block(tgB_buf *b, const tgSc_scan *sc, const tgH_step *st)
         int dist, o;
         if (a->op == TGV_CONST && q < st->nins)
             continue;
-        if (a->op == TGV_INPUT && (o = tap_of(sc, a->input, &dist)) >= 0 && carried(sc, o)) {
+        if (a->op == TGV_INPUT && (o = tgSc_tap_of(sc, a->input, &dist)) >= 0 && carried(sc, o)) {
             tgB_printf(b, "#define A_%d(T) h%d_%d\n", q, o, dist);
             continue;
         }
@@ -534,7 +521,7 @@ void tgSc_source(tgB_buf *b, const tgH_sched *s, int k)
     for (int i = 0; i < sc->nnon; i++)
         tgB_printf(b, "    char *p%d = P[%d];\n", sc->nparams - sc->nnon + i, p_non(sc, i));
     for (int i = 0; i < sc->nparams; i++) {
-        int dist, o = tap_of(sc, i, &dist);
+        int dist, o = tgSc_tap_of(sc, i, &dist);
         if (o < 0 || !carried(sc, o))
             tgB_printf(b, "    (void)p%d;\n", i);
     }
@@ -550,7 +537,7 @@ void tgSc_source(tgB_buf *b, const tgH_sched *s, int k)
             put_dot_block(b, sc, st);
     }
     for (int r = 0; r < sc->nres; r++) {     /* results that are parameters: copied */
-        int p = param_result(sc, r), dist, o = p >= 0 ? tap_of(sc, p, &dist) : -1;
+        int p = param_result(sc, r), dist, o = p >= 0 ? tgSc_tap_of(sc, p, &dist) : -1;
         tg_dtype d = p >= 0 ? ig->nodes[ig->inputs[p]].dtype : TG_FLOAT64;
         if (p >= 0 && o >= 0 && carried(sc, o))
             tgB_printf(b, "    *(%s *)d%d = (%s)h%d_%d;\n", ctype_of(d), r, ctype_of(d), o, dist);
@@ -618,7 +605,7 @@ int64_t tgSc_run_native(const tgH_sched *s, tgI_state *st, const tgH_step *step,
     int64_t R[nr > 0 ? nr : 1];
     for (int i = 0; i < sc->nparams; i++) {     /* rows within themselves contiguous */
         const tg_array *p = &ss->pin[i];
-        int dist, o = tap_of(sc, i, &dist);
+        int dist, o = tgSc_tap_of(sc, i, &dist);
         if (o >= 0 && carried(sc, o))
             continue;
         if (o >= 0) {
