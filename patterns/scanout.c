@@ -23,6 +23,40 @@ static tg_term *reversed(so *s, tg_term *x)
 /* The whole-sequence rows a step symbol l stands for, or NULL. */
 typedef tg_term *(*rows_fn)(so *s, const scan *sc, tg_term *l);
 
+/* The outputs of the new scan of a push-out rewrite: o[0..n) (room for
+ * the new nitsots), map[i] the new index of old output i (-1: gone),
+ * exprs[i] the term old output i is read as instead (NULL: none). */
+typedef struct newouts {
+    out *o;
+    size_t n;
+    long *map;
+    tg_term **exprs;
+} newouts;
+
+/* Start w from sc's outputs: output k goes when rk is NULL, else keeps
+ * its place with result rk; room for extra more.  0, or -1. */
+static int outputs_but(so *s, const scan *sc, size_t k, tg_term *rk, size_t extra, newouts *w)
+{
+    size_t nold = sc->no;
+    w->o = GC_MALLOC((nold + extra + 1) * sizeof *w->o);
+    w->map = GC_MALLOC_ATOMIC((nold + 1) * sizeof *w->map);
+    w->exprs = GC_MALLOC((nold + 1) * sizeof *w->exprs);
+    if (!w->o || !w->map || !w->exprs)
+        return s->oom = 1, -1;
+    w->n = 0;
+    for (size_t i = 0; i < nold; i++) {
+        w->exprs[i] = NULL;
+        w->map[i] = i == k && !rk ? -1 : (long)w->n;
+        if (i == k && !rk)
+            continue;
+        w->o[w->n] = sc->o[i];
+        if (i == k)
+            w->o[w->n].res = rk;
+        w->n++;
+    }
+    return 0;
+}
+
 /* Both push-out rewrites end alike: the placeholders (lph, of the step
  * terms lv) that the moved work reads (inuse) get their stacks, in ph: a
  * sequence's rows (rows_of), else a stacked output of the new scan built
@@ -140,25 +174,15 @@ int tgSo_push_output(so *s, graph *g, use *u, tg_term **res)
         tgW_map inuse = {0};
         if (tgSo_symbols(s, e, &inuse) < 0)
             return -1;
-        size_t nold = sc->no, nnew = 0;
-        out *no = GC_MALLOC((nold + x.lv.n + 1) * sizeof *no);
-        long *map = GC_MALLOC_ATOMIC((nold + 1) * sizeof *map);
-        tg_term **exprs = GC_MALLOC((nold + 1) * sizeof *exprs);
-        if (!no || !map || !exprs)
-            return s->oom = 1, -1;
-        for (size_t i = 0; i < nold; i++) {
-            exprs[i] = NULL;
-            map[i] = i == k ? -1 : (long)nnew;
-            if (i != k)
-                no[nnew++] = sc->o[i];
-        }
+        newouts w;
         tgW_map ph = {0};
         tg_term *t2;
-        if (stack_outputs(s, sc, &x.lv, &x.lph, &inuse, output_rows, 1, 0, no, &nnew, &ph, &t2) < 0)
+        if (outputs_but(s, sc, k, NULL, x.lv.n, &w) < 0 ||
+            stack_outputs(s, sc, &x.lv, &x.lph, &inuse, output_rows, 1, 0, w.o, &w.n, &ph, &t2) < 0)
             return -1;
-        if (!(exprs[k] = tgSo_subst(s, e, &ph)))
+        if (!(w.exprs[k] = tgSo_subst(s, e, &ph)))
             return -1;
-        return (*res = tgSo_replace_x(s, g, u, nold, t2, map, NULL, exprs)) ? 1 : -1;
+        return (*res = tgSo_replace_x(s, g, u, sc->no, t2, w.map, NULL, w.exprs)) ? 1 : -1;
     }
     return 0;
 }
@@ -355,41 +379,28 @@ int tgSo_push_sums(so *s, graph *g, use *u, tg_term **res)
         for (size_t i = 0; i < moved.n; i++)
             if (tgSo_symbols(s, moved.v[i], &inuse) < 0)
                 return -1;
-        size_t nold = sc->no, nnew = 0;
-        out *no = GC_MALLOC((nold + x.lv.n + 1) * sizeof *no);
-        long *map = GC_MALLOC_ATOMIC((nold + 1) * sizeof *map);
-        tg_term **exprs = GC_MALLOC((nold + 1) * sizeof *exprs);
-        if (!no || !map || !exprs)
-            return s->oom = 1, -1;
-        for (size_t i = 0; i < nold; i++) {
-            exprs[i] = NULL;
-            if (i == k && kept.n == 1) {
-                map[i] = -1;
-                continue;
-            }
-            map[i] = (long)nnew;
-            no[nnew] = sc->o[i];
-            if (i == k)
-                no[nnew].res = app(s, N_ADD, kept.n, kept.v);
-            nnew++;
-        }
+        /* output k keeps what stays in the loop, or goes when only acc does */
+        tg_term *rk = kept.n == 1 ? NULL : app(s, N_ADD, kept.n, kept.v);
+        newouts w;
+        if ((kept.n > 1 && !rk) || outputs_but(s, sc, k, rk, x.lv.n, &w) < 0)
+            return -1;
         /* the stacks in the sequences' order: a backwards scan's new
          * nitsots reversed (the pairs of an outer product meet in step) */
         tgW_map ph = {0};
         tg_term *t2;
-        if (stack_outputs(s, sc, &x.lv, &x.lph, &inuse, tgSo_seq_rows, 0, tgSo_has_opt(s, sc, N_BACKWARDS), no, &nnew, &ph,
-                          &t2) < 0)
+        if (stack_outputs(s, sc, &x.lv, &x.lph, &inuse, tgSo_seq_rows, 0, tgSo_has_opt(s, sc, N_BACKWARDS), w.o,
+                          &w.n, &ph, &t2) < 0)
             return -1;
         /* the reads of output k: what stays in the loop plus the sums */
         vec sum = {0};
-        if (push(s, &sum, kept.n == 1 ? o->init : app2(s, N_SCAN_OUTPUT, t2, tg_int(s->ctx, map[k]))) < 0)
+        if (push(s, &sum, kept.n == 1 ? o->init : app2(s, N_SCAN_OUTPUT, t2, tg_int(s->ctx, w.map[k]))) < 0)
             return -1;
         for (size_t i = 0; i < moved.n; i++)
             if (push(s, &sum, tgSo_subst(s, moved.v[i], &ph)) < 0)
                 return -1;
-        if (!(exprs[k] = app(s, N_ADD, sum.n, sum.v)))
+        if (!(w.exprs[k] = app(s, N_ADD, sum.n, sum.v)))
             return -1;
-        return (*res = tgSo_replace_x(s, g, u, nold, t2, map, NULL, exprs)) ? 1 : -1;
+        return (*res = tgSo_replace_x(s, g, u, sc->no, t2, w.map, NULL, w.exprs)) ? 1 : -1;
     }
     return 0;
 }
