@@ -539,11 +539,14 @@ int tgSo_dep_compute(so *s, deps *d, tg_term *t)
     return 0;
 }
 
-/* Find the largest subterms of the step (tensor ops in tensor positions)
- * whose flags pass ok; they go in found, in the order met. */
-typedef int (*ok_fn)(unsigned flags);
+/* What a walk of the step's largest subterms does with tensor op t: take
+ * it (1: not looked into), look into it (0), or fail (-1). */
+typedef int (*take_fn)(so *s, tg_term *t, void *ud);
 
-static int find_moves(so *s, scan *sc, deps *d, ok_fn ok, vec *found, tgW_map *isfound)
+/* Walk the step's results and condition (their flags computed in d) from
+ * the top through tensor ops in tensor positions, each once, offering
+ * each to take. */
+static int largest(so *s, scan *sc, deps *d, take_fn take, void *ud)
 {
     vec st = {0};
     tgW_map seen = {0};
@@ -561,12 +564,11 @@ static int find_moves(so *s, scan *sc, deps *d, ok_fn ok, vec *found, tgW_map *i
             continue;
         if (tgW_map_put(&seen, t, t) < 0)
             return s->oom = 1, -1;
-        if (ok(tgSo_dep_get(s, d, t))) {
-            if (!tgW_map_get(isfound, t) &&
-                (tgW_map_put(isfound, t, t) < 0 || push(s, found, t) < 0))
-                return s->oom = 1, -1;
+        int rc = take(s, t, ud);
+        if (rc < 0)
+            return -1;
+        if (rc)
             continue;
-        }
         tg_iter it;
         tg_iter_init(&it, t);
         tg_iter_next(&it);
@@ -575,6 +577,33 @@ static int find_moves(so *s, scan *sc, deps *d, ok_fn ok, vec *found, tgW_map *i
                 return -1;
     }
     return 0;
+}
+
+typedef int (*ok_fn)(unsigned flags);
+
+typedef struct movex {
+    deps *d;
+    ok_fn ok;
+    vec *found;
+    tgW_map *isfound;
+} movex;
+
+static int take_ok(so *s, tg_term *t, void *ud)
+{
+    movex *m = ud;
+    if (!m->ok(tgSo_dep_get(s, m->d, t)))
+        return 0;
+    if (!tgW_map_get(m->isfound, t) && (tgW_map_put(m->isfound, t, t) < 0 || push(s, m->found, t) < 0))
+        return s->oom = 1, -1;
+    return 1;
+}
+
+/* Find the largest subterms of the step (tensor ops in tensor positions)
+ * whose flags pass ok; they go in found, in the order met. */
+static int find_moves(so *s, scan *sc, deps *d, ok_fn ok, vec *found, tgW_map *isfound)
+{
+    movex m = {d, ok, found, isfound};
+    return largest(s, sc, d, take_ok, &m);
 }
 
 static int invariant_ok(unsigned f) { return !(f & (D_VAR | D_STUCK)); }
@@ -603,7 +632,7 @@ int tgSo_param_maps(so *s, scan *sc, tgW_map *seq, tgW_map *var, tgW_map *outm)
 static int push_invariant(so *s, scan *sc, tg_term *whole)
 {
     tgW_map var = {0}, isfound = {0}, used = {0}, out = {0}, repl = {0};
-    if (tgSo_param_maps(s, sc, &var, &var, NULL) < 0)
+    if (tgSo_param_maps(s, sc, &var, &var, &out) < 0)
         return -1;
     deps d = {&var, NULL, {0}};
     vec found = {0};
@@ -613,9 +642,6 @@ static int push_invariant(so *s, scan *sc, tg_term *whole)
         return 0;
     if (tgSo_symbols(s, whole, &used) < 0)
         return -1;
-    for (size_t i = 0; i < sc->nsp.n; i++)
-        if (tgW_map_put(&out, sc->nsp.v[i], sc->ns.v[i]) < 0)
-            return s->oom = 1, -1;
     for (size_t i = 0; i < found.n; i++) {
         tg_term *p = tgSo_fresh(s, &used, "w");
         tg_term *w = p ? tgSo_subst(s, found.v[i], &out) : NULL;
@@ -794,6 +820,28 @@ static int seqwork_ok(unsigned f)
     return (f & D_SEQ) && !(f & (D_VAR | D_STUCK | D_OTHER | D_NONELEM));
 }
 
+typedef struct rankx {
+    stx *x;
+    const tgW_map *accd;    /* left to scan-push-sums */
+    vec *found, *forms;
+} rankx;
+
+/* seq_ranked's walk: t and its whole-sequence form when it has one. */
+static int take_ranked(so *s, tg_term *t, void *ud)
+{
+    rankx *r = ud;
+    unsigned f = tgSo_dep_get(s, &r->x->d, t);
+    if (!(f & D_SEQ) || (f & (D_VAR | D_STUCK)) || tgW_map_get(r->accd, t))
+        return 0;
+    int moved = 0;
+    tg_term *e = tgSo_st_of(r->x, t, 0, &moved);
+    if (s->oom)
+        return -1;
+    if (!e || !moved)
+        return 0;
+    return push(s, r->found, t) < 0 || push(s, r->forms, e) < 0 ? -1 : 1;
+}
+
 /* Work on sequence rows through reductions, dots with a non-sequence and
  * elementwise ops with non-sequences, where the ranks are known here: the
  * largest such subterms of the step (found) and their whole-sequence
@@ -801,7 +849,7 @@ static int seqwork_ok(unsigned f)
  * (dot X W), one matrix product, (sum x_t (axes 0)) (sum X (axes 1)). */
 static int seq_ranked(so *s, scan *sc, tg_term *whole, vec *found, vec *forms)
 {
-    tgW_map var = {0}, seq = {0}, outm = {0}, used = {0}, env = {0}, seen = {0};
+    tgW_map var = {0}, seq = {0}, outm = {0}, used = {0}, env = {0};
     if (tgSo_param_maps(s, sc, &seq, &var, &outm) < 0)
         return -1;
     rk outer = {s, {0}, NULL};
@@ -820,41 +868,8 @@ static int seq_ranked(so *s, scan *sc, tg_term *whole, vec *found, vec *forms)
                 if (tgW_map_put(&accd, e, e) < 0)
                     return s->oom = 1, -1;
         }
-    vec st = {0};
-    for (size_t i = 0; i < sc->no; i++)
-        if (push(s, &st, sc->o[i].res) < 0)
-            return -1;
-    if (sc->until && push(s, &st, sc->until) < 0)
-        return -1;
-    for (size_t i = 0; i < st.n; i++)
-        if (tgSo_dep_compute(s, &x.d, st.v[i]) < 0)
-            return -1;
-    while (st.n) {
-        tg_term *t = st.v[--st.n];
-        if (!tensor_op(s, t) || tgW_map_get(&seen, t))
-            continue;
-        if (tgW_map_put(&seen, t, t) < 0)
-            return s->oom = 1, -1;
-        unsigned f = tgSo_dep_get(s, &x.d, t);
-        if ((f & D_SEQ) && !(f & (D_VAR | D_STUCK)) && !tgW_map_get(&accd, t)) {
-            int moved = 0;
-            tg_term *e = tgSo_st_of(&x, t, 0, &moved);
-            if (s->oom)
-                return -1;
-            if (e && moved) {
-                if (push(s, found, t) < 0 || push(s, forms, e) < 0)
-                    return -1;
-                continue;
-            }
-        }
-        tg_iter it;
-        tg_iter_init(&it, t);
-        tg_iter_next(&it);
-        for (tg_term *e; (e = tg_iter_next(&it));)
-            if (tensor_op(s, e) && push(s, &st, e) < 0)
-                return -1;
-    }
-    return 0;
+    rankx r = {&x, &accd, found, forms};
+    return largest(s, sc, &x.d, take_ranked, &r);
 }
 
 /* Elementwise work that reads only sequence rows (and constants) is done
@@ -865,15 +880,12 @@ static int seq_ranked(so *s, scan *sc, tg_term *whole, vec *found, vec *forms)
 static int push_sequences(so *s, scan *sc, tg_term *whole)
 {
     tgW_map var = {0}, seq = {0}, isfound = {0}, used = {0}, out = {0}, repl = {0};
-    for (size_t i = 0; i < sc->seqp.n; i++)
-        if (tgW_map_put(&seq, sc->seqp.v[i], sc->seqp.v[i]) < 0 ||
-            tgW_map_put(&out, sc->seqp.v[i], sc->seq.v[i]) < 0)
+    if (tgSo_param_maps(s, sc, &seq, &var, NULL) < 0)
+        return -1;
+    for (size_t i = 0; i < sc->seqp.n; i++)     /* a row's whole sequence */
+        if (tgW_map_put(&out, sc->seqp.v[i], sc->seq.v[i]) < 0)
             return s->oom = 1, -1;
-    for (size_t i = 0; i < sc->no; i++)
-        for (size_t j = 0; j < sc->o[i].ntaps; j++)
-            if (tgW_map_put(&var, sc->o[i].tp[j], sc->o[i].tp[j]) < 0)
-                return s->oom = 1, -1;
-    for (size_t i = 0; i < sc->nsp.n; i++)
+    for (size_t i = 0; i < sc->nsp.n; i++)      /* non-sequences stay in the loop */
         if (tgW_map_put(&var, sc->nsp.v[i], sc->nsp.v[i]) < 0)
             return s->oom = 1, -1;
     deps d = {&var, &seq, {0}};
