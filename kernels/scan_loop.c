@@ -263,6 +263,18 @@ static void put_loop_block(tgB_buf *b, const tgSc_scan *sc, const tgH_step *st)
     tgB_puts(b, "    }\n");
 }
 
+/* A block's opening, "    {", and its pointers "char *NAME = ...;" to
+ * nodes v[0..n). */
+static void put_ptrs(tgB_buf *b, const tgSc_scan *sc, int n, const char *const *name, const int *v)
+{
+    tgB_puts(b, "    {\n     char *");
+    for (int i = 0; i < n; i++) {
+        tgB_printf(b, i ? ", *%s = " : "%s = ", name[i]);
+        put_ptr(b, sc, v[i]);
+    }
+    tgB_puts(b, ";\n");
+}
+
 static void put_dot_block(tgB_buf *b, const tgSc_scan *sc, const tgH_step *st)
 {
     const tgV_graph *ig = sc->ig;
@@ -270,13 +282,8 @@ static void put_dot_block(tgB_buf *b, const tgSc_scan *sc, const tgH_step *st)
     const tgV_node *A = &ig->nodes[n->args[0]], *B = &ig->nodes[n->args[1]];
     bool f64 = n->dtype == TG_FLOAT64;
     const char *T = f64 ? "double" : "float";
-    tgB_puts(b, "    {\n     char *a = ");
-    put_ptr(b, sc, n->args[0]);
-    tgB_puts(b, ", *bb = ");
-    put_ptr(b, sc, n->args[1]);
-    tgB_puts(b, ", *c = ");
-    put_ptr(b, sc, st->node);
-    tgB_puts(b, ";\n     int64_t m = ");
+    put_ptrs(b, sc, 3, (const char *const[]){"a", "bb", "c"}, (const int[]){n->args[0], n->args[1], st->node});
+    tgB_puts(b, "     int64_t m = ");
     put_size(b, A->ndim == 2 ? A->shape[0] : 1);
     tgB_puts(b, ", k = ");
     put_size(b, A->shape[A->ndim - 1]);
@@ -309,15 +316,9 @@ static void put_ger_block(tgB_buf *b, const tgSc_scan *sc, const tgH_step *st)
 {
     const tgV_node *n = &sc->ig->nodes[st->node];
     bool f64 = n->dtype == TG_FLOAT64;
-    tgB_puts(b, "    {\n     char *u = ");
-    put_ptr(b, sc, n->args[0]);
-    tgB_puts(b, ", *vv = ");
-    put_ptr(b, sc, n->args[1]);
-    tgB_puts(b, ", *cin = ");
-    put_ptr(b, sc, n->args[2]);
-    tgB_puts(b, ", *c = ");
-    put_ptr(b, sc, st->node);
-    tgB_puts(b, ";\n     int64_t m = ");
+    put_ptrs(b, sc, 4, (const char *const[]){"u", "vv", "cin", "c"},
+             (const int[]){n->args[0], n->args[1], n->args[2], st->node});
+    tgB_puts(b, "     int64_t m = ");
     put_size(b, n->shape[0]);
     tgB_puts(b, ", nn = ");
     put_size(b, n->shape[1]);
@@ -403,11 +404,8 @@ static void put_reduce_block(tgB_buf *b, const tgSc_scan *sc, const tgH_step *st
     const tgV_node *n = &ig->nodes[st->node], *x = &ig->nodes[n->args[0]];
     bool fl = x->dtype == TG_FLOAT64;
     const char *T = fl ? "double" : "int64_t";
-    tgB_puts(b, "    {\n     char *xp = ");
-    put_ptr(b, sc, n->args[0]);
-    tgB_puts(b, ", *yp = ");
-    put_ptr(b, sc, st->node);
-    tgB_printf(b, ";\n     %s *y = (%s *)yp;\n     const %s *xv = (const %s *)xp;\n", T, T, T, T);
+    put_ptrs(b, sc, 2, (const char *const[]){"xp", "yp"}, (const int[]){n->args[0], st->node});
+    tgB_printf(b, "     %s *y = (%s *)yp;\n     const %s *xv = (const %s *)xp;\n", T, T, T, T);
     tgB_puts(b, "     int64_t ot = ");
     put_count(b, n);
     const char *init = n->op == TGV_PROD ? "1"
