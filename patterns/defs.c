@@ -273,14 +273,6 @@ int tgW_load_defop(loader *L, tg_term *form)
         tgW_lerr(L, tg_nth(form, 2), "defop %.*s is recursive: %.*s -> %s", (int)nl, ns, (int)nl, ns, path);
         return -1;
     }
-    tgW_comp c;
-    tgW_comp_init(&c, rs, L->err);
-    c.file = L->file, c.line = L->line, c.col = L->col;
-    c.pos = tgW_form_pos, c.pos_ud = L;
-    tgW_rule *r = tgW_compile_rule(&c, rname, head, tg_nth(form, 2), NULL, 0, 0);
-    if (!r)
-        return -1;
-    r->tags = tags;
-    return tgW_rules_push(rs, r) < 0 ? (tgE_nomem(L->err), -1) : 0;
+    return tgW_add_rule(L, rname, head, tg_nth(form, 2), NULL, 0, 0, tags);
 }
 

@@ -325,6 +325,20 @@ tgW_rw *tgW_parse_spec(loader *L, tg_term *spec, tgW_query **q)
     return rw;
 }
 
+int tgW_add_rule(loader *L, tg_term *name, tg_term *lhs, tg_term *rhs, tg_term *const *conds, size_t nc,
+                 int backward, tg_term *tags)
+{
+    tgW_comp c;
+    tgW_comp_init(&c, L->rs, L->err);
+    c.file = L->file, c.line = L->line, c.col = L->col;
+    c.pos = tgW_form_pos, c.pos_ud = L;
+    tgW_rule *r = tgW_compile_rule(&c, name, lhs, rhs, conds, nc, backward);
+    if (!r)
+        return -1;
+    r->tags = tags;
+    return tgW_rules_push(L->rs, r) < 0 ? (tgE_nomem(L->err), -1) : 0;
+}
+
 /* (rule NAME LHS... => RHS (when C...)) and (rule NAME LHS <=> RHS ...) */
 int tgW_load_rule(loader *L, tg_term *form)
 {
@@ -388,25 +402,8 @@ int tgW_load_rule(loader *L, tg_term *form)
         tgW_lerr(L, form, "a <=> rule has one left side");
         return -1;
     }
-    tgW_comp c;
-    tgW_comp_init(&c, rs, L->err);
-    c.file = L->file, c.line = L->line, c.col = L->col;
-    c.pos = tgW_form_pos, c.pos_ud = L;
-    for (size_t i = 2; i < arrow; i++) {
-        tgW_rule *r = tgW_compile_rule(&c, name, buf[i], rhs, conds, nc, 0);
-        if (!r)
+    for (size_t i = 2; i < arrow; i++)
+        if (tgW_add_rule(L, name, buf[i], rhs, conds, nc, 0, tags) < 0)
             return -1;
-        r->tags = tags;
-        if (tgW_rules_push(rs, r) < 0)
-            return tgE_nomem(L->err), -1;
-    }
-    if (both) {
-        tgW_rule *r = tgW_compile_rule(&c, name, rhs, buf[2], conds, nc, 1);
-        if (!r)
-            return -1;
-        r->tags = tags;
-        if (tgW_rules_push(rs, r) < 0)
-            return tgE_nomem(L->err), -1;
-    }
-    return 0;
+    return both ? tgW_add_rule(L, name, rhs, buf[2], conds, nc, 1, tags) : 0;
 }

@@ -71,6 +71,11 @@ int tgW_same_decl(const tgW_op *a, const tgW_op *b);
  * 0, or -1 with L's error set. */
 int tgW_load_rule(loader *L, tg_term *form);
 int tgW_load_rewriter(loader *L, tg_term *form, int kind);
+/* Compile the rule name LHS => RHS (conditions conds[0..nc), backward:
+ * the right-to-left way of a <=> rule) of the current form, tagged tags,
+ * into L's rule set: 0, or -1 with L's error set. */
+int tgW_add_rule(loader *L, tg_term *name, tg_term *lhs, tg_term *rhs, tg_term *const *conds, size_t nc,
+                 int backward, tg_term *tags);
 
 /* defs.c: (register DATABASE ITEM ...), (defquery NAME (query ...)),
  * (defop (NAME ?PARAM ...) BODY); 0, or -1 with L's error set. */
