@@ -1,10 +1,10 @@
 /* scanint.h - what the Scan rewrites' files share (module prefix tgSo_,
  * internal): the names of the vocabulary they read, the rewrite context,
- * vectors of terms, the scan term read into a record, DAG walks, what a
- * step term depends on, stacks of per-step work (scanopt.c), the rank
- * inference (scanrank.c), the graph analysis and the rewrites over a
- * whole graph (scangraph.c), and the rewrites that push work out after
- * the loop (scanout.c). */
+ * vectors of terms, the scan term read into a record and DAG walks
+ * (scanterm.c), what a step term depends on and stacks of per-step work
+ * (scanopt.c), the rank inference (scanrank.c), the graph analysis and
+ * the rewrites over a whole graph (scangraph.c), and the rewrites that
+ * push work out after the loop (scanout.c). */
 #ifndef TG_SCANINT_H
 #define TG_SCANINT_H
 
@@ -164,7 +164,7 @@ void tgSo_drop_inplace(so *s, scan *sc);
  * non-sequences' into outm (when not NULL) to their outer values. */
 int tgSo_param_maps(so *s, scan *sc, tgW_map *seq, tgW_map *var, tgW_map *outm);
 
-/* ---- walking DAGs, and what a step term depends on (scanopt.c) --------- */
+/* ---- walking DAGs (scanterm.c), what a step term depends on (scanopt.c) - */
 
 /* Call fn on every distinct compound node under root (root included),
  * each once, parents before children; seen collects them.  fn returns 0
@@ -179,6 +179,8 @@ tg_term *tgSo_subst(so *s, tg_term *t, const tgW_map *repl);
 int tgSo_symbols(so *s, tg_term *t, tgW_map *syms);
 /* Apply repl to the step's results and condition. */
 int tgSo_subst_body(so *s, scan *sc, const tgW_map *repl);
+/* The symbols the step's results and condition mention go in syms. */
+int tgSo_body_symbols(so *s, const scan *sc, tgW_map *syms);
 /* A parameter name made from base that is in none of used (every symbol
  * of the scans concerned) nor reserved; it is added to used. */
 tg_term *tgSo_fresh(so *s, tgW_map *used, const char *base);
