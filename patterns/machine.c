@@ -745,10 +745,12 @@ static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term 
     tgO_prov *pv = rs->prov;    /* provenance: NULL when off */
     /* whether a firing does more than count: one test on the hot path */
     int watched = memo || run->limit || run->hook || pv || rs->timing;
+    /* and whether a firing does more than memo's part */
+    int busy = run->limit || run->hook || pv || rs->timing;
     /* memo's lazy phase (memo.h): no call of this run opens before it is
      * over, so a firing has nothing to record for memo until a call
      * opens (call_by and tail_call set watched then) */
-    if (memo && M->memo.lazy && !(run->limit || run->hook || pv || rs->timing))
+    if (memo && M->memo.lazy && !busy)
         watched = 0;
     /* rule timing (profiles): a try's ticks, from its match to its firing
      * or failure, conditions included */
@@ -1101,6 +1103,12 @@ exec:
                     LOOKUP_DEFERRED();
                 if (f->opened)
                     M->memo.open[M->memo.nopen - 1].rule = r;
+            }
+            if (!busy) {    /* memo only: counted as plain counts */
+                r->fired++;
+                if (__builtin_expect((++rs->rewrites & 0xffff) == 0, 0))
+                    goto fire_poll;
+                NEXT();
             }
             rs->rewrites++;
             r->fired++;
