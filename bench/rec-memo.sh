@@ -18,12 +18,18 @@
 # project's own cases of many distinct calls: sieves, prime counts).
 #
 # How much is run: a first plain run of one repetition sizes the rest.
-# Under REC_TINY_MS (default 1) each run repeats 200 times inside its
-# process, under REC_SHORT_MS (default 50) 20 times (the median taken:
-# the first runs of a process, caches and memory cold, are slower, and
-# single runs of some tens of microseconds are mostly noise); under REC_LONG_MS (default 4000), REC_ROUNDS rounds
-# (default 3) of one run each side; at or above it, one round (the first
-# plain run and one memo run).  Every run has REC_TIMEOUT seconds
+# A row under REC_SHORT_MS (default 50) is timed in one process by
+# `rec --pair`: each repetition runs it without memo and with it, back
+# to back, 200 times under REC_TINY_MS (default 1), else 20 times, and
+# the ratio is the median of the repetitions' own ratios ("paired":
+# true; "ratio_of_mins" is the ratio of the two minimums).  A run of some
+# tens of microseconds timed in a process of its own is mostly the
+# noise of that process and of the machine's load; side by side in one
+# process, two runs differ by what memo does.  Its peak memories come
+# from one run of each side in a process of its own.  A longer row
+# runs in separate processes: under REC_LONG_MS (default 4000),
+# REC_ROUNDS rounds (default 3) of one run each side; at or above it,
+# one round (the first plain run and one memo run).  Every run has REC_TIMEOUT seconds
 # (default 120).  A plain run that does not end in time still lets memo
 # be judged: memo's time is then compared with the time allowed, a lower
 # bound of plain's ("plain_ms" is that bound, "plain_timeout" true).
@@ -81,6 +87,25 @@ run() {
     fi
 }
 
+# NAME timed by rec --pair with REPS repetitions: its JSON lines (the
+# plain object, the memo object, the pair's ratios), or one failed
+# object.
+run_pair() {
+    name=$1 reps=$2
+    if command -v timeout >/dev/null 2>&1; then
+        timeout "$timeout_s" "$rec" --pair --reps "$reps" "$(rec_file "$name")" >"$tmp/out" 2>"$tmp/err"
+    else
+        "$rec" --pair --reps "$reps" "$(rec_file "$name")" >"$tmp/out" 2>"$tmp/err"
+    fi
+    status=$?
+    if [ "$(grep -c '^{' "$tmp/out")" = 3 ]; then
+        grep '^{' "$tmp/out"
+    else
+        why=$(head -c 200 "$tmp/err" | tr '\n\t"\\' '    ')
+        echo '{"bench":"rec","name":"'"$name"'","memo":null,"ok":false,"reason":"--pair, exit status '"$status"': '"$why"'"}'
+    fi
+}
+
 # The median of the numbers on standard input ("" when none).
 median() {
     sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
@@ -106,7 +131,29 @@ for name in "$@"; do
     elif awk -v t="$t1" -v l="$long_ms" 'BEGIN { exit !(t >= l) }'; then
         rounds=1
     fi
-    r=0
+    r=0 paired=false pair_lo=
+    if [ $reps -gt 1 ] && [ $bad = false ]; then
+        # peaks and rewrites from a run of each side in its own process
+        # (the sizing run is plain's), the times from one paired run
+        paired=true rounds=0 r=1
+        on=$(run "$name" 1 --memo)
+        printf '%s\n' "$on"
+        pair=$(run_pair "$name" $reps)
+        printf '%s\n' "$pair"
+        off=$(printf '%s\n' "$pair" | grep '"memo":false' | head -1)
+        pon=$(printf '%s\n' "$pair" | grep '"memo":true' | head -1)
+        pr=$(printf '%s\n' "$pair" | grep '"bench":"rec-pair"' | head -1)
+        for x in "$on" "$pair"; do
+            [ "$(field "$x" ok)" = false ] && bad=true
+        done
+        [ -n "$pr" ] && [ -n "$off" ] && [ -n "$pon" ] || bad=true
+        field "$off" ms_median >>"$tmp/p_ms"; field "$pon" ms_median >>"$tmp/m_ms"
+        field "$pr" ratio_median >>"$tmp/ratios"
+        pair_lo=$(field "$pr" ratio_min)
+        x=$(field "$first" max_rss_mb); [ -n "$x" ] && p_mb=$x
+        x=$(field "$on" max_rss_mb); [ -n "$x" ] && m_mb=$x
+        p_rw=$(field "$first" rewrites); m_rw=$(field "$on" rewrites)
+    fi
     while [ $r -lt $rounds ] && [ $bad = false ]; do
         r=$((r + 1))
         if [ $r = 1 ] && [ $reps = 1 ]; then
@@ -143,13 +190,19 @@ for name in "$@"; do
     n=$((n + 1))
     p_ms=$(median <"$tmp/p_ms"); m_ms=$(median <"$tmp/m_ms")
     lo=$(sort -g "$tmp/ratios" | head -1); hi=$(sort -g "$tmp/ratios" | tail -1)
+    pratio=
+    if [ $paired = true ]; then
+        pratio=$lo
+    fi
     line=$(awk -v p="$p_ms" -v m="$m_ms" -v lo="$lo" -v hi="$hi" -v pm="$p_mb" -v mm="$m_mb" \
                -v name="$name" -v rounds="$r" -v reps="$reps" -v pto="$p_to" -v mto="$m_to" \
-               -v prw="${p_rw:-null}" -v mrw="${m_rw:-null}" 'BEGIN {
-        ratio = (p > 0) ? m / p : 0; lim = 2 * pm + 64
+               -v prw="${p_rw:-null}" -v mrw="${m_rw:-null}" -v pratio="$pratio" \
+               -v pmins="${pair_lo:-null}" 'BEGIN {
+        ratio = (pratio != "") ? pratio : (p > 0) ? m / p : 0; lim = 2 * pm + 64
         tok = (mto == "false" && ratio <= 1.2); mok = (mto == "false" && mm <= lim)
         printf "{\"bench\":\"rec-memo\",\"name\":\"%s\",\"rounds\":%d,\"reps\":%d,", name, rounds, reps
         printf "\"plain_ms\":%.3f,\"memo_ms\":%.3f,\"ratio\":%.4g,\"ratio_lo\":%.4g,\"ratio_hi\":%.4g,", p, m, ratio, lo, hi
+        printf "\"paired\":%s,\"ratio_of_mins\":%s,", (pratio != "") ? "true" : "false", pmins
         printf "\"plain_timeout\":%s,\"memo_timeout\":%s,\"plain_rewrites\":%s,\"memo_rewrites\":%s,", pto, mto, prw, mrw
         printf "\"plain_rss_mb\":%.1f,\"memo_rss_mb\":%.1f,\"rss_limit_mb\":%.1f,", pm, mm, lim
         printf "\"time_ok\":%s,\"memory_ok\":%s,\"verdict\":%s}\n", tok ? "true" : "false",

@@ -5,6 +5,7 @@
  * SHA-256 of its printing).  One JSON object per benchmark on stdout.
  *
  *   rec [--memo] [--reps N] FILE...   run (memo: TG_NF_MEMO)
+ *   rec --pair [--reps N] FILE...      plain and memo in turn (below)
  *   rec --emit-rules FILE...           print the converted .rules and exit
  *
  * Times are CPU milliseconds of the tg_normalize calls only (Maude's own
@@ -15,7 +16,19 @@
  * by bench/rec.sh, which asks the collector for one mark thread
  * (GC_MARKERS=1), as Maude runs on one; "gc_parallel_mark" says whether
  * marking ran on more.  Exit status 1 when a normal form is wrong or a step
- * fails, 2 on bad usage. */
+ * fails, 2 on bad usage.
+ *
+ * --pair times memo against plain in one process: each repetition runs
+ * the benchmark once without memo and once with it, back to back (plain
+ * first in even repetitions, memo first in odd ones), so that both see
+ * the same machine, caches and heap.  It prints the two objects of a
+ * run without memo and one with it (max_rss_mb is then the process's,
+ * both modes together), then a "rec-pair" object: the ratio of the two
+ * minimums and the median of the repetitions' own ratios memo / plain.
+ * For a run of some tens of microseconds, a time taken in a process of
+ * its own is mostly the noise of that process's start and of the
+ * machine's load; two such runs side by side in one process differ
+ * only by what memo does. */
 #define GC_THREADS 1
 #include <gc/gc.h>
 
@@ -35,6 +48,7 @@ typedef struct options {
     int memo;
     int reps;
     int emit;
+    int pair;
 } options;
 
 /* What one repetition of one benchmark gave. */
@@ -222,6 +236,53 @@ static int bench_spec(const tg_rec_spec *spec, const char *file, const options *
     return verdict == 0 ? -1 : 0;
 }
 
+/* --pair: plain and memo in turn, each repetition both (see the top);
+ * 0 when nothing went wrong. */
+static int bench_pair(const tg_rec_spec *spec, const char *file, const options *o)
+{
+    options po = *o, mo = *o;
+    po.memo = 0, mo.memo = 1;
+    run *runs = calloc(2 * (size_t)o->reps, sizeof *runs);
+    double *ratio = calloc((size_t)o->reps, sizeof *ratio);
+    int n = 0, verdict = 1;
+    const char *reason = "";
+    if (!runs || !ratio) {
+        free(runs), free(ratio);
+        report(spec->name, spec, o, NULL, 0, 0, "out of memory");
+        return -1;
+    }
+    run *plain = runs, *memo = runs + o->reps;
+    while (n < o->reps && verdict) {
+        if (n % 2 == 0)
+            run_once(spec, file, &po, &plain[n]), run_once(spec, file, &mo, &memo[n]);
+        else
+            run_once(spec, file, &mo, &memo[n]), run_once(spec, file, &po, &plain[n]);
+        for (int k = 0; k < 2; k++) {
+            const run *r = k ? &memo[n] : &plain[n];
+            if (r->verdict < verdict)
+                verdict = r->verdict, reason = r->reason;
+        }
+        ratio[n] = plain[n].cpu_ms > 0 ? memo[n].cpu_ms / plain[n].cpu_ms : 0;
+        n++;
+    }
+    double pmin = plain[0].cpu_ms, mmin = memo[0].cpu_ms;
+    for (int i = 1; i < n; i++) {
+        pmin = plain[i].cpu_ms < pmin ? plain[i].cpu_ms : pmin;
+        mmin = memo[i].cpu_ms < mmin ? memo[i].cpu_ms : mmin;
+    }
+    report(spec->name, spec, &po, plain, n, verdict, reason);
+    report(spec->name, spec, &mo, memo, n, verdict, reason);
+    qsort(ratio, (size_t)n, sizeof ratio[0], bench_cmp_double);
+    printf("{\"bench\":\"rec-pair\",\"name\":");
+    bench_json_string(spec->name);
+    printf(",\"reps\":%d,\"ratio_min\":%.4f,\"ratio_median\":%.4f}\n", n,
+           pmin > 0 ? mmin / pmin : 0, ratio[n / 2]);
+    fflush(stdout);
+    free(runs);
+    free(ratio);
+    return verdict == 0 ? -1 : 0;
+}
+
 static int bench_file(const char *file, const options *o)
 {
     tg_error err;
@@ -242,6 +303,8 @@ static int bench_file(const char *file, const options *o)
     }
     if (o->emit)
         emit_rules(&spec);
+    else if (o->pair)
+        rc = bench_pair(&spec, file, o);
     else
         rc = bench_spec(&spec, file, o);
     tg_rec_spec_free(&spec);
@@ -251,17 +314,20 @@ static int bench_file(const char *file, const options *o)
 static int usage(FILE *f)
 {
     fprintf(f, "usage: rec [--memo] [--reps N] FILE...\n"
+               "       rec --pair [--reps N] FILE...\n"
                "       rec --emit-rules FILE...\n");
     return f == stderr ? 2 : 0;
 }
 
 int main(int argc, char **argv)
 {
-    options o = {0, 1, 0};
+    options o = {0, 1, 0, 0};
     int i = 1, failed = 0;
     for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
         if (strcmp(argv[i], "--memo") == 0)
             o.memo = 1;
+        else if (strcmp(argv[i], "--pair") == 0)
+            o.pair = 1;
         else if (strcmp(argv[i], "--emit-rules") == 0)
             o.emit = 1;
         else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0)

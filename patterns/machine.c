@@ -745,6 +745,13 @@ static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term 
     tgO_prov *pv = rs->prov;    /* provenance: NULL when off */
     /* whether a firing does more than count: one test on the hot path */
     int watched = memo || run->limit || run->hook || pv || rs->timing;
+    /* and whether a firing does more than memo's part */
+    int busy = run->limit || run->hook || pv || rs->timing;
+    /* memo's lazy phase (memo.h): no call of this run opens before it is
+     * over, so a firing has nothing to record for memo until a call
+     * opens (call_by and tail_call set watched then) */
+    if (memo && M->memo.lazy && !busy)
+        watched = 0;
     /* rule timing (profiles): a try's ticks, from its match to its firing
      * or failure, conditions included */
     int timing = rs->timing;
@@ -780,8 +787,9 @@ static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term 
     /* frames above the ones of enclosing runs: none (reduce is not reentrant) */
     fp = fp0;
 
-    if (memo) {
-        /* the first call: its lookup deferred */
+    if (memo && !M->memo.lazy) {
+        /* the first call: its lookup deferred (in the lazy phase there is
+         * none to make: the call goes as any other, below) */
         cbase = sp - c, ckn0 = M->memo.nopen;
         cby = byop(ix, opid);
         int known = call_enter(rs, cby, 0, opid, head, atom, c, M->vs + cbase, &result, &copened, err);
@@ -809,6 +817,7 @@ call_by:
             sp = cbase;
             goto returned;
         }
+        watched |= copened;
     }
 frame:
     if (fs_reserve(M, fp + 1) < 0)
@@ -906,6 +915,11 @@ exec:
             f->pc = pc;
             if (!memo) {    /* nothing to look up: the frame at once */
                 cbase = sp - c, copened = 0;
+                goto frame;
+            }
+            if (M->memo.lazy) {     /* memo's lazy phase: not looked up either */
+                M->memo.lazy--;
+                cbase = sp - c, ckn0 = M->memo.nopen, copened = 0;
                 goto frame;
             }
             goto call_by;
@@ -1015,6 +1029,7 @@ exec:
             if (known)
                 goto ret;
             f->opened = opened;
+            watched |= opened;
             f->n = c, f->head = head, f->atom = atom;
             f->rules = call_rules(cby, args, c, &f->nrules);
             f->ri = 0;
@@ -1088,6 +1103,12 @@ exec:
                     LOOKUP_DEFERRED();
                 if (f->opened)
                     M->memo.open[M->memo.nopen - 1].rule = r;
+            }
+            if (!busy) {    /* memo only: counted as plain counts */
+                r->fired++;
+                if (__builtin_expect((++rs->rewrites & 0xffff) == 0, 0))
+                    goto fire_poll;
+                NEXT();
             }
             rs->rewrites++;
             r->fired++;

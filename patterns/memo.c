@@ -20,14 +20,17 @@ tg_term tgW_memo_open_obj;
 
 /* meta: the 32-bit hash, the argument count, and flags; USED makes an
  * occupied slot's meta non-zero.  HIT: the entry was found since the
- * table was last cut (see grow).  Above them, the rewrites the call's
- * reduction took (saturated): what a hit saves. */
+ * table was last cut (see grow).  MOVING: an open call's entry while
+ * the table grows, its nf then its place on the open stack (see grow).
+ * Above them, the rewrites the call's reduction took (saturated): what
+ * a hit saves. */
 #define M_ATOM (1ull << 40)
 #define M_WHOLE (1ull << 41)
 #define M_USED (1ull << 42)
 #define M_KEY ((1ull << 43) - 1)
 #define M_HIT (1ull << 43)
-#define COST_SHIFT 44
+#define M_MOVING (1ull << 44)
+#define COST_SHIFT 45
 #define COST_MAX ((1ull << (64 - COST_SHIFT)) - 1)
 
 /* An op is judged when its reductions (see judge) reach FIRST_CHECK and
@@ -174,20 +177,6 @@ static void table_release(tgW_mentry *e, size_t cap, size_t from, size_t to)
 #endif
 }
 
-/* An open entry's normal form while the table grows: its place on the
- * open stack, tagged so that the stack follows it.  Terms are aligned
- * and integers are odd (src/term.h), so no normal form ends in binary
- * 10. */
-static inline tg_term *open_tag(size_t k)
-{
-    return (tg_term *)(uintptr_t)(4 * k + 2);
-}
-
-static inline int is_tag(const tg_term *nf)
-{
-    return ((uintptr_t)nf & 3) == 2;
-}
-
 static inline size_t home(uint32_t h, size_t cap)
 {
     return (size_t)(((uint64_t)h * cap) >> 32);
@@ -228,9 +217,11 @@ static inline int same(const tgW_mentry *e, uint64_t meta, tg_term *head, uint32
  * *budget lasts. */
 static inline int keeps(const tgW_mentry *o, int evict, size_t *budget)
 {
+    if (o->meta & M_MOVING)     /* open (its nf is its place, 0 for the first) */
+        return 1;
     if (!o->meta || !o->nf)
         return 0;
-    if (!evict || o->nf == TGW_MEMO_OPEN || is_tag(o->nf))
+    if (!evict)
         return 1;
     if (!(o->meta & M_HIT) || !*budget)
         return 0;
@@ -284,8 +275,13 @@ static int grow(tgW_memo *m)
     tgW_mentry *e = table_alloc(cap);
     if (!e)
         return -1;
-    for (size_t k = 0; k < m->nopen; k++)
-        m->e[m->open[k].slot].nf = open_tag(k);
+    /* each open call's entry names its place on the open stack, so
+     * that the stack follows the entry to its new slot */
+    for (size_t k = 0; k < m->nopen; k++) {
+        tgW_mentry *o = &m->e[m->open[k].slot];
+        o->meta |= M_MOVING;
+        o->nf = (tg_term *)(uintptr_t)k;
+    }
     size_t n = 0, done = 0;
     for (size_t i = 0; i < m->cap; i++) {
         tgW_mentry *o = &m->e[i];
@@ -296,9 +292,10 @@ static int grow(tgW_memo *m)
             e[j] = *o;
             if (evict)
                 e[j].meta &= ~M_HIT;
-            if (is_tag(o->nf)) {
-                m->open[(uintptr_t)o->nf >> 2].slot = j;
+            if (o->meta & M_MOVING) {
+                m->open[(uintptr_t)o->nf].slot = j;
                 e[j].nf = TGW_MEMO_OPEN;
+                e[j].meta &= ~M_MOVING;
             }
             n++;
         }

@@ -72,6 +72,9 @@ if [ -d "$rec_dir" ]; then
         sh "$srcdir/bench/rec.sh" "$b/rec" factorial5 revnat100 fibonacci05 bubblesort10 check1 empty sieve100
     run "bench/rec-memo.sh" env REC_ROUNDS=1 REC_TINY_MS=0 REC_SHORT_MS=0 REC_TIMEOUT=120 TGREL_REC_DIR="$rec_dir" \
         sh "$srcdir/bench/rec-memo.sh" "$b/rec" revnat100 fibonacci05 quicksort10 sieve100
+    # short rows: timed by rec --pair (20 repetitions of both)
+    run "bench/rec-memo.sh (paired)" env REC_TINY_MS=0 REC_SHORT_MS=50 REC_TIMEOUT=120 TGREL_REC_DIR="$rec_dir" \
+        sh "$srcdir/bench/rec-memo.sh" "$b/rec" fibonacci05 check2
 else
     n=$((n + 1))
     echo "ok $n - bench/rec.sh # SKIP no REC benchmark folder ($rec_dir; set TGREL_REC_DIR)"

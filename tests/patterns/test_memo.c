@@ -96,6 +96,29 @@ static void table_tests(void)
     TAP_CHECK(!call(0, f, 0, 1), "an early call was evicted");
     TAP_EQ_INT(m->nopen, 0, "no call left open");
 
+    /* calls open while the table is cut under them: each stays on the
+     * open stack at its entry's new slot, and its entry is open (not a
+     * normal form, nor a place on the stack left from the move) */
+    enum { OPEN_N = 200 };
+    long before_cuts = (long)m->cuts;
+    for (long i = 0; i < OPEN_N; i++)
+        enter(0, f, 500000 + i, NULL);
+    for (long i = 0; i < 3000; i++)
+        call(0, f, 600000 + i, 1);
+    int followed = (long)m->cuts > before_cuts && m->nopen == OPEN_N;
+    for (size_t k = 0; followed && k < m->nopen; k++) {
+        const tgW_mentry *e = &m->e[m->open[k].slot];
+        followed = e->nf == TGW_MEMO_OPEN && e->a[0] == tg_int(ctx, 500000 + (long)k);
+    }
+    TAP_CHECK(followed, "%d calls open through %ld cuts: each followed to its new slot, still open",
+              OPEN_N, (long)m->cuts - before_cuts);
+    TAP_CHECK(enter(0, f, 500000, NULL) == TGW_MEMO_OPEN, "the first of them is found open (a cycle)");
+    tgW_memo_close(m, 0, tg_int(ctx, 7), rewrites);
+    int known = 1;
+    for (long i = 0; i < OPEN_N; i++)
+        known &= enter(0, f, 500000 + i, NULL) == tg_int(ctx, 7);
+    TAP_CHECK(known, "closed, all are known");
+
     /* an op whose calls never repeat: dropped at its 256th reduction */
     for (long i = 0; i < 255; i++)
         call(1, g, i, 3);
