@@ -234,6 +234,28 @@ static int groups_plan(const tgk_desc *d, tgk_kern k, int nd, const int64_t *sha
     return 1;
 }
 
+/* Fold g rows of inner values v (row after row) into the accumulators
+ * at acc, os apart from row to row, stride s along a row.  Row sums into
+ * accumulators of their own (os not 0) go four rows at a time, each row
+ * still added in its order, so that four chains of dependent adds
+ * overlap instead of waiting on each other. */
+static void fold_rows(int kind, char *acc, int64_t os, int64_t s, const double *v, int64_t inner, int64_t g)
+{
+    int64_t r = 0;
+    if (kind == TGLD_SUM && s == 0 && os != 0)
+        for (; r + 4 <= g; r += 4) {
+            double a0, a1, a2, a3;
+            const double *v0 = v + r * inner, *v1 = v0 + inner, *v2 = v1 + inner, *v3 = v2 + inner;
+            char *c = acc + r * os;
+            memcpy(&a0, c, 8), memcpy(&a1, c + os, 8), memcpy(&a2, c + 2 * os, 8), memcpy(&a3, c + 3 * os, 8);
+            for (int64_t i = 0; i < inner; i++)
+                a0 = a0 + v0[i], a1 = a1 + v1[i], a2 = a2 + v2[i], a3 = a3 + v3[i];
+            memcpy(c, &a0, 8), memcpy(c + os, &a1, 8), memcpy(c + 2 * os, &a2, 8), memcpy(c + 3 * os, &a3, 8);
+        }
+    for (; r < g; r++)
+        fold_run(kind, acc + r * os, s, v + r * inner, inner);
+}
+
 /* A gathered input's row: n elements of size es from src (stride ss;
  * 0, a row's broadcast scalar, repeated) to contiguous dst. */
 static inline void row_in(char *dst, const char *src, int64_t ss, int64_t n, int es)
@@ -280,16 +302,23 @@ static void run_group(const tgk_desc *d, const rowgrp *G, int nd, const int64_t 
     G->kc(n, p);
     memcpy(b, b0, sizeof b0);
     memcpy(idx, idx0, sizeof idx0);
-    for (int64_t r = 0; r < g; r++) {   /* the scattered outputs and the folds, row by row */
+    if (two) {      /* the scattered outputs, then each reduction's rows */
         for (int x = 0; x < G->ngout; x++) {
             int q = G->gout[x], es = d->size[q];
-            copy_elems(two ? b0[q] + r * st[2 * q] : b[q], s[q], p[q] + r * inner * es, es, inner, es);
+            for (int64_t r = 0; r < g; r++)
+                copy_elems(b0[q] + r * st[2 * q], s[q], p[q] + r * inner * es, es, inner, es);
         }
         for (int q = 0; q < d->nred; q++)
-            fold_run(d->red[q], two ? b0[nio + q] + r * st[2 * (nio + q)] : b[nio + q], s[nio + q],
-                     G->buf[q] + r * inner, inner);
-        if (!two)
-            next_row(nd, nall, shape, st, idx, b);
+            fold_rows(d->red[q], b0[nio + q], st[2 * (nio + q)], s[nio + q], G->buf[q], inner, g);
+    }
+    for (int64_t r = 0; !two && r < g; r++) {   /* the same by the N-d walk, row by row */
+        for (int x = 0; x < G->ngout; x++) {
+            int q = G->gout[x], es = d->size[q];
+            copy_elems(b[q], s[q], p[q] + r * inner * es, es, inner, es);
+        }
+        for (int q = 0; q < d->nred; q++)
+            fold_run(d->red[q], b[nio + q], s[nio + q], G->buf[q] + r * inner, inner);
+        next_row(nd, nall, shape, st, idx, b);
     }
     if (two) {
         for (int q = 0; q < nall; q++)
