@@ -1,6 +1,7 @@
 /* loopdrv.c - the driver of compiled loops (module prefix tgLd_): the N-d
- * walk, the chunks, the gathering of strided operands and the folding of
- * fused reductions, shared by every generated kernel (see loopdrv.h). */
+ * walk, the chunks, short rows several to a kernel call, the gathering
+ * of strided operands and the folding of fused reductions, shared by
+ * every generated kernel (see loopdrv.h). */
 #include "config.h"
 
 #include <dlfcn.h>

@@ -58,7 +58,12 @@ TGLD_DEFS
  * the threads, and are those of one element at a time. */
 void tgLd_loop(const tgk_desc *d, tgk_kern k, const int64_t *shape, char *const *base, const int64_t *st);
 
-/* Flat indices [lo, hi) of such a loop, on this thread. */
+/* Flat indices [lo, hi) of such a loop, on this thread.  Rows of at
+ * most TGLD_CHUNK / 2 elements go to the kernel (kc when there is one)
+ * in groups of TGLD_CHUNK / length whole rows counted from the loop's
+ * first; a part of a group at either end of the range runs as its
+ * whole group would, through buffers, so an element's place in its
+ * kernel call depends on the shape alone. */
 void tgLd_range(const tgk_desc *d, tgk_kern k, const int64_t *shape, char *const *base, const int64_t *st,
                 int64_t lo, int64_t hi);
 
