@@ -331,8 +331,10 @@ static void run_group(const tgk_desc *d, const rowgrp *G, int nd, const int64_t 
 /* Part of a group: elements [off, off + cnt) of the group of gn
  * elements, the first at column j of the row at b (idx), as the whole
  * group's call would compute them: every operand through a buffer, the
- * part at its place in the group, the rest of the inputs zeros, and
- * only the part scattered and folded.  So an element's place in its
+ * part at its place in the group, the rest of the inputs copies of the
+ * part's first element (values the loop's operations meet anyway: no
+ * integer division by a zero the data never had), and only the part
+ * scattered and folded.  So an element's place in its
  * kernel call, where a vectorized kernel may switch from its vector
  * loop to its scalar remainder (whose math functions round differently),
  * depends on the shape alone, not on where a range (a thread's share,
@@ -346,13 +348,6 @@ static void run_part(const tgk_desc *d, const rowgrp *G, int nd, const int64_t *
     char *b0[nall], **p = G->p;
     memcpy(b0, b, sizeof b0);
     memcpy(idx0, idx, sizeof idx0);
-    for (int q = 0; q < d->nin; q++)
-        if (d->size[q]) {
-            int es = d->size[q];
-            char *t = (char *)G->buf[d->nred + q];
-            memset(t, 0, (size_t)(off * es));
-            memset(t + (off + cnt) * es, 0, (size_t)((gn - off - cnt) * es));
-        }
     for (int64_t e = 0, c = j; e < cnt; c = 0) {     /* the inputs, row by row */
         int64_t len = inner - c < cnt - e ? inner - c : cnt - e;
         for (int q = 0; q < d->nin; q++)
@@ -362,6 +357,14 @@ static void run_part(const tgk_desc *d, const rowgrp *G, int nd, const int64_t *
         if (c + len == inner)
             next_row(nd, nall, shape, st, idx, b);
     }
+    for (int q = 0; q < d->nin; q++)     /* the rest: the part's first element again */
+        if (d->size[q]) {
+            int es = d->size[q];
+            char *t = (char *)G->buf[d->nred + q];
+            for (int64_t e = 0; e < gn; e++)
+                if (e < off || e >= off + cnt)
+                    memcpy(t + e * es, t + off * es, (size_t)es);
+        }
     for (int q = 0; q < nio; q++)
         p[q] = d->size[q] ? (char *)G->buf[d->nred + q] : NULL;
     for (int r = 0; r < d->nred; r++)
