@@ -315,6 +315,34 @@ static int red_kind(const tgH_sched *s, int r)
     return acc_type(s, r)[0] == 'd' ? k : k | TGLD_INT;
 }
 
+/* Kernel NAME of loop k: elements [0, n) of its operands, those of bit
+ * q of bmask read at element 0 (a row's scalar), the others whole. */
+static void put_kernel(tgB_buf *b, const tgH_sched *s, const tgH_step *st, int k, const char *name, uint64_t bmask)
+{
+    int nio = st->nins + st->nouts;
+    tgB_printf(b, "\nstatic void TGK_CAT(tgk_loop%d, %s)(int64_t n, char *const *p)\n{\n", k, name);
+    /* the operands' pointers in locals: a store through a char type (a
+     * bool output) may alias p[], which would then be read again at
+     * every element, and the loop would not vectorize */
+    for (int q = 0; q < nio; q++)
+        tgB_printf(b, "  char *const p_%d = p[%d];\n", q, q);
+    tgB_printf(b, "#define BM 0x%llxull\n"
+                  "#define A(k, T) (((T *)p_##k)[(k) < 64 && (BM >> ((k) & 63) & 1) ? 0 : i])\n",
+               (unsigned long long)bmask);
+    for (int q = 0; q < st->nreds; q++) {
+        const char *T = acc_type(s, st->reds[q]);
+        tgB_printf(b, "  %s *rb%d = (%s *)p[%d];\n", T, q, T, nio + q);
+    }
+    tgB_puts(b, "  #pragma omp simd\n  for (int64_t i = 0; i < n; i++) {\n");
+    tgJ_put_body(b, s, st);
+    for (int q = 0; q < st->nreds; q++) {
+        char src[32];
+        red_src(s, st->reds[q], src, sizeof src);
+        tgB_printf(b, "    rb%d[i] = %s;\n", q, src);
+    }
+    tgB_puts(b, "  }\n#undef A\n#undef BM\n}\n");
+}
+
 /* tgk_loopK hands the loop to the driver (loopdrv.c: the thread split,
  * the N-d walk, strided operands, the folds), which calls the loop's
  * kernel tgk_loopK_k on contiguous runs: the only code of the loop the C
@@ -336,27 +364,12 @@ static void put_loop(tgB_buf *b, const tgH_sched *s, int k)
             (a->ndim == 0 || tgV_canon(g, a->shape[a->ndim - 1]) == 1))
             bmask |= (uint64_t)1 << q;
     }
-    tgB_printf(b, "\nstatic void TGK_CAT(tgk_loop%d, _k)(int64_t n, char *const *p)\n{\n", k);
-    /* the operands' pointers in locals: a store through a char type (a
-     * bool output) may alias p[], which would then be read again at
-     * every element, and the loop would not vectorize */
-    for (int q = 0; q < nio; q++)
-        tgB_printf(b, "  char *const p_%d = p[%d];\n", q, q);
-    tgB_printf(b, "#define BM 0x%llxull\n"
-                  "#define A(k, T) (((T *)p_##k)[(k) < 64 && (BM >> ((k) & 63) & 1) ? 0 : i])\n",
-               (unsigned long long)bmask);
-    for (int q = 0; q < st->nreds; q++) {
-        const char *T = acc_type(s, st->reds[q]);
-        tgB_printf(b, "  %s *rb%d = (%s *)p[%d];\n", T, q, T, nio + q);
-    }
-    tgB_puts(b, "  #pragma omp simd\n  for (int64_t i = 0; i < n; i++) {\n");
-    tgJ_put_body(b, s, st);
-    for (int q = 0; q < st->nreds; q++) {
-        char src[32];
-        red_src(s, st->reds[q], src, sizeof src);
-        tgB_printf(b, "    rb%d[i] = %s;\n", q, src);
-    }
-    tgB_puts(b, "  }\n#undef A\n#undef BM\n}\n");
+    put_kernel(b, s, st, k, "_k", bmask);
+    /* short rows go several to a call (loopdrv.c), each row's broadcast
+     * scalar repeated along its row: a kernel reading every operand whole */
+    bool kc = bmask != 0 && nd >= 2;
+    if (kc)
+        put_kernel(b, s, st, k, "_kc", 0);
     tgB_printf(b, "\nvoid tgk_loop%d(const int64_t *shape, char *const *base, const int64_t *st)\n"
                   "{\n  static const unsigned char size[] = {", k);
     for (int q = 0; q < nio; q++) {
@@ -367,10 +380,14 @@ static void put_loop(tgB_buf *b, const tgH_sched *s, int k)
     tgB_puts(b, nio ? "}, red[] = {" : "0}, red[] = {");
     for (int q = 0; q < st->nreds; q++)
         tgB_printf(b, "%s%d", q ? ", " : "", red_kind(s, st->reds[q]));
-    tgB_printf(b, "%s};\n  static const tgk_desc d = {%d, %d, %d, %d, TGK_PAR%s, 0x%llxull, size, red};\n"
-                  "  tgk_drive(&d, TGK_CAT(tgk_loop%d, _k), shape, base, st);\n}\n",
+    tgB_printf(b, "%s};\n  static const tgk_desc d = {%d, %d, %d, %d, TGK_PAR%s, 0x%llxull, size, red, ",
                st->nreds ? "" : "0", nd, st->nins, st->nouts, st->nreds,
-               blocked_reductions(s, st) ? " | TGLD_BLOCKED" : "", (unsigned long long)bmask, k);
+               blocked_reductions(s, st) ? " | TGLD_BLOCKED" : "", (unsigned long long)bmask);
+    if (kc)
+        tgB_printf(b, "TGK_CAT(tgk_loop%d, _kc)};\n", k);
+    else
+        tgB_puts(b, "0};\n");
+    tgB_printf(b, "  tgk_drive(&d, TGK_CAT(tgk_loop%d, _k), shape, base, st);\n}\n", k);
 }
 
 /* tgk_loopK of update step k, (inc_subtensor X V IDX ...) or set_subtensor:

@@ -17,7 +17,7 @@ typedef void (*tgJ_loop_fn)(const int64_t *shape, char *const *base, const int64
  * without generating the source.  Change it with any change to what
  * tensor.c, schedule.c or codegen.c make of a term (the key also holds
  * the library's build ID where the linker writes one). */
-#define TGJ_LOWERING_VERSION "12"
+#define TGJ_LOWERING_VERSION "13"
 
 /* Floored division and modulo (Python's // and %, numpy's floor_divide
  * and remainder): integer division by 0 gives 0, the float ones follow

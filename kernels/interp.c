@@ -1218,16 +1218,21 @@ static int run_dot(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
     size_t es = tgV_dtype_size(d);
     tgI_arr ta, tb, tc;
     char *fa = NULL, *fb = NULL, *fc = NULL;
-    bool transa, transb;
-    int64_t lda, ldb;
-    if (A->dtype != d || !blas_ok(m, k, ars, acs, es, &transa, &lda)) {
+    bool transa = false, transb = false;
+    int64_t lda = 0, ldb = 0;
+    /* smallmm.c reads A and B with any strides of whole elements: on
+     * its path an operand of the product's dtype is read where it is */
+    bool small = total > 0 && tgMm_use(m, k, nn, tgBl_threads());
+    bool keep_a = small && A->dtype == d && ars % (int64_t)es == 0 && acs % (int64_t)es == 0;
+    bool keep_b = small && B->dtype == d && brs % (int64_t)es == 0 && bcs % (int64_t)es == 0;
+    if (!keep_a && (A->dtype != d || !blas_ok(m, k, ars, acs, es, &transa, &lda))) {
         if (!(fa = contig_copy(A, d, &ta)))
             return tgE_nomem(err), -1;
         A = &ta;
         as_matrix(A, true, &m, &k, &ars, &acs);
         blas_ok(m, k, ars, acs, es, &transa, &lda);
     }
-    if (B->dtype != d || !blas_ok(k, nn, brs, bcs, es, &transb, &ldb)) {
+    if (!keep_b && (B->dtype != d || !blas_ok(k, nn, brs, bcs, es, &transb, &ldb))) {
         if (!(fb = contig_copy(B, d, &tb))) {
             free(fa);
             return tgE_nomem(err), -1;
@@ -1255,9 +1260,9 @@ static int run_dot(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
         alpha = 1, beta = 0;
     else if (Cin)
         copy_arr(fc ? &tc : C, &cview);
-    if (total > 0 && tgMm_use(m, k, nn, tgBl_threads())) {
+    if (small) {
         /* small, where OpenBLAS would start its threads: written here
-         * (smallmm.c); A and B as they are after the copies above,
+         * (smallmm.c); A and B where they are, or their copies above,
          * strides in whole elements */
         int64_t e = (int64_t)es;
         int rc = d == TG_FLOAT64

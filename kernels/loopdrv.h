@@ -21,7 +21,9 @@
  * the kernel reads element 0 of operand q for every i); size[q] the bytes
  * of an element of input or output q (0: a constant, no operand); red[r]
  * reduction r's fold, TGLD_SUM ... plus TGLD_INT when it accumulates in
- * int64_t (else double).
+ * int64_t (else double); kc, when not NULL, the same kernel reading every
+ * operand as contiguous, the inputs of bm too (NULL with bm 0: k itself),
+ * for runs of several short rows (tgLd_range).
  * A kernel runs elements [0, n) with p[q] the first element of operand q
  * (contiguous, or read at 0 when broadcast), and writes reduction r's
  * values, converted to its accumulator type, to p[nin + nout + r][i]; n is
@@ -33,6 +35,7 @@
         int nd, nin, nout, nred, flags;                                                                  \
         unsigned long long bm;                                                                           \
         const unsigned char *size, *red;                                                                 \
+        void (*kc)(int64_t n, char *const *p);                                                           \
     } tgk_desc;                                                                                          \
     typedef void (*tgk_kern)(int64_t n, char *const *p);                                                 \
     typedef void (*tgk_drive_fn)(const tgk_desc *d, tgk_kern k, const int64_t *shape, char *const *base, \
@@ -55,7 +58,12 @@ TGLD_DEFS
  * the threads, and are those of one element at a time. */
 void tgLd_loop(const tgk_desc *d, tgk_kern k, const int64_t *shape, char *const *base, const int64_t *st);
 
-/* Flat indices [lo, hi) of such a loop, on this thread. */
+/* Flat indices [lo, hi) of such a loop, on this thread.  Rows of at
+ * most TGLD_CHUNK / 2 elements go to the kernel (kc when there is one)
+ * in groups of TGLD_CHUNK / length whole rows counted from the loop's
+ * first; a part of a group at either end of the range runs as its
+ * whole group would, through buffers, so an element's place in its
+ * kernel call depends on the shape alone. */
 void tgLd_range(const tgk_desc *d, tgk_kern k, const int64_t *shape, char *const *base, const int64_t *st,
                 int64_t lo, int64_t hi);
 

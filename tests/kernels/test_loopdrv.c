@@ -134,6 +134,128 @@ static void test_direct_blocked(void)
     free(x);
 }
 
+/* ---- short rows, several to a kernel call ---------------------------- */
+
+/* The group kernel of kern_axpc: c read whole (the driver repeats each
+ * row's scalar along its row); counts its calls and the elements. */
+static int64_t kc_calls, kc_elems, k_calls;
+static void kern_axpc_whole(int64_t n, char *const *p)
+{
+    const double *a = (const double *)p[0], *c = (const double *)p[2];
+    const float *b = (const float *)p[1];
+    double *o = (double *)p[3], *r = (double *)p[4];
+    kc_calls++, kc_elems += n;
+    for (int64_t i = 0; i < n; i++) {
+        o[i] = a[i] * (double)b[i] + c[i];
+        r[i] = o[i];
+    }
+}
+static void kern_axpc_counted(int64_t n, char *const *p)
+{
+    k_calls++;
+    kern_axpc(n, p);
+}
+
+/* rows x cols (cols short) as test_direct_2d, the group kernel given
+ * (or not: then every row is a call of its own); out contiguous or
+ * every other element; sums per row or per column.  Against the loop
+ * bit for bit, and the calls counted: groups of 256 / cols whole rows. */
+static void test_groups(int64_t rows, int64_t cols, int per_col, int strided_out, int with_kc)
+{
+    double *a = malloc((size_t)(rows * cols) * 8), *c = malloc((size_t)rows * 8);
+    float *bt = malloc((size_t)(rows * cols) * 4);
+    double *out = calloc((size_t)(rows * cols) * 2 + 1, 8), *acc = calloc((size_t)(rows + cols) + 1, 8);
+    for (int64_t i = 0; i < rows; i++) {
+        c[i] = kt_unif(-1, 1);
+        for (int64_t j = 0; j < cols; j++) {
+            a[i * cols + j] = kt_unif(-2, 2);
+            bt[j * rows + i] = (float)kt_unif(-3, 3);
+        }
+    }
+    static const unsigned char size[] = {8, 4, 8, 8}, red[] = {TGLD_SUM};
+    tgk_desc d = {2, 3, 1, 1, 0, 1u << 2, size, red, with_kc ? kern_axpc_whole : NULL};
+    int64_t shape[2] = {rows, cols}, os = strided_out ? 16 : 8;
+    char *base[5] = {(char *)a, (char *)bt, (char *)c, (char *)out, (char *)acc};
+    int64_t st[10] = {cols * 8, 8, 4, rows * 4, 8, 0, cols * os, os, per_col ? 0 : 8, per_col ? 8 : 0};
+    kc_calls = kc_elems = k_calls = 0;
+    tgLd_loop(&d, kern_axpc_counted, shape, base, st);
+    int ok = 1;
+    double *want = calloc((size_t)(rows + cols) + 1, 8);
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) {
+            double v = a[i * cols + j] * (double)bt[j * rows + i] + c[i];
+            ok &= out[(os / 8) * (i * cols + j)] == v && (!strided_out || out[2 * (i * cols + j) + 1] == 0);
+            want[per_col ? j : i] += v;
+        }
+    for (int64_t k = 0; k < (per_col ? cols : rows); k++)
+        ok &= acc[k] == want[k];
+    int64_t per = 256 / cols, groups = (rows + per - 1) / per;
+    int calls = with_kc ? kc_calls == groups && kc_elems == rows * cols && k_calls == 0 : kc_calls == 0 && k_calls == rows;
+    TAP_CHECK(ok && calls, "driver: %lld rows of %lld, %s output, sums per %s, %s: the hand-written loop's bits "
+              "(%lld group calls of %lld rows, %lld row calls)", (long long)rows, (long long)cols,
+              strided_out ? "a strided" : "a contiguous", per_col ? "column" : "row",
+              with_kc ? "rows grouped" : "no group kernel, a call a row", (long long)kc_calls, (long long)per,
+              (long long)k_calls);
+    free(a), free(c), free(bt), free(out), free(acc), free(want);
+}
+
+/* A kernel writing each element's place in its call, and an int64 max
+ * of the places per row: a loop of 3 axes (rows crossing the middle
+ * one), 20 rows of 9 in groups of 28 rows, run whole and as ranges split
+ * at row boundaries and inside rows (as the threads and a reduction's
+ * blocks split a loop): an element gets the same place in its call
+ * however the range is split, and the per-row maxima are the same. */
+static int place_zero;   /* a call read an input of 0, which the data has not */
+static void kern_place(int64_t n, char *const *p)
+{
+    const int64_t *x = (const int64_t *)p[0];
+    int64_t *o = (int64_t *)p[1], *r = (int64_t *)p[2];
+    for (int64_t i = 0; i < n; i++) {
+        place_zero |= x[i] == 0;
+        o[i] = i + x[i], r[i] = o[i];
+    }
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void test_group_places(int64_t a0, int64_t a1, int64_t a2)
+{
+    int64_t n = a0 * a1 * a2, rows = a0 * a1, per = 256 / a2;
+    int64_t *x = malloc((size_t)rows * 8), *whole = malloc((size_t)n * 8), *split = malloc((size_t)n * 8);
+    int64_t *mw = malloc((size_t)rows * 8), *ms = malloc((size_t)rows * 8);
+    for (int64_t r = 0; r < rows; r++)
+        mw[r] = ms[r] = INT64_MIN, x[r] = 1000 * (r + 1);
+    place_zero = 0;
+    static const unsigned char size[] = {8, 8}, red[] = {TGLD_MAX | TGLD_INT};
+    tgk_desc d = {3, 1, 1, 1, 0, 1u, size, red, kern_place};
+    int64_t shape[3] = {a0, a1, a2};
+    int64_t st[9] = {a1 * 8, 8, 0, a1 * a2 * 8, a2 * 8, 8, a1 * 8, 8, 0};
+    char *bw[3] = {(char *)x, (char *)whole, (char *)mw}, *bs[3] = {(char *)x, (char *)split, (char *)ms};
+    tgLd_range(&d, kern_place, shape, bw, st, 0, n);
+    int64_t cuts[8] = {0, 5 * a2, 11 * a2, 11 * a2 + 4, 19 * a2 - 2, (per + 1) * a2 + 1, n - 1, n};
+    for (int c = 0; c < 8; c++)     /* at most n, in order */
+        cuts[c] = cuts[c] < n ? cuts[c] : n;
+    qsort(cuts, 8, sizeof cuts[0], cmp_i64);
+    for (int c = 0; c + 1 < 8; c++)
+        tgLd_range(&d, kern_place, shape, bs, st, cuts[c], cuts[c + 1]);
+    int ok = 1;
+    for (int64_t e = 0; e < n; e++) {
+        int64_t row = e / a2;
+        ok &= whole[e] == (row % per) * a2 + e % a2 + 1000 * (row + 1) && split[e] == whole[e];
+    }
+    for (int64_t r = 0; r < rows; r++)
+        ok &= mw[r] == whole[r * a2 + a2 - 1] && ms[r] == mw[r];
+    TAP_CHECK(ok && !place_zero, "driver: %lld x %lld rows of %lld, %lld rows a call from the loop's first row, a "
+              "row's broadcast input repeated along it: the same place in its call for every element whatever the "
+              "split of the range, the maxima folded per row, and a split group's other places given the data's "
+              "values", (long long)a0, (long long)a1, (long long)a2, (long long)per);
+    free(x), free(whole), free(split), free(mw), free(ms);
+}
+
 /* ---- through compiled functions, both paths ---------------------------- */
 
 /* (exp x) * y + z with z one value per row and x transposed: the result,
@@ -204,6 +326,14 @@ int main(void)
     test_direct_int(256, 0);
     test_direct_int(513, 1);
     test_direct_blocked();
+    test_groups(100, 10, 0, 0, 1);
+    test_groups(100, 10, 1, 1, 1);
+    test_groups(37, 3, 0, 1, 1);
+    test_groups(9, 128, 1, 0, 1);
+    test_groups(100, 10, 0, 1, 0);
+    test_group_places(3, 7, 9);
+    test_group_places(4, 13, 9);
+    test_group_places(2, 40, 3);
     KT_EACH_PATH {
         test_fn(5, 600);
         test_fn(300, 3);

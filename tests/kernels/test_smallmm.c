@@ -214,6 +214,48 @@ static int through_fn(int m, int k, int n, int trans, int interp)
     return ok;
 }
 
+/* (dot A B) of views read in place on the own kernel's path: A the rows
+ * of a reversed and every other column of a taken (m x 2k), B a
+ * transposed b (n x k); on path interp, against long double; 1 when
+ * within rounding. */
+static int through_views(int m, int k, int n, int interp)
+{
+    char ins[300], outs[400];
+    snprintf(ins, sizeof ins, "(input a float64 (%d %d)) (input b float64 (%d %d))", m, 2 * k, n, k);
+    snprintf(outs, sizeof outs, "(dot (subtensor (input a float64 (%d %d)) (slice none none -1) (slice 0 none 2)) "
+             "(transpose (input b float64 (%d %d)) (1 0)))", m, 2 * k, n, k);
+    tg_error err;
+    tg_fn *fn = kt_compile(ctx, ins, outs, NULL, interp, &err);
+    if (!fn) {
+        tap_diag("%s", err.message);
+        return 0;
+    }
+    int64_t as[2] = {m, 2 * k}, bs[2] = {n, k}, os[2] = {m, n};
+    double *a = malloc(sizeof(double) * (size_t)(2 * m * k)), *b = malloc(sizeof(double) * (size_t)(k * n));
+    double *o = malloc(sizeof(double) * (size_t)(m * n));
+    for (int i = 0; i < 2 * m * k; i++)
+        a[i] = kt_unif(-1, 1);
+    for (int i = 0; i < k * n; i++)
+        b[i] = kt_unif(-1, 1);
+    tg_array in[2], out;
+    tg_array_init(&in[0], TG_FLOAT64, 2, as, a);
+    tg_array_init(&in[1], TG_FLOAT64, 2, bs, b);
+    tg_array_init(&out, TG_FLOAT64, 2, os, o);
+    int ok = tg_fn_call(fn, in, &out, &err) == 0;
+    for (int i = 0; i < m && ok; i++)
+        for (int j = 0; j < n && ok; j++) {
+            long double s = 0, abs_ = 0;
+            for (int p = 0; p < k; p++) {
+                long double x = a[(m - 1 - i) * 2 * k + 2 * p], y = b[j * k + p];
+                s += x * y, abs_ += fabsl(x * y);
+            }
+            ok = fabsl(o[i * n + j] - s) <= (long double)(k + 2) * DBL_EPSILON * abs_;
+        }
+    free(a), free(b), free(o);
+    tg_fn_free(fn);
+    return ok;
+}
+
 static void functions(void)
 {
     /* the first call opens OpenBLAS, after which its threads can be set */
@@ -231,6 +273,10 @@ static void functions(void)
                       "(add (dot A B) bias), 256x64x32, 80x101x70, 64x256x32 with A transposed, 256x32x10, OpenBLAS "
                       "on %d thread%s: within rounding of long double",
                       th, th > 1 ? "s" : "");
+            TAP_CHECK(through_views(96, 64, 48, kt_path) && through_views(40, 90, 100, kt_path),
+                      "(dot A B) of a reversed and strided A and a transposed B, 96x64x48 and 40x90x100, OpenBLAS on "
+                      "%d thread%s (%s): within rounding of long double", th, th > 1 ? "s" : "",
+                      th > 1 ? "the own kernel, reading the views in place" : "BLAS, from copies");
         }
     }
     blas_set(2);
