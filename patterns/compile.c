@@ -1218,6 +1218,90 @@ static tg_term *first_key(const tgW_ins *m, tg_term *const *k)
     return NULL;
 }
 
+/* A self loop (rset.h): rule r plain, its body E_FIRE (no condition, no
+ * built-in before it), pushes of registers and constants, and E_CALLT of
+ * its own op on as many arguments as its left side has.  The machine may
+ * then rewrite such a call again and again without a frame, a dispatch or
+ * the body (machine.c: loop_run); loop[] says where each argument of the
+ * next call comes from.  NULL for any other rule (or out of memory: the
+ * rule then runs as any other). */
+static uint32_t *self_loop(const tgW_rule *r)
+{
+    const tgW_ins *b = r->body;
+    uint32_t n = r->match->a, k = 0, src[TGW_LOOP_MAX + 3];
+    if (!r->plain || n == 0 || n > TGW_LOOP_MAX || b->op != E_FIRE)
+        return NULL;
+    for (b++; k <= n; b++) {
+        if (b->op == E_VAR)
+            src[k++] = b->a;
+        else if (b->op == E_VARS) {
+            src[k++] = b->a, src[k++] = b->b;
+            if (b->pad == 3)
+                src[k++] = b->c;
+        } else if (b->op == E_CONST)
+            src[k++] = TGW_LOOP_K | b->a;
+        else
+            break;
+    }
+    if (k != n || b->op != E_CALLT || b->a != r->op->id || b->c != n || b->pad || b->d)
+        return NULL;
+    uint32_t *loop = GC_MALLOC_ATOMIC(n * sizeof *loop);
+    if (loop)
+        memcpy(loop, src, n * sizeof *loop);
+    return loop;
+}
+
+/* Whether no term matches both patterns a and b (rule left sides, or
+ * parts of them at the same place): somewhere they name different
+ * constants or heads, or proper lists of different lengths.  0 when in
+ * doubt: a variable, quoted data, an assoc / comm op (whose matches
+ * regroup and reorder), a segment beyond the elements compared. */
+static int clash(const tg_rules *rs, tg_term *quote, tg_term *a, tg_term *b, unsigned depth)
+{
+    if (depth > 64 || tg_kind_of(a) == TG_VAR || tg_kind_of(b) == TG_VAR)
+        return 0;
+    if (tgT_ispair(a) != tgT_ispair(b))
+        return 1;       /* an application or list never matches an atom */
+    if (!tgT_ispair(a))
+        return a != b;  /* constants match by identity (M_CONST) */
+    if (a->e[0] == quote || b->e[0] == quote)
+        return 0;
+    for (int s = 0; s < 2; s++) {
+        tg_term *h = (s ? b : a)->e[0];
+        const tgW_op *op = tg_kind_of(h) == TG_SYMBOL ? tgW_op_find(rs, h) : NULL;
+        if (op && (op->flags & (TGW_ASSOC | TGW_COMM)))
+            return 0;
+    }
+    tg_iter ia = {a, 0}, ib = {b, 0};
+    tg_term *x, *y;
+    for (;;) {
+        x = tgT_iter_next(&ia), y = tgT_iter_next(&ib);
+        if (!x || !y)
+            break;
+        if (clash(rs, quote, x, y, depth + 1))
+            return 1;
+    }
+    /* one ended (its tail in its iterator): the longer clashes with the
+     * shorter unless the shorter ends in a segment */
+    if (!x && !y)
+        return 0;
+    return (tg_term *)(x ? ib.node : ia.node) == TGT_NIL;
+}
+
+int tgW_loop_safe(const tg_rules *rs, tgW_rule *const *rules, uint32_t i)
+{
+    const tgW_rule *r = rules[i];
+    tg_term *quote = tg_symbol_cstr(rs->ctx, "quote");
+    if (!r->loop || !quote)
+        return 0;
+    for (uint32_t j = 0; j < i; j++)
+        if (rules[j]->op != r->op || rules[j]->rel || !rules[j]->match ||
+            rules[j]->match->op == M_DONE ||   /* a C rewriter: every call */
+            !clash(rs, quote, rules[j]->lhs, r->lhs, 0))
+            return 0;
+    return 1;
+}
+
 void tgW_comp_init(tgW_comp *c, tg_rules *rs, tg_error *err)
 {
     memset(c, 0, sizeof *c);
@@ -1279,6 +1363,11 @@ tgW_rule *tgW_compile_rule(tgW_comp *c, tg_term *name, tg_term *l, tg_term *rhs,
         tgW_ac_prepare(r);
     r->plain = !r->seg && !r->ac && plain_match(r->match);
     r->key0 = r->plain ? first_key(r->match, r->k) : NULL;
+    r->loop = self_loop(r);
+    r->loop_direct = 1;
+    for (uint32_t j = 0; r->loop && j < r->match->a; j++)
+        if (!(r->loop[j] & TGW_LOOP_K) && r->loop[j] < r->match->a)
+            r->loop_direct = 0;
     r->nvars = c->nvars;
     r->vars = GC_MALLOC((c->nvars ? c->nvars : 1) * sizeof *r->vars);
     r->vregs = GC_MALLOC_ATOMIC((c->nvars ? c->nvars : 1) * sizeof *r->vregs);

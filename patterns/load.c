@@ -80,6 +80,22 @@ int tgW_rules_push(tg_rules *rs, tgW_rule *r)
     return 0;
 }
 
+/* The self loops of one op's rules that the machine may run as loops
+ * in this index (rset.h): none when memory runs out, and the rules then
+ * run one call at a time. */
+static void index_loops(const tg_rules *rs, struct tgW_byop *b)
+{
+    uint32_t k = 0;
+    b->loops = NULL, b->nloops = 0;
+    for (uint32_t i = 0; i < b->n; i++)
+        k += b->r[i]->loop != NULL;
+    if (!k || !(b->loops = GC_MALLOC(k * sizeof *b->loops)))
+        return;
+    for (uint32_t i = 0; i < b->n; i++)
+        if (tgW_loop_safe(rs, b->r, i))
+            b->loops[b->nloops++] = b->r[i];
+}
+
 int tgW_index_build(tg_rules *rs, tgW_index *ix, tgW_rule *const *rules, uint32_t n)
 {
     struct tgW_byop *by = GC_MALLOC((rs->nops ? rs->nops : 1) * sizeof *by);
@@ -114,6 +130,8 @@ int tgW_index_build(tg_rules *rs, tgW_index *ix, tgW_rule *const *rules, uint32_
     tg_term *quote = tg_symbol_cstr(rs->ctx, "quote");
     for (uint32_t o = 0; o < rs->nops && quote; o++)
         by[o].disp = tgW_disp_build(by[o].r, by[o].n, quote);
+    for (uint32_t o = 0; o < rs->nops; o++)
+        index_loops(rs, &by[o]);
     ix->by = by;
     ix->nops = rs->nops;
     return 0;

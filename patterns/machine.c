@@ -391,6 +391,126 @@ static __attribute__((noinline)) int match_plain(const tgW_rule *r, uint32_t n, 
     }
 }
 
+/* ---- self loops -------------------------------------------------------- */
+
+/* Whether self loop r (rset.h) may run as a loop among by's rules. */
+static inline int loop_allowed(const struct tgW_byop *by, const tgW_rule *r)
+{
+    for (uint32_t i = 0; i < by->nloops; i++)
+        if (by->loops[i] == r)
+            return 1;
+    return 0;
+}
+
+/* The every-2^16-rewrites poll of a firing (E_FIRE's): 0, or -1 with
+ * err set (interrupted, over a limit, out of memory). */
+static __attribute__((noinline)) int loop_poll(tg_rules *rs, tg_error *err)
+{
+    if (rs->interrupt) {
+        tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "interrupted");
+        return -1;
+    }
+    if ((rs->max_steps || rs->deadline) && tgW_limits_over(rs, err))
+        return -1;
+    if (tgT_heap_tight())
+        return tgE_nomem(err), -1;
+    return 0;
+}
+
+/* Whether t is (head ...) of exactly c + 1 < TGT_CHUNK elements, a
+ * proper list (app_args_short's test, its header read once). */
+static inline int loop_app(const tg_term *t, const tg_term *head, unsigned c)
+{
+    if (tgT_isfix(t))
+        return 0;
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* kind, flags and n from the low end of the header (as tgT_hash52) */
+    uint32_t w;
+    memcpy(&w, &t->h, sizeof w);
+    if ((w & (0xfu | TGT_HASTAIL << 4 | 0xfu << 8)) != (TG_PAIR | (c + 1) << 8))
+        return 0;
+#else
+    if (t->h.kind != TG_PAIR || t->h.n != c + 1 || (t->h.flags & TGT_HASTAIL))
+        return 0;
+#endif
+    return t->e[0] == head;
+}
+
+/* One round of loop_run for n arguments (a constant where inlined):
+ * r's right side's call made the frame's (its arguments into R[0..n)
+ * from src, through next[] unless direct: src reads none of them), then
+ * r's match program after its M_ROOT (m); whether it matched. */
+static inline __attribute__((always_inline)) int loop_step(const uint32_t *src, int direct, const tgW_ins *m,
+                                                           tg_term *const *K, uint32_t n, tg_term **R)
+{
+    if (direct) {
+        for (uint32_t j = 0; j < n; j++)
+            R[j] = src[j] & TGW_LOOP_K ? K[src[j] & ~TGW_LOOP_K] : R[src[j]];
+    } else {
+        tg_term *next[TGW_LOOP_MAX];
+        for (uint32_t j = 0; j < n; j++)
+            next[j] = src[j] & TGW_LOOP_K ? K[src[j] & ~TGW_LOOP_K] : R[src[j]];
+        for (uint32_t j = 0; j < n; j++)
+            R[j] = next[j];
+    }
+    for (const tgW_ins *pc = m;; pc++) {
+        if (pc->op == M_APP) {
+            const tg_term *t = R[pc->a];
+            if (!loop_app(t, K[pc->b], pc->c))
+                return 0;
+            if (pc->c == 1)     /* (s ?x) and the like */
+                R[pc->d] = t->e[1];
+            else
+                for (unsigned i = 0; i < pc->c; i++)
+                    R[pc->d + i] = t->e[i + 1];
+        } else if (pc->op == M_CONST) {
+            if (R[pc->a] != K[pc->b])
+                return 0;
+        } else if (pc->op == M_SAME) {
+            if (R[pc->a] != R[pc->b])
+                return 0;
+        } else {    /* M_DONE */
+            return 1;
+        }
+    }
+}
+
+/* Self loop r has matched its call (n arguments, the registers R, whose
+ * first n are the arguments, as in every plain rule): fire it, make its
+ * right side's call the frame's (the arguments in R[0..n)), and go on
+ * while r matches that call, as the machine's firing, tail call and
+ * dispatch would one call at a time (r is the rule they pick for any call
+ * it matches: tgW_loop_safe).  The counts are those of the firings one at
+ * a time.  0 when r no longer matches (the call's other rules are still
+ * to try), -1 with err set when the firing's poll says stop. */
+static __attribute__((noinline)) int loop_run(tg_rules *rs, tgW_rule *r, uint32_t n, tg_term **R,
+                                               tg_error *err)
+{
+    const uint32_t *src = r->loop;
+    const tgW_ins *m = r->match + 1;
+    tg_term *const *K = r->k;
+    int direct = r->loop_direct, rc = 0, more;
+    unsigned long long rw = rs->rewrites, rw0 = rw;
+    do {
+        /* every 2^16 rewrites of the run: E_FIRE's poll */
+        if (__builtin_expect((++rw & 0xffff) == 0, 0)) {
+            /* the counts so far first: a limit's error names the rules
+             * that fired most */
+            rs->rewrites = rw;
+            r->fired += rw - rw0, r->built += rw - rw0, r->tried += rw - rw0;
+            rw0 = rw;
+            if ((rc = loop_poll(rs, err)) < 0)
+                break;
+        }
+        /* the usual counts unrolled */
+        more = n == 1 ? loop_step(src, direct, m, K, 1, R)
+             : n == 2 ? loop_step(src, direct, m, K, 2, R) : loop_step(src, direct, m, K, n, R);
+    } while (more);
+    rs->rewrites = rw;
+    r->fired += rw - rw0, r->built += rw - rw0, r->tried += rw - rw0;
+    return rc;
+}
+
 /* ---- built-in predicates -------------------------------------------- */
 
 static int pred(int p, const tg_term *t)
@@ -554,7 +674,7 @@ static void cycle_error(tg_rules *rs, size_t slot, tg_error *err)
 
 static inline const struct tgW_byop *byop(const tgW_index *ix, uint32_t opid)
 {
-    static const struct tgW_byop none = {NULL, 0, NULL};
+    static const struct tgW_byop none = {NULL, 0, NULL, NULL, 0};
     return opid < ix->nops ? &ix->by[opid] : &none;
 }
 
@@ -755,6 +875,9 @@ static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term 
     /* rule timing (profiles): a try's ticks, from its match to its firing
      * or failure, conditions included */
     int timing = rs->timing;
+    /* self loops run as loops (loop_run) when a firing only counts and
+     * the right side's calls are reduced */
+    int can_loop = !watched && !run->step;
     /* The memo lookup of the first call (a node of the input: distinct
      * calls, by the input walk's done map) is deferred until its rules do
      * something the profile counts (a condition test, a call, a firing),
@@ -857,6 +980,14 @@ try_rules:
             if (__builtin_expect(timing, 0))
                 r->ticks += tgTm_ticks() - f->t0;
             continue;
+        }
+        if (r->loop && can_loop && loop_allowed(byop(ix, r->op->id), r)) {
+            /* a self loop: fired until it no longer matches its call */
+            f->rule = r;
+            if (loop_run(rs, r, f->n, R, err) < 0)
+                goto fail;
+            c = f->n, head = f->head, atom = f->atom, opid = r->op->id;
+            goto tail_call;
         }
         if (__builtin_expect(f->opened == 2, 0) && counts_before_fire(r->body))
             LOOKUP_DEFERRED();

@@ -132,6 +132,13 @@ typedef struct tgW_rule {
     int ac;             /* the match has assoc / comm nodes (M_ACRULE first) */
     int plain;          /* the match is M_ROOT, then only M_APP of fewer than
                          * TGT_CHUNK elements, M_CONST and M_SAME: no choice */
+    /* a self loop (compile.c): a plain rule without conditions whose right
+     * side calls its own op on variables and constants of the rule, as
+     * (lt (s ?x) (s ?y)) => (lt ?x ?y).  loop[j] is where the call's
+     * argument j comes from: a register, or TGW_LOOP_K | a constant's
+     * index.  NULL for other rules. */
+    uint32_t *loop;
+    int loop_direct;    /* loop[] reads no argument register: written in place */
     tg_term *key0;      /* a plain rule whose pattern names its first argument's
                          * head or constant: that key (dispatch.h), which a
                          * call's first argument must have to match; else NULL */
@@ -162,6 +169,11 @@ typedef struct tgW_index {
         tgW_rule **r;
         uint32_t n;
         struct tgW_disp *disp;  /* r by argument heads (dispatch.h), or NULL */
+        /* its self loops (tgW_rule's loop) that no rule before them in r
+         * matches when they match: the machine may fire such a rule
+         * again and again on its own call (tgW_loop_safe) */
+        tgW_rule **loops;
+        uint32_t nloops;
     } *by;
 } tgW_index;
 
@@ -294,6 +306,14 @@ int tgW_limits_over(tg_rules *rs, tg_error *err);
 /* Append form to rs->src; -1 when out of memory (or form is NULL). */
 int tgW_log_src(tg_rules *rs, tg_term *form);
 int tgW_index_build(tg_rules *rs, tgW_index *ix, tgW_rule *const *rules, uint32_t n);
+/* Self loops (tgW_rule's loop; compile.c). */
+#define TGW_LOOP_K 0x80000000u  /* loop[j]: a constant, not a register */
+#define TGW_LOOP_MAX 8          /* the most arguments of a self loop */
+/* Whether self loop rules[i] of an op's rules, in the order they are
+ * tried, is the rule that fires on every call it matches: no rule before
+ * it matches such a call (their left sides clash with its own somewhere:
+ * different heads or constants, or lengths). */
+int tgW_loop_safe(const tg_rules *rs, tgW_rule *const *rules, uint32_t i);
 /* Add a compiled rule to rs (its name goes to the rule map). */
 int tgW_rule_add(tg_rules *rs, tgW_rule *r);
 

@@ -1,0 +1,160 @@
+/* test_loops.c - self loops (a rule whose right side calls its own op on
+ * parts of its left side, such as (lt (s ?n) (s ?m)) => (lt ?n ?m), which
+ * the machine fires in a loop of its own): normal forms and rewrite
+ * counts against a hand-written evaluation, with memo on (which takes the
+ * general path) and off; a rule before the loop that matches some of its
+ * calls still fires first; a swap of arguments, constants and nonlinear
+ * patterns; the step and time limits stop a long loop. */
+#include <string.h>
+
+#include "harness.h"
+#include "tgrel.h"
+
+static const char rules[] =
+    "(op s (arity 1)) (op lt (arity 2)) (op sw (arity 2)) (op cd (arity 2))\n"
+    "(op f (arity 2)) (op eqn (arity 2)) (op deep (arity 2)) (op wrap (arity 1)) (op stop (arity 1))\n"
+    "(rule lt-00 (lt 0 0) => false)\n"
+    "(rule lt-0s (lt 0 (s ?n)) => true)\n"
+    "(rule lt-s0 (lt (s ?n) 0) => false)\n"
+    "(rule lt-ss (lt (s ?n) (s ?m)) => (lt ?n ?m))\n"
+    /* the arguments swapped: the new call reads the old one's registers */
+    "(rule sw-s (sw (s ?x) ?y) => (sw ?y ?x))\n"
+    /* a constant as an argument of the new call */
+    "(rule cd-s (cd (s ?x) ?y) => (cd ?x k))\n"
+    /* a rule before the loop that matches some of its calls: it fires */
+    "(rule f-stop (f (s (s ?x)) ?y) => (stop ?y))\n"
+    "(rule f-s (f (s ?x) ?y) => (f ?x ?y))\n"
+    /* a nonlinear rule before the loop, disjoint from it by a head */
+    "(rule eqn-w (eqn (wrap ?x) ?x) => same)\n"
+    "(rule eqn-s (eqn (s ?x) (s ?y)) => (eqn ?x ?y))\n"
+    /* a pattern two levels deep */
+    "(rule deep-2 (deep (s (s ?x)) ?y) => (deep ?x (s ?y)))\n";
+
+static tg_term *num(tg_ctx *ctx, long n)
+{
+    tg_term *t = tg_int(ctx, 0), *s = tg_symbol_cstr(ctx, "s");
+    while (n-- > 0)
+        t = tg_app(ctx, s, 1, &t);
+    return t;
+}
+
+static tg_term *call2(tg_ctx *ctx, const char *op, tg_term *a, tg_term *b)
+{
+    tg_term *args[2] = {a, b};
+    return tg_app(ctx, tg_symbol_cstr(ctx, op), 2, args);
+}
+
+static unsigned long long rewrites(tg_rules *rs)
+{
+    unsigned long long rw = 0, cond = 0;
+    tg_rules_counts(rs, &rw, &cond);
+    return rw;
+}
+
+/* lt on i and j, memo off and on: the normal form and the count */
+static int check_lt(tg_ctx *ctx, tg_rules *rs, long i, long j)
+{
+    tg_error err;
+    tg_term *want = tg_symbol_cstr(ctx, i < j ? "true" : "false");
+    unsigned long long n = (unsigned long long)(i < j ? i : j) + 1;
+    int ok = 1;
+    for (int memo = 0; memo < 2; memo++) {
+        tg_term *nf = tg_normalize(rs, call2(ctx, "lt", num(ctx, i), num(ctx, j)), memo ? TG_NF_MEMO : 0,
+                                   &err);
+        ok &= nf == want && rewrites(rs) == n;
+    }
+    return ok;
+}
+
+int main(void)
+{
+    tg_error err;
+    tg_error_clear(&err);
+    tg_ctx *ctx = tg_ctx_new(&err);
+    tg_rules *rs = tg_rules_new(ctx, &err);
+    TAP_CHECK(tg_rules_load_string(rs, rules, sizeof rules - 1, "loops", &err) == 0, "rules load (%s)",
+              err.message);
+
+    int ok = 1;
+    for (long i = 0; i <= 12; i++)
+        for (long j = 0; j <= 12; j++)
+            ok &= check_lt(ctx, rs, i, j);
+    TAP_CHECK(ok, "lt on 0..12 x 0..12: i < j and min(i, j) + 1 rewrites, memo on and off");
+    TAP_CHECK(check_lt(ctx, rs, 5000, 4999) && check_lt(ctx, rs, 4999, 5000),
+              "lt on numerals of 5000: the same");
+
+    /* sw: (sw (s x) y) -> (sw y x) until the first argument is 0 */
+    ok = 1;
+    for (long a = 0; a <= 9; a++)
+        for (long b = 0; b <= 9; b++) {
+            long x = a, y = b, n = 0;
+            while (x > 0) {
+                long t = x - 1;
+                x = y, y = t, n++;
+            }
+            tg_term *want = call2(ctx, "sw", num(ctx, x), num(ctx, y));
+            for (int memo = 0; memo < 2; memo++) {
+                tg_term *nf = tg_normalize(rs, call2(ctx, "sw", num(ctx, a), num(ctx, b)),
+                                           memo ? TG_NF_MEMO : 0, &err);
+                ok &= nf == want && rewrites(rs) == (unsigned long long)n;
+            }
+        }
+    TAP_CHECK(ok, "swapped arguments: the normal form and count of a hand-run loop");
+
+    tg_term *nf = tg_normalize(rs, call2(ctx, "cd", num(ctx, 7), tg_symbol_cstr(ctx, "y")), 0, &err);
+    TAP_CHECK(nf == call2(ctx, "cd", num(ctx, 0), tg_symbol_cstr(ctx, "k")) && rewrites(rs) == 7,
+              "a constant argument: (cd 0 k) after 7 rewrites");
+
+    /* f-stop fires on (f (s (s x)) y), so the loop of f-s never runs past it */
+    ok = 1;
+    for (long a = 0; a <= 6; a++) {
+        tg_term *y = tg_symbol_cstr(ctx, "y"), *want;
+        if (a >= 2) {
+            tg_term *stop = tg_symbol_cstr(ctx, "stop");
+            want = tg_app(ctx, stop, 1, &y);
+        } else {
+            want = call2(ctx, "f", num(ctx, 0), y);
+        }
+        nf = tg_normalize(rs, call2(ctx, "f", num(ctx, a), y), 0, &err);
+        ok &= nf == want && rewrites(rs) == (a >= 2 ? 1u : (unsigned long long)a);
+    }
+    TAP_CHECK(ok, "a rule before the loop that overlaps it fires first");
+
+    tg_term *w = tg_symbol_cstr(ctx, "wrap"), *three = num(ctx, 3);
+    nf = tg_normalize(rs, call2(ctx, "eqn", tg_app(ctx, w, 1, &three), num(ctx, 3)), 0, &err);
+    TAP_CHECK(nf == tg_symbol_cstr(ctx, "same"), "the nonlinear rule before it still fires");
+    nf = tg_normalize(rs, call2(ctx, "eqn", num(ctx, 4), num(ctx, 6)), 0, &err);
+    TAP_CHECK(nf == call2(ctx, "eqn", num(ctx, 0), num(ctx, 2)) && rewrites(rs) == 4,
+              "eqn-s loops past it: (eqn 0 (s (s 0))) after 4 rewrites");
+
+    ok = 1;
+    for (long a = 0; a <= 9; a++) {
+        nf = tg_normalize(rs, call2(ctx, "deep", num(ctx, a), num(ctx, 0)), 0, &err);
+        ok &= nf == call2(ctx, "deep", num(ctx, a % 2), num(ctx, a / 2)) &&
+              rewrites(rs) == (unsigned long long)(a / 2);
+    }
+    TAP_CHECK(ok, "a pattern two levels deep: (deep a%%2 a/2) after a/2 rewrites");
+
+    /* the limits (and an interrupt) are looked at every 2^16 rewrites,
+     * inside a loop too */
+    tg_term *big = call2(ctx, "lt", num(ctx, 300000), num(ctx, 300001));
+    TAP_EQ_INT(tg_rules_set_limits(rs, 100000, 0, &err), 0, "a step limit of 10^5 rewrites");
+    tg_error_clear(&err);
+    nf = tg_normalize(rs, big, 0, &err);
+    TAP_CHECK(!nf && err.code == TG_ERR_RANGE && strstr(err.message, "step limit") &&
+                  strstr(err.message, "lt-ss"),
+              "a loop of 300001 rewrites stops at it, naming its rule (%s)", err.message);
+    TAP_EQ_INT(tg_rules_set_limits(rs, 0, 1e-6, &err), 0, "a time limit of a microsecond");
+    tg_error_clear(&err);
+    nf = tg_normalize(rs, big, 0, &err);
+    TAP_CHECK(!nf && strstr(err.message, "time limit"), "it stops the loop too (%s)", err.message);
+    TAP_EQ_INT(tg_rules_set_limits(rs, 0, 0, &err), 0, "no limits");
+    tg_error_clear(&err);
+    nf = tg_normalize(rs, big, 0, &err);
+    TAP_CHECK(nf == tg_symbol_cstr(ctx, "true") && rewrites(rs) == 300001,
+              "then it runs to the end: true after 300001 rewrites");
+
+    tg_rules_free(rs);
+    tg_ctx_free(ctx);
+    return TAP_DONE();
+}
