@@ -151,13 +151,16 @@ static void retag_all(void)
  * at each of the collections its growth sets off: with the collector's
  * usual free-space divisor of 3 a collection comes after about 2/3 of
  * the live data's size has been allocated, the heap grows by 1.67x
- * between collections, and the live set is marked about 1.5 times over
- * in all.  While the prunes find nearly every entry alive (fewer than
- * one in PACE_DEAD_DEN dead, over at least PACE_MIN entries), the
- * divisor is PACE_GROWING instead: a collection after about as much as
- * the live data (2x growth, the live set marked about once over in all);
- * as soon as a prune finds more garbage, the collector's usual pacing
- * comes back.  Off when the embedder or TGREL_GC_FLOOR chose a divisor,
+ * between collections, and the marking of all of them adds up to about
+ * 2.5 times the live data at the last one.  While the prunes find nearly
+ * every entry alive (fewer than one in PACE_DEAD_DEN dead, over at least
+ * PACE_MIN entries), the divisor is PACE_GROWING (1) instead: a
+ * collection after about twice the live data's size (measured from 10^6
+ * to 4*10^6 kept nodes: 2 collections instead of 3, marking 27 to 85 MB
+ * instead of 60 to 180 MB, the same final heap; doc/internals.md).  As
+ * soon as a prune finds more garbage, the collector's usual pacing comes
+ * back (a phase that built 10^6 or 3*10^6 kept nodes and then dropped
+ * them for a churn of 10^7 peaked at the same RSS either way).  Off when the embedder or TGREL_GC_FLOOR chose a divisor,
  * or a heap limit is set (tg_set_max_heap).  The constants are in
  * term_table.h. */
 static GC_word pace_base;           /* the divisor to come back to; 0: pacing off */

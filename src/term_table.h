@@ -244,7 +244,7 @@ int tgT_make_room(tg_ctx *ctx);
  * its usual PACE_USUAL. */
 #define PACE_MIN ((size_t)1 << 17)
 #define PACE_DEAD_DEN 8
-#define PACE_GROWING 2
+#define PACE_GROWING 1
 #define PACE_USUAL 3
 
 /* The collector floor that TGREL_GC_FLOOR text s asks for, or 0. */

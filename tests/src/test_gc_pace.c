@@ -52,14 +52,14 @@ int main(void)
     TAP_EQ_INT((intmax_t)GC_get_free_space_divisor(), PACE_GROWING,
                "a prune that finds every entry alive: collections further apart");
     GC_word gc0 = GC_get_gc_no();
-    tg_term **more = build(c, f, 2 * N, 1);     /* grows the heap, collecting on the way */
+    tg_term **more = build(c, f, 6 * N, 1);     /* grows the heap, collecting on the way */
     TAP_CHECK(more && GC_get_gc_no() > gc0, "more kept terms, with collections (%lu)",
               (unsigned long)(GC_get_gc_no() - gc0));
-    TAP_EQ_INT(found_again(c, f, keep, N, 0) + found_again(c, f, more, 2 * N, 1), 3 * N,
+    TAP_EQ_INT(found_again(c, f, keep, N, 0) + found_again(c, f, more, 6 * N, 1), 7 * N,
                "kept terms keep their pointers through the paced collections");
     TAP_CHECK(tgT_table_check(c) == NULL, "the table is consistent");
 
-    for (long i = 0; i < 2 * N; i++)
+    for (long i = 0; i < 6 * N; i++)
         more[i] = NULL;
     for (long i = 0; i < N; i++)
         keep[i] = NULL;
