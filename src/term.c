@@ -354,7 +354,7 @@ app_lean(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args)
     const bucket *b = &ctx->tab[home_in(h, ctx->nb)];
     uint64_t m = ct_match_bits(b->ctrl, ct_byte(h) * CT_ONES);
     if (__builtin_expect(m != 0, 1)) {
-        const tg_term *c = (const tg_term *)(b->s[ct_bits_slot(m)] & ~ctx->tagmask);
+        const tg_term *c = (const tg_term *)(b->s[ct_bits_slot(m)] & ctx->ptrmask);
         if (__builtin_expect(chunk_is(c, want, head, na, args, TGT_NIL), 1)) {
             leave(ctx);
             return (tg_term *)c;
@@ -592,10 +592,11 @@ static __attribute__((noinline)) tg_term *app_long(tg_ctx *ctx, tg_term *head, s
 
 tg_term *tg_app(tg_ctx *ctx, tg_term *head, size_t n, tg_term *const *args)
 {
-    /* the lean path for the usual short applications, 2 arguments first */
+    /* the lean path for the usual short applications, 2 arguments
+     * tested first and alone (3 instructions fewer on their path) */
+    if (__builtin_expect(n == 2 && ctx && head && args, 1))
+        return app_lean(ctx, head, 2, args);
     if (__builtin_expect(n - 1 < 3 && ctx && head && args, 1)) {
-        if (n == 2)
-            return app_lean(ctx, head, 2, args);
         if (n == 1)
             return app_lean(ctx, head, 1, args);
         return app_lean(ctx, head, 3, args);

@@ -25,6 +25,7 @@ struct tg_ctx {
     struct bucket *tab;     /* malloc'd or mapped, not scanned; described by its header */
     size_t nb;              /* copies of the current array's header, for the probes */
     uintptr_t tagmask;
+    uintptr_t ptrmask;      /* ~tagmask: what a slot's pointer keeps */
     struct bucket *old_tab; /* during a rebuild: the previous array */
     size_t count;
     size_t limit;           /* grow past this many entries */
@@ -121,7 +122,7 @@ static inline uint64_t ct_match_bits(uint64_t ctrl, uint64_t rep)
 }
 static inline unsigned ct_bits_slot(uint64_t m)
 {
-    return (unsigned)__builtin_ctzll(m);
+    return (unsigned)__builtin_ctz((unsigned)m);     /* 32 bits: no zero-extension after */
 }
 #else
 #define ct_match_bits ct_match
@@ -236,6 +237,15 @@ int tgT_narrow_busy(tg_ctx *ctx);
 /* The table is at its load limit (called not busy): collect or grow.
  * Returns -1 only when out of memory with the table full. */
 int tgT_make_room(tg_ctx *ctx);
+
+/* Collection pacing (term_table.c): while the prunes of a collection
+ * find fewer than one entry in PACE_DEAD_DEN dead over at least PACE_MIN
+ * entries, the collector's free-space divisor is PACE_GROWING instead of
+ * its usual PACE_USUAL. */
+#define PACE_MIN ((size_t)1 << 17)
+#define PACE_DEAD_DEN 8
+#define PACE_GROWING 1
+#define PACE_USUAL 3
 
 /* The collector floor that TGREL_GC_FLOOR text s asks for, or 0. */
 size_t tgT_gc_floor(const char *s);
