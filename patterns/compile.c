@@ -1202,22 +1202,6 @@ static int plain_match(const tgW_ins *m)
         }
 }
 
-/* The key (dispatch.h) that a plain match program m (constants k)
- * requires of the call's first argument, NULL when it names none: the
- * machine then skips the rule on a call whose first argument has
- * another key, before setting up its match. */
-static tg_term *first_key(const tgW_ins *m, tg_term *const *k)
-{
-    if (m->a == 0)
-        return NULL;
-    for (m++; m->op != M_DONE; m++)
-        if (m->a == 0 && m->op == M_APP)
-            return k[m->b];
-        else if (m->a == 0 && m->op == M_CONST)
-            return tgW_disp_key(k[m->b]);
-    return NULL;
-}
-
 void tgW_comp_init(tgW_comp *c, tg_rules *rs, tg_error *err)
 {
     memset(c, 0, sizeof *c);
@@ -1278,7 +1262,6 @@ tgW_rule *tgW_compile_rule(tgW_comp *c, tg_term *name, tg_term *l, tg_term *rhs,
     if (r->ac)
         tgW_ac_prepare(r);
     r->plain = !r->seg && !r->ac && plain_match(r->match);
-    r->key0 = r->plain ? first_key(r->match, r->k) : NULL;
     r->nvars = c->nvars;
     r->vars = GC_MALLOC((c->nvars ? c->nvars : 1) * sizeof *r->vars);
     r->vregs = GC_MALLOC_ATOMIC((c->nvars ? c->nvars : 1) * sizeof *r->vregs);

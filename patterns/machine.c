@@ -824,11 +824,6 @@ frame:
 try_rules:
     while (f->ri < f->nrules) {
         tgW_rule *r = f->rules[f->ri++];
-        /* a first argument of another head than the rule's: no match */
-        if (r->key0 && (!f->n || tgW_disp_key(M->vs[f->base]) != r->key0)) {
-            r->tried++;
-            continue;
-        }
         size_t regs = r->seg ? f->base + f->n : f->base;
         if (vs_reserve(M, regs + r->nregs + r->maxstack + 4) < 0)
             goto oom;

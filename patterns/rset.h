@@ -132,9 +132,6 @@ typedef struct tgW_rule {
     int ac;             /* the match has assoc / comm nodes (M_ACRULE first) */
     int plain;          /* the match is M_ROOT, then only M_APP of fewer than
                          * TGT_CHUNK elements, M_CONST and M_SAME: no choice */
-    tg_term *key0;      /* a plain rule whose pattern names its first argument's
-                         * head or constant: that key (dispatch.h), which a
-                         * call's first argument must have to match; else NULL */
     /* what a match at an assoc / comm root needs of the call (ac.c): the
      * bits of the keys its constants and heads take, the least and most
      * arguments (0: no bound); all 0 unless tgW_ac_prepare filled them */
