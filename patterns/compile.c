@@ -1202,6 +1202,24 @@ static int plain_match(const tgW_ins *m)
         }
 }
 
+/* Whether rule r's right side is a constructor around a call of its
+ * own op, (C x.. (op y..)), with nothing but pushes of variables and
+ * constants before, and its match one application (plain 2): the
+ * machine then runs the recursion's levels in one frame (ctorrec). */
+static int ctor_rec(const tgW_rule *r)
+{
+    const tgW_ins *i = r->body;
+    uint32_t pushed = 0;
+    if (r->plain != 2 || (r->op->flags & (TGW_ASSOC | TGW_COMM)) || i->op != E_FIRE)
+        return 0;
+    for (i++; i->op == E_VAR || i->op == E_VARS || i->op == E_CONST; i++)
+        pushed += i->op == E_VARS ? i->pad : 1;
+    const tgW_ins *call = i, *ctor = i + 1;
+    return call->op == E_CALL && call->a == r->op->id && !call->pad && call->c == r->match->a &&
+           ctor->op == E_CALLT && ctor->c >= 1 && ctor->c < TGT_CHUNK && !ctor->pad &&
+           pushed == call->c + ctor->c - 1u;
+}
+
 void tgW_comp_init(tgW_comp *c, tg_rules *rs, tg_error *err)
 {
     memset(c, 0, sizeof *c);
@@ -1262,6 +1280,9 @@ tgW_rule *tgW_compile_rule(tgW_comp *c, tg_term *name, tg_term *l, tg_term *rhs,
     if (r->ac)
         tgW_ac_prepare(r);
     r->plain = !r->seg && !r->ac && plain_match(r->match);
+    if (r->plain && r->match[1].op == M_APP && r->match[2].op == M_DONE)
+        r->plain = 2;   /* one application: matched inline (machine.c) */
+    r->ctorrec = ctor_rec(r);
     r->nvars = c->nvars;
     r->vars = GC_MALLOC((c->nvars ? c->nvars : 1) * sizeof *r->vars);
     r->vregs = GC_MALLOC_ATOMIC((c->nvars ? c->nvars : 1) * sizeof *r->vregs);

@@ -41,8 +41,9 @@ typedef struct frame {
     tgW_rule *rule;             /* the rule whose body runs */
     const tgW_ins *pc;          /* where the body goes on after a call */
     tg_term *head;
-    int atom;                   /* a nullary op written as a bare symbol */
-    int opened;                 /* memo: its current call is open (memo.open's top) */
+    int16_t atom;               /* a nullary op written as a bare symbol */
+    int16_t opened;             /* memo: its current call is open (memo.open's top) */
+    uint32_t lev;               /* ctorrec levels run in this frame above its own (ctor_rec) */
     uint64_t ahash;             /* in a constructor chain: its node's hash (chain_start) */
     uint64_t t0;                /* rule timing: when its rule's try began */
 } frame;
@@ -57,6 +58,8 @@ typedef struct tgW_machine {
     tg_term *stepped;           /* tgW_step: the term whose call is reduced */
     size_t seen;                /* the last tgW_normalize's distinct input nodes */
     tg_term *input;             /* the current tgW_normalize's input */
+    uint64_t *lh;               /* the hashes of a frame's ctorrec levels (no pointers) */
+    size_t lhcap;
 } tgW_machine;
 
 /* ---- growing arrays ------------------------------------------------- */
@@ -666,7 +669,8 @@ static int counts_before_fire(const tgW_ins *i)
 static inline int chain_frame(const tgW_index *bix, const frame *g)
 {
     const tgW_ins *p = g->pc;
-    return p->op == E_CALLT && p->c - 1u < TGT_CHUNK - 1u && !byop(bix, p->a)->n;
+    /* a frame with ctorrec levels builds their nodes first (unwind_levels) */
+    return p->op == E_CALLT && p->c - 1u < TGT_CHUNK - 1u && !g->lev && !byop(bix, p->a)->n;
 }
 
 /* Frame k (the top) is about to build (head args[0] .. args[c-1]),
@@ -695,6 +699,68 @@ static size_t chain_start(tg_ctx *ctx, tgW_machine *M, const tgW_index *bix, siz
     for (size_t i = 0; i < CHAIN_AHEAD && i <= k - j; i++)
         tgT_fetch(ctx, M->fs[k - i].ahash);
     return j;
+}
+
+/* Every 2^16 rewrites of a run: an interrupt, the step limit, the
+ * deadline, a heap near its limit.  -1 with err filled to stop. */
+static __attribute__((noinline)) int run_poll(tg_rules *rs, tg_error *err)
+{
+    if (rs->interrupt) {
+        tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "interrupted");
+        return -1;
+    }
+    if ((rs->max_steps || rs->deadline) && tgW_limits_over(rs, err))
+        return -1;
+    if (tgT_heap_tight())
+        return tgE_nomem(err), -1;
+    return 0;
+}
+
+/* Frame f's ctorrec levels (see ctor_rec in reduce), the innermost
+ * call's normal form result on the stack just above the last: the
+ * constructor nodes of the levels, innermost first, each hashed before
+ * any is built and the home bucket of the node CHAIN_AHEAD levels
+ * further fetched (as chain_start); level j's registers, and its
+ * constructor's leading arguments after them, start one stride (its
+ * registers and those arguments) above level j - 1's.  Returns level
+ * 1's node, in the place of the level's call (f->regs then level 1's
+ * registers: the frame's own call), f->lev 0; NULL when out of memory. */
+static __attribute__((noinline)) tg_term *unwind_levels(tg_ctx *ctx, tgW_machine *M, frame *f,
+                                                        tg_term *const *K, tg_term *result)
+{
+    const tgW_ins *ct = f->pc;     /* E_CALLT of the constructor */
+    uint32_t cc = ct->c, lev = f->lev;
+    size_t stride = f->rule->nregs + cc - 1;
+    tg_term *ch = K[ct->b];
+    if (lev + 1 > M->lhcap) {
+        size_t cap = M->lhcap ? 2 * M->lhcap : 1024;
+        while (cap < lev + 1u)
+            cap *= 2;
+        uint64_t *a = GC_MALLOC_ATOMIC(cap * sizeof *a);
+        if (!a)
+            return NULL;
+        M->lh = a, M->lhcap = cap;
+    }
+    uint64_t *lh = M->lh, h = tgT_ehash(result);
+    /* level j's node: (ch args..) at vs[level j+1's base - (cc - 1)], the
+     * last of them its child, at level j+1's base */
+    for (uint32_t j = lev; j >= 1; j--) {
+        tg_term *const *a = M->vs + f->base + (size_t)(j + 1) * stride - (cc - 1);
+        lh[j] = h = tgT_app_hash(ch, cc, a, h);
+    }
+    for (uint32_t j = lev; j >= 1 && j + CHAIN_AHEAD > lev; j--)
+        tgT_fetch(ctx, lh[j]);
+    for (uint32_t j = lev; j >= 1; j--) {
+        size_t b = f->base + (size_t)(j + 1) * stride;
+        M->vs[b] = result;
+        if (!(result = tgT_app_hashed(ctx, lh[j], lh[j > CHAIN_AHEAD ? j - CHAIN_AHEAD : j], ch, cc,
+                                      M->vs + b - (cc - 1))))
+            return NULL;
+    }
+    f->rule->built += lev;
+    f->lev = 0;
+    f->regs = f->base + (uint32_t)stride;
+    return result;
 }
 
 /* The deferred lookup, before the first frame does work the profile
@@ -816,6 +882,8 @@ frame:
     f = &M->fs[fp++];
     f->rules = call_rules(cby, M->vs + cbase, c, &f->nrules);
     f->ri = 0;
+frame_rules:
+    f->lev = 0;
     f->base = (uint32_t)cbase, f->n = c;
     f->head = head, f->atom = atom;
     f->chain = (uint32_t)ckn0;
@@ -831,7 +899,13 @@ try_rules:
         r->tried++;
         if (__builtin_expect(timing, 0))
             f->t0 = tgTm_ticks();
-        int m = r->plain ? match_plain(r, f->n, R) : match(ctx, r, M->vs + f->base, f->n, R);
+        int m;
+        if (r->plain == 2) {    /* one application (most rules of recursions): inline */
+            const tgW_ins *mp = r->match;
+            m = f->n == mp->a && app_args_short(R[mp[1].a], r->k[mp[1].b], mp[1].c, R + mp[1].d);
+        } else {
+            m = r->plain ? match_plain(r, f->n, R) : match(ctx, r, M->vs + f->base, f->n, R);
+        }
         if (m < 0) {
             if (m == -1)
                 goto oom;
@@ -860,6 +934,64 @@ try_rules:
     if (f->opened == 2)     /* its lookup never made: counted as made */
         tgW_memo_pass(&M->memo, opid, f->head, f->atom, f->n, M->vs + f->base);
     goto ret;
+
+ctor_rec: {
+    /* A ctorrec rule's right side calls its own op (rset.h): while the
+     * call's rules start with the same rule and it matches, the call is
+     * one more level of frame f (f->lev), its registers at the call's
+     * arguments, its right side run here (the firing, the pushes, the
+     * call: compile.c's ctor_rec), and the constructors around the levels
+     * are built when the innermost call returns (unwind_levels): no
+     * frame, dispatch, return or chain walk per level. */
+    tgW_rule *r = f->rule;
+    const tgW_ins *mp = r->match, *call = pc - 1;
+    tgW_rule *const *rr;
+    uint32_t nr, tried, lev = 0;
+    /* the levels' counts are added when the loop ends (or polls) */
+    size_t room = r->nregs + r->maxstack + 4, nregs = r->nregs;
+    int ctor = !byop(bix, pc->a)->n;
+    for (;;) {
+        rr = call_rules(cby, M->vs + cbase, c, &nr);
+        tried = 0;
+        if (!ctor || !nr || rr[0] != r)
+            break;
+        if (vs_reserve(M, cbase + room) < 0)
+            goto oom;
+        R = M->vs + cbase;
+        tried = 1;
+        if (c != mp->a || !app_args_short(R[mp[1].a], K[mp[1].b], mp[1].c, R + mp[1].d))
+            break;
+        lev++;
+        sp = cbase + nregs;
+        if (__builtin_expect((++rs->rewrites & 0xffff) == 0, 0)) {
+            r->tried += lev, r->fired += lev, r->built += lev, f->lev += lev;
+            lev = 0;
+            if (run_poll(rs, err) < 0)
+                goto fail;
+        }
+        for (const tgW_ins *q = r->body + 1; q != call; q++)
+            if (q->op == E_CONST) {
+                M->vs[sp++] = K[q->a];
+            } else {
+                M->vs[sp] = R[q->a];
+                if (q->op == E_VARS) {
+                    M->vs[sp + 1] = R[q->b];
+                    if (q->pad == 3)
+                        M->vs[sp + 2] = R[q->c];
+                    sp += q->pad - 1u;
+                }
+                sp++;
+            }
+        cbase = sp - c;
+    }
+    r->tried += lev + tried, r->fired += lev, r->built += lev, f->lev += lev;
+    /* an ordinary call, the rule's failed match not made again */
+    if (fs_reserve(M, fp + 1) < 0)
+        goto oom;
+    f = &M->fs[fp++];
+    f->rules = rr, f->nrules = nr, f->ri = tried;
+    goto frame_rules;
+}
 
 exec:
 #ifdef TGW_THREADED
@@ -901,6 +1033,8 @@ exec:
             f->pc = pc;
             if (!memo) {    /* nothing to look up: the frame at once */
                 cbase = sp - c, copened = 0;
+                if (f->rule->ctorrec && !watched)
+                    goto ctor_rec;
                 goto frame;
             }
             goto call_by;
@@ -1067,14 +1201,8 @@ exec:
                 goto fire_poll;
             NEXT();
         fire_poll:
-            if (rs->interrupt) {
-                tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "interrupted");
+            if (run_poll(rs, err) < 0)
                 goto fail;
-            }
-            if ((rs->max_steps || rs->deadline) && tgW_limits_over(rs, err))
-                goto fail;
-            if (tgT_heap_tight())
-                goto oom;
             NEXT();
         fire_watched:
             /* the memo, the max-use limit, a hook or provenance */
@@ -1227,6 +1355,13 @@ returned:
     f = &M->fs[fp - 1];
     K = f->rule->k;
     pc = f->pc;
+    if (__builtin_expect(f->lev != 0, 0)) {
+        /* its ctorrec levels' nodes, then its own as below */
+        if (!(result = unwind_levels(ctx, M, f, K, result)))
+            goto oom;
+        M->vs[f->regs] = result;
+        sp = f->regs + 1;
+    }
     /* A frame of a constructor chain (see chain_start; known to be one
      * at or above pfk, else tested) builds its node at once: its E_CALLT
      * without the dispatch, the registers or the tests of the general
