@@ -950,8 +950,15 @@ ctor_rec: {
     /* the levels' counts are added when the loop ends (or polls) */
     size_t room = r->nregs + r->maxstack + 4, nregs = r->nregs;
     int ctor = !byop(bix, pc->a)->n;
+    /* the call's rules: found again only when the first argument's key
+     * changes, where the index looks at that key alone (dispatch.h) */
+    const tgW_disp *dd = cby->disp;
+    int keyed = dd && dd->few && c;
+    tg_term *lastkey = NULL;
+    rr = call_rules(cby, M->vs + cbase, c, &nr);
+    if (keyed)
+        lastkey = tgW_disp_key(M->vs[cbase]);
     for (;;) {
-        rr = call_rules(cby, M->vs + cbase, c, &nr);
         tried = 0;
         if (!ctor || !nr || rr[0] != r)
             break;
@@ -983,6 +990,13 @@ ctor_rec: {
                 sp++;
             }
         cbase = sp - c;
+        if (!keyed) {
+            if (dd)
+                rr = call_rules(cby, M->vs + cbase, c, &nr);
+        } else if (tgW_disp_key(M->vs[cbase]) != lastkey) {
+            rr = call_rules(cby, M->vs + cbase, c, &nr);
+            lastkey = tgW_disp_key(M->vs[cbase]);
+        }
     }
     r->tried += lev + tried, r->fired += lev, r->built += lev, f->lev += lev;
     /* an ordinary call, the rule's failed match not made again */
