@@ -716,6 +716,131 @@ static __attribute__((noinline)) int run_poll(tg_rules *rs, tg_error *err)
     return 0;
 }
 
+/* The levels of a ctorrec rule (rset.h) in frame f: the call of c
+ * arguments at cbase that its right side makes (call: its E_CALL, a
+ * constructor's E_CALLT after it) is one more level while the call's
+ * rules start with the same rule and it matches: its registers at the
+ * call's arguments, its right side run here (the firing, the pushes, the
+ * call: compile.c's ctor_rec), and the constructors around the levels
+ * built when the innermost call returns (unwind_levels): no frame,
+ * dispatch, return or chain walk per level.  Out: the call that ended
+ * them (its arguments' place, its rules, whether the first was tried,
+ * so that its frame does not try it again).  0, -1 out of memory, -2
+ * with err filled. */
+struct levels {
+    tgW_rule *const *rr;
+    uint32_t nr, tried;
+    size_t cbase;
+};
+
+static __attribute__((noinline)) int run_levels(tg_rules *rs, tgW_machine *M, frame *f,
+                                                const struct tgW_byop *cby, const tgW_ins *call,
+                                                size_t cbase, uint32_t c, struct levels *out,
+                                                tg_error *err)
+{
+    tgW_rule *r = f->rule;
+    const tgW_ins *mp = r->match, *body = r->body + 1;
+    tg_term *const *K = r->k, *mhead = K[mp[1].b];
+    uint32_t ma = mp[1].a, mc = mp[1].c, md = mp[1].d;
+    uint32_t nr, tried = 0, lev = 0;
+    size_t room = r->nregs + r->maxstack + 4, nregs = r->nregs;
+    unsigned long long rw = rs->rewrites;
+    tgW_rule *const *rr;
+    /* the call's rules: found again only when the first argument's key
+     * changes, where the index looks at that key alone (dispatch.h) */
+    const tgW_disp *dd = cby->disp;
+    int keyed = dd && dd->few && c;
+    tg_term *lastkey = NULL;
+    tg_term **vs = M->vs;
+    /* the pushes as registers, when they are two or three variables */
+    uint32_t src[3], np = 0;
+    for (const tgW_ins *q = body; q != call && np <= 3; q++)
+        if (q->op == E_VARS && np + q->pad <= 3) {
+            src[np] = q->a, src[np + 1] = q->b;
+            if (q->pad == 3)
+                src[np + 2] = q->c;
+            np += q->pad;
+        } else if (q->op == E_VAR && np < 3) {
+            src[np++] = q->a;
+        } else {
+            np = 4;
+        }
+    if (np < 2 || np > 3)
+        np = 0;
+    rr = call_rules(cby, vs + cbase, c, &nr);
+    if (keyed)
+        lastkey = tgW_disp_key(vs[cbase]);
+    int rc = 0;
+    for (;;) {
+        tried = 0;
+        if (!nr || rr[0] != r)
+            break;
+        if (__builtin_expect(cbase + room > M->vcap, 0)) {
+            if (vs_reserve(M, cbase + room) < 0) {
+                rc = -1;
+                break;
+            }
+            vs = M->vs;
+        }
+        tg_term **R = vs + cbase, *t = R[ma];
+        tried = 1;
+        if (c != mp->a || !tgT_ispair(t) || t->e[0] != mhead || t->h.n != mc + 1 ||
+            (t->h.flags & TGT_HASTAIL))
+            break;
+        if (mc == 1) {
+            R[md] = t->e[1];
+        } else if (mc == 2) {
+            R[md] = t->e[1], R[md + 1] = t->e[2];
+        } else {
+            for (uint32_t e = 0; e < mc; e++)
+                R[md + e] = t->e[e + 1];
+        }
+        lev++;
+        size_t sp = cbase + nregs;
+        if (__builtin_expect((++rw & 0xffff) == 0, 0)) {
+            /* the counts as they are, for the limits' report */
+            r->tried += lev, r->fired += lev, r->built += lev, f->lev += lev;
+            lev = 0;
+            rs->rewrites = rw;
+            if (run_poll(rs, err) < 0) {
+                rc = -2, tried = 0;
+                break;
+            }
+        }
+        if (np) {
+            vs[sp] = R[src[0]], vs[sp + 1] = R[src[1]];
+            if (np == 3)
+                vs[sp + 2] = R[src[2]];
+            sp += np;
+        } else
+        for (const tgW_ins *q = body; q != call; q++)
+            if (q->op == E_CONST) {
+                vs[sp++] = K[q->a];
+            } else {
+                vs[sp] = R[q->a];
+                if (q->op == E_VARS) {
+                    vs[sp + 1] = R[q->b];
+                    if (q->pad == 3)
+                        vs[sp + 2] = R[q->c];
+                    sp += q->pad - 1u;
+                }
+                sp++;
+            }
+        cbase = sp - c;
+        if (!keyed) {
+            if (dd)
+                rr = call_rules(cby, vs + cbase, c, &nr);
+        } else if (tgW_disp_key(vs[cbase]) != lastkey) {
+            rr = call_rules(cby, vs + cbase, c, &nr);
+            lastkey = tgW_disp_key(vs[cbase]);
+        }
+    }
+    r->tried += lev + tried, r->fired += lev, r->built += lev, f->lev += lev;
+    rs->rewrites = rw;
+    out->rr = rr, out->nr = nr, out->tried = tried, out->cbase = cbase;
+    return rc;
+}
+
 /* Frame f's ctorrec levels (see ctor_rec in reduce), the innermost
  * call's normal form result on the stack just above the last: the
  * constructor nodes of the levels, innermost first, each hashed before
@@ -936,74 +1061,26 @@ try_rules:
     goto ret;
 
 ctor_rec: {
-    /* A ctorrec rule's right side calls its own op (rset.h): while the
-     * call's rules start with the same rule and it matches, the call is
-     * one more level of frame f (f->lev), its registers at the call's
-     * arguments, its right side run here (the firing, the pushes, the
-     * call: compile.c's ctor_rec), and the constructors around the levels
-     * are built when the innermost call returns (unwind_levels): no
-     * frame, dispatch, return or chain walk per level. */
-    tgW_rule *r = f->rule;
-    const tgW_ins *mp = r->match, *call = pc - 1;
-    tgW_rule *const *rr;
-    uint32_t nr, tried, lev = 0;
-    /* the levels' counts are added when the loop ends (or polls) */
-    size_t room = r->nregs + r->maxstack + 4, nregs = r->nregs;
-    int ctor = !byop(bix, pc->a)->n;
-    /* the call's rules: found again only when the first argument's key
-     * changes, where the index looks at that key alone (dispatch.h) */
-    const tgW_disp *dd = cby->disp;
-    int keyed = dd && dd->few && c;
-    tg_term *lastkey = NULL;
-    rr = call_rules(cby, M->vs + cbase, c, &nr);
-    if (keyed)
-        lastkey = tgW_disp_key(M->vs[cbase]);
-    for (;;) {
-        tried = 0;
-        if (!ctor || !nr || rr[0] != r)
-            break;
-        if (vs_reserve(M, cbase + room) < 0)
-            goto oom;
-        R = M->vs + cbase;
-        tried = 1;
-        if (c != mp->a || !app_args_short(R[mp[1].a], K[mp[1].b], mp[1].c, R + mp[1].d))
-            break;
-        lev++;
-        sp = cbase + nregs;
-        if (__builtin_expect((++rs->rewrites & 0xffff) == 0, 0)) {
-            r->tried += lev, r->fired += lev, r->built += lev, f->lev += lev;
-            lev = 0;
-            if (run_poll(rs, err) < 0)
-                goto fail;
+    /* A ctorrec rule's right side calls its own op: levels of frame f
+     * while the rule keeps matching (run_levels), then the call that
+     * ends them gets a frame of its own */
+    struct levels lv;
+    if (!byop(bix, pc->a)->n) {
+        int k = run_levels(rs, M, f, cby, pc - 1, cbase, c, &lv, err);
+        if (k < 0) {
+            if (k == -1)
+                goto oom;
+            goto fail;
         }
-        for (const tgW_ins *q = r->body + 1; q != call; q++)
-            if (q->op == E_CONST) {
-                M->vs[sp++] = K[q->a];
-            } else {
-                M->vs[sp] = R[q->a];
-                if (q->op == E_VARS) {
-                    M->vs[sp + 1] = R[q->b];
-                    if (q->pad == 3)
-                        M->vs[sp + 2] = R[q->c];
-                    sp += q->pad - 1u;
-                }
-                sp++;
-            }
-        cbase = sp - c;
-        if (!keyed) {
-            if (dd)
-                rr = call_rules(cby, M->vs + cbase, c, &nr);
-        } else if (tgW_disp_key(M->vs[cbase]) != lastkey) {
-            rr = call_rules(cby, M->vs + cbase, c, &nr);
-            lastkey = tgW_disp_key(M->vs[cbase]);
-        }
+        cbase = lv.cbase;
+    } else {
+        lv.rr = call_rules(cby, M->vs + cbase, c, &lv.nr);
+        lv.tried = 0;
     }
-    r->tried += lev + tried, r->fired += lev, r->built += lev, f->lev += lev;
-    /* an ordinary call, the rule's failed match not made again */
     if (fs_reserve(M, fp + 1) < 0)
         goto oom;
     f = &M->fs[fp++];
-    f->rules = rr, f->nrules = nr, f->ri = tried;
+    f->rules = lv.rr, f->nrules = lv.nr, f->ri = lv.tried;
     goto frame_rules;
 }
 
