@@ -1202,20 +1202,22 @@ static int plain_match(const tgW_ins *m)
         }
 }
 
-/* The key (dispatch.h) that a plain match program m (constants k)
- * requires of the call's first argument, NULL when it names none: the
- * machine then skips the rule on a call whose first argument has
- * another key, before setting up its match. */
-static tg_term *first_key(const tgW_ins *m, tg_term *const *k)
+/* Whether rule r's right side is a constructor around a call of its
+ * own op, (C x.. (op y..)), with nothing but pushes of variables and
+ * constants before, and its match one application (plain 2): the
+ * machine then runs the recursion's levels in one frame (ctorrec). */
+static int ctor_rec(const tgW_rule *r)
 {
-    if (m->a == 0)
-        return NULL;
-    for (m++; m->op != M_DONE; m++)
-        if (m->a == 0 && m->op == M_APP)
-            return k[m->b];
-        else if (m->a == 0 && m->op == M_CONST)
-            return tgW_disp_key(k[m->b]);
-    return NULL;
+    const tgW_ins *i = r->body;
+    uint32_t pushed = 0;
+    if (r->plain != 2 || (r->op->flags & (TGW_ASSOC | TGW_COMM)) || i->op != E_FIRE)
+        return 0;
+    for (i++; i->op == E_VAR || i->op == E_VARS || i->op == E_CONST; i++)
+        pushed += i->op == E_VARS ? i->pad : 1;
+    const tgW_ins *call = i, *ctor = i + 1;
+    return call->op == E_CALL && call->a == r->op->id && !call->pad && call->c == r->match->a &&
+           ctor->op == E_CALLT && ctor->c >= 1 && ctor->c < TGT_CHUNK && !ctor->pad &&
+           pushed == call->c + ctor->c - 1u;
 }
 
 /* A self loop (rset.h): rule r plain, its body E_FIRE (no condition, no
@@ -1362,7 +1364,9 @@ tgW_rule *tgW_compile_rule(tgW_comp *c, tg_term *name, tg_term *l, tg_term *rhs,
     if (r->ac)
         tgW_ac_prepare(r);
     r->plain = !r->seg && !r->ac && plain_match(r->match);
-    r->key0 = r->plain ? first_key(r->match, r->k) : NULL;
+    if (r->plain && r->match[1].op == M_APP && r->match[2].op == M_DONE)
+        r->plain = 2;   /* one application: matched inline (machine.c) */
+    r->ctorrec = ctor_rec(r);
     r->loop = self_loop(r);
     r->loop_direct = 1;
     for (uint32_t j = 0; r->loop && j < r->match->a; j++)

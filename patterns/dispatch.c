@@ -430,7 +430,7 @@ tgW_rule *const *tgW_disp_deep(const tgW_dnode *nd, tg_term *const *args, uint32
 
 tgW_disp *tgW_disp_build(tgW_rule *const *rules, uint32_t n, tg_term *quote)
 {
-    if (n < 3 || (rules[0]->op->flags & (TGW_ASSOC | TGW_COMM | TGW_VARIADIC)))
+    if (n < 2 || (rules[0]->op->flags & (TGW_ASSOC | TGW_COMM | TGW_VARIADIC)))
         return NULL;
     tg_term ***keys = GC_MALLOC(n * sizeof *keys);
     tgW_disp *d = GC_MALLOC(sizeof *d);
@@ -456,5 +456,15 @@ tgW_disp *tgW_disp_build(tgW_rule *const *rules, uint32_t n, tg_term *quote)
     if (fill(d, rules, (tg_term **const *)keys, n, ncells) < 0)
         return NULL;
     deepen(d, rules, n, ncells);    /* out of memory: the table alone */
+    if (d->npos == 1 && d->nkeys[0] <= 2 && !d->sub) {
+        d->few = 1;
+        for (uint32_t f = 0; f < 3; f++) {
+            uint32_t c = f < d->nkeys[0] ? f : d->nkeys[0];   /* past the keys: other */
+            if (f < 2)
+                d->fk[f] = f < d->nkeys[0] ? d->keys[0][f] : (tg_term *)d;
+            d->fr[f] = d->rules + d->cell[c][0];
+            d->fn[f] = d->cell[c][1];
+        }
+    }
     return d;
 }

@@ -46,6 +46,15 @@ struct tgW_dnode {
 };
 
 typedef struct tgW_disp {
+    /* The short form, for an op whose rules name at most two keys, all
+     * at the first position, and no tree (most ops of two or three
+     * rules): each class's rules at hand, without the table's
+     * indirections; "other" is class 2 (and class 1 with one key, whose
+     * second key is then d itself, which no argument has). */
+    int few;
+    tg_term *fk[2];
+    uint32_t fn[3];
+    tgW_rule *const *fr[3];
     uint32_t npos;                      /* positions indexed (1 or 2) */
     uint32_t nkeys[TGW_DISP_POS];       /* keys named at each position */
     tg_term **keys[TGW_DISP_POS];       /* ... class i is keys[p][i], "other" is nkeys[p] */
@@ -56,9 +65,8 @@ typedef struct tgW_disp {
 } tgW_disp;
 
 /* The index of the n rules of one op, or NULL when it would not help
- * (fewer than three rules: with two, trying the first costs less than
- * the index when it fits and little more when its match fails on the
- * heads; nothing named in the arguments, a commutative,
+ * (a single rule: its match fails on the heads as soon as the index
+ * would; nothing named in the arguments, a commutative,
  * associative or variadic op, a left side with a segment at its root) or
  * memory ran out (then the machine tries every rule, as it may). */
 tgW_disp *tgW_disp_build(tgW_rule *const *rules, uint32_t n, tg_term *quote);
@@ -104,6 +112,12 @@ tgW_rule *const *tgW_disp_deep(const tgW_dnode *nd, tg_term *const *args, uint32
 static inline tgW_rule *const *tgW_disp_rules(const tgW_disp *d, tg_term *const *args, uint32_t n,
                                               uint32_t *nr)
 {
+    if (__builtin_expect(d->few, 1)) {
+        tg_term *k = n ? tgW_disp_key(args[0]) : (tg_term *)d;
+        uint32_t f = k == d->fk[0] ? 0 : k == d->fk[1] ? 1 : 2;
+        *nr = d->fn[f];
+        return d->fr[f];
+    }
     /* two positions at most: unrolled (a call per rewrite comes here) */
     uint32_t c = n ? tgW_disp_class(d, 0, tgW_disp_key(args[0])) : d->nkeys[0];
     if (d->npos == 2)

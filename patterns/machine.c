@@ -41,8 +41,9 @@ typedef struct frame {
     tgW_rule *rule;             /* the rule whose body runs */
     const tgW_ins *pc;          /* where the body goes on after a call */
     tg_term *head;
-    int atom;                   /* a nullary op written as a bare symbol */
-    int opened;                 /* memo: its current call is open (memo.open's top) */
+    int16_t atom;               /* a nullary op written as a bare symbol */
+    int16_t opened;             /* memo: its current call is open (memo.open's top) */
+    uint32_t lev;               /* ctorrec levels run in this frame above its own (ctor_rec) */
     uint64_t ahash;             /* in a constructor chain: its node's hash (chain_start) */
     uint64_t t0;                /* rule timing: when its rule's try began */
 } frame;
@@ -57,6 +58,8 @@ typedef struct tgW_machine {
     tg_term *stepped;           /* tgW_step: the term whose call is reduced */
     size_t seen;                /* the last tgW_normalize's distinct input nodes */
     tg_term *input;             /* the current tgW_normalize's input */
+    uint64_t *lh;               /* the hashes of a frame's ctorrec levels (no pointers) */
+    size_t lhcap;
 } tgW_machine;
 
 /* ---- growing arrays ------------------------------------------------- */
@@ -786,7 +789,8 @@ static int counts_before_fire(const tgW_ins *i)
 static inline int chain_frame(const tgW_index *bix, const frame *g)
 {
     const tgW_ins *p = g->pc;
-    return p->op == E_CALLT && p->c - 1u < TGT_CHUNK - 1u && !byop(bix, p->a)->n;
+    /* a frame with ctorrec levels builds their nodes first (unwind_levels) */
+    return p->op == E_CALLT && p->c - 1u < TGT_CHUNK - 1u && !g->lev && !byop(bix, p->a)->n;
 }
 
 /* Frame k (the top) is about to build (head args[0] .. args[c-1]),
@@ -815,6 +819,193 @@ static size_t chain_start(tg_ctx *ctx, tgW_machine *M, const tgW_index *bix, siz
     for (size_t i = 0; i < CHAIN_AHEAD && i <= k - j; i++)
         tgT_fetch(ctx, M->fs[k - i].ahash);
     return j;
+}
+
+/* Every 2^16 rewrites of a run: an interrupt, the step limit, the
+ * deadline, a heap near its limit.  -1 with err filled to stop. */
+static __attribute__((noinline)) int run_poll(tg_rules *rs, tg_error *err)
+{
+    if (rs->interrupt) {
+        tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "interrupted");
+        return -1;
+    }
+    if ((rs->max_steps || rs->deadline) && tgW_limits_over(rs, err))
+        return -1;
+    if (tgT_heap_tight())
+        return tgE_nomem(err), -1;
+    return 0;
+}
+
+/* The levels of a ctorrec rule (rset.h) in frame f: the call of c
+ * arguments at cbase that its right side makes (call: its E_CALL, a
+ * constructor's E_CALLT after it) is one more level while the call's
+ * rules start with the same rule and it matches: its registers at the
+ * call's arguments, its right side run here (the firing, the pushes, the
+ * call: compile.c's ctor_rec), and the constructors around the levels
+ * built when the innermost call returns (unwind_levels): no frame,
+ * dispatch, return or chain walk per level.  Out: the call that ended
+ * them (its arguments' place, its rules, whether the first was tried,
+ * so that its frame does not try it again).  0, -1 out of memory, -2
+ * with err filled. */
+struct levels {
+    tgW_rule *const *rr;
+    uint32_t nr, tried;
+    size_t cbase;
+};
+
+static __attribute__((noinline)) int run_levels(tg_rules *rs, tgW_machine *M, frame *f,
+                                                const struct tgW_byop *cby, const tgW_ins *call,
+                                                size_t cbase, uint32_t c, struct levels *out,
+                                                tg_error *err)
+{
+    tgW_rule *r = f->rule;
+    const tgW_ins *mp = r->match, *body = r->body + 1;
+    tg_term *const *K = r->k, *mhead = K[mp[1].b];
+    uint32_t ma = mp[1].a, mc = mp[1].c, md = mp[1].d;
+    uint32_t nr, tried = 0, lev = 0;
+    size_t room = r->nregs + r->maxstack + 4, nregs = r->nregs;
+    unsigned long long rw = rs->rewrites;
+    tgW_rule *const *rr;
+    /* the call's rules: found again only when the first argument's key
+     * changes, where the index looks at that key alone (dispatch.h) */
+    const tgW_disp *dd = cby->disp;
+    int keyed = dd && dd->few && c;
+    tg_term *lastkey = NULL;
+    tg_term **vs = M->vs;
+    /* the pushes as registers, when they are two or three variables */
+    uint32_t src[3], np = 0;
+    for (const tgW_ins *q = body; q != call && np <= 3; q++)
+        if (q->op == E_VARS && np + q->pad <= 3) {
+            src[np] = q->a, src[np + 1] = q->b;
+            if (q->pad == 3)
+                src[np + 2] = q->c;
+            np += q->pad;
+        } else if (q->op == E_VAR && np < 3) {
+            src[np++] = q->a;
+        } else {
+            np = 4;
+        }
+    if (np < 2 || np > 3)
+        np = 0;
+    rr = call_rules(cby, vs + cbase, c, &nr);
+    if (keyed)
+        lastkey = tgW_disp_key(vs[cbase]);
+    int rc = 0;
+    for (;;) {
+        tried = 0;
+        if (!nr || rr[0] != r)
+            break;
+        if (__builtin_expect(cbase + room > M->vcap, 0)) {
+            if (vs_reserve(M, cbase + room) < 0) {
+                rc = -1;
+                break;
+            }
+            vs = M->vs;
+        }
+        tg_term **R = vs + cbase, *t = R[ma];
+        tried = 1;
+        if (c != mp->a || !tgT_ispair(t) || t->e[0] != mhead || t->h.n != mc + 1 ||
+            (t->h.flags & TGT_HASTAIL))
+            break;
+        if (mc == 1) {
+            R[md] = t->e[1];
+        } else if (mc == 2) {
+            R[md] = t->e[1], R[md + 1] = t->e[2];
+        } else {
+            for (uint32_t e = 0; e < mc; e++)
+                R[md + e] = t->e[e + 1];
+        }
+        lev++;
+        size_t sp = cbase + nregs;
+        if (__builtin_expect((++rw & 0xffff) == 0, 0)) {
+            /* the counts as they are, for the limits' report */
+            r->tried += lev, r->fired += lev, r->built += lev, f->lev += lev;
+            lev = 0;
+            rs->rewrites = rw;
+            if (run_poll(rs, err) < 0) {
+                rc = -2, tried = 0;
+                break;
+            }
+        }
+        if (np) {
+            vs[sp] = R[src[0]], vs[sp + 1] = R[src[1]];
+            if (np == 3)
+                vs[sp + 2] = R[src[2]];
+            sp += np;
+        } else
+        for (const tgW_ins *q = body; q != call; q++)
+            if (q->op == E_CONST) {
+                vs[sp++] = K[q->a];
+            } else {
+                vs[sp] = R[q->a];
+                if (q->op == E_VARS) {
+                    vs[sp + 1] = R[q->b];
+                    if (q->pad == 3)
+                        vs[sp + 2] = R[q->c];
+                    sp += q->pad - 1u;
+                }
+                sp++;
+            }
+        cbase = sp - c;
+        if (!keyed) {
+            if (dd)
+                rr = call_rules(cby, vs + cbase, c, &nr);
+        } else if (tgW_disp_key(vs[cbase]) != lastkey) {
+            rr = call_rules(cby, vs + cbase, c, &nr);
+            lastkey = tgW_disp_key(vs[cbase]);
+        }
+    }
+    r->tried += lev + tried, r->fired += lev, r->built += lev, f->lev += lev;
+    rs->rewrites = rw;
+    out->rr = rr, out->nr = nr, out->tried = tried, out->cbase = cbase;
+    return rc;
+}
+
+/* Frame f's ctorrec levels (see ctor_rec in reduce), the innermost
+ * call's normal form result on the stack just above the last: the
+ * constructor nodes of the levels, innermost first, each hashed before
+ * any is built and the home bucket of the node CHAIN_AHEAD levels
+ * further fetched (as chain_start); level j's registers, and its
+ * constructor's leading arguments after them, start one stride (its
+ * registers and those arguments) above level j - 1's.  Returns level
+ * 1's node, in the place of the level's call (f->regs then level 1's
+ * registers: the frame's own call), f->lev 0; NULL when out of memory. */
+static __attribute__((noinline)) tg_term *unwind_levels(tg_ctx *ctx, tgW_machine *M, frame *f,
+                                                        tg_term *const *K, tg_term *result)
+{
+    const tgW_ins *ct = f->pc;     /* E_CALLT of the constructor */
+    uint32_t cc = ct->c, lev = f->lev;
+    size_t stride = f->rule->nregs + cc - 1;
+    tg_term *ch = K[ct->b];
+    if (lev + 1 > M->lhcap) {
+        size_t cap = M->lhcap ? 2 * M->lhcap : 1024;
+        while (cap < lev + 1u)
+            cap *= 2;
+        uint64_t *a = GC_MALLOC_ATOMIC(cap * sizeof *a);
+        if (!a)
+            return NULL;
+        M->lh = a, M->lhcap = cap;
+    }
+    uint64_t *lh = M->lh, h = tgT_ehash(result);
+    /* level j's node: (ch args..) at vs[level j+1's base - (cc - 1)], the
+     * last of them its child, at level j+1's base */
+    for (uint32_t j = lev; j >= 1; j--) {
+        tg_term *const *a = M->vs + f->base + (size_t)(j + 1) * stride - (cc - 1);
+        lh[j] = h = tgT_app_hash(ch, cc, a, h);
+    }
+    for (uint32_t j = lev; j >= 1 && j + CHAIN_AHEAD > lev; j--)
+        tgT_fetch(ctx, lh[j]);
+    for (uint32_t j = lev; j >= 1; j--) {
+        size_t b = f->base + (size_t)(j + 1) * stride;
+        M->vs[b] = result;
+        if (!(result = tgT_app_hashed(ctx, lh[j], lh[j > CHAIN_AHEAD ? j - CHAIN_AHEAD : j], ch, cc,
+                                      M->vs + b - (cc - 1))))
+            return NULL;
+    }
+    f->rule->built += lev;
+    f->lev = 0;
+    f->regs = f->base + (uint32_t)stride;
+    return result;
 }
 
 /* The deferred lookup, before the first frame does work the profile
@@ -948,6 +1139,8 @@ frame:
     f = &M->fs[fp++];
     f->rules = call_rules(cby, M->vs + cbase, c, &f->nrules);
     f->ri = 0;
+frame_rules:
+    f->lev = 0;
     f->base = (uint32_t)cbase, f->n = c;
     f->head = head, f->atom = atom;
     f->chain = (uint32_t)ckn0;
@@ -956,11 +1149,6 @@ frame:
 try_rules:
     while (f->ri < f->nrules) {
         tgW_rule *r = f->rules[f->ri++];
-        /* a first argument of another head than the rule's: no match */
-        if (r->key0 && (!f->n || tgW_disp_key(M->vs[f->base]) != r->key0)) {
-            r->tried++;
-            continue;
-        }
         size_t regs = r->seg ? f->base + f->n : f->base;
         if (vs_reserve(M, regs + r->nregs + r->maxstack + 4) < 0)
             goto oom;
@@ -968,7 +1156,13 @@ try_rules:
         r->tried++;
         if (__builtin_expect(timing, 0))
             f->t0 = tgTm_ticks();
-        int m = r->plain ? match_plain(r, f->n, R) : match(ctx, r, M->vs + f->base, f->n, R);
+        int m;
+        if (r->plain == 2) {    /* one application (most rules of recursions): inline */
+            const tgW_ins *mp = r->match;
+            m = f->n == mp->a && app_args_short(R[mp[1].a], r->k[mp[1].b], mp[1].c, R + mp[1].d);
+        } else {
+            m = r->plain ? match_plain(r, f->n, R) : match(ctx, r, M->vs + f->base, f->n, R);
+        }
         if (m < 0) {
             if (m == -1)
                 goto oom;
@@ -1005,6 +1199,30 @@ try_rules:
     if (f->opened == 2)     /* its lookup never made: counted as made */
         tgW_memo_pass(&M->memo, opid, f->head, f->atom, f->n, M->vs + f->base);
     goto ret;
+
+ctor_rec: {
+    /* A ctorrec rule's right side calls its own op: levels of frame f
+     * while the rule keeps matching (run_levels), then the call that
+     * ends them gets a frame of its own */
+    struct levels lv;
+    if (!byop(bix, pc->a)->n) {
+        int k = run_levels(rs, M, f, cby, pc - 1, cbase, c, &lv, err);
+        if (k < 0) {
+            if (k == -1)
+                goto oom;
+            goto fail;
+        }
+        cbase = lv.cbase;
+    } else {
+        lv.rr = call_rules(cby, M->vs + cbase, c, &lv.nr);
+        lv.tried = 0;
+    }
+    if (fs_reserve(M, fp + 1) < 0)
+        goto oom;
+    f = &M->fs[fp++];
+    f->rules = lv.rr, f->nrules = lv.nr, f->ri = lv.tried;
+    goto frame_rules;
+}
 
 exec:
 #ifdef TGW_THREADED
@@ -1046,6 +1264,8 @@ exec:
             f->pc = pc;
             if (!memo) {    /* nothing to look up: the frame at once */
                 cbase = sp - c, copened = 0;
+                if (f->rule->ctorrec && !watched)
+                    goto ctor_rec;
                 goto frame;
             }
             if (M->memo.lazy) {     /* memo's lazy phase: not looked up either */
@@ -1218,14 +1438,8 @@ exec:
                 goto fire_poll;
             NEXT();
         fire_poll:
-            if (rs->interrupt) {
-                tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "interrupted");
+            if (run_poll(rs, err) < 0)
                 goto fail;
-            }
-            if ((rs->max_steps || rs->deadline) && tgW_limits_over(rs, err))
-                goto fail;
-            if (tgT_heap_tight())
-                goto oom;
             NEXT();
         fire_watched:
             /* the memo, the max-use limit, a hook or provenance */
@@ -1384,6 +1598,13 @@ returned:
     f = &M->fs[fp - 1];
     K = f->rule->k;
     pc = f->pc;
+    if (__builtin_expect(f->lev != 0, 0)) {
+        /* its ctorrec levels' nodes, then its own as below */
+        if (!(result = unwind_levels(ctx, M, f, K, result)))
+            goto oom;
+        M->vs[f->regs] = result;
+        sp = f->regs + 1;
+    }
     /* A frame of a constructor chain (see chain_start; known to be one
      * at or above pfk, else tested) builds its node at once: its E_CALLT
      * without the dispatch, the registers or the tests of the general

@@ -131,7 +131,11 @@ typedef struct tgW_rule {
     int seg;            /* the root has a segment: registers are copies */
     int ac;             /* the match has assoc / comm nodes (M_ACRULE first) */
     int plain;          /* the match is M_ROOT, then only M_APP of fewer than
-                         * TGT_CHUNK elements, M_CONST and M_SAME: no choice */
+                         * TGT_CHUNK elements, M_CONST and M_SAME: no choice;
+                         * 2 when it is M_ROOT, one M_APP and M_DONE */
+    int ctorrec;        /* the right side is (C x.. (op y..)), op the rule's own,
+                         * after pushes only, and plain is 2: the machine runs
+                         * the levels of such a recursion in one frame */
     /* a self loop (compile.c): a plain rule without conditions whose right
      * side calls its own op on variables and constants of the rule, as
      * (lt (s ?x) (s ?y)) => (lt ?x ?y).  loop[j] is where the call's
@@ -139,9 +143,6 @@ typedef struct tgW_rule {
      * index.  NULL for other rules. */
     uint32_t *loop;
     int loop_direct;    /* loop[] reads no argument register: written in place */
-    tg_term *key0;      /* a plain rule whose pattern names its first argument's
-                         * head or constant: that key (dispatch.h), which a
-                         * call's first argument must have to match; else NULL */
     /* what a match at an assoc / comm root needs of the call (ac.c): the
      * bits of the keys its constants and heads take, the least and most
      * arguments (0: no bound); all 0 unless tgW_ac_prepare filled them */

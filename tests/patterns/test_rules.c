@@ -27,6 +27,84 @@ static const char *msg(const tg_error *err)
     return buf;
 }
 
+/* n applications of head around x, with the leading arguments lead
+ * (nl of them) before it in each: built by hand, not by rules. */
+static tg_term *wrap(tg_ctx *ctx, const char *head, tg_term *const *lead, unsigned nl, long n, tg_term *x)
+{
+    tg_term *h = tg_symbol_cstr(ctx, head), *a[4];
+    for (long i = 0; i < n; i++) {
+        for (unsigned j = 0; j < nl; j++)
+            a[j] = lead[j];
+        a[nl] = x;
+        x = tg_app(ctx, h, nl + 1, a);
+    }
+    return x;
+}
+
+/* Right sides that wrap a call of their own op in a constructor, (S
+ * (add ?n ?m)), run their levels in one frame of the machine (rset.h
+ * ctorrec): normal forms and rewrite counts are those of the general
+ * path, which rule timing forces, and those of a hand-built answer;
+ * deep enough to outgrow the levels' hash array and to poll the step
+ * limit inside a run of levels (every 2^16 rewrites). */
+static void ctor_recursions(tg_ctx *ctx)
+{
+    tg_error err;
+    tg_rules *rs = tg_rules_new(ctx, &err);
+    const char *src =
+        "(op S (arity 1)) (op L (arity 2)) (op T (arity 3)) (op end (arity 1))"
+        "(op add (arity 2)) (op cat (arity 2)) (op tri (arity 2)) (op fb (arity 1))"
+        "(rule add-0 (add 0 ?m) => ?m) (rule add-S (add (S ?n) ?m) => (S (add ?n ?m)))"
+        "(rule cat-L (cat (L ?e ?l) ?k) => (L ?e (cat ?l ?k))) (rule cat-0 (cat 0 ?k) => ?k)"
+        "(rule tri-S (tri (S ?n) ?m) => (T k ?m (tri ?n ?m))) (rule tri-0 (tri 0 ?m) => ?m)"
+        "(rule fb-S (fb (S ?n)) => (S (fb ?n))) (rule fb-any (fb ?x) => (end ?x))";
+    TAP_EQ_INT(tg_rules_load_string(rs, src, strlen(src), NULL, &err), 0, "constructor recursions");
+    tg_term *zero = tg_int(ctx, 0), *seven = tg_int(ctx, 7), *S = tg_symbol_cstr(ctx, "S");
+    tg_term *k = tg_symbol_cstr(ctx, "k"), *lead[2];
+    static const long depth[] = {1, 3, 5, 1500, 70000};
+    for (size_t d = 0; d < sizeof depth / sizeof *depth; d++) {
+        long n = depth[d];
+        tg_term *q[4], *want[4], *a[2];
+        a[0] = wrap(ctx, "S", NULL, 0, n, zero), a[1] = wrap(ctx, "S", NULL, 0, 2, seven);
+        q[0] = tg_app(ctx, tg_symbol_cstr(ctx, "add"), 2, a);
+        want[0] = wrap(ctx, "S", NULL, 0, n + 2, seven);
+        lead[0] = seven;
+        a[0] = wrap(ctx, "L", lead, 1, n, zero), a[1] = wrap(ctx, "L", lead, 1, 1, zero);
+        q[1] = tg_app(ctx, tg_symbol_cstr(ctx, "cat"), 2, a);
+        want[1] = wrap(ctx, "L", lead, 1, n + 1, zero);
+        a[0] = wrap(ctx, "S", NULL, 0, n, zero), a[1] = seven;
+        q[2] = tg_app(ctx, tg_symbol_cstr(ctx, "tri"), 2, a);
+        lead[0] = k, lead[1] = seven;
+        want[2] = wrap(ctx, "T", lead, 2, n, seven);
+        /* the innermost (fb S): fb-S's key fits, its match fails, fb-any next */
+        a[0] = wrap(ctx, "S", NULL, 0, n, S);
+        q[3] = tg_app(ctx, tg_symbol_cstr(ctx, "fb"), 1, a);
+        want[3] = wrap(ctx, "S", NULL, 0, n, tg_app(ctx, tg_symbol_cstr(ctx, "end"), 1, &S));
+        for (int i = 0; i < 4; i++) {
+            unsigned long long rw[2], cond;
+            tg_term *got[2];
+            for (int timing = 0; timing < 2; timing++) {
+                tg_rules_set_timing(rs, timing);
+                got[timing] = tg_normalize(rs, q[i], 0, &err);
+                tg_rules_counts(rs, &rw[timing], &cond);
+            }
+            TAP_CHECK(got[0] == want[i] && got[1] == want[i], "recursion %d, %ld levels: the hand-built normal form",
+                      i, n);
+            TAP_CHECK(rw[0] == rw[1] && rw[0] == (unsigned long long)n + 1,
+                      "recursion %d, %ld levels: %llu rewrites, %llu timed", i, n, rw[0], rw[1]);
+        }
+    }
+    /* the step limit, polled inside a run of levels, names the rule that
+     * fired (its count brought up to date first) */
+    TAP_EQ_INT(tg_rules_set_limits(rs, 1000, 0, &err), 0, "a step limit");
+    tg_term *a[2] = {wrap(ctx, "S", NULL, 0, 70000, zero), zero};
+    TAP_CHECK(tg_normalize(rs, tg_app(ctx, tg_symbol_cstr(ctx, "add"), 2, a), 0, &err) == NULL,
+              "over the step limit in a run of levels");
+    TAP_CHECK(strstr(msg(&err), "add-S (65536 times)") != NULL, "the error names add-S, all its firings: %s",
+              msg(&err));
+    tg_rules_free(rs);
+}
+
 int main(void)
 {
     tg_error err;
@@ -130,6 +208,7 @@ int main(void)
     TAP_CHECK(tg_normalize(rs, t, TG_NF_MEMO, &err) == e, "the same with memo");
 
     tg_rules_free(rs);
+    ctor_recursions(ctx);
     tg_ctx_free(ctx);
     return TAP_DONE();
 }
