@@ -439,12 +439,12 @@ static inline int loop_app(const tg_term *t, const tg_term *head, unsigned c)
     return t->e[0] == head;
 }
 
-/* One round of loop_run for n arguments (a constant where inlined):
- * r's right side's call made the frame's (its arguments into R[0..n)
- * from src, through next[] unless direct: src reads none of them), then
- * r's match program after its M_ROOT (m); whether it matched. */
-static inline __attribute__((always_inline)) int loop_step(const uint32_t *src, int direct, const tgW_ins *m,
-                                                           tg_term *const *K, uint32_t n, tg_term **R)
+/* The first half of a round of loop_run for n arguments (a constant
+ * where inlined): r's right side's call made the frame's (its arguments
+ * into R[0..n) from src, through next[] unless direct: src reads none of
+ * them). */
+static inline __attribute__((always_inline)) void loop_args(const uint32_t *src, int direct,
+                                                            tg_term *const *K, uint32_t n, tg_term **R)
 {
     if (direct) {
         for (uint32_t j = 0; j < n; j++)
@@ -456,6 +456,12 @@ static inline __attribute__((always_inline)) int loop_step(const uint32_t *src, 
         for (uint32_t j = 0; j < n; j++)
             R[j] = next[j];
     }
+}
+
+/* The second half: r's match program after its M_ROOT (m); whether it
+ * matched. */
+static inline __attribute__((always_inline)) int loop_match(const tgW_ins *m, tg_term *const *K, tg_term **R)
+{
     for (const tgW_ins *pc = m;; pc++) {
         if (pc->op == M_APP) {
             const tg_term *t = R[pc->a];
@@ -478,21 +484,40 @@ static inline __attribute__((always_inline)) int loop_step(const uint32_t *src, 
     }
 }
 
+/* One round of loop_run: the call made, then whether it may be tried
+ * here (with memo on, a call it may not pass unlooked-up ends the run
+ * before its match, -1: *left such calls still, none with first argument
+ * watch, memo.h's tgW_memo_skips) and whether r matches it. */
+static inline __attribute__((always_inline)) int loop_step(const uint32_t *src, int direct, const tgW_ins *m,
+                                                           tg_term *const *K, uint32_t n, tg_term **R,
+                                                           uint64_t *left, const tg_term *watch)
+{
+    loop_args(src, direct, K, n, R);
+    if (__builtin_expect(*left == 0 || R[0] == watch, 0))
+        return -1;
+    --*left;
+    return loop_match(m, K, R);
+}
+
 /* Self loop r has matched its call (n arguments, the registers R, whose
  * first n are the arguments, as in every plain rule): fire it, make its
  * right side's call the frame's (the arguments in R[0..n)), and go on
  * while r matches that call, as the machine's firing, tail call and
  * dispatch would one call at a time (r is the rule they pick for any call
  * it matches: tgW_loop_safe).  The counts are those of the firings one at
- * a time.  0 when r no longer matches (the call's other rules are still
- * to try), -1 with err set when the firing's poll says stop. */
+ * a time.  With memo on, the calls made and matched here are ones memo
+ * would pass without a lookup: at most *left of them, none with first
+ * argument watch (loop_step); *left is decreased by their number.  0
+ * when the run ends (r no longer matches, or the call is memo's to look
+ * up: the frame's call, its rules still to try), -1 with err set when
+ * the firing's poll says stop. */
 static __attribute__((noinline)) int loop_run(tg_rules *rs, tgW_rule *r, uint32_t n, tg_term **R,
-                                               tg_error *err)
+                                               uint64_t *left, const tg_term *watch, tg_error *err)
 {
     const uint32_t *src = r->loop;
     const tgW_ins *m = r->match + 1;
     tg_term *const *K = r->k;
-    int direct = r->loop_direct, rc = 0, more;
+    int direct = r->loop_direct, rc = 0, more = 0;
     unsigned long long rw = rs->rewrites, rw0 = rw;
     do {
         /* every 2^16 rewrites of the run: E_FIRE's poll */
@@ -506,11 +531,14 @@ static __attribute__((noinline)) int loop_run(tg_rules *rs, tgW_rule *r, uint32_
                 break;
         }
         /* the usual counts unrolled */
-        more = n == 1 ? loop_step(src, direct, m, K, 1, R)
-             : n == 2 ? loop_step(src, direct, m, K, 2, R) : loop_step(src, direct, m, K, n, R);
-    } while (more);
+        more = n == 1 ? loop_step(src, direct, m, K, 1, R, left, watch)
+             : n == 2 ? loop_step(src, direct, m, K, 2, R, left, watch)
+                      : loop_step(src, direct, m, K, n, R, left, watch);
+    } while (more > 0);
     rs->rewrites = rw;
     r->fired += rw - rw0, r->built += rw - rw0, r->tried += rw - rw0;
+    if (more < 0)   /* the last call not tried here */
+        r->tried--;
     return rc;
 }
 
@@ -751,6 +779,26 @@ static __attribute__((noinline)) int deferred_lookup(tg_rules *rs, uint32_t opid
     return k;
 }
 
+/* With memo on, whether self loop r may run as a loop (loop_run) on
+ * frame f's call, which it matched: its firing records no more than the
+ * plain firing (f's call open: the rule fired on it, as fire_watched
+ * does; its lookup deferred: not), and the calls it makes pass memo
+ * unlooked-up (memo.h's tgW_memo_skips: *left of them, none with first
+ * argument *w) at least for one round. */
+static int loop_budget(tgW_machine *M, tgW_rule *r, frame *f, uint64_t *left, const tg_term **w)
+{
+    if (f->opened == 2)
+        return 0;
+    tg_term *wt;
+    uint64_t k = tgW_memo_skips(&M->memo, r->op->id, f->n, &wt);
+    if (k == 0)
+        return 0;
+    if (f->opened)
+        M->memo.open[M->memo.nopen - 1].rule = r;
+    *left = k, *w = wt;
+    return 1;
+}
+
 /* Whether a body does work the profile counts (a condition test, a
  * call) before it fires; E_FIRE, and E_NORM when it makes a call, are
  * the other places such work begins. */
@@ -850,12 +898,14 @@ static __attribute__((noinline)) int run_poll(tg_rules *rs, tg_error *err)
 struct levels {
     tgW_rule *const *rr;
     uint32_t nr, tried;
+    int entered;        /* the call that ended them passed memo (else memo's to look up) */
     size_t cbase;
 };
 
 static __attribute__((noinline)) int run_levels(tg_rules *rs, tgW_machine *M, frame *f,
                                                 const struct tgW_byop *cby, const tgW_ins *call,
-                                                size_t cbase, uint32_t c, struct levels *out,
+                                                size_t cbase, uint32_t c, uint64_t *left,
+                                                const tg_term *watch, struct levels *out,
                                                 tg_error *err)
 {
     tgW_rule *r = f->rule;
@@ -890,9 +940,15 @@ static __attribute__((noinline)) int run_levels(tg_rules *rs, tgW_machine *M, fr
     rr = call_rules(cby, vs + cbase, c, &nr);
     if (keyed)
         lastkey = tgW_disp_key(vs[cbase]);
-    int rc = 0;
+    int rc = 0, entered;
     for (;;) {
         tried = 0;
+        /* with memo on: a call memo would not pass ends them untried */
+        if (__builtin_expect(*left == 0 || vs[cbase] == watch, 0)) {
+            entered = 0;
+            break;
+        }
+        --*left, entered = 1;
         if (!nr || rr[0] != r)
             break;
         if (__builtin_expect(cbase + room > M->vcap, 0)) {
@@ -957,7 +1013,7 @@ static __attribute__((noinline)) int run_levels(tg_rules *rs, tgW_machine *M, fr
     }
     r->tried += lev + tried, r->fired += lev, r->built += lev, f->lev += lev;
     rs->rewrites = rw;
-    out->rr = rr, out->nr = nr, out->tried = tried, out->cbase = cbase;
+    out->rr = rr, out->nr = nr, out->tried = tried, out->cbase = cbase, out->entered = entered;
     return rc;
 }
 
@@ -1066,9 +1122,10 @@ static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term 
     /* rule timing (profiles): a try's ticks, from its match to its firing
      * or failure, conditions included */
     int timing = rs->timing;
-    /* self loops run as loops (loop_run) when a firing only counts and
-     * the right side's calls are reduced */
-    int can_loop = !watched && !run->step;
+    /* self loops run as loops (loop_run) when a firing only counts (or
+     * does memo's part only, for calls memo passes unlooked-up: see
+     * loop_budget) and the right side's calls are reduced */
+    int can_loop = !busy && !run->step;
     /* The memo lookup of the first call (a node of the input: distinct
      * calls, by the input walk's done map) is deferred until its rules do
      * something the profile counts (a condition test, a call, a firing),
@@ -1176,12 +1233,20 @@ try_rules:
             continue;
         }
         if (r->loop && can_loop && loop_allowed(byop(ix, r->op->id), r)) {
-            /* a self loop: fired until it no longer matches its call */
-            f->rule = r;
-            if (loop_run(rs, r, f->n, R, err) < 0)
-                goto fail;
-            c = f->n, head = f->head, atom = f->atom, opid = r->op->id;
-            goto tail_call;
+            /* a self loop: fired until it no longer matches its call
+             * (with memo on: or until its call is one to look up) */
+            uint64_t left = UINT64_MAX;
+            const tg_term *w = NULL;
+            if (!memo || loop_budget(M, r, f, &left, &w)) {
+                f->rule = r;
+                uint64_t left0 = left;
+                if (loop_run(rs, r, f->n, R, &left, w, err) < 0)
+                    goto fail;
+                if (memo)   /* the calls made and matched: passed */
+                    tgW_memo_skipped(&M->memo, left0 - left);
+                c = f->n, head = f->head, atom = f->atom, opid = r->op->id;
+                goto tail_call;
+            }
         }
         if (__builtin_expect(f->opened == 2, 0) && counts_before_fire(r->body))
             LOOKUP_DEFERRED();
@@ -1206,14 +1271,29 @@ ctor_rec: {
      * ends them gets a frame of its own */
     struct levels lv;
     if (!byop(bix, pc->a)->n) {
-        int k = run_levels(rs, M, f, cby, pc - 1, cbase, c, &lv, err);
+        /* with memo on: while memo passes the calls unlooked-up */
+        uint64_t left = UINT64_MAX, left0;
+        tg_term *w = NULL;
+        if (memo && !(left = tgW_memo_skips(&M->memo, opid, c, &w)))
+            goto call_by;
+        left0 = left;
+        int k = run_levels(rs, M, f, cby, pc - 1, cbase, c, &left, w, &lv, err);
+        if (memo)   /* the calls that were levels, or were tried as one */
+            tgW_memo_skipped(&M->memo, left0 - left);
         if (k < 0) {
             if (k == -1)
                 goto oom;
             goto fail;
         }
         cbase = lv.cbase;
+        if (!lv.entered) {  /* the call that ended them: memo's to look up */
+            sp = cbase + c;
+            goto call_by;
+        }
+        ckn0 = M->memo.nopen;
     } else {
+        if (memo)
+            goto call_by;
         lv.rr = call_rules(cby, M->vs + cbase, c, &lv.nr);
         lv.tried = 0;
     }
@@ -1267,6 +1347,11 @@ exec:
                 if (f->rule->ctorrec && !watched)
                     goto ctor_rec;
                 goto frame;
+            }
+            /* memo only: levels while memo passes their calls (ctor_rec) */
+            if (f->rule->ctorrec && !busy) {
+                cbase = sp - c, ckn0 = M->memo.nopen, copened = 0;
+                goto ctor_rec;
             }
             if (M->memo.lazy) {     /* memo's lazy phase: not looked up either */
                 M->memo.lazy--;

@@ -169,6 +169,36 @@ static inline int tgW_memo_skip(tgW_memo *m, uint32_t op, tg_term *head, uint32_
     return 1;
 }
 
+/* The machine's fast paths (self loops, ctorrec levels: machine.c) make
+ * calls of one op one after the other without a lookup; they may do so
+ * for calls that tgW_memo_skip would pass.  How many calls from now on
+ * it passes whatever they are (the lazy phase's rest), or, for a dropped
+ * op of n > 0 arguments, how many before the next 2^k-th one, provided
+ * none has *watch as its first argument (then it may be the watched
+ * call: tgW_memo_enter is to decide); 0 when the next call is to be
+ * looked up.  tgW_memo_skipped then counts the calls passed so. */
+static inline uint64_t tgW_memo_skips(const tgW_memo *m, uint32_t op, uint32_t n, tg_term **watch)
+{
+    *watch = NULL;
+    if (m->lazy)
+        return m->lazy;
+    if (op >= m->nstat || !m->stat[op].dropped || n == 0)
+        return 0;
+    *watch = m->watch[1];
+    uint64_t k = m->skipped + 1;
+    if (!(k & (k - 1)) || k >> 62)
+        return 0;
+    return ((uint64_t)1 << (64 - __builtin_clzll(k))) - k;
+}
+
+static inline void tgW_memo_skipped(tgW_memo *m, uint64_t calls)
+{
+    if (m->lazy)
+        m->lazy -= (uint32_t)calls;
+    else
+        m->skipped += calls;
+}
+
 /* A call that was not looked up (the machine defers the lookup of the
  * call it starts from, see machine.c) turned out to be its own normal
  * form without a rewrite, a condition test or a call: count it as its
