@@ -9,7 +9,8 @@
  * found again, the table emptied between normalizations; then
  * normalizing with memo against without: the same normal forms, memo's
  * win in rewrites beside ops it drops, and a run shorter than the lazy
- * start with plain's very rewrites. */
+ * start with plain's very rewrites; and the runs of calls that the
+ * machine's fast paths may make without a lookup (tgW_memo_skips). */
 #define GC_THREADS 1
 #include <gc/gc.h>
 
@@ -244,6 +245,76 @@ static void lazy_tests(void)
     tgW_memo_clear(m);
 }
 
+/* tgW_memo_skips (the machine's fast paths, machine.c: loop_run and
+ * run_levels) against tgW_memo_skip call by call: the count it gives is
+ * exactly the run of calls the inline path passes before one it leaves
+ * to tgW_memo_enter, in the lazy phase and for a dropped op between its
+ * watch points; and tgW_memo_skipped counts such a run as those calls. */
+static void skips_tests(void)
+{
+    m = GC_MALLOC(sizeof *m);
+    tgW_memo_clear(m);
+    tg_term *f = tg_symbol_cstr(ctx, "f"), *w;
+    for (long i = 0; i < TGW_MEMO_PREFIX; i++)
+        machine_call(0, f, i);
+    uint64_t k = tgW_memo_skips(m, 0, 1, &w);
+    TAP_CHECK(k == TGW_MEMO_LAZY && w == NULL, "the lazy phase: %d calls pass whatever they are (%llu)",
+              TGW_MEMO_LAZY, (unsigned long long)k);
+    tgW_memo_skipped(m, 100);
+    k = tgW_memo_skips(m, 0, 1, &w);
+    uint64_t passed = 0;
+    while (machine_call(0, f, (long)passed) == 0)
+        passed++;
+    TAP_CHECK(k == TGW_MEMO_LAZY - 100 && passed == k,
+              "100 counted as passed: %llu left, and as many pass one at a time (%llu)",
+              (unsigned long long)k, (unsigned long long)passed);
+
+    /* a dropped op: runs up to each watch point (2^j-th call) */
+    for (long i = 0; i < 300; i++)
+        machine_call(1, f, 10000 + i);
+    TAP_CHECK(m->stat[1].dropped, "an op of calls never found again is dropped");
+    int exact = 1, rounds = 0;
+    long arg = 20000;
+    for (int j = 0; j < 12; j++) {
+        k = tgW_memo_skips(m, 1, 1, &w);
+        if (k == 0) {   /* the next call is to be looked up: made so */
+            machine_call(1, f, arg++);
+            continue;
+        }
+        rounds++;
+        exact &= w == m->watch[1];
+        uint64_t n = 0;
+        for (;;) {
+            tg_term *a = tg_int(ctx, arg++);
+            if (!tgW_memo_skip(m, 1, f, 1, &a))
+                break;
+            n++;
+        }
+        exact &= n == k;
+        /* the one left to the lookup, made */
+        tg_term *a = tg_int(ctx, arg - 1), *nf = NULL;
+        size_t from = m->nopen;
+        if (tgW_memo_enter(m, ctx, 1, f, 0, 1, &a, rewrites, &nf) != TGW_MEMO_SKIP && !nf)
+            tgW_memo_close(m, from, tg_int(ctx, 0), ++rewrites);
+    }
+    TAP_CHECK(exact && rounds >= 6, "each count is the run the inline path passes (%d runs)", rounds);
+    k = tgW_memo_skips(m, 1, 1, &w);
+    if (k == 0) {
+        machine_call(1, f, arg++);
+        k = tgW_memo_skips(m, 1, 1, &w);
+    }
+    uint64_t sk = m->skipped;
+    tgW_memo_skipped(m, k);
+    tg_term *a = tg_int(ctx, arg++);
+    TAP_CHECK(k > 0 && m->skipped == sk + k && !tgW_memo_skip(m, 1, f, 1, &a) &&
+                  tgW_memo_skips(m, 1, 1, &w) == 0,
+              "a run counted as passed ends at the watch point: the next call is looked up");
+    tg_term *wa = m->watch[1];
+    TAP_CHECK(tgW_memo_skip(m, 1, f, 1, &wa) == 0, "and so is a call with the watched call's argument");
+    TAP_CHECK(tgW_memo_skips(m, 2, 1, &w) == 0, "an op not dropped: none passes");
+    tgW_memo_clear(m);
+}
+
 /* ---- growing without both tables ------------------------------------------ */
 
 /* The process's peak resident memory in KB (VmHWM), -1 when unknown. */
@@ -414,6 +485,7 @@ int main(void)
     TAP_CHECK(ctx != NULL, "a context");
     growth_tests();     /* first: the peak memory still low */
     lazy_tests();
+    skips_tests();
     table_tests();
     normalize_tests();
     tg_ctx_free(ctx);
