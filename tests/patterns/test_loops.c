@@ -1,8 +1,9 @@
 /* test_loops.c - self loops (a rule whose right side calls its own op on
  * parts of its left side, such as (lt (s ?n) (s ?m)) => (lt ?n ?m), which
  * the machine fires in a loop of its own): normal forms and rewrite
- * counts against a hand-written evaluation, with memo on (which takes the
- * general path) and off; a rule before the loop that matches some of its
+ * counts against a hand-written evaluation, with memo on and off; with
+ * memo on, loops through memo's lazy phase and of an op it drops against
+ * the general path (rule timing), memo's hits found after them; a rule before the loop that matches some of its
  * calls still fires first; a swap of arguments, constants and nonlinear
  * patterns; the step and time limits stop a long loop. */
 #include <string.h>
@@ -28,7 +29,15 @@ static const char rules[] =
     "(rule eqn-w (eqn (wrap ?x) ?x) => same)\n"
     "(rule eqn-s (eqn (s ?x) (s ?y)) => (eqn ?x ?y))\n"
     /* a pattern two levels deep */
-    "(rule deep-2 (deep (s (s ?x)) ?y) => (deep ?x (s ?y)))\n";
+    "(rule deep-2 (deep (s (s ?x)) ?y) => (deep ?x (s ?y)))\n"
+    /* memo on: a call of g before a long loop, found again after it
+     * (again's tail call), and loops of an op memo drops (cnt's) */
+    "(op top (arity 2)) (op top2 (arity 3)) (op g (arity 1)) (op h (arity 1)) (op again (arity 1))\n"
+    "(op pair (arity 3)) (op cnt (arity 2)) (op c2 (arity 2))\n"
+    "(rule top (top ?a ?b) => (pair (g ?a) (lt ?a ?b) (again ?a)))\n"
+    "(rule top2 (top2 ?a ?n ?m) => (pair (g ?a) (cnt ?n ?m) (again ?a)))\n"
+    "(rule g (g ?x) => (h (h ?x))) (rule h (h ?x) => (s ?x)) (rule again (again ?x) => (g ?x))\n"
+    "(rule cnt-s (cnt (s ?n) ?m) => (c2 (lt ?n ?m) (cnt ?n ?m))) (rule cnt-0 (cnt 0 ?m) => done)\n";
 
 static tg_term *num(tg_ctx *ctx, long n)
 {
@@ -64,6 +73,67 @@ static int check_lt(tg_ctx *ctx, tg_rules *rs, long i, long j)
         ok &= nf == want && rewrites(rs) == n;
     }
     return ok;
+}
+
+/* q with memo on, by the fast paths and by the general path (which rule
+ * timing forces): the same normal form and rewrite count, into *nf, *rw */
+static int memo_same(tg_rules *rs, tg_term *q, tg_term **nf, unsigned long long *rw)
+{
+    tg_error err;
+    tg_term *got[2];
+    unsigned long long n[2];
+    for (int timing = 0; timing < 2; timing++) {
+        tg_rules_set_timing(rs, timing);
+        got[timing] = tg_normalize(rs, q, TG_NF_MEMO, &err);
+        n[timing] = rewrites(rs);
+    }
+    tg_rules_set_timing(rs, 0);
+    *nf = got[0], *rw = n[0];
+    return got[0] && got[0] == got[1] && n[0] == n[1];
+}
+
+/* Loops under memo: they run as loops while memo would pass their calls
+ * unlooked-up (its lazy phase; an op it dropped), and memo's table is
+ * then what the general path leaves: the call of g made before the loop
+ * is found after it (its 3 rewrites saved), the counts are the same. */
+static void memo_loops(tg_ctx *ctx, tg_rules *rs)
+{
+    tg_error err;
+    /* lt over 5000: its calls run past the lazy phase (memo.h) */
+    tg_term *a = num(ctx, 5000), *args[3] = {a, num(ctx, 5001), NULL};
+    tg_term *q = tg_app(ctx, tg_symbol_cstr(ctx, "top"), 2, args), *nf;
+    unsigned long long rw, plain;
+    tg_term *s = tg_symbol_cstr(ctx, "s"), *sa = tg_app(ctx, s, 1, &a), *ssa = tg_app(ctx, s, 1, &sa);
+    tg_term *want[3] = {ssa, tg_symbol_cstr(ctx, "true"), ssa};
+    tg_term *wq = tg_app(ctx, tg_symbol_cstr(ctx, "pair"), 3, want);
+    nf = tg_normalize(rs, q, 0, &err);
+    plain = rewrites(rs);
+    /* top, g and its two h, lt's 5001, again, g and its two h */
+    TAP_CHECK(nf == wq && plain == 1 + 3 + 5001 + 4,
+              "memo off: (pair (s (s a)) true (s (s a))) after %llu rewrites", plain);
+    TAP_CHECK(memo_same(rs, q, &nf, &rw) && nf == wq,
+              "memo on: a loop through its lazy phase, the same normal form and count as the general path");
+    TAP_CHECK(rw == plain - 3, "g's call found again after the loop: %llu rewrites, plain %llu", rw, plain);
+
+    /* cnt: 1200 calls of lt, each a loop, never found again: lt dropped */
+    long n = 1200, mm = 3000;
+    args[1] = num(ctx, n), args[2] = num(ctx, mm);
+    q = tg_app(ctx, tg_symbol_cstr(ctx, "top2"), 3, args);
+    tg_term *c = tg_symbol_cstr(ctx, "done"), *c2 = tg_symbol_cstr(ctx, "c2"), *t = tg_symbol_cstr(ctx, "true");
+    for (long i = 0; i < n; i++) {
+        tg_term *e[2] = {t, c};
+        c = tg_app(ctx, c2, 2, e);
+    }
+    want[1] = c;
+    wq = tg_app(ctx, tg_symbol_cstr(ctx, "pair"), 3, want);
+    unsigned long long hand = 1 + 3 + (unsigned long long)(n + 1) + (unsigned long long)(n * (n + 1) / 2) + 4;
+    nf = tg_normalize(rs, q, 0, &err);
+    plain = rewrites(rs);
+    TAP_CHECK(nf == wq && plain == hand,
+              "memo off: %ld loops of lt after %llu rewrites (by hand %llu)", n, plain, hand);
+    TAP_CHECK(memo_same(rs, q, &nf, &rw) && nf == wq,
+              "memo on: loops of an op memo drops, the same normal form and count as the general path");
+    TAP_CHECK(rw == plain - 3, "g's call still found after them: %llu rewrites, plain %llu", rw, plain);
 }
 
 int main(void)
@@ -137,6 +207,8 @@ int main(void)
 
     /* the limits (and an interrupt) are looked at every 2^16 rewrites,
      * inside a loop too */
+    memo_loops(ctx, rs);
+
     tg_term *big = call2(ctx, "lt", num(ctx, 300000), num(ctx, 300001));
     TAP_EQ_INT(tg_rules_set_limits(rs, 100000, 0, &err), 0, "a step limit of 10^5 rewrites");
     tg_error_clear(&err);
