@@ -41,10 +41,74 @@ static tg_term *wrap(tg_ctx *ctx, const char *head, tg_term *const *lead, unsign
     return x;
 }
 
+/* q with memo on, by levels and by the general path (which rule timing
+ * forces): the same normal form and rewrite count, into *nf, *rw */
+static int memo_same(tg_rules *rs, tg_term *q, tg_term **nf, unsigned long long *rw)
+{
+    tg_error err;
+    tg_term *got[2];
+    unsigned long long n[2], cond;
+    for (int timing = 0; timing < 2; timing++) {
+        tg_rules_set_timing(rs, timing);
+        got[timing] = tg_normalize(rs, q, TG_NF_MEMO, &err);
+        tg_rules_counts(rs, &n[timing], &cond);
+    }
+    tg_rules_set_timing(rs, 0);
+    *nf = got[0], *rw = n[0];
+    return got[0] && got[0] == got[1] && n[0] == n[1];
+}
+
+/* Levels under memo: they run while memo would pass their calls
+ * unlooked-up (its lazy phase; an op it dropped), and memo's table is
+ * then what the general path leaves: g's call made before them is found
+ * after them (its 3 rewrites saved), the counts are the same. */
+static void ctor_recursions_memo(tg_ctx *ctx, tg_rules *rs)
+{
+    tg_error err;
+    unsigned long long rw, plain, cond;
+    long n = 5000;
+    tg_term *zero = tg_int(ctx, 0), *seven = tg_int(ctx, 7), *nf;
+    tg_term *a = wrap(ctx, "S", NULL, 0, n, zero), *args[3] = {a, seven, NULL};
+    tg_term *q = tg_app(ctx, tg_symbol_cstr(ctx, "top"), 2, args);
+    tg_term *ga = wrap(ctx, "S", NULL, 0, 2, a);
+    tg_term *want[3] = {ga, wrap(ctx, "S", NULL, 0, n, seven), ga};
+    tg_term *wq = tg_app(ctx, tg_symbol_cstr(ctx, "pair"), 3, want);
+    nf = tg_normalize(rs, q, 0, &err);
+    tg_rules_counts(rs, &plain, &cond);
+    /* top, g and its two h, add's n + 1, again, g and its two h */
+    TAP_CHECK(nf == wq && plain == 1 + 3 + (unsigned long long)n + 1 + 4,
+              "memo off: (pair (S (S a)) (S^%ld 7) (S (S a))) after %llu rewrites", n, plain);
+    TAP_CHECK(memo_same(rs, q, &nf, &rw) && nf == wq,
+              "memo on: levels through its lazy phase, the same normal form and count as the general path");
+    TAP_CHECK(rw == plain - 3, "g's call found again after them: %llu rewrites, plain %llu", rw, plain);
+
+    /* cnt: 1200 calls of add, each levels, never found again: add dropped */
+    n = 1200;
+    args[1] = wrap(ctx, "S", NULL, 0, n, zero);
+    args[2] = seven;
+    q = tg_app(ctx, tg_symbol_cstr(ctx, "top2"), 3, args);
+    tg_term *c = tg_symbol_cstr(ctx, "done"), *c2 = tg_symbol_cstr(ctx, "c2");
+    for (long i = 0; i < n; i++) {
+        tg_term *e[2] = {wrap(ctx, "S", NULL, 0, i, seven), c};
+        c = tg_app(ctx, c2, 2, e);
+    }
+    want[1] = c;
+    wq = tg_app(ctx, tg_symbol_cstr(ctx, "pair"), 3, want);
+    unsigned long long hand = 1 + 3 + (unsigned long long)(n + 1) + (unsigned long long)(n * (n + 1) / 2) + 4;
+    nf = tg_normalize(rs, q, 0, &err);
+    tg_rules_counts(rs, &plain, &cond);
+    TAP_CHECK(nf == wq && plain == hand, "memo off: %ld recursions of add after %llu rewrites (by hand %llu)", n,
+              plain, hand);
+    TAP_CHECK(memo_same(rs, q, &nf, &rw) && nf == wq,
+              "memo on: levels of an op memo drops, the same normal form and count as the general path");
+    TAP_CHECK(rw == plain - 3, "g's call still found after them: %llu rewrites, plain %llu", rw, plain);
+}
+
 /* Right sides that wrap a call of their own op in a constructor, (S
  * (add ?n ?m)), run their levels in one frame of the machine (rset.h
  * ctorrec): normal forms and rewrite counts are those of the general
- * path, which rule timing forces, and those of a hand-built answer;
+ * path, which rule timing forces, and those of a hand-built answer,
+ * memo off and on (ctor_recursions_memo: levels under memo);
  * deep enough to outgrow the levels' hash array and to poll the step
  * limit inside a run of levels (every 2^16 rewrites). */
 static void ctor_recursions(tg_ctx *ctx)
@@ -57,7 +121,15 @@ static void ctor_recursions(tg_ctx *ctx)
         "(rule add-0 (add 0 ?m) => ?m) (rule add-S (add (S ?n) ?m) => (S (add ?n ?m)))"
         "(rule cat-L (cat (L ?e ?l) ?k) => (L ?e (cat ?l ?k))) (rule cat-0 (cat 0 ?k) => ?k)"
         "(rule tri-S (tri (S ?n) ?m) => (T k ?m (tri ?n ?m))) (rule tri-0 (tri 0 ?m) => ?m)"
-        "(rule fb-S (fb (S ?n)) => (S (fb ?n))) (rule fb-any (fb ?x) => (end ?x))";
+        "(rule fb-S (fb (S ?n)) => (S (fb ?n))) (rule fb-any (fb ?x) => (end ?x))"
+        /* memo on: g's call before a long recursion found after it, and
+         * recursions of an op memo drops (cnt's calls of add) */
+        "(op top (arity 2)) (op top2 (arity 3)) (op g (arity 1)) (op h (arity 1)) (op again (arity 1))"
+        "(op pair (arity 3)) (op cnt (arity 2)) (op c2 (arity 2))"
+        "(rule top (top ?a ?b) => (pair (g ?a) (add ?a ?b) (again ?a)))"
+        "(rule top2 (top2 ?a ?n ?m) => (pair (g ?a) (cnt ?n ?m) (again ?a)))"
+        "(rule g (g ?x) => (h (h ?x))) (rule h (h ?x) => (S ?x)) (rule again (again ?x) => (g ?x))"
+        "(rule cnt-S (cnt (S ?n) ?m) => (c2 (add ?n ?m) (cnt ?n ?m))) (rule cnt-0 (cnt 0 ?m) => done)";
     TAP_EQ_INT(tg_rules_load_string(rs, src, strlen(src), NULL, &err), 0, "constructor recursions");
     tg_term *zero = tg_int(ctx, 0), *seven = tg_int(ctx, 7), *S = tg_symbol_cstr(ctx, "S");
     tg_term *k = tg_symbol_cstr(ctx, "k"), *lead[2];
@@ -81,19 +153,23 @@ static void ctor_recursions(tg_ctx *ctx)
         q[3] = tg_app(ctx, tg_symbol_cstr(ctx, "fb"), 1, a);
         want[3] = wrap(ctx, "S", NULL, 0, n, tg_app(ctx, tg_symbol_cstr(ctx, "end"), 1, &S));
         for (int i = 0; i < 4; i++) {
-            unsigned long long rw[2], cond;
-            tg_term *got[2];
-            for (int timing = 0; timing < 2; timing++) {
-                tg_rules_set_timing(rs, timing);
-                got[timing] = tg_normalize(rs, q[i], 0, &err);
-                tg_rules_counts(rs, &rw[timing], &cond);
+            /* memo off and on, each by levels and by the general path */
+            unsigned long long rw[4], cond;
+            tg_term *got[4];
+            for (int run = 0; run < 4; run++) {
+                tg_rules_set_timing(rs, run & 1);
+                got[run] = tg_normalize(rs, q[i], run & 2 ? TG_NF_MEMO : 0, &err);
+                tg_rules_counts(rs, &rw[run], &cond);
             }
-            TAP_CHECK(got[0] == want[i] && got[1] == want[i], "recursion %d, %ld levels: the hand-built normal form",
-                      i, n);
-            TAP_CHECK(rw[0] == rw[1] && rw[0] == (unsigned long long)n + 1,
-                      "recursion %d, %ld levels: %llu rewrites, %llu timed", i, n, rw[0], rw[1]);
+            tg_rules_set_timing(rs, 0);
+            TAP_CHECK(got[0] == want[i] && got[1] == want[i] && got[2] == want[i] && got[3] == want[i],
+                      "recursion %d, %ld levels: the hand-built normal form, memo off and on", i, n);
+            TAP_CHECK(rw[0] == rw[1] && rw[0] == rw[2] && rw[0] == rw[3] && rw[0] == (unsigned long long)n + 1,
+                      "recursion %d, %ld levels: %llu rewrites, %llu timed, memo %llu and %llu", i, n, rw[0],
+                      rw[1], rw[2], rw[3]);
         }
     }
+    ctor_recursions_memo(ctx, rs);
     /* the step limit, polled inside a run of levels, names the rule that
      * fired (its count brought up to date first) */
     TAP_EQ_INT(tg_rules_set_limits(rs, 1000, 0, &err), 0, "a step limit");
