@@ -487,7 +487,8 @@ static inline __attribute__((always_inline)) int loop_match(const tgW_ins *m, tg
 /* One round of loop_run: the call made, then whether it may be tried
  * here (with memo on, a call it may not pass unlooked-up ends the run
  * before its match, -1: *left such calls still, none with first argument
- * watch, memo.h's tgW_memo_skips) and whether r matches it. */
+ * watch, memo.h's tgW_memo_skips) and whether r matches it (then it is
+ * one of them). */
 static inline __attribute__((always_inline)) int loop_step(const uint32_t *src, int direct, const tgW_ins *m,
                                                            tg_term *const *K, uint32_t n, tg_term **R,
                                                            uint64_t *left, const tg_term *watch)
@@ -495,8 +496,11 @@ static inline __attribute__((always_inline)) int loop_step(const uint32_t *src, 
     loop_args(src, direct, K, n, R);
     if (__builtin_expect(*left == 0 || R[0] == watch, 0))
         return -1;
+    /* a call that fails goes on through the tail call, memo's test too */
+    if (!loop_match(m, K, R))
+        return 0;
     --*left;
-    return loop_match(m, K, R);
+    return 1;
 }
 
 /* Self loop r has matched its call (n arguments, the registers R, whose

@@ -37,7 +37,12 @@ static const char rules[] =
     "(rule top (top ?a ?b) => (pair (g ?a) (lt ?a ?b) (again ?a)))\n"
     "(rule top2 (top2 ?a ?n ?m) => (pair (g ?a) (cnt ?n ?m) (again ?a)))\n"
     "(rule g (g ?x) => (h (h ?x))) (rule h (h ?x) => (s ?x)) (rule again (again ?x) => (g ?x))\n"
-    "(rule cnt-s (cnt (s ?n) ?m) => (c2 (lt ?n ?m) (cnt ?n ?m))) (rule cnt-0 (cnt 0 ?m) => done)\n";
+    "(rule cnt-s (cnt (s ?n) ?m) => (c2 (lt ?n ?m) (cnt ?n ?m))) (rule cnt-0 (cnt 0 ?m) => done)\n"
+    /* a cycle through a loop of an op memo dropped (memo.test's) */
+    "(op cy (arity 2)) (op cys (arity 1)) (op both (arity 2))\n"
+    "(rule cy-down (cy (s ?n) ?m) => (cy ?n ?m)) (rule cy-back (cy 0 ?m) => (cy ?m ?m))\n"
+    "(rule cy-end (cy e ?m) => ?m) (rule cys-0 (cys 0) => nil)\n"
+    "(rule cys-s (cys (s ?n)) => (both (cy (s (s e)) (s ?n)) (cys ?n)))\n";
 
 static tg_term *num(tg_ctx *ctx, long n)
 {
@@ -134,6 +139,24 @@ static void memo_loops(tg_ctx *ctx, tg_rules *rs)
     TAP_CHECK(memo_same(rs, q, &nf, &rw) && nf == wq,
               "memo on: loops of an op memo drops, the same normal form and count as the general path");
     TAP_CHECK(rw == plain - 3, "g's call still found after them: %llu rewrites, plain %llu", rw, plain);
+
+    /* a cycle after thousands of loops of cy (dropped): memo watches the
+     * same call by the loops as by the general path, and names it */
+    tg_term *big = num(ctx, 5120), *three = num(ctx, 3);
+    args[0] = tg_app(ctx, tg_symbol_cstr(ctx, "cys"), 1, &big);
+    args[1] = call2(ctx, "cy", big, three);
+    q = tg_app(ctx, tg_symbol_cstr(ctx, "both"), 2, args);
+    char msg[2][512];
+    for (int timing = 0; timing < 2; timing++) {
+        tg_rules_set_timing(rs, timing);
+        tg_error_clear(&err);
+        nf = tg_normalize(rs, q, TG_NF_MEMO, &err);
+        snprintf(msg[timing], sizeof msg[timing], "%s", nf ? "(no error)" : err.message);
+    }
+    tg_rules_set_timing(rs, 0);
+    TAP_CHECK(strstr(msg[0], "rewriting cycles: (cy ") && strcmp(msg[0], msg[1]) == 0,
+              "a cycle through loops of a dropped op: the same report as the general path's (%s | %s)", msg[0],
+              msg[1]);
 }
 
 int main(void)
