@@ -455,7 +455,7 @@ int tgGr_scan_vjp(sweep *s, const tgSc_scan *sc, tg_term **A)
         }
         /* a non-sequence's adjoint: summed over the steps in an
          * accumulator; where each step's part is an outer product or a
-         * dot, the Scan rewrite scan-push-sums (patterns/scanopt.c) sums
+         * dot, the Scan rewrite scan-push-sums (patterns/scanout.c) sums
          * it after the loop (a BPTT weight gradient: one GEMM) */
         pidx[p] = nb++;
         tg_term *acc = fresh(x, &g->syms, "grad_a");

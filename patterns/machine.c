@@ -405,9 +405,9 @@ static inline int loop_allowed(const struct tgW_byop *by, const tgW_rule *r)
     return 0;
 }
 
-/* The every-2^16-rewrites poll of a firing (E_FIRE's): 0, or -1 with
- * err set (interrupted, over a limit, out of memory). */
-static __attribute__((noinline)) int loop_poll(tg_rules *rs, tg_error *err)
+/* Every 2^16 rewrites of a run: an interrupt, the step limit, the
+ * deadline, a heap near its limit.  -1 with err filled to stop. */
+static __attribute__((noinline)) int run_poll(tg_rules *rs, tg_error *err)
 {
     if (rs->interrupt) {
         tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "interrupted");
@@ -531,7 +531,7 @@ static __attribute__((noinline)) int loop_run(tg_rules *rs, tgW_rule *r, uint32_
             rs->rewrites = rw;
             r->fired += rw - rw0, r->built += rw - rw0, r->tried += rw - rw0;
             rw0 = rw;
-            if ((rc = loop_poll(rs, err)) < 0)
+            if ((rc = run_poll(rs, err)) < 0)
                 break;
         }
         /* the usual counts unrolled */
@@ -871,21 +871,6 @@ static size_t chain_start(tg_ctx *ctx, tgW_machine *M, const tgW_index *bix, siz
     for (size_t i = 0; i < CHAIN_AHEAD && i <= k - j; i++)
         tgT_fetch(ctx, M->fs[k - i].ahash);
     return j;
-}
-
-/* Every 2^16 rewrites of a run: an interrupt, the step limit, the
- * deadline, a heap near its limit.  -1 with err filled to stop. */
-static __attribute__((noinline)) int run_poll(tg_rules *rs, tg_error *err)
-{
-    if (rs->interrupt) {
-        tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "interrupted");
-        return -1;
-    }
-    if ((rs->max_steps || rs->deadline) && tgW_limits_over(rs, err))
-        return -1;
-    if (tgT_heap_tight())
-        return tgE_nomem(err), -1;
-    return 0;
 }
 
 /* The levels of a ctorrec rule (rset.h) in frame f: the call of c
