@@ -188,10 +188,29 @@ void tgW_map_clear(tgW_map *m)
 
 /* ---- terms ------------------------------------------------------------ */
 
+/* Whether t is (head ...) of exactly c + 1 < TGT_CHUNK elements, a
+ * proper list (its kind, flags and length read as one header word). */
+static inline int app_short(const tg_term *t, const tg_term *head, unsigned c)
+{
+    if (tgT_isfix(t))
+        return 0;
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* kind, flags and n from the low end of the header (as tgT_hash52) */
+    uint32_t w;
+    memcpy(&w, &t->h, sizeof w);
+    if ((w & (0xfu | TGT_HASTAIL << 4 | 0xfu << 8)) != (TG_PAIR | (c + 1) << 8))
+        return 0;
+#else
+    if (t->h.kind != TG_PAIR || t->h.n != c + 1 || (t->h.flags & TGT_HASTAIL))
+        return 0;
+#endif
+    return t->e[0] == head;
+}
+
 /* app_args for c + 1 < TGT_CHUNK: t is then one chunk. */
 static inline int app_args_short(const tg_term *t, const tg_term *head, unsigned c, tg_term **out)
 {
-    if (!tgT_ispair(t) || t->e[0] != head || t->h.n != c + 1 || (t->h.flags & TGT_HASTAIL))
+    if (!app_short(t, head, c))
         return 0;
     for (unsigned i = 0; i < c; i++)
         out[i] = t->e[i + 1];
@@ -372,13 +391,11 @@ static __attribute__((noinline)) int match(tg_ctx *ctx, const tgW_rule *r, tg_te
  * stack, the segments or the memory they may take, so that the function
  * needs few registers and no stack frame (a rule is matched per
  * rewrite).  A plain rule's registers start with the arguments. */
-static __attribute__((noinline)) int match_plain(const tgW_rule *r, uint32_t n, tg_term **R)
+/* A plain match program's instructions after its M_ROOT (pc), over
+ * registers R: whether they matched (match_plain's and loop_run's). */
+static inline __attribute__((always_inline)) int plain_rest(const tgW_ins *pc, tg_term *const *K, tg_term **R)
 {
-    const tgW_ins *pc = r->match;
-    tg_term *const *K = r->k;
-    if (n != pc->a)
-        return 0;
-    for (pc++;; pc++) {
+    for (;; pc++) {
         if (pc->op == M_APP) {
             if (!app_args_short(R[pc->a], K[pc->b], pc->c, R + pc->d))
                 return 0;
@@ -392,6 +409,11 @@ static __attribute__((noinline)) int match_plain(const tgW_rule *r, uint32_t n, 
             return 1;
         }
     }
+}
+
+static __attribute__((noinline)) int match_plain(const tgW_rule *r, uint32_t n, tg_term **R)
+{
+    return n == r->match->a && plain_rest(r->match + 1, r->k, R);
 }
 
 /* ---- self loops -------------------------------------------------------- */
@@ -420,25 +442,6 @@ static __attribute__((noinline)) int run_poll(tg_rules *rs, tg_error *err)
     return 0;
 }
 
-/* Whether t is (head ...) of exactly c + 1 < TGT_CHUNK elements, a
- * proper list (app_args_short's test, its header read once). */
-static inline int loop_app(const tg_term *t, const tg_term *head, unsigned c)
-{
-    if (tgT_isfix(t))
-        return 0;
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    /* kind, flags and n from the low end of the header (as tgT_hash52) */
-    uint32_t w;
-    memcpy(&w, &t->h, sizeof w);
-    if ((w & (0xfu | TGT_HASTAIL << 4 | 0xfu << 8)) != (TG_PAIR | (c + 1) << 8))
-        return 0;
-#else
-    if (t->h.kind != TG_PAIR || t->h.n != c + 1 || (t->h.flags & TGT_HASTAIL))
-        return 0;
-#endif
-    return t->e[0] == head;
-}
-
 /* The first half of a round of loop_run for n arguments (a constant
  * where inlined): r's right side's call made the frame's (its arguments
  * into R[0..n) from src, through next[] unless direct: src reads none of
@@ -458,31 +461,6 @@ static inline __attribute__((always_inline)) void loop_args(const uint32_t *src,
     }
 }
 
-/* The second half: r's match program after its M_ROOT (m); whether it
- * matched. */
-static inline __attribute__((always_inline)) int loop_match(const tgW_ins *m, tg_term *const *K, tg_term **R)
-{
-    for (const tgW_ins *pc = m;; pc++) {
-        if (pc->op == M_APP) {
-            const tg_term *t = R[pc->a];
-            if (!loop_app(t, K[pc->b], pc->c))
-                return 0;
-            if (pc->c == 1)     /* (s ?x) and the like */
-                R[pc->d] = t->e[1];
-            else
-                for (unsigned i = 0; i < pc->c; i++)
-                    R[pc->d + i] = t->e[i + 1];
-        } else if (pc->op == M_CONST) {
-            if (R[pc->a] != K[pc->b])
-                return 0;
-        } else if (pc->op == M_SAME) {
-            if (R[pc->a] != R[pc->b])
-                return 0;
-        } else {    /* M_DONE */
-            return 1;
-        }
-    }
-}
 
 /* One round of loop_run: the call made, then whether it may be tried
  * here (with memo on, a call it may not pass unlooked-up ends the run
@@ -497,7 +475,7 @@ static inline __attribute__((always_inline)) int loop_step(const uint32_t *src, 
     if (__builtin_expect(*left == 0 || R[0] == watch, 0))
         return -1;
     /* a call that fails goes on through the tail call, memo's test too */
-    if (!loop_match(m, K, R))
+    if (!plain_rest(m, K, R))
         return 0;
     --*left;
     return 1;
