@@ -10,15 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blas.h"
 #include "error.h"
 #include "index.h"
 #include "interp_int.h"
+#include "products.h"
 #include "codegen.h"
 #include "random.h"
 #include "arrange.h"
 #include "scan.h"
-#include "smallmm.h"
 #include "userop.h"
 
 TGJ_DIVMOD_DEFS
@@ -27,7 +26,7 @@ TGJ_DIVMOD_DEFS
 
 /* ---- elements ----------------------------------------------------------- */
 
-static void st_elem(char *p, tg_dtype d, reg v)
+void tgI_st_elem(char *p, tg_dtype d, reg v)
 {
     switch (d) {
     case TG_FLOAT64: memcpy(p, &v.f, 8); break;
@@ -87,7 +86,7 @@ static reg convert(reg v, tg_dtype from, tg_dtype to)
 
 static int64_t conc(const tgI_state *st, tgV_size s) { return s >= 0 ? s : st->symv[-s - 1]; }
 
-static int64_t count(const tgI_arr *a)
+int64_t tgI_count(const tgI_arr *a)
 {
     int64_t n = 1;
     for (int d = 0; d < a->ndim; d++)
@@ -95,7 +94,7 @@ static int64_t count(const tgI_arr *a)
     return n;
 }
 
-static void c_strides(tgI_arr *a)
+void tgI_c_strides(tgI_arr *a)
 {
     int64_t s = (int64_t)tgV_dtype_size(a->dtype);
     for (int d = a->ndim - 1; d >= 0; d--) {
@@ -104,7 +103,7 @@ static void c_strides(tgI_arr *a)
     }
 }
 
-static bool is_c_contig(const tgI_arr *a)
+bool tgI_is_c_contig(const tgI_arr *a)
 {
     int64_t s = (int64_t)tgV_dtype_size(a->dtype);
     for (int d = a->ndim - 1; d >= 0; d--) {
@@ -205,7 +204,7 @@ static int bind_inputs(const tgH_sched *s, tgI_state *st, const tg_array *in, tg
         v->dtype = a->dtype, v->ndim = a->ndim, v->data = a->data;
         memcpy(v->shape, a->shape, sizeof v->shape);
         memcpy(v->strides, a->strides, sizeof v->strides);
-        if (!a->data && count(v) > 0) {
+        if (!a->data && tgI_count(v) > 0) {
             char name[120];
             tgV_show(tg_nth(n->term, 1), name, sizeof name);
             tgE_set(err, TG_ERR_ARG, NULL, 0, 0, "kernels: %s %s: no data", leaf_kind(n), name);
@@ -478,7 +477,7 @@ void tgI_run_loop(const tgH_sched *s, tgI_state *st, const tgH_step *step, int *
     const tgV_graph *g = s->g;
     const tgI_arr *sh = &st->vals[step->node];
     int nd = sh->ndim;
-    int64_t total = count(sh);
+    int64_t total = tgI_count(sh);
     if (total == 0)
         return;
     reg *R = (reg *)st->regs;
@@ -545,7 +544,7 @@ void tgI_run_loop(const tgH_sched *s, tgI_state *st, const tgH_step *step, int *
                         memcpy(p, dst, (size_t)m * 8);
                     else
                         for (int j = 0; j < m; j++)
-                            st_elem(p + j * os, d, dst[j]);
+                            tgI_st_elem(p + j * os, d, dst[j]);
                 }
             }
         }
@@ -562,13 +561,12 @@ void tgI_run_loop(const tgH_sched *s, tgI_state *st, const tgH_step *step, int *
     }
 }
 
-/* ---- reductions, dot, layout --------------------------------------------- */
+/* ---- reductions, layout --------------------------------------------------- */
 
 /* Call fn(ud, offset_a, offset_b) over every index of shape (ndim, shape),
  * with byte offsets through strides sa and sb. */
-typedef void (*visit_fn)(void *ud, int64_t oa, int64_t ob);
-static void for_each(int ndim, const int64_t *shape, const int64_t *sa, const int64_t *sb,
-                     visit_fn fn, void *ud)
+void tgI_for_each(int ndim, const int64_t *shape, const int64_t *sa, const int64_t *sb,
+                  tgI_visit_fn fn, void *ud)
 {
     int64_t idx[TGV_MAXDIM] = {0}, oa = 0, ob = 0;
     for (int d = 0; d < ndim; d++)
@@ -621,21 +619,21 @@ static void copy_visit(void *ud, int64_t od, int64_t os)
     reg v = C->acc ? *(const reg *)((const char *)C->acc + os)
                    : ld_reg(C->src->data + os, C->src->dtype);
     tg_dtype from = C->acc ? C->from : C->src->dtype;
-    st_elem(C->dst->data + od, C->dst->dtype, convert(v, from, C->dst->dtype));
+    tgI_st_elem(C->dst->data + od, C->dst->dtype, convert(v, from, C->dst->dtype));
 }
 
 /* Write registers (C order over dst's shape, in dtype from) into dst. */
-static void store_regs(const tgI_arr *dst, const reg *acc, tg_dtype from)
+void tgI_store_regs(const tgI_arr *dst, const reg *acc, tg_dtype from)
 {
-    if (dst->dtype == from && (from == TG_FLOAT64 || from == TG_INT64) && is_c_contig(dst)) {
-        memcpy(dst->data, acc, (size_t)count(dst) * sizeof *acc);     /* a reg is the value */
+    if (dst->dtype == from && (from == TG_FLOAT64 || from == TG_INT64) && tgI_is_c_contig(dst)) {
+        memcpy(dst->data, acc, (size_t)tgI_count(dst) * sizeof *acc);     /* a reg is the value */
         return;
     }
     int64_t rs[TGV_MAXDIM], s = (int64_t)sizeof(reg);
     for (int d = dst->ndim - 1; d >= 0; d--)
         rs[d] = s, s *= dst->shape[d];
     copyctx C = {NULL, dst, acc, from};
-    for_each(dst->ndim, dst->shape, dst->strides, rs, copy_visit, &C);
+    tgI_for_each(dst->ndim, dst->shape, dst->strides, rs, copy_visit, &C);
 }
 
 typedef struct rowctx {
@@ -670,7 +668,7 @@ static void copy_2d(const tgI_arr *dst, const tgI_arr *src, int64_t es)
     }
 }
 
-static void copy_arr(const tgI_arr *dst, const tgI_arr *src)
+void tgI_copy_arr(const tgI_arr *dst, const tgI_arr *src)
 {
     /* one dtype and rows contiguous on both sides (a GEMM's bias broadcast
      * over the rows, a copied matrix): a memcpy a row */
@@ -678,7 +676,7 @@ static void copy_arr(const tgI_arr *dst, const tgI_arr *src)
     int64_t es = (int64_t)tgV_dtype_size(dst->dtype);
     if (src->dtype == dst->dtype && nd > 0 && dst->strides[nd - 1] == es && src->strides[nd - 1] == es) {
         rowctx R = {src, dst, (size_t)(dst->shape[nd - 1] * es)};
-        for_each(nd - 1, dst->shape, dst->strides, src->strides, row_visit, &R);
+        tgI_for_each(nd - 1, dst->shape, dst->strides, src->strides, row_visit, &R);
         return;
     }
     if (src->dtype == dst->dtype && nd == 2 && (es == 8 || es == 4)) {
@@ -686,7 +684,7 @@ static void copy_arr(const tgI_arr *dst, const tgI_arr *src)
         return;
     }
     copyctx C = {src, dst, NULL, TG_BOOL};
-    for_each(dst->ndim, dst->shape, dst->strides, src->strides, copy_visit, &C);
+    tgI_for_each(dst->ndim, dst->shape, dst->strides, src->strides, copy_visit, &C);
 }
 
 typedef struct updctx {
@@ -709,7 +707,7 @@ static void update_visit(void *ud, int64_t op, int64_t ov)
         else
             v.i = (int64_t)((uint64_t)v.i + (uint64_t)a.i);
     }
-    st_elem(p, d, v);
+    tgI_st_elem(p, d, v);
 }
 
 /* (inc_subtensor X V IDX ...) and set_subtensor: X copied into the
@@ -724,7 +722,7 @@ static int run_update(const tgH_sched *s, tgI_state *st, int v, tgJ_loop_fn fn, 
     const tgI_arr *x = &st->vals[n->args[0]], *val = &st->vals[n->args[1]];
     tgI_arr *y = &st->vals[v], part;
     if (y->data != x->data)
-        copy_arr(y, x);
+        tgI_copy_arr(y, x);
     if (tgIx_part(s->g, st, v, y, &part, err) < 0)
         return -1;
     update_part(n, &part, val, fn);
@@ -750,7 +748,7 @@ static void update_part(const tgV_node *n, const tgI_arr *part0, const tgI_arr *
         return;
     }
     updctx U = {&part, val, n->op == TGV_INC_SUBTENSOR};
-    for_each(part.ndim, part.shape, part.strides, vs, update_visit, &U);
+    tgI_for_each(part.ndim, part.shape, part.strides, vs, update_visit, &U);
 }
 
 /* A fused update step (TGH_UPDATE_LOOP): X into the result as
@@ -765,7 +763,7 @@ static int run_update_loop(const tgH_sched *s, tgI_state *st, int k, tgJ_loop_fn
     const tgI_arr *x = &st->vals[n->args[0]];
     tgI_arr *y = &st->vals[v], *val = &st->vals[n->args[1]], part;
     if (y->data != x->data)
-        copy_arr(y, x);
+        tgI_copy_arr(y, x);
     if (tgIx_part(s->g, st, v, y, &part, err) < 0)
         return -1;
     if (fn) {
@@ -792,11 +790,11 @@ static int run_update_loop(const tgH_sched *s, tgI_state *st, int k, tgJ_loop_fn
     for (int q = 0; q < step->nins; q++)
         if (tgH_value_reads(s, step, step->ins[q]))
             ins[ni++] = step->ins[q];
-    size_t bytes = (size_t)count(val) * tgV_dtype_size(val->dtype);
+    size_t bytes = (size_t)tgI_count(val) * tgV_dtype_size(val->dtype);
     val->data = malloc(bytes ? bytes : 1);
     if (!val->data)
         return tgE_nomem(err), -1;
-    c_strides(val);
+    tgI_c_strides(val);
     tgH_step L = {.kind = TGH_LOOP, .node = vv, .nodes = step->nodes, .nnodes = step->nnodes,
                   .ins = ins, .nins = ni, .outs = &vv, .nouts = 1};
     tgI_run_loop(s, st, &L, st->pos, NULL);
@@ -812,7 +810,7 @@ int tgI_reduce_begin(const tgH_sched *s, tgI_state *st, int v, facc *F, tg_error
 {
     const tgV_node *n = &s->g->nodes[v];
     const tgI_arr *x = &st->vals[n->args[0]], *y = &st->vals[v];
-    int64_t nout = count(y), nred = 1;
+    int64_t nout = tgI_count(y), nred = 1;
     bool fl = tgV_is_float(x->dtype) || n->op == TGV_MEAN;
     for (int d = 0; d < x->ndim; d++)
         if (n->axes & (1u << d))
@@ -848,13 +846,13 @@ void tgI_reduce_end(const tgH_sched *s, tgI_state *st, int v, facc *F)
 {
     const tgV_node *n = &s->g->nodes[v];
     const tgI_arr *y = &st->vals[v];
-    int64_t nout = count(y);
+    int64_t nout = tgI_count(y);
     if (F->blk.on && F->blk.left < TGJ_RED_BLOCK)    /* the last block, not full */
         fold1(n->op, F->fl, &F->acc[0], F->blk.part);
     if (n->op == TGV_MEAN)
         for (int64_t i = 0; i < nout; i++)
             F->acc[i].f /= (double)F->nred;
-    store_regs(y, F->acc, F->fl ? TG_FLOAT64 : TG_INT64);
+    tgI_store_regs(y, F->acc, F->fl ? TG_FLOAT64 : TG_INT64);
     free(F->acc);
     F->acc = NULL;
 }
@@ -890,7 +888,7 @@ static void reduce_f64(tgV_op op, const tgI_arr *x, facc *F)
 {
     int nd = x->ndim;
     int64_t inner = x->shape[nd - 1], xs = x->strides[nd - 1], as = F->strides[nd - 1];
-    int64_t outer = inner ? count(x) / inner : 0, ox = 0, oa = 0, idx[TGV_MAXDIM] = {0};
+    int64_t outer = inner ? tgI_count(x) / inner : 0, ox = 0, oa = 0, idx[TGV_MAXDIM] = {0};
     switch (op) {
     case TGV_MAX: TGI_FOLD_ROWS(TGI_FOLD_MAX) break;
     case TGV_MIN: TGI_FOLD_ROWS(TGI_FOLD_MIN) break;
@@ -910,7 +908,7 @@ static int run_reduce(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
     if (x->dtype == TG_FLOAT64 && F.fl && !F.blk.on && x->ndim > 0)
         reduce_f64(n->op, x, &F);
     else
-        for_each(x->ndim, x->shape, x->strides, F.strides, red_visit, &R);
+        tgI_for_each(x->ndim, x->shape, x->strides, F.strides, red_visit, &R);
     tgI_reduce_end(s, st, v, &F);
     return 0;
 }
@@ -941,361 +939,6 @@ static int run_fused(const tgH_sched *s, tgI_state *st, int k, tg_error *err)
     return rc;
 }
 
-/* r = alpha*r + beta*c, elementwise (a GEMM whose alpha or beta is 0). */
-typedef struct combctx {
-    const tgI_arr *r, *c;
-    double alpha, beta;
-} combctx;
-
-static void comb_visit(void *ud, int64_t orr, int64_t oc)
-{
-    combctx *X = ud;
-    reg v;
-    v.f = X->alpha * tgI_ld_f(X->r->data + orr, X->r->dtype) + X->beta * tgI_ld_f(X->c->data + oc, X->c->dtype);
-    st_elem(X->r->data + orr, X->r->dtype, v);
-}
-
-/* A contiguous copy of a (as dtype d), for BLAS; malloc'd. */
-static char *contig_copy(const tgI_arr *a, tg_dtype d, tgI_arr *out)
-{
-    *out = *a;
-    out->dtype = d;
-    c_strides(out);
-    out->data = malloc((size_t)(count(a) ? count(a) : 1) * tgV_dtype_size(d));
-    if (out->data)
-        copy_arr(out, a);
-    return out->data;
-}
-
-/* x as a (rows, cols) matrix: vectors are one row (first operand) or
- * one column (second). */
-static void as_matrix(const tgI_arr *x, bool first, int64_t *rows, int64_t *cols, int64_t *rs, int64_t *cs)
-{
-    if (x->ndim == 2) {
-        *rows = x->shape[0], *cols = x->shape[1], *rs = x->strides[0], *cs = x->strides[1];
-    } else if (first) {
-        *rows = 1, *cols = x->shape[0], *rs = 0, *cs = x->strides[0];
-    } else {
-        *rows = x->shape[0], *cols = 1, *rs = x->strides[0], *cs = 0;
-    }
-}
-
-/* BLAS can read a matrix with unit stride along one axis and a leading
- * dimension of at least the other extent. */
-static bool blas_ok(int64_t rows, int64_t cols, int64_t rs, int64_t cs, size_t es, bool *trans, int64_t *ld)
-{
-    if ((cs == (int64_t)es || cols <= 1) && rs % (int64_t)es == 0 && rs / (int64_t)es >= (cols > 1 ? cols : 1)) {
-        *trans = false, *ld = rs / (int64_t)es;
-        return true;
-    }
-    if ((rs == (int64_t)es || rows <= 1) && cs % (int64_t)es == 0 && cs / (int64_t)es >= (rows > 1 ? rows : 1)) {
-        *trans = true, *ld = cs / (int64_t)es;
-        return true;
-    }
-    if (rows <= 1 && cols <= 1) {
-        *trans = false, *ld = 1;
-        return true;
-    }
-    return false;
-}
-
-/* ---- BLAS vector calls for the vector cases of dot ----------------------- */
-
-/* A vector BLAS reads with increment *inc: positive whole elements. */
-static bool vec_ok(const tgI_arr *x, size_t es, int *inc)
-{
-    int64_t s = x->strides[0], n = x->shape[0];
-    if (n <= 1) {
-        *inc = 1;
-        return true;
-    }
-    if (s <= 0 || s % (int64_t)es != 0 || s / (int64_t)es > INT32_MAX)
-        return false;
-    *inc = (int)(s / (int64_t)es);
-    return true;
-}
-
-/* x as BLAS can take it: itself, or a contiguous copy in dtype d (*own). */
-static const tgI_arr *vec_arg(const tgI_arr *x, tg_dtype d, tgI_arr *tmp, char **own, int *inc)
-{
-    size_t es = tgV_dtype_size(d);
-    if (x->dtype == d && vec_ok(x, es, inc))
-        return x;
-    if (!(*own = contig_copy(x, d, tmp)))
-        return NULL;
-    *inc = 1;
-    return tmp;
-}
-
-/* dot of two vectors (ddot / sdot), or of a matrix and a vector either
- * way round (dgemv / sgemv), for float dtypes: 1 when done, 0 when the
- * operands are two matrices, -1 with err on out of memory. */
-static int run_dot_vec(const tgI_arr *A, const tgI_arr *B, const tgI_arr *C, tg_dtype d, const tgBl_fns *bl,
-                       tg_error *err)
-{
-    if (A->ndim == 2 && B->ndim == 2)
-        return 0;
-    size_t es = tgV_dtype_size(d);
-    tgI_arr ta, tb, tc;
-    char *fa = NULL, *fb = NULL, *fc = NULL;
-    int ia = 1, ib = 1, ic = 1, rc = 1;
-    if (A->ndim == 1 && B->ndim == 1) {
-        const tgI_arr *x = vec_arg(A, d, &ta, &fa, &ia), *y = x ? vec_arg(B, d, &tb, &fb, &ib) : NULL;
-        if (!y) {
-            rc = -1;
-        } else {
-            int n = (int)A->shape[0];
-            reg r;
-            r.f = d == TG_FLOAT64 ? bl->ddot(n, (const double *)x->data, ia, (const double *)y->data, ib)
-                                  : bl->sdot(n, (const float *)x->data, ia, (const float *)y->data, ib);
-            st_elem(C->data, d, r);
-        }
-        free(fa), free(fb);
-        return rc < 0 ? (tgE_nomem(err), -1) : 1;
-    }
-    /* the matrix M (rows x cols as BLAS reads it) and the vector x */
-    const tgI_arr *M = A->ndim == 2 ? A : B, *V = A->ndim == 2 ? B : A;
-    bool vm = A->ndim == 1;   /* x^T M: M read transposed */
-    int64_t rows = M->shape[0], cols = M->shape[1], ld;
-    bool trans;
-    if (M->dtype != d || !blas_ok(rows, cols, M->strides[0], M->strides[1], es, &trans, &ld)) {
-        if (!(fa = contig_copy(M, d, &ta)))
-            return tgE_nomem(err), -1;
-        M = &ta;
-        blas_ok(rows, cols, M->strides[0], M->strides[1], es, &trans, &ld);
-    }
-    const tgI_arr *x = vec_arg(V, d, &tb, &fb, &ib);
-    const tgI_arr *y = C;
-    if (x && !vec_ok(C, es, &ic)) {     /* the result through a contiguous buffer */
-        tc = *C;
-        c_strides(&tc);
-        if ((fc = tc.data = malloc((size_t)(C->shape[0] ? C->shape[0] : 1) * es)))
-            y = &tc, ic = 1;
-    }
-    if (!x || (y == C && fc)) {
-        rc = -1;
-    } else if (C->shape[0] > 0) {
-        if (V->shape[0] == 0) {     /* an empty inner extent: zeros (BLAS may not write) */
-            for (int64_t i = 0; i < C->shape[0]; i++)
-                memset(y->data + i * ic * (int64_t)es, 0, es);
-        } else {
-            /* row-major M (not trans) is read as is; stored transposed it
-             * is the row-major matrix cols x rows */
-            bool t = vm != trans;
-            int m = (int)(trans ? cols : rows), n = (int)(trans ? rows : cols);
-            if (d == TG_FLOAT64)
-                bl->dgemv(CblasRowMajor, t ? CblasTrans : CblasNoTrans, m, n, 1.0, (const double *)M->data,
-                          (int)ld, (const double *)x->data, ib, 0.0, (double *)y->data, ic);
-            else
-                bl->sgemv(CblasRowMajor, t ? CblasTrans : CblasNoTrans, m, n, 1.0f, (const float *)M->data,
-                          (int)ld, (const float *)x->data, ib, 0.0f, (float *)y->data, ic);
-        }
-        if (fc)
-            copy_arr(C, &tc);
-    }
-    free(fa), free(fb), free(fc);
-    return rc < 0 ? (tgE_nomem(err), -1) : 1;
-}
-
-/* ---- rank-one updates: a GEMM node of two vectors, C + u v^T --------------- */
-
-static bool all_finite(const tgI_arr *x)
-{
-    for (int64_t i = 0; i < x->shape[0]; i++)
-        if (!isfinite(tgI_ld_f(x->data + i * x->strides[0], x->dtype)))
-            return false;
-    return true;
-}
-
-/* C (broadcast) copied into the result, then u v^T added: by BLAS ger
- * when the result is C-contiguous and u and v are finite (ger skips the
- * columns where v is 0, which would lose an inf or NaN of u), else
- * element by element, the product rounded then added, as the unfused
- * loop does. */
-static int run_ger(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
-{
-    const tgV_node *n = &s->g->nodes[v];
-    const tgI_arr *U = &st->vals[n->args[0]], *V = &st->vals[n->args[1]], *Cin = &st->vals[n->args[2]];
-    const tgI_arr *C = &st->vals[v];
-    tg_dtype d = n->dtype;
-    tgI_arr cview = *Cin;
-    cview.ndim = C->ndim;
-    memcpy(cview.shape, C->shape, sizeof cview.shape);
-    tgI_loop_strides(Cin, C, cview.strides);
-    copy_arr(C, &cview);
-    int64_t m = C->shape[0], nn = C->shape[1];
-    if (m == 0 || nn == 0)
-        return 0;
-    const tgBl_fns *bl = is_c_contig(C) && m <= INT32_MAX && nn <= INT32_MAX && all_finite(U) && all_finite(V)
-                             ? tgBl_get(NULL) : NULL;
-    if (bl) {
-        tgI_arr tu, tv;
-        char *fu = NULL, *fv = NULL;
-        int iu = 1, iv = 1;
-        const tgI_arr *x = vec_arg(U, d, &tu, &fu, &iu), *y = x ? vec_arg(V, d, &tv, &fv, &iv) : NULL;
-        if (y && d == TG_FLOAT64)
-            bl->dger(CblasRowMajor, (int)m, (int)nn, 1.0, (const double *)x->data, iu, (const double *)y->data, iv,
-                     (double *)C->data, (int)nn);
-        else if (y)
-            bl->sger(CblasRowMajor, (int)m, (int)nn, 1.0f, (const float *)x->data, iu, (const float *)y->data, iv,
-                     (float *)C->data, (int)nn);
-        free(fu), free(fv);
-        return y ? 0 : (tgE_nomem(err), -1);
-    }
-    for (int64_t i = 0; i < m; i++) {
-        double ui = tgI_ld_f(U->data + i * U->strides[0], U->dtype);
-        for (int64_t j = 0; j < nn; j++) {
-            char *p = C->data + i * C->strides[0] + j * C->strides[1];
-            double prod = ui * tgI_ld_f(V->data + j * V->strides[0], V->dtype);
-            reg r;
-            r.f = tgI_ld_f(p, d) + (d == TG_FLOAT32 ? (double)(float)prod : prod);
-            st_elem(p, d, r);
-        }
-    }
-    return 0;
-}
-
-static int run_dot(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
-{
-    if (s->g->nodes[v].op == TGV_GEMM && s->g->nodes[s->g->nodes[v].args[0]].ndim == 1)
-        return run_ger(s, st, v, err);
-    const tgV_node *n = &s->g->nodes[v];
-    const tgI_arr *A = &st->vals[n->args[0]], *B = &st->vals[n->args[1]], *C = &st->vals[v];
-    tg_dtype d = n->dtype;
-    /* a GEMM: alpha and beta are products of scalars, C is first copied
-     * (broadcast) into the result, which the dgemm then updates */
-    double alpha = 1, beta = 0;
-    const tgI_arr *Cin = NULL;
-    tgI_arr cview;
-    if (n->op == TGV_GEMM) {
-        beta = 1;
-        for (int i = 3; i < n->nargs; i++) {
-            const tgI_arr *a = &st->vals[n->args[i]];
-            double x = tgI_ld_f(a->data, a->dtype);
-            if (d == TG_FLOAT32)
-                x = (float)x;
-            if (i < 3 + n->nalpha)
-                alpha *= x;
-            else
-                beta *= x;
-        }
-        Cin = &st->vals[n->args[2]];
-        cview = *Cin;
-        cview.ndim = C->ndim;
-        memcpy(cview.shape, C->shape, sizeof cview.shape);
-        tgI_loop_strides(Cin, C, cview.strides);
-    }
-    int64_t m, k, k2, nn, ars, acs, brs, bcs;
-    as_matrix(A, true, &m, &k, &ars, &acs);
-    as_matrix(B, false, &k2, &nn, &brs, &bcs);
-    (void)k2;
-    int64_t total = m * nn;
-    reg *acc = NULL;
-    if (!tgV_is_float(d)) {
-        acc = calloc((size_t)(total ? total : 1), sizeof *acc);
-        if (!acc)
-            return tgE_nomem(err), -1;
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < nn; j++) {
-                uint64_t sum = 0;
-                for (int64_t p = 0; p < k; p++)
-                    sum += (uint64_t)tgI_ld_i(A->data + i * ars + p * acs, A->dtype) *
-                           (uint64_t)tgI_ld_i(B->data + p * brs + j * bcs, B->dtype);
-                acc[i * nn + j].i = (int64_t)sum;
-            }
-        store_regs(C, acc, TG_INT64);
-        free(acc);
-        return 0;
-    }
-    const tgBl_fns *bl = tgBl_get(err);
-    if (!bl)
-        return -1;
-    if (n->op == TGV_DOT) {
-        int done = run_dot_vec(A, B, C, d, bl, err);
-        if (done != 0)
-            return done < 0 ? -1 : 0;
-    }
-    size_t es = tgV_dtype_size(d);
-    tgI_arr ta, tb, tc;
-    char *fa = NULL, *fb = NULL, *fc = NULL;
-    bool transa = false, transb = false;
-    int64_t lda = 0, ldb = 0;
-    /* smallmm.c reads A and B with any strides of whole elements: on
-     * its path an operand of the product's dtype is read where it is */
-    bool small = total > 0 && tgMm_use(m, k, nn, tgBl_threads());
-    bool keep_a = small && A->dtype == d && ars % (int64_t)es == 0 && acs % (int64_t)es == 0;
-    bool keep_b = small && B->dtype == d && brs % (int64_t)es == 0 && bcs % (int64_t)es == 0;
-    if (!keep_a && (A->dtype != d || !blas_ok(m, k, ars, acs, es, &transa, &lda))) {
-        if (!(fa = contig_copy(A, d, &ta)))
-            return tgE_nomem(err), -1;
-        A = &ta;
-        as_matrix(A, true, &m, &k, &ars, &acs);
-        blas_ok(m, k, ars, acs, es, &transa, &lda);
-    }
-    if (!keep_b && (B->dtype != d || !blas_ok(k, nn, brs, bcs, es, &transb, &ldb))) {
-        if (!(fb = contig_copy(B, d, &tb))) {
-            free(fa);
-            return tgE_nomem(err), -1;
-        }
-        B = &tb;
-        as_matrix(B, false, &k2, &nn, &brs, &bcs);
-        blas_ok(k, nn, brs, bcs, es, &transb, &ldb);
-    }
-    /* the result: written straight when C-contiguous */
-    char *cd = C->data;
-    if (!is_c_contig(C)) {
-        tc = *C;
-        c_strides(&tc);
-        if (!(fc = cd = malloc((size_t)(total ? total : 1) * es))) {
-            free(fa), free(fb);
-            return tgE_nomem(err), -1;
-        }
-        tc.data = fc;
-    }
-    /* BLAS skips A*B when alpha is 0 and C when beta is 0, losing NaN
-     * and inf there: then the product is taken alone and combined after */
-    bool split = Cin && (alpha == 0 || beta == 0);
-    double a0 = alpha, b0 = beta;
-    if (split)
-        alpha = 1, beta = 0;
-    else if (Cin)
-        copy_arr(fc ? &tc : C, &cview);
-    if (small) {
-        /* small, where OpenBLAS would start its threads: written here
-         * (smallmm.c); A and B where they are, or their copies above,
-         * strides in whole elements */
-        int64_t e = (int64_t)es;
-        int rc = d == TG_FLOAT64
-                     ? tgMm_dgemm(m, nn, k, alpha, (const double *)A->data, ars / e, acs / e,
-                                  (const double *)B->data, brs / e, bcs / e, beta, (double *)cd, nn, 1)
-                     : tgMm_sgemm(m, nn, k, (float)alpha, (const float *)A->data, ars / e, acs / e,
-                                  (const float *)B->data, brs / e, bcs / e, (float)beta, (float *)cd, nn, 1);
-        if (rc < 0) {
-            free(fa), free(fb), free(fc);
-            return tgE_nomem(err), -1;
-        }
-    } else if (total > 0) {
-        int ldc = (int)(nn > 1 ? nn : 1);
-        if (d == TG_FLOAT64)
-            bl->dgemm(CblasRowMajor, transa ? CblasTrans : CblasNoTrans, transb ? CblasTrans : CblasNoTrans,
-                      (int)m, (int)nn, (int)k, alpha, (const double *)A->data, (int)lda,
-                      (const double *)B->data, (int)ldb, beta, (double *)cd, ldc);
-        else
-            bl->sgemm(CblasRowMajor, transa ? CblasTrans : CblasNoTrans, transb ? CblasTrans : CblasNoTrans,
-                      (int)m, (int)nn, (int)k, (float)alpha, (const float *)A->data, (int)lda,
-                      (const float *)B->data, (int)ldb, (float)beta, (float *)cd, ldc);
-    }
-    if (split) {
-        combctx X = {fc ? &tc : C, &cview, a0, b0};
-        const tgI_arr *R = X.r;
-        for_each(R->ndim, R->shape, R->strides, cview.strides, comb_visit, &X);
-    }
-    if (fc)
-        copy_arr(C, &tc);
-    free(fa), free(fb), free(fc);
-    return 0;
-}
-
 static void run_view(const tgH_sched *s, tgI_state *st, int v)
 {
     const tgV_node *n = &s->g->nodes[v];
@@ -1313,23 +956,23 @@ static int run_reshape(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
     const tgV_node *n = &s->g->nodes[v];
     const tgI_arr *x = &st->vals[n->args[0]];
     tgI_arr *y = &st->vals[v];
-    if (count(x) != count(y)) {
+    if (tgI_count(x) != tgI_count(y)) {
         char buf[200], a[100], b[100];
         tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "kernels: in %s: cannot reshape %s to %s",
                 tgV_show(n->term, buf, sizeof buf), shape_str(x, a, sizeof a), shape_str(y, b, sizeof b));
         return -1;
     }
-    if (is_c_contig(x)) {
+    if (tgI_is_c_contig(x)) {
         y->data = x->data;
-        c_strides(y);
+        tgI_c_strides(y);
         return 0;
     }
     /* copy in C order: view the slot with x's shape, copy, then reshape */
     tgI_arr tmp = *x;
     tmp.data = y->data;
-    c_strides(&tmp);
-    copy_arr(&tmp, x);
-    c_strides(y);
+    tgI_c_strides(&tmp);
+    tgI_copy_arr(&tmp, x);
+    tgI_c_strides(y);
     return 0;
 }
 
@@ -1446,20 +1089,20 @@ static int shape_nodes(const tgH_sched *s, tgI_state *st, tg_error *err)
         a->dtype = n->dtype, a->ndim = n->ndim;
         for (int d = 0; d < n->ndim; d++)
             a->shape[d] = conc(st, n->shape[d]);
-        c_strides(a);
+        tgI_c_strides(a);
         if (n->op == TGV_CONST) {
             reg r;
             if (tgV_is_float(n->dtype))
                 r.f = n->value.f;
             else
                 r.i = n->value.i;
-            st_elem((char *)&st->consts[v], n->dtype, r);
+            tgI_st_elem((char *)&st->consts[v], n->dtype, r);
         }
     }
     memset(st->slotneed, 0, (size_t)s->nslots * sizeof *st->slotneed);
     for (int v = 0; v < g->n; v++)
         if (s->slot[v] >= 0) {
-            size_t b = (size_t)count(&st->vals[v]) * tgV_dtype_size(g->nodes[v].dtype);
+            size_t b = (size_t)tgI_count(&st->vals[v]) * tgV_dtype_size(g->nodes[v].dtype);
             if (b > st->slotneed[s->slot[v]])
                 st->slotneed[s->slot[v]] = b;
         }
@@ -1500,7 +1143,7 @@ static int prepare(const tgH_sched *s, tgI_state *st, tg_array *out, unsigned ch
         const tgI_arr *a = &st->vals[g->outputs[i]];
         tg_array *o = &out[i];
         if (!o->data) {
-            size_t bytes = (size_t)count(a) * tgV_dtype_size(a->dtype);
+            size_t bytes = (size_t)tgI_count(a) * tgV_dtype_size(a->dtype);
             if (!(o->data = malloc(bytes ? bytes : 1)))
                 return tgE_nomem(err), -1;
             owned[i] = 1;
@@ -1574,7 +1217,7 @@ void tgI_donated(const tgH_sched *s, tgI_state *st, const tgH_step *step)
 {
     for (int j = 0; j < step->nouts; j++) {
         int w = step->outs[j], a = s->inplace[w];
-        if (a >= 0 && s->output[w] < 0 && is_c_contig(&st->vals[a]))
+        if (a >= 0 && s->output[w] < 0 && tgI_is_c_contig(&st->vals[a]))
             st->vals[w].data = st->vals[a].data;
     }
 }
@@ -1623,7 +1266,7 @@ int tgI_run_step(const tgH_sched *s, tgI_state *st, int k, tg_error *err)
             break;
         case TGH_DOT:
         case TGH_GEMM:
-            if (run_dot(s, st, v, err) < 0)
+            if (tgPr_run_dot(s, st, v, err) < 0)
                 return -1;
             break;
         case TGH_VIEW:
@@ -1677,7 +1320,7 @@ static int exec_steps(const tgH_sched *s, tgI_state *st, tg_array *out, int bloc
         tgI_arr o = {out[i].dtype, out[i].ndim, {0}, {0}, out[i].data};
         memcpy(o.shape, out[i].shape, sizeof o.shape);
         memcpy(o.strides, out[i].strides, sizeof o.strides);
-        copy_arr(&o, a);
+        tgI_copy_arr(&o, a);
     }
     return 0;
 }

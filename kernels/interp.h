@@ -59,6 +59,13 @@ int tgI_run(const tgH_sched *s, tgI_state *st, const tg_array *in, tg_array *out
 int tgI_bind(const tgH_sched *s, tgI_state *st, const tg_array *in, tg_array *out, tg_error *err);
 int tgI_exec(const tgH_sched *s, tgI_state *st, tg_array *out, tg_error *err);
 
+/* Elements of a. */
+int64_t tgI_count(const tgI_arr *a);
+/* a's strides set to C order. */
+void tgI_c_strides(tgI_arr *a);
+/* Is a laid out in C order (axes of extent 1 aside)? */
+bool tgI_is_c_contig(const tgI_arr *a);
+
 /* One element at p of dtype d, as a double, or as an integer (of an
  * integer or bool dtype; a float is truncated), for the interpreter's
  * loops and the ops that pick elements (arrange.c). */

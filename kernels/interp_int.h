@@ -1,7 +1,8 @@
-/* interp_int.h - what the interpreter's two files share (module prefix
- * tgI_): interp.c, the steps of a schedule, and interp_rows.c, the row
+/* interp_int.h - what the interpreter's files share (module prefix
+ * tgI_): interp.c, the steps of a schedule, interp_rows.c, the row
  * blocks (a linear model's forward and backward pass over blocks of
- * rows).  Internal to kernels/. */
+ * rows), and products.c, the products (module prefix tgPr_).  Internal to
+ * kernels/. */
 #ifndef TG_KERNELS_INTERP_INT_H
 #define TG_KERNELS_INTERP_INT_H
 
@@ -66,7 +67,18 @@ typedef struct facc {
     rblock blk;             /* a reduction to one value: its blocks */
 } facc;
 
-/* interp.c */
+/* interp.c (the elements and layouts products.c uses too, then the steps) */
+/* Store register v as one element of dtype d at p. */
+void tgI_st_elem(char *p, tg_dtype d, reg v);
+/* Call fn(ud, offset_a, offset_b) over every index of shape (ndim,
+ * shape), with byte offsets through strides sa and sb. */
+typedef void (*tgI_visit_fn)(void *ud, int64_t oa, int64_t ob);
+void tgI_for_each(int ndim, const int64_t *shape, const int64_t *sa, const int64_t *sb,
+                  tgI_visit_fn fn, void *ud);
+/* Copy src into dst (same shape), converting the dtype. */
+void tgI_copy_arr(const tgI_arr *dst, const tgI_arr *src);
+/* Write registers (C order over dst's shape, in dtype from) into dst. */
+void tgI_store_regs(const tgI_arr *dst, const reg *acc, tg_dtype from);
 void tgI_loop_strides(const tgI_arr *a, const tgI_arr *shape, int64_t *out);
 void tgI_run_loop(const tgH_sched *s, tgI_state *st, const tgH_step *step, int *pos, facc *F);
 int tgI_reduce_begin(const tgH_sched *s, tgI_state *st, int v, facc *F, tg_error *err);
