@@ -42,18 +42,11 @@ static int register_item(loader *L, const tgW_rw *rw, tgW_item *items, size_t k,
 {
     tg_term *nm = x;
     double pos = 0;
-    size_t dl;
-    const char *dn = tg_symbol_name(rw->name, &dl);
     if (rw->kind == TGW_SEQ) {
         int64_t iv;
         if (!tgT_ispair(x) || tg_length(x) != 2 || tg_tail(x) != tg_nil() ||
-            (tg_int_get(tg_car(x), &iv) < 0 && tg_double_get(tg_car(x), &pos) < 0)) {
-            char *p = tgW_show(x);
-            tgW_lerr(L, x, "register: an item of sequence %.*s is (POSITION NAME), found %s", (int)dl, dn,
-                     p ? p : "?");
-            free(p);
-            return -1;
-        }
+            (tg_int_get(tg_car(x), &iv) < 0 && tg_double_get(tg_car(x), &pos) < 0))
+            return tgW_lerr_terms(L, x, "register: an item of sequence %s is (POSITION NAME), found %s", rw->name, x);
         if (tg_int_get(tg_car(x), &iv) == 0)
             pos = (double)iv;
         nm = tg_nth(x, 1);
@@ -63,24 +56,17 @@ static int register_item(loader *L, const tgW_rw *rw, tgW_item *items, size_t k,
     items[k].pos = pos;
     tgW_rw tmp = *rw;
     tmp.items = items;
-    if (item_in(&tmp, &items[k], k)) {
-        char *p = tgW_show(nm);
-        tgW_lerr(L, nm, "register: %s is in %.*s already", p ? p : "?", (int)dl, dn);
-        free(p);
-        return -1;
-    }
+    if (item_in(&tmp, &items[k], k))
+        return tgW_lerr_terms(L, nm, "register: %s is in %s already", nm, rw->name);
     for (size_t j = 0; rw->kind == TGW_SEQ && j < k; j++)
         if (items[j].pos == pos) {
-            char *q = tgW_show(items[j].name);
-            tgW_lerr(L, x, "register: position %g of sequence %.*s is taken by %s (a position is free or given once)",
-                     pos, (int)dl, dn, q ? q : "?");
-            free(q);
-            return -1;
+            char f[160];    /* the position written in, then the two names */
+            snprintf(f, sizeof f, "register: position %g of sequence %%s is taken by %%s (a position is free or "
+                     "given once)", pos);
+            return tgW_lerr_terms(L, x, f, rw->name, items[j].name);
         }
-    if (items[k].rw == rw) {
-        tgW_lerr(L, nm, "register: %.*s into itself", (int)dl, dn);
-        return -1;
-    }
+    if (items[k].rw == rw)
+        return tgW_lerr_term(L, nm, "register: %s into itself", rw->name);
     return 0;
 }
 

@@ -228,9 +228,15 @@ void tgW_lerr(loader *L, const tg_term *at, const char *fmt, ...)
 
 int tgW_lerr_term(loader *L, const tg_term *at, const char *fmt, const tg_term *t)
 {
-    char *p = tgW_show(t);
-    tgW_lerr(L, at, fmt, p ? p : "?");
+    return tgW_lerr_terms(L, at, fmt, t, NULL);
+}
+
+int tgW_lerr_terms(loader *L, const tg_term *at, const char *fmt, const tg_term *t, const tg_term *u)
+{
+    char *p = tgW_show(t), *q = u ? tgW_show(u) : NULL;
+    tgW_lerr(L, at, fmt, p ? p : "?", q ? q : "?");     /* fmt may leave the second unused */
     free(p);
+    free(q);
     return -1;
 }
 

@@ -53,6 +53,9 @@ void tgW_lerr(loader *L, const tg_term *at, const char *fmt, ...)
 /* tgW_lerr with term t written for the one %s of fmt: -1. */
 int tgW_lerr_term(loader *L, const tg_term *at, const char *fmt, const tg_term *t)
     __attribute__((format(printf, 3, 0)));
+/* tgW_lerr with terms t and u written for the two %s of fmt, in order: -1. */
+int tgW_lerr_terms(loader *L, const tg_term *at, const char *fmt, const tg_term *t, const tg_term *u)
+    __attribute__((format(printf, 3, 0)));
 /* Where subterm sub of the current form was read (ud is the loader). */
 void tgW_form_pos(void *ud, const tg_term *sub, int *line, int *col);
 /* (op ...), a rewriter's item, a rewriter spec (a name or a query). */
