@@ -992,8 +992,18 @@ static int push(builder *b, tg_term ***stack, size_t *sp, size_t *cap, tg_term *
     return 0;
 }
 
-/* Give term t and everything under it a node, with an explicit stack. */
-static int push(builder *b, tg_term ***stack, size_t *sp, size_t *cap, tg_term *t);
+/* t stands for e, its expansion (a gemm's sum, logsumexp's stable form):
+ * e pushed to be built first, t met again after (1), or t, on top of
+ * the stack, popped and given e's node (0); -1 on an error. */
+static int alias_expansion(builder *b, tg_term *t, tg_term *e, tg_term ***stack, size_t *sp, size_t *cap)
+{
+    int v = map_get(b, e);
+    if (v < 0)
+        return push(b, stack, sp, cap, e) < 0 ? -1 : 1;
+    (*sp)--;
+    b->nalias++;
+    return map_put(b, t, v) < 0 ? -1 : 0;
+}
 
 /* t, an application of an op defined as def (tgV_set_defined): 1 when
  * its arguments or def were pushed to be typed first, 0 when its node
@@ -1034,6 +1044,7 @@ void tgV_set_defined(tgV_builder *b, tg_term *(*define)(void *ud, tg_term *t), v
     b->define = define, b->define_ud = ud;
 }
 
+/* Give term t and everything under it a node, with an explicit stack. */
 static int build_term(builder *b, tg_term *root)
 {
     /* on the C stack (which the collector scans) until it outgrows it:
@@ -1094,15 +1105,7 @@ static int build_term(builder *b, tg_term *root)
             tg_term *e = gemm_sum(b, t);
             if (!e)
                 return fail(b, t, "a gemm is (gemm C ALPHA A B BETA)");
-            int v = map_get(b, e);
-            if (v < 0) {    /* build the sum, then meet t again */
-                if (push(b, &stack, &sp, &cap, e) < 0)
-                    return -1;
-                continue;
-            }
-            sp--;
-            b->nalias++;
-            if (map_put(b, t, v) < 0)
+            if (alias_expansion(b, t, e, &stack, &sp, &cap) < 0)
                 return -1;
             continue;
         }
@@ -1114,17 +1117,7 @@ static int build_term(builder *b, tg_term *root)
                 continue;
             }
             tg_term *e = logsumexp_sum(b, t);
-            if (!e)
-                return -1;
-            int v = map_get(b, e);
-            if (v < 0) {    /* build the stable form, then meet t again */
-                if (push(b, &stack, &sp, &cap, e) < 0)
-                    return -1;
-                continue;
-            }
-            sp--;
-            b->nalias++;
-            if (map_put(b, t, v) < 0)
+            if (!e || alias_expansion(b, t, e, &stack, &sp, &cap) < 0)
                 return -1;
             continue;
         }
