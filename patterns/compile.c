@@ -733,6 +733,20 @@ static int expr_built(tgW_comp *c, tg_term *e, unsigned depth)
     return 0;
 }
 
+/* The call of built-in id (kind E_TYPE or E_NUM) on the nargs values on
+ * top of the stack: its value pushed, or put in register `store` when
+ * >= 0.  0, or -1 out of memory. */
+static int emit_builtin(tgW_comp *c, uint8_t kind, int id, size_t nargs, int store)
+{
+    tgW_ins *i = emit(c, &c->body, kind);
+    if (!i)
+        return -1;
+    i->a = (uint16_t)id, i->c = (uint16_t)nargs, i->pad = store >= 0;
+    i->d = store >= 0 ? (uint32_t)store : 0;
+    depth_add(c, (store >= 0 ? 0 : 1) - (int)nargs);
+    return 0;
+}
+
 /* A type: built-in (typed.h) applied to the n - 1 terms after buf[0],
  * built as written: its value pushed, or put in register `store`. */
 static int expr_typed(tgW_comp *c, tg_term *e, tg_term **buf, size_t n, int seg, int store, unsigned depth)
@@ -752,13 +766,7 @@ static int expr_typed(tgW_comp *c, tg_term *e, tg_term **buf, size_t n, int seg,
     for (size_t i = 1; i < n; i++)
         if (expr_built(c, buf[i], depth + 1) < 0)
             return -1;
-    tgW_ins *i = emit(c, &c->body, E_TYPE);
-    if (!i)
-        return -1;
-    i->a = (uint16_t)id, i->c = (uint16_t)(n - 1), i->pad = store >= 0;
-    i->d = store >= 0 ? (uint32_t)store : 0;
-    depth_add(c, (store >= 0 ? 0 : 1) - (int)(n - 1));
-    return 0;
+    return emit_builtin(c, E_TYPE, id, n - 1, store);
 }
 
 /* A numeric built-in (arith.h) applied to the n - 1 expressions after
@@ -784,13 +792,7 @@ static int expr_builtin(tgW_comp *c, tg_term *e, tg_term **buf, size_t n, int se
     for (size_t i = 1; i < n; i++)
         if (expr(c, buf[i], 0, depth + 1) < 0)
             return -1;
-    tgW_ins *i = emit(c, &c->body, E_NUM);
-    if (!i)
-        return -1;
-    i->a = (uint16_t)id, i->c = (uint16_t)(n - 1), i->pad = store >= 0;
-    i->d = store >= 0 ? (uint32_t)store : 0;
-    depth_add(c, (store >= 0 ? 0 : 1) - (int)(n - 1));
-    return 0;
+    return emit_builtin(c, E_NUM, id, n - 1, store);
 }
 
 static int expr(tgW_comp *c, tg_term *e, int tail, unsigned depth)
