@@ -1,6 +1,6 @@
 /* bench.h - what the benchmark programs share: clocks (wall and thread
- * CPU time), the median of repeated runs, JSON strings, the size
- * factor of a run ($TGREL_BENCH_SCALE), (after
+ * CPU time), the median of repeated runs, the load average, JSON
+ * strings, the size factor of a run ($TGREL_BENCH_SCALE), (after
  * config.h) the OpenBLAS functions tgrel opened and the library's default
  * compiler flags (BENCH_CFLAGS), and (after tgrel.h)
  * compiling a one-output tensor function from text. */
@@ -68,6 +68,19 @@ static inline double bench_median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     return v[n / 2];
+}
+
+/* The 1-minute load average (-1 when unknown): the machine is shared. */
+static inline double bench_loadavg(void)
+{
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = -1;
+        fclose(f);
+    }
+    return l;
 }
 
 /* s as a JSON string on stdout, quotes, backslashes and control

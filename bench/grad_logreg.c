@@ -140,18 +140,6 @@ static size_t sched_steps(tg_term *s)
 
 /* ---- compile times ------------------------------------------------------- */
 
-static double loadavg(void)
-{
-    double l = -1;
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (fscanf(f, "%lf", &l) != 1)
-            l = -1;
-        fclose(f);
-    }
-    return l;
-}
-
 static double children_cpu_ms(void)
 {
     struct rusage u;
@@ -303,7 +291,7 @@ static void lr_compile_times(const char *dir)
            "floors: wall; medians of %d new processes, the library's rules loaded before\"}\n",
            bench_median(cold, R), bench_median(cold_cpu, R), bench_median(serial, R), bench_median(serial_cpu, R),
            bench_median(warm, R), bench_median(warm_wall, R), bench_median(again, R), bench_median(load, R), start,
-           cc_empty, cc_empty_cpu, one, loadavg(), R);
+           cc_empty, cc_empty_cpu, one, bench_loadavg(), R);
     printf("{\"bench\": \"grad_logreg_graph\", \"expanded_op_nodes\": %zu, \"rewritten_op_nodes\": %zu, "
            "\"schedule_steps\": %zu, \"pytensor_2_34_nodes\": %d}\n",
            ex ? op_nodes(ex) : 0, rw ? op_nodes(rw) : 0, steps, PYTENSOR_NODES);
@@ -511,7 +499,7 @@ static void lr_run(const char *dir)
            "ref_numpy_ms on the default threads (tgrel: its row blocks and OpenMP loops; numpy: OpenBLAS's), "
            "the _1thread figures with one thread everywhere; the C loop runs on one\"}\n",
            n, f, tw, t1w, t1c, ti, mp, tw / mp, t1w / mp, mf, tw / mf, npj, diff, same_bits,
-           threads, tg_fn_native(nat), loadavg(), R);
+           threads, tg_fn_native(nat), bench_loadavg(), R);
     fflush(stdout);
     tg_fn_free(nat), tg_fn_free(itp);
     tg_rules_free(rs);

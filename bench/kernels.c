@@ -177,18 +177,6 @@ static int numpy_ms(long n, const char *dir, double *plain, double *pre)
     return sscanf(line, "%lf %lf", plain, pre) == 2;
 }
 
-static double loadavg(void)
-{
-    double l = -1;
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (fscanf(f, "%lf", &l) != 1)
-            l = -1;
-        fclose(f);
-    }
-    return l;
-}
-
 static void bench_fused(tg_ctx *ctx, const char *dir)
 {
     long n = bench_size(10000000, 1000);
@@ -259,7 +247,7 @@ static void bench_fused(tg_ctx *ctx, const char *dir)
     }
     printf("{\"bench\":\"fused_expr_threads\",\"n\":%ld,\"one_thread_wall_ms\":%.2f,"
            "\"two_threads_wall_ms\":%.2f,\"speedup\":%.2f,\"loadavg_1min\":%.2f}\n", n, w1 * 1e3, w2 * 1e3,
-           w2 > 0 ? w1 / w2 : 0, loadavg());
+           w2 > 0 ? w1 / w2 : 0, bench_loadavg());
     double np_plain = 0, np_pre = 0;
     int have_np = numpy_ms(n, dir, &np_plain, &np_pre);
     char npj[200];
@@ -327,7 +315,7 @@ static void reduce_threads(tg_fn *fn, const tg_array *in, void (*set_threads)(in
            "\"two_threads_cpu_ms\":%.2f,\"cpu_speedup\":%.2f,\"same_bits_1_and_2_threads\":%s,"
            "\"loadavg_1min\":%.2f,\"clock\":\"wall and process CPU, median of %d alternated\"}\n",
            n, mw1 * 1e3, mw2 * 1e3, mw1 / mw2, mc1, mc2, mc2 > 0 ? mc1 / (mc2 / 2) : 0,
-           same ? "true" : "false", loadavg(), R);
+           same ? "true" : "false", bench_loadavg(), R);
     set_threads(1);
 }
 
@@ -831,7 +819,7 @@ static void bench_small_gemm(tg_ctx *ctx)
                "\"blas_threads\":%d,\"tgrel_us\":%.2f,\"cblas_us\":%.2f,\"cblas_over_tgrel\":%.2f,"
                "\"tgrel_1thread_us\":%.2f,\"cblas_1thread_us\":%.2f,\"cblas_1thread_over_tgrel_1thread\":%.2f,"
                "\"loadavg_1min\":%.2f,\"clock\":\"wall, median of 15 alternated runs\"}\n",
-               m, k, n, ta, tb, (long)m * k * n, nth, mt, mb, mb / mt, mt1, mb1, mb1 / mt1, loadavg());
+               m, k, n, ta, tb, (long)m * k * n, nth, mt, mb, mb / mt, mt1, mb1, mb1 / mt1, bench_loadavg());
         fflush(stdout);
         free(a), free(b), free(o);
         tg_fn_free(fn);
@@ -968,7 +956,7 @@ static void bench_ger(tg_ctx *ctx)
                        "\"ger_over_interp_loop\":%.2f,\"max_abs_diff\":%.2g,\"loadavg_1min\":%.1f,"
                        "\"clock\":\"wall, median of %d, on the default threads\"}\n",
                        m, g * 1e3, l * 1e3, g / l, il * 1e3, g / il,
-                       diff, loadavg(), R);
+                       diff, bench_loadavg(), R);
             fflush(stdout);
             free(c), free(u), free(v);
             for (int q = 0; q < 3; q++)

@@ -33,19 +33,6 @@
 static tg_ctx *ctx;
 static tg_error err;
 
-/* The 1-minute load average (-1 when unknown): the machine is shared. */
-static double loadavg(void)
-{
-    double l = -1;
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (fscanf(f, "%lf", &l) != 1)
-            l = -1;
-        fclose(f);
-    }
-    return l;
-}
-
 static void die(const char *what)
 {
     fprintf(stderr, "bench/train: %s: %s\n", what, err.message);
@@ -300,7 +287,7 @@ static void logreg(const char *dir)
     printf("\"tgrel_over_c\": %.2f, \"tgrel_1thread_over_c\": %.2f, \"threads\": %d, \"load_avg\": %.1f, "
            "\"targets\": {\"numpy_over_tgrel\": 3, \"tgrel_over_c\": 1.3}, \"clock\": \"wall, median of 7 runs of 10 "
            "steps; tgrel_us and numpy_us on the default threads, the _1thread figures on one; the C step runs on one\"}\n",
-           tt[0] / tcm, tt[1] / tcm, nth, loadavg());
+           tt[0] / tcm, tt[1] / tcm, nth, bench_loadavg());
     tg_fn_free(step);
     tg_shared_free(sw);
     tg_shared_free(sb);
@@ -385,7 +372,7 @@ static void mlp(const char *dir, const char *data)
         printf("\"pytensor\": \"absent\", ");
     printf("\"threads\": %d, \"load_avg\": %.1f, \"targets\": {\"numpy_over_tgrel\": 2}, "
            "\"clock\": \"wall, median of 7 runs of 200 steps; tgrel_us and numpy_us on the default threads, the "
-           "_1thread figures on one\"}\n", nth, loadavg());
+           "_1thread figures on one\"}\n", nth, bench_loadavg());
     tg_fn_free(step);
     free(dx.data), free(dy.data);
 }
@@ -426,7 +413,7 @@ static void overhead(void)
     time_calls(plain, &in, pout, 100000, &tp);
     time_calls(state, &in, NULL, 100000, &ts);
     printf("{\"bench\": \"20 shared variables: 20 updates against 20 outputs, per call\", \"outputs_us\": %.3f, "
-           "\"updates_us\": %.3f, \"added_us\": %.3f, \"load_avg\": %.1f, \"clock\": \"thread cpu, median of 7 runs of 10^5 calls\"}\n", tp, ts, ts - tp, loadavg());
+           "\"updates_us\": %.3f, \"added_us\": %.3f, \"load_avg\": %.1f, \"clock\": \"thread cpu, median of 7 runs of 10^5 calls\"}\n", tp, ts, ts - tp, bench_loadavg());
     tg_fn_free(plain);
     tg_fn_free(state);
     for (int k = 0; k < K; k++)
