@@ -185,6 +185,15 @@ static int older(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
+/* Entry name of dir: what its name says it is (kind_of), N_OTHER when
+ * it cannot be stat'ed; its path (n bytes), writer and stat. */
+static int entry_of(const char *dir, const char *name, char *path, size_t n, long *pid, struct stat *st)
+{
+    int k = kind_of(name, pid);
+    snprintf(path, n, "%s/%.255s", dir, name);
+    return k == N_OTHER || stat(path, st) < 0 ? N_OTHER : k;
+}
+
 /* The entries of dir (code and side entries), malloc'd; their count in *n. */
 static ent *list_entries(const char *dir, size_t *n)
 {
@@ -196,13 +205,10 @@ static ent *list_entries(const char *dir, size_t *n)
         return NULL;
     for (struct dirent *e; (e = readdir(d));) {
         long pid;
-        int k = kind_of(e->d_name, &pid);
-        if ((k != N_CODE && k != N_SIDE) || strlen(e->d_name) >= sizeof v->name)
-            continue;
-        char path[4200];
+        char path[4400];
         struct stat st;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (stat(path, &st) < 0)
+        int k = entry_of(dir, e->d_name, path, sizeof path, &pid, &st);
+        if ((k != N_CODE && k != N_SIDE) || strlen(e->d_name) >= sizeof v->name)
             continue;
         if (*n == cap) {
             ent *nv = realloc(v, (cap ? 2 * cap : 64) * sizeof *nv);
@@ -290,9 +296,8 @@ int tg_cache_info(tg_cache_stats *out, tg_error *err)
         long pid;
         char path[4400];
         struct stat st;
-        int k = kind_of(e->d_name, &pid);
-        snprintf(path, sizeof path, "%s/%.255s", dir, e->d_name);
-        if (k == N_OTHER || stat(path, &st) < 0)
+        int k = entry_of(dir, e->d_name, path, sizeof path, &pid, &st);
+        if (k == N_OTHER)
             continue;
         if (k == N_CODE || k == N_SIDE) {
             out->entries++;
@@ -337,9 +342,8 @@ int tg_cache_clear(tg_cache_stats *removed, tg_error *err)
         long pid;
         char path[4400];
         struct stat st;
-        int k = kind_of(e->d_name, &pid);
-        snprintf(path, sizeof path, "%s/%.255s", dir, e->d_name);
-        if (k == N_OTHER || stat(path, &st) < 0)
+        int k = entry_of(dir, e->d_name, path, sizeof path, &pid, &st);
+        if (k == N_OTHER)
             continue;
         if (k == N_CODE || k == N_SIDE) {
             if (remove_entry(dir, e->d_name) < 0) {
