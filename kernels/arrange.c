@@ -340,14 +340,6 @@ int tgAr_bind(const tgV_graph *g, int64_t *symv, bool partial, tg_error *err)
 
 /* ---- running --------------------------------------------------------------- */
 
-static int64_t count(const tgI_arr *a)
-{
-    int64_t c = 1;
-    for (int d = 0; d < a->ndim; d++)
-        c *= a->shape[d];
-    return c;
-}
-
 
 /* Element at p (dtype sd) stored at q (dtype dd), or added to it. */
 static void put(char *q, tg_dtype dd, const char *p, tg_dtype sd, bool add)
@@ -383,7 +375,7 @@ static void copy(const tgI_arr *dst, const tgI_arr *src, bool add)
         /* rows contiguous on both sides: a memcpy a row */
         tgI_arr s1 = *src, d1 = *dst;
         s1.ndim = d1.ndim = nd - 1;
-        int64_t rows = count(&s1), idx[TGV_MAXDIM] = {0};
+        int64_t rows = tgI_count(&s1), idx[TGV_MAXDIM] = {0};
         const char *p = src->data;
         char *q = dst->data;
         for (int64_t i = 0; i < rows && src->shape[nd - 1] > 0; i++) {
@@ -398,7 +390,7 @@ static void copy(const tgI_arr *dst, const tgI_arr *src, bool add)
         }
         return;
     }
-    int64_t n = count(src), idx[TGV_MAXDIM] = {0};
+    int64_t n = tgI_count(src), idx[TGV_MAXDIM] = {0};
     const char *p = src->data;
     char *q = dst->data;
     for (int64_t i = 0; i < n; i++) {
@@ -453,7 +445,7 @@ static int run_argmax(const tgV_node *n, const tgI_arr *x, const tgI_arr *y, tg_
         else
             kept[nk++] = d;
     }
-    int64_t nout = count(y);
+    int64_t nout = tgI_count(y);
     if (len == 0 && nout > 0)
         return fail(n, err, mx ? "argmax of an empty axis" : "argmin of an empty axis", 0, 0);
     int64_t oi[TGV_MAXDIM] = {0};
@@ -496,18 +488,6 @@ static int run_argmax(const tgV_node *n, const tgI_arr *x, const tgI_arr *y, tg_
     return 0;
 }
 
-/* Whether a's elements are one block of memory in C order. */
-static bool is_block(const tgI_arr *a)
-{
-    int64_t want = (int64_t)tgV_dtype_size(a->dtype);
-    for (int d = a->ndim - 1; d >= 0; d--) {
-        if (a->shape[d] != 1 && a->strides[d] != want)
-            return false;
-        want *= a->shape[d];
-    }
-    return true;
-}
-
 /* Index i of take's IDX as a row of an axis of size n (negative from the
  * end); -1 with err when out of range. */
 static int row_of(const tgV_node *n, const tgI_arr *ix, int64_t i, int64_t rows, int64_t *out, tg_error *err)
@@ -540,7 +520,7 @@ static int run_take(const tgV_node *n, tgI_state *st, const tgI_arr *y, tg_error
 {
     bool inc = n->op == TGV_INC_TAKE;
     const tgI_arr *x = &st->vals[n->args[0]], *ix = &st->vals[n->args[inc ? 2 : 1]];
-    int64_t ni = count(ix), rows = x->shape[0];
+    int64_t ni = tgI_count(ix), rows = x->shape[0];
     tgI_arr src = inc ? st->vals[n->args[1]] : *x, dst = inc ? *x : *y;
     if (inc) {
         if (y->data != x->data)     /* else the buffer plan gave Y X's memory */
@@ -576,8 +556,8 @@ static int run_take(const tgV_node *n, tgI_state *st, const tgI_arr *y, tg_error
     /* the common case, rows of X and of Y each one block of memory: a
      * memcpy a row, the index read in place */
     tgI_arr rx = drop(x, 0, 0), ry = drop(y, 0, 0);
-    size_t rb = (size_t)count(&rx) * tgV_dtype_size(x->dtype);
-    if (!inc && is_block(&rx) && is_block(&ry) && (ix->dtype == TG_INT64 || ix->dtype == TG_INT32)) {
+    size_t rb = (size_t)tgI_count(&rx) * tgV_dtype_size(x->dtype);
+    if (!inc && tgI_is_c_contig(&rx) && tgI_is_c_contig(&ry) && (ix->dtype == TG_INT64 || ix->dtype == TG_INT32)) {
         for (int64_t i = 0; i < ni; i++) {
             int64_t r = index_at(ix, i);
             if (r < -rows || r >= rows)
@@ -615,7 +595,7 @@ int tgAr_inc_take(const tgH_sched *s, tgI_state *st, int v, tgJ_loop_fn fn, tg_e
     const tgV_node *n = &s->g->nodes[v];
     const tgI_arr *x = &st->vals[n->args[0]], *val = &st->vals[n->args[1]], *ix = &st->vals[n->args[2]];
     const tgI_arr *y = &st->vals[v];
-    int64_t ni = count(ix), rows = x->shape[0], r;
+    int64_t ni = tgI_count(ix), rows = x->shape[0], r;
     for (int64_t i = 0; i < ni; i++)    /* on both paths: X, perhaps written in place, stays whole */
         if (row_of(n, ix, i, rows, &r, err) < 0)
             return -1;
@@ -640,7 +620,7 @@ int tgAr_inc_take(const tgH_sched *s, tgI_state *st, int v, tgJ_loop_fn fn, tg_e
 
 static int run_one_hot(const tgV_node *n, const tgI_arr *yv, const tgI_arr *out, tg_error *err)
 {
-    int64_t k = n->value.i, m = count(yv), idx[TGV_MAXDIM] = {0};
+    int64_t k = n->value.i, m = tgI_count(yv), idx[TGV_MAXDIM] = {0};
     const char *p = yv->data;
     for (int64_t i = 0; i < m; i++) {
         int64_t c = tgI_ld_i(p, yv->dtype);
