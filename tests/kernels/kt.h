@@ -220,4 +220,40 @@ static TAP_UNUSED_ int kt_close(long double got, long double want, long double r
     return d <= rel * (m > 1e-300L ? m : 1e-300L) || d <= rel * 1e-300L;
 }
 
+/* The logistic regression of bench/grad logreg: its inputs and its
+ * outputs (the cost mean(-y log p - (1-y) log(1-p)) + 0.01 sum(w^2),
+ * p = sigmoid(X w + b), and its gradients in w and b). */
+#define KT_LOGREG_INS "(input X float64 (n f)) (input y float64 (n)) (input w float64 (f)) (input b float64 ())"
+#define KT_LOGREG_P_ "(sigmoid (add (dot (input X float64 (n f)) (input w float64 (f))) (input b float64 ())))"
+#define KT_LOGREG_COST_ "(add (mean (sub (neg (mul (input y float64 (n)) (log " KT_LOGREG_P_ "))) " \
+                        "(mul (sub 1 (input y float64 (n))) (log (sub 1 " KT_LOGREG_P_ ")))) all) " \
+                        "(mul 0.01 (sum (sqr (input w float64 (f))) all)))"
+#define KT_LOGREG_OUTS KT_LOGREG_COST_ " (grad " KT_LOGREG_COST_ " (input w float64 (f))) " \
+                       "(grad " KT_LOGREG_COST_ " (input b float64 ()))"
+
+/* Its cost, d/dw and d/db in long double, the reference; X row i at
+ * X + i * rs. */
+static TAP_UNUSED_ long double kt_ref_logreg(long n, long f, const double *X, long rs, const double *y,
+                                             const double *w, double b, long double *dw, long double *db)
+{
+    long double loss = 0, gb = 0;
+    for (long j = 0; j < f; j++)
+        dw[j] = 0.02L * w[j];
+    for (long i = 0; i < n; i++) {
+        long double z = b;
+        for (long j = 0; j < f; j++)
+            z += (long double)X[i * rs + j] * w[j];
+        long double p = 1 / (1 + expl(-z)), g = (p - y[i]) / n;
+        loss += y[i] * log1pl(expl(-z)) + (1 - y[i]) * log1pl(expl(z));
+        gb += g;
+        for (long j = 0; j < f; j++)
+            dw[j] += g * X[i * rs + j];
+    }
+    long double r = 0;
+    for (long j = 0; j < f; j++)
+        r += (long double)w[j] * w[j];
+    *db = gb;
+    return loss / n + 0.01L * r;
+}
+
 #endif

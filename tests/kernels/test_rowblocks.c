@@ -120,42 +120,12 @@ static void find_openmp(void)
         *(void **)&set_threads = dlsym(h, "omp_set_num_threads");
 }
 
-/* loss, d/dw, d/db in long double (as test_stable.c's). */
-static long double ref_logreg(long n, long f, const double *X, const double *y, const double *w, double b,
-                              long double *dw, long double *db)
-{
-    long double loss = 0, gb = 0;
-    for (long j = 0; j < f; j++)
-        dw[j] = 0.02L * w[j];
-    for (long i = 0; i < n; i++) {
-        long double z = b;
-        for (long j = 0; j < f; j++)
-            z += (long double)X[i * f + j] * w[j];
-        long double p = 1 / (1 + expl(-z)), g = (p - y[i]) / n;
-        loss += y[i] * log1pl(expl(-z)) + (1 - y[i]) * log1pl(expl(z));
-        gb += g;
-        for (long j = 0; j < f; j++)
-            dw[j] += g * X[i * f + j];
-    }
-    long double r = 0;
-    for (long j = 0; j < f; j++)
-        r += (long double)w[j] * w[j];
-    *db = gb;
-    return loss / n + 0.01L * r;
-}
-
 static void check_logreg_threads(void)
 {
     /* 5.9 MB of X: past the size that runs on threads; 23 blocks, the last
      * one short */
     enum { NR = 20011, NF = 37 };
-    static const char ins[] = "(input X float64 (n f)) (input y float64 (n)) (input w float64 (f)) (input b float64 ())";
-#define P_ "(sigmoid (add (dot (input X float64 (n f)) (input w float64 (f))) (input b float64 ())))"
-#define COST_ "(add (mean (sub (neg (mul (input y float64 (n)) (log " P_ "))) (mul (sub 1 (input y float64 (n))) " \
-              "(log (sub 1 " P_ ")))) all) (mul 0.01 (sum (sqr (input w float64 (f))) all)))"
-    static const char outs[] = COST_ " (grad " COST_ " (input w float64 (f))) (grad " COST_ " (input b float64 ()))";
-#undef P_
-#undef COST_
+    static const char ins[] = KT_LOGREG_INS, outs[] = KT_LOGREG_OUTS;
     tg_error err;
     tg_term *it[4], *ot[3];
     kt_read_terms(ctx, ins, it, &err);
@@ -177,7 +147,7 @@ static void check_logreg_threads(void)
     tg_array_init(&in[1], TG_FLOAT64, 1, &sx[0], y);
     tg_array_init(&in[2], TG_FLOAT64, 1, &sx[1], w);
     tg_array_init(&in[3], TG_FLOAT64, 0, NULL, &b);
-    long double rdw[NF], rdb, rloss = ref_logreg(NR, NF, X, y, w, b, rdw, &rdb);
+    long double rdw[NF], rdb, rloss = kt_ref_logreg(NR, NF, X, NF, y, w, b, rdw, &rdb);
     double got[3][NF + 2];
     static const int threads[3] = {1, 2, 16};
     tg_array_init(&out[0], TG_FLOAT64, 0, NULL, &got[0][0]);

@@ -394,31 +394,6 @@ static void check_grad_graph(void)
 
 /* ---- the logistic regression, run in row blocks ------------------------------ */
 
-/* loss, d/dw, d/db of mean(-y log p - (1-y) log(1-p)) + 0.01 sum(w^2),
- * p = sigmoid(X w + b), in long double; X row i at X + i * rs. */
-static long double ref_logreg(long n, long f, const double *X, long rs, const double *y, const double *w,
-                              double b, long double *dw, long double *db)
-{
-    long double loss = 0, gb = 0;
-    for (long j = 0; j < f; j++)
-        dw[j] = 0.02L * w[j];
-    for (long i = 0; i < n; i++) {
-        long double z = b;
-        for (long j = 0; j < f; j++)
-            z += (long double)X[i * rs + j] * w[j];
-        long double p = 1 / (1 + expl(-z)), g = (p - y[i]) / n;
-        loss += y[i] * log1pl(expl(-z)) + (1 - y[i]) * log1pl(expl(z));
-        gb += g;
-        for (long j = 0; j < f; j++)
-            dw[j] += g * X[i * rs + j];
-    }
-    long double r = 0;
-    for (long j = 0; j < f; j++)
-        r += (long double)w[j] * w[j];
-    *db = gb;
-    return loss / n + 0.01L * r;
-}
-
 /* The function of bench/grad logreg (its gradients in one pass over
  * blocks of X's rows where X is row-major: interp_rows.c), against the long
  * double loop, with rows enough for several blocks, z up to +-60, and X
@@ -427,13 +402,7 @@ static long double ref_logreg(long n, long f, const double *X, long rs, const do
 static void check_logreg(void)
 {
     enum { NR = 3001, NF = 37 };
-    static const char ins[] = "(input X float64 (n f)) (input y float64 (n)) (input w float64 (f)) (input b float64 ())";
-#define P_ "(sigmoid (add (dot (input X float64 (n f)) (input w float64 (f))) (input b float64 ())))"
-#define COST_ "(add (mean (sub (neg (mul (input y float64 (n)) (log " P_ "))) (mul (sub 1 (input y float64 (n))) " \
-              "(log (sub 1 " P_ ")))) all) (mul 0.01 (sum (sqr (input w float64 (f))) all)))"
-    static const char outs[] = COST_ " (grad " COST_ " (input w float64 (f))) (grad " COST_ " (input b float64 ()))";
-#undef P_
-#undef COST_
+    static const char ins[] = KT_LOGREG_INS, outs[] = KT_LOGREG_OUTS;
     tg_error err;
     tg_term *it[4], *ot[3];
     kt_read_terms(ctx, ins, it, &err);
@@ -466,7 +435,7 @@ static void check_logreg(void)
         tg_array_init(&in[3], TG_FLOAT64, 0, NULL, &b);
         memset(out, 0, sizeof out);
         long double dw[NF], db;
-        long double loss = ref_logreg(NR, NF, in[0].data, rs, y, w, b, dw, &db);
+        long double loss = kt_ref_logreg(NR, NF, in[0].data, rs, y, w, b, dw, &db);
         int ok = tg_fn_call(f, in, out, &err) == 0;
         double worst = 0;
         if (ok) {
