@@ -3,7 +3,8 @@
  * strings, the size factor of a run ($TGREL_BENCH_SCALE), (after
  * config.h) the OpenBLAS functions tgrel opened and the library's default
  * compiler flags (BENCH_CFLAGS), and (after tgrel.h)
- * compiling a one-output tensor function from text. */
+ * compiling a one-output tensor function from text and loading the rule
+ * library. */
 #ifndef TGREL_BENCH_H
 #define TGREL_BENCH_H
 
@@ -183,6 +184,23 @@ static inline size_t bench_read_terms(tg_ctx *ctx, const char *text, tg_term **t
         n++;
     tg_reader_free(r);
     return n;
+}
+
+/* The rule library of the source tree ($srcdir), or NULL with the error
+ * on stderr, prefixed by who. */
+static inline tg_rules *bench_library(tg_ctx *ctx, const char *who)
+{
+    const char *sd = getenv("srcdir");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/patterns/lib/all.rules", sd ? sd : ".");
+    tg_error err;
+    tg_rules *rs = tg_rules_new(ctx, &err);
+    if (rs && tg_rules_load_file(rs, path, &err) < 0) {
+        fprintf(stderr, "%s: %s (set srcdir)\n", who, err.message);
+        tg_rules_free(rs);
+        rs = NULL;
+    }
+    return rs;
 }
 
 /* The function of output term out over the nin input terms ins (text),

@@ -141,14 +141,9 @@ static void run_bptt(void)
     int H = 64;
     tg_error err;
     tg_ctx *ctx = tg_ctx_new(NULL);
-    const char *sd = getenv("srcdir");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/patterns/lib/all.rules", sd ? sd : ".");
-    tg_rules *rs = tg_rules_new(ctx, &err);
-    if (!rs || tg_rules_load_file(rs, path, &err) < 0) {
-        fprintf(stderr, "grad bench: %s\n", err.message);
+    tg_rules *rs = bench_library(ctx, "grad bench");
+    if (!rs)
         exit(1);
-    }
     tg_term *in[3] = {tg_read_cstr(ctx, "(input x float64 (t h))", NULL),
                       tg_read_cstr(ctx, "(input w float64 (h h))", NULL),
                       tg_read_cstr(ctx, "(input h0 float64 (h))", NULL)};

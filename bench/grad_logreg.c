@@ -52,22 +52,6 @@ static const char *const lr_inputs[4] = {
 static const char lr_outputs[] =
     "(graph " LR_COST " (grad " LR_COST " (input w float64 (f))) (grad " LR_COST " (input b float64 ())))";
 
-/* The rule library of the source tree ($srcdir), or NULL. */
-static tg_rules *library(tg_ctx *ctx)
-{
-    const char *sd = getenv("srcdir");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/patterns/lib/all.rules", sd ? sd : ".");
-    tg_error err;
-    tg_rules *rs = tg_rules_new(ctx, &err);
-    if (rs && tg_rules_load_file(rs, path, &err) < 0) {
-        fprintf(stderr, "grad bench: %s (set srcdir)\n", err.message);
-        tg_rules_free(rs);
-        rs = NULL;
-    }
-    return rs;
-}
-
 /* The function, compiled with the library's default rewriter (rs) or
  * interpreted; NULL with the error on stderr. */
 static tg_fn *lr_compile(tg_ctx *ctx, tg_rules *rs, int interpret)
@@ -173,7 +157,7 @@ static void compile_in_child(int cold, int tiny, double d[2])
     if (pid == 0) {
         tg_error err;
         tg_ctx *c = tg_ctx_new(&err);
-        tg_rules *rs = c ? library(c) : NULL;
+        tg_rules *rs = c ? bench_library(c, "grad bench") : NULL;
         double w0 = bench_now_ms(), t0 = bench_thread_cpu_ms(), c0 = children_cpu_ms();
         tg_fn *f = !rs ? NULL : tiny ? one_loop(c) : lr_compile(c, rs, 0);
         if (f && tg_fn_native(f)) {
@@ -259,7 +243,7 @@ static void lr_compile_times(const char *dir)
     tg_ctx *ctx = tg_ctx_new(&err);
     for (int r = 0; r < R; r++) {
         double t0 = bench_thread_cpu_ms();
-        tg_rules *rs = library(ctx);
+        tg_rules *rs = bench_library(ctx, "grad bench");
         load[r] = bench_thread_cpu_ms() - t0;
         tg_fn_free(lr_compile(ctx, rs, 0));
         t0 = bench_thread_cpu_ms();
@@ -271,7 +255,7 @@ static void lr_compile_times(const char *dir)
     double start, cc_empty, cc_empty_cpu, one;
     floors(dir, R, &start, &cc_empty, &cc_empty_cpu, &one);
     /* the sizes: the rewritten terms, and the schedule */
-    tg_rules *rs = library(ctx);
+    tg_rules *rs = bench_library(ctx, "grad bench");
     tg_term *outs = tg_read_cstr(ctx, lr_outputs, &err);
     tg_term *ex = outs ? tg_grad_expand(ctx, outs, NULL, &err) : NULL;
     tg_term *rw = ex && rs ? tg_rewrite(rs, tg_symbol_cstr(ctx, "default"), ex, &err) : NULL;
@@ -437,7 +421,7 @@ static void lr_run(const char *dir)
     ref_fn *fast = load_ref(dir, "logreg_fast", "-O3 -march=native -ffast-math");
     tg_error err;
     tg_ctx *ctx = tg_ctx_new(&err);
-    tg_rules *rs = library(ctx);
+    tg_rules *rs = bench_library(ctx, "grad bench");
     tg_fn *nat = rs ? lr_compile(ctx, rs, 0) : NULL, *itp = rs ? lr_compile(ctx, rs, 1) : NULL;
     if (!plain || !fast || !nat || !itp) {
         fprintf(stderr, "grad bench: logreg: no function or no reference loops\n");

@@ -505,17 +505,8 @@ static void bench_compile(tg_ctx *ctx, const char *dir)
 /* The rule library of the source tree ($srcdir), or NULL. */
 static tg_rules *library(tg_ctx *ctx)
 {
-    const char *sd = getenv("srcdir");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/patterns/lib/all.rules", sd ? sd : ".");
-    tg_error err;
-    tg_rules *rs = tg_rules_new(ctx, &err);
-    if (rs && tg_rules_load_file(rs, path, &err) < 0) {
-        fprintf(stderr, "kernels bench: %s (set srcdir)\n", err.message);
-        failed = 1;
-        tg_rules_free(rs);
-        rs = NULL;
-    }
+    tg_rules *rs = bench_library(ctx, "kernels bench");
+    failed |= !rs;
     return rs;
 }
 
