@@ -250,21 +250,29 @@ static void put_node(tgB_buf *b, const tgH_sched *s, const tgH_step *st, int v)
     }
 }
 
+/* The loads of one element: each input of st but the constants (and,
+ * when reads_only, those the fused update's value does not read) into
+ * in<i>, through A(k, T). */
+static void put_loads(tgB_buf *b, const tgH_sched *s, const tgH_step *st, bool reads_only)
+{
+    for (int i = 0; i < st->nins; i++) {
+        const tgV_node *a = &s->g->nodes[st->ins[i]];
+        if (a->op == TGV_CONST || (reads_only && !tgH_value_reads(s, st, st->ins[i])))
+            continue;
+        if (isf(a->dtype))
+            tgB_printf(b, "    double in%d = A(%d, %s);\n", i, i, ctype(a->dtype));
+        else if (a->dtype == TG_BOOL)
+            tgB_printf(b, "    int64_t in%d = A(%d, unsigned char) != 0;\n", i, i);
+        else
+            tgB_printf(b, "    int64_t in%d = A(%d, %s);\n", i, i, ctype(a->dtype));
+    }
+}
+
 /* The body of one element: loads, nodes, stores through A(k, T). */
 void tgJ_put_body(tgB_buf *b, const tgH_sched *s, const tgH_step *st)
 {
     const tgV_graph *g = s->g;
-    for (int i = 0; i < st->nins; i++) {
-        const tgV_node *n = &g->nodes[st->ins[i]];
-        if (n->op == TGV_CONST)
-            continue;
-        if (isf(n->dtype))
-            tgB_printf(b, "    double in%d = A(%d, %s);\n", i, i, ctype(n->dtype));
-        else if (n->dtype == TG_BOOL)
-            tgB_printf(b, "    int64_t in%d = A(%d, unsigned char) != 0;\n", i, i);
-        else
-            tgB_printf(b, "    int64_t in%d = A(%d, %s);\n", i, i, ctype(n->dtype));
-    }
+    put_loads(b, s, st, false);
     for (int j = 0; j < st->nnodes; j++)
         put_node(b, s, st, st->nodes[j]);
     for (int o = 0; o < st->nouts; o++) {
@@ -487,17 +495,7 @@ static void put_update_loop_body(tgB_buf *b, const tgH_sched *s, const tgH_step 
 {
     const tgV_graph *g = s->g;
     const tgV_node *n = &g->nodes[st->node];
-    for (int i = 0; i < st->nins; i++) {
-        const tgV_node *a = &g->nodes[st->ins[i]];
-        if (a->op == TGV_CONST || !tgH_value_reads(s, st, st->ins[i]))
-            continue;
-        if (isf(a->dtype))
-            tgB_printf(b, "    double in%d = A(%d, %s);\n", i, i, ctype(a->dtype));
-        else if (a->dtype == TG_BOOL)
-            tgB_printf(b, "    int64_t in%d = A(%d, unsigned char) != 0;\n", i, i);
-        else
-            tgB_printf(b, "    int64_t in%d = A(%d, %s);\n", i, i, ctype(a->dtype));
-    }
+    put_loads(b, s, st, true);
     for (int j = 0; j < st->nnodes; j++)
         put_node(b, s, st, st->nodes[j]);
     char va[32];
