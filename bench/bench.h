@@ -1,10 +1,10 @@
 /* bench.h - what the benchmark programs share: clocks (wall and thread
- * CPU time), the median of repeated runs, the load average, JSON
- * strings, the size factor of a run ($TGREL_BENCH_SCALE), (after
- * config.h) the OpenBLAS functions tgrel opened and the library's default
- * compiler flags (BENCH_CFLAGS), and (after tgrel.h)
- * compiling a one-output tensor function from text and loading the rule
- * library. */
+ * CPU time), the median of repeated runs, the load average, numpy
+ * references run in python, JSON strings, the size factor of a run
+ * ($TGREL_BENCH_SCALE), (after config.h) the OpenBLAS functions tgrel
+ * opened and the library's default compiler flags (BENCH_CFLAGS), and
+ * (after tgrel.h) compiling a one-output tensor function from text and
+ * loading the rule library. */
 #ifndef TGREL_BENCH_H
 #define TGREL_BENCH_H
 
@@ -82,6 +82,32 @@ static inline double bench_loadavg(void)
         fclose(f);
     }
     return l;
+}
+
+/* Write script to dir/file and run it with the system python (or
+ * $PYTHON) on args, on OpenBLAS's and OpenMP's default threads or (one)
+ * on one: its first line of output into line (n bytes), 1; 0 when it
+ * could not run. */
+static inline int bench_python(const char *dir, const char *file, const char *script, const char *args, int one,
+                               char *line, size_t n)
+{
+    char path[800], cmd[1800];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return 0;
+    fputs(script, f);
+    fclose(f);
+    const char *py = getenv("PYTHON");     /* default: the system python */
+    snprintf(cmd, sizeof cmd, "%s'%s' '%s' %s 2>/dev/null", one ? "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 " : "",
+             py && *py ? py : "/usr/bin/python3", path, args);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return 0;
+    if (!fgets(line, (int)n, p))
+        line[0] = 0;
+    pclose(p);
+    return 1;
 }
 
 /* s as a JSON string on stdout, quotes, backslashes and control

@@ -356,23 +356,10 @@ static const char numpy_script[] =
  * (one) on one; 0 when numpy is absent. */
 static int numpy_ms(long n, long f, const char *dir, int one, double *ms, double *loss)
 {
-    char path[800], cmd[1200], line[200] = "";
-    snprintf(path, sizeof path, "%s/logreg_numpy.py", dir);
-    FILE *fp = fopen(path, "w");
-    if (!fp)
-        return 0;
-    fputs(numpy_script, fp);
-    fclose(fp);
-    const char *py = getenv("PYTHON");     /* default: the system python */
-    snprintf(cmd, sizeof cmd, "%s'%s' '%s' %ld %ld 2>/dev/null", one ? "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 " : "",
-             py && *py ? py : "/usr/bin/python3", path, n, f);
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return 0;
-    if (!fgets(line, sizeof line, p))
-        line[0] = 0;
-    pclose(p);
-    return sscanf(line, "%lf %lf", ms, loss) == 2;
+    char args[64], line[200] = "";
+    snprintf(args, sizeof args, "%ld %ld", n, f);
+    return bench_python(dir, "logreg_numpy.py", numpy_script, args, one, line, sizeof line) &&
+           sscanf(line, "%lf %lf", ms, loss) == 2;
 }
 
 /* One thread for the kernels' OpenMP loops and for OpenBLAS (opened by

@@ -159,22 +159,10 @@ static const char numpy_script[] =
 
 static int numpy_ms(long n, const char *dir, double *plain, double *pre)
 {
-    char path[600], cmd[800], line[200] = "";
-    snprintf(path, sizeof path, "%s/numpy_ref.py", dir);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return 0;
-    fputs(numpy_script, f);
-    fclose(f);
-    const char *py = getenv("PYTHON");     /* default: the system python */
-    snprintf(cmd, sizeof cmd, "'%s' '%s' %ld 2>/dev/null", py && *py ? py : "/usr/bin/python3", path, n);
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return 0;
-    if (!fgets(line, sizeof line, p))
-        line[0] = 0;
-    pclose(p);
-    return sscanf(line, "%lf %lf", plain, pre) == 2;
+    char args[32], line[200] = "";
+    snprintf(args, sizeof args, "%ld", n);
+    return bench_python(dir, "numpy_ref.py", numpy_script, args, 0, line, sizeof line) &&
+           sscanf(line, "%lf %lf", plain, pre) == 2;
 }
 
 static void bench_fused(tg_ctx *ctx, const char *dir)

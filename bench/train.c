@@ -164,22 +164,10 @@ static const char numpy_script[] =
  * python thread; -1 when numpy is absent. */
 static double numpy_us(const char *dir, const char *what, int one, double *cpu)
 {
-    char path[600], cmd[1400], line[200] = "";
-    snprintf(path, sizeof path, "%s/numpy_train.py", dir);
-    FILE *f = fopen(path, "w");
-    if (!f)
+    char args[700], line[200] = "";
+    snprintf(args, sizeof args, "'%s' %s", dir, what);
+    if (!bench_python(dir, "numpy_train.py", numpy_script, args, one, line, sizeof line))
         return -1;
-    fputs(numpy_script, f);
-    fclose(f);
-    const char *py = getenv("PYTHON");
-    snprintf(cmd, sizeof cmd, "%s'%s' '%s' '%s' %s 2>/dev/null", one ? "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 " : "",
-             py && *py ? py : "/usr/bin/python3", path, dir, what);
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return -1;
-    if (!fgets(line, sizeof line, p))
-        line[0] = 0;
-    pclose(p);
     double v, c = -1;
     int got = sscanf(line, "%lf %lf", &v, &c);
     if (cpu)
