@@ -477,13 +477,7 @@ static int run_argmax(const tgV_node *n, const tgI_arr *x, const tgI_arr *y, tg_
             }
         }
         memcpy(q, &best, 8);
-        for (int k = y->ndim - 1; k >= 0; k--) {
-            q += y->strides[k];
-            if (++oi[k] < y->shape[k])
-                break;
-            q -= y->strides[k] * y->shape[k];
-            oi[k] = 0;
-        }
+        q += tgI_next(y->ndim, y->shape, y->strides, oi);
     }
     return 0;
 }
@@ -633,13 +627,7 @@ static int run_one_hot(const tgV_node *n, const tgI_arr *yv, const tgI_arr *out,
             double v = j == c;
             memcpy(q + j * out->strides[yv->ndim], &v, 8);
         }
-        for (int d = yv->ndim - 1; d >= 0; d--) {
-            p += yv->strides[d];
-            if (++idx[d] < yv->shape[d])
-                break;
-            p -= yv->strides[d] * yv->shape[d];
-            idx[d] = 0;
-        }
+        p += tgI_next(yv->ndim, yv->shape, yv->strides, idx);
     }
     return 0;
 }

@@ -66,6 +66,22 @@ void tgI_c_strides(tgI_arr *a);
 /* Is a laid out in C order (axes of extent 1 aside)? */
 bool tgI_is_c_contig(const tgI_arr *a);
 
+/* Step idx to the next index of shape (ndim axes) in C order: the bytes
+ * that move a pointer along strides with it (back to the start after
+ * the last index). */
+static inline int64_t tgI_next(int ndim, const int64_t *shape, const int64_t *strides, int64_t *idx)
+{
+    int64_t off = 0;
+    for (int d = ndim - 1; d >= 0; d--) {
+        off += strides[d];
+        if (++idx[d] < shape[d])
+            return off;
+        off -= strides[d] * shape[d];
+        idx[d] = 0;
+    }
+    return off;
+}
+
 /* One element at p of dtype d, as a double, or as an integer (of an
  * integer or bool dtype; a float is truncated), for the interpreter's
  * loops and the ops that pick elements (arrange.c). */

@@ -203,13 +203,7 @@ int tgRn_run(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
             memcpy(p, &x, 8);
         }
         }
-        for (int d = y->ndim - 1; d >= 0; d--) {
-            p += y->strides[d];
-            if (++idx[d] < y->shape[d])
-                break;
-            p -= y->strides[d] * y->shape[d];
-            idx[d] = 0;
-        }
+        p += tgI_next(y->ndim, y->shape, y->strides, idx);
     }
     return 0;
 }

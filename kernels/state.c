@@ -559,13 +559,7 @@ static int downcast(tgSt_fn *f, const tgV_graph *g, int i, const tg_array *a, tg
                            "kernels: input %s: expected dtype %s, got %s, and element %lld (%s) is not a %s",
                            name, dname(to), dname(a->dtype), (long long)k, val, dname(to)), -1;
         }
-        for (int ax = a->ndim - 1; ax >= 0; ax--) {
-            src += a->strides[ax];
-            if (++idx[ax] < a->shape[ax])
-                break;
-            src -= a->strides[ax] * a->shape[ax];
-            idx[ax] = 0;
-        }
+        src += tgI_next(a->ndim, a->shape, a->strides, idx);
     }
     tg_array_init(&f->in[i], to, a->ndim, a->shape, f->conv[i]);
     return 0;
