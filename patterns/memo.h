@@ -215,7 +215,13 @@ void tgW_memo_close(tgW_memo *m, size_t from, tg_term *nf, unsigned long long re
 tg_term *tgW_memo_key(const tgW_memo *m, tg_ctx *ctx, size_t slot);
 
 /* Forget everything: a grown table and the open stack are freed; the
- * counts by op keep their memory, emptied. */
+ * counts by op keep their memory, emptied.  A freed table of at most
+ * 2^17 slots is kept, zeroed, for the next normalization (memo.c,
+ * pool): the system's fresh pages cost a fault each. */
 void tgW_memo_clear(tgW_memo *m);
+
+/* The bytes of freed tables kept for the next normalizations (memo.c,
+ * pool; tests): at most one table of each size from 2^9 to 2^17 slots. */
+size_t tgW_memo_pool_bytes(void);
 
 #endif
