@@ -94,7 +94,7 @@ static size_t bound(const tgW_memo *m)
  * by a fault that costs some microseconds here (2.8 on the machines this
  * was measured on): primecount100 grew its table through 5 MB of them
  * in each normalization, 2000 faults, as much system time as its whole
- * user time, and memo took 1.2 to 1.35 times plain's time where its
+ * user time, and memo took 1.1 to 1.3 times plain's time where its
  * instructions were a quarter of plain's.  A kept table is zeroed
  * instead, some instructions per 64 bytes, and as its entries move out
  * (grow) where it was grown past.  Process-wide, as the collector keeps

@@ -32,7 +32,8 @@
  * The first TGW_MEMO_FIRST slots lie in the struct itself (nothing
  * allocated for a short normalization); a larger table lies outside
  * the collector's heap (malloc'd, or mapped from 1 MB on; a root) and
- * is freed when the normalization ends; it is bounded: at its largest
+ * is freed when the normalization ends, or kept zeroed for the next
+ * one up to 2^17 slots (memo.c, pool); it is bounded: at its largest
  * size (memo.c, bound) it keeps, when it is full, only its open calls
  * and those found again since the previous cut, and makes room for new
  * ones by dropping the rest.  Growing never holds two whole tables

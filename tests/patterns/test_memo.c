@@ -6,10 +6,14 @@
  * table in the struct, the bound and its cuts (a table evicted, keeping
  * the call found again), an op dropped at its 256th reduction, an op
  * dropped on the calls of its chains, a long chain kept because it is
- * found again, the table emptied between normalizations; then
+ * found again, the table emptied between normalizations, the tables
+ * kept for the next normalizations (zeroed, grown into again, none kept
+ * past 2^17 slots); then
  * normalizing with memo against without: the same normal forms, memo's
  * win in rewrites beside ops it drops, and a run shorter than the lazy
- * start with plain's very rewrites; and the runs of calls that the
+ * start with plain's very rewrites, the same normal forms and rewrites
+ * after a run stopped by the step limit, after a cycle, after more
+ * rules, with the tables kept between them; and the runs of calls that the
  * machine's fast paths may make without a lookup (tgW_memo_skips). */
 #define GC_THREADS 1
 #include <gc/gc.h>
