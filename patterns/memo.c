@@ -11,7 +11,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <malloc.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -87,45 +86,65 @@ static size_t bound(const tgW_memo *m)
     return (heap > MEMO_BYTES ? heap : MEMO_BYTES) / sizeof(tgW_mentry);
 }
 
-/* Two malloc'd tables freed, kept for the next ones (process-wide, each
- * slot taken and given by an atomic exchange).  A fresh block of some
- * hundred KB comes from mapped pages, each zeroed on its first touch by
- * a fault that costs about a microsecond: missionaries3 took 200 such
- * faults per normalization with memo, a fifth again of plain's time.
- * Zeroing a kept block costs a few instructions per 64 bytes instead.
- * Two, because a growth holds the old table while it fills the new. */
-static _Atomic(void *) spare[2];
+/* The tables freed are kept for the next ones, zeroed, one of each size
+ * from POOL_MIN_SHIFT to POOL_MAX_SHIFT slots (20 KB to 5 MB; at most
+ * 10.5 MB in all), process-wide (each slot taken and given by an atomic
+ * exchange), and out of the collector's sight (a root only while a
+ * table).  Pages fresh from the system are zeroed on their first touch
+ * by a fault that costs some microseconds here (2.8 on the machines this
+ * was measured on): primecount100 grew its table through 5 MB of them
+ * in each normalization, 2000 faults, as much system time as its whole
+ * user time, and memo took 1.1 to 1.3 times plain's time where its
+ * instructions were a quarter of plain's.  A kept table is zeroed
+ * instead, some instructions per 64 bytes, and as its entries move out
+ * (grow) where it was grown past.  Process-wide, as the collector keeps
+ * its heap: each normalization of bench/rec runs in a fresh context and
+ * rule set, and so does any program that makes one per query.  A table
+ * that outgrows the largest size empties the pool (pool_drain): a
+ * normalization that large pays for its pages as it did, and holds no
+ * more than it did at its peak (the bound, grow). */
+#define POOL_MIN_SHIFT 9
+#define POOL_MAX_SHIFT 17
+#define POOL_N (POOL_MAX_SHIFT - POOL_MIN_SHIFT + 1)
+static _Atomic(void *) pool[POOL_N];
 
-/* A kept block of at least bytes (not zeroed), or NULL. */
-static void *spare_take(size_t bytes)
+/* The pool's size class of a table of cap slots, -1 for none. */
+static int pool_class(size_t cap)
 {
-    for (int i = 0; i < 2; i++) {
-        void *p = atomic_exchange(&spare[i], NULL);
-        if (p && malloc_usable_size(p) >= bytes)
-            return p;
-        free(p);    /* smaller than what is asked: a table only grows */
-    }
-    return NULL;
+    if (!cap || (cap & (cap - 1)))
+        return -1;
+    int s = __builtin_ctzll((unsigned long long)cap);
+    return s >= POOL_MIN_SHIFT && s <= POOL_MAX_SHIFT ? s - POOL_MIN_SHIFT : -1;
 }
 
-static size_t usable(void *p)
+/* A block of bytes given back to the system (malloc'd below MAP_BYTES,
+ * else mapped). */
+static void block_free(void *p, size_t bytes)
 {
-    return p ? malloc_usable_size(p) : 0;
+    if (!p)
+        return;
+    if (bytes < MAP_BYTES)
+        free(p);
+    else
+        munmap(p, bytes);
 }
 
-/* Block p (malloc'd) kept: the two largest of it and the kept ones
- * stay, the other is freed. */
-static void spare_give(void *p)
+/* The pool's blocks given back to the system (a table grew past them). */
+static void pool_drain(void)
 {
-    void *v[3] = {p, atomic_exchange(&spare[0], NULL), atomic_exchange(&spare[1], NULL)};
-    int small = 0;
-    for (int i = 1; i < 3; i++)
-        if (usable(v[i]) < usable(v[small]))
-            small = i;
-    free(v[small]);
-    for (int i = 0, k = 0; i < 3; i++)
-        if (i != small)
-            free(atomic_exchange(&spare[k++], v[i]));   /* NULL unless another thread gave one */
+    for (int k = 0; k < POOL_N; k++)
+        block_free(atomic_exchange(&pool[k], NULL),
+                   ((size_t)1 << (k + POOL_MIN_SHIFT)) * sizeof(tgW_mentry));
+}
+
+/* Blocks held by the pool now, in bytes (tests). */
+size_t tgW_memo_pool_bytes(void)
+{
+    size_t b = 0;
+    for (int k = 0; k < POOL_N; k++)
+        if (atomic_load(&pool[k]))
+            b += ((size_t)1 << (k + POOL_MIN_SHIFT)) * sizeof(tgW_mentry);
+    return b;
 }
 
 /* A table of cap slots, zeroed, registered as a collector root (its
@@ -133,13 +152,12 @@ static void spare_give(void *p)
 static tgW_mentry *table_alloc(size_t cap)
 {
     size_t bytes = cap * sizeof(tgW_mentry);
-    void *p = NULL;
-    if (bytes < MAP_BYTES) {
-        if ((p = spare_take(bytes)))
-            memset(p, 0, bytes);
-        else
-            p = calloc(1, bytes);
-    }
+    int k = pool_class(cap);
+    void *p = k >= 0 ? atomic_exchange(&pool[k], NULL) : NULL;
+    if (p)
+        ;   /* kept zeroed */
+    else if (bytes < MAP_BYTES)
+        p = calloc(1, bytes);
     else if ((p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) ==
              MAP_FAILED)
         p = NULL;
@@ -148,24 +166,31 @@ static tgW_mentry *table_alloc(size_t cap)
     return p;
 }
 
-static void table_free(tgW_mentry *e, size_t cap)
+/* Table e of cap slots is no longer a table: kept in the pool when
+ * keep (zeroed here unless keep is FREE_ZEROED), or given back. */
+enum { FREE_BACK, FREE_KEEP, FREE_ZEROED };
+static void table_free(tgW_mentry *e, size_t cap, int keep)
 {
     size_t bytes = cap * sizeof *e;
     GC_remove_roots(e, (char *)e + bytes);
-    if (bytes < MAP_BYTES)
-        spare_give(e);
-    else
-        munmap(e, bytes);
+    int k = pool_class(cap);
+    if (k < 0 || keep == FREE_BACK) {
+        block_free(e, bytes);
+        return;
+    }
+    if (keep != FREE_ZEROED)
+        memset(e, 0, bytes);
+    block_free(atomic_exchange(&pool[k], e), bytes);   /* NULL unless another thread gave one */
 }
 
 /* The slots [from, to) of a table of cap slots are no longer read: the
- * whole pages among them go back to the system (a mapped table's; they
- * read as zeros after, and nothing reads them before the table is
- * freed). */
+ * whole pages among them go back to the system (a mapped table's that
+ * the pool does not keep; they read as zeros after, and nothing reads
+ * them before the table is freed). */
 static void table_release(tgW_mentry *e, size_t cap, size_t from, size_t to)
 {
 #ifdef MADV_DONTNEED
-    if (cap * sizeof *e < MAP_BYTES)
+    if (cap * sizeof *e < MAP_BYTES || pool_class(cap) >= 0)
         return;
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     uintptr_t lo = ((uintptr_t)&e[from] + page - 1) & ~(page - 1);
@@ -282,6 +307,13 @@ static int grow(tgW_memo *m)
         o->meta |= M_MOVING;
         o->nf = (tg_term *)(uintptr_t)k;
     }
+    /* past the pool's sizes, the pool is emptied and the old table
+     * not kept (see pool); else an old table the pool keeps is zeroed
+     * as its entries move (in the cache then), the first one by its map */
+    int pooled = pool_class(cap) >= 0;
+    if (!pooled)
+        pool_drain();
+    int zero = pooled && m->e != m->first && pool_class(m->cap) >= 0;
     size_t n = 0, done = 0;
     for (size_t i = 0; i < m->cap; i++) {
         tgW_mentry *o = &m->e[i];
@@ -299,6 +331,8 @@ static int grow(tgW_memo *m)
             }
             n++;
         }
+        if (zero && o->meta)
+            memset(o, 0, sizeof *o);
         if (i + 1 - done == RELEASE_SLOTS) {
             table_release(m->e, m->cap, done, i + 1);
             done = i + 1;
@@ -307,7 +341,7 @@ static int grow(tgW_memo *m)
     if (m->e == m->first)  /* clean again, for the next normalization */
         clear_first(m);
     else
-        table_free(m->e, m->cap);
+        table_free(m->e, m->cap, zero ? FREE_ZEROED : pooled ? FREE_KEEP : FREE_BACK);
     m->e = e;
     m->cap = cap;
     m->n = n;
@@ -613,7 +647,7 @@ void tgW_memo_clear(tgW_memo *m)
     if (m->used && m->e == m->first)
         clear_first(m);
     if (m->e && m->e != m->first)
-        table_free(m->e, m->cap);
+        table_free(m->e, m->cap, FREE_KEEP);
     free(m->open);
     free(m->stat);
     memset(m, 0, offsetof(tgW_memo, first));

@@ -32,7 +32,8 @@
  * The first TGW_MEMO_FIRST slots lie in the struct itself (nothing
  * allocated for a short normalization); a larger table lies outside
  * the collector's heap (malloc'd, or mapped from 1 MB on; a root) and
- * is freed when the normalization ends; it is bounded: at its largest
+ * is freed when the normalization ends, or kept zeroed for the next
+ * one up to 2^17 slots (memo.c, pool); it is bounded: at its largest
  * size (memo.c, bound) it keeps, when it is full, only its open calls
  * and those found again since the previous cut, and makes room for new
  * ones by dropping the rest.  Growing never holds two whole tables
@@ -215,7 +216,13 @@ void tgW_memo_close(tgW_memo *m, size_t from, tg_term *nf, unsigned long long re
 tg_term *tgW_memo_key(const tgW_memo *m, tg_ctx *ctx, size_t slot);
 
 /* Forget everything: a grown table and the open stack are freed; the
- * counts by op keep their memory, emptied. */
+ * counts by op keep their memory, emptied.  A freed table of at most
+ * 2^17 slots is kept, zeroed, for the next normalization (memo.c,
+ * pool): the system's fresh pages cost a fault each. */
 void tgW_memo_clear(tgW_memo *m);
+
+/* The bytes of freed tables kept for the next normalizations (memo.c,
+ * pool; tests): at most one table of each size from 2^9 to 2^17 slots. */
+size_t tgW_memo_pool_bytes(void);
 
 #endif

@@ -6,10 +6,14 @@
  * table in the struct, the bound and its cuts (a table evicted, keeping
  * the call found again), an op dropped at its 256th reduction, an op
  * dropped on the calls of its chains, a long chain kept because it is
- * found again, the table emptied between normalizations; then
+ * found again, the table emptied between normalizations, the tables
+ * kept for the next normalizations (zeroed, grown into again, none kept
+ * past 2^17 slots); then
  * normalizing with memo against without: the same normal forms, memo's
  * win in rewrites beside ops it drops, and a run shorter than the lazy
- * start with plain's very rewrites; and the runs of calls that the
+ * start with plain's very rewrites, the same normal forms and rewrites
+ * after a run stopped by the step limit, after a cycle, after more
+ * rules, with the tables kept between them; and the runs of calls that the
  * machine's fast paths may make without a lookup (tgW_memo_skips). */
 #define GC_THREADS 1
 #include <gc/gc.h>
@@ -166,7 +170,8 @@ static void table_tests(void)
     tgW_memo_clear(m);
 
     /* a table freed is kept for the next normalization's (no page to
-     * fault in again), zeroed: none of its calls is found there */
+     * fault in again), zeroed: none of its calls is found there, and it
+     * holds no pointer the collector would follow while kept */
     m->cap_max = 0;
     call(0, f, -1, 100000);
     for (long i = 0; i < 5000; i++) {
@@ -175,20 +180,55 @@ static void table_tests(void)
             call(0, f, -1, 1);  /* found: the op pays */
     }
     tgW_mentry *kept = m->e;
+    size_t kept_cap = m->cap;
     TAP_CHECK(m->cap == 16384, "5000 calls: a table of 16384 slots (%zu)", m->cap);
     tgW_memo_clear(m);
+    size_t pooled = tgW_memo_pool_bytes();
+    TAP_CHECK(pooled >= kept_cap * sizeof(tgW_mentry) && pooled <= ((size_t)1 << 18) * sizeof(tgW_mentry),
+              "kept: each size it grew through, within 2^18 slots' bytes (%zu bytes)", pooled);
+    int zero = 1;
+    for (size_t i = 0; i < kept_cap; i++)
+        zero &= !kept[i].meta && !kept[i].nf && !kept[i].head && !kept[i].a[0] && !kept[i].a[1];
+    TAP_CHECK(zero, "the kept table is all zeros");
     call(0, f, -1, 100000);
-    for (long i = 0; i < 200; i++) {
+    for (long i = 0; i < 5000; i++) {
         call(0, f, 200000 + i, 1);
         if (i % 16 == 0)
             call(0, f, -1, 1);
     }
-    TAP_CHECK(m->e == kept && m->cap == 512, "the next normalization's first growth reuses it");
-    int stale = 0;
-    for (long i = 0; i < 5000; i += 7)
+    TAP_CHECK(m->e == kept && m->cap == 16384, "the next normalization grows into it again");
+    int stale = 0, found = 0;
+    for (long i = 0; i < 5000; i += 7) {
         stale += enter(0, f, 100000 + i, NULL) != NULL;
+        found += enter(0, f, 200000 + i, NULL) != NULL;
+    }
     TAP_EQ_INT(stale, 0, "zeroed: the earlier calls are not found");
+    TAP_EQ_INT(found, (5000 + 6) / 7, "its own are");
     tgW_memo_clear(m);
+
+    /* a table grown past the pool's sizes empties it: what is kept
+     * between normalizations stays bounded */
+    call(0, f, -1, 100000);
+    for (long i = 0; i < 140000; i++) {
+        call(0, f, 300000 + i, 1);
+        if (i % 16 == 0)
+            call(0, f, -1, 1);
+    }
+    TAP_CHECK(m->cap == ((size_t)1 << 19), "140000 calls: a table of 2^19 slots (%zu)", m->cap);
+    TAP_EQ_INT((long)tgW_memo_pool_bytes(), 0, "the pool emptied on growing past 2^17 slots");
+    call(0, f, -1, 1);
+    tgW_memo_clear(m);
+    TAP_EQ_INT((long)tgW_memo_pool_bytes(), 0, "and the large table is not kept");
+    /* ended at 2^18 slots: the 2^17 table it grew from was not kept either */
+    call(0, f, -1, 100000);
+    for (long i = 0; i < 70000; i++) {
+        call(0, f, 300000 + i, 1);
+        if (i % 16 == 0)
+            call(0, f, -1, 1);
+    }
+    TAP_CHECK(m->cap == ((size_t)1 << 18), "70000 calls: a table of 2^18 slots (%zu)", m->cap);
+    tgW_memo_clear(m);
+    TAP_EQ_INT((long)tgW_memo_pool_bytes(), 0, "nor the 2^17 one it grew from");
 }
 
 /* ---- the lazy start ----------------------------------------------------- */
@@ -426,6 +466,48 @@ static tg_term *norm(tg_rules *rs, const char *text, unsigned flags, unsigned lo
     return r;
 }
 
+/* The tables a normalization leaves for the next (memo.c, pool) change
+ * nothing that normalization computes: after a normalization stopped
+ * by the step limit with a grown table, after a cycle found in one,
+ * after more rules are loaded, the same query has the same normal form
+ * and rewrites, memo on and off; what is kept stays bounded. */
+static void kept_tests(tg_rules *rs)
+{
+    tg_error err;
+    char q[8192], big[8192], n1[2048], n2[2048];
+    unsigned long long rw0, rw, plain0, plain;
+    /* a call tree with hits beside a reversal memo drops: a table of
+     * thousands of entries */
+    snprintf(q, sizeof q, "(cons (c %s) (rev (upto %s)))", peano(n1, 16), peano(n2, 120));
+    tg_term *nf0 = norm(rs, q, TG_NF_MEMO, &rw0), *p0 = norm(rs, q, 0, &plain0);
+    TAP_CHECK(nf0 && nf0 == p0 && rw0 < plain0, "a run that grows the table (%llu rewrites, plain %llu)", rw0,
+              plain0);
+
+    /* stopped by the step limit (polled every 2^16 rewrites) */
+    snprintf(big, sizeof big, "(rev (upto %s))", peano(n1, 500));
+    tg_rules_set_limits(rs, 1000, 0, &err);
+    tg_term *stop = norm(rs, big, TG_NF_MEMO, &rw);
+    tg_rules_set_limits(rs, 0, 0, &err);
+    tg_term *nf = norm(rs, q, TG_NF_MEMO, &rw), *pl = norm(rs, q, 0, &plain);
+    TAP_CHECK(!stop && nf == nf0 && rw == rw0 && pl == nf0 && plain == plain0,
+              "after a run stopped by the step limit: the same normal form and rewrites (%llu, %llu)", rw, plain);
+
+    /* a cycle met after the table grew (the arguments first: the tree) */
+    const char *cyc = "(op ping (arity 1)) (op pong (arity 1))\n"
+                      "(rule ping-pong (ping ?x) => (pong ?x))\n"
+                      "(rule pong-ping (pong ?x) => (ping ?x))\n";
+    TAP_EQ_INT(tg_rules_load_string(rs, cyc, strlen(cyc), "memo-cycle", &err), 0, "more rules load");
+    snprintf(big, sizeof big, "(ping (c %s))", peano(n1, 16));
+    tg_term *t = tg_read_cstr(ctx, big, &err);
+    tg_term *cy = t ? tg_normalize(rs, t, TG_NF_MEMO, &err) : NULL;
+    TAP_CHECK(t && !cy && strstr(err.message, "cycles"), "a cycle after the table grew (%s)", err.message);
+    nf = norm(rs, q, TG_NF_MEMO, &rw), pl = norm(rs, q, 0, &plain);
+    TAP_CHECK(nf == nf0 && rw == rw0 && pl == nf0 && plain == plain0,
+              "after it, with more rules: the same normal form and rewrites (%llu, %llu)", rw, plain);
+    TAP_CHECK(tgW_memo_pool_bytes() <= ((size_t)1 << 18) * sizeof(tgW_mentry),
+              "the tables kept between normalizations: %zu bytes, within 2^18 slots'", tgW_memo_pool_bytes());
+}
+
 static void normalize_tests(void)
 {
     tg_error err;
@@ -475,6 +557,7 @@ static void normalize_tests(void)
     b = norm(rs, q, TG_NF_MEMO, &rw_memo);
     TAP_CHECK(a && a == b && 4 * rw_memo < rw_plain,
               "a longer one: memo's hits after the lazy start (%llu rewrites, plain %llu)", rw_memo, rw_plain);
+    kept_tests(rs);
     tg_rules_free(rs);
 }
 
