@@ -634,8 +634,17 @@ tg_term *tg_app(tg_ctx *ctx, tg_term *head, size_t n, tg_term *const *args)
 {
     /* the lean path for the usual short applications, 2 arguments
      * tested first and alone (3 instructions fewer on their path) */
-    if (__builtin_expect(n == 2 && ctx && head && args, 1))
+    if (__builtin_expect(n == 2, 1)) {
+        /* one branch per test: GCC made setcc and a test of the
+         * combined flags of a single condition */
+        if (__builtin_expect(!ctx, 0))
+            return NULL;
+        if (__builtin_expect(!head, 0))
+            return NULL;
+        if (__builtin_expect(!args, 0))
+            return NULL;
         return app_lean(ctx, head, 2, args);
+    }
     if (__builtin_expect(n - 1 < 3 && ctx && head && args, 1)) {
         if (n == 1)
             return app_lean(ctx, head, 1, args);

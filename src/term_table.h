@@ -120,9 +120,18 @@ static inline uint64_t ct_match_bits(uint64_t ctrl, uint64_t rep)
     __m128i x = _mm_cvtsi64_si128((long long)(ctrl ^ rep));
     return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_setzero_si128())) & 0x7F;
 }
-static inline unsigned ct_bits_slot(uint64_t m)
+static inline size_t ct_bits_slot(uint64_t m)
 {
-    return (unsigned)__builtin_ctz((unsigned)m);     /* 32 bits: no zero-extension after */
+#if defined(__GNUC__) && defined(__x86_64__)
+    /* tzcnt (bsf where there is none; m != 0) to a 64-bit register: the
+     * builtin's int result took a sign extension and a cleared register
+     * on the hit path of tg_app */
+    uint64_t r;
+    __asm__("rep bsfq %1, %0" : "=r"(r) : "r"(m) : "cc");
+    return (size_t)r;
+#else
+    return (unsigned)__builtin_ctz((unsigned)m);
+#endif
 }
 #else
 #define ct_match_bits ct_match
