@@ -164,14 +164,32 @@ static void retag_all(void)
  * or a heap limit is set (tg_set_max_heap).  The constants are in
  * term_table.h. */
 static GC_word pace_base;           /* the divisor to come back to; 0: pacing off */
+static GC_word pace_set;            /* the divisor pacing set last */
 static size_t max_heap;             /* the heap limit of tg_set_max_heap (0: none) */
 
-static void pace(size_t seen, size_t dead)
+/* The divisor is the process's, not a context's: the decision counts the
+ * entries of every context the collection pruned (on_event), so that a
+ * context that builds kept terms does not space out the collections of
+ * another that makes garbage.  An embedder who sets a divisor of its own
+ * after the library started keeps it: pacing sees that the divisor is no
+ * longer the one it set and stops for good.  Called with the allocation
+ * lock held. */
+static void pace_to(GC_word d)
 {
     if (!pace_base)
         return;
+    if (GC_get_free_space_divisor() != pace_set) {
+        pace_base = 0;
+        return;
+    }
+    pace_set = d;
+    GC_set_free_space_divisor(d);
+}
+
+static void pace(size_t seen, size_t dead)
+{
     int growing = !max_heap && seen >= PACE_MIN && dead * PACE_DEAD_DEN < seen;
-    GC_set_free_space_divisor(growing ? PACE_GROWING : pace_base);
+    pace_to(growing ? PACE_GROWING : pace_base);
 }
 
 /* Retagging at the end of marking, or before the world restarts if the
@@ -266,7 +284,7 @@ static void gc_setup(void)
     } else if (GC_get_min_bytes_allocd() <= 1)
         GC_set_min_bytes_allocd((size_t)8 << 20);
     if (!test_floor && GC_get_free_space_divisor() == PACE_USUAL)   /* the collector's default */
-        pace_base = PACE_USUAL;
+        pace_base = pace_set = PACE_USUAL;
     /* When the heap cannot grow (tg_set_max_heap), collect before an
      * allocation fails.  The collector's default gives up at once when
      * fewer bytes than the floor above were allocated since the last
@@ -714,7 +732,7 @@ int tgT_heap_tight(void)
 static void *GC_CALLBACK pace_off(void *unused)
 {
     (void)unused;
-    GC_set_free_space_divisor(pace_base);
+    pace_to(pace_base);
     return NULL;
 }
 
