@@ -392,7 +392,7 @@ app_lean(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args)
     uint32_t h = (uint32_t)(acc >> 32);
     enter(ctx);
     const bucket *b = &ctx->tab[home_in(h, ctx->nb)];
-    uint64_t m = ct_match_bits(b->ctrl, ct_byte(h) * CT_ONES);
+    uint64_t m = ct_match_at(b, ct_byte(h) * CT_ONES);
     if (__builtin_expect(m != 0, 1)) {
         const tg_term *c = (const tg_term *)(b->s[ct_bits_slot(m)] & ctx->ptrmask);
         if (__builtin_expect(chunk_is(c, want, head, na, args, TGT_NIL), 1)) {
