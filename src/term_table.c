@@ -338,7 +338,7 @@ static void *GC_CALLBACK unlink_ctx(void *p)
  * branch of the entries that lie past their home bucket or behind
  * another of the same control byte: at a load of 0.75, 9.5% of the
  * lookups among 10^3 terms went on past the first candidate, at 0.5
- * about 2%.  The cost is at most 128 KiB of table per context, and none
+ * 3.6%.  The cost is at most 128 KiB of table per context, and none
  * to large tables, which are where the 48 bytes a node count. */
 #define SPARSE_BUCKETS ((size_t)1 << 12)
 #define SPARSE_NUM 7
