@@ -326,12 +326,44 @@ static inline tgT_hdr app_hdr(uint64_t h52, unsigned na)
  * lookup that goes there (a second candidate of the same control byte
  * or an entry past its home bucket, about one lookup in ten in a full
  * table) pays for no saved registers. */
+static __attribute__((noinline)) tg_term *
+app_miss_slow(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args)
+{
+    return intern_miss(ctx, app_hdr(want >> 12, na), head, args, TGT_NIL);
+}
+
+/* The usual miss: a node from the free list, below the high tag bits,
+ * and room in the table.  Anything else is a tail call to the general
+ * miss (intern_miss), so that this path calls nothing and saves no
+ * registers. */
+static inline __attribute__((always_inline)) tg_term *
+app_miss_body(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args)
+{
+    const size_t g = (sizeof(tgT_hdr) + (na + 1) * sizeof(tg_term *) + 15) / 16;
+    tg_term *t = ctx->freelist[g];
+    if (__builtin_expect(t != NULL && ctx->count < ctx->limit &&
+                             ((uintptr_t)t & ctx->tagmask) == 0, 1)) {
+        tgT_hdr hd = app_hdr(want >> 12, na);
+        ctx->freelist[g] = GC_NEXT(t);
+        hd.flags |= chunk_ground(head, na, args, TGT_NIL);
+        t->h = hd;
+        t->e[0] = head;
+        for (unsigned k = 0; k < na; k++)
+            t->e[k + 1] = args[k];
+        place(ctx->tab, ctx->nb, ctx->tagmask, (uintptr_t)t, hd.hash);
+        ctx->created++;
+        ctx->count++;
+        leave(ctx);
+        return t;
+    }
+    return app_miss_slow(ctx, want, head, na, args);
+}
 #define APP_MISS(na)                                                                  \
     static __attribute__((noinline)) tg_term *app_miss##na(tg_ctx *ctx, uint64_t want,   \
                                                             tg_term *head,                \
                                                             tg_term *const *args)         \
     {                                                                                     \
-        return intern_miss(ctx, app_hdr(want >> 12, na), head, args, TGT_NIL);           \
+        return app_miss_body(ctx, want, head, na, args);                                  \
     }
 APP_MISS(1)
 APP_MISS(2)
