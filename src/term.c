@@ -213,6 +213,26 @@ chunk_in(const bucket *b, uint64_t c, uint32_t h, uintptr_t pt, uintptr_t mask, 
     return NULL;
 }
 
+/* The probe from bucket i on, where the chunk's entry would have pointer
+ * tag pt (the home bucket's tag moved on by ptag_next for each bucket
+ * past home). */
+static inline __attribute__((always_inline)) tg_term *
+chunk_probe_from(const tg_ctx *ctx, size_t i, uintptr_t pt, uint64_t want, tg_term *head,
+                 unsigned na, tg_term *const *args, tg_term *rest)
+{
+    uint32_t h = (uint32_t)(want >> 32);
+    const bucket *a = ctx->tab;
+    uintptr_t mask = ctx->tagmask;
+    for (;;) {
+        uint64_t c = a[i].ctrl;
+        tg_term *t = chunk_in(&a[i], c, h, pt, mask, want, head, na, args, rest);
+        if (t || !(c & ct_filter(h)))
+            return t;
+        pt = ptag_next(pt);
+        i = next_bucket(i, ctx->nb);
+    }
+}
+
 /* The probe beyond a home bucket that overflowed, from bucket i; out of
  * line (and for any count), so that the usual probe of one bucket keeps
  * its values in registers. */
@@ -220,17 +240,7 @@ static __attribute__((noinline)) tg_term *
 chunk_probe_on(const tg_ctx *ctx, size_t i, tgT_hdr hd, tg_term *head, unsigned na,
                tg_term *const *args, tg_term *rest)
 {
-    uint32_t h = hd.hash;
-    const bucket *a = ctx->tab;
-    uintptr_t mask = ctx->tagmask, pt = ptag_next(ptag(h));
-    for (;;) {
-        uint64_t c = a[i].ctrl;
-        tg_term *t = chunk_in(&a[i], c, h, pt, mask, hdr_word(hd), head, na, args, rest);
-        if (t || !(c & ct_filter(h)))
-            return t;
-        pt = ptag_next(pt);
-        i = next_bucket(i, ctx->nb);
-    }
+    return chunk_probe_from(ctx, i, ptag_next(ptag(hd.hash)), hdr_word(hd), head, na, args, rest);
 }
 
 /* Probe for the chunk (inside enter/leave): the node, or NULL. */
@@ -310,27 +320,89 @@ static inline tgT_hdr app_hdr(uint64_t h52, unsigned na)
     return (tgT_hdr){TG_PAIR, 0, na + 1, (uint32_t)h52 & 0xFFFFF, (uint32_t)(h52 >> 20)};
 }
 
-/* The rest of the probe and the miss, after the inline look at home
- * bucket b found the slots m of a matching control byte and read the
- * first of them (called busy, na constant).  When that was the only
- * one, the probe goes on past b only if its filter says an entry of
- * this hash passed it: a miss (a new node) probes nothing again. */
+/* The miss of a short application (called busy), out of line and one
+ * function per count, so that it needs no switch: app_on,
+ * which probes past the first candidate, then needs no frame, and a
+ * lookup that goes there (a second candidate of the same control byte
+ * or an entry past its home bucket, about one lookup in ten in a full
+ * table) pays for no saved registers. */
+static __attribute__((noinline)) tg_term *
+app_miss_slow(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args)
+{
+    return intern_miss(ctx, app_hdr(want >> 12, na), head, args, TGT_NIL);
+}
+
+/* The usual miss: a node from the free list, below the high tag bits,
+ * and room in the table.  Anything else is a tail call to the general
+ * miss (intern_miss), so that this path calls nothing and saves no
+ * registers. */
+static inline __attribute__((always_inline)) tg_term *
+app_miss_body(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args)
+{
+    const size_t g = (sizeof(tgT_hdr) + (na + 1) * sizeof(tg_term *) + 15) / 16;
+    tg_term *t = ctx->freelist[g];
+    if (__builtin_expect(t != NULL && ctx->count < ctx->limit &&
+                             ((uintptr_t)t & ctx->tagmask) == 0, 1)) {
+        tgT_hdr hd = app_hdr(want >> 12, na);
+        ctx->freelist[g] = GC_NEXT(t);
+        hd.flags |= chunk_ground(head, na, args, TGT_NIL);
+        t->h = hd;
+        t->e[0] = head;
+        for (unsigned k = 0; k < na; k++)
+            t->e[k + 1] = args[k];
+        place(ctx->tab, ctx->nb, ctx->tagmask, (uintptr_t)t, hd.hash);
+        ctx->created++;
+        ctx->count++;
+        leave(ctx);
+        return t;
+    }
+    return app_miss_slow(ctx, want, head, na, args);
+}
+#define APP_MISS(na)                                                                  \
+    static __attribute__((noinline)) tg_term *app_miss##na(tg_ctx *ctx, uint64_t want,   \
+                                                            tg_term *head,                \
+                                                            tg_term *const *args)         \
+    {                                                                                     \
+        return app_miss_body(ctx, want, head, na, args);                                  \
+    }
+APP_MISS(1)
+APP_MISS(2)
+APP_MISS(3)
+
+/* The rest of the probe, after the inline look at home bucket b found
+ * the slots m of a matching control byte and compared the first of
+ * them (called busy, na constant): the other candidates of b, then the
+ * buckets past b only while the filter of the bucket just probed says
+ * an entry of this hash passed it, so that a miss (a new node) probes
+ * nothing again.  As in the inline look, candidates are told apart by
+ * their headers, without the pointer tags: this keeps the few values of
+ * the probe in the registers a call may clobber, so that app_on has no
+ * frame.  `want` is the chunk's header word, its hash in the top 32
+ * bits. */
 static inline __attribute__((always_inline)) tg_term *
 app_rest(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args,
          const bucket *b, uint64_t m)
 {
-    tgT_hdr hd = app_hdr(want >> 12, na);
-    tg_term *t = NULL;
-    if (m & (m - 1))
-        t = chunk_probe(ctx, hd, head, na, args, TGT_NIL);
-    else if (b->ctrl & ct_filter(hd.hash))
-        t = chunk_probe_on(ctx, next_bucket((size_t)(b - ctx->tab), ctx->nb), hd, head, na, args,
-                           TGT_NIL);
-    if (t) {
-        leave(ctx);
-        return t;
+    uint32_t h = (uint32_t)(want >> 32);
+    m &= m - 1;     /* the first candidate was compared */
+    for (;;) {
+        for (; m; m &= m - 1) {
+            tg_term *c = (tg_term *)(b->s[ct_bits_slot(m)] & ctx->ptrmask);
+            if (chunk_is(c, want, head, na, args, TGT_NIL)) {
+                leave(ctx);
+                return c;
+            }
+        }
+        if (__builtin_expect(!(b->ctrl & ct_filter(h)), 1))
+            break;
+        b = b + 1 == ctx->tab + ctx->nb ? ctx->tab : b + 1;
+        m = ct_match_bits(b->ctrl, ct_byte(h) * CT_ONES);
     }
-    return intern_miss(ctx, hd, head, args, TGT_NIL);
+    switch (na) {   /* constant */
+    case 1: return app_miss1(ctx, want, head, args);
+    case 2: return app_miss2(ctx, want, head, args);
+    default: return app_miss3(ctx, want, head, args);
+    }
 }
 static __attribute__((noinline)) tg_term *
 app_on(tg_ctx *ctx, uint64_t want, tg_term *head, tg_term *const *args, const bucket *b,
@@ -338,8 +410,8 @@ app_on(tg_ctx *ctx, uint64_t want, tg_term *head, tg_term *const *args, const bu
 {
     switch ((want >> 8) & 0xF) {   /* the count; constant, for the unrolled copies */
     case 2: return app_rest(ctx, want, head, 1, args, b, m);
-    case 3: return app_rest(ctx, want, head, 2, args, b, m);
-    default: return app_rest(ctx, want, head, 3, args, b, m);
+    case 4: return app_rest(ctx, want, head, 3, args, b, m);
+    default: return app_rest(ctx, want, head, 2, args, b, m);
     }
 }
 
@@ -352,7 +424,7 @@ app_lean(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args)
     uint32_t h = (uint32_t)(acc >> 32);
     enter(ctx);
     const bucket *b = &ctx->tab[home_in(h, ctx->nb)];
-    uint64_t m = ct_match_bits(b->ctrl, ct_byte(h) * CT_ONES);
+    uint64_t m = ct_match_at(b, ct_byte(h) * CT_ONES);
     if (__builtin_expect(m != 0, 1)) {
         const tg_term *c = (const tg_term *)(b->s[ct_bits_slot(m)] & ctx->ptrmask);
         if (__builtin_expect(chunk_is(c, want, head, na, args, TGT_NIL), 1)) {
@@ -594,8 +666,17 @@ tg_term *tg_app(tg_ctx *ctx, tg_term *head, size_t n, tg_term *const *args)
 {
     /* the lean path for the usual short applications, 2 arguments
      * tested first and alone (3 instructions fewer on their path) */
-    if (__builtin_expect(n == 2 && ctx && head && args, 1))
+    if (__builtin_expect(n == 2, 1)) {
+        /* one branch per test: GCC made setcc and a test of the
+         * combined flags of a single condition */
+        if (__builtin_expect(!ctx, 0))
+            return NULL;
+        if (__builtin_expect(!head, 0))
+            return NULL;
+        if (__builtin_expect(!args, 0))
+            return NULL;
         return app_lean(ctx, head, 2, args);
+    }
     if (__builtin_expect(n - 1 < 3 && ctx && head && args, 1)) {
         if (n == 1)
             return app_lean(ctx, head, 1, args);

@@ -164,14 +164,32 @@ static void retag_all(void)
  * or a heap limit is set (tg_set_max_heap).  The constants are in
  * term_table.h. */
 static GC_word pace_base;           /* the divisor to come back to; 0: pacing off */
+static GC_word pace_set;            /* the divisor pacing set last */
 static size_t max_heap;             /* the heap limit of tg_set_max_heap (0: none) */
 
-static void pace(size_t seen, size_t dead)
+/* The divisor is the process's, not a context's: the decision counts the
+ * entries of every context the collection pruned (on_event), so that a
+ * context that builds kept terms does not space out the collections of
+ * another that makes garbage.  An embedder who sets a divisor of its own
+ * after the library started keeps it: pacing sees that the divisor is no
+ * longer the one it set and stops for good.  Called with the allocation
+ * lock held. */
+static void pace_to(GC_word d)
 {
     if (!pace_base)
         return;
+    if (GC_get_free_space_divisor() != pace_set) {
+        pace_base = 0;
+        return;
+    }
+    pace_set = d;
+    GC_set_free_space_divisor(d);
+}
+
+static void pace(size_t seen, size_t dead)
+{
     int growing = !max_heap && seen >= PACE_MIN && dead * PACE_DEAD_DEN < seen;
-    GC_set_free_space_divisor(growing ? PACE_GROWING : pace_base);
+    pace_to(growing ? PACE_GROWING : pace_base);
 }
 
 /* Retagging at the end of marking, or before the world restarts if the
@@ -266,7 +284,7 @@ static void gc_setup(void)
     } else if (GC_get_min_bytes_allocd() <= 1)
         GC_set_min_bytes_allocd((size_t)8 << 20);
     if (!test_floor && GC_get_free_space_divisor() == PACE_USUAL)   /* the collector's default */
-        pace_base = PACE_USUAL;
+        pace_base = pace_set = PACE_USUAL;
     /* When the heap cannot grow (tg_set_max_heap), collect before an
      * allocation fails.  The collector's default gives up at once when
      * fewer bytes than the floor above were allocated since the last
@@ -313,8 +331,23 @@ static void *GC_CALLBACK unlink_ctx(void *p)
 #define GROW_DEN 2
 #define MIN_BUCKETS 128     /* 8 KiB */
 
+/* A table of at most SPARSE_BUCKETS buckets (256 KiB, half the L2 cache
+ * of the usual cores) holds at most SPARSE_NUM entries per SPARSE_DEN
+ * buckets (half of its slots) instead.  In a small table it is not the
+ * cache that a lookup misses but the instructions and the mispredicted
+ * branch of the entries that lie past their home bucket or behind
+ * another of the same control byte: at a load of 0.75, 9.5% of the
+ * lookups among 10^3 terms went on past the first candidate, at 0.5
+ * 3.6%.  The cost is at most 128 KiB of table per context, and none
+ * to large tables, which are where the 48 bytes a node count. */
+#define SPARSE_BUCKETS ((size_t)1 << 12)
+#define SPARSE_NUM 7
+#define SPARSE_DEN 2
+
 static size_t limit_for(size_t nb)
 {
+    if (nb <= SPARSE_BUCKETS)
+        return nb / SPARSE_DEN * SPARSE_NUM + nb % SPARSE_DEN * SPARSE_NUM / SPARSE_DEN;
     return nb / LOAD_DEN * LOAD_NUM + nb % LOAD_DEN * LOAD_NUM / LOAD_DEN;
 }
 
@@ -699,7 +732,7 @@ int tgT_heap_tight(void)
 static void *GC_CALLBACK pace_off(void *unused)
 {
     (void)unused;
-    GC_set_free_space_divisor(pace_base);
+    pace_to(pace_base);
     return NULL;
 }
 

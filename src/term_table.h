@@ -120,12 +120,33 @@ static inline uint64_t ct_match_bits(uint64_t ctrl, uint64_t rep)
     __m128i x = _mm_cvtsi64_si128((long long)(ctrl ^ rep));
     return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_setzero_si128())) & 0x7F;
 }
-static inline unsigned ct_bits_slot(uint64_t m)
+/* ct_match_bits of the control word of bucket b: the word loaded
+ * straight into a vector register and compared with the byte repeated,
+ * so that the repeated byte is made from the hash beside the home
+ * bucket's address rather than after the load, and the load's result
+ * goes through two operations, not four, to the slot bits. */
+static inline uint64_t ct_match_at(const struct bucket *b, uint64_t rep)
 {
-    return (unsigned)__builtin_ctz((unsigned)m);     /* 32 bits: no zero-extension after */
+    __m128i c = _mm_loadl_epi64((const __m128i *)(const void *)b);
+    __m128i r = _mm_cvtsi64_si128((long long)rep);
+    return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(c, r)) & 0x7F;
+}
+static inline size_t ct_bits_slot(uint64_t m)
+{
+#if defined(__GNUC__) && defined(__x86_64__)
+    /* tzcnt (bsf where there is none; m != 0) to a 64-bit register: the
+     * builtin's int result took a sign extension and a cleared register
+     * on the hit path of tg_app */
+    uint64_t r;
+    __asm__("rep bsfq %1, %0" : "=r"(r) : "r"(m) : "cc");
+    return (size_t)r;
+#else
+    return (unsigned)__builtin_ctz((unsigned)m);
+#endif
 }
 #else
 #define ct_match_bits ct_match
+#define ct_match_at(b, rep) ct_match((b)->ctrl, (rep))
 #define ct_bits_slot ct_slot
 #endif
 

@@ -2,7 +2,9 @@
  * terms (term_table.c): while the collections' prunes find nearly every
  * table entry alive, collections come further apart (the collector's
  * free-space divisor is PACE_GROWING); a prune that finds garbage, or a
- * heap limit, brings the usual pacing back.  Terms stay canonical
+ * heap limit, brings the usual pacing back.  The divisor is the
+ * process's: the decision counts the entries of every context, and a
+ * divisor the embedder sets later is left alone.  Terms stay canonical
  * through the collections either way. */
 #define GC_THREADS 1
 #include <gc/gc.h>
@@ -79,6 +81,45 @@ int main(void)
                "and after a collection that finds every entry alive");
     TAP_EQ_INT(found_again(c, f, keep, N, 2), N, "kept terms are found again");
     tg_set_max_heap(0, NULL);
+
+    /* The divisor is the process's: a second context that makes garbage
+     * brings the usual pacing back though the first one's entries all
+     * live, and once its entries are gone the first one paces again. */
+    GC_gcollect();
+    TAP_EQ_INT((intmax_t)GC_get_free_space_divisor(), PACE_GROWING,
+               "no heap limit: paced again");
+    tg_ctx *d = tg_ctx_new(NULL);
+    TAP_CHECK(d != NULL, "a second context");
+    if (!d)
+        return TAP_DONE();
+    tg_term *g = tg_symbol_cstr(d, "g");
+    tg_term **junk = build(d, g, 2 * N, 3);
+    TAP_CHECK(junk != NULL, "the second context's %ld terms", 2 * N);
+    for (long i = 0; junk && i < 2 * N; i++)
+        junk[i] = NULL;
+    GC_gcollect();
+    TAP_EQ_INT((intmax_t)GC_get_free_space_divisor(), PACE_USUAL,
+               "the second context's garbage: the usual pacing, though the first one's terms live");
+    GC_gcollect();
+    TAP_EQ_INT((intmax_t)GC_get_free_space_divisor(), PACE_GROWING,
+               "its garbage gone, the first context's kept terms pace again");
+    TAP_EQ_INT(found_again(c, f, keep, N, 2), N, "kept terms are found again");
+
+    /* A divisor the embedder sets later wins, for good. */
+    GC_set_free_space_divisor(5);
+    GC_gcollect();
+    TAP_EQ_INT((intmax_t)GC_get_free_space_divisor(), 5,
+               "a divisor the embedder set is kept through a collection that finds every entry alive");
+    junk = build(d, g, 2 * N, 4);
+    for (long i = 0; junk && i < 2 * N; i++)
+        junk[i] = NULL;
+    GC_gcollect();
+    GC_gcollect();
+    tg_set_max_heap((size_t)1 << 34, NULL);
+    tg_set_max_heap(0, NULL);
+    TAP_EQ_INT((intmax_t)GC_get_free_space_divisor(), 5,
+               "and through garbage, growth and a heap limit");
+    tg_ctx_free(d);
     tg_ctx_free(c);
     return TAP_DONE();
 }
