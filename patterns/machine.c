@@ -448,7 +448,7 @@ static __attribute__((noinline)) int run_levels(tg_rules *rs, tgW_machine *M, fr
     tg_term *const *K = r->k, *mhead = K[mp[1].b];
     uint32_t ma = mp[1].a, mc = mp[1].c, md = mp[1].d;
     uint32_t nr, tried = 0, lev = 0;
-    size_t room = r->nregs + r->maxstack + 4, nregs = r->nregs;
+    size_t room = r->nregs + r->maxstack + 4, nregs = r->nregs, lead = call[1].c - 1u;
     unsigned long long rw = rs->rewrites;
     tgW_rule *const *rr;
     /* the call's rules: found again only when the first argument's key
@@ -518,26 +518,33 @@ static __attribute__((noinline)) int run_levels(tg_rules *rs, tgW_machine *M, fr
                 break;
             }
         }
+        /* the pushes (the constructor's leading arguments, then the
+         * call's) over this level's registers, which nothing reads
+         * after them: the next level's registers start cc - 1 words
+         * further (none for a constructor of one argument) */
         if (np) {
-            vs[sp] = R[src[0]], vs[sp + 1] = R[src[1]];
+            tg_term *p0 = R[src[0]], *p1 = R[src[1]], *p2 = np == 3 ? R[src[2]] : NULL;
+            R[0] = p0, R[1] = p1;
             if (np == 3)
-                vs[sp + 2] = R[src[2]];
-            sp += np;
-        } else
-        for (const tgW_ins *q = body; q != call; q++)
-            if (q->op == E_CONST) {
-                vs[sp++] = K[q->a];
-            } else {
-                vs[sp] = R[q->a];
-                if (q->op == E_VARS) {
-                    vs[sp + 1] = R[q->b];
-                    if (q->pad == 3)
-                        vs[sp + 2] = R[q->c];
-                    sp += q->pad - 1u;
+                R[2] = p2;
+        } else {
+            for (const tgW_ins *q = body; q != call; q++)
+                if (q->op == E_CONST) {
+                    vs[sp++] = K[q->a];
+                } else {
+                    vs[sp] = R[q->a];
+                    if (q->op == E_VARS) {
+                        vs[sp + 1] = R[q->b];
+                        if (q->pad == 3)
+                            vs[sp + 2] = R[q->c];
+                        sp += q->pad - 1u;
+                    }
+                    sp++;
                 }
-                sp++;
-            }
-        cbase = sp - c;
+            for (size_t e = cbase + nregs; e < sp; e++)
+                vs[e - nregs] = vs[e];
+        }
+        cbase += lead;
         if (!keyed) {
             if (dd)
                 rr = call_rules(cby, vs + cbase, c, &nr);
@@ -556,9 +563,11 @@ static __attribute__((noinline)) int run_levels(tg_rules *rs, tgW_machine *M, fr
  * call's normal form result on the stack just above the last: the
  * constructor nodes of the levels, innermost first, each hashed before
  * any is built and the home bucket of the node CHAIN_AHEAD levels
- * further fetched (as chain_start); level j's registers, and its
- * constructor's leading arguments after them, start one stride (its
- * registers and those arguments) above level j - 1's.  Returns level
+ * further fetched (as chain_start).  Level 1's registers start one
+ * stride (the frame's registers and its constructor's leading
+ * arguments) above the frame's; each level's pushes went over its
+ * registers (run_levels), so level j + 1's start cc - 1 words above level
+ * j's, after level j's leading arguments.  Returns level
  * 1's node, in the place of the level's call (f->regs then level 1's
  * registers: the frame's own call), f->lev 0; NULL when out of memory. */
 static __attribute__((noinline)) tg_term *unwind_levels(tg_ctx *ctx, tgW_machine *M, frame *f,
@@ -566,7 +575,7 @@ static __attribute__((noinline)) tg_term *unwind_levels(tg_ctx *ctx, tgW_machine
 {
     const tgW_ins *ct = f->pc;     /* E_CALLT of the constructor */
     uint32_t cc = ct->c, lev = f->lev;
-    size_t stride = f->rule->nregs + cc - 1;
+    size_t stride = f->rule->nregs + cc - 1, w1 = f->base + stride;
     tg_term *ch = K[ct->b];
     if (lev + 1 > M->lhcap) {
         size_t cap = M->lhcap ? 2 * M->lhcap : 1024;
@@ -579,15 +588,15 @@ static __attribute__((noinline)) tg_term *unwind_levels(tg_ctx *ctx, tgW_machine
     }
     uint64_t *lh = M->lh, h = tgT_ehash(result);
     /* level j's node: (ch args..) at vs[level j+1's base - (cc - 1)], the
-     * last of them its child, at level j+1's base */
+     * last of them its child, at level j+1's base (w1 + j * (cc - 1)) */
     for (uint32_t j = lev; j >= 1; j--) {
-        tg_term *const *a = M->vs + f->base + (size_t)(j + 1) * stride - (cc - 1);
+        tg_term *const *a = M->vs + w1 + (size_t)(j - 1) * (cc - 1);
         lh[j] = h = tgT_app_hash(ch, cc, a, h);
     }
     for (uint32_t j = lev; j >= 1 && j + CHAIN_AHEAD > lev; j--)
         tgT_fetch(ctx, lh[j]);
     for (uint32_t j = lev; j >= 1; j--) {
-        size_t b = f->base + (size_t)(j + 1) * stride;
+        size_t b = w1 + (size_t)j * (cc - 1);
         M->vs[b] = result;
         if (!(result = tgT_app_hashed(ctx, lh[j], lh[j > CHAIN_AHEAD ? j - CHAIN_AHEAD : j], ch, cc,
                                       M->vs + b - (cc - 1))))
