@@ -457,6 +457,7 @@ static __attribute__((noinline)) int run_levels(tg_rules *rs, tgW_machine *M, fr
     int keyed = dd && dd->few && c;
     tg_term *lastkey = NULL;
     tg_term **vs = M->vs;
+    size_t vcap = M->vcap;
     /* the pushes as registers, when they are two or three variables */
     uint32_t src[3], np = 0;
     for (const tgW_ins *q = body; q != call && np <= 3; q++)
@@ -476,22 +477,23 @@ static __attribute__((noinline)) int run_levels(tg_rules *rs, tgW_machine *M, fr
     if (keyed)
         lastkey = tgW_disp_key(vs[cbase]);
     int rc = 0, entered;
+    uint64_t lf = *left;    /* in a register through the loop */
     for (;;) {
         tried = 0;
         /* with memo on: a call memo would not pass ends them untried */
-        if (__builtin_expect(*left == 0 || vs[cbase] == watch, 0)) {
+        if (__builtin_expect(lf == 0 || vs[cbase] == watch, 0)) {
             entered = 0;
             break;
         }
-        --*left, entered = 1;
+        --lf, entered = 1;
         if (!nr || rr[0] != r)
             break;
-        if (__builtin_expect(cbase + room > M->vcap, 0)) {
+        if (__builtin_expect(cbase + room > vcap, 0)) {
             if (vs_reserve(M, cbase + room) < 0) {
                 rc = -1;
                 break;
             }
-            vs = M->vs;
+            vs = M->vs, vcap = M->vcap;
         }
         tg_term **R = vs + cbase, *t = R[ma];
         tried = 1;
@@ -555,6 +557,7 @@ static __attribute__((noinline)) int run_levels(tg_rules *rs, tgW_machine *M, fr
     }
     r->tried += lev + tried, r->fired += lev, r->built += lev, f->lev += lev;
     rs->rewrites = rw;
+    *left = lf;
     out->rr = rr, out->nr = nr, out->tried = tried, out->cbase = cbase, out->entered = entered;
     return rc;
 }
