@@ -4,7 +4,7 @@
  * and of a comm op (arguments sorted by tg_compare), and the matcher of
  * the rules whose left sides have assoc / comm nodes.
  *
- * The matcher runs the same match program as machine.c's, plus the
+ * The matcher runs the same match program as match.c's, plus the
  * M_AC* / M_AS* instructions.  Each assoc / comm node of a pattern has a
  * state: its subject's arguments and which of them the node's pattern
  * arguments took so far (a bag: any of them, in any order) or how many
@@ -624,7 +624,7 @@ static int i_stake(acs *S, const tgW_ins *pc, tg_term **R)
     return advance(S, pc->a, p - nd->used) < 0 ? -1 : 1;
 }
 
-/* ---- matching: the other instructions (as in machine.c) -------------- */
+/* ---- matching: the other instructions (as in match.c) -------------- */
 
 /* The c arguments of t into out when t is (head a1 ... ac). */
 static int app_args(const tg_term *t, const tg_term *head, unsigned c, tg_term **out)

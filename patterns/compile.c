@@ -1226,7 +1226,7 @@ static int ctor_rec(const tgW_rule *r)
  * built-in before it), pushes of registers and constants, and E_CALLT of
  * its own op on as many arguments as its left side has.  The machine may
  * then rewrite such a call again and again without a frame, a dispatch or
- * the body (machine.c: loop_run); loop[] says where each argument of the
+ * the body (loops.c: tgW_loop_run); loop[] says where each argument of the
  * next call comes from.  NULL for any other rule (or out of memory: the
  * rule then runs as any other). */
 static uint32_t *self_loop(const tgW_rule *r)

@@ -16,7 +16,7 @@
  * to normal forms; a call being reduced maps to a marker, so meeting it
  * again is a cycle, reported with the rules that fired since.
  */
-#include "rset.h"
+#include "machine_int.h"
 #include "memo.h"
 #include "dispatch.h"
 #include "arith.h"
@@ -62,195 +62,7 @@ typedef struct tgW_machine {
     size_t lhcap;
 } tgW_machine;
 
-/* ---- growing arrays ------------------------------------------------- */
-
-void *tgW_grow(void *arr, size_t n, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return arr;
-    size_t nc = *cap ? 2 * *cap : 16;
-    while (nc < need)
-        nc *= 2;
-    void *a = GC_MALLOC(nc * size);
-    if (!a)
-        return NULL;
-    if (n)
-        memcpy(a, arr, n * size);
-    *cap = nc;
-    return a;
-}
-
-void *tgW_scratch_alloc(size_t bytes)
-{
-    void *p = calloc(1, bytes);
-    if (p)
-        GC_add_roots(p, (char *)p + bytes);
-    return p;
-}
-
-void tgW_scratch_free(void *p, size_t bytes)
-{
-    if (!p)
-        return;
-    GC_remove_roots(p, (char *)p + bytes);
-    free(p);
-}
-
-/* ---- pointer maps ---------------------------------------------------- */
-
-static void **map_array(const tgW_map *m, size_t cap)
-{
-    size_t bytes = 2 * cap * sizeof(void *);
-    return m->scratch ? tgW_scratch_alloc(bytes) : GC_MALLOC(bytes);
-}
-
-static void map_release(tgW_map *m)
-{
-    if (m->scratch)
-        tgW_scratch_free(m->kv, 2 * m->cap * sizeof(void *));
-}
-
-static size_t map_home(const void *k, size_t cap)
-{
-    uint64_t x = (uintptr_t)k * 0x9E3779B97F4A7C15ull;
-    return (size_t)(x >> 32) & (cap - 1);
-}
-
-void *tgW_map_get(const tgW_map *m, const void *key)
-{
-    if (!m->cap)
-        return NULL;
-    for (size_t i = map_home(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
-        void *k = m->kv[2 * i];
-        if (k == key)
-            return m->kv[2 * i + 1];
-        if (!k)
-            return NULL;
-    }
-}
-
-static int map_grow(tgW_map *m)
-{
-    size_t cap = m->cap ? 2 * m->cap : 64;
-    void **kv = map_array(m, cap);
-    if (!kv)
-        return -1;
-    for (size_t i = 0; i < m->cap; i++) {
-        void *k = m->kv[2 * i];
-        if (!k)
-            continue;
-        size_t j = map_home(k, cap);
-        while (kv[2 * j])
-            j = (j + 1) & (cap - 1);
-        kv[2 * j] = k;
-        kv[2 * j + 1] = m->kv[2 * i + 1];
-    }
-    map_release(m);
-    m->kv = kv;
-    m->cap = cap;
-    return 0;
-}
-
-int tgW_map_put(tgW_map *m, void *key, void *val)
-{
-    if (2 * (m->n + 1) > m->cap && map_grow(m) < 0)
-        return -1;
-    size_t i = map_home(key, m->cap);
-    while (m->kv[2 * i] && m->kv[2 * i] != key)
-        i = (i + 1) & (m->cap - 1);
-    if (!m->kv[2 * i])
-        m->n++;
-    m->kv[2 * i] = key;
-    m->kv[2 * i + 1] = val;
-    return 0;
-}
-
-void tgW_map_reserve(tgW_map *m, size_t n)
-{
-    if (m->n || 2 * n <= m->cap || n > ((size_t)1 << 40))
-        return;     /* only an empty map is sized at once */
-    size_t cap = 64;
-    while (cap < 2 * n)
-        cap *= 2;
-    void **kv = map_array(m, cap);
-    if (kv) {
-        map_release(m);
-        m->kv = kv, m->cap = cap;
-    }
-}
-
-void tgW_map_clear(tgW_map *m)
-{
-    map_release(m);
-    m->kv = NULL;
-    m->n = m->cap = 0;
-}
-
 /* ---- terms ------------------------------------------------------------ */
-
-/* Whether t is (head ...) of exactly c + 1 < TGT_CHUNK elements, a
- * proper list (its kind, flags and length read as one header word). */
-static inline int app_short(const tg_term *t, const tg_term *head, unsigned c)
-{
-    if (tgT_isfix(t))
-        return 0;
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    /* kind, flags and n from the low end of the header (as tgT_hash52) */
-    uint32_t w;
-    memcpy(&w, &t->h, sizeof w);
-    if ((w & (0xfu | TGT_HASTAIL << 4 | 0xfu << 8)) != (TG_PAIR | (c + 1) << 8))
-        return 0;
-#else
-    if (t->h.kind != TG_PAIR || t->h.n != c + 1 || (t->h.flags & TGT_HASTAIL))
-        return 0;
-#endif
-    return t->e[0] == head;
-}
-
-/* app_args for c + 1 < TGT_CHUNK: t is then one chunk. */
-static inline int app_args_short(const tg_term *t, const tg_term *head, unsigned c, tg_term **out)
-{
-    if (!app_short(t, head, c))
-        return 0;
-    for (unsigned i = 0; i < c; i++)
-        out[i] = t->e[i + 1];
-    return 1;
-}
-
-/* The c arguments of t into out when t is (head a1 ... ac), a proper list. */
-static inline int app_args(const tg_term *t, const tg_term *head, unsigned c, tg_term **out)
-{
-    if (c + 1 < TGT_CHUNK)
-        return app_args_short(t, head, c, out);
-    if (!tgT_ispair(t) || t->e[0] != head)
-        return 0;
-    tg_iter it = {(tg_term *)t, 1};
-    unsigned i = 0;
-    for (tg_term *x; (x = tgT_iter_next(&it));)
-        if (i == c)
-            return 0;
-        else
-            out[i++] = x;
-    return i == c && it.node == TGT_NIL;
-}
-
-/* The elements of t from the (k+1)-th on (after the head: k arguments) as
- * a list, when t is (head a1 ...) with at least k arguments; the first k
- * go to out.  NULL and *oom when out of memory. */
-static tg_term *app_seg(tg_ctx *ctx, const tg_term *t, const tg_term *head, unsigned k, tg_term **out,
-                        int *oom)
-{
-    if (!tgT_ispair(t) || t->e[0] != head)
-        return NULL;
-    tg_iter it = {(tg_term *)t, 1};
-    for (unsigned i = 0; i < k; i++)
-        if (!(out[i] = tgT_iter_next(&it)))
-            return NULL;
-    tg_term *rest = tg_iter_rest(ctx, &it);
-    if (!rest)
-        *oom = 1;
-    return rest;
-}
 
 /* (head args...), or the bare symbol for a nullary op written so. */
 static tg_term *build(tg_ctx *ctx, tg_term *head, int atom, uint32_t n, tg_term *const *args)
@@ -260,157 +72,10 @@ static tg_term *build(tg_ctx *ctx, tg_term *head, int atom, uint32_t n, tg_term 
 
 /* ---- matching --------------------------------------------------------- */
 
-#define MAXCHOICE 64
-
-/* The dispatch of match instructions (see TGW_THREADED below): with GNU
- * C a jump through a table ends each. */
-#if defined(__GNUC__) && !defined(TGW_NO_THREADED)
-#define TGW_THREADED 1
-#define MOP(x) case x: m_##x
-#define MDEFAULT default: m_default
-#define MNEXT()                                                               \
-    do {                                                                      \
-        pc++;                                                                 \
-        goto *mtab[pc->op];                                                   \
-    } while (0)
-#else
-#define MOP(x) case x
-#define MDEFAULT default
-#define MNEXT() break
-#endif
-
-typedef struct choice {
-    const tgW_ins *pc;
-    int alt;
-} choice;
-
-/* Match rule r against the n arguments A, filling R: 1, 0 (no match),
- * -1 when out of memory, -2 for a rule that tgW_ac_match runs. */
-static __attribute__((noinline)) int match(tg_ctx *ctx, const tgW_rule *r, tg_term **A, uint32_t n,
-                                            tg_term **R)
-{
-    choice cs[MAXCHOICE];
-    int ncs = 0, oom = 0;
-    tg_term *const *K = r->k;
-    const tgW_ins *pc = r->match;
-    int alt = 0;
-#ifdef TGW_THREADED
-    static const void *const mtab[] = {
-        [M_ROOT] = &&m_M_ROOT, [M_ROOTSEG] = &&m_M_ROOTSEG, [M_APP] = &&m_M_APP,
-        [M_APPSEG] = &&m_M_APPSEG, [M_LIST] = &&m_M_LIST, [M_CONST] = &&m_M_CONST,
-        [M_SAME] = &&m_M_SAME, [M_COMM] = &&m_M_COMM, [M_ROOTCOMM] = &&m_M_ROOTCOMM,
-        [M_DONE] = &&m_M_DONE, [M_ACRULE] = &&m_default, [M_ACOPEN] = &&m_default,
-        [M_ACONE] = &&m_default, [M_ACTAKE] = &&m_default, [M_ACGROUP] = &&m_default,
-        [M_ACALL] = &&m_default, [M_ACREST] = &&m_default, [M_ACEND] = &&m_default,
-        [M_ASONE] = &&m_default, [M_ASRUN] = &&m_default, [M_ASTAKE] = &&m_default,
-    };
-    goto *mtab[pc->op];
-#endif
-    for (;;) {
-        switch (pc->op) {
-        MOP(M_ROOT):
-            if (n != pc->a)
-                return 0;
-            MNEXT();
-        MOP(M_ROOTSEG):
-            if (n < pc->a)
-                return 0;
-            memmove(R, A, pc->a * sizeof *R);
-            if (!(R[pc->a] = tg_list(ctx, n - pc->a, A + pc->a, NULL)))
-                return -1;
-            MNEXT();
-        MOP(M_APP):
-            if (!app_args(R[pc->a], K[pc->b], pc->c, R + pc->d))
-                goto fail;
-            MNEXT();
-        MOP(M_APPSEG):
-            if (!(R[pc->d + pc->c] = app_seg(ctx, R[pc->a], K[pc->b], pc->c, R + pc->d, &oom)))
-                goto fail;
-            MNEXT();
-        MOP(M_LIST): {
-            tg_iter it = {R[pc->a], 0};
-            unsigned i = 0;
-            for (tg_term *x; (x = tgT_iter_next(&it));)
-                if (i == pc->c)
-                    goto fail;
-                else
-                    R[pc->d + i++] = x;
-            if (i != pc->c || it.node != TGT_NIL)
-                goto fail;
-            MNEXT();
-        }
-        MOP(M_CONST):
-            if (R[pc->a] != K[pc->b])
-                goto fail;
-            MNEXT();
-        MOP(M_SAME):
-            if (R[pc->a] != R[pc->b])
-                goto fail;
-            MNEXT();
-        MOP(M_COMM): MOP(M_ROOTCOMM): {
-            tg_term *two[2];
-            if (pc->op == M_ROOTCOMM) {
-                if (n != 2)
-                    return 0;
-                two[0] = A[0], two[1] = A[1];
-            } else if (!app_args(R[pc->a], K[pc->b], 2, two)) {
-                goto fail;
-            }
-            R[pc->d] = two[alt], R[pc->d + 1] = two[!alt];
-            if (!alt && two[0] != two[1]) {
-                if (ncs == MAXCHOICE)
-                    return -1;  /* compiling bounds it */
-                cs[ncs].pc = pc, cs[ncs].alt = 1;
-                ncs++;
-            }
-            alt = 0;
-            MNEXT();
-        }
-        MOP(M_DONE):
-            return 1;
-        MDEFAULT:       /* M_ACRULE */
-            return -2;
-        }
-        pc++;
-        continue;
-    fail:
-        if (oom)
-            return -1;
-        if (!ncs)
-            return 0;
-        ncs--;
-        pc = cs[ncs].pc;
-        alt = cs[ncs].alt;
-#ifdef TGW_THREADED
-        goto *mtab[pc->op];
-#endif
-    }
-}
-
 /* match for a plain rule (rset.h): the same outcome, without the choice
  * stack, the segments or the memory they may take, so that the function
  * needs few registers and no stack frame (a rule is matched per
  * rewrite).  A plain rule's registers start with the arguments. */
-/* A plain match program's instructions after its M_ROOT (pc), over
- * registers R: whether they matched (match_plain's and loop_run's). */
-static inline __attribute__((always_inline)) int plain_rest(const tgW_ins *pc, tg_term *const *K, tg_term **R)
-{
-    for (;; pc++) {
-        if (pc->op == M_APP) {
-            if (!app_args_short(R[pc->a], K[pc->b], pc->c, R + pc->d))
-                return 0;
-        } else if (pc->op == M_CONST) {
-            if (R[pc->a] != K[pc->b])
-                return 0;
-        } else if (pc->op == M_SAME) {
-            if (R[pc->a] != R[pc->b])
-                return 0;
-        } else {    /* M_DONE */
-            return 1;
-        }
-    }
-}
-
 static __attribute__((noinline)) int match_plain(const tgW_rule *r, uint32_t n, tg_term **R)
 {
     return n == r->match->a && plain_rest(r->match + 1, r->k, R);
@@ -425,103 +90,6 @@ static inline int loop_allowed(const struct tgW_byop *by, const tgW_rule *r)
         if (by->loops[i] == r)
             return 1;
     return 0;
-}
-
-/* Every 2^16 rewrites of a run: an interrupt, the step limit, the
- * deadline, a heap near its limit.  -1 with err filled to stop. */
-static __attribute__((noinline)) int run_poll(tg_rules *rs, tg_error *err)
-{
-    if (rs->interrupt) {
-        tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "interrupted");
-        return -1;
-    }
-    if ((rs->max_steps || rs->deadline) && tgW_limits_over(rs, err))
-        return -1;
-    if (tgT_heap_tight())
-        return tgE_nomem(err), -1;
-    return 0;
-}
-
-/* The first half of a round of loop_run for n arguments (a constant
- * where inlined): r's right side's call made the frame's (its arguments
- * into R[0..n) from src, through next[] unless direct: src reads none of
- * them). */
-static inline __attribute__((always_inline)) void loop_args(const uint32_t *src, int direct,
-                                                            tg_term *const *K, uint32_t n, tg_term **R)
-{
-    if (direct) {
-        for (uint32_t j = 0; j < n; j++)
-            R[j] = src[j] & TGW_LOOP_K ? K[src[j] & ~TGW_LOOP_K] : R[src[j]];
-    } else {
-        tg_term *next[TGW_LOOP_MAX];
-        for (uint32_t j = 0; j < n; j++)
-            next[j] = src[j] & TGW_LOOP_K ? K[src[j] & ~TGW_LOOP_K] : R[src[j]];
-        for (uint32_t j = 0; j < n; j++)
-            R[j] = next[j];
-    }
-}
-
-
-/* One round of loop_run: the call made, then whether it may be tried
- * here (with memo on, a call it may not pass unlooked-up ends the run
- * before its match, -1: *left such calls still, none with first argument
- * watch, memo.h's tgW_memo_skips) and whether r matches it (then it is
- * one of them). */
-static inline __attribute__((always_inline)) int loop_step(const uint32_t *src, int direct, const tgW_ins *m,
-                                                           tg_term *const *K, uint32_t n, tg_term **R,
-                                                           uint64_t *left, const tg_term *watch)
-{
-    loop_args(src, direct, K, n, R);
-    if (__builtin_expect(*left == 0 || R[0] == watch, 0))
-        return -1;
-    /* a call that fails goes on through the tail call, memo's test too */
-    if (!plain_rest(m, K, R))
-        return 0;
-    --*left;
-    return 1;
-}
-
-/* Self loop r has matched its call (n arguments, the registers R, whose
- * first n are the arguments, as in every plain rule): fire it, make its
- * right side's call the frame's (the arguments in R[0..n)), and go on
- * while r matches that call, as the machine's firing, tail call and
- * dispatch would one call at a time (r is the rule they pick for any call
- * it matches: tgW_loop_safe).  The counts are those of the firings one at
- * a time.  With memo on, the calls made and matched here are ones memo
- * would pass without a lookup: at most *left of them, none with first
- * argument watch (loop_step); *left is decreased by their number.  0
- * when the run ends (r no longer matches, or the call is memo's to look
- * up: the frame's call, its rules still to try), -1 with err set when
- * the firing's poll says stop. */
-static __attribute__((noinline)) int loop_run(tg_rules *rs, tgW_rule *r, uint32_t n, tg_term **R,
-                                               uint64_t *left, const tg_term *watch, tg_error *err)
-{
-    const uint32_t *src = r->loop;
-    const tgW_ins *m = r->match + 1;
-    tg_term *const *K = r->k;
-    int direct = r->loop_direct, rc = 0, more = 0;
-    unsigned long long rw = rs->rewrites, rw0 = rw;
-    do {
-        /* every 2^16 rewrites of the run: E_FIRE's poll */
-        if (__builtin_expect((++rw & 0xffff) == 0, 0)) {
-            /* the counts so far first: a limit's error names the rules
-             * that fired most */
-            rs->rewrites = rw;
-            r->fired += rw - rw0, r->built += rw - rw0, r->tried += rw - rw0;
-            rw0 = rw;
-            if ((rc = run_poll(rs, err)) < 0)
-                break;
-        }
-        /* the usual counts unrolled */
-        more = n == 1 ? loop_step(src, direct, m, K, 1, R, left, watch)
-             : n == 2 ? loop_step(src, direct, m, K, 2, R, left, watch)
-                      : loop_step(src, direct, m, K, n, R, left, watch);
-    } while (more > 0);
-    rs->rewrites = rw;
-    r->fired += rw - rw0, r->built += rw - rw0, r->tried += rw - rw0;
-    if (more < 0)   /* the last call not tried here */
-        r->tried--;
-    return rc;
 }
 
 /* ---- built-in predicates -------------------------------------------- */
@@ -880,7 +448,7 @@ static __attribute__((noinline)) int run_levels(tg_rules *rs, tgW_machine *M, fr
     tg_term *const *K = r->k, *mhead = K[mp[1].b];
     uint32_t ma = mp[1].a, mc = mp[1].c, md = mp[1].d;
     uint32_t nr, tried = 0, lev = 0;
-    size_t room = r->nregs + r->maxstack + 4, nregs = r->nregs;
+    size_t room = r->nregs + r->maxstack + 4, nregs = r->nregs, lead = call[1].c - 1u;
     unsigned long long rw = rs->rewrites;
     tgW_rule *const *rr;
     /* the call's rules: found again only when the first argument's key
@@ -889,6 +457,7 @@ static __attribute__((noinline)) int run_levels(tg_rules *rs, tgW_machine *M, fr
     int keyed = dd && dd->few && c;
     tg_term *lastkey = NULL;
     tg_term **vs = M->vs;
+    size_t vcap = M->vcap;
     /* the pushes as registers, when they are two or three variables */
     uint32_t src[3], np = 0;
     for (const tgW_ins *q = body; q != call && np <= 3; q++)
@@ -908,22 +477,23 @@ static __attribute__((noinline)) int run_levels(tg_rules *rs, tgW_machine *M, fr
     if (keyed)
         lastkey = tgW_disp_key(vs[cbase]);
     int rc = 0, entered;
+    uint64_t lf = *left;    /* in a register through the loop */
     for (;;) {
         tried = 0;
         /* with memo on: a call memo would not pass ends them untried */
-        if (__builtin_expect(*left == 0 || vs[cbase] == watch, 0)) {
+        if (__builtin_expect(lf == 0 || vs[cbase] == watch, 0)) {
             entered = 0;
             break;
         }
-        --*left, entered = 1;
+        --lf, entered = 1;
         if (!nr || rr[0] != r)
             break;
-        if (__builtin_expect(cbase + room > M->vcap, 0)) {
+        if (__builtin_expect(cbase + room > vcap, 0)) {
             if (vs_reserve(M, cbase + room) < 0) {
                 rc = -1;
                 break;
             }
-            vs = M->vs;
+            vs = M->vs, vcap = M->vcap;
         }
         tg_term **R = vs + cbase, *t = R[ma];
         tried = 1;
@@ -945,31 +515,38 @@ static __attribute__((noinline)) int run_levels(tg_rules *rs, tgW_machine *M, fr
             r->tried += lev, r->fired += lev, r->built += lev, f->lev += lev;
             lev = 0;
             rs->rewrites = rw;
-            if (run_poll(rs, err) < 0) {
+            if (tgW_run_poll(rs, err) < 0) {
                 rc = -2, tried = 0;
                 break;
             }
         }
+        /* the pushes (the constructor's leading arguments, then the
+         * call's) over this level's registers, which nothing reads
+         * after them: the next level's registers start cc - 1 words
+         * further (none for a constructor of one argument) */
         if (np) {
-            vs[sp] = R[src[0]], vs[sp + 1] = R[src[1]];
+            tg_term *p0 = R[src[0]], *p1 = R[src[1]], *p2 = np == 3 ? R[src[2]] : NULL;
+            R[0] = p0, R[1] = p1;
             if (np == 3)
-                vs[sp + 2] = R[src[2]];
-            sp += np;
-        } else
-        for (const tgW_ins *q = body; q != call; q++)
-            if (q->op == E_CONST) {
-                vs[sp++] = K[q->a];
-            } else {
-                vs[sp] = R[q->a];
-                if (q->op == E_VARS) {
-                    vs[sp + 1] = R[q->b];
-                    if (q->pad == 3)
-                        vs[sp + 2] = R[q->c];
-                    sp += q->pad - 1u;
+                R[2] = p2;
+        } else {
+            for (const tgW_ins *q = body; q != call; q++)
+                if (q->op == E_CONST) {
+                    vs[sp++] = K[q->a];
+                } else {
+                    vs[sp] = R[q->a];
+                    if (q->op == E_VARS) {
+                        vs[sp + 1] = R[q->b];
+                        if (q->pad == 3)
+                            vs[sp + 2] = R[q->c];
+                        sp += q->pad - 1u;
+                    }
+                    sp++;
                 }
-                sp++;
-            }
-        cbase = sp - c;
+            for (size_t e = cbase + nregs; e < sp; e++)
+                vs[e - nregs] = vs[e];
+        }
+        cbase += lead;
         if (!keyed) {
             if (dd)
                 rr = call_rules(cby, vs + cbase, c, &nr);
@@ -980,6 +557,7 @@ static __attribute__((noinline)) int run_levels(tg_rules *rs, tgW_machine *M, fr
     }
     r->tried += lev + tried, r->fired += lev, r->built += lev, f->lev += lev;
     rs->rewrites = rw;
+    *left = lf;
     out->rr = rr, out->nr = nr, out->tried = tried, out->cbase = cbase, out->entered = entered;
     return rc;
 }
@@ -988,9 +566,11 @@ static __attribute__((noinline)) int run_levels(tg_rules *rs, tgW_machine *M, fr
  * call's normal form result on the stack just above the last: the
  * constructor nodes of the levels, innermost first, each hashed before
  * any is built and the home bucket of the node CHAIN_AHEAD levels
- * further fetched (as chain_start); level j's registers, and its
- * constructor's leading arguments after them, start one stride (its
- * registers and those arguments) above level j - 1's.  Returns level
+ * further fetched (as chain_start).  Level 1's registers start one
+ * stride (the frame's registers and its constructor's leading
+ * arguments) above the frame's; each level's pushes went over its
+ * registers (run_levels), so level j + 1's start cc - 1 words above level
+ * j's, after level j's leading arguments.  Returns level
  * 1's node, in the place of the level's call (f->regs then level 1's
  * registers: the frame's own call), f->lev 0; NULL when out of memory. */
 static __attribute__((noinline)) tg_term *unwind_levels(tg_ctx *ctx, tgW_machine *M, frame *f,
@@ -998,7 +578,7 @@ static __attribute__((noinline)) tg_term *unwind_levels(tg_ctx *ctx, tgW_machine
 {
     const tgW_ins *ct = f->pc;     /* E_CALLT of the constructor */
     uint32_t cc = ct->c, lev = f->lev;
-    size_t stride = f->rule->nregs + cc - 1;
+    size_t stride = f->rule->nregs + cc - 1, w1 = f->base + stride;
     tg_term *ch = K[ct->b];
     if (lev + 1 > M->lhcap) {
         size_t cap = M->lhcap ? 2 * M->lhcap : 1024;
@@ -1011,15 +591,15 @@ static __attribute__((noinline)) tg_term *unwind_levels(tg_ctx *ctx, tgW_machine
     }
     uint64_t *lh = M->lh, h = tgT_ehash(result);
     /* level j's node: (ch args..) at vs[level j+1's base - (cc - 1)], the
-     * last of them its child, at level j+1's base */
+     * last of them its child, at level j+1's base (w1 + j * (cc - 1)) */
     for (uint32_t j = lev; j >= 1; j--) {
-        tg_term *const *a = M->vs + f->base + (size_t)(j + 1) * stride - (cc - 1);
+        tg_term *const *a = M->vs + w1 + (size_t)(j - 1) * (cc - 1);
         lh[j] = h = tgT_app_hash(ch, cc, a, h);
     }
     for (uint32_t j = lev; j >= 1 && j + CHAIN_AHEAD > lev; j--)
         tgT_fetch(ctx, lh[j]);
     for (uint32_t j = lev; j >= 1; j--) {
-        size_t b = f->base + (size_t)(j + 1) * stride;
+        size_t b = w1 + (size_t)j * (cc - 1);
         M->vs[b] = result;
         if (!(result = tgT_app_hashed(ctx, lh[j], lh[j > CHAIN_AHEAD ? j - CHAIN_AHEAD : j], ch, cc,
                                       M->vs + b - (cc - 1))))
@@ -1185,7 +765,7 @@ try_rules:
             const tgW_ins *mp = r->match;
             m = f->n == mp->a && app_args_short(R[mp[1].a], r->k[mp[1].b], mp[1].c, R + mp[1].d);
         } else {
-            m = r->plain ? match_plain(r, f->n, R) : match(ctx, r, M->vs + f->base, f->n, R);
+            m = r->plain ? match_plain(r, f->n, R) : tgW_match(ctx, r, M->vs + f->base, f->n, R);
         }
         if (m < 0) {
             if (m == -1)
@@ -1207,7 +787,7 @@ try_rules:
             if (!memo || loop_budget(M, r, f, &left, &w)) {
                 f->rule = r;
                 uint64_t left0 = left;
-                if (loop_run(rs, r, f->n, R, &left, w, err) < 0)
+                if (tgW_loop_run(rs, r, f->n, R, &left, w, err) < 0)
                     goto fail;
                 if (memo)   /* the calls made and matched: passed */
                     tgW_memo_skipped(&M->memo, left0 - left);
@@ -1490,7 +1070,7 @@ exec:
                 goto fire_poll;
             NEXT();
         fire_poll:
-            if (run_poll(rs, err) < 0)
+            if (tgW_run_poll(rs, err) < 0)
                 goto fail;
             NEXT();
         fire_watched:
@@ -1929,67 +1509,4 @@ tg_term *tgW_step(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err)
     if (!r)
         machine_drop(rs);
     return r;
-}
-
-/* t made canonical, or, when t calls a num: built-in that computes,
- * the value it computes (as the machine's right sides do; one that
- * declines stays as written). */
-static tg_term *builtin_value(tg_rules *rs, tg_term *t)
-{
-    tg_term *h = tg_car(t);
-    size_t len, n = tg_length(t) - 1;
-    const char *nm = tg_kind_of(h) == TG_SYMBOL ? tg_symbol_name(h, &len) : NULL;
-    int amin, amax, test, id;
-    int typed = nm && tgTy_reserved(nm, len) && (id = tgTy_lookup(nm, len, &amin, &test)) >= 0;
-    if (typed)
-        amax = amin;
-    if (!typed && (!nm || !tgQ_reserved(nm, len) || (id = tgQ_lookup(nm, len, &amin, &amax, &test)) < 0))
-        return tgW_ac_canon(rs, t);
-    if ((int)n < amin || (amax >= 0 && (int)n > amax) || tg_tail(t) != tg_nil())
-        return tgW_ac_canon(rs, t);
-    tg_term **args = GC_MALLOC((n ? n : 1) * sizeof *args), *out;
-    tg_iter it;
-    tg_iter_init(&it, t);
-    tg_iter_next(&it);   /* the head */
-    for (size_t i = 0; args && i < n; i++)
-        args[i] = tg_iter_next(&it);
-    if (!args)
-        return NULL;
-    int st = typed ? tgTy_apply(rs, id, (unsigned)n, args, &out) : tgQ_apply(rs->ctx, id, (unsigned)n, args, &out);
-    return st < 0 ? NULL : st == 1 ? out : t;
-}
-
-/* Right sides are nested at most as deep as compiling allows, so this
- * recursion is bounded. */
-static tg_term *subst(tg_rules *rs, const tgW_rule *r, tg_term *const *R, tg_term *e)
-{
-    if (tg_kind_of(e) == TG_VAR) {
-        for (uint32_t i = 0; i < r->nvars; i++)
-            if (r->vars[i] == e)
-                return R[r->vregs[i]];
-        return e;
-    }
-    if (!tgT_ispair(e))
-        return e;
-    if (e->e[0] == tg_symbol_cstr(rs->ctx, "quote") && tg_length(e) == 2 && tg_tail(e) == TGT_NIL)
-        return tg_nth(e, 1);   /* quoted data stands for itself */
-    size_t n = tg_length(e);
-    tg_term **v = GC_MALLOC((n ? n : 1) * sizeof *v);
-    if (!v)
-        return NULL;
-    tg_iter it = {e, 0};
-    size_t i = 0;
-    for (tg_term *x; (x = tgT_iter_next(&it));)
-        if (!(v[i++] = subst(rs, r, R, x)))
-            return NULL;
-    tg_term *tl = (tg_term *)it.node;
-    if (tl != TGT_NIL && !(tl = subst(rs, r, R, tl)))
-        return NULL;
-    tg_term *t = tg_list(rs->ctx, n, v, tl);
-    return t ? builtin_value(rs, t) : NULL;
-}
-
-tg_term *tgW_instantiate(tg_rules *rs, const tgW_rule *r, tg_term *const *R)
-{
-    return subst(rs, r, R, r->rhs);
 }

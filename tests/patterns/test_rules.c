@@ -122,6 +122,9 @@ static void ctor_recursions(tg_ctx *ctx)
         "(rule cat-L (cat (L ?e ?l) ?k) => (L ?e (cat ?l ?k))) (rule cat-0 (cat 0 ?k) => ?k)"
         "(rule tri-S (tri (S ?n) ?m) => (T k ?m (tri ?n ?m))) (rule tri-0 (tri 0 ?m) => ?m)"
         "(rule fb-S (fb (S ?n)) => (S (fb ?n))) (rule fb-any (fb ?x) => (end ?x))"
+        /* levels whose innermost call runs levels of another op */
+        "(op nest (arity 2)) (rule nest-S (nest (S ?n) ?m) => (L ?m (nest ?n ?m)))"
+        "(rule nest-0 (nest 0 ?m) => (tri ?m 7))"
         /* memo on: g's call before a long recursion found after it, and
          * recursions of an op memo drops (cnt's calls of add) */
         "(op top (arity 2)) (op top2 (arity 3)) (op g (arity 1)) (op h (arity 1)) (op again (arity 1))"
@@ -168,6 +171,29 @@ static void ctor_recursions(tg_ctx *ctx)
                       "recursion %d, %ld levels: %llu rewrites, %llu timed, memo %llu and %llu", i, n, rw[0],
                       rw[1], rw[2], rw[3]);
         }
+    }
+    /* levels of nest, then in the frame of its innermost call levels of
+     * tri, above them on the stack */
+    for (long n = 1; n <= 3000; n *= 7) {
+        long n2 = 2 * n + 1;
+        tg_term *a[2] = {wrap(ctx, "S", NULL, 0, n, zero), wrap(ctx, "S", NULL, 0, n2, zero)};
+        tg_term *q = tg_app(ctx, tg_symbol_cstr(ctx, "nest"), 2, a);
+        lead[0] = k, lead[1] = seven;
+        tg_term *inner = wrap(ctx, "T", lead, 2, n2, seven);
+        lead[0] = a[1];
+        tg_term *want = wrap(ctx, "L", lead, 1, n, inner), *got[4];
+        unsigned long long rw[4], cond, hand = (unsigned long long)(n + 1 + n2 + 1);
+        for (int run = 0; run < 4; run++) {
+            tg_rules_set_timing(rs, run & 1);
+            got[run] = tg_normalize(rs, q, run & 2 ? TG_NF_MEMO : 0, &err);
+            tg_rules_counts(rs, &rw[run], &cond);
+        }
+        tg_rules_set_timing(rs, 0);
+        TAP_CHECK(got[0] == want && got[1] == want && got[2] == want && got[3] == want,
+                  "nested levels, %ld and %ld: the hand-built normal form, memo off and on", n, n2);
+        TAP_CHECK(rw[0] == hand && rw[1] == hand && rw[2] == hand && rw[3] == hand,
+                  "nested levels, %ld and %ld: %llu rewrites (by hand %llu), timed %llu, memo %llu and %llu", n, n2,
+                  rw[0], hand, rw[1], rw[2], rw[3]);
     }
     ctor_recursions_memo(ctx, rs);
     /* the step limit, polled inside a run of levels, names the rule that

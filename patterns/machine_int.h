@@ -1,0 +1,79 @@
+/* machine_int.h - what the rewriting machine's files share (machine.c,
+ * match.c, loops.c): the short application test and the plain match
+ * inlined on the hot paths, and the out-of-line parts the machine's loop
+ * calls.  Not a public header.
+ */
+#ifndef TGREL_MACHINE_INT_H
+#define TGREL_MACHINE_INT_H
+
+#include "rset.h"
+
+#include <string.h>
+
+/* The dispatch of match and body instructions: with GNU C a jump through
+ * a table ends each (threaded code). */
+#if defined(__GNUC__) && !defined(TGW_NO_THREADED)
+#define TGW_THREADED 1
+#endif
+
+/* Whether t is (head ...) of exactly c + 1 < TGT_CHUNK elements, a
+ * proper list (its kind, flags and length read as one header word). */
+static inline int app_short(const tg_term *t, const tg_term *head, unsigned c)
+{
+    if (tgT_isfix(t))
+        return 0;
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* kind, flags and n from the low end of the header (as tgT_hash52) */
+    uint32_t w;
+    memcpy(&w, &t->h, sizeof w);
+    if ((w & (0xfu | TGT_HASTAIL << 4 | 0xfu << 8)) != (TG_PAIR | (c + 1) << 8))
+        return 0;
+#else
+    if (t->h.kind != TG_PAIR || t->h.n != c + 1 || (t->h.flags & TGT_HASTAIL))
+        return 0;
+#endif
+    return t->e[0] == head;
+}
+
+/* app_args for c + 1 < TGT_CHUNK: t is then one chunk. */
+static inline int app_args_short(const tg_term *t, const tg_term *head, unsigned c, tg_term **out)
+{
+    if (!app_short(t, head, c))
+        return 0;
+    for (unsigned i = 0; i < c; i++)
+        out[i] = t->e[i + 1];
+    return 1;
+}
+
+/* A plain match program's instructions after its M_ROOT (pc), over
+ * registers R: whether they matched (match_plain's and loop_run's). */
+static inline __attribute__((always_inline)) int plain_rest(const tgW_ins *pc, tg_term *const *K, tg_term **R)
+{
+    for (;; pc++) {
+        if (pc->op == M_APP) {
+            if (!app_args_short(R[pc->a], K[pc->b], pc->c, R + pc->d))
+                return 0;
+        } else if (pc->op == M_CONST) {
+            if (R[pc->a] != K[pc->b])
+                return 0;
+        } else if (pc->op == M_SAME) {
+            if (R[pc->a] != R[pc->b])
+                return 0;
+        } else {    /* M_DONE */
+            return 1;
+        }
+    }
+}
+
+
+/* match.c: match rule r against the n arguments A, filling R: 1, 0 (no
+ * match), -1 when out of memory, -2 for a rule that tgW_ac_match runs. */
+int tgW_match(tg_ctx *ctx, const tgW_rule *r, tg_term **A, uint32_t n, tg_term **R);
+
+/* loops.c: every 2^16 rewrites of a run, the poll (tgW_run_poll); a self
+ * loop run as a loop (tgW_loop_run). */
+int tgW_run_poll(tg_rules *rs, tg_error *err);
+int tgW_loop_run(tg_rules *rs, tgW_rule *r, uint32_t n, tg_term **R, uint64_t *left,
+                 const tg_term *watch, tg_error *err);
+
+#endif
