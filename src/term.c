@@ -137,6 +137,21 @@ static inline unsigned chunk_ground(tg_term *head, unsigned na, tg_term *const *
     return ground ? TGT_GROUND : 0;
 }
 
+/* Node t from the free list filled as (head args... . rest), its GROUND
+ * flag added: both misses' fill (hastail a constant where inlined). */
+static inline __attribute__((always_inline)) void
+fill_node(tg_term *t, tgT_hdr hd, tg_term *head, unsigned na, tg_term *const *args, tg_term *rest,
+          unsigned hastail)
+{
+    hd.flags |= chunk_ground(head, na, args, rest);
+    t->h = hd;
+    t->e[0] = head;
+    for (unsigned k = 0; k < na; k++)
+        t->e[k + 1] = args[k];
+    if (hastail)
+        t->e[na + 1] = rest;
+}
+
 /* A miss (called busy).  Taking a node from the free list never calls the
  * collector, so the node is built and stored while still busy, and the
  * probe's finding stays true.  When the free list is empty or the table
@@ -152,13 +167,7 @@ intern_miss(tg_ctx *ctx, tgT_hdr hd, tg_term *head, tg_term *const *args, tg_ter
     tg_term *t = ctx->freelist[g];
     if (__builtin_expect(t != NULL && ctx->count < ctx->limit, 1)) {
         ctx->freelist[g] = GC_NEXT(t);
-        hd.flags |= chunk_ground(head, na, args, rest);
-        t->h = hd;
-        t->e[0] = head;
-        for (unsigned k = 0; k < na; k++)
-            t->e[k + 1] = args[k];
-        if (hastail)
-            t->e[na + 1] = rest;
+        fill_node(t, hd, head, na, args, rest, hastail);
         int r = store(ctx, t);
         leave(ctx);
         return r ? NULL : t;
@@ -345,11 +354,7 @@ app_miss_body(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *c
                              ((uintptr_t)t & ctx->tagmask) == 0, 1)) {
         tgT_hdr hd = app_hdr(want >> 12, na);
         ctx->freelist[g] = GC_NEXT(t);
-        hd.flags |= chunk_ground(head, na, args, TGT_NIL);
-        t->h = hd;
-        t->e[0] = head;
-        for (unsigned k = 0; k < na; k++)
-            t->e[k + 1] = args[k];
+        fill_node(t, hd, head, na, args, TGT_NIL, 0);
         place(ctx->tab, ctx->nb, ctx->tagmask, (uintptr_t)t, hd.hash);
         ctx->created++;
         ctx->count++;
