@@ -39,6 +39,17 @@ static void die(const char *what)
     exit(1);
 }
 
+/* The length snprintf returned, checked against the buffer it wrote:
+ * a cut expression would fail to read with a misleading message. */
+static size_t fits(int n, size_t room, const char *what)
+{
+    if (n < 0 || (size_t)n >= room) {
+        fprintf(stderr, "bench/train: %s does not fit its buffer\n", what);
+        exit(1);
+    }
+    return (size_t)n;
+}
+
 static tg_fn *compile(const char *ins, const char *outs, const char *upd)
 {
     tg_term *it[8], *ot[64];
@@ -244,12 +255,13 @@ static void logreg(const char *dir)
         die("the shared variables");
     const char *z = "(add (dot (input X float64 (n f)) (shared w float64 (f))) (shared b float64 ()))";
     char loss[2000], upd[6000];
-    snprintf(loss, sizeof loss,
-             "(mean (sub (add (maximum %s 0) (log1p (exp (neg (abs %s))))) (mul (input y float64 (n)) %s)))", z, z, z);
-    snprintf(upd, sizeof upd,
+    fits(snprintf(loss, sizeof loss,
+             "(mean (sub (add (maximum %s 0) (log1p (exp (neg (abs %s))))) (mul (input y float64 (n)) %s)))", z, z, z),
+         sizeof loss, "the loss");
+    fits(snprintf(upd, sizeof upd,
              "(((shared w float64 (f)) (sub (shared w float64 (f)) (mul 0.5 (grad %s (shared w float64 (f))))))"
              " ((shared b float64 ()) (sub (shared b float64 ()) (mul 0.5 (grad %s (shared b float64 ()))))))",
-             loss, loss);
+             loss, loss), sizeof upd, "the updates");
     tg_fn *step = compile("(input X float64 (n f)) (input y float64 (n))", loss, upd);
     tg_array in[2] = {ax, ay}, out;
     double l;
@@ -325,20 +337,22 @@ static void mlp(const char *dir, const char *data)
     tg_shared_new(ctx, "rng", &a, &err);
     const char *batch = "(random integers (shared rng int64 ()) (256) 0 1437)";
     char logits[1500], loss[6000], upd[40000];
-    snprintf(logits, sizeof logits,
+    fits(snprintf(logits, sizeof logits,
              "(add (dot (tanh (add (dot (take (subtensor (input X float64 (1797 64)) (slice 0 1437 none)) %s)"
              " (shared W1 float64 (64 32))) (shared b1 float64 (32)))) (shared W2 float64 (32 10))) (shared b2 float64 (10)))",
-             batch);
-    snprintf(loss, sizeof loss,
+             batch), sizeof logits, "the logits");
+    fits(snprintf(loss, sizeof loss,
              "(mean (sub (add (max %s (axes 1)) (log (sum (exp (sub %s (dimshuffle (max %s (axes 1)) (perm 0 x)))) (axes 1))))"
              " (sum (mul (one_hot (take (subtensor (input y int64 (1797)) (slice 0 1437 none)) %s) 10) %s) (axes 1))))",
-             logits, logits, logits, batch, logits);
+             logits, logits, logits, batch, logits), sizeof loss, "the loss");
     const char *p[4] = {"(shared W1 float64 (64 32))", "(shared b1 float64 (32))", "(shared W2 float64 (32 10))",
                         "(shared b2 float64 (10))"};
-    int u = snprintf(upd, sizeof upd, "(");
+    size_t u = fits(snprintf(upd, sizeof upd, "("), sizeof upd, "the updates");
     for (int i = 0; i < 4; i++)
-        u += snprintf(upd + u, sizeof upd - (size_t)u, "(%s (sub %s (mul 0.5 (grad %s %s)))) ", p[i], p[i], loss, p[i]);
-    snprintf(upd + u, sizeof upd - (size_t)u, "((shared rng int64 ()) (add (shared rng int64 ()) 1)))");
+        u += fits(snprintf(upd + u, sizeof upd - u, "(%s (sub %s (mul 0.5 (grad %s %s)))) ", p[i], p[i], loss, p[i]),
+                  sizeof upd - u, "the updates");
+    fits(snprintf(upd + u, sizeof upd - u, "((shared rng int64 ()) (add (shared rng int64 ()) 1)))"), sizeof upd - u,
+         "the updates");
     tg_fn *step = compile("(input X float64 (1797 64)) (input y int64 (1797))", loss, upd);
     tg_array in[2] = {dx, dy}, out;
     double l;
@@ -378,18 +392,20 @@ static void overhead(void)
     tg_array a;
     tg_array_init(&a, TG_FLOAT64, 0, NULL, &zero);
     tg_shared *sv[K];
-    ou += (size_t)snprintf(upd + ou, sizeof upd - ou, "(");
+    ou += fits(snprintf(upd + ou, sizeof upd - ou, "("), sizeof upd - ou, "the updates");
     for (int k = 0; k < K; k++) {
         snprintf(name, sizeof name, "u%d", k);
         if (!(sv[k] = tg_shared_new(ctx, name, &a, &err)))
             die("a variable");
-        oo += (size_t)snprintf(outs + oo, sizeof outs - oo,
-                               " (add (mul (shared u%d float64 ()) 0.5) (input x float64 ()))", k);
-        ou += (size_t)snprintf(upd + ou, sizeof upd - ou,
-                               " ((shared u%d float64 ()) (add (mul (shared u%d float64 ()) 0.5) (input x float64 ())))",
-                               k, k);
+        oo += fits(snprintf(outs + oo, sizeof outs - oo,
+                            " (add (mul (shared u%d float64 ()) 0.5) (input x float64 ()))", k),
+                   sizeof outs - oo, "the outputs");
+        ou += fits(snprintf(upd + ou, sizeof upd - ou,
+                            " ((shared u%d float64 ()) (add (mul (shared u%d float64 ()) 0.5) (input x float64 ())))",
+                            k, k),
+                   sizeof upd - ou, "the updates");
     }
-    snprintf(upd + ou, sizeof upd - ou, ")");
+    fits(snprintf(upd + ou, sizeof upd - ou, ")"), sizeof upd - ou, "the updates");
     tg_fn *plain = compile("(input x float64 ())", outs, NULL);
     tg_fn *state = compile("(input x float64 ())", "", upd);
     tg_array in, pout[K];

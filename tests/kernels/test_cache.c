@@ -394,7 +394,7 @@ static void test_stale(void)
 {
     for (size_t i = 0; i < sizeof stale / sizeof *stale; i++) {
         const struct stale *k = &stale[i];
-        int fired, n0 = rw_entries(NULL, 0);
+        int fired = 0, n0 = rw_entries(NULL, 0);
         TAP_CHECK(run_set(&k->a, k->spec, k->expr, k->fa, &fired) && fired > 0,
                   "%s: the first rule set rewrites (%d) and computes its function", k->what, fired);
         TAP_CHECK(run_set(&k->b, k->spec, k->expr, k->fb, &fired),
@@ -413,7 +413,7 @@ static void test_c_unversioned(void)
     cset lg = {OPS, "(equilibrium default c)", c_to_log, 0, NULL};
     cset sq = {OPS, "(equilibrium default c)", c_to_sqrt, 0, NULL};
     cset rel = {NULL, OPS "(rule r (exp ?x) => (log ?x) (when (c-one? 1))) (equilibrium default r)", NULL, 1, NULL};
-    int fired, n0 = rw_entries(NULL, 0);
+    int fired = 0, n0 = rw_entries(NULL, 0);
     const char *e = "(exp (input x float64 (n)))";
     TAP_CHECK(run_set(&lg, NULL, e, f_log, &fired) && fired > 0, "a C rewriter, no version: rewritten");
     TAP_CHECK(run_set(&lg, NULL, e, f_log, &fired) && fired > 0, "and rewritten again (%d)", fired);

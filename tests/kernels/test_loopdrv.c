@@ -46,7 +46,7 @@ static void test_direct_2d(int64_t rows, int64_t cols, int per_col)
         }
     }
     static const unsigned char size[] = {8, 4, 8, 8}, red[] = {TGLD_SUM};
-    tgk_desc d = {2, 3, 1, 1, 0, 1u << 2, size, red};
+    tgk_desc d = {2, 3, 1, 1, 0, 1u << 2, size, red, NULL};
     int64_t shape[2] = {rows, cols};
     char *base[5] = {(char *)a, (char *)bt, (char *)c, (char *)out, (char *)acc};
     int64_t st[10] = {cols * 8, 8, 4, rows * 4, 8, 0, cols * 16, 16, per_col ? 0 : 8, per_col ? 8 : 0};
@@ -86,7 +86,7 @@ static void test_direct_int(int64_t n, int strided)
     for (int64_t i = 0; i < n * 2; i++)
         x[i] = (int32_t)(kt_rand() >> 33) - (1 << 30);
     static const unsigned char size[] = {4, 1}, red[] = {TGLD_MAX | TGLD_INT};
-    tgk_desc d = {1, 1, 1, 1, 0, 0, size, red};
+    tgk_desc d = {1, 1, 1, 1, 0, 0, size, red, NULL};
     int64_t acc = INT64_MIN, want = INT64_MIN, sx = strided ? 8 : 4, so = strided ? 3 : 1;
     char *base[3] = {(char *)x, (char *)o, (char *)&acc};
     int64_t st[3] = {sx, so, 0};
@@ -125,7 +125,7 @@ static void test_direct_blocked(void)
         want *= part;
     }
     static const unsigned char size[] = {8}, red[] = {TGLD_PROD};
-    tgk_desc d = {1, 1, 0, 1, TGLD_BLOCKED | TGLD_PAR, 0, size, red};
+    tgk_desc d = {1, 1, 0, 1, TGLD_BLOCKED | TGLD_PAR, 0, size, red, NULL};
     char *base[2] = {(char *)x, (char *)&acc};
     int64_t st[2] = {8, 0};
     tgLd_loop(&d, kern_prod, &n, base, st);

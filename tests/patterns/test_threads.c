@@ -121,7 +121,7 @@ static void test_sort_while_collecting(void)
     }
     for (size_t i = 0; i < N; i++) {    /* descending: every pass moves them */
         a[i] = tg_double(ctx, (double)(N - i) + 0.5);
-        link[i] = GC_HIDE_POINTER(a[i]);
+        link[i] = (void *)GC_HIDE_POINTER(a[i]);
         GC_general_register_disappearing_link(&link[i], a[i]);
     }
     pthread_t th;
