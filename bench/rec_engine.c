@@ -8,8 +8,16 @@
 #include "rec_hash.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+
+__attribute__((noinline)) void tg_rec_clear_stack(void)
+{
+    volatile uint64_t words[(256 << 10) / sizeof(uint64_t)];
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+        words[i] = 0;
+}
 
 static int set_reason(tg_rec_run *r, const char *fmt, ...)
 {
@@ -78,7 +86,9 @@ void tg_rec_run_once(const tg_rec_spec *spec, const char *file, int memo, tg_rec
     tg_error err;
     char label[512];
     tg_rules *rs = NULL;
-    tg_ctx *ctx = tg_ctx_new(&err);
+    tg_ctx *ctx;
+    tg_rec_clear_stack();   /* no normal form of an earlier run left there */
+    ctx = tg_ctx_new(&err);
     memset(r, 0, sizeof *r);
     r->verdict = 1;
     snprintf(label, sizeof label, "%s (as .rules)", file);

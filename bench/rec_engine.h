@@ -19,4 +19,14 @@ typedef struct tg_rec_run {
  * file names the rules in messages. */
 void tg_rec_run_once(const tg_rec_spec *spec, const char *file, int memo, tg_rec_run *r);
 
+/* Zero the 256 KiB of stack below the caller's frame.  The collector
+ * scans the stack conservatively, and a repetition's normal form, left in
+ * a dead frame of the harness, stays reachable through the next
+ * repetition's collections unless some deeper call overwrites that word:
+ * factorial9's result (11 MB of nodes) was marked again by every
+ * collection of the engine's next run, which doubled its marking, while
+ * the floor's deeper recursion happened to overwrite it.  Called before
+ * each timed repetition, outside the clock. */
+void tg_rec_clear_stack(void);
+
 #endif

@@ -578,6 +578,7 @@ static int run_once(const tg_rec_spec *spec, int table, double *ms, unsigned lon
     floor_ctx f;
     int verdict = 1;
     *ms = 0;
+    tg_rec_clear_stack();   /* no normal form of an earlier run left there */
     if (floor_init(&f, table) < 0) {
         snprintf(why, whysize, "out of memory");
         return 0;
@@ -664,10 +665,18 @@ static int bench_mode(const tg_rec_spec *spec, int table, int reps)
  * run starts with no garbage of the run before it, in a heap grown by the
  * warm-up to what either side needs, and with the collector's pacing back
  * at its usual divisor (the table's pacing is the process's, and a run
- * that kept its nodes leaves it lowered).  Its verdict; *ms its time. */
+ * that kept its nodes leaves it lowered); both sides' runs clear the
+ * stack first (tg_rec_clear_stack), so that the collection frees the
+ * normal form of the run before.  Its verdict; *ms its time. */
 static int pair_side(const tg_rec_spec *spec, const char *file, int engine, double *ms,
                      unsigned long long *rw, char *why, size_t whysize)
 {
+    /* below this frame, where either side's runs have their frames: a
+     * word of the floor's context (its evaluated subterms) left where the
+     * engine's run keeps a buffer it never fills, for one, would
+     * otherwise keep the floor's normal form alive through the engine's
+     * collections */
+    tg_rec_clear_stack();
     GC_gcollect();
     if (!engine)
         return run_once(spec, 1, ms, rw, why, whysize);
