@@ -35,10 +35,9 @@
 #include "tgrel.h"
 #include "bench.h"
 #include "rec_convert.h"
-#include "rec_hash.h"
+#include "rec_engine.h"
 #include "rec_sha256.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,105 +50,6 @@ typedef struct options {
     int pair;
 } options;
 
-/* What one repetition of one benchmark gave. */
-typedef struct run {
-    double cpu_ms, wall_ms;
-    unsigned long long rewrites, conditions;
-    int verdict;            /* 1 verified, 0 wrong or failed, -1 nothing to check */
-    char reason[600];
-} run;
-
-static int set_reason(run *r, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(r->reason, sizeof r->reason, fmt, ap);
-    va_end(ap);
-    r->verdict = 0;
-    return -1;
-}
-
-/* ---- checking a normal form ----------------------------------------------- */
-
-/* nf against the eval's expectations: the expected term (same pointer,
- * terms being hash-consed) and the hash, byte and symbol counts. */
-static int check(run *r, size_t i, const tg_rec_eval *e, tg_term *nf, tg_term *want)
-{
-    char why[500];
-    if (want && nf != want)
-        return set_reason(r, "eval %zu: normal form differs from expect", i + 1);
-    if (!e->has_sha)
-        return want ? 0 : 1;
-    if (!tg_rec_hash_check(nf, e->sha, e->bytes, e->symbols, why, sizeof why))
-        return set_reason(r, "eval %zu: %s", i + 1, why);
-    return 0;
-}
-
-/* ---- one repetition ------------------------------------------------------- */
-
-static int fail_err(run *r, const char *what, const tg_error *err)
-{
-    char msg[560];
-    return set_reason(r, "%s: %s", what, tg_error_format(err, msg, sizeof msg));
-}
-
-/* Normalise eval i in rs, timed, then check it (0 ok, 1 nothing to check,
- * -1 wrong or failed). */
-static int run_eval(run *r, tg_ctx *ctx, tg_rules *rs, const tg_rec_eval *e, size_t i,
-                    unsigned flags)
-{
-    tg_error err;
-    unsigned long long rw = 0, cond = 0;
-    tg_term *want, *q = tg_read_cstr(ctx, e->query, &err);
-    if (!q)
-        return fail_err(r, "reading a query", &err);
-    double c0 = bench_process_cpu_ms(), w0 = bench_now_ms();
-    tg_term *nf = tg_normalize(rs, q, flags, &err);
-    r->cpu_ms += bench_process_cpu_ms() - c0;
-    r->wall_ms += bench_now_ms() - w0;
-    if (!nf)
-        return fail_err(r, "tg_normalize", &err);
-    tg_rules_counts(rs, &rw, &cond);
-    r->rewrites += rw;
-    r->conditions += cond;
-    /* read only now, so that its nodes do not wait in the table for the
-     * engine to find */
-    want = e->expect ? tg_read_cstr(ctx, e->expect, &err) : NULL;
-    if (e->expect && !want)
-        return fail_err(r, "reading an expected normal form", &err);
-    return check(r, i, e, nf, want);
-}
-
-/* A whole benchmark once, from a fresh context. */
-static void run_once(const tg_rec_spec *spec, const char *file, const options *o, run *r)
-{
-    tg_error err;
-    char label[512];
-    tg_rules *rs = NULL;
-    tg_ctx *ctx = tg_ctx_new(&err);
-    memset(r, 0, sizeof *r);
-    r->verdict = 1;
-    snprintf(label, sizeof label, "%s (as .rules)", file);
-    if (!ctx) {
-        fail_err(r, "tg_ctx_new", &err);
-        return;
-    }
-    if (!(rs = tg_rules_new(ctx, &err)))
-        fail_err(r, "tg_rules_new", &err);
-    else if (tg_rules_load_string(rs, spec->rules, spec->rules_len, label, &err) < 0)
-        fail_err(r, "loading the rules", &err);
-    for (size_t i = 0; rs && r->verdict && i < spec->n_evals; i++) {
-        int rc = run_eval(r, ctx, rs, &spec->evals[i], i, o->memo ? TG_NF_MEMO : 0);
-        if (rc == 1 && r->verdict == 1) {
-            r->verdict = -1;
-            snprintf(r->reason, sizeof r->reason, "eval %zu has no expected normal form", i + 1);
-        }
-    }
-    if (rs)
-        tg_rules_free(rs);
-    tg_ctx_free(ctx);
-}
-
 /* ---- output ------------------------------------------------------------ */
 
 static double max_rss_mb(void)
@@ -161,7 +61,7 @@ static double max_rss_mb(void)
 
 /* Only the fields that are known: a failed conversion has no times. */
 static void report(const char *name, const tg_rec_spec *spec, const options *o,
-                   run *runs, int n, int verdict, const char *reason)
+                   tg_rec_run *runs, int n, int verdict, const char *reason)
 {
     double cpu[n > 0 ? n : 1], wall[n > 0 ? n : 1];
     printf("{\"bench\":\"rec\",\"name\":");
@@ -216,7 +116,7 @@ static void emit_rules(const tg_rec_spec *spec)
 /* Every repetition, then the report; 0 when nothing went wrong. */
 static int bench_spec(const tg_rec_spec *spec, const char *file, const options *o)
 {
-    run *runs = calloc((size_t)o->reps, sizeof *runs);
+    tg_rec_run *runs = calloc((size_t)o->reps, sizeof *runs);
     int n = 0, verdict = 1;
     const char *reason = "";
     if (!runs) {
@@ -224,7 +124,7 @@ static int bench_spec(const tg_rec_spec *spec, const char *file, const options *
         return -1;
     }
     while (n < o->reps) {
-        run_once(spec, file, o, &runs[n]);
+        tg_rec_run_once(spec, file, o->memo, &runs[n]);
         if (runs[n].verdict < verdict)
             verdict = runs[n].verdict, reason = runs[n].reason;
         n++;
@@ -242,7 +142,7 @@ static int bench_pair(const tg_rec_spec *spec, const char *file, const options *
 {
     options po = *o, mo = *o;
     po.memo = 0, mo.memo = 1;
-    run *runs = calloc(2 * (size_t)o->reps, sizeof *runs);
+    tg_rec_run *runs = calloc(2 * (size_t)o->reps, sizeof *runs);
     double *ratio = calloc((size_t)o->reps, sizeof *ratio);
     int n = 0, verdict = 1;
     const char *reason = "";
@@ -251,14 +151,14 @@ static int bench_pair(const tg_rec_spec *spec, const char *file, const options *
         report(spec->name, spec, o, NULL, 0, 0, "out of memory");
         return -1;
     }
-    run *plain = runs, *memo = runs + o->reps;
+    tg_rec_run *plain = runs, *memo = runs + o->reps;
     while (n < o->reps && verdict) {
         if (n % 2 == 0)
-            run_once(spec, file, &po, &plain[n]), run_once(spec, file, &mo, &memo[n]);
+            tg_rec_run_once(spec, file, 0, &plain[n]), tg_rec_run_once(spec, file, 1, &memo[n]);
         else
-            run_once(spec, file, &mo, &memo[n]), run_once(spec, file, &po, &plain[n]);
+            tg_rec_run_once(spec, file, 1, &memo[n]), tg_rec_run_once(spec, file, 0, &plain[n]);
         for (int k = 0; k < 2; k++) {
-            const run *r = k ? &memo[n] : &plain[n];
+            const tg_rec_run *r = k ? &memo[n] : &plain[n];
             if (r->verdict < verdict)
                 verdict = r->verdict, reason = r->reason;
         }

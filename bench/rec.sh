@@ -9,7 +9,12 @@
 # the benchmark folder).  Where bench/rec_floor knows the operators
 # (revnat, factorial) its figures follow: the same evaluation in
 # hand-written C over the term table and with no table, and
-# "floor_ratio", the former over Maude's time.
+# "floor_ratio", the former over Maude's time.  The table mode runs as
+# `rec_floor --pair`: in alternated rounds with the engine (memo off) in
+# one process, each run after a full collection in a heap both have grown,
+# so that the two times compared see the same machine and the same heap;
+# its "rec-floor-pair" line gives both medians and the median of the
+# rounds' ratios engine / floor beside the target (1.1, "met").
 #
 #   bench/rec.sh [REC_PROGRAM] [NAME...]
 #
@@ -19,7 +24,9 @@
 # and without MAUDE_REC_DIR (reported "no-translation").
 # Environment: REC_REPS (repetitions, default 3), REC_TIMEOUT (seconds per
 # run, default 1800), TGREL_REC_DIR, MAUDE_REC_DIR, MAUDE, REC_FLOOR (the
-# floor program; default rec_floor beside REC_PROGRAM).
+# floor program; default rec_floor beside REC_PROGRAM), REC_FLOOR_MS (the
+# pairs' rounds: at least REC_REPS, and more until each side has run this
+# many CPU ms; default 2000, scaled by TGREL_BENCH_SCALE).
 
 here=$(cd "$(dirname "$0")" && pwd)
 rec=./bench/rec
@@ -56,8 +63,10 @@ export GC_MARKERS="${GC_MARKERS:-1}"
 
 # The hand-written floor beside the engine (bench/rec_floor): for the
 # benchmarks whose operators it knows (revnat, factorial), what the same
-# evaluation costs with no engine, over the term table and with no table.
+# evaluation costs with no engine, over the term table (paired with the
+# engine in one process) and with no table.
 floor=${REC_FLOOR:-$(dirname "$rec")/rec_floor}
+floor_budget=${REC_FLOOR_MS:+--budget-ms $REC_FLOOR_MS}
 
 # field JSON KEY: the value of a flat number/boolean/null field, or empty.
 field() { printf '%s\n' "$1" | sed -n "s/.*\"$2\":\([^,}\"]*\).*/\1/p"; }
@@ -102,7 +111,8 @@ for name in "$@"; do
     printf '%s\n%s\n%s\n' "$off" "$on" "$maude"
     f_ms=; fa_ms=
     if [ -x "$floor" ]; then
-        "$floor" --reps "$reps" "$(rec_file "$name")" >"$tmp/floor" 2>"$tmp/floor-err"
+        # shellcheck disable=SC2086 # floor_budget: an option and its value
+        "$floor" --pair $floor_budget --reps "$reps" "$(rec_file "$name")" >"$tmp/floor" 2>"$tmp/floor-err"
         fstatus=$?
         grep -v '"ok":null' "$tmp/floor"
         grep -q '"ok":false' "$tmp/floor" && failed=1

@@ -13,6 +13,7 @@
  *          for the check).
  *
  *   rec_floor [--reps N] FILE...
+ *   rec_floor --pair [--budget-ms MS] [--reps N] FILE...
  *
  * FILE is a benchmark of the shared REC folder whose queries use only the
  * operators written here (d0 s d10 plus times fact, nil l gen conc rev);
@@ -24,7 +25,24 @@
  * operators are reported as such ("ok":null).  Give one file per run for
  * figures, as bench/rec.sh does: a file run after factorial10 in the same
  * process finds the collector's heap grown to factorial's size (revnat10000
- * then took twice its time). */
+ * then took twice its time).
+ *
+ * --pair times the table mode against the rewriting engine (bench/rec's
+ * run, memo off) in one process, for the target that the engine come
+ * within 1.1x of the floor: timed in separate processes at different
+ * moments, single runs of the two moved by 20% on a shared machine.  One
+ * untimed run of each side first, so that both find the collector's heap
+ * grown to what either needs; then rounds of both, the floor first in
+ * even rounds and the engine first in odd ones, each run after a full
+ * collection outside the clock (no garbage of the run before it, and the
+ * table's collection pacing, which is the process's, back at its usual
+ * divisor).  At least N rounds, and more (up to 100) until each side's
+ * timed runs add up to MS of CPU time (2000, scaled by TGREL_BENCH_SCALE).
+ * The table object's times are then the rounds', and a "rec-floor-pair"
+ * object follows: both medians, "ratio" the median of the rounds' own
+ * ratios engine / floor with "target" 1.1 and "met" beside it, the ratio
+ * of the medians and that of the minimums.  The alloc mode runs after, on
+ * its own, as without --pair. */
 #define GC_THREADS 1
 #include <gc/gc.h>
 
@@ -32,6 +50,7 @@
 #include "term.h"
 #include "bench.h"
 #include "rec_convert.h"
+#include "rec_engine.h"
 #include "rec_hash.h"
 
 #include <stdint.h>
@@ -559,6 +578,7 @@ static int run_once(const tg_rec_spec *spec, int table, double *ms, unsigned lon
     floor_ctx f;
     int verdict = 1;
     *ms = 0;
+    tg_rec_clear_stack();   /* no normal form of an earlier run left there */
     if (floor_init(&f, table) < 0) {
         snprintf(why, whysize, "out of memory");
         return 0;
@@ -602,7 +622,133 @@ static int run_once(const tg_rec_spec *spec, int table, double *ms, unsigned lon
     return verdict;
 }
 
-static int bench_file(const char *file, int reps)
+/* The JSON object of one mode's repetitions (ms sorted here). */
+static void report_mode(const char *name, int table, double *ms, int n, unsigned long long rw,
+                        int verdict, const char *why)
+{
+    qsort(ms, (size_t)n, sizeof *ms, bench_cmp_double);
+    printf("{\"bench\":\"rec-floor\",\"name\":");
+    bench_json_string(name);
+    printf(",\"mode\":\"%s\",\"reps\":%d", table ? "table" : "alloc", n);
+    if (verdict > 0)
+        printf(",\"ms_min\":%.3f,\"ms_median\":%.3f,\"rewrites\":%llu", ms[0], ms[n / 2], rw);
+    printf(",\"ok\":%s", verdict > 0 ? "true" : verdict < 0 ? "null" : "false");
+    if (why && *why) {
+        printf(",\"reason\":");
+        bench_json_string(why);
+    }
+    printf("}\n");
+    fflush(stdout);
+}
+
+/* One mode on its own, reps times: the verdict. */
+static int bench_mode(const tg_rec_spec *spec, int table, int reps)
+{
+    double ms[reps];
+    unsigned long long rw = 0;
+    char why[600] = "";
+    int n = 0, verdict = 1;
+    while (n < reps && verdict > 0)
+        verdict = run_once(spec, table, &ms[n++], &rw, why, sizeof why);
+    report_mode(spec->name, table, ms, n, rw, verdict, why);
+    return verdict;
+}
+
+/* ---- --pair: the engine against the floor in one process ------------------ */
+
+#define PAIR_TARGET 1.1     /* issue: the engine within 1.1x of the floor */
+#define PAIR_BUDGET_MS 2000 /* default CPU time of each side's timed runs */
+#define PAIR_MAX_ROUNDS 100
+
+/* One timed run of side `engine` (1: the engine without memo, 0: the
+ * floor's table mode), after a full collection outside the clock: each
+ * run starts with no garbage of the run before it, in a heap grown by the
+ * warm-up to what either side needs, and with the collector's pacing back
+ * at its usual divisor (the table's pacing is the process's, and a run
+ * that kept its nodes leaves it lowered); both sides' runs clear the
+ * stack first (tg_rec_clear_stack), so that the collection frees the
+ * normal form of the run before.  Its verdict; *ms its time. */
+static int pair_side(const tg_rec_spec *spec, const char *file, int engine, double *ms,
+                     unsigned long long *rw, char *why, size_t whysize)
+{
+    /* below this frame, where either side's runs have their frames: a
+     * word of the floor's context (its evaluated subterms) left where the
+     * engine's run keeps a buffer it never fills, for one, would
+     * otherwise keep the floor's normal form alive through the engine's
+     * collections */
+    tg_rec_clear_stack();
+    GC_gcollect();
+    if (!engine)
+        return run_once(spec, 1, ms, rw, why, whysize);
+    tg_rec_run r;
+    tg_rec_run_once(spec, file, 0, &r);
+    *ms = r.cpu_ms, *rw = r.rewrites;
+    if (r.verdict <= 0)
+        snprintf(why, whysize, "the engine: %.560s", r.reason);
+    return r.verdict;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
+    return v[n / 2];
+}
+
+/* The floor's table mode and the engine (memo off) in alternated rounds:
+ * one untimed run of each first, then rounds of both, floor first in even
+ * rounds and engine first in odd ones: at least reps rounds, and more (up
+ * to PAIR_MAX_ROUNDS) until each side's timed runs add up to budget_ms.
+ * Prints the floor's table object (its times from the rounds) and a
+ * "rec-floor-pair" object: both medians, the median of the rounds' own
+ * ratios engine / floor beside the target, the ratio of the medians and
+ * that of the minimums.  The verdict: the worse side's. */
+static int bench_pair(const tg_rec_spec *spec, const char *file, int reps, double budget_ms)
+{
+    int cap = reps > PAIR_MAX_ROUNDS ? reps : PAIR_MAX_ROUNDS, n = 0;
+    double *fms = malloc(3 * (size_t)cap * sizeof *fms), *tms = fms + cap, *ratio = tms + cap;
+    double ms, fsum = 0, tsum = 0;
+    unsigned long long frw = 0, trw = 0;
+    char why[600] = "";
+    int verdict = fms ? pair_side(spec, file, 0, &ms, &frw, why, sizeof why) : 0;
+    if (!fms)
+        snprintf(why, sizeof why, "out of memory");
+    if (verdict > 0)
+        verdict = pair_side(spec, file, 1, &ms, &trw, why, sizeof why);
+    while (verdict > 0 && n < cap && (n < reps || fsum < budget_ms || tsum < budget_ms)) {
+        for (int k = 0; k < 2 && verdict > 0; k++) {
+            int engine = (n + k) % 2;
+            verdict = pair_side(spec, file, engine, engine ? &tms[n] : &fms[n],
+                                engine ? &trw : &frw, why, sizeof why);
+        }
+        if (verdict > 0)
+            fsum += fms[n], tsum += tms[n], ratio[n] = fms[n] > 0 ? tms[n] / fms[n] : 0, n++;
+    }
+    report_mode(spec->name, 1, fms ? fms : &ms, n, frw, verdict, why);
+    printf("{\"bench\":\"rec-floor-pair\",\"name\":");
+    bench_json_string(spec->name);
+    printf(",\"rounds\":%d", n);
+    if (verdict > 0) {
+        /* fms is sorted already (report_mode) */
+        double fm = fms[n / 2], tm = median(tms, n), r = median(ratio, n);
+        printf(",\"floor_ms_median\":%.3f,\"tgrel_ms_median\":%.3f", fm, tm);
+        if (fms[0] > 0)
+            printf(",\"ratio\":%.3f,\"target\":%.1f,\"met\":%s"
+                   ",\"ratio_of_medians\":%.3f,\"ratio_of_mins\":%.3f",
+                   r, PAIR_TARGET, r <= PAIR_TARGET ? "true" : "false", tm / fm, tms[0] / fms[0]);
+        printf(",\"floor_rewrites\":%llu,\"tgrel_rewrites\":%llu", frw, trw);
+    }
+    printf(",\"ok\":%s", verdict > 0 ? "true" : verdict < 0 ? "null" : "false");
+    if (*why) {
+        printf(",\"reason\":");
+        bench_json_string(why);
+    }
+    printf("}\n");
+    fflush(stdout);
+    free(fms);
+    return verdict;
+}
+
+static int bench_file(const char *file, int reps, int pair, double budget_ms)
 {
     tg_error err;
     tg_rec_spec spec;
@@ -632,44 +778,32 @@ static int bench_file(const char *file, int reps)
         return 0;
     }
     free(text);
-    int failed = 0;
-    for (int table = 1; table >= 0; table--) {
-        double ms[reps];
-        unsigned long long rw = 0;
-        char why[600] = "";
-        int n = 0, verdict = 1;
-        while (n < reps && verdict > 0)
-            verdict = run_once(&spec, table, &ms[n++], &rw, why, sizeof why);
-        qsort(ms, (size_t)n, sizeof *ms, bench_cmp_double);
-        printf("{\"bench\":\"rec-floor\",\"name\":");
-        bench_json_string(spec.name);
-        printf(",\"mode\":\"%s\",\"reps\":%d", table ? "table" : "alloc", n);
-        if (verdict > 0)
-            printf(",\"ms_min\":%.3f,\"ms_median\":%.3f,\"rewrites\":%llu", ms[0], ms[n / 2], rw);
-        printf(",\"ok\":%s", verdict > 0 ? "true" : verdict < 0 ? "null" : "false");
-        if (*why) {
-            printf(",\"reason\":");
-            bench_json_string(why);
-        }
-        printf("}\n");
-        fflush(stdout);
-        failed |= verdict == 0;
-    }
+    int table = pair ? bench_pair(&spec, file, reps, budget_ms) : bench_mode(&spec, 1, reps);
+    int alloc = bench_mode(&spec, 0, reps);
     tg_rec_spec_free(&spec);
-    return failed ? -1 : 0;
+    return table == 0 || alloc == 0 ? -1 : 0;
 }
 
 int main(int argc, char **argv)
 {
-    int reps = 1, i = 1, failed = 0;
+    int reps = 1, pair = 0, i = 1, failed = 0;
+    double budget_ms = PAIR_BUDGET_MS * bench_scale(1);
     GC_INIT();
-    if (i + 1 < argc && strcmp(argv[i], "--reps") == 0 && atoi(argv[i + 1]) > 0)
-        reps = atoi(argv[i + 1]), i += 2;
+    for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
+        if (strcmp(argv[i], "--pair") == 0)
+            pair = 1;
+        else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0)
+            reps = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--budget-ms") == 0 && i + 1 < argc && atof(argv[i + 1]) >= 0)
+            budget_ms = atof(argv[++i]);
+        else
+            break;
+    }
     if (i == argc || strncmp(argv[i], "--", 2) == 0) {
-        fprintf(stderr, "usage: rec_floor [--reps N] FILE...\n");
+        fprintf(stderr, "usage: rec_floor [--pair [--budget-ms MS]] [--reps N] FILE...\n");
         return 2;
     }
     for (; i < argc; i++)
-        failed |= bench_file(argv[i], reps) < 0;
+        failed |= bench_file(argv[i], reps, pair, budget_ms) < 0;
     return failed;
 }

@@ -437,6 +437,148 @@ struct levels {
     size_t cbase;
 };
 
+/* run_levels's loop without memo's checks, for the levels memo passes
+ * unlooked-up without end (no budget, no watched call: memo off), whose
+ * match copies one or two elements and whose pushes are two or three
+ * variables: plus's and conc's levels.  What run_levels's loop checks at
+ * every level and cannot change here is checked once (the call's argument
+ * count against the match's, before) or when it can change (the rule
+ * first among the call's rules: when they are found again, at a new key).
+ * The loop over the levels (plain_run) makes no call: the rarer work (the
+ * value stack's growth, the poll every 2^16 rewrites, the rules of a new
+ * key) is done outside it (plain_levels), so that the loop's variables
+ * stay in registers instead of being kept across calls on the stack.
+ * In and out: the state run_levels's loop keeps. */
+struct plain_levels {
+    tg_rules *rs;
+    tgW_machine *M;
+    frame *f;
+    tgW_rule *r;
+    const struct tgW_byop *cby;
+    tg_term *mhead, *lastkey;
+    tgW_rule *const *rr;
+    uint32_t nr, ma, md, c, src[3], lev, tried;
+    size_t room, lead, cbase, lim;  /* lim: the last cbase with room */
+    unsigned long long rw;          /* in: the rewrites; out: those before lev */
+    tg_error *err;
+};
+
+enum { PLAIN_STOP, PLAIN_ROOM, PLAIN_EVENT };
+
+/* A node header's bits as one word, for testing several fields at once:
+ * (bits(t) & bits(mask)) == bits(want), the fields a mask sets to all
+ * ones being those compared. */
+_Static_assert(sizeof(tgT_hdr) == sizeof(uint64_t), "a node header is one word");
+static inline uint64_t hdr_bits(const tgT_hdr *h)
+{
+    uint64_t w;
+    memcpy(&w, h, sizeof w);
+    return w;
+}
+
+/* Levels until one does not match (PLAIN_STOP), the value stack lacks
+ * room for the next (PLAIN_ROOM), or a level ends at a poll or a new key
+ * (PLAIN_EVENT).  s->rw counts the levels. */
+static inline __attribute__((always_inline)) int plain_run(struct plain_levels *s, const uint32_t mc,
+                                                           const uint32_t np, const int keyed)
+{
+    tg_term **vs = s->M->vs, *const mhead = s->mhead, *const lastkey = s->lastkey;
+    const uint32_t ma = s->ma, md = s->md, s0 = s->src[0], s1 = s->src[1], s2 = s->src[2];
+    const size_t lead = s->lead, lim = s->lim;
+    size_t cb = s->cbase;
+    unsigned long long rw = s->rw;
+    /* the match: a pair of mc + 1 elements without a tail (and its head) */
+    const uint64_t mask = hdr_bits(&(tgT_hdr){0xf, TGT_HASTAIL, 0xf, 0, 0});
+    const uint64_t want = hdr_bits(&(tgT_hdr){TG_PAIR, 0, mc + 1, 0, 0});
+    int why;
+    for (;;) {
+        if (__builtin_expect(cb > lim, 0)) {
+            why = PLAIN_ROOM;
+            break;
+        }
+        tg_term **R = vs + cb, *t = R[ma];
+        if (tgT_isfix(t) || (hdr_bits(&t->h) & mask) != want || t->e[0] != mhead) {
+            why = PLAIN_STOP;
+            break;
+        }
+        tg_term *e1 = t->e[1], *e2 = mc == 2 ? t->e[2] : NULL;
+        R[md] = e1;
+        if (mc == 2)
+            R[md + 1] = e2;
+        /* the pushes over the registers (see run_levels) */
+        tg_term *p0 = R[s0], *p1 = R[s1], *p2 = np == 3 ? R[s2] : NULL;
+        R[0] = p0, R[1] = p1;
+        if (np == 3)
+            R[2] = p2;
+        cb += lead;
+        if (__builtin_expect((++rw & 0xffff) == 0, 0) || (keyed && tgW_disp_key(vs[cb]) != lastkey)) {
+            why = PLAIN_EVENT;
+            break;
+        }
+    }
+    s->cbase = cb, s->rw = rw;
+    return why;
+}
+
+static inline __attribute__((always_inline)) int plain_loop(struct plain_levels *s, const uint32_t mc,
+                                                            const uint32_t np, const int keyed)
+{
+    tgW_machine *M = s->M;
+    tgW_rule *const r = s->r;
+    unsigned long long rw0 = s->rw;     /* the rewrites counted */
+    int rc = 0;
+    s->tried = 0;
+    if (!s->nr || s->rr[0] != r)
+        goto out;
+    for (;;) {
+        if (M->vcap < s->room + s->cbase && vs_reserve(M, s->cbase + s->room) < 0) {
+            rc = -1;
+            break;
+        }
+        s->lim = M->vcap - s->room;
+        int why = plain_run(s, mc, np, keyed);
+        if (why == PLAIN_STOP) {
+            s->tried = 1;
+            break;
+        }
+        if (why == PLAIN_ROOM)
+            continue;
+        if ((s->rw & 0xffff) == 0) {
+            /* the counts as they are, for the limits' report */
+            uint32_t lev = (uint32_t)(s->rw - rw0);
+            r->tried += lev, r->fired += lev, r->built += lev, s->f->lev += lev;
+            s->rs->rewrites = rw0 = s->rw;
+            if (tgW_run_poll(s->rs, s->err) < 0) {
+                rc = -2;
+                break;
+            }
+        }
+        tg_term *key = keyed ? tgW_disp_key(M->vs[s->cbase]) : NULL;
+        if (keyed && key != s->lastkey) {
+            s->rr = call_rules(s->cby, M->vs + s->cbase, s->c, &s->nr);
+            s->lastkey = key;
+            if (!s->nr || s->rr[0] != r)
+                break;
+        }
+    }
+out:
+    s->lev = (uint32_t)(s->rw - rw0), s->rw = rw0;
+    return rc;
+}
+
+static __attribute__((noinline)) int plain_levels(struct plain_levels *s, uint32_t mc, uint32_t np,
+                                                  int keyed)
+{
+    if (keyed) {
+        if (mc == 1)
+            return np == 2 ? plain_loop(s, 1, 2, 1) : plain_loop(s, 1, 3, 1);
+        return np == 2 ? plain_loop(s, 2, 2, 1) : plain_loop(s, 2, 3, 1);
+    }
+    if (mc == 1)
+        return np == 2 ? plain_loop(s, 1, 2, 0) : plain_loop(s, 1, 3, 0);
+    return np == 2 ? plain_loop(s, 2, 2, 0) : plain_loop(s, 2, 3, 0);
+}
+
 static __attribute__((noinline)) int run_levels(tg_rules *rs, tgW_machine *M, frame *f,
                                                 const struct tgW_byop *cby, const tgW_ins *call,
                                                 size_t cbase, uint32_t c, uint64_t *left,
@@ -478,6 +620,16 @@ static __attribute__((noinline)) int run_levels(tg_rules *rs, tgW_machine *M, fr
         lastkey = tgW_disp_key(vs[cbase]);
     int rc = 0, entered;
     uint64_t lf = *left;    /* in a register through the loop */
+    if (lf == UINT64_MAX && !watch && np && mc - 1u < 2 && c == mp->a && (!dd || keyed)) {
+        /* memo off: the loop below without its memo checks (plain_levels) */
+        struct plain_levels s = {rs, M, f, r, cby, mhead, lastkey, rr, nr, ma, md, c,
+                                 {src[0], src[1], np == 3 ? src[2] : 0}, 0, 0,
+                                 room, lead, cbase, 0, rw, err};
+        rc = plain_levels(&s, mc, np, keyed);
+        /* as the loop below leaves them (the levels before a poll counted) */
+        rr = s.rr, nr = s.nr, tried = s.tried, lev = s.lev, cbase = s.cbase;
+        lf -= s.rw + lev - rw + 1, rw = s.rw + lev, entered = 1;
+    } else
     for (;;) {
         tried = 0;
         /* with memo on: a call memo would not pass ends them untried */

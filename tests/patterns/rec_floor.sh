@@ -5,8 +5,9 @@
 # the rewrites Maude reports for the file; a file with other operators is
 # reported as not evaluated, as is one whose rules under the same names
 # differ; symbols as normal forms work; a wrong
-# expected hash is caught.  A TAP line
-# per check; skipped when there is no REC folder.
+# expected hash is caught; --pair times the engine beside the table mode
+# with both verified and its figures consistent.  A TAP line per check;
+# skipped when there is no REC folder.
 
 top_builddir=${top_builddir:-.}
 FLOOR=${FLOOR:-$top_builddir/bench/rec_floor}
@@ -121,6 +122,67 @@ sed '/^rule (plus d0/d' "$tmp/other.txt" >"$tmp/part.txt"
 status=$?
 check "a file with only some of plus's rules is not evaluated" \
     sh -c "test $status = 0 && grep -q '\"ok\":null' '$tmp/out' && grep -q 'only some' '$tmp/out'"
+
+# --pair: the table mode and the engine in alternated rounds in one
+# process.  Both sides verified; --budget-ms 0 runs exactly --reps rounds,
+# a budget the tiny files cannot fill stops at the cap of 100; the pair
+# line's figures agree with each other (the ratio of the medians is the
+# medians' ratio, "met" is the ratio against the target 1.1).
+# pairfield NAME: a number field of the pair line
+pairfield() { sed -n "s/.*\"$1\":\([-0-9.]*\)[,}].*/\1/p" "$tmp/pair"; }
+paired() {     # paired ROUNDS
+    grep '"bench":"rec-floor-pair"' "$tmp/out" >"$tmp/pair" && test "$(wc -l <"$tmp/pair")" = 1 &&
+        grep -q '"ok":true' "$tmp/pair" && test "$(pairfield rounds)" = "$1" &&
+        { [ -z "$maude" ] || test "$(pairfield floor_rewrites)" = "$maude"; } &&
+        test -n "$(pairfield tgrel_rewrites)"
+}
+both_verified() { test "$1" = 0 && verified table && verified alloc; }
+consistent() {
+    fm=$(pairfield floor_ms_median) tm=$(pairfield tgrel_ms_median) r=$(pairfield ratio)
+    rm=$(pairfield ratio_of_medians) rmin=$(pairfield ratio_of_mins)
+    met=$(sed -n 's/.*"met":\([a-z]*\).*/\1/p' "$tmp/pair")
+    [ -n "$fm" ] && [ -n "$tm" ] && [ -n "$r" ] && [ -n "$rm" ] && [ -n "$rmin" ] &&
+        test "$(pairfield target)" = 1.1 &&
+        awk -v fm="$fm" -v tm="$tm" -v r="$r" -v rm="$rm" -v rmin="$rmin" -v met="$met" 'BEGIN {
+            e = 0.0005      # the medians are printed to 3 decimals
+            lo = (tm - e) / (fm + e) - 0.0005; hi = fm > e ? (tm + e) / (fm - e) + 0.0005 : 1e9
+            ok = fm > 0 && tm > 0 && r > 0 && rmin > 0 && rm >= lo && rm <= hi &&
+                 met == (r <= 1.1 ? "true" : "false")
+            exit !ok }'
+}
+for name in revnat100 factorial5; do
+    [ -f "$dir/$name.txt" ] || continue
+    maude=$(sed -n 's/.*Maude 3.2 reports \([0-9]*\) rewrites.*/\1/p' "$dir/$name.txt" | head -n 1)
+    "$FLOOR" --pair --budget-ms 0 --reps 3 "$dir/$name.txt" >"$tmp/out" 2>&1
+    status=$?
+    check "$name --pair: exit status 0, table and alloc modes verified" \
+        both_verified "$status"
+    check "$name --pair: the engine and the floor verified in 3 rounds" paired 3
+    check "$name --pair: the medians, their ratio and the verdict agree" consistent
+done
+if [ -f "$dir/factorial5.txt" ]; then
+    "$FLOOR" --pair --budget-ms 1000 --reps 2 "$dir/factorial5.txt" >"$tmp/out" 2>&1
+    maude=
+    check "--pair: rounds until the budget is spent, at most 100" paired 100
+    "$FLOOR" --pair "$tmp/wrong.txt" >"$tmp/out" 2>&1
+    status=$?
+    check "--pair: a wrong expected hash fails the pair and both modes" \
+        sh -c "test $status = 1 && test \$(grep -c '\"ok\":false' '$tmp/out') = 3 &&
+               grep '\"rec-floor-pair\"' '$tmp/out' | grep -q 'not the expected one'"
+fi
+if [ -f "$dir/fibonacci05.txt" ]; then
+    "$FLOOR" --pair "$dir/fibonacci05.txt" >"$tmp/out" 2>&1
+    status=$?
+    check "--pair: other operators are not evaluated, not failed, and not paired" \
+        sh -c "test $status = 0 && ! grep -q '\"ok\":false' '$tmp/out' &&
+               grep '\"rec-floor-pair\"' '$tmp/out' | grep -q '\"ok\":null'"
+fi
+if [ -f "$dir/bubblesort10.txt" ]; then
+    "$FLOOR" --pair "$dir/bubblesort10.txt" >"$tmp/out" 2>&1
+    status=$?
+    check "--pair: a file whose rules are not the floor's has no pair" \
+        sh -c "test $status = 0 && grep -q '\"ok\":null' '$tmp/out' && ! grep -q 'rec-floor-pair' '$tmp/out'"
+fi
 
 # Normal forms that are symbols, not built nodes (check1 and empty give d0):
 # both modes verify them.
