@@ -99,7 +99,6 @@ static inline int store(tg_ctx *ctx, tg_term *t)
     if (__builtin_expect(((uintptr_t)t & ctx->tagmask) != 0, 0) && tgT_narrow_busy(ctx))
         return -1;
     place(ctx->tab, ctx->nb, ctx->tagmask, (uintptr_t)t, t->h.hash);
-    ctx->created++;
     ctx->count++;
     return 0;
 }
@@ -356,7 +355,6 @@ app_miss_body(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *c
         ctx->freelist[g] = GC_NEXT(t);
         fill_node(t, hd, head, na, args, TGT_NIL, 0);
         place(ctx->tab, ctx->nb, ctx->tagmask, (uintptr_t)t, hd.hash);
-        ctx->created++;
         ctx->count++;
         leave(ctx);
         return t;
@@ -389,6 +387,10 @@ app_rest(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const 
          const bucket *b, uint64_t m)
 {
     uint32_t h = (uint32_t)(want >> 32);
+    /* where a miss places its node when the home bucket is full: fetched
+     * now, while (on a predicted path) the home bucket's miss is still
+     * outstanding, rather than after it */
+    __builtin_prefetch(b + 1);
     m &= m - 1;     /* the first candidate was compared */
     for (;;) {
         for (; m; m &= m - 1) {

@@ -32,7 +32,7 @@ struct tg_ctx {
     atomic_int busy;
     int untagged;           /* a collection stripped the tags of this busy table */
     unsigned long prunes;   /* bumped by each prune that removed entries */
-    size_t created, reclaimed;
+    size_t reclaimed;       /* entries pruned; count + reclaimed were ever created */
     size_t survivors;       /* entries left by the last prune */
     int retaining;          /* the last prune found most entries alive */
     unsigned long forced;   /* prunes + 1 when this context last forced a collection */
@@ -240,10 +240,31 @@ static inline void place_tagged(bucket *a, size_t nb, uintptr_t v, uint32_t h)
     }
 }
 
-/* The same for v, the untagged pointer. */
+/* The same for v, the untagged pointer: the placement of a miss.  Over a
+ * growth cycle (load 0.58 to 0.875) about a third of new entries find
+ * their home bucket full and a fifth go two or more buckets on, through
+ * lines that are in no cache; the probe fetched the bucket after home,
+ * and each full bucket met here fetches the two after the next, so that
+ * a walk does not wait for its buckets one at a time. */
 static inline void place(bucket *a, size_t nb, uintptr_t mask, uintptr_t v, uint32_t h)
 {
-    place_tagged(a, nb, v | (ptag(h) & mask), h);
+    v |= ptag(h) & mask;
+    size_t i = home_in(h, nb);
+    for (;;) {
+        uint64_t c = a[i].ctrl, e = ~c & CT_SLOTS;
+        if (__builtin_expect(e != 0, 1)) {
+            unsigned j = ct_slot(e);
+            a[i].s[j] = v;
+            a[i].ctrl = c | ct_byte(h) << (8 * j);
+            return;
+        }
+        /* past the array's end these fetch nothing useful, and harm nothing */
+        __builtin_prefetch((const char *)&a[i] + 2 * sizeof(bucket));
+        __builtin_prefetch((const char *)&a[i] + 3 * sizeof(bucket));
+        a[i].ctrl = ct_passed(c, h);
+        v = ptag_next(v);
+        i = next_bucket(i, nb);
+    }
 }
 
 /* The collector kind of term nodes (term_table.c sets it up). */
