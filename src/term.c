@@ -387,13 +387,6 @@ app_rest(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const 
          const bucket *b, uint64_t m)
 {
     uint32_t h = (uint32_t)(want >> 32);
-    /* where a miss places its node when the home bucket is full (a third
-     * of new nodes, a fifth two or more buckets on): fetched now, while
-     * (on a predicted path) the home bucket's miss is still outstanding,
-     * rather than after it; place() fetches further ahead from there.
-     * Past the array's end the second fetch harms nothing. */
-    __builtin_prefetch(b + 1);
-    __builtin_prefetch((const char *)b + 2 * sizeof(bucket));
     m &= m - 1;     /* the first candidate was compared */
     for (;;) {
         for (; m; m &= m - 1) {
@@ -418,6 +411,14 @@ static __attribute__((noinline)) tg_term *
 app_on(tg_ctx *ctx, uint64_t want, tg_term *head, tg_term *const *args, const bucket *b,
        uint64_t m)
 {
+    /* where a miss places its node when the home bucket is full (a third
+     * of new nodes, a fifth two or more buckets on): fetched now, while
+     * (on a predicted path) the home bucket's miss is still outstanding,
+     * rather than after it; place() fetches further ahead from there.
+     * Past the array's end the second fetch harms nothing.  Here, before
+     * the switch, they take no register of their own. */
+    __builtin_prefetch((const char *)b + sizeof(bucket));
+    __builtin_prefetch((const char *)b + 2 * sizeof(bucket));
     switch ((want >> 8) & 0xF) {   /* the count; constant, for the unrolled copies */
     case 2: return app_rest(ctx, want, head, 1, args, b, m);
     case 4: return app_rest(ctx, want, head, 3, args, b, m);
