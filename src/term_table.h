@@ -243,9 +243,10 @@ static inline void place_tagged(bucket *a, size_t nb, uintptr_t v, uint32_t h)
 /* The same for v, the untagged pointer: the placement of a miss.  Over a
  * growth cycle (load 0.58 to 0.875) about a third of new entries find
  * their home bucket full and a fifth go two or more buckets on, through
- * lines that are in no cache; the probe fetched the bucket after home,
- * and each full bucket met here fetches the two after the next, so that
- * a walk does not wait for its buckets one at a time. */
+ * lines that are in no cache.  The probe fetched the bucket after home
+ * (the short applications' miss, app_on in term.c, the two after it),
+ * and each full bucket met here fetches the second and third after it,
+ * so that a walk does not wait for its buckets one at a time. */
 static inline void place(bucket *a, size_t nb, uintptr_t mask, uintptr_t v, uint32_t h)
 {
     v |= ptag(h) & mask;
