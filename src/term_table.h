@@ -222,8 +222,11 @@ static inline size_t next_bucket(size_t i, size_t nb)
 /* Put v, the pointer to a node of hash h with its hash tags (and no
  * displacement), in the first bucket from its home that has a free slot,
  * setting its filter bit in the overflow record of each full bucket it
- * passes.  The slot is stored before its control byte (see retag). */
-static inline void place_tagged(bucket *a, size_t nb, uintptr_t v, uint32_t h)
+ * passes.  The slot is stored before its control byte (see retag).
+ * `ahead` (a constant) has each full bucket fetch the second and third
+ * after it (see place). */
+static inline __attribute__((always_inline)) void
+place_walk(bucket *a, size_t nb, uintptr_t v, uint32_t h, int ahead)
 {
     size_t i = home_in(h, nb);
     for (;;) {
@@ -234,10 +237,21 @@ static inline void place_tagged(bucket *a, size_t nb, uintptr_t v, uint32_t h)
             a[i].ctrl = c | ct_byte(h) << (8 * j);
             return;
         }
+        if (ahead) {    /* past the array's end these fetch nothing, and harm nothing */
+            __builtin_prefetch((const char *)&a[i] + 2 * sizeof(bucket));
+            __builtin_prefetch((const char *)&a[i] + 3 * sizeof(bucket));
+        }
         a[i].ctrl = ct_passed(c, h);
         v = ptag_next(v);
         i = next_bucket(i, nb);
     }
+}
+
+/* The rebuild's placement, which fetches the new array's lines ahead of
+ * its own. */
+static inline void place_tagged(bucket *a, size_t nb, uintptr_t v, uint32_t h)
+{
+    place_walk(a, nb, v, h, 0);
 }
 
 /* The same for v, the untagged pointer: the placement of a miss.  Over a
@@ -249,23 +263,7 @@ static inline void place_tagged(bucket *a, size_t nb, uintptr_t v, uint32_t h)
  * so that a walk does not wait for its buckets one at a time. */
 static inline void place(bucket *a, size_t nb, uintptr_t mask, uintptr_t v, uint32_t h)
 {
-    v |= ptag(h) & mask;
-    size_t i = home_in(h, nb);
-    for (;;) {
-        uint64_t c = a[i].ctrl, e = ~c & CT_SLOTS;
-        if (__builtin_expect(e != 0, 1)) {
-            unsigned j = ct_slot(e);
-            a[i].s[j] = v;
-            a[i].ctrl = c | ct_byte(h) << (8 * j);
-            return;
-        }
-        /* past the array's end these fetch nothing useful, and harm nothing */
-        __builtin_prefetch((const char *)&a[i] + 2 * sizeof(bucket));
-        __builtin_prefetch((const char *)&a[i] + 3 * sizeof(bucket));
-        a[i].ctrl = ct_passed(c, h);
-        v = ptag_next(v);
-        i = next_bucket(i, nb);
-    }
+    place_walk(a, nb, v | (ptag(h) & mask), h, 1);
 }
 
 /* The collector kind of term nodes (term_table.c sets it up). */
