@@ -805,7 +805,7 @@ void tg_ctx_stats(const tg_ctx *ctx, tg_stats *out)
     out->live = ctx->count;
     out->capacity = ctx->nb * BSLOTS;
     out->table_bytes = table_bytes(ctx->nb);
-    out->created = ctx->created;
+    out->created = ctx->count + ctx->reclaimed;   /* one counter less on the miss path */
     out->reclaimed = ctx->reclaimed;
 }
 

@@ -32,7 +32,7 @@ struct tg_ctx {
     atomic_int busy;
     int untagged;           /* a collection stripped the tags of this busy table */
     unsigned long prunes;   /* bumped by each prune that removed entries */
-    size_t created, reclaimed;
+    size_t reclaimed;       /* entries pruned; count + reclaimed were ever created */
     size_t survivors;       /* entries left by the last prune */
     int retaining;          /* the last prune found most entries alive */
     unsigned long forced;   /* prunes + 1 when this context last forced a collection */
@@ -222,8 +222,11 @@ static inline size_t next_bucket(size_t i, size_t nb)
 /* Put v, the pointer to a node of hash h with its hash tags (and no
  * displacement), in the first bucket from its home that has a free slot,
  * setting its filter bit in the overflow record of each full bucket it
- * passes.  The slot is stored before its control byte (see retag). */
-static inline void place_tagged(bucket *a, size_t nb, uintptr_t v, uint32_t h)
+ * passes.  The slot is stored before its control byte (see retag).
+ * `ahead` (a constant) has each full bucket fetch the second and third
+ * after it (see place). */
+static inline __attribute__((always_inline)) void
+place_walk(bucket *a, size_t nb, uintptr_t v, uint32_t h, int ahead)
 {
     size_t i = home_in(h, nb);
     for (;;) {
@@ -234,16 +237,33 @@ static inline void place_tagged(bucket *a, size_t nb, uintptr_t v, uint32_t h)
             a[i].ctrl = c | ct_byte(h) << (8 * j);
             return;
         }
+        if (ahead) {    /* past the array's end these fetch nothing, and harm nothing */
+            __builtin_prefetch((const char *)&a[i] + 2 * sizeof(bucket));
+            __builtin_prefetch((const char *)&a[i] + 3 * sizeof(bucket));
+        }
         a[i].ctrl = ct_passed(c, h);
         v = ptag_next(v);
         i = next_bucket(i, nb);
     }
 }
 
-/* The same for v, the untagged pointer. */
+/* The rebuild's placement, which fetches the new array's lines ahead of
+ * its own. */
+static inline void place_tagged(bucket *a, size_t nb, uintptr_t v, uint32_t h)
+{
+    place_walk(a, nb, v, h, 0);
+}
+
+/* The same for v, the untagged pointer: the placement of a miss.  Over a
+ * growth cycle (load 0.58 to 0.875) about a third of new entries find
+ * their home bucket full and a fifth go two or more buckets on, through
+ * lines that are in no cache.  The probe fetched the bucket after home
+ * (the short applications' miss, app_on in term.c, the two after it),
+ * and each full bucket met here fetches the second and third after it,
+ * so that a walk does not wait for its buckets one at a time. */
 static inline void place(bucket *a, size_t nb, uintptr_t mask, uintptr_t v, uint32_t h)
 {
-    place_tagged(a, nb, v | (ptag(h) & mask), h);
+    place_walk(a, nb, v | (ptag(h) & mask), h, 1);
 }
 
 /* The collector kind of term nodes (term_table.c sets it up). */

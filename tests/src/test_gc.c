@@ -60,6 +60,48 @@ static void test_churn(void)
     tg_ctx_free(c);
 }
 
+/* tg_ctx_stats' `created` counts every node ever made in the context,
+ * lookups of existing terms and prunes aside (the table derives it from
+ * its live and reclaimed counts). */
+static tg_term *volatile sink_term;
+static void test_created(void)
+{
+    tg_ctx *c = tg_ctx_new(NULL);
+    enum { K = 3000 };
+    tg_term **keep = GC_MALLOC(K * sizeof *keep);
+    tg_term *f = tg_symbol_cstr(c, "f");
+    for (long i = 0; i < K; i++) {
+        tg_term *a[2] = {tg_int(c, i), tg_int(c, -i)};
+        keep[i] = tg_app(c, f, 2, a);
+    }
+    tg_stats st;
+    tg_ctx_stats(c, &st);
+    TAP_CHECK(st.created == K + 1, "created counts the symbol and %d applications (%zu)", K,
+              st.created);
+    long same = 0;
+    for (long i = 0; i < K; i++) {
+        tg_term *a[2] = {tg_int(c, i), tg_int(c, -i)};
+        same += tg_app(c, f, 2, a) == keep[i];
+    }
+    tg_ctx_stats(c, &st);
+    TAP_CHECK(same == K && st.created == K + 1, "lookups create nothing (%zu)", st.created);
+    for (long i = 0; i < K; i += 2)
+        keep[i] = NULL;
+    GC_gcollect();
+    GC_gcollect();
+    tg_ctx_stats(c, &st);
+    TAP_CHECK(st.created == K + 1 && st.live + st.reclaimed == st.created,
+              "a prune leaves created as it was (%zu, %zu reclaimed)", st.created, st.reclaimed);
+    for (long i = 0; i < 100; i++) {
+        tg_term *a[2] = {tg_int(c, K + i), tg_int(c, -i)};
+        sink_term = tg_app(c, f, 2, a);
+    }
+    tg_ctx_stats(c, &st);
+    TAP_CHECK(st.created == K + 101, "new nodes after a prune count on (%zu)", st.created);
+    GC_FREE(keep);
+    tg_ctx_free(c);
+}
+
 /* Terms that are still referenced keep their identity through many
  * collections, while garbage around them is reclaimed. */
 static void test_identity(void)
@@ -601,6 +643,7 @@ int main(void)
     GC_INIT();
     test_churn();
     test_identity();
+    test_created();
     test_busy_collection();
     test_narrow_tags();
     test_overflow();
