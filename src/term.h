@@ -143,8 +143,8 @@ static inline uint64_t tgT_hash52(const tg_term *t) {
 }
 /* What element t contributes to the hash of a chunk (see tgT_kpos): its
  * 52-bit hash, but for a small integer its tagged word itself, which the
- * chunk's finishing mix diffuses as well as it would the word's own mix
- * (tgT_fixhash), without that mix's multiply on the path of every
+ * chunk's product and finish spread (tgT_chunk_finish) without the
+ * multiply of the word's own mix (tgT_fixhash) on the path of every
  * application of a number. */
 static inline uint64_t tgT_ehash(const tg_term *t) {
     if (tgT_isfix(t))
@@ -194,8 +194,8 @@ static inline tg_term *tgT_iter_next(tg_iter *it) {
 /* The hash of a chunk (the head, its arguments and its rest, which
  * tg_app and tgT_chunk intern): element i (the head is element 0)
  * contributes tgT_ehash(e_i) * tgT_kpos[i], the rest and the count their
- * own terms, and one finishing mix diffuses the sum, whose top 52 bits
- * are the hash.  The products are independent, so the hash of a short
+ * own terms, and a finish (tgT_chunk_finish) folds the sum, whose top 52
+ * bits are then the hash.  The products are independent, so the hash of a short
  * application costs about one multiply of latency per element fewer
  * than a fold of mixes would.  Here (not in term.c) so that the
  * rewriting machine can find the hashes of nodes it will build. */
