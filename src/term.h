@@ -143,8 +143,8 @@ static inline uint64_t tgT_hash52(const tg_term *t) {
 }
 /* What element t contributes to the hash of a chunk (see tgT_kpos): its
  * 52-bit hash, but for a small integer its tagged word itself, which the
- * chunk's finishing mix diffuses as well as it would the word's own mix
- * (tgT_fixhash), without that mix's multiply on the path of every
+ * chunk's product and finish spread (tgT_chunk_finish) without the
+ * multiply of the word's own mix (tgT_fixhash) on the path of every
  * application of a number. */
 static inline uint64_t tgT_ehash(const tg_term *t) {
     if (tgT_isfix(t))
@@ -194,8 +194,8 @@ static inline tg_term *tgT_iter_next(tg_iter *it) {
 /* The hash of a chunk (the head, its arguments and its rest, which
  * tg_app and tgT_chunk intern): element i (the head is element 0)
  * contributes tgT_ehash(e_i) * tgT_kpos[i], the rest and the count their
- * own terms, and one finishing mix diffuses the sum, whose top 52 bits
- * are the hash.  The products are independent, so the hash of a short
+ * own terms, and a finish (tgT_chunk_finish) folds the sum, whose top 52
+ * bits are then the hash.  The products are independent, so the hash of a short
  * application costs about one multiply of latency per element fewer
  * than a fold of mixes would.  Here (not in term.c) so that the
  * rewriting machine can find the hashes of nodes it will build. */
@@ -209,10 +209,21 @@ _Static_assert(TGT_CHUNK <= 15, "one multiplier per element of a chunk");
 #define TGT_KCOUNT 0x589965CC75374CC3ull
 #define TGT_NIL_HASH 0x6e696c21u
 
+/* The finish: the low half of the sum folded into its high half by xor
+ * (the 32-bit hash is hi ^ lo), the 20 bits below it (hash_hi) the sum's
+ * bits 12 to 31.  The products carry every bit of an element into the
+ * high half, and the xor of the two halves, which carry differently,
+ * breaks up the lattices that sums of products over grids of small
+ * integers make (a plain sum's top bits put such terms of one bucket
+ * on equal control bytes 8 times as often as random hashes).  Two
+ * operations on the path of every lookup, where the previous two rounds
+ * of xor-shift-multiply took eight and made a lookup among 10^3 terms
+ * about 1.2 times slower; bucket loads, control bytes and chain cycles
+ * measured as random hashes' (doc/internals.md, "A two-operation
+ * finish"). */
 static inline uint64_t tgT_chunk_finish(uint64_t acc)
 {
-    acc = (acc ^ (acc >> 30)) * 0xBF58476D1CE4E5B9ull;
-    return (acc ^ (acc >> 27)) * 0x94D049BB133111EBull;
+    return acc ^ (acc << 32);
 }
 
 /* The sum of products of the chunk (head args[0] .. args[na-1] . rest)
