@@ -639,6 +639,43 @@ static __attribute__((noinline)) tg_term *unwind_levels(tg_ctx *ctx, tgW_machine
 #define NEXT() continue
 #endif
 
+/* ---- reduce's steps ---------------------------------------------------
+ *
+ * reduce below is the machine's loop: a call entered, its rules tried,
+ * a right side's instructions run, a normal form returned to the frame
+ * below.  The steps it takes are the functions of this section.  They
+ * are always inlined: reduce was tuned instruction by instruction as one
+ * function (doc/internals.md), and a call left out of line would move
+ * GCC's allocation of its registers, which the hot paths depend on.  A
+ * step with more than one way on returns a code that reduce's loop
+ * turns into its jump (the codes fold away once inlined). */
+#define STEP static inline __attribute__((always_inline))
+
+/* Rule r's left side matched on frame f's call, its registers at R: 1
+ * matched, 0 not, -1 out of memory, -2 with err filled.  A left side of
+ * one application (most rules of recursions) is matched here, a plain
+ * one without the choice stack (match_plain).  The arguments are read
+ * from the stack at each use, as the general match may move it. */
+STEP int rule_match(tg_rules *rs, tg_ctx *ctx, tgW_machine *M, const frame *f, const tgW_rule *r,
+                    tg_term **R, tg_error *err)
+{
+    int m;
+    if (r->plain == 2) {
+        const tgW_ins *mp = r->match;
+        m = f->n == mp->a && app_args_short(R[mp[1].a], r->k[mp[1].b], mp[1].c, R + mp[1].d);
+    } else {
+        m = r->plain ? match_plain(r, f->n, R) : tgW_match(ctx, r, M->vs + f->base, f->n, R);
+    }
+    if (m < 0) {
+        if (m == -1)
+            return -1;
+        /* -2: modulo assoc / comm (ac.c) */
+        if ((m = tgW_ac_match(rs, r, M->vs + f->base, f->n, R, err)) < 0)
+            return -2;
+    }
+    return m;
+}
+
 static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term *head,
                        int atom, uint32_t c, size_t *spp, tg_error *err)
 {
@@ -760,19 +797,11 @@ try_rules:
         r->tried++;
         if (__builtin_expect(timing, 0))
             f->t0 = tgTm_ticks();
-        int m;
-        if (r->plain == 2) {    /* one application (most rules of recursions): inline */
-            const tgW_ins *mp = r->match;
-            m = f->n == mp->a && app_args_short(R[mp[1].a], r->k[mp[1].b], mp[1].c, R + mp[1].d);
-        } else {
-            m = r->plain ? match_plain(r, f->n, R) : tgW_match(ctx, r, M->vs + f->base, f->n, R);
-        }
+        int m = rule_match(rs, ctx, M, f, r, R, err);
         if (m < 0) {
             if (m == -1)
                 goto oom;
-            /* -2: modulo assoc / comm (ac.c) */
-            if ((m = tgW_ac_match(rs, r, M->vs + f->base, f->n, R, err)) < 0)
-                goto fail;
+            goto fail;
         }
         if (!m) {
             if (__builtin_expect(timing, 0))
