@@ -676,6 +676,38 @@ STEP int rule_match(tg_rules *rs, tg_ctx *ctx, tgW_machine *M, const frame *f, c
     return m;
 }
 
+/* Self loop r matched frame f's call: fired until it no longer matches
+ * (loop_run; with memo on, also until its call is one memo must look
+ * up: loop_budget).  1 when it ran (the frame's arguments are then those
+ * of the call that ended it, left untried), 0 when it may not run as a
+ * loop here, -1 with err filled. */
+STEP int self_loop(tg_rules *rs, tgW_machine *M, frame *f, tgW_rule *r, int memo, tg_term **R,
+                   tg_error *err)
+{
+    uint64_t left = UINT64_MAX;
+    const tg_term *w = NULL;
+    if (memo && !loop_budget(M, r, f, &left, &w))
+        return 0;
+    f->rule = r;
+    uint64_t left0 = left;
+    if (tgW_loop_run(rs, r, f->n, R, &left, w, err) < 0)
+        return -1;
+    if (memo)   /* the calls made and matched: passed */
+        tgW_memo_skipped(&M->memo, left0 - left);
+    return 1;
+}
+
+/* No rule applies to frame f's call (op opid): the call is its own
+ * normal form, built; NULL when out of memory.  A deferred lookup never
+ * made is counted as made (see reduce). */
+STEP tg_term *no_rule_applies(tg_ctx *ctx, tgW_machine *M, const frame *f, uint32_t opid)
+{
+    tg_term *t = build(ctx, f->head, f->atom, f->n, M->vs + f->base);
+    if (t && f->opened == 2)
+        tgW_memo_pass(&M->memo, opid, f->head, f->atom, f->n, M->vs + f->base);
+    return t;
+}
+
 static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term *head,
                        int atom, uint32_t c, size_t *spp, tg_error *err)
 {
@@ -809,17 +841,10 @@ try_rules:
             continue;
         }
         if (r->loop && can_loop && loop_allowed(byop(ix, r->op->id), r)) {
-            /* a self loop: fired until it no longer matches its call
-             * (with memo on: or until its call is one to look up) */
-            uint64_t left = UINT64_MAX;
-            const tg_term *w = NULL;
-            if (!memo || loop_budget(M, r, f, &left, &w)) {
-                f->rule = r;
-                uint64_t left0 = left;
-                if (tgW_loop_run(rs, r, f->n, R, &left, w, err) < 0)
-                    goto fail;
-                if (memo)   /* the calls made and matched: passed */
-                    tgW_memo_skipped(&M->memo, left0 - left);
+            int k = self_loop(rs, M, f, r, memo, R, err);
+            if (k < 0)
+                goto fail;
+            if (k) {    /* the call that ended the loop: the frame's */
                 c = f->n, head = f->head, atom = f->atom, opid = r->op->id;
                 goto tail_call;
             }
@@ -833,12 +858,8 @@ try_rules:
         pc = r->body;
         goto exec;
     }
-    /* no rule applies: the call is a normal form */
-    result = build(ctx, f->head, f->atom, f->n, M->vs + f->base);
-    if (!result)
+    if (!(result = no_rule_applies(ctx, M, f, opid)))
         goto oom;
-    if (f->opened == 2)     /* its lookup never made: counted as made */
-        tgW_memo_pass(&M->memo, opid, f->head, f->atom, f->n, M->vs + f->base);
     goto ret;
 
 ctor_rec: {
