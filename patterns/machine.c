@@ -708,6 +708,47 @@ STEP tg_term *no_rule_applies(tg_ctx *ctx, tgW_machine *M, const frame *f, uint3
     return t;
 }
 
+/* Frame f's ctorrec rule calls its own op (pc: the constructor's
+ * E_CALLT after the call; the call of opid on the c arguments at *cbase,
+ * cby its rules): the call is made levels of f while the rule keeps
+ * matching (run_levels; with memo on, while memo passes the calls
+ * unlooked-up).  0 with lv the rules of the call that ends them, for a
+ * frame of its own at *cbase (*ckn0 the memo calls open before it); 1
+ * when that call is one memo is to look up (its arguments end at *sp):
+ * it goes the usual way; -1 out of memory, -2 with err filled.  An op
+ * with rules in the constructor's place (a rewriter's index may give it
+ * some) takes no levels. */
+STEP int ctor_levels(tg_rules *rs, tgW_machine *M, frame *f, const tgW_index *bix,
+                     const struct tgW_byop *cby, const tgW_ins *pc, int memo, uint32_t opid,
+                     uint32_t c, size_t *cbase, size_t *sp, size_t *ckn0, struct levels *lv,
+                     tg_error *err)
+{
+    if (byop(bix, pc->a)->n) {
+        if (memo)
+            return 1;
+        lv->rr = call_rules(cby, M->vs + *cbase, c, &lv->nr);
+        lv->tried = 0;
+        return 0;
+    }
+    uint64_t left = UINT64_MAX, left0;
+    tg_term *w = NULL;
+    if (memo && !(left = tgW_memo_skips(&M->memo, opid, c, &w)))
+        return 1;
+    left0 = left;
+    int k = run_levels(rs, M, f, cby, pc - 1, *cbase, c, &left, w, lv, err);
+    if (memo)   /* the calls that were levels, or were tried as one */
+        tgW_memo_skipped(&M->memo, left0 - left);
+    if (k < 0)
+        return k;
+    *cbase = lv->cbase;
+    if (!lv->entered) {     /* the call that ended them: memo's to look up */
+        *sp = *cbase + c;
+        return 1;
+    }
+    *ckn0 = M->memo.nopen;
+    return 0;
+}
+
 static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term *head,
                        int atom, uint32_t c, size_t *spp, tg_error *err)
 {
@@ -864,36 +905,17 @@ try_rules:
 
 ctor_rec: {
     /* A ctorrec rule's right side calls its own op: levels of frame f
-     * while the rule keeps matching (run_levels), then the call that
-     * ends them gets a frame of its own */
+     * while the rule keeps matching, then a frame for the call that ends
+     * them (or the call's usual way, when memo is to look it up) */
     struct levels lv;
-    if (!byop(bix, pc->a)->n) {
-        /* with memo on: while memo passes the calls unlooked-up */
-        uint64_t left = UINT64_MAX, left0;
-        tg_term *w = NULL;
-        if (memo && !(left = tgW_memo_skips(&M->memo, opid, c, &w)))
-            goto call_by;
-        left0 = left;
-        int k = run_levels(rs, M, f, cby, pc - 1, cbase, c, &left, w, &lv, err);
-        if (memo)   /* the calls that were levels, or were tried as one */
-            tgW_memo_skipped(&M->memo, left0 - left);
-        if (k < 0) {
-            if (k == -1)
-                goto oom;
-            goto fail;
-        }
-        cbase = lv.cbase;
-        if (!lv.entered) {  /* the call that ended them: memo's to look up */
-            sp = cbase + c;
-            goto call_by;
-        }
-        ckn0 = M->memo.nopen;
-    } else {
-        if (memo)
-            goto call_by;
-        lv.rr = call_rules(cby, M->vs + cbase, c, &lv.nr);
-        lv.tried = 0;
+    int k = ctor_levels(rs, M, f, bix, cby, pc, memo, opid, c, &cbase, &sp, &ckn0, &lv, err);
+    if (k < 0) {
+        if (k == -1)
+            goto oom;
+        goto fail;
     }
+    if (k)
+        goto call_by;
     if (fs_reserve(M, fp + 1) < 0)
         goto oom;
     f = &M->fs[fp++];
