@@ -210,15 +210,6 @@ static __attribute__((noinline)) long canon_top(tg_rules *rs, tgW_machine *M, ui
     return (long)nn;
 }
 
-/* canon_top on the call being made in reduce (its sp and c). */
-#define CANON_CALL()                                                          \
-    do {                                                                      \
-        long nc_ = canon_top(rs, M, opid, head, sp, c);                       \
-        if (nc_ < 0)                                                          \
-            goto oom;                                                         \
-        sp = sp - c + (size_t)nc_;                                            \
-        c = (uint32_t)nc_;                                                    \
-    } while (0)
 
 /* The error of a call met again while being reduced (open in slot): the
  * rules fired since it was first met ("..." for those of calls not
@@ -749,6 +740,75 @@ STEP int ctor_levels(tg_rules *rs, tgW_machine *M, frame *f, const tgW_index *bi
     return 0;
 }
 
+/* The call of op opid (head) on the *c arguments below *sp, of an
+ * assoc / comm op, in canonical order (canon_top): *sp and *c moved to
+ * their new count; -1 when out of memory. */
+STEP int canon_call(tg_rules *rs, tgW_machine *M, uint32_t opid, tg_term *head, size_t *sp,
+                    uint32_t *c)
+{
+    long nc = canon_top(rs, M, opid, head, *sp, *c);
+    if (nc < 0)
+        return -1;
+    *sp = *sp - *c + (size_t)nc;
+    *c = (uint32_t)nc;
+    return 0;
+}
+
+/* E_CALLV i: a call whose last arguments are a spliced list, on top of
+ * the stack after the i->c others.  An improper list makes no call: the
+ * list (head args.. . tail) is pushed, 0.  Else its elements pushed,
+ * the call's count in *c (the registers at *R, as the stack may move)
+ * and 1; -1 out of memory, -2 with err filled (an arity the op
+ * refuses). */
+STEP int spliced_call(tg_rules *rs, tg_ctx *ctx, tgW_machine *M, frame *f, const tgW_ins *i,
+                      tg_term *const *K, size_t *sp, tg_term ***R, uint32_t *c, tg_error *err)
+{
+    tg_term *tl = M->vs[--*sp];
+    size_t len = tg_length(tl);
+    if (tg_tail(tl) != TGT_NIL) {   /* improper: a list, no call */
+        tg_term *t = tg_list(ctx, i->c, M->vs + *sp - i->c, tl);
+        tg_term *whole = t ? tg_cons(ctx, K[i->b], t) : NULL;
+        if (!whole)
+            return -1;
+        *sp -= i->c;
+        M->vs[(*sp)++] = whole;
+        return 0;
+    }
+    if (vs_reserve(M, *sp + len + 64) < 0)
+        return -1;
+    *R = M->vs + f->regs;
+    tg_elements(tl, M->vs + *sp, len);
+    *sp += len;
+    const tgW_op *op = rs->ops[i->a];
+    *c = (uint32_t)(i->c + len);
+    if (__builtin_expect(*c < op->amin || (*c > op->amax && !(op->flags & TGW_VARIADIC)), 0)) {
+        splice_arity_error(f->rule, op, *c, err);
+        return -2;
+    }
+    if (i->d && canon_call(rs, M, i->a, K[i->b], sp, c) < 0)
+        return -1;
+    f->rule->built++;
+    return 1;
+}
+
+/* E_NORM's call: the arguments x (an application of the absorbing op)
+ * absorbed, pushed over x, their count in *c (the registers at *R, as
+ * the stack may move); -1 when out of memory. */
+STEP int absorbed_args(tgW_machine *M, const frame *f, tg_term *x, size_t *sp, tg_term ***R,
+                       uint32_t *c)
+{
+    size_t len = tg_length(x) - 1;
+    --*sp;
+    if (vs_reserve(M, *sp + len + 64) < 0)
+        return -1;
+    *R = M->vs + f->regs;
+    tg_iter it = {x, 1};
+    for (tg_term *y; (y = tgT_iter_next(&it));)
+        M->vs[(*sp)++] = y;
+    *c = (uint32_t)len;
+    return 0;
+}
+
 static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term *head,
                        int atom, uint32_t c, size_t *spp, tg_error *err)
 {
@@ -979,39 +1039,24 @@ exec:
             }
             goto call_by;
         OP(E_CALLV): {
-            tg_term *tl = M->vs[--sp];
-            size_t len = tg_length(tl);
-            if (tg_tail(tl) != TGT_NIL) {   /* improper: a list, no call */
-                tg_term *t = tg_list(ctx, i->c, M->vs + sp - i->c, tl);
-                tg_term *whole = t ? tg_cons(ctx, K[i->b], t) : NULL;
-                if (!whole)
+            int k = spliced_call(rs, ctx, M, f, i, K, &sp, &R, &c, err);
+            if (k < 0) {
+                if (k == -1)
                     goto oom;
-                sp -= i->c;
-                M->vs[sp++] = whole;
-                NEXT();
-            }
-            if (vs_reserve(M, sp + len + 64) < 0)
-                goto oom;
-            R = M->vs + f->regs;
-            tg_elements(tl, M->vs + sp, len);
-            sp += len;
-            f->pc = pc;
-            opid = i->a, head = K[i->b], atom = 0, c = (uint32_t)(i->c + len);
-            if (__builtin_expect(c < rs->ops[opid]->amin || (c > rs->ops[opid]->amax &&
-                                 !(rs->ops[opid]->flags & TGW_VARIADIC)), 0)) {
-                splice_arity_error(f->rule, rs->ops[opid], c, err);
                 goto fail;
             }
-            if (i->d)
-                CANON_CALL();
+            if (!k)
+                NEXT();
+            f->pc = pc;
+            opid = i->a, head = K[i->b], atom = 0;
             ix = bix;
-            f->rule->built++;
             goto call;
         }
         OP(E_CALLAC):
             f->pc = pc;
             opid = i->a, head = K[i->b], atom = i->pad, c = i->c;
-            CANON_CALL();
+            if (canon_call(rs, M, opid, head, &sp, &c) < 0)
+                goto oom;
             ix = bix;
             f->rule->built++;
             goto call;
@@ -1022,16 +1067,10 @@ exec:
                 NEXT();
             if (__builtin_expect(f->opened == 2, 0))
                 LOOKUP_DEFERRED();
-            size_t len = tg_length(x) - 1;
-            sp--;
-            if (vs_reserve(M, sp + len + 64) < 0)
+            if (absorbed_args(M, f, x, &sp, &R, &c) < 0)
                 goto oom;
-            R = M->vs + f->regs;
-            tg_iter it = {x, 1};
-            for (tg_term *y; (y = tgT_iter_next(&it));)
-                M->vs[sp++] = y;
             f->pc = pc;
-            opid = i->a, head = K[i->b], atom = 0, c = (uint32_t)len;
+            opid = i->a, head = K[i->b], atom = 0;
             ix = bix;
             goto call;
         }
@@ -1236,8 +1275,8 @@ exec:
                 M->vs[base + k] = tgT_iter_next(&it);
             sp = base + c;
             head = t->e[0], atom = 0, opid = op->id;
-            if (op->flags & (TGW_ASSOC | TGW_COMM))
-                CANON_CALL();
+            if ((op->flags & (TGW_ASSOC | TGW_COMM)) && canon_call(rs, M, opid, head, &sp, &c) < 0)
+                goto oom;
             goto tail_call;
         }
         OP(E_CPRED): {
