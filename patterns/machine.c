@@ -809,6 +809,69 @@ STEP int absorbed_args(tgW_machine *M, const frame *f, tg_term *x, size_t *sp, t
     return 0;
 }
 
+/* What reduce does after a watched firing (watched_fire). */
+enum { FIRE_ON, FIRE_POLL, FIRE_KNOWN };
+
+/* E_FIRE of frame f's rule in a watched run (see reduce's watched):
+ * memo's part (the deferred lookup made, the rule recorded for the
+ * call open), then, when busy, the rule's time, the max-use limit, the
+ * hook (the registers at *R after it, as the stack may move) and
+ * provenance.  FIRE_ON; FIRE_POLL when the run's rewrite count reached a
+ * multiple of 2^16 (an interrupt, the step limit); FIRE_KNOWN with
+ * *result when the deferred lookup knew the call's normal form (no rule
+ * fires); -1 out of memory, -2 with err filled. */
+STEP int watched_fire(tg_rules *rs, tg_ctx *ctx, const tgW_run *run, tgW_machine *M, frame *f,
+                      size_t fp, uint32_t opid, int busy, int timing, tgO_prov *pv, tg_term ***R,
+                      tg_term **result, tg_error *err)
+{
+    tgW_rule *r = f->rule;
+    if (f->opened) {
+        if (f->opened == 2) {
+            int k = deferred_lookup(rs, opid, f, result, err);
+            if (k < 0)
+                return -2;
+            if (k)
+                return FIRE_KNOWN;
+        }
+        if (f->opened)
+            M->memo.open[M->memo.nopen - 1].rule = r;
+    }
+    if (!busy) {    /* memo only: counted as plain counts */
+        r->fired++;
+        if (__builtin_expect((++rs->rewrites & 0xffff) == 0, 0))
+            return FIRE_POLL;
+        return FIRE_ON;
+    }
+    rs->rewrites++;
+    r->fired++;
+    if (timing)
+        r->ticks += tgTm_ticks() - f->t0;
+    /* the nodes walked so far bound the input's count from below */
+    if (run->limit && r->fired - r->fired0 > run->limit->n &&
+        tgW_limit_over(rs, run->limit, r->fired - r->fired0,
+                       M->input == run->limit->start ? M->done.n + 1 : 0)) {
+        size_t nl;
+        const char *nm = tg_symbol_name(r->name, &nl);
+        tgE_set(err, TG_ERR_RANGE, NULL, 0, 0,
+                "rule %.*s fired more than %llu times (the max-use ratio): stopped", (int)nl, nm,
+                run->limit->n);
+        return -2;
+    }
+    if (run->hook) {
+        tg_term *before = build(ctx, f->head, f->atom, f->n, M->vs + f->base);
+        if (!before)
+            return -1;
+        if (run->hook(run->hook_ud, r, before, *R) < 0) {
+            tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "stopped by a hook");
+            return -2;
+        }
+        *R = M->vs + f->regs;
+    }
+    if (pv && tgO_fire_at(pv, ctx, r, f->head, f->atom, f->n, M->vs + f->base, fp - 1) < 0)
+        return -1;
+    return (rs->rewrites & 0xffff) == 0 ? FIRE_POLL : FIRE_ON;
+}
+
 static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term *head,
                        int atom, uint32_t c, size_t *spp, tg_error *err)
 {
@@ -1184,50 +1247,20 @@ exec:
             if (tgW_run_poll(rs, err) < 0)
                 goto fail;
             NEXT();
-        fire_watched:
-            /* the memo, the max-use limit, a hook or provenance */
-            if (f->opened) {
-                if (f->opened == 2)
-                    LOOKUP_DEFERRED();
-                if (f->opened)
-                    M->memo.open[M->memo.nopen - 1].rule = r;
-            }
-            if (!busy) {    /* memo only: counted as plain counts */
-                r->fired++;
-                if (__builtin_expect((++rs->rewrites & 0xffff) == 0, 0))
-                    goto fire_poll;
-                NEXT();
-            }
-            rs->rewrites++;
-            r->fired++;
-            if (timing)
-                r->ticks += tgTm_ticks() - f->t0;
-            /* the nodes walked so far bound the input's count from below */
-            if (run->limit && r->fired - r->fired0 > run->limit->n &&
-                tgW_limit_over(rs, run->limit, r->fired - r->fired0,
-                               M->input == run->limit->start ? M->done.n + 1 : 0)) {
-                size_t nl;
-                const char *nm = tg_symbol_name(r->name, &nl);
-                tgE_set(err, TG_ERR_RANGE, NULL, 0, 0,
-                        "rule %.*s fired more than %llu times (the max-use ratio): stopped", (int)nl,
-                        nm, run->limit->n);
+        fire_watched: {
+            /* memo's part, the max-use limit, a hook or provenance */
+            int k = watched_fire(rs, ctx, run, M, f, fp, opid, busy, timing, pv, &R, &result, err);
+            if (k < 0) {
+                if (k == -1)
+                    goto oom;
                 goto fail;
             }
-            if (run->hook) {
-                tg_term *before = build(ctx, f->head, f->atom, f->n, M->vs + f->base);
-                if (!before)
-                    goto oom;
-                if (run->hook(run->hook_ud, r, before, R) < 0) {
-                    tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "stopped by a hook");
-                    goto fail;
-                }
-                R = M->vs + f->regs;
-            }
-            if (pv && tgO_fire_at(pv, ctx, r, f->head, f->atom, f->n, M->vs + f->base, fp - 1) < 0)
-                goto oom;
-            if ((rs->rewrites & 0xffff) == 0)
+            if (k == FIRE_KNOWN)
+                goto ret;
+            if (k == FIRE_POLL)
                 goto fire_poll;
             NEXT();
+        }
         }
         OP(E_RET):
             result = M->vs[sp - 1];
