@@ -872,6 +872,62 @@ STEP int watched_fire(tg_rules *rs, tg_ctx *ctx, const tgW_run *run, tgW_machine
     return (rs->rewrites & 0xffff) == 0 ? FIRE_POLL : FIRE_ON;
 }
 
+/* E_CEXT i: C rewriter i->a on frame f's call, as a term (known when
+ * stepping: the only call with rules is the stepped term; with memo: its
+ * key).  1 with its result pushed and in register 0, 0 when it does not
+ * apply (the rule fails), -1 out of memory, -2 with err filled. */
+STEP int c_rewrite(tg_rules *rs, tg_ctx *ctx, const tgW_run *run, tgW_machine *M, const frame *f,
+                   const tgW_ins *i, tg_term **R, size_t *sp, tg_error *err)
+{
+    tg_term *call = run->step && M->stepped ? M->stepped
+                                            : build(ctx, f->head, f->atom, f->n, M->vs + f->base);
+    tg_term *out = NULL;
+    if (!call)
+        return -1;
+    int rc = tgX_rewrite(rs, i->a, f->rule, call, &out, err);
+    if (rc < 0)
+        return -2;
+    if (!rc)
+        return 0;
+    R[0] = out;
+    M->vs[(*sp)++] = out;
+    return 1;
+}
+
+/* E_CRET: the C rewriter's result on top of the stack.  A call of an op
+ * with rules (in canonical order for an assoc / comm op, ac.c) is
+ * reduced in frame f, its arguments taken as they are: 1, its c
+ * arguments at the frame's base, *opid and *head its op.  Anything else
+ * is the frame's normal form: 0 with *result.  -1 out of memory. */
+STEP int c_result(tg_rules *rs, const tgW_run *run, tgW_machine *M, const frame *f,
+                  const tgW_index *bix, size_t *sp, uint32_t *c, tg_term **head, uint32_t *opid,
+                  tg_term **result)
+{
+    tg_term *t = M->vs[*sp - 1];
+    if (tgT_ispair(t) && tgT_kind(t->e[0]) == TG_SYMBOL && !(t = tgW_ac_canon(rs, t)))
+        return -1;
+    tgW_op *op = run->step || !tgT_ispair(t) || tgT_kind(t->e[0]) != TG_SYMBOL ||
+                         tg_tail(t) != TGT_NIL
+                     ? NULL
+                     : tgW_op_find(rs, t->e[0]);
+    if (!op || !byop(bix, op->id)->n) {
+        *result = t;
+        return 0;
+    }
+    size_t base = f->base;
+    *c = (uint32_t)(tg_length(t) - 1);
+    if (vs_reserve(M, base + *c + 1 + 64) < 0)
+        return -1;
+    tg_iter it = {t, 1};
+    for (uint32_t k = 0; k < *c; k++)
+        M->vs[base + k] = tgT_iter_next(&it);
+    *sp = base + *c;
+    *head = t->e[0], *opid = op->id;
+    if ((op->flags & (TGW_ASSOC | TGW_COMM)) && canon_call(rs, M, *opid, *head, sp, c) < 0)
+        return -1;
+    return 1;
+}
+
 static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term *head,
                        int atom, uint32_t c, size_t *spp, tg_error *err)
 {
@@ -1268,48 +1324,25 @@ exec:
                 goto oom;
             goto ret;
         OP(E_CEXT): {
-            /* the call as a term: known when stepping (the only call with
-             * rules is the stepped term) and with memo (its key) */
-            tg_term *call = run->step && M->stepped ? M->stepped
-                                                    : build(ctx, f->head, f->atom, f->n, M->vs + f->base);
-            tg_term *out = NULL;
-            if (!call)
-                goto oom;
-            int rc = tgX_rewrite(rs, i->a, f->rule, call, &out, err);
-            if (rc < 0)
+            int k = c_rewrite(rs, ctx, run, M, f, i, R, &sp, err);
+            if (k < 0) {
+                if (k == -1)
+                    goto oom;
                 goto fail;
-            if (!rc)
+            }
+            if (!k)
                 goto failed_rule;
-            R[0] = out;
-            M->vs[sp++] = out;
             NEXT();
         }
         OP(E_CRET): {
-            /* a C rewriter's result: a call of an op with rules is reduced
-             * in this frame (its arguments taken as they are) */
-            tg_term *t = M->vs[sp - 1];
-            /* an assoc / comm op's call in canonical order (ac.c) */
-            if (tgT_ispair(t) && tgT_kind(t->e[0]) == TG_SYMBOL && !(t = tgW_ac_canon(rs, t)))
+            /* a C rewriter's result: the frame's normal form, or a call
+             * of an op with rules reduced in this frame */
+            int k = c_result(rs, run, M, f, bix, &sp, &c, &head, &opid, &result);
+            if (k < 0)
                 goto oom;
-            tgW_op *op = run->step || !tgT_ispair(t) || tgT_kind(t->e[0]) != TG_SYMBOL ||
-                                 tg_tail(t) != TGT_NIL
-                             ? NULL
-                             : tgW_op_find(rs, t->e[0]);
-            if (!op || !byop(bix, op->id)->n) {
-                result = t;
+            if (!k)
                 goto ret;
-            }
-            size_t base = f->base;
-            c = (uint32_t)(tg_length(t) - 1);
-            if (vs_reserve(M, base + c + 1 + 64) < 0)
-                goto oom;
-            tg_iter it = {t, 1};
-            for (uint32_t k = 0; k < c; k++)
-                M->vs[base + k] = tgT_iter_next(&it);
-            sp = base + c;
-            head = t->e[0], atom = 0, opid = op->id;
-            if ((op->flags & (TGW_ASSOC | TGW_COMM)) && canon_call(rs, M, opid, head, &sp, &c) < 0)
-                goto oom;
+            atom = 0;
             goto tail_call;
         }
         OP(E_CPRED): {
