@@ -928,6 +928,31 @@ STEP int c_result(tg_rules *rs, const tgW_run *run, tgW_machine *M, const frame 
     return 1;
 }
 
+/* E_CALLT i of a constructor in frame f (the top, fp - 1): the frame's
+ * result, the node of K[i->b] on the c arguments below sp; NULL when out
+ * of memory.  A frame of a constructor chain (chain_start, *pfk its
+ * lowest frame) has its node's hash known and fetches the bucket of the
+ * node CHAIN_AHEAD frames down; the chain's last frame ends it. */
+STEP tg_term *ctor_result(tg_ctx *ctx, tgW_machine *M, const tgW_index *bix, size_t fp0, size_t fp,
+                          const frame *f, const tgW_ins *i, tg_term *const *K, uint32_t c,
+                          size_t sp, size_t *pfk)
+{
+    if (c - 1u < TGT_CHUNK - 1u) {
+        size_t k = fp - 1;
+        if (*pfk > k)
+            *pfk = chain_start(ctx, M, bix, fp0, k, K[i->b], c, M->vs + sp - c);
+        if (*pfk <= k) {     /* a chain frame: its hash is known */
+            uint64_t ahead = f->ahash;
+            if (k >= *pfk + CHAIN_AHEAD)
+                ahead = M->fs[k - CHAIN_AHEAD].ahash;
+            else if (k == *pfk)
+                *pfk = SIZE_MAX;     /* the chain's last node */
+            return tgT_app_hashed(ctx, f->ahash, ahead, K[i->b], c, M->vs + sp - c);
+        }
+    }
+    return build(ctx, K[i->b], i->pad, c, M->vs + sp - c);
+}
+
 static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term *head,
                        int atom, uint32_t c, size_t *spp, tg_error *err)
 {
@@ -1199,23 +1224,7 @@ exec:
             build_ctor:
                 /* a constructor: the frame's result, built in place */
                 f->rule->built++;
-                if (c - 1u < TGT_CHUNK - 1u) {
-                    size_t k = fp - 1;
-                    if (pfk > k)
-                        pfk = chain_start(ctx, M, bix, fp0, k, K[i->b], c, M->vs + sp - c);
-                    if (pfk <= k) {     /* a chain frame: its hash is known */
-                        uint64_t ahead = f->ahash;
-                        if (k >= pfk + CHAIN_AHEAD)
-                            ahead = M->fs[k - CHAIN_AHEAD].ahash;
-                        else if (k == pfk)
-                            pfk = SIZE_MAX;     /* the chain's last node */
-                        if (!(result = tgT_app_hashed(ctx, f->ahash, ahead, K[i->b], c,
-                                                      M->vs + sp - c)))
-                            goto oom;
-                        goto ret;
-                    }
-                }
-                if (!(result = build(ctx, K[i->b], i->pad, c, M->vs + sp - c)))
+                if (!(result = ctor_result(ctx, M, bix, fp0, fp, f, i, K, c, sp, &pfk)))
                     goto oom;
                 goto ret;
             }
