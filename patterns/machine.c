@@ -953,6 +953,49 @@ STEP tg_term *ctor_result(tg_ctx *ctx, tgW_machine *M, const tgW_index *bix, siz
     return build(ctx, K[i->b], i->pad, c, M->vs + sp - c);
 }
 
+/* The node (head args..) of the c arguments below *sp, which it
+ * replaces: a constructor's call built in place; -1 when out of memory. */
+STEP int push_node(tg_ctx *ctx, tgW_machine *M, tg_term *head, int atom, uint32_t c, size_t *sp)
+{
+    tg_term *t = build(ctx, head, atom, c, M->vs + *sp - c);
+    if (!t)
+        return -1;
+    *sp -= c;
+    M->vs[(*sp)++] = t;
+    return 0;
+}
+
+/* Where E_CALL's call of an op with rules (the c arguments below sp) goes
+ * from frame f (call_way). */
+enum {
+    CALL_ENTER,     /* the call's entry: the memo lookup (call_by) */
+    CALL_FRAME,     /* a frame at once, nothing to look up */
+    CALL_LEVELS     /* frame f's ctorrec levels (ctor_rec) */
+};
+
+/* Which of the above, with *cbase, *ckn0 and *copened set for the
+ * latter two.  Memo off: levels unless a firing is watched.  Memo on:
+ * levels while memo passes their calls (only memo watches), and no
+ * lookup in memo's lazy phase. */
+STEP int call_way(tgW_machine *M, const frame *f, int memo, int watched, int busy, size_t sp,
+                  uint32_t c, size_t *cbase, size_t *ckn0, int *copened)
+{
+    if (!memo) {
+        *cbase = sp - c, *copened = 0;
+        return f->rule->ctorrec && !watched ? CALL_LEVELS : CALL_FRAME;
+    }
+    if (f->rule->ctorrec && !busy) {
+        *cbase = sp - c, *ckn0 = M->memo.nopen, *copened = 0;
+        return CALL_LEVELS;
+    }
+    if (M->memo.lazy) {
+        M->memo.lazy--;
+        *cbase = sp - c, *ckn0 = M->memo.nopen, *copened = 0;
+        return CALL_FRAME;
+    }
+    return CALL_ENTER;
+}
+
 static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term *head,
                        int atom, uint32_t c, size_t *spp, tg_error *err)
 {
@@ -1157,28 +1200,15 @@ exec:
             if (!cby->n) {
                 /* a constructor: its node, built in place (the call
                  * would only build it, with no frame and no memo) */
-                tg_term *t = build(ctx, head, atom, c, M->vs + sp - c);
-                if (!t)
+                if (push_node(ctx, M, head, atom, c, &sp) < 0)
                     goto oom;
-                sp -= c;
-                M->vs[sp++] = t;
                 NEXT();
             }
             f->pc = pc;
-            if (!memo) {    /* nothing to look up: the frame at once */
-                cbase = sp - c, copened = 0;
-                if (f->rule->ctorrec && !watched)
-                    goto ctor_rec;
-                goto frame;
-            }
-            /* memo only: levels while memo passes their calls (ctor_rec) */
-            if (f->rule->ctorrec && !busy) {
-                cbase = sp - c, ckn0 = M->memo.nopen, copened = 0;
+            switch (call_way(M, f, memo, watched, busy, sp, c, &cbase, &ckn0, &copened)) {
+            case CALL_LEVELS:
                 goto ctor_rec;
-            }
-            if (M->memo.lazy) {     /* memo's lazy phase: not looked up either */
-                M->memo.lazy--;
-                cbase = sp - c, ckn0 = M->memo.nopen, copened = 0;
+            case CALL_FRAME:
                 goto frame;
             }
             goto call_by;
