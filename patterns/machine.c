@@ -996,6 +996,45 @@ STEP int call_way(tgW_machine *M, const frame *f, int memo, int watched, int bus
     return CALL_ENTER;
 }
 
+/* E_CALLT of an op with rules (of any op, with provenance, whose log
+ * records tail calls) in frame f, the top: the call's c arguments, below
+ * *sp, moved down to the frame's base, a few words each (not a library
+ * call); -1 when out of memory. */
+STEP int tail_args(tg_ctx *ctx, tgW_machine *M, frame *f, size_t fp, tgO_prov *pv, tg_term *head,
+                   int atom, uint32_t c, size_t *sp)
+{
+    size_t base = f->base;
+    for (uint32_t j = 0, from = (uint32_t)(*sp - c - base); j < c; j++)
+        M->vs[base + j] = M->vs[base + from + j];
+    *sp = base + c;
+    f->rule->built++;
+    if (pv && tgO_done_call(pv, ctx, fp - 1, head, atom, c, M->vs + base) < 0)
+        return -1;
+    return 0;
+}
+
+/* Frame f becomes the call of head (opid, atom) on the c arguments at
+ * its base (a tail call): entered as any call (*cby its op's rules), the
+ * frame then trying the call's rules: 0; 1 with *result when the call is
+ * known (a constructor's, or memo's); -1 with err filled. */
+STEP int tail_enter(tg_rules *rs, tgW_machine *M, frame *f, const tgW_index *bix, int memo,
+                    uint32_t opid, tg_term *head, int atom, uint32_t c,
+                    const struct tgW_byop **cby, int *watched, tg_term **result, tg_error *err)
+{
+    int opened;
+    tg_term **args = M->vs + f->base;
+    *cby = byop(bix, opid);
+    int known = call_enter(rs, *cby, memo, opid, head, atom, c, args, result, &opened, err);
+    if (known)
+        return known;
+    f->opened = opened;
+    *watched |= opened;
+    f->n = c, f->head = head, f->atom = atom;
+    f->rules = call_rules(*cby, args, c, &f->nrules);
+    f->ri = 0;
+    return 0;
+}
+
 static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term *head,
                        int atom, uint32_t c, size_t *spp, tg_error *err)
 {
@@ -1259,32 +1298,18 @@ exec:
                 goto ret;
             }
             /* the frame becomes the call's: arguments moved down */
-            size_t base = f->base;
-            /* a few arguments, moved down (not a library call) */
-            for (uint32_t j = 0, from = (uint32_t)(sp - c - base); j < c; j++)
-                M->vs[base + j] = M->vs[base + from + j];
-            sp = base + c;
             head = K[i->b], atom = i->pad, opid = i->a;
-            f->rule->built++;
-            if (pv && tgO_done_call(pv, ctx, fp - 1, head, atom, c, M->vs + base) < 0)
+            if (tail_args(ctx, M, f, fp, pv, head, atom, c, &sp) < 0)
                 goto oom;
         }
         tail_call: {
             /* the frame becomes the call of head (opid, atom) on its c
              * arguments, at its base: E_CALLT and a C rewriter's result */
-            int opened;
-            tg_term **args = M->vs + f->base;
-            cby = byop(bix, opid);
-            int known = call_enter(rs, cby, memo, opid, head, atom, c, args, &result, &opened, err);
+            int known = tail_enter(rs, M, f, bix, memo, opid, head, atom, c, &cby, &watched, &result, err);
             if (known < 0)
                 goto fail;
             if (known)
                 goto ret;
-            f->opened = opened;
-            watched |= opened;
-            f->n = c, f->head = head, f->atom = atom;
-            f->rules = call_rules(cby, args, c, &f->nrules);
-            f->ri = 0;
             goto try_rules;
         }
         OP(E_LIST): {
