@@ -1035,6 +1035,42 @@ STEP int tail_enter(tg_rules *rs, tgW_machine *M, frame *f, const tgW_index *bix
     return 0;
 }
 
+/* E_LIST, E_LISTT: the list of the n values below *sp (and the tail
+ * above them: tailed), which replaces them; -1 when out of memory.  A
+ * proper list's computed head may name an assoc / comm op: canonical
+ * order (ac.c). */
+STEP int push_list(tg_rules *rs, tg_ctx *ctx, tgW_machine *M, uint32_t n, int tailed, size_t *sp)
+{
+    tg_term *t;
+    if (tailed) {
+        t = tg_list(ctx, n, M->vs + *sp - 1 - n, M->vs[*sp - 1]);
+    } else {
+        t = tg_list(ctx, n, M->vs + *sp - n, NULL);
+        if (t && tgT_ispair(t) && tgT_kind(t->e[0]) == TG_SYMBOL)
+            t = tgW_ac_canon(rs, t);
+    }
+    if (!t)
+        return -1;
+    *sp -= n + (size_t)tailed;
+    M->vs[(*sp)++] = t;
+    return 0;
+}
+
+/* E_NUM, E_TYPE: a built-in's value v (q: whether it applies) of the
+ * i->c arguments below *sp, which it replaces, into register i->d or
+ * pushed; 0 when it does not apply (the rule fails), else 1. */
+STEP int push_value(tgW_machine *M, tg_term **R, const tgW_ins *i, int q, tg_term *v, size_t *sp)
+{
+    *sp -= i->c;
+    if (!q)
+        return 0;
+    if (i->pad)
+        R[i->d] = v;
+    else
+        M->vs[(*sp)++] = v;
+    return 1;
+}
+
 static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term *head,
                        int atom, uint32_t c, size_t *spp, tg_error *err)
 {
@@ -1312,26 +1348,14 @@ exec:
                 goto ret;
             goto try_rules;
         }
-        OP(E_LIST): {
-            tg_term *t = tg_list(ctx, i->c, M->vs + sp - i->c, NULL);
-            /* a computed head may name an assoc / comm op */
-            if (t && tgT_ispair(t) && tgT_kind(t->e[0]) == TG_SYMBOL)
-                t = tgW_ac_canon(rs, t);
-            if (!t)
+        OP(E_LIST):
+            if (push_list(rs, ctx, M, i->c, 0, &sp) < 0)
                 goto oom;
-            sp -= i->c;
-            M->vs[sp++] = t;
             NEXT();
-        }
-        OP(E_LISTT): {
-            tg_term *tl = M->vs[sp - 1];
-            tg_term *t = tg_list(ctx, i->c, M->vs + sp - 1 - i->c, tl);
-            if (!t)
+        OP(E_LISTT):
+            if (push_list(rs, ctx, M, i->c, 1, &sp) < 0)
                 goto oom;
-            sp -= i->c + 1;
-            M->vs[sp++] = t;
             NEXT();
-        }
         OP(E_EQ): OP(E_NE): {
             sp -= 2;
             rs->conditions++;
@@ -1424,13 +1448,8 @@ exec:
             int q = tgQ_apply(ctx, i->a, i->c, M->vs + sp - i->c, &v);
             if (q < 0)
                 goto oom;
-            sp -= i->c;
-            if (!q)
+            if (!push_value(M, R, i, q, v, &sp))
                 goto failed_rule;
-            if (i->pad)
-                R[i->d] = v;
-            else
-                M->vs[sp++] = v;
             NEXT();
         }
         OP(E_TYPE): {
@@ -1438,13 +1457,8 @@ exec:
             int q = tgTy_apply(rs, i->a, i->c, M->vs + sp - i->c, &v);
             if (q < 0)
                 goto oom;
-            sp -= i->c;
-            if (!q)
+            if (!push_value(M, R, i, q, v, &sp))
                 goto failed_rule;
-            if (i->pad)
-                R[i->d] = v;
-            else
-                M->vs[sp++] = v;
             NEXT();
         }
         }
