@@ -1071,6 +1071,52 @@ STEP int push_value(tgW_machine *M, tg_term **R, const tgW_ins *i, int q, tg_ter
     return 1;
 }
 
+/* What a run's firings do beyond counting.  *watched: more than count,
+ * one test on E_FIRE's hot path; *busy: more than memo's part (a
+ * max-use limit, a hook, provenance, rule timing).  In memo's lazy
+ * phase (memo.h) no call of the run opens before it is over, so a
+ * firing has nothing to record for memo until a call opens (call_by and
+ * tail_call set watched then).  *can_loop: self loops run as loops
+ * (loop_run) when a firing only counts (or does memo's part only, for
+ * calls memo passes unlooked-up: see loop_budget) and the right side's
+ * calls are reduced (not a step). */
+STEP void run_modes(tg_rules *rs, const tgW_run *run, tgW_machine *M, int memo, int *watched,
+                    int *busy, int *can_loop)
+{
+    *watched = memo || run->limit || run->hook || rs->prov || rs->timing;
+    *busy = run->limit || run->hook || rs->prov || rs->timing;
+    if (memo && M->memo.lazy && !*busy)
+        *watched = 0;
+    *can_loop = !*busy && !run->step;
+}
+
+/* The first call of a run with memo on (op opid on the c arguments
+ * below *sp, from ix), when memo is past its lazy phase.  Its memo
+ * lookup (a node of the input: distinct calls, by the input walk's done
+ * map) is deferred until its rules do something the profile counts (a
+ * condition test, a call, a firing), and left out when none does: most
+ * nodes of a large graph are normal forms that no rule's match or
+ * silent test accepts, and their entries were most of the memo table.
+ * The lookup's outcome is then the same (matching and silent tests
+ * change nothing), and tgW_memo_pass counts one left out, so profiles
+ * and cycle reports are those of a lookup made at once.  Its frame's
+ * opened is 2 (*copened) until the lookup is made.  0: a frame for the
+ * call, at *cbase (*cby its rules); 1 with *result when it has no rules
+ * (*sp at its arguments' place); -1 with err filled. */
+STEP int first_call(tg_rules *rs, tgW_machine *M, const tgW_index *ix, uint32_t opid,
+                    tg_term *head, int atom, uint32_t c, size_t *sp, size_t *cbase, size_t *ckn0,
+                    const struct tgW_byop **cby, int *copened, tg_term **result, tg_error *err)
+{
+    *cbase = *sp - c, *ckn0 = M->memo.nopen;
+    *cby = byop(ix, opid);
+    int known = call_enter(rs, *cby, 0, opid, head, atom, c, M->vs + *cbase, result, copened, err);
+    if (known > 0)
+        *sp = *cbase;
+    if (!known)
+        *copened = 2;
+    return known;
+}
+
 static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term *head,
                        int atom, uint32_t c, size_t *spp, tg_error *err)
 {
@@ -1089,31 +1135,12 @@ static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term 
     tg_term **R = NULL;
     tg_term *const *K = NULL;
     tgO_prov *pv = rs->prov;    /* provenance: NULL when off */
-    /* whether a firing does more than count: one test on the hot path */
-    int watched = memo || run->limit || run->hook || pv || rs->timing;
-    /* and whether a firing does more than memo's part */
-    int busy = run->limit || run->hook || pv || rs->timing;
-    /* memo's lazy phase (memo.h): no call of this run opens before it is
-     * over, so a firing has nothing to record for memo until a call
-     * opens (call_by and tail_call set watched then) */
-    if (memo && M->memo.lazy && !busy)
-        watched = 0;
+    /* what a firing does beyond counting (see run_modes) */
+    int watched, busy, can_loop;
+    run_modes(rs, run, M, memo, &watched, &busy, &can_loop);
     /* rule timing (profiles): a try's ticks, from its match to its firing
      * or failure, conditions included */
     int timing = rs->timing;
-    /* self loops run as loops (loop_run) when a firing only counts (or
-     * does memo's part only, for calls memo passes unlooked-up: see
-     * loop_budget) and the right side's calls are reduced */
-    int can_loop = !busy && !run->step;
-    /* The memo lookup of the first call (a node of the input: distinct
-     * calls, by the input walk's done map) is deferred until its rules do
-     * something the profile counts (a condition test, a call, a firing),
-     * and left out when none does: most nodes of a large graph are normal
-     * forms that no rule's match or silent test accepts, and their entries
-     * were most of the memo table.  The lookup's outcome is then the same
-     * (matching and silent tests change nothing), and tgW_memo_pass counts
-     * one left out, so profiles and cycle reports are those of a lookup
-     * made at once.  Its frame's opened is 2 until the lookup is made. */
     size_t cbase;               /* the call being entered: its arguments, */
     size_t ckn0 = open0;        /* the open memo calls before it */
     int copened;                /* and whether it is open in the memo */
@@ -1140,16 +1167,12 @@ static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term 
     if (memo && !M->memo.lazy) {
         /* the first call: its lookup deferred (in the lazy phase there is
          * none to make: the call goes as any other, below) */
-        cbase = sp - c, ckn0 = M->memo.nopen;
-        cby = byop(ix, opid);
-        int known = call_enter(rs, cby, 0, opid, head, atom, c, M->vs + cbase, &result, &copened, err);
+        int known = first_call(rs, M, ix, opid, head, atom, c, &sp, &cbase, &ckn0, &cby, &copened,
+                               &result, err);
         if (known < 0)
             goto fail;
-        if (known) {
-            sp = cbase;
+        if (known)
             goto returned;
-        }
-        copened = 2;
         goto frame;
     }
 
