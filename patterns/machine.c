@@ -1117,6 +1117,19 @@ STEP int first_call(tg_rules *rs, tgW_machine *M, const tgW_index *ix, uint32_t 
     return known;
 }
 
+/* A normal form *result returned to frame f, which has ctorrec levels:
+ * their nodes built (unwind_levels), level 1's in the place of the
+ * frame's own call, *sp just above it; -1 when out of memory. */
+STEP int levels_returned(tg_ctx *ctx, tgW_machine *M, frame *f, tg_term *const *K,
+                         tg_term **result, size_t *sp)
+{
+    if (!(*result = unwind_levels(ctx, M, f, K, *result)))
+        return -1;
+    M->vs[f->regs] = *result;
+    *sp = f->regs + 1;
+    return 0;
+}
+
 static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term *head,
                        int atom, uint32_t c, size_t *spp, tg_error *err)
 {
@@ -1508,13 +1521,9 @@ returned:
     f = &M->fs[fp - 1];
     K = f->rule->k;
     pc = f->pc;
-    if (__builtin_expect(f->lev != 0, 0)) {
-        /* its ctorrec levels' nodes, then its own as below */
-        if (!(result = unwind_levels(ctx, M, f, K, result)))
-            goto oom;
-        M->vs[f->regs] = result;
-        sp = f->regs + 1;
-    }
+    /* its ctorrec levels' nodes, then its own as below */
+    if (__builtin_expect(f->lev != 0, 0) && levels_returned(ctx, M, f, K, &result, &sp) < 0)
+        goto oom;
     /* A frame of a constructor chain (see chain_start; known to be one
      * at or above pfk, else tested) builds its node at once: its E_CALLT
      * without the dispatch, the registers or the tests of the general
