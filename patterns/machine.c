@@ -614,6 +614,15 @@ static __attribute__((noinline)) tg_term *unwind_levels(tg_ctx *ctx, tgW_machine
             goto ret;                                                         \
     } while (0)
 
+/* A step's failure in reduce: -1 out of memory (err still to fill),
+ * -2 with err filled. */
+#define STEP_FAILED(k)                                                        \
+    do {                                                                      \
+        if ((k) == -1)                                                        \
+            goto oom;                                                         \
+        goto fail;                                                            \
+    } while (0)
+
 /* The dispatch of a body's instructions.  With GNU C each instruction
  * ends with its own jump through a table (threaded code): no bounds
  * check nor jump back to the one switch, and an indirect branch per
@@ -1229,11 +1238,8 @@ try_rules:
         if (__builtin_expect(timing, 0))
             f->t0 = tgTm_ticks();
         int m = rule_match(rs, ctx, M, f, r, R, err);
-        if (m < 0) {
-            if (m == -1)
-                goto oom;
-            goto fail;
-        }
+        if (m < 0)
+            STEP_FAILED(m);
         if (!m) {
             if (__builtin_expect(timing, 0))
                 r->ticks += tgTm_ticks() - f->t0;
@@ -1267,11 +1273,8 @@ ctor_rec: {
      * them (or the call's usual way, when memo is to look it up) */
     struct levels lv;
     int k = ctor_levels(rs, M, f, bix, cby, pc, memo, opid, c, &cbase, &sp, &ckn0, &lv, err);
-    if (k < 0) {
-        if (k == -1)
-            goto oom;
-        goto fail;
-    }
+    if (k < 0)
+        STEP_FAILED(k);
     if (k)
         goto call_by;
     if (fs_reserve(M, fp + 1) < 0)
@@ -1325,11 +1328,8 @@ exec:
             goto call_by;
         OP(E_CALLV): {
             int k = spliced_call(rs, ctx, M, f, i, K, &sp, &R, &c, err);
-            if (k < 0) {
-                if (k == -1)
-                    goto oom;
-                goto fail;
-            }
+            if (k < 0)
+                STEP_FAILED(k);
             if (!k)
                 NEXT();
             f->pc = pc;
@@ -1430,11 +1430,8 @@ exec:
         fire_watched: {
             /* memo's part, the max-use limit, a hook or provenance */
             int k = watched_fire(rs, ctx, run, M, f, fp, opid, busy, timing, pv, &R, &result, err);
-            if (k < 0) {
-                if (k == -1)
-                    goto oom;
-                goto fail;
-            }
+            if (k < 0)
+                STEP_FAILED(k);
             if (k == FIRE_KNOWN)
                 goto ret;
             if (k == FIRE_POLL)
@@ -1449,11 +1446,8 @@ exec:
             goto ret;
         OP(E_CEXT): {
             int k = c_rewrite(rs, ctx, run, M, f, i, R, &sp, err);
-            if (k < 0) {
-                if (k == -1)
-                    goto oom;
-                goto fail;
-            }
+            if (k < 0)
+                STEP_FAILED(k);
             if (!k)
                 goto failed_rule;
             NEXT();
