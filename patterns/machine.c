@@ -651,6 +651,56 @@ static __attribute__((noinline)) tg_term *unwind_levels(tg_ctx *ctx, tgW_machine
  * turns into its jump (the codes fold away once inlined). */
 #define STEP static inline __attribute__((always_inline))
 
+/* -- the run's start -- */
+
+/* What a run's firings do beyond counting.  *watched: more than count,
+ * one test on E_FIRE's hot path; *busy: more than memo's part (a
+ * max-use limit, a hook, provenance, rule timing).  In memo's lazy
+ * phase (memo.h) no call of the run opens before it is over, so a
+ * firing has nothing to record for memo until a call opens (call_by and
+ * tail_call set watched then).  *can_loop: self loops run as loops
+ * (loop_run) when a firing only counts (or does memo's part only, for
+ * calls memo passes unlooked-up: see loop_budget) and the right side's
+ * calls are reduced (not a step). */
+STEP void run_modes(tg_rules *rs, const tgW_run *run, tgW_machine *M, int memo, int *watched,
+                    int *busy, int *can_loop)
+{
+    *watched = memo || run->limit || run->hook || rs->prov || rs->timing;
+    *busy = run->limit || run->hook || rs->prov || rs->timing;
+    if (memo && M->memo.lazy && !*busy)
+        *watched = 0;
+    *can_loop = !*busy && !run->step;
+}
+
+/* The first call of a run with memo on (op opid on the c arguments
+ * below *sp, from ix), when memo is past its lazy phase.  Its memo
+ * lookup (a node of the input: distinct calls, by the input walk's done
+ * map) is deferred until its rules do something the profile counts (a
+ * condition test, a call, a firing), and left out when none does: most
+ * nodes of a large graph are normal forms that no rule's match or
+ * silent test accepts, and their entries were most of the memo table.
+ * The lookup's outcome is then the same (matching and silent tests
+ * change nothing), and tgW_memo_pass counts one left out, so profiles
+ * and cycle reports are those of a lookup made at once.  Its frame's
+ * opened is 2 (*copened) until the lookup is made.  0: a frame for the
+ * call, at *cbase (*cby its rules); 1 with *result when it has no rules
+ * (*sp at its arguments' place); -1 with err filled. */
+STEP int first_call(tg_rules *rs, tgW_machine *M, const tgW_index *ix, uint32_t opid,
+                    tg_term *head, int atom, uint32_t c, size_t *sp, size_t *cbase, size_t *ckn0,
+                    const struct tgW_byop **cby, int *copened, tg_term **result, tg_error *err)
+{
+    *cbase = *sp - c, *ckn0 = M->memo.nopen;
+    *cby = byop(ix, opid);
+    int known = call_enter(rs, *cby, 0, opid, head, atom, c, M->vs + *cbase, result, copened, err);
+    if (known > 0)
+        *sp = *cbase;
+    if (!known)
+        *copened = 2;
+    return known;
+}
+
+/* -- trying a call's rules -- */
+
 /* Rule r's left side matched on frame f's call, its registers at R: 1
  * matched, 0 not, -1 out of memory, -2 with err filled.  A left side of
  * one application (most rules of recursions) is matched here, a plain
@@ -706,6 +756,51 @@ STEP tg_term *no_rule_applies(tg_ctx *ctx, tgW_machine *M, const frame *f, uint3
     if (t && f->opened == 2)
         tgW_memo_pass(&M->memo, opid, f->head, f->atom, f->n, M->vs + f->base);
     return t;
+}
+
+/* -- calls in a right side -- */
+
+/* The node (head args..) of the c arguments below *sp, which it
+ * replaces: a constructor's call built in place; -1 when out of memory. */
+STEP int push_node(tg_ctx *ctx, tgW_machine *M, tg_term *head, int atom, uint32_t c, size_t *sp)
+{
+    tg_term *t = build(ctx, head, atom, c, M->vs + *sp - c);
+    if (!t)
+        return -1;
+    *sp -= c;
+    M->vs[(*sp)++] = t;
+    return 0;
+}
+
+/* Where E_CALL's call of an op with rules (the c arguments below sp) goes
+ * from frame f (call_way). */
+enum {
+    CALL_ENTER,     /* the call's entry: the memo lookup (call_by) */
+    CALL_FRAME,     /* a frame at once, nothing to look up */
+    CALL_LEVELS     /* frame f's ctorrec levels (ctor_rec) */
+};
+
+/* Which of the above, with *cbase, *ckn0 and *copened set for the
+ * latter two.  Memo off: levels unless a firing is watched.  Memo on:
+ * levels while memo passes their calls (only memo watches), and no
+ * lookup in memo's lazy phase. */
+STEP int call_way(tgW_machine *M, const frame *f, int memo, int watched, int busy, size_t sp,
+                  uint32_t c, size_t *cbase, size_t *ckn0, int *copened)
+{
+    if (!memo) {
+        *cbase = sp - c, *copened = 0;
+        return f->rule->ctorrec && !watched ? CALL_LEVELS : CALL_FRAME;
+    }
+    if (f->rule->ctorrec && !busy) {
+        *cbase = sp - c, *ckn0 = M->memo.nopen, *copened = 0;
+        return CALL_LEVELS;
+    }
+    if (M->memo.lazy) {
+        M->memo.lazy--;
+        *cbase = sp - c, *ckn0 = M->memo.nopen, *copened = 0;
+        return CALL_FRAME;
+    }
+    return CALL_ENTER;
 }
 
 /* Frame f's ctorrec rule calls its own op (pc: the constructor's
@@ -818,6 +913,74 @@ STEP int absorbed_args(tgW_machine *M, const frame *f, tg_term *x, size_t *sp, t
     return 0;
 }
 
+/* -- a frame's last call: its constructor or a tail call -- */
+
+/* E_CALLT i of a constructor in frame f (the top, fp - 1): the frame's
+ * result, the node of K[i->b] on the c arguments below sp; NULL when out
+ * of memory.  A frame of a constructor chain (chain_start, *pfk its
+ * lowest frame) has its node's hash known and fetches the bucket of the
+ * node CHAIN_AHEAD frames down; the chain's last frame ends it. */
+STEP tg_term *ctor_result(tg_ctx *ctx, tgW_machine *M, const tgW_index *bix, size_t fp0, size_t fp,
+                          const frame *f, const tgW_ins *i, tg_term *const *K, uint32_t c,
+                          size_t sp, size_t *pfk)
+{
+    if (c - 1u < TGT_CHUNK - 1u) {
+        size_t k = fp - 1;
+        if (*pfk > k)
+            *pfk = chain_start(ctx, M, bix, fp0, k, K[i->b], c, M->vs + sp - c);
+        if (*pfk <= k) {     /* a chain frame: its hash is known */
+            uint64_t ahead = f->ahash;
+            if (k >= *pfk + CHAIN_AHEAD)
+                ahead = M->fs[k - CHAIN_AHEAD].ahash;
+            else if (k == *pfk)
+                *pfk = SIZE_MAX;     /* the chain's last node */
+            return tgT_app_hashed(ctx, f->ahash, ahead, K[i->b], c, M->vs + sp - c);
+        }
+    }
+    return build(ctx, K[i->b], i->pad, c, M->vs + sp - c);
+}
+
+/* E_CALLT of an op with rules (of any op, with provenance, whose log
+ * records tail calls) in frame f, the top: the call's c arguments, below
+ * *sp, moved down to the frame's base, a few words each (not a library
+ * call); -1 when out of memory. */
+STEP int tail_args(tg_ctx *ctx, tgW_machine *M, frame *f, size_t fp, tgO_prov *pv, tg_term *head,
+                   int atom, uint32_t c, size_t *sp)
+{
+    size_t base = f->base;
+    for (uint32_t j = 0, from = (uint32_t)(*sp - c - base); j < c; j++)
+        M->vs[base + j] = M->vs[base + from + j];
+    *sp = base + c;
+    f->rule->built++;
+    if (pv && tgO_done_call(pv, ctx, fp - 1, head, atom, c, M->vs + base) < 0)
+        return -1;
+    return 0;
+}
+
+/* Frame f becomes the call of head (opid, atom) on the c arguments at
+ * its base (a tail call): entered as any call (*cby its op's rules), the
+ * frame then trying the call's rules: 0; 1 with *result when the call is
+ * known (a constructor's, or memo's); -1 with err filled. */
+STEP int tail_enter(tg_rules *rs, tgW_machine *M, frame *f, const tgW_index *bix, int memo,
+                    uint32_t opid, tg_term *head, int atom, uint32_t c,
+                    const struct tgW_byop **cby, int *watched, tg_term **result, tg_error *err)
+{
+    int opened;
+    tg_term **args = M->vs + f->base;
+    *cby = byop(bix, opid);
+    int known = call_enter(rs, *cby, memo, opid, head, atom, c, args, result, &opened, err);
+    if (known)
+        return known;
+    f->opened = opened;
+    *watched |= opened;
+    f->n = c, f->head = head, f->atom = atom;
+    f->rules = call_rules(*cby, args, c, &f->nrules);
+    f->ri = 0;
+    return 0;
+}
+
+/* -- firing -- */
+
 /* What reduce does after a watched firing (watched_fire). */
 enum { FIRE_ON, FIRE_POLL, FIRE_KNOWN };
 
@@ -881,6 +1044,46 @@ STEP int watched_fire(tg_rules *rs, tg_ctx *ctx, const tgW_run *run, tgW_machine
     return (rs->rewrites & 0xffff) == 0 ? FIRE_POLL : FIRE_ON;
 }
 
+/* -- data and built-ins -- */
+
+/* E_LIST, E_LISTT: the list of the n values below *sp (and the tail
+ * above them: tailed), which replaces them; -1 when out of memory.  A
+ * proper list's computed head may name an assoc / comm op: canonical
+ * order (ac.c). */
+STEP int push_list(tg_rules *rs, tg_ctx *ctx, tgW_machine *M, uint32_t n, int tailed, size_t *sp)
+{
+    tg_term *t;
+    if (tailed) {
+        t = tg_list(ctx, n, M->vs + *sp - 1 - n, M->vs[*sp - 1]);
+    } else {
+        t = tg_list(ctx, n, M->vs + *sp - n, NULL);
+        if (t && tgT_ispair(t) && tgT_kind(t->e[0]) == TG_SYMBOL)
+            t = tgW_ac_canon(rs, t);
+    }
+    if (!t)
+        return -1;
+    *sp -= n + (size_t)tailed;
+    M->vs[(*sp)++] = t;
+    return 0;
+}
+
+/* E_NUM, E_TYPE: a built-in's value v (q: whether it applies) of the
+ * i->c arguments below *sp, which it replaces, into register i->d or
+ * pushed; 0 when it does not apply (the rule fails), else 1. */
+STEP int push_value(tgW_machine *M, tg_term **R, const tgW_ins *i, int q, tg_term *v, size_t *sp)
+{
+    *sp -= i->c;
+    if (!q)
+        return 0;
+    if (i->pad)
+        R[i->d] = v;
+    else
+        M->vs[(*sp)++] = v;
+    return 1;
+}
+
+/* -- C rewriters -- */
+
 /* E_CEXT i: C rewriter i->a on frame f's call, as a term (known when
  * stepping: the only call with rules is the stepped term; with memo: its
  * key).  1 with its result pushed and in register 0, 0 when it does not
@@ -937,194 +1140,7 @@ STEP int c_result(tg_rules *rs, const tgW_run *run, tgW_machine *M, const frame 
     return 1;
 }
 
-/* E_CALLT i of a constructor in frame f (the top, fp - 1): the frame's
- * result, the node of K[i->b] on the c arguments below sp; NULL when out
- * of memory.  A frame of a constructor chain (chain_start, *pfk its
- * lowest frame) has its node's hash known and fetches the bucket of the
- * node CHAIN_AHEAD frames down; the chain's last frame ends it. */
-STEP tg_term *ctor_result(tg_ctx *ctx, tgW_machine *M, const tgW_index *bix, size_t fp0, size_t fp,
-                          const frame *f, const tgW_ins *i, tg_term *const *K, uint32_t c,
-                          size_t sp, size_t *pfk)
-{
-    if (c - 1u < TGT_CHUNK - 1u) {
-        size_t k = fp - 1;
-        if (*pfk > k)
-            *pfk = chain_start(ctx, M, bix, fp0, k, K[i->b], c, M->vs + sp - c);
-        if (*pfk <= k) {     /* a chain frame: its hash is known */
-            uint64_t ahead = f->ahash;
-            if (k >= *pfk + CHAIN_AHEAD)
-                ahead = M->fs[k - CHAIN_AHEAD].ahash;
-            else if (k == *pfk)
-                *pfk = SIZE_MAX;     /* the chain's last node */
-            return tgT_app_hashed(ctx, f->ahash, ahead, K[i->b], c, M->vs + sp - c);
-        }
-    }
-    return build(ctx, K[i->b], i->pad, c, M->vs + sp - c);
-}
-
-/* The node (head args..) of the c arguments below *sp, which it
- * replaces: a constructor's call built in place; -1 when out of memory. */
-STEP int push_node(tg_ctx *ctx, tgW_machine *M, tg_term *head, int atom, uint32_t c, size_t *sp)
-{
-    tg_term *t = build(ctx, head, atom, c, M->vs + *sp - c);
-    if (!t)
-        return -1;
-    *sp -= c;
-    M->vs[(*sp)++] = t;
-    return 0;
-}
-
-/* Where E_CALL's call of an op with rules (the c arguments below sp) goes
- * from frame f (call_way). */
-enum {
-    CALL_ENTER,     /* the call's entry: the memo lookup (call_by) */
-    CALL_FRAME,     /* a frame at once, nothing to look up */
-    CALL_LEVELS     /* frame f's ctorrec levels (ctor_rec) */
-};
-
-/* Which of the above, with *cbase, *ckn0 and *copened set for the
- * latter two.  Memo off: levels unless a firing is watched.  Memo on:
- * levels while memo passes their calls (only memo watches), and no
- * lookup in memo's lazy phase. */
-STEP int call_way(tgW_machine *M, const frame *f, int memo, int watched, int busy, size_t sp,
-                  uint32_t c, size_t *cbase, size_t *ckn0, int *copened)
-{
-    if (!memo) {
-        *cbase = sp - c, *copened = 0;
-        return f->rule->ctorrec && !watched ? CALL_LEVELS : CALL_FRAME;
-    }
-    if (f->rule->ctorrec && !busy) {
-        *cbase = sp - c, *ckn0 = M->memo.nopen, *copened = 0;
-        return CALL_LEVELS;
-    }
-    if (M->memo.lazy) {
-        M->memo.lazy--;
-        *cbase = sp - c, *ckn0 = M->memo.nopen, *copened = 0;
-        return CALL_FRAME;
-    }
-    return CALL_ENTER;
-}
-
-/* E_CALLT of an op with rules (of any op, with provenance, whose log
- * records tail calls) in frame f, the top: the call's c arguments, below
- * *sp, moved down to the frame's base, a few words each (not a library
- * call); -1 when out of memory. */
-STEP int tail_args(tg_ctx *ctx, tgW_machine *M, frame *f, size_t fp, tgO_prov *pv, tg_term *head,
-                   int atom, uint32_t c, size_t *sp)
-{
-    size_t base = f->base;
-    for (uint32_t j = 0, from = (uint32_t)(*sp - c - base); j < c; j++)
-        M->vs[base + j] = M->vs[base + from + j];
-    *sp = base + c;
-    f->rule->built++;
-    if (pv && tgO_done_call(pv, ctx, fp - 1, head, atom, c, M->vs + base) < 0)
-        return -1;
-    return 0;
-}
-
-/* Frame f becomes the call of head (opid, atom) on the c arguments at
- * its base (a tail call): entered as any call (*cby its op's rules), the
- * frame then trying the call's rules: 0; 1 with *result when the call is
- * known (a constructor's, or memo's); -1 with err filled. */
-STEP int tail_enter(tg_rules *rs, tgW_machine *M, frame *f, const tgW_index *bix, int memo,
-                    uint32_t opid, tg_term *head, int atom, uint32_t c,
-                    const struct tgW_byop **cby, int *watched, tg_term **result, tg_error *err)
-{
-    int opened;
-    tg_term **args = M->vs + f->base;
-    *cby = byop(bix, opid);
-    int known = call_enter(rs, *cby, memo, opid, head, atom, c, args, result, &opened, err);
-    if (known)
-        return known;
-    f->opened = opened;
-    *watched |= opened;
-    f->n = c, f->head = head, f->atom = atom;
-    f->rules = call_rules(*cby, args, c, &f->nrules);
-    f->ri = 0;
-    return 0;
-}
-
-/* E_LIST, E_LISTT: the list of the n values below *sp (and the tail
- * above them: tailed), which replaces them; -1 when out of memory.  A
- * proper list's computed head may name an assoc / comm op: canonical
- * order (ac.c). */
-STEP int push_list(tg_rules *rs, tg_ctx *ctx, tgW_machine *M, uint32_t n, int tailed, size_t *sp)
-{
-    tg_term *t;
-    if (tailed) {
-        t = tg_list(ctx, n, M->vs + *sp - 1 - n, M->vs[*sp - 1]);
-    } else {
-        t = tg_list(ctx, n, M->vs + *sp - n, NULL);
-        if (t && tgT_ispair(t) && tgT_kind(t->e[0]) == TG_SYMBOL)
-            t = tgW_ac_canon(rs, t);
-    }
-    if (!t)
-        return -1;
-    *sp -= n + (size_t)tailed;
-    M->vs[(*sp)++] = t;
-    return 0;
-}
-
-/* E_NUM, E_TYPE: a built-in's value v (q: whether it applies) of the
- * i->c arguments below *sp, which it replaces, into register i->d or
- * pushed; 0 when it does not apply (the rule fails), else 1. */
-STEP int push_value(tgW_machine *M, tg_term **R, const tgW_ins *i, int q, tg_term *v, size_t *sp)
-{
-    *sp -= i->c;
-    if (!q)
-        return 0;
-    if (i->pad)
-        R[i->d] = v;
-    else
-        M->vs[(*sp)++] = v;
-    return 1;
-}
-
-/* What a run's firings do beyond counting.  *watched: more than count,
- * one test on E_FIRE's hot path; *busy: more than memo's part (a
- * max-use limit, a hook, provenance, rule timing).  In memo's lazy
- * phase (memo.h) no call of the run opens before it is over, so a
- * firing has nothing to record for memo until a call opens (call_by and
- * tail_call set watched then).  *can_loop: self loops run as loops
- * (loop_run) when a firing only counts (or does memo's part only, for
- * calls memo passes unlooked-up: see loop_budget) and the right side's
- * calls are reduced (not a step). */
-STEP void run_modes(tg_rules *rs, const tgW_run *run, tgW_machine *M, int memo, int *watched,
-                    int *busy, int *can_loop)
-{
-    *watched = memo || run->limit || run->hook || rs->prov || rs->timing;
-    *busy = run->limit || run->hook || rs->prov || rs->timing;
-    if (memo && M->memo.lazy && !*busy)
-        *watched = 0;
-    *can_loop = !*busy && !run->step;
-}
-
-/* The first call of a run with memo on (op opid on the c arguments
- * below *sp, from ix), when memo is past its lazy phase.  Its memo
- * lookup (a node of the input: distinct calls, by the input walk's done
- * map) is deferred until its rules do something the profile counts (a
- * condition test, a call, a firing), and left out when none does: most
- * nodes of a large graph are normal forms that no rule's match or
- * silent test accepts, and their entries were most of the memo table.
- * The lookup's outcome is then the same (matching and silent tests
- * change nothing), and tgW_memo_pass counts one left out, so profiles
- * and cycle reports are those of a lookup made at once.  Its frame's
- * opened is 2 (*copened) until the lookup is made.  0: a frame for the
- * call, at *cbase (*cby its rules); 1 with *result when it has no rules
- * (*sp at its arguments' place); -1 with err filled. */
-STEP int first_call(tg_rules *rs, tgW_machine *M, const tgW_index *ix, uint32_t opid,
-                    tg_term *head, int atom, uint32_t c, size_t *sp, size_t *cbase, size_t *ckn0,
-                    const struct tgW_byop **cby, int *copened, tg_term **result, tg_error *err)
-{
-    *cbase = *sp - c, *ckn0 = M->memo.nopen;
-    *cby = byop(ix, opid);
-    int known = call_enter(rs, *cby, 0, opid, head, atom, c, M->vs + *cbase, result, copened, err);
-    if (known > 0)
-        *sp = *cbase;
-    if (!known)
-        *copened = 2;
-    return known;
-}
+/* -- returning -- */
 
 /* A normal form *result returned to frame f, which has ctorrec levels:
  * their nodes built (unwind_levels), level 1's in the place of the
@@ -1139,6 +1155,18 @@ STEP int levels_returned(tg_ctx *ctx, tgW_machine *M, frame *f, tg_term *const *
     return 0;
 }
 
+/* The machine's loop (see the top of the file), on explicit stacks of
+ * values and frames.  Its labels are the machine's states:
+ *   call, call_by  a call entered (memo looked up), or known at once;
+ *   frame          a frame pushed for it, its rules picked by the index;
+ *   try_rules      the next rule matched (self loops run here);
+ *   ctor_rec       a ctorrec rule's call run as levels of its frame;
+ *   exec           the rule's right side, one instruction after the other;
+ *   failed_rule    a condition failed: the next rule;
+ *   ret, returned  a normal form back to the frame below, which goes on
+ *                  (a constructor chain's frame builds its node at once);
+ *   oom, fail      the error paths: open memo calls closed unknown.
+ * The work of each is in the steps above. */
 static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term *head,
                        int atom, uint32_t c, size_t *spp, tg_error *err)
 {
