@@ -210,15 +210,6 @@ static __attribute__((noinline)) long canon_top(tg_rules *rs, tgW_machine *M, ui
     return (long)nn;
 }
 
-/* canon_top on the call being made in reduce (its sp and c). */
-#define CANON_CALL()                                                          \
-    do {                                                                      \
-        long nc_ = canon_top(rs, M, opid, head, sp, c);                       \
-        if (nc_ < 0)                                                          \
-            goto oom;                                                         \
-        sp = sp - c + (size_t)nc_;                                            \
-        c = (uint32_t)nc_;                                                    \
-    } while (0)
 
 /* The error of a call met again while being reduced (open in slot): the
  * rules fired since it was first met ("..." for those of calls not
@@ -775,6 +766,15 @@ static __attribute__((noinline)) tg_term *unwind_levels(tg_ctx *ctx, tgW_machine
             goto ret;                                                         \
     } while (0)
 
+/* A step's failure in reduce: -1 out of memory (err still to fill),
+ * -2 with err filled. */
+#define STEP_FAILED(k)                                                        \
+    do {                                                                      \
+        if ((k) == -1)                                                        \
+            goto oom;                                                         \
+        goto fail;                                                            \
+    } while (0)
+
 /* The dispatch of a body's instructions.  With GNU C each instruction
  * ends with its own jump through a table (threaded code): no bounds
  * check nor jump back to the one switch, and an indirect branch per
@@ -791,6 +791,534 @@ static __attribute__((noinline)) tg_term *unwind_levels(tg_ctx *ctx, tgW_machine
 #define NEXT() continue
 #endif
 
+/* ---- reduce's steps ---------------------------------------------------
+ *
+ * reduce below is the machine's loop: a call entered, its rules tried,
+ * a right side's instructions run, a normal form returned to the frame
+ * below.  The steps it takes are the functions of this section.  They
+ * are always inlined: reduce was tuned instruction by instruction as one
+ * function (doc/internals.md), and a call left out of line would move
+ * GCC's allocation of its registers, which the hot paths depend on.  A
+ * step with more than one way on returns a code that reduce's loop
+ * turns into its jump (the codes fold away once inlined). */
+#define STEP static inline __attribute__((always_inline))
+
+/* -- the run's start -- */
+
+/* What a run's firings do beyond counting.  *watched: more than count,
+ * one test on E_FIRE's hot path; *busy: more than memo's part (a
+ * max-use limit, a hook, provenance, rule timing).  In memo's lazy
+ * phase (memo.h) no call of the run opens before it is over, so a
+ * firing has nothing to record for memo until a call opens (call_by and
+ * tail_call set watched then).  *can_loop: self loops run as loops
+ * (loop_run) when a firing only counts (or does memo's part only, for
+ * calls memo passes unlooked-up: see loop_budget) and the right side's
+ * calls are reduced (not a step). */
+STEP void run_modes(tg_rules *rs, const tgW_run *run, tgW_machine *M, int memo, int *watched,
+                    int *busy, int *can_loop)
+{
+    *watched = memo || run->limit || run->hook || rs->prov || rs->timing;
+    *busy = run->limit || run->hook || rs->prov || rs->timing;
+    if (memo && M->memo.lazy && !*busy)
+        *watched = 0;
+    *can_loop = !*busy && !run->step;
+}
+
+/* The first call of a run with memo on (op opid on the c arguments
+ * below *sp, from ix), when memo is past its lazy phase.  Its memo
+ * lookup (a node of the input: distinct calls, by the input walk's done
+ * map) is deferred until its rules do something the profile counts (a
+ * condition test, a call, a firing), and left out when none does: most
+ * nodes of a large graph are normal forms that no rule's match or
+ * silent test accepts, and their entries were most of the memo table.
+ * The lookup's outcome is then the same (matching and silent tests
+ * change nothing), and tgW_memo_pass counts one left out, so profiles
+ * and cycle reports are those of a lookup made at once.  Its frame's
+ * opened is 2 (*copened) until the lookup is made.  0: a frame for the
+ * call, at *cbase (*cby its rules); 1 with *result when it has no rules
+ * (*sp at its arguments' place); -1 with err filled. */
+STEP int first_call(tg_rules *rs, tgW_machine *M, const tgW_index *ix, uint32_t opid,
+                    tg_term *head, int atom, uint32_t c, size_t *sp, size_t *cbase, size_t *ckn0,
+                    const struct tgW_byop **cby, int *copened, tg_term **result, tg_error *err)
+{
+    *cbase = *sp - c, *ckn0 = M->memo.nopen;
+    *cby = byop(ix, opid);
+    int known = call_enter(rs, *cby, 0, opid, head, atom, c, M->vs + *cbase, result, copened, err);
+    if (known > 0)
+        *sp = *cbase;
+    if (!known)
+        *copened = 2;
+    return known;
+}
+
+/* -- trying a call's rules -- */
+
+/* Rule r's left side matched on frame f's call, its registers at R: 1
+ * matched, 0 not, -1 out of memory, -2 with err filled.  A left side of
+ * one application (most rules of recursions) is matched here, a plain
+ * one without the choice stack (match_plain).  The arguments are read
+ * from the stack at each use, as the general match may move it. */
+STEP int rule_match(tg_rules *rs, tg_ctx *ctx, tgW_machine *M, const frame *f, const tgW_rule *r,
+                    tg_term **R, tg_error *err)
+{
+    int m;
+    if (r->plain == 2) {
+        const tgW_ins *mp = r->match;
+        m = f->n == mp->a && app_args_short(R[mp[1].a], r->k[mp[1].b], mp[1].c, R + mp[1].d);
+    } else {
+        m = r->plain ? match_plain(r, f->n, R) : tgW_match(ctx, r, M->vs + f->base, f->n, R);
+    }
+    if (m < 0) {
+        if (m == -1)
+            return -1;
+        /* -2: modulo assoc / comm (ac.c) */
+        if ((m = tgW_ac_match(rs, r, M->vs + f->base, f->n, R, err)) < 0)
+            return -2;
+    }
+    return m;
+}
+
+/* Self loop r matched frame f's call: fired until it no longer matches
+ * (loop_run; with memo on, also until its call is one memo must look
+ * up: loop_budget).  1 when it ran (the frame's arguments are then those
+ * of the call that ended it, left untried), 0 when it may not run as a
+ * loop here, -1 with err filled. */
+STEP int self_loop(tg_rules *rs, tgW_machine *M, frame *f, tgW_rule *r, int memo, tg_term **R,
+                   tg_error *err)
+{
+    uint64_t left = UINT64_MAX;
+    const tg_term *w = NULL;
+    if (memo && !loop_budget(M, r, f, &left, &w))
+        return 0;
+    f->rule = r;
+    uint64_t left0 = left;
+    if (tgW_loop_run(rs, r, f->n, R, &left, w, err) < 0)
+        return -1;
+    if (memo)   /* the calls made and matched: passed */
+        tgW_memo_skipped(&M->memo, left0 - left);
+    return 1;
+}
+
+/* No rule applies to frame f's call (op opid): the call is its own
+ * normal form, built; NULL when out of memory.  A deferred lookup never
+ * made is counted as made (see reduce). */
+STEP tg_term *no_rule_applies(tg_ctx *ctx, tgW_machine *M, const frame *f, uint32_t opid)
+{
+    tg_term *t = build(ctx, f->head, f->atom, f->n, M->vs + f->base);
+    if (t && f->opened == 2)
+        tgW_memo_pass(&M->memo, opid, f->head, f->atom, f->n, M->vs + f->base);
+    return t;
+}
+
+/* -- calls in a right side -- */
+
+/* The node (head args..) of the c arguments below *sp, which it
+ * replaces: a constructor's call built in place; -1 when out of memory. */
+STEP int push_node(tg_ctx *ctx, tgW_machine *M, tg_term *head, int atom, uint32_t c, size_t *sp)
+{
+    tg_term *t = build(ctx, head, atom, c, M->vs + *sp - c);
+    if (!t)
+        return -1;
+    *sp -= c;
+    M->vs[(*sp)++] = t;
+    return 0;
+}
+
+/* Where E_CALL's call of an op with rules (the c arguments below sp) goes
+ * from frame f (call_way). */
+enum {
+    CALL_ENTER,     /* the call's entry: the memo lookup (call_by) */
+    CALL_FRAME,     /* a frame at once, nothing to look up */
+    CALL_LEVELS     /* frame f's ctorrec levels (ctor_rec) */
+};
+
+/* Which of the above, with *cbase, *ckn0 and *copened set for the
+ * latter two.  Memo off: levels unless a firing is watched.  Memo on:
+ * levels while memo passes their calls (only memo watches), and no
+ * lookup in memo's lazy phase. */
+STEP int call_way(tgW_machine *M, const frame *f, int memo, int watched, int busy, size_t sp,
+                  uint32_t c, size_t *cbase, size_t *ckn0, int *copened)
+{
+    if (!memo) {
+        *cbase = sp - c, *copened = 0;
+        return f->rule->ctorrec && !watched ? CALL_LEVELS : CALL_FRAME;
+    }
+    if (f->rule->ctorrec && !busy) {
+        *cbase = sp - c, *ckn0 = M->memo.nopen, *copened = 0;
+        return CALL_LEVELS;
+    }
+    if (M->memo.lazy) {
+        M->memo.lazy--;
+        *cbase = sp - c, *ckn0 = M->memo.nopen, *copened = 0;
+        return CALL_FRAME;
+    }
+    return CALL_ENTER;
+}
+
+/* Frame f's ctorrec rule calls its own op (pc: the constructor's
+ * E_CALLT after the call; the call of opid on the c arguments at *cbase,
+ * cby its rules): the call is made levels of f while the rule keeps
+ * matching (run_levels; with memo on, while memo passes the calls
+ * unlooked-up).  0 with lv the rules of the call that ends them, for a
+ * frame of its own at *cbase (*ckn0 the memo calls open before it); 1
+ * when that call is one memo is to look up (its arguments end at *sp):
+ * it goes the usual way; -1 out of memory, -2 with err filled.  An op
+ * with rules in the constructor's place (a rewriter's index may give it
+ * some) takes no levels. */
+STEP int ctor_levels(tg_rules *rs, tgW_machine *M, frame *f, const tgW_index *bix,
+                     const struct tgW_byop *cby, const tgW_ins *pc, int memo, uint32_t opid,
+                     uint32_t c, size_t *cbase, size_t *sp, size_t *ckn0, struct levels *lv,
+                     tg_error *err)
+{
+    if (byop(bix, pc->a)->n) {
+        if (memo)
+            return 1;
+        lv->rr = call_rules(cby, M->vs + *cbase, c, &lv->nr);
+        lv->tried = 0;
+        return 0;
+    }
+    uint64_t left = UINT64_MAX, left0;
+    tg_term *w = NULL;
+    if (memo && !(left = tgW_memo_skips(&M->memo, opid, c, &w)))
+        return 1;
+    left0 = left;
+    int k = run_levels(rs, M, f, cby, pc - 1, *cbase, c, &left, w, lv, err);
+    if (memo)   /* the calls that were levels, or were tried as one */
+        tgW_memo_skipped(&M->memo, left0 - left);
+    if (k < 0)
+        return k;
+    *cbase = lv->cbase;
+    if (!lv->entered) {     /* the call that ended them: memo's to look up */
+        *sp = *cbase + c;
+        return 1;
+    }
+    *ckn0 = M->memo.nopen;
+    return 0;
+}
+
+/* The call of op opid (head) on the *c arguments below *sp, of an
+ * assoc / comm op, in canonical order (canon_top): *sp and *c moved to
+ * their new count; -1 when out of memory. */
+STEP int canon_call(tg_rules *rs, tgW_machine *M, uint32_t opid, tg_term *head, size_t *sp,
+                    uint32_t *c)
+{
+    long nc = canon_top(rs, M, opid, head, *sp, *c);
+    if (nc < 0)
+        return -1;
+    *sp = *sp - *c + (size_t)nc;
+    *c = (uint32_t)nc;
+    return 0;
+}
+
+/* E_CALLV i: a call whose last arguments are a spliced list, on top of
+ * the stack after the i->c others.  An improper list makes no call: the
+ * list (head args.. . tail) is pushed, 0.  Else its elements pushed,
+ * the call's count in *c (the registers at *R, as the stack may move)
+ * and 1; -1 out of memory, -2 with err filled (an arity the op
+ * refuses). */
+STEP int spliced_call(tg_rules *rs, tg_ctx *ctx, tgW_machine *M, frame *f, const tgW_ins *i,
+                      tg_term *const *K, size_t *sp, tg_term ***R, uint32_t *c, tg_error *err)
+{
+    tg_term *tl = M->vs[--*sp];
+    size_t len = tg_length(tl);
+    if (tg_tail(tl) != TGT_NIL) {   /* improper: a list, no call */
+        tg_term *t = tg_list(ctx, i->c, M->vs + *sp - i->c, tl);
+        tg_term *whole = t ? tg_cons(ctx, K[i->b], t) : NULL;
+        if (!whole)
+            return -1;
+        *sp -= i->c;
+        M->vs[(*sp)++] = whole;
+        return 0;
+    }
+    if (vs_reserve(M, *sp + len + 64) < 0)
+        return -1;
+    *R = M->vs + f->regs;
+    tg_elements(tl, M->vs + *sp, len);
+    *sp += len;
+    const tgW_op *op = rs->ops[i->a];
+    *c = (uint32_t)(i->c + len);
+    if (__builtin_expect(*c < op->amin || (*c > op->amax && !(op->flags & TGW_VARIADIC)), 0)) {
+        splice_arity_error(f->rule, op, *c, err);
+        return -2;
+    }
+    if (i->d && canon_call(rs, M, i->a, K[i->b], sp, c) < 0)
+        return -1;
+    f->rule->built++;
+    return 1;
+}
+
+/* E_NORM's call: the arguments x (an application of the absorbing op)
+ * absorbed, pushed over x, their count in *c (the registers at *R, as
+ * the stack may move); -1 when out of memory. */
+STEP int absorbed_args(tgW_machine *M, const frame *f, tg_term *x, size_t *sp, tg_term ***R,
+                       uint32_t *c)
+{
+    size_t len = tg_length(x) - 1;
+    --*sp;
+    if (vs_reserve(M, *sp + len + 64) < 0)
+        return -1;
+    *R = M->vs + f->regs;
+    tg_iter it = {x, 1};
+    for (tg_term *y; (y = tgT_iter_next(&it));)
+        M->vs[(*sp)++] = y;
+    *c = (uint32_t)len;
+    return 0;
+}
+
+/* -- a frame's last call: its constructor or a tail call -- */
+
+/* E_CALLT i of a constructor in frame f (the top, fp - 1): the frame's
+ * result, the node of K[i->b] on the c arguments below sp; NULL when out
+ * of memory.  A frame of a constructor chain (chain_start, *pfk its
+ * lowest frame) has its node's hash known and fetches the bucket of the
+ * node CHAIN_AHEAD frames down; the chain's last frame ends it. */
+STEP tg_term *ctor_result(tg_ctx *ctx, tgW_machine *M, const tgW_index *bix, size_t fp0, size_t fp,
+                          const frame *f, const tgW_ins *i, tg_term *const *K, uint32_t c,
+                          size_t sp, size_t *pfk)
+{
+    if (c - 1u < TGT_CHUNK - 1u) {
+        size_t k = fp - 1;
+        if (*pfk > k)
+            *pfk = chain_start(ctx, M, bix, fp0, k, K[i->b], c, M->vs + sp - c);
+        if (*pfk <= k) {     /* a chain frame: its hash is known */
+            uint64_t ahead = f->ahash;
+            if (k >= *pfk + CHAIN_AHEAD)
+                ahead = M->fs[k - CHAIN_AHEAD].ahash;
+            else if (k == *pfk)
+                *pfk = SIZE_MAX;     /* the chain's last node */
+            return tgT_app_hashed(ctx, f->ahash, ahead, K[i->b], c, M->vs + sp - c);
+        }
+    }
+    return build(ctx, K[i->b], i->pad, c, M->vs + sp - c);
+}
+
+/* E_CALLT of an op with rules (of any op, with provenance, whose log
+ * records tail calls) in frame f, the top: the call's c arguments, below
+ * *sp, moved down to the frame's base, a few words each (not a library
+ * call); -1 when out of memory. */
+STEP int tail_args(tg_ctx *ctx, tgW_machine *M, frame *f, size_t fp, tgO_prov *pv, tg_term *head,
+                   int atom, uint32_t c, size_t *sp)
+{
+    size_t base = f->base;
+    for (uint32_t j = 0, from = (uint32_t)(*sp - c - base); j < c; j++)
+        M->vs[base + j] = M->vs[base + from + j];
+    *sp = base + c;
+    f->rule->built++;
+    if (pv && tgO_done_call(pv, ctx, fp - 1, head, atom, c, M->vs + base) < 0)
+        return -1;
+    return 0;
+}
+
+/* Frame f becomes the call of head (opid, atom) on the c arguments at
+ * its base (a tail call): entered as any call (*cby its op's rules), the
+ * frame then trying the call's rules: 0; 1 with *result when the call is
+ * known (a constructor's, or memo's); -1 with err filled. */
+STEP int tail_enter(tg_rules *rs, tgW_machine *M, frame *f, const tgW_index *bix, int memo,
+                    uint32_t opid, tg_term *head, int atom, uint32_t c,
+                    const struct tgW_byop **cby, int *watched, tg_term **result, tg_error *err)
+{
+    int opened;
+    tg_term **args = M->vs + f->base;
+    *cby = byop(bix, opid);
+    int known = call_enter(rs, *cby, memo, opid, head, atom, c, args, result, &opened, err);
+    if (known)
+        return known;
+    f->opened = opened;
+    *watched |= opened;
+    f->n = c, f->head = head, f->atom = atom;
+    f->rules = call_rules(*cby, args, c, &f->nrules);
+    f->ri = 0;
+    return 0;
+}
+
+/* -- firing -- */
+
+/* What reduce does after a watched firing (watched_fire). */
+enum { FIRE_ON, FIRE_POLL, FIRE_KNOWN };
+
+/* E_FIRE of frame f's rule in a watched run (see reduce's watched):
+ * memo's part (the deferred lookup made, the rule recorded for the
+ * call open), then, when busy, the rule's time, the max-use limit, the
+ * hook (the registers at *R after it, as the stack may move) and
+ * provenance.  FIRE_ON; FIRE_POLL when the run's rewrite count reached a
+ * multiple of 2^16 (an interrupt, the step limit); FIRE_KNOWN with
+ * *result when the deferred lookup knew the call's normal form (no rule
+ * fires); -1 out of memory, -2 with err filled. */
+STEP int watched_fire(tg_rules *rs, tg_ctx *ctx, const tgW_run *run, tgW_machine *M, frame *f,
+                      size_t fp, uint32_t opid, int busy, int timing, tgO_prov *pv, tg_term ***R,
+                      tg_term **result, tg_error *err)
+{
+    tgW_rule *r = f->rule;
+    if (f->opened) {
+        if (f->opened == 2) {
+            int k = deferred_lookup(rs, opid, f, result, err);
+            if (k < 0)
+                return -2;
+            if (k)
+                return FIRE_KNOWN;
+        }
+        if (f->opened)
+            M->memo.open[M->memo.nopen - 1].rule = r;
+    }
+    if (!busy) {    /* memo only: counted as plain counts */
+        r->fired++;
+        if (__builtin_expect((++rs->rewrites & 0xffff) == 0, 0))
+            return FIRE_POLL;
+        return FIRE_ON;
+    }
+    rs->rewrites++;
+    r->fired++;
+    if (timing)
+        r->ticks += tgTm_ticks() - f->t0;
+    /* the nodes walked so far bound the input's count from below */
+    if (run->limit && r->fired - r->fired0 > run->limit->n &&
+        tgW_limit_over(rs, run->limit, r->fired - r->fired0,
+                       M->input == run->limit->start ? M->done.n + 1 : 0)) {
+        size_t nl;
+        const char *nm = tg_symbol_name(r->name, &nl);
+        tgE_set(err, TG_ERR_RANGE, NULL, 0, 0,
+                "rule %.*s fired more than %llu times (the max-use ratio): stopped", (int)nl, nm,
+                run->limit->n);
+        return -2;
+    }
+    if (run->hook) {
+        tg_term *before = build(ctx, f->head, f->atom, f->n, M->vs + f->base);
+        if (!before)
+            return -1;
+        if (run->hook(run->hook_ud, r, before, *R) < 0) {
+            tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "stopped by a hook");
+            return -2;
+        }
+        *R = M->vs + f->regs;
+    }
+    if (pv && tgO_fire_at(pv, ctx, r, f->head, f->atom, f->n, M->vs + f->base, fp - 1) < 0)
+        return -1;
+    return (rs->rewrites & 0xffff) == 0 ? FIRE_POLL : FIRE_ON;
+}
+
+/* -- data and built-ins -- */
+
+/* E_LIST, E_LISTT: the list of the n values below *sp (and the tail
+ * above them: tailed), which replaces them; -1 when out of memory.  A
+ * proper list's computed head may name an assoc / comm op: canonical
+ * order (ac.c). */
+STEP int push_list(tg_rules *rs, tg_ctx *ctx, tgW_machine *M, uint32_t n, int tailed, size_t *sp)
+{
+    tg_term *t;
+    if (tailed) {
+        t = tg_list(ctx, n, M->vs + *sp - 1 - n, M->vs[*sp - 1]);
+    } else {
+        t = tg_list(ctx, n, M->vs + *sp - n, NULL);
+        if (t && tgT_ispair(t) && tgT_kind(t->e[0]) == TG_SYMBOL)
+            t = tgW_ac_canon(rs, t);
+    }
+    if (!t)
+        return -1;
+    *sp -= n + (size_t)tailed;
+    M->vs[(*sp)++] = t;
+    return 0;
+}
+
+/* E_NUM, E_TYPE: a built-in's value v (q: whether it applies) of the
+ * i->c arguments below *sp, which it replaces, into register i->d or
+ * pushed; 0 when it does not apply (the rule fails), else 1. */
+STEP int push_value(tgW_machine *M, tg_term **R, const tgW_ins *i, int q, tg_term *v, size_t *sp)
+{
+    *sp -= i->c;
+    if (!q)
+        return 0;
+    if (i->pad)
+        R[i->d] = v;
+    else
+        M->vs[(*sp)++] = v;
+    return 1;
+}
+
+/* -- C rewriters -- */
+
+/* E_CEXT i: C rewriter i->a on frame f's call, as a term (known when
+ * stepping: the only call with rules is the stepped term; with memo: its
+ * key).  1 with its result pushed and in register 0, 0 when it does not
+ * apply (the rule fails), -1 out of memory, -2 with err filled. */
+STEP int c_rewrite(tg_rules *rs, tg_ctx *ctx, const tgW_run *run, tgW_machine *M, const frame *f,
+                   const tgW_ins *i, tg_term **R, size_t *sp, tg_error *err)
+{
+    tg_term *call = run->step && M->stepped ? M->stepped
+                                            : build(ctx, f->head, f->atom, f->n, M->vs + f->base);
+    tg_term *out = NULL;
+    if (!call)
+        return -1;
+    int rc = tgX_rewrite(rs, i->a, f->rule, call, &out, err);
+    if (rc < 0)
+        return -2;
+    if (!rc)
+        return 0;
+    R[0] = out;
+    M->vs[(*sp)++] = out;
+    return 1;
+}
+
+/* E_CRET: the C rewriter's result on top of the stack.  A call of an op
+ * with rules (in canonical order for an assoc / comm op, ac.c) is
+ * reduced in frame f, its arguments taken as they are: 1, its c
+ * arguments at the frame's base, *opid and *head its op.  Anything else
+ * is the frame's normal form: 0 with *result.  -1 out of memory. */
+STEP int c_result(tg_rules *rs, const tgW_run *run, tgW_machine *M, const frame *f,
+                  const tgW_index *bix, size_t *sp, uint32_t *c, tg_term **head, uint32_t *opid,
+                  tg_term **result)
+{
+    tg_term *t = M->vs[*sp - 1];
+    if (tgT_ispair(t) && tgT_kind(t->e[0]) == TG_SYMBOL && !(t = tgW_ac_canon(rs, t)))
+        return -1;
+    tgW_op *op = run->step || !tgT_ispair(t) || tgT_kind(t->e[0]) != TG_SYMBOL ||
+                         tg_tail(t) != TGT_NIL
+                     ? NULL
+                     : tgW_op_find(rs, t->e[0]);
+    if (!op || !byop(bix, op->id)->n) {
+        *result = t;
+        return 0;
+    }
+    size_t base = f->base;
+    *c = (uint32_t)(tg_length(t) - 1);
+    if (vs_reserve(M, base + *c + 1 + 64) < 0)
+        return -1;
+    tg_iter it = {t, 1};
+    for (uint32_t k = 0; k < *c; k++)
+        M->vs[base + k] = tgT_iter_next(&it);
+    *sp = base + *c;
+    *head = t->e[0], *opid = op->id;
+    if ((op->flags & (TGW_ASSOC | TGW_COMM)) && canon_call(rs, M, *opid, *head, sp, c) < 0)
+        return -1;
+    return 1;
+}
+
+/* -- returning -- */
+
+/* A normal form *result returned to frame f, which has ctorrec levels:
+ * their nodes built (unwind_levels), level 1's in the place of the
+ * frame's own call, *sp just above it; -1 when out of memory. */
+STEP int levels_returned(tg_ctx *ctx, tgW_machine *M, frame *f, tg_term *const *K,
+                         tg_term **result, size_t *sp)
+{
+    if (!(*result = unwind_levels(ctx, M, f, K, *result)))
+        return -1;
+    M->vs[f->regs] = *result;
+    *sp = f->regs + 1;
+    return 0;
+}
+
+/* The machine's loop (see the top of the file), on explicit stacks of
+ * values and frames.  Its labels are the machine's states:
+ *   call, call_by  a call entered (memo looked up), or known at once;
+ *   frame          a frame pushed for it, its rules picked by the index;
+ *   try_rules      the next rule matched (self loops run here);
+ *   ctor_rec       a ctorrec rule's call run as levels of its frame;
+ *   exec           the rule's right side, one instruction after the other;
+ *   failed_rule    a condition failed: the next rule;
+ *   ret, returned  a normal form back to the frame below, which goes on
+ *                  (a constructor chain's frame builds its node at once);
+ *   oom, fail      the error paths: open memo calls closed unknown.
+ * The work of each is in the steps above. */
 static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term *head,
                        int atom, uint32_t c, size_t *spp, tg_error *err)
 {
@@ -809,31 +1337,12 @@ static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term 
     tg_term **R = NULL;
     tg_term *const *K = NULL;
     tgO_prov *pv = rs->prov;    /* provenance: NULL when off */
-    /* whether a firing does more than count: one test on the hot path */
-    int watched = memo || run->limit || run->hook || pv || rs->timing;
-    /* and whether a firing does more than memo's part */
-    int busy = run->limit || run->hook || pv || rs->timing;
-    /* memo's lazy phase (memo.h): no call of this run opens before it is
-     * over, so a firing has nothing to record for memo until a call
-     * opens (call_by and tail_call set watched then) */
-    if (memo && M->memo.lazy && !busy)
-        watched = 0;
+    /* what a firing does beyond counting (see run_modes) */
+    int watched, busy, can_loop;
+    run_modes(rs, run, M, memo, &watched, &busy, &can_loop);
     /* rule timing (profiles): a try's ticks, from its match to its firing
      * or failure, conditions included */
     int timing = rs->timing;
-    /* self loops run as loops (loop_run) when a firing only counts (or
-     * does memo's part only, for calls memo passes unlooked-up: see
-     * loop_budget) and the right side's calls are reduced */
-    int can_loop = !busy && !run->step;
-    /* The memo lookup of the first call (a node of the input: distinct
-     * calls, by the input walk's done map) is deferred until its rules do
-     * something the profile counts (a condition test, a call, a firing),
-     * and left out when none does: most nodes of a large graph are normal
-     * forms that no rule's match or silent test accepts, and their entries
-     * were most of the memo table.  The lookup's outcome is then the same
-     * (matching and silent tests change nothing), and tgW_memo_pass counts
-     * one left out, so profiles and cycle reports are those of a lookup
-     * made at once.  Its frame's opened is 2 until the lookup is made. */
     size_t cbase;               /* the call being entered: its arguments, */
     size_t ckn0 = open0;        /* the open memo calls before it */
     int copened;                /* and whether it is open in the memo */
@@ -860,16 +1369,12 @@ static tg_term *reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term 
     if (memo && !M->memo.lazy) {
         /* the first call: its lookup deferred (in the lazy phase there is
          * none to make: the call goes as any other, below) */
-        cbase = sp - c, ckn0 = M->memo.nopen;
-        cby = byop(ix, opid);
-        int known = call_enter(rs, cby, 0, opid, head, atom, c, M->vs + cbase, &result, &copened, err);
+        int known = first_call(rs, M, ix, opid, head, atom, c, &sp, &cbase, &ckn0, &cby, &copened,
+                               &result, err);
         if (known < 0)
             goto fail;
-        if (known) {
-            sp = cbase;
+        if (known)
             goto returned;
-        }
-        copened = 2;
         goto frame;
     }
 
@@ -912,37 +1417,19 @@ try_rules:
         r->tried++;
         if (__builtin_expect(timing, 0))
             f->t0 = tgTm_ticks();
-        int m;
-        if (r->plain == 2) {    /* one application (most rules of recursions): inline */
-            const tgW_ins *mp = r->match;
-            m = f->n == mp->a && app_args_short(R[mp[1].a], r->k[mp[1].b], mp[1].c, R + mp[1].d);
-        } else {
-            m = r->plain ? match_plain(r, f->n, R) : tgW_match(ctx, r, M->vs + f->base, f->n, R);
-        }
-        if (m < 0) {
-            if (m == -1)
-                goto oom;
-            /* -2: modulo assoc / comm (ac.c) */
-            if ((m = tgW_ac_match(rs, r, M->vs + f->base, f->n, R, err)) < 0)
-                goto fail;
-        }
+        int m = rule_match(rs, ctx, M, f, r, R, err);
+        if (m < 0)
+            STEP_FAILED(m);
         if (!m) {
             if (__builtin_expect(timing, 0))
                 r->ticks += tgTm_ticks() - f->t0;
             continue;
         }
         if (r->loop && can_loop && loop_allowed(byop(ix, r->op->id), r)) {
-            /* a self loop: fired until it no longer matches its call
-             * (with memo on: or until its call is one to look up) */
-            uint64_t left = UINT64_MAX;
-            const tg_term *w = NULL;
-            if (!memo || loop_budget(M, r, f, &left, &w)) {
-                f->rule = r;
-                uint64_t left0 = left;
-                if (tgW_loop_run(rs, r, f->n, R, &left, w, err) < 0)
-                    goto fail;
-                if (memo)   /* the calls made and matched: passed */
-                    tgW_memo_skipped(&M->memo, left0 - left);
+            int k = self_loop(rs, M, f, r, memo, R, err);
+            if (k < 0)
+                goto fail;
+            if (k) {    /* the call that ended the loop: the frame's */
                 c = f->n, head = f->head, atom = f->atom, opid = r->op->id;
                 goto tail_call;
             }
@@ -956,46 +1443,20 @@ try_rules:
         pc = r->body;
         goto exec;
     }
-    /* no rule applies: the call is a normal form */
-    result = build(ctx, f->head, f->atom, f->n, M->vs + f->base);
-    if (!result)
+    if (!(result = no_rule_applies(ctx, M, f, opid)))
         goto oom;
-    if (f->opened == 2)     /* its lookup never made: counted as made */
-        tgW_memo_pass(&M->memo, opid, f->head, f->atom, f->n, M->vs + f->base);
     goto ret;
 
 ctor_rec: {
     /* A ctorrec rule's right side calls its own op: levels of frame f
-     * while the rule keeps matching (run_levels), then the call that
-     * ends them gets a frame of its own */
+     * while the rule keeps matching, then a frame for the call that ends
+     * them (or the call's usual way, when memo is to look it up) */
     struct levels lv;
-    if (!byop(bix, pc->a)->n) {
-        /* with memo on: while memo passes the calls unlooked-up */
-        uint64_t left = UINT64_MAX, left0;
-        tg_term *w = NULL;
-        if (memo && !(left = tgW_memo_skips(&M->memo, opid, c, &w)))
-            goto call_by;
-        left0 = left;
-        int k = run_levels(rs, M, f, cby, pc - 1, cbase, c, &left, w, &lv, err);
-        if (memo)   /* the calls that were levels, or were tried as one */
-            tgW_memo_skipped(&M->memo, left0 - left);
-        if (k < 0) {
-            if (k == -1)
-                goto oom;
-            goto fail;
-        }
-        cbase = lv.cbase;
-        if (!lv.entered) {  /* the call that ended them: memo's to look up */
-            sp = cbase + c;
-            goto call_by;
-        }
-        ckn0 = M->memo.nopen;
-    } else {
-        if (memo)
-            goto call_by;
-        lv.rr = call_rules(cby, M->vs + cbase, c, &lv.nr);
-        lv.tried = 0;
-    }
+    int k = ctor_levels(rs, M, f, bix, cby, pc, memo, opid, c, &cbase, &sp, &ckn0, &lv, err);
+    if (k < 0)
+        STEP_FAILED(k);
+    if (k)
+        goto call_by;
     if (fs_reserve(M, fp + 1) < 0)
         goto oom;
     f = &M->fs[fp++];
@@ -1033,65 +1494,34 @@ exec:
             if (!cby->n) {
                 /* a constructor: its node, built in place (the call
                  * would only build it, with no frame and no memo) */
-                tg_term *t = build(ctx, head, atom, c, M->vs + sp - c);
-                if (!t)
+                if (push_node(ctx, M, head, atom, c, &sp) < 0)
                     goto oom;
-                sp -= c;
-                M->vs[sp++] = t;
                 NEXT();
             }
             f->pc = pc;
-            if (!memo) {    /* nothing to look up: the frame at once */
-                cbase = sp - c, copened = 0;
-                if (f->rule->ctorrec && !watched)
-                    goto ctor_rec;
-                goto frame;
-            }
-            /* memo only: levels while memo passes their calls (ctor_rec) */
-            if (f->rule->ctorrec && !busy) {
-                cbase = sp - c, ckn0 = M->memo.nopen, copened = 0;
+            switch (call_way(M, f, memo, watched, busy, sp, c, &cbase, &ckn0, &copened)) {
+            case CALL_LEVELS:
                 goto ctor_rec;
-            }
-            if (M->memo.lazy) {     /* memo's lazy phase: not looked up either */
-                M->memo.lazy--;
-                cbase = sp - c, ckn0 = M->memo.nopen, copened = 0;
+            case CALL_FRAME:
                 goto frame;
             }
             goto call_by;
         OP(E_CALLV): {
-            tg_term *tl = M->vs[--sp];
-            size_t len = tg_length(tl);
-            if (tg_tail(tl) != TGT_NIL) {   /* improper: a list, no call */
-                tg_term *t = tg_list(ctx, i->c, M->vs + sp - i->c, tl);
-                tg_term *whole = t ? tg_cons(ctx, K[i->b], t) : NULL;
-                if (!whole)
-                    goto oom;
-                sp -= i->c;
-                M->vs[sp++] = whole;
+            int k = spliced_call(rs, ctx, M, f, i, K, &sp, &R, &c, err);
+            if (k < 0)
+                STEP_FAILED(k);
+            if (!k)
                 NEXT();
-            }
-            if (vs_reserve(M, sp + len + 64) < 0)
-                goto oom;
-            R = M->vs + f->regs;
-            tg_elements(tl, M->vs + sp, len);
-            sp += len;
             f->pc = pc;
-            opid = i->a, head = K[i->b], atom = 0, c = (uint32_t)(i->c + len);
-            if (__builtin_expect(c < rs->ops[opid]->amin || (c > rs->ops[opid]->amax &&
-                                 !(rs->ops[opid]->flags & TGW_VARIADIC)), 0)) {
-                splice_arity_error(f->rule, rs->ops[opid], c, err);
-                goto fail;
-            }
-            if (i->d)
-                CANON_CALL();
+            opid = i->a, head = K[i->b], atom = 0;
             ix = bix;
-            f->rule->built++;
             goto call;
         }
         OP(E_CALLAC):
             f->pc = pc;
             opid = i->a, head = K[i->b], atom = i->pad, c = i->c;
-            CANON_CALL();
+            if (canon_call(rs, M, opid, head, &sp, &c) < 0)
+                goto oom;
             ix = bix;
             f->rule->built++;
             goto call;
@@ -1102,16 +1532,10 @@ exec:
                 NEXT();
             if (__builtin_expect(f->opened == 2, 0))
                 LOOKUP_DEFERRED();
-            size_t len = tg_length(x) - 1;
-            sp--;
-            if (vs_reserve(M, sp + len + 64) < 0)
+            if (absorbed_args(M, f, x, &sp, &R, &c) < 0)
                 goto oom;
-            R = M->vs + f->regs;
-            tg_iter it = {x, 1};
-            for (tg_term *y; (y = tgT_iter_next(&it));)
-                M->vs[sp++] = y;
             f->pc = pc;
-            opid = i->a, head = K[i->b], atom = 0, c = (uint32_t)len;
+            opid = i->a, head = K[i->b], atom = 0;
             ix = bix;
             goto call;
         }
@@ -1121,75 +1545,33 @@ exec:
             build_ctor:
                 /* a constructor: the frame's result, built in place */
                 f->rule->built++;
-                if (c - 1u < TGT_CHUNK - 1u) {
-                    size_t k = fp - 1;
-                    if (pfk > k)
-                        pfk = chain_start(ctx, M, bix, fp0, k, K[i->b], c, M->vs + sp - c);
-                    if (pfk <= k) {     /* a chain frame: its hash is known */
-                        uint64_t ahead = f->ahash;
-                        if (k >= pfk + CHAIN_AHEAD)
-                            ahead = M->fs[k - CHAIN_AHEAD].ahash;
-                        else if (k == pfk)
-                            pfk = SIZE_MAX;     /* the chain's last node */
-                        if (!(result = tgT_app_hashed(ctx, f->ahash, ahead, K[i->b], c,
-                                                      M->vs + sp - c)))
-                            goto oom;
-                        goto ret;
-                    }
-                }
-                if (!(result = build(ctx, K[i->b], i->pad, c, M->vs + sp - c)))
+                if (!(result = ctor_result(ctx, M, bix, fp0, fp, f, i, K, c, sp, &pfk)))
                     goto oom;
                 goto ret;
             }
             /* the frame becomes the call's: arguments moved down */
-            size_t base = f->base;
-            /* a few arguments, moved down (not a library call) */
-            for (uint32_t j = 0, from = (uint32_t)(sp - c - base); j < c; j++)
-                M->vs[base + j] = M->vs[base + from + j];
-            sp = base + c;
             head = K[i->b], atom = i->pad, opid = i->a;
-            f->rule->built++;
-            if (pv && tgO_done_call(pv, ctx, fp - 1, head, atom, c, M->vs + base) < 0)
+            if (tail_args(ctx, M, f, fp, pv, head, atom, c, &sp) < 0)
                 goto oom;
         }
         tail_call: {
             /* the frame becomes the call of head (opid, atom) on its c
              * arguments, at its base: E_CALLT and a C rewriter's result */
-            int opened;
-            tg_term **args = M->vs + f->base;
-            cby = byop(bix, opid);
-            int known = call_enter(rs, cby, memo, opid, head, atom, c, args, &result, &opened, err);
+            int known = tail_enter(rs, M, f, bix, memo, opid, head, atom, c, &cby, &watched, &result, err);
             if (known < 0)
                 goto fail;
             if (known)
                 goto ret;
-            f->opened = opened;
-            watched |= opened;
-            f->n = c, f->head = head, f->atom = atom;
-            f->rules = call_rules(cby, args, c, &f->nrules);
-            f->ri = 0;
             goto try_rules;
         }
-        OP(E_LIST): {
-            tg_term *t = tg_list(ctx, i->c, M->vs + sp - i->c, NULL);
-            /* a computed head may name an assoc / comm op */
-            if (t && tgT_ispair(t) && tgT_kind(t->e[0]) == TG_SYMBOL)
-                t = tgW_ac_canon(rs, t);
-            if (!t)
+        OP(E_LIST):
+            if (push_list(rs, ctx, M, i->c, 0, &sp) < 0)
                 goto oom;
-            sp -= i->c;
-            M->vs[sp++] = t;
             NEXT();
-        }
-        OP(E_LISTT): {
-            tg_term *tl = M->vs[sp - 1];
-            tg_term *t = tg_list(ctx, i->c, M->vs + sp - 1 - i->c, tl);
-            if (!t)
+        OP(E_LISTT):
+            if (push_list(rs, ctx, M, i->c, 1, &sp) < 0)
                 goto oom;
-            sp -= i->c + 1;
-            M->vs[sp++] = t;
             NEXT();
-        }
         OP(E_EQ): OP(E_NE): {
             sp -= 2;
             rs->conditions++;
@@ -1225,50 +1607,17 @@ exec:
             if (tgW_run_poll(rs, err) < 0)
                 goto fail;
             NEXT();
-        fire_watched:
-            /* the memo, the max-use limit, a hook or provenance */
-            if (f->opened) {
-                if (f->opened == 2)
-                    LOOKUP_DEFERRED();
-                if (f->opened)
-                    M->memo.open[M->memo.nopen - 1].rule = r;
-            }
-            if (!busy) {    /* memo only: counted as plain counts */
-                r->fired++;
-                if (__builtin_expect((++rs->rewrites & 0xffff) == 0, 0))
-                    goto fire_poll;
-                NEXT();
-            }
-            rs->rewrites++;
-            r->fired++;
-            if (timing)
-                r->ticks += tgTm_ticks() - f->t0;
-            /* the nodes walked so far bound the input's count from below */
-            if (run->limit && r->fired - r->fired0 > run->limit->n &&
-                tgW_limit_over(rs, run->limit, r->fired - r->fired0,
-                               M->input == run->limit->start ? M->done.n + 1 : 0)) {
-                size_t nl;
-                const char *nm = tg_symbol_name(r->name, &nl);
-                tgE_set(err, TG_ERR_RANGE, NULL, 0, 0,
-                        "rule %.*s fired more than %llu times (the max-use ratio): stopped", (int)nl,
-                        nm, run->limit->n);
-                goto fail;
-            }
-            if (run->hook) {
-                tg_term *before = build(ctx, f->head, f->atom, f->n, M->vs + f->base);
-                if (!before)
-                    goto oom;
-                if (run->hook(run->hook_ud, r, before, R) < 0) {
-                    tgE_set(err, TG_ERR_RANGE, NULL, 0, 0, "stopped by a hook");
-                    goto fail;
-                }
-                R = M->vs + f->regs;
-            }
-            if (pv && tgO_fire_at(pv, ctx, r, f->head, f->atom, f->n, M->vs + f->base, fp - 1) < 0)
-                goto oom;
-            if ((rs->rewrites & 0xffff) == 0)
+        fire_watched: {
+            /* memo's part, the max-use limit, a hook or provenance */
+            int k = watched_fire(rs, ctx, run, M, f, fp, opid, busy, timing, pv, &R, &result, err);
+            if (k < 0)
+                STEP_FAILED(k);
+            if (k == FIRE_KNOWN)
+                goto ret;
+            if (k == FIRE_POLL)
                 goto fire_poll;
             NEXT();
+        }
         }
         OP(E_RET):
             result = M->vs[sp - 1];
@@ -1276,48 +1625,22 @@ exec:
                 goto oom;
             goto ret;
         OP(E_CEXT): {
-            /* the call as a term: known when stepping (the only call with
-             * rules is the stepped term) and with memo (its key) */
-            tg_term *call = run->step && M->stepped ? M->stepped
-                                                    : build(ctx, f->head, f->atom, f->n, M->vs + f->base);
-            tg_term *out = NULL;
-            if (!call)
-                goto oom;
-            int rc = tgX_rewrite(rs, i->a, f->rule, call, &out, err);
-            if (rc < 0)
-                goto fail;
-            if (!rc)
+            int k = c_rewrite(rs, ctx, run, M, f, i, R, &sp, err);
+            if (k < 0)
+                STEP_FAILED(k);
+            if (!k)
                 goto failed_rule;
-            R[0] = out;
-            M->vs[sp++] = out;
             NEXT();
         }
         OP(E_CRET): {
-            /* a C rewriter's result: a call of an op with rules is reduced
-             * in this frame (its arguments taken as they are) */
-            tg_term *t = M->vs[sp - 1];
-            /* an assoc / comm op's call in canonical order (ac.c) */
-            if (tgT_ispair(t) && tgT_kind(t->e[0]) == TG_SYMBOL && !(t = tgW_ac_canon(rs, t)))
+            /* a C rewriter's result: the frame's normal form, or a call
+             * of an op with rules reduced in this frame */
+            int k = c_result(rs, run, M, f, bix, &sp, &c, &head, &opid, &result);
+            if (k < 0)
                 goto oom;
-            tgW_op *op = run->step || !tgT_ispair(t) || tgT_kind(t->e[0]) != TG_SYMBOL ||
-                                 tg_tail(t) != TGT_NIL
-                             ? NULL
-                             : tgW_op_find(rs, t->e[0]);
-            if (!op || !byop(bix, op->id)->n) {
-                result = t;
+            if (!k)
                 goto ret;
-            }
-            size_t base = f->base;
-            c = (uint32_t)(tg_length(t) - 1);
-            if (vs_reserve(M, base + c + 1 + 64) < 0)
-                goto oom;
-            tg_iter it = {t, 1};
-            for (uint32_t k = 0; k < c; k++)
-                M->vs[base + k] = tgT_iter_next(&it);
-            sp = base + c;
-            head = t->e[0], atom = 0, opid = op->id;
-            if (op->flags & (TGW_ASSOC | TGW_COMM))
-                CANON_CALL();
+            atom = 0;
             goto tail_call;
         }
         OP(E_CPRED): {
@@ -1335,13 +1658,8 @@ exec:
             int q = tgQ_apply(ctx, i->a, i->c, M->vs + sp - i->c, &v);
             if (q < 0)
                 goto oom;
-            sp -= i->c;
-            if (!q)
+            if (!push_value(M, R, i, q, v, &sp))
                 goto failed_rule;
-            if (i->pad)
-                R[i->d] = v;
-            else
-                M->vs[sp++] = v;
             NEXT();
         }
         OP(E_TYPE): {
@@ -1349,13 +1667,8 @@ exec:
             int q = tgTy_apply(rs, i->a, i->c, M->vs + sp - i->c, &v);
             if (q < 0)
                 goto oom;
-            sp -= i->c;
-            if (!q)
+            if (!push_value(M, R, i, q, v, &sp))
                 goto failed_rule;
-            if (i->pad)
-                R[i->d] = v;
-            else
-                M->vs[sp++] = v;
             NEXT();
         }
         }
@@ -1382,13 +1695,9 @@ returned:
     f = &M->fs[fp - 1];
     K = f->rule->k;
     pc = f->pc;
-    if (__builtin_expect(f->lev != 0, 0)) {
-        /* its ctorrec levels' nodes, then its own as below */
-        if (!(result = unwind_levels(ctx, M, f, K, result)))
-            goto oom;
-        M->vs[f->regs] = result;
-        sp = f->regs + 1;
-    }
+    /* its ctorrec levels' nodes, then its own as below */
+    if (__builtin_expect(f->lev != 0, 0) && levels_returned(ctx, M, f, K, &result, &sp) < 0)
+        goto oom;
     /* A frame of a constructor chain (see chain_start; known to be one
      * at or above pfk, else tested) builds its node at once: its E_CALLT
      * without the dispatch, the registers or the tests of the general
