@@ -273,7 +273,8 @@ static __attribute__((noinline)) int memo_lookup(tg_rules *rs, uint32_t opid, tg
                                                   int *opened, tg_error *err)
 {
     *opened = 0;
-    size_t slot = tgW_memo_enter(&rs->m->memo, rs->ctx, opid, head, atom, c, args, rs->rewrites, result);
+    size_t slot = tgW_memo_enter(&rs->m->memo, rs->ctx, opid, head, atom, c, args,
+                                 (size_t)(args - rs->m->vs), rs->rewrites, result);
     if (slot == (size_t)-1)
         return tgE_nomem(err), -1;
     if (slot == TGW_MEMO_SKIP)

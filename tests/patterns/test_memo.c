@@ -34,7 +34,7 @@ static unsigned long long rewrites;
 static tg_term *enter(uint32_t op, tg_term *head, long i, int *skipped)
 {
     tg_term *arg = tg_int(ctx, i), *nf = NULL;
-    size_t slot = tgW_memo_enter(m, ctx, op, head, 0, 1, &arg, rewrites, &nf);
+    size_t slot = tgW_memo_enter(m, ctx, op, head, 0, 1, &arg, 0, rewrites, &nf);
     if (skipped)
         *skipped = slot == TGW_MEMO_SKIP;
     return nf;
@@ -242,7 +242,7 @@ static int machine_call(uint32_t op, tg_term *head, long i)
     if (tgW_memo_skip(m, op, head, 1, &arg))
         return 0;
     size_t from = m->nopen;
-    size_t slot = tgW_memo_enter(m, ctx, op, head, 0, 1, &arg, rewrites, &nf);
+    size_t slot = tgW_memo_enter(m, ctx, op, head, 0, 1, &arg, 0, rewrites, &nf);
     if (slot == TGW_MEMO_SKIP)
         return 0;
     if (nf)
@@ -278,7 +278,7 @@ static void lazy_tests(void)
     for (long i = 0; i < TGW_MEMO_PREFIX; i++)
         machine_call(0, f, i);
     tg_term *arg = tg_int(ctx, 7), *nf = NULL;
-    TAP_CHECK(tgW_memo_enter(m, ctx, 0, f, 0, 1, &arg, rewrites, &nf) == TGW_MEMO_SKIP && !nf,
+    TAP_CHECK(tgW_memo_enter(m, ctx, 0, f, 0, 1, &arg, 0, rewrites, &nf) == TGW_MEMO_SKIP && !nf,
               "a deferred lookup in the lazy phase is left out");
     tgW_memo_clear(m);
     TAP_CHECK(m->lazy == 0 && m->prefix_left == TGW_MEMO_PREFIX, "each normalization starts with its prefix");
@@ -334,7 +334,7 @@ static void skips_tests(void)
         /* the one left to the lookup, made */
         tg_term *a = tg_int(ctx, arg - 1), *nf = NULL;
         size_t from = m->nopen;
-        if (tgW_memo_enter(m, ctx, 1, f, 0, 1, &a, rewrites, &nf) != TGW_MEMO_SKIP && !nf)
+        if (tgW_memo_enter(m, ctx, 1, f, 0, 1, &a, 0, rewrites, &nf) != TGW_MEMO_SKIP && !nf)
             tgW_memo_close(m, from, tg_int(ctx, 0), ++rewrites);
     }
     TAP_CHECK(exact && rounds >= 6, "each count is the run the inline path passes (%d runs)", rounds);
@@ -395,7 +395,7 @@ static void growth_tests(void)
         size_t from = m->nopen;
         for (size_t k = c; k < c + CHAIN; k++) {
             tg_term *args[2] = {xs[k % SIDE], xs[k / SIDE % SIDE]}, *nf = NULL;
-            size_t slot = tgW_memo_enter(m, ctx, 0, f, 0, 2, args, rewrites, &nf);
+            size_t slot = tgW_memo_enter(m, ctx, 0, f, 0, 2, args, 0, rewrites, &nf);
             lost += slot == (size_t)-1 || slot == TGW_MEMO_SKIP || nf != NULL;
             rewrites += 1000;   /* each worth keeping: the op is not dropped */
         }
@@ -405,7 +405,7 @@ static void growth_tests(void)
         tgW_memo_close(m, from, nf0, rewrites);
         /* a hit now and then: the op pays */
         tg_term *args[2] = {xs[c % SIDE], xs[c / SIDE % SIDE]}, *nf = NULL;
-        tgW_memo_enter(m, ctx, 0, f, 0, 2, args, rewrites, &nf);
+        tgW_memo_enter(m, ctx, 0, f, 0, 2, args, 0, rewrites, &nf);
         lost += nf != nf0;
     }
     long after = peak_kb();
@@ -414,7 +414,7 @@ static void growth_tests(void)
     size_t found = 0;
     for (size_t k = 0; k < calls + CHAIN; k += 97) {
         tg_term *args[2] = {xs[k % SIDE], xs[k / SIDE % SIDE]}, *nf = NULL;
-        tgW_memo_enter(m, ctx, 0, f, 0, 2, args, rewrites, &nf);
+        tgW_memo_enter(m, ctx, 0, f, 0, 2, args, 0, rewrites, &nf);
         found += nf == nf0;
     }
     TAP_EQ_INT(found, (calls + CHAIN + 96) / 97, "the calls are all known after the growths");
