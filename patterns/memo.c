@@ -382,7 +382,6 @@ static tgW_mstat *stat_grow(tgW_memo *m, uint32_t op);
 /* The counts of op; NULL when out of memory. */
 static inline tgW_mstat *stat_of(tgW_memo *m, uint32_t op)
 {
-    m->used = 1;
     return op < m->nstat ? &m->stat[op] : stat_grow(m, op);
 }
 

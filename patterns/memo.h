@@ -146,7 +146,7 @@ typedef struct tgW_memo {
     uint32_t nheld;
     uint32_t deep;      /* op + 1 when the open call on top is of op, TGW_MEMO_NEST
                          * deep in a chain, and none has closed since it opened; else 0 */
-    int used;           /* since the last clear: stat or first touched */
+    int used;           /* since the last clear: first touched (memo.c, grow) */
     uint64_t firstmap[TGW_MEMO_FIRST / 64];    /* first's slots taken since it was last cleared */
     /* The table up to TGW_MEMO_FIRST slots: no allocation, no root to
      * register, and only what was used cleared at the end, so that a
