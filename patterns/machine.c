@@ -896,10 +896,14 @@ exec:
                     goto ctor_rec;
                 goto frame;
             }
-            /* memo only: levels while memo passes their calls (ctor_rec) */
-            if (f->rule->ctorrec && !busy) {
-                cbase = sp - c, ckn0 = M->memo.nopen, copened = 0;
-                goto ctor_rec;
+            /* memo only: a deep chain's op held (memo.h, TGW_MEMO_NEST),
+             * then levels while memo passes their calls (ctor_rec) */
+            if (f->rule->ctorrec) {
+                tgW_memo_level(&M->memo, opid);
+                if (!busy) {
+                    cbase = sp - c, ckn0 = M->memo.nopen, copened = 0;
+                    goto ctor_rec;
+                }
             }
             if (M->memo.lazy) {     /* memo's lazy phase: not looked up either */
                 M->memo.lazy--;

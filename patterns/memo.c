@@ -648,14 +648,14 @@ void tgW_memo_close(tgW_memo *m, size_t from, tg_term *nf, unsigned long long re
     }
     if (from < m->nopen)
         m->nopen = from;
-    m->deep = 0;    /* the new top is no ctorrec call about to nest (memo.h, deep) */
+    m->deep = 0;    /* a call closed: no hold until a deep call opens again */
     if (m->nheld)
         release(m, from);
 }
 
 /* Op's open call on top of the open stack is the TGW_MEMO_NEST-th of a
  * chain of nested calls of op, and the machine is about to make the
- * next one as a fast path (memo.h, tgW_memo_skips).  Its first such
+ * next one as a constructor level (memo.h, tgW_memo_level).  Its first such
  * chain holds the op until that call closes; at each later one the op
  * is judged first (verdict), and held if it stays.  1 when the op's
  * calls now pass (held or dropped), 0 when nothing changed (the holds'

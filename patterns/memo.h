@@ -94,18 +94,18 @@ typedef struct tgW_mstat {
 #define TGW_MEMO_PREFIX 8
 #define TGW_MEMO_LAZY 2048
 
-/* Deep chains.  A remembered op's calls made by the machine's fast
- * paths (a constructor level, as (plus (s ?n) ?m) => (s (plus ?n ?m)),
- * or a self loop: machine.c) run one by one while memo looks them up:
- * each takes a frame, a lookup, an entry and a close, where a level
- * costs a tenth of that.  A chain of such nested calls opens all its
+/* Deep chains.  A remembered op's calls made by constructor levels
+ * (as (plus (s ?n) ?m) => (s (plus ?n ?m)): machine.c, ctor_rec) run
+ * one by one while memo looks them up: each takes a frame, a lookup,
+ * an entry and a close, where a level costs a tenth of that.  A chain of such nested calls opens all its
  * calls before the first one closes, so an op whose calls never repeat
  * was remembered through a whole chain (hundreds of calls: a Peano
  * addition in factorial7) before its first judgement could drop it.
  * So when the open call on top is the TGW_MEMO_NEST-th of a chain of
  * nested calls of its op (each made inside the reduction of the one
  * below: its arguments lie higher on the value stack) and the machine
- * is about to make the next one as a fast path, the op is held: its
+ * is about to make the next one as a level (tgW_memo_level), the op is
+ * held: its
  * calls pass as a dropped op's (watch points and all) until that call
  * closes, and it is remembered again after.  The chain's first
  * TGW_MEMO_NEST calls stay remembered, so a chain met again is found at
@@ -209,6 +209,17 @@ static inline int tgW_memo_skip(tgW_memo *m, uint32_t op, tg_term *head, uint32_
 /* Hold op (see TGW_MEMO_NEST): 1 when its calls now pass. */
 int tgW_memo_hold(tgW_memo *m, uint32_t op);
 
+/* The machine is about to make a call of op as a constructor level
+ * (machine.c: E_CALL of a ctorrec rule, with or without its fast path,
+ * so that both remember alike): op is held when the open call on top is
+ * its own, TGW_MEMO_NEST deep in a chain (deep is set only after op's
+ * counts exist). */
+static inline void tgW_memo_level(tgW_memo *m, uint32_t op)
+{
+    if (m->deep == op + 1 && !m->stat[op].dropped)
+        (void)tgW_memo_hold(m, op);
+}
+
 /* The machine's fast paths (self loops, ctorrec levels: machine.c) make
  * calls of one op one after the other without a lookup; they may do so
  * for calls that tgW_memo_skip would pass.  How many calls from now on
@@ -216,17 +227,13 @@ int tgW_memo_hold(tgW_memo *m, uint32_t op);
  * op of n > 0 arguments, how many before the next 2^k-th one, provided
  * none has *watch as its first argument (then it may be the watched
  * call: tgW_memo_enter is to decide); 0 when the next call is to be
- * looked up.  tgW_memo_skipped then counts the calls passed so.  An op
- * still remembered is held here when its chain is deep (TGW_MEMO_NEST),
- * and its calls then pass as a dropped op's. */
-static inline uint64_t tgW_memo_skips(tgW_memo *m, uint32_t op, uint32_t n, tg_term **watch)
+ * looked up.  tgW_memo_skipped then counts the calls passed so. */
+static inline uint64_t tgW_memo_skips(const tgW_memo *m, uint32_t op, uint32_t n, tg_term **watch)
 {
     *watch = NULL;
     if (m->lazy)
         return m->lazy;
-    if (op >= m->nstat || n == 0)
-        return 0;
-    if (!m->stat[op].dropped && !(m->deep == op + 1 && tgW_memo_hold(m, op)))
+    if (op >= m->nstat || !m->stat[op].dropped || n == 0)
         return 0;
     *watch = m->watch[1];
     uint64_t k = m->skipped + 1;
