@@ -264,7 +264,8 @@ static __attribute__((noinline)) int memo_lookup(tg_rules *rs, uint32_t opid, tg
                                                   int *opened, tg_error *err)
 {
     *opened = 0;
-    size_t slot = tgW_memo_enter(&rs->m->memo, rs->ctx, opid, head, atom, c, args, rs->rewrites, result);
+    size_t slot = tgW_memo_enter(&rs->m->memo, rs->ctx, opid, head, atom, c, args,
+                                 (size_t)(args - rs->m->vs), rs->rewrites, result);
     if (slot == (size_t)-1)
         return tgE_nomem(err), -1;
     if (slot == TGW_MEMO_SKIP)
@@ -936,16 +937,21 @@ enum {
  * latter two.  Memo off: levels unless a firing is watched.  Memo on:
  * levels while memo passes their calls (only memo watches), and no
  * lookup in memo's lazy phase. */
-STEP int call_way(tgW_machine *M, const frame *f, int memo, int watched, int busy, size_t sp,
-                  uint32_t c, size_t *cbase, size_t *ckn0, int *copened)
+STEP int call_way(tgW_machine *M, const frame *f, int memo, int watched, int busy, uint32_t opid,
+                  size_t sp, uint32_t c, size_t *cbase, size_t *ckn0, int *copened)
 {
     if (!memo) {
         *cbase = sp - c, *copened = 0;
         return f->rule->ctorrec && !watched ? CALL_LEVELS : CALL_FRAME;
     }
-    if (f->rule->ctorrec && !busy) {
-        *cbase = sp - c, *ckn0 = M->memo.nopen, *copened = 0;
-        return CALL_LEVELS;
+    /* a deep chain's op held (memo.h, TGW_MEMO_NEST), then levels while
+     * memo passes their calls */
+    if (f->rule->ctorrec) {
+        tgW_memo_level(&M->memo, opid);
+        if (!busy) {
+            *cbase = sp - c, *ckn0 = M->memo.nopen, *copened = 0;
+            return CALL_LEVELS;
+        }
     }
     if (M->memo.lazy) {
         M->memo.lazy--;
@@ -1499,7 +1505,7 @@ exec:
                 NEXT();
             }
             f->pc = pc;
-            switch (call_way(M, f, memo, watched, busy, sp, c, &cbase, &ckn0, &copened)) {
+            switch (call_way(M, f, memo, watched, busy, opid, sp, c, &cbase, &ckn0, &copened)) {
             case CALL_LEVELS:
                 goto ctor_rec;
             case CALL_FRAME:

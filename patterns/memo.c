@@ -349,7 +349,13 @@ static int grow(tgW_memo *m)
     return 0;
 }
 
-static int open_push(tgW_memo *m, size_t slot, uint32_t op, unsigned long long rewrites)
+/* The call in slot opens (op, `rewrites` so far, its arguments at `at`
+ * on the value stack).  Its depth in a chain of nested calls of its op
+ * (nest: 1 unless the open call below is of the same op and lies lower
+ * on the stack, so that this one is made inside its reduction, not in
+ * its place as a tail call is), and whether the chain is deep enough to
+ * be held (deep, see tgW_memo_hold). */
+static int open_push(tgW_memo *m, size_t slot, uint32_t op, unsigned long long rewrites, size_t at)
 {
     if (m->nopen == m->capopen) {
         size_t cap = m->capopen ? 2 * m->capopen : 64;
@@ -365,6 +371,9 @@ static int open_push(tgW_memo *m, size_t slot, uint32_t op, unsigned long long r
     o->start = rewrites;
     o->skipped = m->skipped;
     o->op = op;
+    o->at = (uint32_t)at;
+    o->nest = o > m->open && o[-1].op == op && o[-1].at < o->at ? o[-1].nest + 1 : 1;
+    m->deep = o->nest >= TGW_MEMO_NEST ? op + 1 : 0;
     return 0;
 }
 
@@ -373,7 +382,6 @@ static tgW_mstat *stat_grow(tgW_memo *m, uint32_t op);
 /* The counts of op; NULL when out of memory. */
 static inline tgW_mstat *stat_of(tgW_memo *m, uint32_t op)
 {
-    m->used = 1;
     return op < m->nstat ? &m->stat[op] : stat_grow(m, op);
 }
 
@@ -472,7 +480,7 @@ static void forget(tgW_memo *m, tg_term *head)
 static void verdict(tgW_memo *m, tgW_mstat *st, tg_term *head)
 {
     if (st->saved * SAVE_RATIO < st->lookups) {
-        st->dropped = 1;
+        st->dropped = TGW_MEMO_DROPPED;
         if (head)
             forget(m, head);
     }
@@ -523,7 +531,7 @@ static void lazy_begin(tgW_memo *m)
 }
 
 size_t tgW_memo_enter(tgW_memo *m, tg_ctx *ctx, uint32_t op, tg_term *head, int atom, uint32_t n,
-                      tg_term *const *args, unsigned long long rewrites, tg_term **nf)
+                      tg_term *const *args, size_t at, unsigned long long rewrites, tg_term **nf)
 {
     int whole = n > TGW_MEMO_INLINE;
     if (m->lazy) {      /* a deferred lookup (machine.c) in the lazy phase */
@@ -535,7 +543,7 @@ size_t tgW_memo_enter(tgW_memo *m, tg_ctx *ctx, uint32_t op, tg_term *head, int 
     tgW_mstat *st = stat_of(m, op);
     if (!st)
         return (size_t)-1;
-    int counted = !st->dropped, w;
+    int counted = !st->dropped, w;     /* held ops pass as dropped ones (memo.h) */
     if (!counted && (w = watch_point(m, ctx, head, atom, n, args)) <= 0) {
         *nf = NULL;
         return w < 0 ? (size_t)-1 : TGW_MEMO_SKIP;
@@ -573,7 +581,7 @@ size_t tgW_memo_enter(tgW_memo *m, tg_ctx *ctx, uint32_t op, tg_term *head, int 
     }
     (void)sym;
     st->lookups += counted;
-    if (open_push(m, i, op, rewrites) < 0)
+    if (open_push(m, i, op, rewrites, at) < 0)
         return (size_t)-1;
     m->e[i].nf = TGW_MEMO_OPEN;
     *nf = NULL;
@@ -597,6 +605,18 @@ void tgW_memo_pass(tgW_memo *m, uint32_t op, tg_term *head, int atom, uint32_t n
         (void)watch_point(m, NULL, head, atom, n, args);
 }
 
+/* The open calls from position from on have closed: the ops held on
+ * one of them (tgW_memo_hold) are remembered again, unless dropped
+ * since. */
+static void release(tgW_memo *m, size_t from)
+{
+    while (m->nheld && m->held[m->nheld - 1].anchor >= from) {
+        uint32_t op = m->held[--m->nheld].op;
+        if (m->stat[op].dropped == TGW_MEMO_HELD)
+            m->stat[op].dropped = 0;
+    }
+}
+
 void tgW_memo_close(tgW_memo *m, size_t from, tg_term *nf, unsigned long long rewrites)
 {
     for (size_t k = from; k < m->nopen; k++) {
@@ -604,21 +624,21 @@ void tgW_memo_close(tgW_memo *m, size_t from, tg_term *nf, unsigned long long re
         unsigned long long cost = rewrites - m->open[k].start;
         uint32_t op = m->open[k].op;
         /* one reduction per run of calls of an op closed here (judge),
-         * and each call counted (judge_calls) */
-        if (nf && op < m->nstat && !m->stat[op].dropped) {
+         * and each call counted (judge_calls); a held op's too */
+        if (nf && op < m->nstat && m->stat[op].dropped != TGW_MEMO_DROPPED) {
             tgW_mstat *st = &m->stat[op];
             if (k == from || m->open[k - 1].op != op) {
                 tg_term *sym = e->meta & M_WHOLE ? NULL : e->head;
                 judge_calls(m, st, sym);
-                if (!st->dropped)
+                if (st->dropped != TGW_MEMO_DROPPED)
                     judge(m, st, sym);
             }
             st->calls++;
         }
         /* a dropped op's normal forms and keys are not kept (see forget;
          * a call of more arguments is keyed by its term, kept until the
-         * next growth or cut) */
-        if (!(op < m->nstat && m->stat[op].dropped))
+         * next growth or cut); a held op's are */
+        if (!(op < m->nstat && m->stat[op].dropped == TGW_MEMO_DROPPED))
             e->nf = nf;
         else if (e->meta & M_WHOLE)
             e->nf = NULL;
@@ -628,6 +648,34 @@ void tgW_memo_close(tgW_memo *m, size_t from, tg_term *nf, unsigned long long re
     }
     if (from < m->nopen)
         m->nopen = from;
+    m->deep = 0;    /* a call closed: no hold until a deep call opens again */
+    if (m->nheld)
+        release(m, from);
+}
+
+/* Op's open call on top of the open stack is the TGW_MEMO_NEST-th of a
+ * chain of nested calls of op, and the machine is about to make the
+ * next one as a constructor level (memo.h, tgW_memo_level).  Its first such
+ * chain holds the op until that call closes; at each later one the op
+ * is judged first (verdict), and held if it stays.  1 when the op's
+ * calls now pass (held or dropped), 0 when nothing changed (the holds'
+ * stack full). */
+int tgW_memo_hold(tgW_memo *m, uint32_t op)
+{
+    if (m->nheld == TGW_MEMO_HOLDS)
+        return 0;
+    tgW_mstat *st = &m->stat[op];
+    if (st->holds++) {
+        const tgW_mentry *e = &m->e[m->open[m->nopen - 1].slot];
+        verdict(m, st, e->meta & M_WHOLE ? NULL : e->head);
+        if (st->dropped)
+            return 1;
+    }
+    m->held[m->nheld].op = op;
+    m->held[m->nheld].anchor = (uint32_t)(m->nopen - 1);
+    m->nheld++;
+    st->dropped = TGW_MEMO_HELD;
+    return 1;
 }
 
 tg_term *tgW_memo_key(const tgW_memo *m, tg_ctx *ctx, size_t slot)

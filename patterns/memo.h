@@ -37,7 +37,8 @@
  * size (memo.c, bound) it keeps, when it is full, only its open calls
  * and those found again since the previous cut, and makes room for new
  * ones by dropping the rest.  Growing never holds two whole tables
- * (memo.c, grow).  The start is lazy (TGW_MEMO_PREFIX below).
+ * (memo.c, grow).  The start is lazy (TGW_MEMO_PREFIX below), and deep
+ * chains of nested calls are held (TGW_MEMO_NEST below).
  */
 #ifndef TG_MEMO_H
 #define TG_MEMO_H
@@ -61,6 +62,8 @@ typedef struct tgW_mopen {
     unsigned long long start;   /* rewrites when it opened */
     uint64_t skipped;           /* calls not remembered before it opened */
     uint32_t op;
+    uint32_t at;        /* its arguments' place on the machine's value stack */
+    uint32_t nest;      /* its depth in a chain of nested calls of op (memo.c, open_push) */
 } tgW_mopen;
 
 /* What remembering the calls of one op gave. */
@@ -69,7 +72,8 @@ typedef struct tgW_mstat {
     uint64_t closed;    /* reductions (memo.c, judge) */
     uint64_t calls;     /* calls remembered and closed (memo.c, judge_calls) */
     uint64_t calls_next;    /* and where they are judged next (0: the first time) */
-    int dropped;
+    int dropped;        /* 0: remembered; TGW_MEMO_DROPPED or TGW_MEMO_HELD: its calls pass */
+    uint32_t holds;     /* its chains held (tgW_memo_hold) */
 } tgW_mstat;
 
 /* The table's first size: held in the struct itself (see first). */
@@ -89,6 +93,31 @@ typedef struct tgW_mstat {
  * its report, as those of dropped ops do. */
 #define TGW_MEMO_PREFIX 8
 #define TGW_MEMO_LAZY 2048
+
+/* Deep chains.  A remembered op's calls made by constructor levels
+ * (as (plus (s ?n) ?m) => (s (plus ?n ?m)): machine.c, ctor_rec) run
+ * one by one while memo looks them up: each takes a frame, a lookup,
+ * an entry and a close, where a level costs a tenth of that.  A chain of such nested calls opens all its
+ * calls before the first one closes, so an op whose calls never repeat
+ * was remembered through a whole chain (hundreds of calls: a Peano
+ * addition in factorial7) before its first judgement could drop it.
+ * So when the open call on top is the TGW_MEMO_NEST-th of a chain of
+ * nested calls of its op (each made inside the reduction of the one
+ * below: its arguments lie higher on the value stack) and the machine
+ * is about to make the next one as a level (tgW_memo_level), the op is
+ * held: its
+ * calls pass as a dropped op's (watch points and all) until that call
+ * closes, and it is remembered again after.  The chain's first
+ * TGW_MEMO_NEST calls stay remembered, so a chain met again is found at
+ * its top; the deeper ones run as levels.  At the op's second held
+ * chain and each after, it is judged first as at its doublings
+ * (memo.c, verdict), and dropped when its hits saved too little.
+ * TGW_MEMO_HOLDS ops may be held at once (holds within holds), more
+ * are not held. */
+#define TGW_MEMO_NEST 16
+#define TGW_MEMO_HOLDS 8
+#define TGW_MEMO_DROPPED 1  /* tgW_mstat's dropped: for the rest of the normalization */
+#define TGW_MEMO_HELD 2     /* until the held chain's call closes */
 
 typedef struct tgW_memo {
     tgW_mentry *e;      /* first, or a collector root (memo.c, table_alloc): keys and normal forms stay alive */
@@ -112,7 +141,12 @@ typedef struct tgW_memo {
     uint32_t prefix_left;   /* calls still remembered before the lazy phase */
     uint32_t lazy;      /* calls still to pass unremembered (the lazy phase) */
     int eager;          /* no lazy phase (tests drive the table call by call) */
-    int used;           /* since the last clear: stat or first touched */
+    struct { uint32_t op, anchor; } held[TGW_MEMO_HOLDS];  /* ops held, and the open
+                         * stack position of the call each is held on */
+    uint32_t nheld;
+    uint32_t deep;      /* op + 1 when the open call on top is of op, TGW_MEMO_NEST
+                         * deep in a chain, and none has closed since it opened; else 0 */
+    int used;           /* since the last clear: first touched (memo.c, grow) */
     uint64_t firstmap[TGW_MEMO_FIRST / 64];    /* first's slots taken since it was last cleared */
     /* The table up to TGW_MEMO_FIRST slots: no allocation, no root to
      * register, and only what was used cleared at the end, so that a
@@ -133,14 +167,16 @@ extern tg_term tgW_memo_open_obj;
 #define TGW_MEMO_SKIP ((size_t)-2)
 
 /* Look up the call of op `op` (head, atom: a bare nullary symbol) with
- * the n arguments at args, `rewrites` having been done so far.  Returns
+ * the n arguments at args, at position `at` of the machine's value stack
+ * (a call made inside another's reduction lies higher, a tail call at its
+ * caller's place: see TGW_MEMO_NEST), `rewrites` having been done so far.  Returns
  * its slot; *nf is its normal form, or TGW_MEMO_OPEN when it is being
  * reduced (a cycle), or NULL when it is not known: it then becomes open
  * (pushed on the open stack, marked).  Returns TGW_MEMO_SKIP (*nf NULL)
  * when the call is not remembered (its op was dropped), (size_t)-1 when
  * out of memory. */
 size_t tgW_memo_enter(tgW_memo *m, tg_ctx *ctx, uint32_t op, tg_term *head, int atom, uint32_t n,
-                      tg_term *const *args, unsigned long long rewrites, tg_term **nf);
+                      tg_term *const *args, size_t at, unsigned long long rewrites, tg_term **nf);
 
 /* The fast path of tgW_memo_enter for a call not remembered: 1 (and
  * counted as tgW_memo_enter counts it) when the call of op with the n
@@ -168,6 +204,20 @@ static inline int tgW_memo_skip(tgW_memo *m, uint32_t op, tg_term *head, uint32_
         return 0;   /* a new watch point: tgW_memo_enter sets it */
     m->skipped = k;
     return 1;
+}
+
+/* Hold op (see TGW_MEMO_NEST): 1 when its calls now pass. */
+int tgW_memo_hold(tgW_memo *m, uint32_t op);
+
+/* The machine is about to make a call of op as a constructor level
+ * (machine.c: E_CALL of a ctorrec rule, with or without its fast path,
+ * so that both remember alike): op is held when the open call on top is
+ * its own, TGW_MEMO_NEST deep in a chain (deep is set only after op's
+ * counts exist). */
+static inline void tgW_memo_level(tgW_memo *m, uint32_t op)
+{
+    if (m->deep == op + 1 && !m->stat[op].dropped)
+        (void)tgW_memo_hold(m, op);
 }
 
 /* The machine's fast paths (self loops, ctorrec levels: machine.c) make

@@ -8,8 +8,13 @@
  * dropped on the calls of its chains, a long chain kept because it is
  * found again, the table emptied between normalizations, the tables
  * kept for the next normalizations (zeroed, grown into again, none kept
- * past 2^17 slots); then
- * normalizing with memo against without: the same normal forms, memo's
+ * past 2^17 slots), deep chains of nested calls held (the depth counted
+ * by stack place, the deeper calls passed until the held call closes,
+ * the chain's first calls remembered, the op judged at its second deep
+ * chain, tail chains not held); then
+ * normalizing with memo against without: a factorial's deep chains of
+ * additions in the machine's own table, with plain's rewrites, and a
+ * cycle in a chain of levels reported; the same normal forms, memo's
  * win in rewrites beside ops it drops, and a run shorter than the lazy
  * start with plain's very rewrites, the same normal forms and rewrites
  * after a run stopped by the step limit, after a cycle, after more
@@ -34,7 +39,7 @@ static unsigned long long rewrites;
 static tg_term *enter(uint32_t op, tg_term *head, long i, int *skipped)
 {
     tg_term *arg = tg_int(ctx, i), *nf = NULL;
-    size_t slot = tgW_memo_enter(m, ctx, op, head, 0, 1, &arg, rewrites, &nf);
+    size_t slot = tgW_memo_enter(m, ctx, op, head, 0, 1, &arg, 0, rewrites, &nf);
     if (skipped)
         *skipped = slot == TGW_MEMO_SKIP;
     return nf;
@@ -242,7 +247,7 @@ static int machine_call(uint32_t op, tg_term *head, long i)
     if (tgW_memo_skip(m, op, head, 1, &arg))
         return 0;
     size_t from = m->nopen;
-    size_t slot = tgW_memo_enter(m, ctx, op, head, 0, 1, &arg, rewrites, &nf);
+    size_t slot = tgW_memo_enter(m, ctx, op, head, 0, 1, &arg, 0, rewrites, &nf);
     if (slot == TGW_MEMO_SKIP)
         return 0;
     if (nf)
@@ -278,7 +283,7 @@ static void lazy_tests(void)
     for (long i = 0; i < TGW_MEMO_PREFIX; i++)
         machine_call(0, f, i);
     tg_term *arg = tg_int(ctx, 7), *nf = NULL;
-    TAP_CHECK(tgW_memo_enter(m, ctx, 0, f, 0, 1, &arg, rewrites, &nf) == TGW_MEMO_SKIP && !nf,
+    TAP_CHECK(tgW_memo_enter(m, ctx, 0, f, 0, 1, &arg, 0, rewrites, &nf) == TGW_MEMO_SKIP && !nf,
               "a deferred lookup in the lazy phase is left out");
     tgW_memo_clear(m);
     TAP_CHECK(m->lazy == 0 && m->prefix_left == TGW_MEMO_PREFIX, "each normalization starts with its prefix");
@@ -334,7 +339,7 @@ static void skips_tests(void)
         /* the one left to the lookup, made */
         tg_term *a = tg_int(ctx, arg - 1), *nf = NULL;
         size_t from = m->nopen;
-        if (tgW_memo_enter(m, ctx, 1, f, 0, 1, &a, rewrites, &nf) != TGW_MEMO_SKIP && !nf)
+        if (tgW_memo_enter(m, ctx, 1, f, 0, 1, &a, 0, rewrites, &nf) != TGW_MEMO_SKIP && !nf)
             tgW_memo_close(m, from, tg_int(ctx, 0), ++rewrites);
     }
     TAP_CHECK(exact && rounds >= 6, "each count is the run the inline path passes (%d runs)", rounds);
@@ -353,6 +358,155 @@ static void skips_tests(void)
     TAP_CHECK(tgW_memo_skip(m, 1, f, 1, &wa) == 0, "and so is a call with the watched call's argument");
     TAP_CHECK(tgW_memo_skips(m, 2, 1, &w) == 0, "an op not dropped: none passes");
     tgW_memo_clear(m);
+}
+
+/* ---- deep chains held --------------------------------------------------- */
+
+/* The nested call (head i) of a chain, as the machine makes it: its
+ * arguments at value stack place `at` (higher: made inside the call
+ * below).  Its normal form, NULL when it is now open; *skipped when not
+ * remembered. */
+static tg_term *enter_at(uint32_t op, tg_term *head, long i, size_t at, int *skipped)
+{
+    tg_term *arg = tg_int(ctx, i), *nf = NULL;
+    size_t slot = tgW_memo_enter(m, ctx, op, head, 0, 1, &arg, at, rewrites, &nf);
+    if (skipped)
+        *skipped = slot == TGW_MEMO_SKIP;
+    return nf;
+}
+
+/* A chain of len nested calls (head first) .. (head first+len-1) made
+ * by constructor levels, as the machine makes it with memo on: each
+ * call is announced as a level first (tgW_memo_level, which may hold
+ * the op), and the fast path asked whether it passes (tgW_memo_skips),
+ * and made as a level when it passes, else looked up (and opened, one
+ * place higher on the stack); then the calls closed one by one from the
+ * innermost, each with a normal form of its own, `cost` rewrites each.
+ * Returns the calls that passed as levels. */
+static long nested(uint32_t op, tg_term *head, long first, long len, unsigned long long cost)
+{
+    size_t base = m->nopen;
+    long levels = 0;
+    uint64_t left = 0;
+    tg_term *w;
+    for (long i = first; i < first + len; i++) {
+        if (i > first)
+            tgW_memo_level(m, op);
+        if (i > first && (left || (left = tgW_memo_skips(m, op, 1, &w)) > 0)) {
+            left--;
+            tgW_memo_skipped(m, 1);     /* a level: counted as passed */
+            levels++;
+            continue;
+        }
+        int skipped;
+        tg_term *nf = enter_at(op, head, i, (size_t)(i - first) * 4, &skipped);
+        if (nf)
+            break;  /* found: the chain ends here */
+        if (skipped)
+            levels++;
+    }
+    while (m->nopen > base) {
+        rewrites += cost;
+        size_t k = m->nopen - 1;
+        tgW_memo_close(m, k, tg_int(ctx, -1000000 - (long)k), rewrites);
+    }
+    return levels;
+}
+
+/* A remembered op's chain of nested constructor levels is held past its
+ * TGW_MEMO_NEST-th call (memo.h): the deeper calls pass as levels, the
+ * first ones stay remembered and found again, the op is remembered again
+ * once the chain closes, and at its second held chain it is judged; a
+ * tail chain (each call in its caller's place) and a shallow chain are
+ * not held. */
+static void hold_tests(void)
+{
+    m = GC_MALLOC(sizeof *m);
+    m->eager = 1;
+    tgW_memo_clear(m);
+    tg_term *p = tg_symbol_cstr(ctx, "p"), *q = tg_symbol_cstr(ctx, "q"), *t = tg_symbol_cstr(ctx, "t");
+    m->skipped = 100;   /* as after some calls passed: the watch points (2^k-th) farther apart */
+    tg_term *w;
+
+    /* depth counted by place: nested calls of one op, a tail call, another op */
+    size_t at0 = m->nopen;
+    for (long i = 0; i < 5; i++)
+        enter_at(0, p, i, (size_t)i * 4, NULL);
+    int depth_ok = m->open[m->nopen - 1].nest == 5;
+    enter_at(0, p, 5, 16, NULL);    /* in the place of the one below: a tail call */
+    depth_ok &= m->open[m->nopen - 1].nest == 1;
+    enter_at(1, q, 6, 40, NULL);    /* another op */
+    depth_ok &= m->open[m->nopen - 1].nest == 1;
+    TAP_CHECK(depth_ok, "a call's depth: nested calls of its op counted, a tail call or another op's not");
+    tgW_memo_close(m, at0, tg_int(ctx, 0), ++rewrites);
+
+    /* a shallow chain is not held: every call remembered */
+    TAP_CHECK(nested(0, p, 100, TGW_MEMO_NEST, 1) == 0, "a chain of %d nested calls: all remembered",
+              TGW_MEMO_NEST);
+    TAP_CHECK(m->stat[0].dropped == 0 && m->nheld == 0, "and the op not held");
+
+    /* a deep one: held at its TGW_MEMO_NEST-th call */
+    size_t open0 = m->nopen;
+    for (long i = 0; i < TGW_MEMO_NEST; i++)
+        enter_at(0, p, 1000 + i, (size_t)i * 4, NULL);
+    tgW_memo_level(m, 0);
+    TAP_CHECK(m->stat[0].dropped == TGW_MEMO_HELD && m->nheld == 1, "the %d-th nested call: the op held",
+              TGW_MEMO_NEST);
+    /* its calls now pass as a dropped op's: all but the watch points */
+    int passed = 0;
+    for (long i = 0; i < 100; i++) {
+        tg_term *a = tg_int(ctx, 1000 + TGW_MEMO_NEST + i);
+        if (tgW_memo_skip(m, 0, p, 1, &a))
+            passed++;
+        else
+            enter_at(0, p, 1000 + TGW_MEMO_NEST + i, (size_t)(TGW_MEMO_NEST + i) * 4, NULL);
+    }
+    TAP_CHECK(passed >= 90, "the deeper calls pass (%d of 100)", passed);
+    /* the chain closes, innermost first: the op is remembered again
+     * once the call it was held on closes */
+    tgW_memo_close(m, open0 + TGW_MEMO_NEST, tg_int(ctx, -2), ++rewrites);
+    TAP_CHECK(m->stat[0].dropped == TGW_MEMO_HELD, "held while the calls above the %d-th close",
+              TGW_MEMO_NEST);
+    tgW_memo_close(m, open0 + TGW_MEMO_NEST - 1, tg_int(ctx, -1), ++rewrites);
+    TAP_CHECK(m->stat[0].dropped == 0 && m->nheld == 0, "remembered again once the %d-th call closed",
+              TGW_MEMO_NEST);
+    while (m->nopen > open0)
+        tgW_memo_close(m, m->nopen - 1, tg_int(ctx, -(long)m->nopen), ++rewrites);
+    int top_known = 1;
+    for (long i = 0; i < TGW_MEMO_NEST; i++)
+        top_known &= enter_at(0, p, 1000 + i, 0, NULL) != NULL;
+    TAP_CHECK(top_known, "the chain's first %d calls are known", TGW_MEMO_NEST);
+    TAP_CHECK(tgW_memo_skips(m, 0, 1, &w) == 0, "and the next call is looked up again");
+
+    /* an op whose deep chains are never found again: held at its first,
+     * dropped when judged at its second */
+    tg_term *r = tg_symbol_cstr(ctx, "r");
+    long lv = nested(4, r, 0, 100, 1);
+    TAP_CHECK(m->stat[4].holds == 1 && m->stat[4].dropped == 0 && lv >= 100 - TGW_MEMO_NEST - 10,
+              "a first deep chain: held (%ld calls as levels), then remembered again", lv);
+    nested(4, r, 1000, 100, 1);
+    TAP_CHECK(m->stat[4].dropped == TGW_MEMO_DROPPED && m->stat[4].holds == 2,
+              "its second, with no hit: dropped (%llu lookups)", (unsigned long long)m->stat[4].lookups);
+
+    /* an op whose hits pay is judged and kept, and its chain held */
+    nested(2, t, 0, 40, 1);     /* a first chain: held */
+    TAP_CHECK(m->stat[2].holds == 1 && m->stat[2].dropped == 0, "another op: a chain held, then remembered");
+    for (int r = 0; r < 10; r++)
+        enter_at(2, t, 0, 0, NULL);     /* the chain's top found again and again */
+    lv = nested(2, t, 10000, 60, 1);
+    TAP_CHECK(m->stat[2].holds == 2 && m->stat[2].dropped == 0 && lv >= 60 - TGW_MEMO_NEST - 10,
+              "its hits saved enough: kept at its second deep chain, which is held (%ld levels)", lv);
+
+    /* a tail chain of many calls is not held */
+    size_t from = m->nopen;
+    for (long i = 0; i < 4 * TGW_MEMO_NEST; i++)
+        enter_at(3, q, 20000 + i, 8, NULL);
+    tgW_memo_level(m, 3);
+    TAP_CHECK(tgW_memo_skips(m, 3, 1, &w) == 0 && m->stat[3].dropped == 0 && m->nheld == 0,
+              "a tail chain of %d calls: not held", 4 * TGW_MEMO_NEST);
+    tgW_memo_close(m, from, tg_int(ctx, 0), ++rewrites);
+    tgW_memo_clear(m);
+    TAP_CHECK(m->nheld == 0 && m->deep == 0, "cleared: nothing held");
 }
 
 /* ---- growing without both tables ------------------------------------------ */
@@ -395,7 +549,7 @@ static void growth_tests(void)
         size_t from = m->nopen;
         for (size_t k = c; k < c + CHAIN; k++) {
             tg_term *args[2] = {xs[k % SIDE], xs[k / SIDE % SIDE]}, *nf = NULL;
-            size_t slot = tgW_memo_enter(m, ctx, 0, f, 0, 2, args, rewrites, &nf);
+            size_t slot = tgW_memo_enter(m, ctx, 0, f, 0, 2, args, 0, rewrites, &nf);
             lost += slot == (size_t)-1 || slot == TGW_MEMO_SKIP || nf != NULL;
             rewrites += 1000;   /* each worth keeping: the op is not dropped */
         }
@@ -405,7 +559,7 @@ static void growth_tests(void)
         tgW_memo_close(m, from, nf0, rewrites);
         /* a hit now and then: the op pays */
         tg_term *args[2] = {xs[c % SIDE], xs[c / SIDE % SIDE]}, *nf = NULL;
-        tgW_memo_enter(m, ctx, 0, f, 0, 2, args, rewrites, &nf);
+        tgW_memo_enter(m, ctx, 0, f, 0, 2, args, 0, rewrites, &nf);
         lost += nf != nf0;
     }
     long after = peak_kb();
@@ -414,7 +568,7 @@ static void growth_tests(void)
     size_t found = 0;
     for (size_t k = 0; k < calls + CHAIN; k += 97) {
         tg_term *args[2] = {xs[k % SIDE], xs[k / SIDE % SIDE]}, *nf = NULL;
-        tgW_memo_enter(m, ctx, 0, f, 0, 2, args, rewrites, &nf);
+        tgW_memo_enter(m, ctx, 0, f, 0, 2, args, 0, rewrites, &nf);
         found += nf == nf0;
     }
     TAP_EQ_INT(found, (calls + CHAIN + 96) / 97, "the calls are all known after the growths");
@@ -440,7 +594,15 @@ static const char *rules =
     "(rule both-tt (both tt tt) => tt)\n"
     "(rule c-0 (c d0) => tt)\n"
     "(rule c-s (c (s ?n)) => (both (c ?n) (d ?n)))\n"
-    "(rule d-c (d ?n) => (c ?n))\n";
+    "(rule d-c (d ?n) => (c ?n))\n"
+    "(op add (arity 2)) (op mul (arity 2)) (op fact (arity 1)) (op rot (arity 6))\n"
+    "(rule add-0 (add d0 ?n) => ?n)\n"
+    "(rule add-s (add (s ?m) ?n) => (s (add ?m ?n)))\n"
+    "(rule mul-0 (mul d0 ?n) => d0)\n"
+    "(rule mul-s (mul (s ?m) ?n) => (add ?n (mul ?m ?n)))\n"
+    "(rule fact-0 (fact d0) => (s d0))\n"
+    "(rule fact-s (fact (s ?n)) => (mul (s ?n) (fact ?n)))\n"
+    "(rule rot-s (rot ?a ?b ?c ?d ?e ?f) => (s (rot ?b ?c ?d ?e ?f ?a)))\n";
 
 /* The numeral n, written into buf (room for 4n + 3 characters). */
 static char *peano(char *buf, int n)
@@ -519,8 +681,31 @@ static void normalize_tests(void)
     /* a list reversal of 400: concatenation chains of 200 calls on
      * average, dropped on its calls (80 thousand in all); the reversal
      * itself at its 256th reduction */
+    /* Deep chains of nested calls never found again (memo.h,
+     * TGW_MEMO_NEST): the factorial of 7 over numerals, whose additions
+     * are chains of up to 720 constructor levels.  Memo holds add below
+     * 16 calls of each chain and drops it at its second: the machine's
+     * own table of 256 slots is enough (a larger one would be kept for
+     * the next normalization, and the tests before left none kept). */
+    size_t pool0 = tgW_memo_pool_bytes();
+    tg_term *a = norm(rs, "(fact (s (s (s (s (s (s (s d0))))))))", TG_NF_MEMO, &rw_memo);
+    size_t pool1 = tgW_memo_pool_bytes();
+    tg_term *b = norm(rs, "(fact (s (s (s (s (s (s (s d0))))))))", 0, &rw_plain);
+    TAP_CHECK(a && a == b && rw_memo == rw_plain && tg_length(a) > 0,
+              "the factorial of 7: memo gives plain's normal form and rewrites (%llu)", rw_memo);
+    TAP_CHECK(pool0 == 0 && pool1 == 0, "in the machine's first table: none grown (kept: %zu bytes)", pool1);
+
+    /* a cycle in such a chain: its calls take their arguments from the
+     * call's own, so it comes back within a few calls (6 here), while
+     * the chain's first 16 calls are still remembered: reported as ever */
+    tg_rules_set_limits(rs, 1000000, 0, &err);
+    tg_term *t = tg_read_cstr(ctx, "(rot a b c d e f)", &err);
+    tg_term *cy = t ? tg_normalize(rs, t, TG_NF_MEMO, &err) : NULL;
+    TAP_CHECK(t && !cy && strstr(err.message, "cycles"), "a cycle in a chain of levels: %s", err.message);
+    tg_rules_set_limits(rs, 0, 0, &err);
+
     snprintf(q, sizeof q, "(rev (upto %s))", peano(n1, 400));
-    tg_term *a = norm(rs, q, 0, &rw_plain), *b = norm(rs, q, TG_NF_MEMO, &rw_memo);
+    a = norm(rs, q, 0, &rw_plain), b = norm(rs, q, TG_NF_MEMO, &rw_memo);
     TAP_CHECK(a && a == b, "reversing 400 numerals: memo gives plain's normal form");
     TAP_CHECK(rw_memo <= rw_plain, "with no more rewrites (%llu, plain %llu)", rw_memo, rw_plain);
 
@@ -569,6 +754,7 @@ int main(void)
     growth_tests();     /* first: the peak memory still low */
     lazy_tests();
     skips_tests();
+    hold_tests();
     table_tests();
     normalize_tests();
     tg_ctx_free(ctx);

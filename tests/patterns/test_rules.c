@@ -82,7 +82,10 @@ static void ctor_recursions_memo(tg_ctx *ctx, tg_rules *rs)
               "memo on: levels through its lazy phase, the same normal form and count as the general path");
     TAP_CHECK(rw == plain - 3, "g's call found again after them: %llu rewrites, plain %llu", rw, plain);
 
-    /* cnt: 1200 calls of add, each levels, never found again: add dropped */
+    /* cnt: 1200 calls of add, each a chain of levels, (add S^i 7) made
+     * again as the second call of the chain of (add S^i+1 7): its first
+     * 16 calls remembered (memo.h, TGW_MEMO_NEST: the deeper ones held),
+     * the next chain is found at its top */
     n = 1200;
     args[1] = wrap(ctx, "S", NULL, 0, n, zero);
     args[2] = seven;
@@ -100,8 +103,9 @@ static void ctor_recursions_memo(tg_ctx *ctx, tg_rules *rs)
     TAP_CHECK(nf == wq && plain == hand, "memo off: %ld recursions of add after %llu rewrites (by hand %llu)", n,
               plain, hand);
     TAP_CHECK(memo_same(rs, q, &nf, &rw) && nf == wq,
-              "memo on: levels of an op memo drops, the same normal form and count as the general path");
-    TAP_CHECK(rw == plain - 3, "g's call still found after them: %llu rewrites, plain %llu", rw, plain);
+              "memo on: levels of an op memo holds, the same normal form and count as the general path");
+    TAP_CHECK(rw + 3 <= plain && 10 * rw < plain,
+              "each chain found again at its top, and g's call after them: %llu rewrites, plain %llu", rw, plain);
 }
 
 /* Right sides that wrap a call of their own op in a constructor, (S
@@ -126,7 +130,7 @@ static void ctor_recursions(tg_ctx *ctx)
         "(op nest (arity 2)) (rule nest-S (nest (S ?n) ?m) => (L ?m (nest ?n ?m)))"
         "(rule nest-0 (nest 0 ?m) => (tri ?m 7))"
         /* memo on: g's call before a long recursion found after it, and
-         * recursions of an op memo drops (cnt's calls of add) */
+         * recursions of an op memo holds (cnt's calls of add) */
         "(op top (arity 2)) (op top2 (arity 3)) (op g (arity 1)) (op h (arity 1)) (op again (arity 1))"
         "(op pair (arity 3)) (op cnt (arity 2)) (op c2 (arity 2))"
         "(rule top (top ?a ?b) => (pair (g ?a) (add ?a ?b) (again ?a)))"
