@@ -97,23 +97,22 @@ typedef struct tgW_mstat {
 /* Deep chains.  A remembered op's calls made by constructor levels
  * (as (plus (s ?n) ?m) => (s (plus ?n ?m)): machine.c, ctor_rec) run
  * one by one while memo looks them up: each takes a frame, a lookup,
- * an entry and a close, where a level costs a tenth of that.  A chain of such nested calls opens all its
- * calls before the first one closes, so an op whose calls never repeat
- * was remembered through a whole chain (hundreds of calls: a Peano
- * addition in factorial7) before its first judgement could drop it.
- * So when the open call on top is the TGW_MEMO_NEST-th of a chain of
- * nested calls of its op (each made inside the reduction of the one
- * below: its arguments lie higher on the value stack) and the machine
- * is about to make the next one as a level (tgW_memo_level), the op is
- * held: its
- * calls pass as a dropped op's (watch points and all) until that call
- * closes, and it is remembered again after.  The chain's first
- * TGW_MEMO_NEST calls stay remembered, so a chain met again is found at
- * its top; the deeper ones run as levels.  At the op's second held
- * chain and each after, it is judged first as at its doublings
- * (memo.c, verdict), and dropped when its hits saved too little.
- * TGW_MEMO_HOLDS ops may be held at once (holds within holds), more
- * are not held. */
+ * an entry and a close, where a level costs a tenth of that.  A chain
+ * of such nested calls opens all its calls before the first one
+ * closes, so an op whose calls never repeat was remembered through a
+ * whole chain (hundreds of calls: a Peano addition in factorial7)
+ * before its first judgement could drop it.  So when the open call on
+ * top is the TGW_MEMO_NEST-th of a chain of nested calls of its op
+ * (each made inside the reduction of the one below: its arguments lie
+ * higher on the value stack) and the machine is about to make the next
+ * one as a level (tgW_memo_level), the op is held: its calls pass as a
+ * dropped op's (watch points and all) until that call closes, and it is
+ * remembered again after.  The chain's first TGW_MEMO_NEST calls stay
+ * remembered, so a chain met again is found at its top; the deeper ones
+ * run as levels.  At the op's second held chain and each after, it is
+ * judged first as at its doublings (memo.c, verdict), and dropped when
+ * its hits saved too little.  TGW_MEMO_HOLDS ops may be held at once
+ * (holds within holds), more are not held. */
 #define TGW_MEMO_NEST 16
 #define TGW_MEMO_HOLDS 8
 #define TGW_MEMO_DROPPED 1  /* tgW_mstat's dropped: for the rest of the normalization */
