@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "term.h"
 
 void tg_error_set(tg_error *err, tg_errcode code, const char *fmt, ...)
 {
@@ -57,6 +58,8 @@ static void copy_file(char *dst, size_t size, const char *src)
 void tgE_setv(tg_error *err, tg_errcode code, const char *file, int line,
               int col, const char *fmt, va_list ap)
 {
+    if (code == TG_ERR_NOMEM)
+        tgT_alloc_failed();
     if (!err)
         return;
     err->code = code;

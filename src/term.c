@@ -25,14 +25,41 @@ tg_term tgT_nilobj __attribute__((aligned(16))) = {{TG_NIL, TGT_GROUND, 0, 0, TG
 
 /* ---- allocation --------------------------------------------------- */
 
+/* The collector's heap block: objects at its start are left unused. */
+#define BLOCK_BYTES 4096
+
 /* Refill the context's free list of g-granule nodes: one batch (a heap
- * block's worth) per lock round-trip.  May collect, so never busy. */
+ * block's worth) per lock round-trip.  May collect, so never busy.
+ *
+ * The object at the start of a heap block is dropped from the batch (it
+ * stays free, cleared by the collector's sweeps, so a stray reference
+ * to it holds nothing).  Words that point at a page boundary are common
+ * where the collector looks for roots: a mapping's end address is one,
+ * and the collector keeps the end of its newest heap section in a static
+ * of its own, which is the start of an older section when the kernel
+ * places the new one just below it.  A term there would be kept alive,
+ * with everything it points to, for as long as that word stays: after a
+ * runaway rewrite filled a heap limit, the runaway's whole chain of
+ * nodes, and the session that follows ran out of memory at once.
+ * Costs one node in 128 (32-byte nodes) of heap. */
 static __attribute__((noinline)) int refill(tg_ctx *ctx, size_t g)
 {
     void *p;
-    GC_generic_malloc_many(g * 16, tgT_term_kind, &p);
-    if (!p)
-        return -1;
+    do {
+        GC_generic_malloc_many(g * 16, tgT_term_kind, &p);
+        if (!p) {
+            tgT_alloc_failed();
+            return -1;
+        }
+        void **at = &p;
+        while (*at)
+            if (((uintptr_t)*at & (BLOCK_BYTES - 1)) == 0) {
+                void *d = *at;
+                *at = GC_NEXT(d);
+                GC_NEXT(d) = NULL;  /* else it would keep the next node alive */
+            } else
+                at = &GC_NEXT(*at);
+    } while (!p);
     ctx->freelist[g] = p;
     return 0;
 }
@@ -45,8 +72,12 @@ static __attribute__((noinline)) int refill(tg_ctx *ctx, size_t g)
 static void *alloc_node(tg_ctx *ctx, size_t bytes)
 {
     size_t g = (bytes + 15) / 16;
-    if (g > TGT_NFREE)
-        return GC_generic_malloc(bytes, tgT_term_kind);
+    if (g > TGT_NFREE) {
+        void *p = GC_generic_malloc(bytes, tgT_term_kind);
+        if (!p)
+            tgT_alloc_failed();
+        return p;
+    }
     if (!ctx->freelist[g] && refill(ctx, g))
         return NULL;
     void *p = ctx->freelist[g];

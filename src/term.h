@@ -298,6 +298,11 @@ void tgT_narrow(tg_ctx *ctx);
  * abandoned data could stay marked and the session would not recover. */
 int tgT_heap_tight(void);
 
+/* Called when an allocation has failed (an "out of memory" error, or a
+ * term the table could not make): makes the collector's next failing
+ * allocation collect before it gives up (term_table.c). */
+void tgT_alloc_failed(void);
+
 /* Mark the context as in the middle of a table operation (on) or not,
  * as a thread stopped there would leave it for a collection started by
  * another thread; for tests of that path. */

@@ -99,6 +99,9 @@ int tgT_term_kind;           /* objects scanned whole, last word included */
 static GC_on_collection_event_proc prev_event;
 static GC_push_other_roots_proc prev_push;
 static pthread_once_t gc_once = PTHREAD_ONCE_INIT;
+/* A heap block the library holds for tgT_alloc_failed. */
+#define RESERVE_BYTES 3072      /* above the collector's small sizes: one block */
+static _Atomic(void *) reserve;
 
 static void prune(tg_ctx *ctx);
 
@@ -300,6 +303,7 @@ static void gc_setup(void)
     GC_set_on_collection_event(on_event);
     prev_push = GC_get_push_other_roots();
     GC_set_push_other_roots(push_roots);
+    atomic_store(&reserve, GC_MALLOC_ATOMIC(RESERVE_BYTES));
 }
 
 static void *GC_CALLBACK link_ctx(void *p)
@@ -717,6 +721,29 @@ int tgT_make_room(tg_ctx *ctx)
 }
 
 /* ---- contexts ----------------------------------------------------- */
+
+/* The collector counts the allocations that failed in a row: past
+ * GC_set_max_retries of them it fails the next ones at once, without a
+ * collection, until an allocation takes a heap block (which resets the
+ * count).  After a runaway rewrite or search ran out of memory, that
+ * last collection ran while the runaway's data was live, and nothing
+ * has been allocated since; so every allocation of the calls that
+ * followed failed at once, and the runaway's dropped data was never
+ * collected (a program that read and normalized a term after a runaway
+ * got "out of memory" every time).  The library keeps one heap block of
+ * its own for this: when an allocation has failed, it gives the block
+ * back and takes it again, which resets the count, so the next
+ * allocation that finds the heap full collects first. */
+void tgT_alloc_failed(void)
+{
+    pthread_once(&gc_once, gc_setup);
+    void *r = atomic_exchange(&reserve, NULL);
+    if (r)
+        GC_free(r);
+    r = atomic_exchange(&reserve, GC_MALLOC_ATOMIC(RESERVE_BYTES));
+    if (r)
+        GC_free(r);
+}
 
 int tgT_heap_tight(void)
 {
