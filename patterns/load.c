@@ -785,6 +785,7 @@ void tg_rules_free(tg_rules *rs)
         return;
     if (rs->env)
         tg_env_free(rs->env);
+    tgW_machine_free(rs);
     GC_FREE(rs);
 }
 

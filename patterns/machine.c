@@ -51,7 +51,7 @@ typedef struct frame {
 typedef struct tgW_machine {
     tg_term **vs;               /* the value stack (collector memory) */
     size_t vcap;
-    frame *fs;                  /* frames (collector memory, not scanned: fs_grow) */
+    frame *fs;                  /* frames (malloc'd: fs_grow) */
     size_t fcap;
     tgW_memo memo;              /* calls to normal forms (memo on) */
     tgW_map done;               /* the input's nodes already normalized */
@@ -149,7 +149,15 @@ static void machine_drop(tg_rules *rs)
     if (!rs->m)
         return;
     tgW_map_clear(&rs->m->done);
+    free(rs->m->fs);
+    rs->m->fs = NULL;
+    rs->m->fcap = 0;
     rs->m = NULL;
+}
+
+void tgW_machine_free(tg_rules *rs)
+{
+    machine_drop(rs);
 }
 
 /* The whole stacks are kept (values above the top may be read back by
@@ -165,19 +173,28 @@ static inline int vs_reserve(tgW_machine *M, size_t need)
 /* An inline check, the growing out of line: a frame is pushed per call.
  * The frames hold no pointer the collector must follow (a frame's head
  * is the name of an op with rules, its rules and program are the rule
- * set's), so they live in memory it neither clears nor scans: a deep
- * recursion (factorial's plus) has hundreds of thousands of frames, and
- * clearing and scanning them cost a tenth of the run. */
+ * set's), so they live in malloc'd memory, which it neither clears nor
+ * scans: a deep recursion (factorial's plus) has hundreds of thousands
+ * of frames, and clearing and scanning them cost a tenth of the run.
+ * Nor do they take a piece of the collector's heap: under a heap limit,
+ * after a runaway had filled the heap and its data was collected, the
+ * free memory lay in many heap sections, and a stack of a few megabytes
+ * that fitted at first no longer found room in one piece.  Under a limit
+ * they may take half of it, as they would have in the heap; realloc
+ * moves a large stack by remapping its pages. */
 static __attribute__((noinline)) int fs_grow(tgW_machine *M, size_t need)
 {
     size_t cap = M->fcap ? 2 * M->fcap : 16;
     while (cap < need)
         cap *= 2;
-    frame *f = GC_MALLOC_ATOMIC(cap * sizeof *f);
+    size_t most = tgT_max_heap() / 2 / sizeof(frame);
+    if (most && cap > most)
+        cap = most > need ? most : need;
+    if (most && cap > most)
+        return -1;
+    frame *f = realloc(M->fs, cap * sizeof *f);
     if (!f)
         return -1;
-    if (M->fcap)
-        memcpy(f, M->fs, M->fcap * sizeof *f);
     M->fs = f, M->fcap = cap;
     return 0;
 }

@@ -351,6 +351,8 @@ typedef struct tgW_run {
 
 /* Normal form of t under run->ix (innermost); NULL with err filled. */
 tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err);
+/* Free the rule set's machine (its frame stack is malloc'd). */
+void tgW_machine_free(tg_rules *rs);
 /* The last tgW_normalize's distinct input nodes: a size for the next
  * pass's done map. */
 size_t tgW_normalize_seen(const tg_rules *rs);

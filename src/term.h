@@ -298,6 +298,9 @@ void tgT_narrow(tg_ctx *ctx);
  * abandoned data could stay marked and the session would not recover. */
 int tgT_heap_tight(void);
 
+/* The heap limit of tg_set_max_heap, 0 for none. */
+size_t tgT_max_heap(void);
+
 /* Called when an allocation has failed (an "out of memory" error, or a
  * term the table could not make): makes the collector's next failing
  * allocation collect before it gives up (term_table.c). */

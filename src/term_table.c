@@ -745,6 +745,11 @@ void tgT_alloc_failed(void)
         GC_free(r);
 }
 
+size_t tgT_max_heap(void)
+{
+    return max_heap;
+}
+
 int tgT_heap_tight(void)
 {
     size_t lim = max_heap;

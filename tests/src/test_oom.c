@@ -118,20 +118,20 @@ static void test_stray_word(tg_ctx *c)
     stray = 0;
 }
 
-/* (len (build 5000)) from its text: 1 if it normalizes to 5000. */
+/* (len (build 20000)) from its text: 1 if it normalizes to 20000. */
 static int fits(tg_rules *rs, tg_ctx *c, tg_error *err)
 {
     tg_error_clear(err);
-    tg_term *t = tg_read_cstr(c, "(len (build 5000))", err);
+    tg_term *t = tg_read_cstr(c, "(len (build 20000))", err);
     tg_term *r = t ? tg_normalize(rs, t, 0, err) : NULL;
     int64_t v = 0;
-    return r && tg_int_get(r, &v) == 0 && v == 5000;
+    return r && tg_int_get(r, &v) == 0 && v == 20000;
 }
 
 static void test_after_failure(tg_ctx *c, tg_rules *rs)
 {
     tg_error err;
-    TAP_CHECK(fits(rs, c, &err), "a list of 5000 cells fits in the limit (%s)", err.message);
+    TAP_CHECK(fits(rs, c, &err), "a list of 20000 cells fits in the limit (%s)", err.message);
     /* In a thread of its own, so that no register or stack word of the
      * caller's is left pointing into the chain (a conservative collector
      * would keep it alive from there, and what is tested is whether the
