@@ -28,6 +28,7 @@
 #include "clock.h"
 
 #include <gc/gc.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +52,7 @@ typedef struct frame {
 typedef struct tgW_machine {
     tg_term **vs;               /* the value stack (collector memory) */
     size_t vcap;
-    frame *fs;                  /* frames (malloc'd: fs_grow) */
+    frame *fs;                  /* frames (mapped: fs_grow) */
     size_t fcap;
     tgW_memo memo;              /* calls to normal forms (memo on) */
     tgW_map done;               /* the input's nodes already normalized */
@@ -139,27 +140,6 @@ static tgW_machine *machine_get(tg_rules *rs)
     return rs->m;
 }
 
-/* After a failed run (out of memory above all), the machine's stacks go:
- * the values left in them above the top are scanned by the collector, and
- * one of them can hold the whole runaway term that ran the heap out, so
- * that nothing after could allocate.  Its done map is malloc memory
- * registered as a root: freed here. */
-static void machine_drop(tg_rules *rs)
-{
-    if (!rs->m)
-        return;
-    tgW_map_clear(&rs->m->done);
-    free(rs->m->fs);
-    rs->m->fs = NULL;
-    rs->m->fcap = 0;
-    rs->m = NULL;
-}
-
-void tgW_machine_free(tg_rules *rs)
-{
-    machine_drop(rs);
-}
-
 /* The whole stacks are kept (values above the top may be read back by
  * the frames below, so a copy takes all of them). */
 static inline int vs_reserve(tgW_machine *M, size_t need)
@@ -173,18 +153,34 @@ static inline int vs_reserve(tgW_machine *M, size_t need)
 /* An inline check, the growing out of line: a frame is pushed per call.
  * The frames hold no pointer the collector must follow (a frame's head
  * is the name of an op with rules, its rules and program are the rule
- * set's), so they live in malloc'd memory, which it neither clears nor
- * scans: a deep recursion (factorial's plus) has hundreds of thousands
- * of frames, and clearing and scanning them cost a tenth of the run.
- * Nor do they take a piece of the collector's heap: under a heap limit,
- * after a runaway had filled the heap and its data was collected, the
- * free memory lay in many heap sections, and a stack of a few megabytes
- * that fitted at first no longer found room in one piece.  Under a limit
- * they may take half of it, as they would have in the heap; realloc
- * moves a large stack by remapping its pages. */
+ * set's), so they live in memory it neither clears nor scans: a deep
+ * recursion (factorial's plus) has hundreds of thousands of frames, and
+ * clearing and scanning them cost a tenth of the run.  Nor do they take
+ * a piece of its heap: under a heap limit, after a runaway had filled
+ * the heap and its data was collected, the free memory lay in many heap
+ * sections, and a stack of a few megabytes that fitted at first found
+ * no room in one piece.  Under a limit they may take half of it, as they
+ * could in the heap.  Mapped, not malloc'd: the machine is collector
+ * memory, which leak checkers do not read, so a malloc'd stack of a rule
+ * set in use at exit would read as a leak. */
+static frame *fs_map(size_t cap)
+{
+    void *p = mmap(NULL, cap * sizeof(frame), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void fs_unmap(tgW_machine *M)
+{
+    if (M->fs)
+        munmap(M->fs, M->fcap * sizeof(frame));
+    M->fs = NULL;
+    M->fcap = 0;
+}
+
 static __attribute__((noinline)) int fs_grow(tgW_machine *M, size_t need)
 {
-    size_t cap = M->fcap ? 2 * M->fcap : 16;
+    size_t cap = M->fcap ? 2 * M->fcap : 4096 / sizeof(frame);
     while (cap < need)
         cap *= 2;
     size_t most = tgT_max_heap() / 2 / sizeof(frame);
@@ -192,11 +188,33 @@ static __attribute__((noinline)) int fs_grow(tgW_machine *M, size_t need)
         cap = most > need ? most : need;
     if (most && cap > most)
         return -1;
-    frame *f = realloc(M->fs, cap * sizeof *f);
+    frame *f = fs_map(cap);
     if (!f)
         return -1;
+    if (M->fcap)
+        memcpy(f, M->fs, M->fcap * sizeof *f);
+    fs_unmap(M);
     M->fs = f, M->fcap = cap;
     return 0;
+}
+
+/* After a failed run (out of memory above all), the machine's stacks go:
+ * the values left in them above the top are scanned by the collector, and
+ * one of them can hold the whole runaway term that ran the heap out, so
+ * that nothing after could allocate.  Its done map is malloc memory
+ * registered as a root: freed here. */
+static void machine_drop(tg_rules *rs)
+{
+    if (!rs->m)
+        return;
+    tgW_map_clear(&rs->m->done);
+    fs_unmap(rs->m);
+    rs->m = NULL;
+}
+
+void tgW_machine_free(tg_rules *rs)
+{
+    machine_drop(rs);
 }
 
 static inline int fs_reserve(tgW_machine *M, size_t need)
