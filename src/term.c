@@ -25,41 +25,48 @@ tg_term tgT_nilobj __attribute__((aligned(16))) = {{TG_NIL, TGT_GROUND, 0, 0, TG
 
 /* ---- allocation --------------------------------------------------- */
 
-/* The collector's heap block: objects at its start are left unused. */
+/* No node is placed at the start of a heap block: such an object is
+ * taken off the free list and left unused (the collector clears it when
+ * it sweeps the block, so a stray reference to it holds nothing).  Words
+ * that point at a page boundary are common where the collector looks
+ * for roots: a mapping's end address is one, and the collector keeps the
+ * end of its newest heap section in a static of its own, which is the
+ * start of an older section when the kernel places the new one just
+ * below it.  A term there would be kept alive, with everything it points
+ * to, for as long as that word stays: after a runaway rewrite filled a
+ * heap limit, the runaway's whole chain of nodes, and the session that
+ * followed ran out of memory at once.  Costs one node in 128 (32-byte
+ * nodes) of heap, and a test where a node is taken from the free list
+ * (a walk of each batch, a chain of dependent loads, cost revnat1000
+ * 3% more cycles). */
 #define BLOCK_BYTES 4096
+static inline int block_start(const void *p)
+{
+    return ((uintptr_t)p & (BLOCK_BYTES - 1)) == 0;
+}
+
+/* The head of the free list of g-granule nodes after dropping the
+ * objects at a block's start; NULL when the list is empty. */
+static __attribute__((noinline)) void *skip_block_starts(tg_ctx *ctx, size_t g)
+{
+    void *p;
+    while ((p = ctx->freelist[g]) != NULL && block_start(p)) {
+        ctx->freelist[g] = GC_NEXT(p);
+        GC_NEXT(p) = NULL;      /* else it would keep the next node alive */
+    }
+    return p;
+}
 
 /* Refill the context's free list of g-granule nodes: one batch (a heap
- * block's worth) per lock round-trip.  May collect, so never busy.
- *
- * The object at the start of a heap block is dropped from the batch (it
- * stays free, cleared by the collector's sweeps, so a stray reference
- * to it holds nothing).  Words that point at a page boundary are common
- * where the collector looks for roots: a mapping's end address is one,
- * and the collector keeps the end of its newest heap section in a static
- * of its own, which is the start of an older section when the kernel
- * places the new one just below it.  A term there would be kept alive,
- * with everything it points to, for as long as that word stays: after a
- * runaway rewrite filled a heap limit, the runaway's whole chain of
- * nodes, and the session that follows ran out of memory at once.
- * Costs one node in 128 (32-byte nodes) of heap. */
+ * block's worth) per lock round-trip.  May collect, so never busy. */
 static __attribute__((noinline)) int refill(tg_ctx *ctx, size_t g)
 {
     void *p;
-    do {
-        GC_generic_malloc_many(g * 16, tgT_term_kind, &p);
-        if (!p) {
-            tgT_alloc_failed();
-            return -1;
-        }
-        void **at = &p;
-        while (*at)
-            if (((uintptr_t)*at & (BLOCK_BYTES - 1)) == 0) {
-                void *d = *at;
-                *at = GC_NEXT(d);
-                GC_NEXT(d) = NULL;  /* else it would keep the next node alive */
-            } else
-                at = &GC_NEXT(*at);
-    } while (!p);
+    GC_generic_malloc_many(g * 16, tgT_term_kind, &p);
+    if (!p) {
+        tgT_alloc_failed();
+        return -1;
+    }
     ctx->freelist[g] = p;
     return 0;
 }
@@ -78,9 +85,10 @@ static void *alloc_node(tg_ctx *ctx, size_t bytes)
             tgT_alloc_failed();
         return p;
     }
-    if (!ctx->freelist[g] && refill(ctx, g))
-        return NULL;
-    void *p = ctx->freelist[g];
+    void *p;
+    while (!(p = skip_block_starts(ctx, g)))
+        if (refill(ctx, g))
+            return NULL;
     ctx->freelist[g] = GC_NEXT(p);
     GC_NEXT(p) = NULL;
     return p;
@@ -195,6 +203,8 @@ intern_miss(tg_ctx *ctx, tgT_hdr hd, tg_term *head, tg_term *const *args, tg_ter
     unsigned na = hd.n - 1u, hastail = (hd.flags & TGT_HASTAIL) != 0;
     size_t g = (sizeof(tgT_hdr) + (na + 1 + hastail) * sizeof(tg_term *) + 15) / 16;
     tg_term *t = ctx->freelist[g];
+    if (t && block_start(t))
+        t = skip_block_starts(ctx, g);
     if (__builtin_expect(t != NULL && ctx->count < ctx->limit, 1)) {
         ctx->freelist[g] = GC_NEXT(t);
         fill_node(t, hd, head, na, args, rest, hastail);
@@ -381,7 +391,7 @@ app_miss_body(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *c
     const size_t g = (sizeof(tgT_hdr) + (na + 1) * sizeof(tg_term *) + 15) / 16;
     tg_term *t = ctx->freelist[g];
     if (__builtin_expect(t != NULL && ctx->count < ctx->limit &&
-                             ((uintptr_t)t & ctx->tagmask) == 0, 1)) {
+                             ((uintptr_t)t & ctx->tagmask) == 0 && !block_start(t), 1)) {
         tgT_hdr hd = app_hdr(want >> 12, na);
         ctx->freelist[g] = GC_NEXT(t);
         fill_node(t, hd, head, na, args, TGT_NIL, 0);
