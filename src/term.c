@@ -387,25 +387,23 @@ app_rest(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const 
          const bucket *b, uint64_t m)
 {
     uint32_t h = (uint32_t)(want >> 32);
-    /* the home bucket's other candidates, from the lean look's mask (see
-     * ct_word_slot: a bit above its lowest may stand for a full slot of
-     * another byte, which the header compare rejects) */
-    for (m &= m - 1; m; m &= m - 1) {
-        tg_term *c = (tg_term *)(*ct_word_slot(b, m) & ctx->ptrmask);
-        if (chunk_is(c, want, head, na, args, TGT_NIL)) {
-            leave(ctx);
-            return c;
-        }
-    }
-    while (__builtin_expect((b->ctrl & ct_filter(h)) != 0, 0)) {
-        b = b + 1 == ctx->tab + ctx->nb ? ctx->tab : b + 1;
-        for (m = ct_match_bits(b->ctrl, ct_byte(h) * CT_ONES); m; m &= m - 1) {
-            tg_term *c = (tg_term *)(b->s[ct_bits_slot(m)] & ctx->ptrmask);
+    /* masks of one bit per candidate slot, 8j + 7 for slot j (see
+     * ct_word_slot): the home bucket's from the lean look, where a bit
+     * above the lowest may stand for a full slot of another byte, which
+     * the header compare rejects; the next buckets' exact (ct_match) */
+    m &= m - 1;     /* the first candidate was compared */
+    for (;;) {
+        for (; m; m &= m - 1) {
+            tg_term *c = (tg_term *)(*ct_word_slot(b, m) & ctx->ptrmask);
             if (chunk_is(c, want, head, na, args, TGT_NIL)) {
                 leave(ctx);
                 return c;
             }
         }
+        if (__builtin_expect(!(b->ctrl & ct_filter(h)), 1))
+            break;
+        b = b + 1 == ctx->tab + ctx->nb ? ctx->tab : b + 1;
+        m = ct_match(b->ctrl, ct_byte(h) * CT_ONES);
     }
     switch (na) {   /* constant */
     case 1: return app_miss1(ctx, want, head, args);
