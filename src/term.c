@@ -446,13 +446,12 @@ typedef struct {
     uint64_t ones, slots;
     uint64_t rep[128];
 } lean_consts;
-static const lean_consts lean_k = {{0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull,
-             0xD6E8FEB86659FD93ull},
-            {0, LEAN_C(1), LEAN_C(2), LEAN_C(3)},
-            CT_ONES,
-            CT_SLOTS,
-            {REP16(0), REP16(16), REP16(32), REP16(48), REP16(64), REP16(80), REP16(96),
-             REP16(112)}};
+static const lean_consts lean_k = {
+    {0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull, 0xD6E8FEB86659FD93ull},
+    {0, LEAN_C(1), LEAN_C(2), LEAN_C(3)},
+    CT_ONES,
+    CT_SLOTS,
+    {REP16(0), REP16(16), REP16(32), REP16(48), REP16(64), REP16(80), REP16(96), REP16(112)}};
 
 /* The address of lean_k, hidden from the compiler so that it reads the
  * constants instead of building them in registers. */

@@ -155,7 +155,7 @@ static inline size_t ct_bits_slot(uint64_t m)
  * (x - CT_ONES) & ~x & CT_SLOTS, whose lowest set bit, 8j + 7, marks
  * the first slot j of the byte (a borrow marks bytes only above a zero
  * byte, and only bytes of x equal to 1, never an empty slot's).  The
- * slot of bit i of such a mask (m != 0): */
+ * slot marked by the lowest set bit of such a mask (m != 0): */
 static inline const uintptr_t *ct_word_slot(const struct bucket *b, uint64_t m)
 {
 #if UINTPTR_MAX > 0xffffffffu
