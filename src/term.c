@@ -428,10 +428,14 @@ app_rest(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const 
          const bucket *b, uint64_t m)
 {
     uint32_t h = (uint32_t)(want >> 32);
+    /* masks of one bit per candidate slot, 8j + 7 for slot j (see
+     * ct_word_slot): the home bucket's from the lean look, where a bit
+     * above the lowest may stand for a full slot of another byte, which
+     * the header compare rejects; the next buckets' exact (ct_match) */
     m &= m - 1;     /* the first candidate was compared */
     for (;;) {
         for (; m; m &= m - 1) {
-            tg_term *c = (tg_term *)(b->s[ct_bits_slot(m)] & ctx->ptrmask);
+            tg_term *c = (tg_term *)(*ct_word_slot(b, m) & ctx->ptrmask);
             if (chunk_is(c, want, head, na, args, TGT_NIL)) {
                 leave(ctx);
                 return c;
@@ -440,7 +444,7 @@ app_rest(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const 
         if (__builtin_expect(!(b->ctrl & ct_filter(h)), 1))
             break;
         b = b + 1 == ctx->tab + ctx->nb ? ctx->tab : b + 1;
-        m = ct_match_bits(b->ctrl, ct_byte(h) * CT_ONES);
+        m = ct_match(b->ctrl, ct_byte(h) * CT_ONES);
     }
     switch (na) {   /* constant */
     case 1: return app_miss1(ctx, want, head, args);
@@ -467,18 +471,56 @@ app_on(tg_ctx *ctx, uint64_t want, tg_term *head, tg_term *const *args, const bu
     }
 }
 
+/* The constants of the lean look, read from memory through one base
+ * register (lean_base) rather than each made by a 10-byte move: the
+ * chunk sum's multipliers (tgT_chunk_sum) and its constant term for 1
+ * to 3 arguments, the zero-byte test's two words, and the control byte
+ * of each low hash byte repeated over a word (where a multiply and a
+ * move into a vector register made it). */
+#define CT_REP(i) ((0x80ull | (i)) * CT_ONES)
+#define REP4(i) CT_REP(i), CT_REP(i + 1), CT_REP(i + 2), CT_REP(i + 3)
+#define REP16(i) REP4(i), REP4(i + 4), REP4(i + 8), REP4(i + 12)
+#define LEAN_C(na) ((uint64_t)TGT_NIL_HASH << 20) * TGT_KREST + (na) * TGT_KCOUNT
+typedef struct {
+    uint64_t k[4];          /* tgT_kpos[0..3] (test_gc checks the hashes agree) */
+    uint64_t c[4];          /* c[na]: the sum's terms of () and the count */
+    uint64_t ones, slots;
+    uint64_t rep[128];
+} lean_consts;
+static const lean_consts lean_k = {
+    {0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull, 0xD6E8FEB86659FD93ull},
+    {0, LEAN_C(1), LEAN_C(2), LEAN_C(3)},
+    CT_ONES,
+    CT_SLOTS,
+    {REP16(0), REP16(16), REP16(32), REP16(48), REP16(64), REP16(80), REP16(96), REP16(112)}};
+
+/* The address of lean_k, hidden from the compiler so that it reads the
+ * constants instead of building them in registers. */
+static inline __attribute__((always_inline)) const lean_consts *lean_base(void)
+{
+    const lean_consts *k = &lean_k;
+#ifdef __GNUC__
+    __asm__("" : "+r"(k));
+#endif
+    return k;
+}
+
 /* The inline look at the home bucket (1 <= na <= 3). */
 static inline __attribute__((always_inline)) tg_term *
 app_lean(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args)
 {
-    uint64_t acc = tgT_chunk_finish(tgT_chunk_sum(head, na, na, args, TGT_NIL));
-    uint64_t want = app_want(acc, na);
-    uint32_t h = (uint32_t)(acc >> 32);
+    const lean_consts *K = lean_base();
+    uint64_t acc = tgT_ehash(head) * K->k[0] + K->c[na];
+    for (unsigned i = 0; i < na; i++)
+        acc += tgT_ehash(args[i]) * K->k[i + 1];
+    uint64_t want = app_want(tgT_chunk_finish(acc), na);
+    uint32_t h = (uint32_t)(acc >> 32) ^ (uint32_t)acc;    /* the finish's top half */
     enter(ctx);
     const bucket *b = &ctx->tab[home_in(h, ctx->nb)];
-    uint64_t m = ct_match_at(b, ct_byte(h) * CT_ONES);
+    uint64_t x = b->ctrl ^ K->rep[h & 0x7F];
+    uint64_t m = (x - K->ones) & ~x & K->slots;    /* see ct_word_slot */
     if (__builtin_expect(m != 0, 1)) {
-        const tg_term *c = (const tg_term *)(b->s[ct_bits_slot(m)] & ctx->ptrmask);
+        const tg_term *c = (const tg_term *)(*ct_word_slot(b, m) & ctx->ptrmask);
         if (__builtin_expect(chunk_is(c, want, head, na, args, TGT_NIL), 1)) {
             leave(ctx);
             return (tg_term *)c;

@@ -150,6 +150,28 @@ static inline size_t ct_bits_slot(uint64_t m)
 #define ct_bits_slot ct_slot
 #endif
 
+/* The lean look of short applications (term.c) finds its first
+ * candidate with word operations: x = ctrl ^ the byte repeated, then
+ * (x - CT_ONES) & ~x & CT_SLOTS, whose lowest set bit, 8j + 7, marks
+ * the first slot j of the byte (a borrow marks bytes only above a zero
+ * byte, and only bytes of x equal to 1, never an empty slot's).  The
+ * slot marked by the lowest set bit of such a mask (m != 0): */
+static inline const uintptr_t *ct_word_slot(const struct bucket *b, uint64_t m)
+{
+#if UINTPTR_MAX > 0xffffffffu
+    /* slot j lies 8j + 8 bytes into the bucket: the bit's index + 1 */
+#if defined(__GNUC__) && defined(__x86_64__)
+    uint64_t r;
+    __asm__("rep bsfq %1, %0" : "=r"(r) : "r"(m) : "cc");
+#else
+    uint64_t r = (uint64_t)__builtin_ctzll(m);
+#endif
+    return (const uintptr_t *)(const void *)((const char *)b + r + 1);
+#else
+    return &b->s[ct_slot(m)];
+#endif
+}
+
 #define TAG_LO ((uintptr_t)15)
 #define DISP ((uintptr_t)3)      /* the displacement bits */
 #if UINTPTR_MAX > 0xffffffffu

@@ -575,6 +575,61 @@ static void test_same_byte(void)
     tg_ctx_free(c);
 }
 
+/* The lean look finds the first slot of its control byte with word
+ * operations whose mask may also mark, above that slot, a slot whose
+ * byte differs from it in the lowest bit only (see ct_word_slot in
+ * term_table.h); the probe that goes on walks those marks too.  Terms of
+ * one home bucket (hashes in the top 2^22 values) whose low 7 bits are
+ * 0x2A and 0x2B, made alternately, fill buckets with exactly such
+ * neighbours: each must be found again, never mistaken for a neighbour,
+ * before and after half of them are collected (which leaves empty slots
+ * between them), and new terms of either byte must still be made. */
+static void test_byte_apart(void)
+{
+    enum { N = 24 };
+    tg_ctx *c = tg_ctx_new(NULL);
+    tg_term *f = tg_symbol_cstr(c, "f");
+    for (unsigned na = 1; na <= 3; na++) {
+        int64_t ids[N + 2];
+        size_t n = 0;
+        for (int64_t i = 0; n < N + 2; i++) {
+            uint32_t h = same_byte_hash(c, f, na, i);
+            if (h >= 0xFFC00000u && (h & 0x7F) == (0x2Au | (n & 1)))
+                ids[n++] = i;
+        }
+        tg_term **keep = GC_MALLOC(N * sizeof *keep);
+        for (size_t k = 0; k < N; k++)
+            keep[k] = same_byte_term(c, f, na, ids[k]);
+        size_t same = 0, distinct = 0;
+        for (size_t k = N; k-- > 0;)
+            same += same_byte_term(c, f, na, ids[k]) == keep[k];
+        for (size_t k = 0; k < N; k++) {
+            same += same_byte_term(c, f, na, ids[k]) == keep[k];
+            distinct += tg_nth(keep[k], 1) == tg_int(c, ids[k]);
+        }
+        TAP_CHECK(same == 2 * N && distinct == N,
+                  "%u arguments: %d terms of one home bucket and bytes one bit apart are found "
+                  "again (%zu of %d) with their own arguments (%zu)", na, N, same, 2 * N, distinct);
+        for (size_t k = 0; k < N; k += 2)
+            ((tg_term *volatile *)keep)[k] = NULL;
+        GC_gcollect();
+        same = 0;
+        for (size_t k = 1; k < N; k += 2)
+            same += same_byte_term(c, f, na, ids[k]) == keep[k];
+        tg_term *fresh[2] = {same_byte_term(c, f, na, ids[N]), same_byte_term(c, f, na, ids[N + 1])};
+        size_t fresh_ok = 0;
+        for (int j = 0; j < 2; j++)
+            fresh_ok += fresh[j] && tg_nth(fresh[j], 1) == tg_int(c, ids[N + j]) &&
+                        same_byte_term(c, f, na, ids[N + j]) == fresh[j];
+        const char *bad = tgT_table_check(c);
+        TAP_CHECK(same == N / 2 && fresh_ok == 2 && !bad,
+                  "%u arguments: after half of them are collected the others are found again "
+                  "(%zu of %d), two new ones made and found (%zu); %s",
+                  na, same, N / 2, fresh_ok, bad ? bad : "consistent");
+    }
+    tg_ctx_free(c);
+}
+
 static void test_deep(void)
 {
     tg_ctx *c = tg_ctx_new(NULL);
@@ -652,6 +707,7 @@ int main(void)
     test_ahead_hashes();
     test_grid_hashes();
     test_same_byte();
+    test_byte_apart();
     test_sparse_small();
     test_deep();
     return TAP_DONE();
