@@ -522,6 +522,20 @@ static tg_term *same_byte_term(tg_ctx *c, tg_term *f, unsigned na, int64_t i)
     tg_term *a[3] = {tg_int(c, i), tg_int(c, -i), tg_int(c, 3 * i)};
     return tg_app(c, f, na, a);
 }
+
+/* Drop the even-numbered of the n terms keep[k] (made from ids[k]),
+ * collect, and count the odd-numbered ones found again. */
+static size_t refind_odd(tg_ctx *c, tg_term *f, unsigned na, const int64_t *ids, tg_term **keep,
+                         size_t n)
+{
+    for (size_t k = 0; k < n; k += 2)
+        ((tg_term *volatile *)keep)[k] = NULL;
+    GC_gcollect();
+    size_t same = 0;
+    for (size_t k = 1; k < n; k += 2)
+        same += same_byte_term(c, f, na, ids[k]) == keep[k];
+    return same;
+}
 static uint32_t same_byte_hash(tg_ctx *c, tg_term *f, unsigned na, int64_t i)
 {
     tg_term *a[3] = {tg_int(c, i), tg_int(c, -i), tg_int(c, 3 * i)};
@@ -562,12 +576,7 @@ static void test_same_byte(void)
         tg_term *other = same_byte_term(c, g, na, ids[0]);
         TAP_CHECK(other != keep[0] && tg_nth(other, 0) == g,
                   "%u arguments: another head with the same arguments is another term", na);
-        for (size_t k = 0; k < N; k += 2)
-            ((tg_term *volatile *)keep)[k] = NULL;
-        GC_gcollect();
-        same = 0;
-        for (size_t k = 1; k < N; k += 2)
-            same += same_byte_term(c, f, na, ids[k]) == keep[k];
+        same = refind_odd(c, f, na, ids, keep, N);
         const char *bad = tgT_table_check(c);
         TAP_CHECK(same == N / 2 && !bad, "%u arguments: after half of them are collected the "
                   "others are found again (%zu of %d; %s)", na, same, N / 2, bad ? bad : "consistent");
@@ -610,12 +619,7 @@ static void test_byte_apart(void)
         TAP_CHECK(same == 2 * N && distinct == N,
                   "%u arguments: %d terms of one home bucket and bytes one bit apart are found "
                   "again (%zu of %d) with their own arguments (%zu)", na, N, same, 2 * N, distinct);
-        for (size_t k = 0; k < N; k += 2)
-            ((tg_term *volatile *)keep)[k] = NULL;
-        GC_gcollect();
-        same = 0;
-        for (size_t k = 1; k < N; k += 2)
-            same += same_byte_term(c, f, na, ids[k]) == keep[k];
+        same = refind_odd(c, f, na, ids, keep, N);
         tg_term *fresh[2] = {same_byte_term(c, f, na, ids[N]), same_byte_term(c, f, na, ids[N + 1])};
         size_t fresh_ok = 0;
         for (int j = 0; j < 2; j++)
