@@ -488,10 +488,13 @@ static inline __attribute__((always_inline)) tg_term *
 app_rest(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args,
          const bucket *b, uint64_t m)
 {
-    tg_term *c = app_cands(ctx, want, head, na, args, b, m & (m - 1));  /* the first was compared */
-    if (c) {
-        leave(ctx);
-        return c;
+    m &= m - 1;     /* the first candidate was compared */
+    if (__builtin_expect(m != 0, 0)) {
+        tg_term *c = app_cands(ctx, want, head, na, args, b, m);
+        if (c) {
+            leave(ctx);
+            return c;
+        }
     }
     if (__builtin_expect(!(b->ctrl & ct_filter((uint32_t)(want >> 32))), 1))
         return app_miss(ctx, want, head, na, args, (bucket *)b);     /* b is the home bucket */
