@@ -355,12 +355,17 @@ app_ground(tg_term *head, unsigned na, tg_term *const *el)
     return g & ground;
 }
 
-/* The placement of new node t, of hash h, whose home bucket is full
- * (called busy; leaves): out of line, so that the usual miss saves no
- * registers. */
-static __attribute__((noinline)) tg_term *app_place_on(tg_ctx *ctx, tg_term *t, uint32_t h)
+/* The placement of new node t (v, its slot value at home), of hash h,
+ * past its home bucket, which is full (called busy; leaves): out of
+ * line, so that the usual miss saves fewer registers.  The walk goes on
+ * from the bucket after home, whose line app_on fetched. */
+static __attribute__((noinline)) tg_term *app_place_on(tg_ctx *ctx, tg_term *t, uintptr_t v,
+                                                       uint32_t h, bucket *home)
 {
-    place(ctx->tab, ctx->nb, ctx->tagmask, (uintptr_t)t, h);
+    bucket *a = ctx->tab;
+    size_t nb = ctx->nb, i = (size_t)(home - a);
+    home->ctrl = ct_passed(home->ctrl, h);
+    place_walk_from(a, nb, next_bucket(i, nb), ptag_next(v), h, 1);
     ctx->count++;
     leave(ctx);
     return t;
@@ -396,7 +401,7 @@ app_miss_body(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *c
         uintptr_t v = (uintptr_t)t | (ptag(h) & mask);
         uint64_t c = home->ctrl, e = ~c & CT_SLOTS;
         if (__builtin_expect(e == 0, 0))
-            return app_place_on(ctx, t, h);
+            return app_place_on(ctx, t, v, h, home);
         /* the slot before its byte (see retag); e's lowest bit is 8 j + 7
          * for slot j, so j times 8 is its index with the low 3 bits off */
         unsigned j8 = (unsigned)__builtin_ctzll(e) & 56;
