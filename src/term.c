@@ -373,9 +373,10 @@ static __attribute__((noinline)) tg_term *app_place_on(tg_ctx *ctx, tg_term *t, 
 
 /* The usual miss: a node from the free list, below the high tag bits,
  * and room in the table; it goes into the home bucket `home` when that
- * has a free slot (about two new nodes in three), else place() walks on
- * from there.  Anything else is a tail call to the general miss
- * (intern_miss), so that this path calls nothing.  Each instruction
+ * has a free slot (about two new nodes in three), else app_place_on
+ * walks on from the bucket after it.  Anything else is a tail call to
+ * the general miss (intern_miss), so that this path calls nothing.
+ * Each instruction
  * here counts: a new node's home bucket misses the cache, and the
  * processor overlaps that miss with the next call's only while the
  * instructions between the two fit in its reorder window (see
