@@ -381,21 +381,75 @@ app_miss_slow(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *c
     return intern_miss(ctx, app_hdr(want >> 12, na), head, args, TGT_NIL);
 }
 
+/* The GROUND flag of the short application (head args...), without a
+ * branch per element: a small integer is read as the nil node, which is
+ * ground, so that every element's flags are one load, of a header the
+ * hash has just read (a branch per element cost a new node about 10
+ * instructions). */
+static inline __attribute__((always_inline)) uint64_t
+app_ground(tg_term *head, unsigned na, tg_term *const *el)
+{
+    const uint64_t ground = hdr_word((tgT_hdr){0, TGT_GROUND, 0, 0, 0});
+    uint64_t g = hdr_word((tgT_isfix(head) ? TGT_NIL : head)->h);
+    for (unsigned k = 0; k < na; k++)
+        g &= hdr_word((tgT_isfix(el[k]) ? TGT_NIL : el[k])->h);
+    return g & ground;
+}
+
+/* The placement of new node t (v, its slot value at home), of hash h,
+ * past its home bucket, which is full (called busy; leaves): out of
+ * line, so that the usual miss saves fewer registers.  The walk goes on
+ * from the bucket after home, whose line app_on fetched. */
+static __attribute__((noinline)) tg_term *app_place_on(tg_ctx *ctx, tg_term *t, uintptr_t v,
+                                                       uint32_t h, bucket *home)
+{
+    bucket *a = ctx->tab;
+    size_t nb = ctx->nb, i = (size_t)(home - a);
+    home->ctrl = ct_passed(home->ctrl, h);
+    place_walk_from(a, nb, next_bucket(i, nb), ptag_next(v), h, 1);
+    ctx->count++;
+    leave(ctx);
+    return t;
+}
+
 /* The usual miss: a node from the free list, below the high tag bits,
- * and room in the table.  Anything else is a tail call to the general
- * miss (intern_miss), so that this path calls nothing and saves no
- * registers. */
+ * and room in the table; it goes into the home bucket `home` when that
+ * has a free slot (about two new nodes in three), else app_place_on
+ * walks on from the bucket after it.  Anything else is a tail call to
+ * the general miss (intern_miss), so that this path calls nothing.
+ * Each instruction
+ * here counts: a new node's home bucket misses the cache, and the
+ * processor overlaps that miss with the next call's only while the
+ * instructions between the two fit in its reorder window (see
+ * doc/internals.md, "The new node's path and the reorder window"). */
 static inline __attribute__((always_inline)) tg_term *
-app_miss_body(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args)
+app_miss_body(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args,
+              bucket *home)
 {
     const size_t g = (sizeof(tgT_hdr) + (na + 1) * sizeof(tg_term *) + 15) / 16;
     tg_term *t = ctx->freelist[g];
-    if (__builtin_expect(t != NULL && ctx->count < ctx->limit &&
-                             ((uintptr_t)t & ctx->tagmask) == 0 && !block_start(t), 1)) {
-        tgT_hdr hd = app_hdr(want >> 12, na);
+    uintptr_t mask = ctx->tagmask;
+    if (__builtin_expect(t != NULL && ctx->count < ctx->limit && ((uintptr_t)t & mask) == 0 &&
+                             !block_start(t), 1)) {
+        uint32_t h = (uint32_t)(want >> 32);
+        tg_term *el[3];     /* read once: the stores to t might alias args */
+        for (unsigned k = 0; k < na; k++)
+            el[k] = args[k];
         ctx->freelist[g] = GC_NEXT(t);
-        fill_node(t, hd, head, na, args, TGT_NIL, 0);
-        place(ctx->tab, ctx->nb, ctx->tagmask, (uintptr_t)t, hd.hash);
+        uint64_t w = want | app_ground(head, na, el);
+        memcpy(&t->h, &w, sizeof w);
+        t->e[0] = head;
+        for (unsigned k = 0; k < na; k++)
+            t->e[k + 1] = el[k];
+        uintptr_t v = (uintptr_t)t | (ptag(h) & mask);
+        uint64_t c = home->ctrl, e = ~c & CT_SLOTS;
+        if (__builtin_expect(e == 0, 0))
+            return app_place_on(ctx, t, v, h, home);
+        /* the slot before its byte (see retag); e's lowest bit is 8 j + 7
+         * for slot j, so j times 8 is its index with the low 3 bits off */
+        unsigned j8 = (unsigned)__builtin_ctzll(e) & 56;
+        memcpy((char *)home->s + j8, &v, sizeof v);
+        home->ctrl = c | ct_byte(h) << j8;
         ctx->count++;
         leave(ctx);
         return t;
@@ -405,13 +459,68 @@ app_miss_body(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *c
 #define APP_MISS(na)                                                                  \
     static __attribute__((noinline)) tg_term *app_miss##na(tg_ctx *ctx, uint64_t want,   \
                                                             tg_term *head,                \
-                                                            tg_term *const *args)         \
+                                                            tg_term *const *args,         \
+                                                            bucket *home)                 \
     {                                                                                     \
-        return app_miss_body(ctx, want, head, na, args);                                  \
+        return app_miss_body(ctx, want, head, na, args, home);                            \
     }
 APP_MISS(1)
 APP_MISS(2)
 APP_MISS(3)
+
+/* The miss of a short application, na a constant. */
+static inline __attribute__((always_inline)) tg_term *
+app_miss(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args,
+         bucket *home)
+{
+    switch (na) {   /* constant */
+    case 1: return app_miss1(ctx, want, head, args, home);
+    case 2: return app_miss2(ctx, want, head, args, home);
+    default: return app_miss3(ctx, want, head, args, home);
+    }
+}
+/* The candidates of m in bucket b (called busy): the node, or NULL. */
+static inline __attribute__((always_inline)) tg_term *
+app_cands(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args,
+          const bucket *b, uint64_t m)
+{
+    for (; m; m &= m - 1) {
+        tg_term *c = (tg_term *)(*ct_word_slot(b, m) & ctx->ptrmask);
+        if (chunk_is(c, want, head, na, args, TGT_NIL))
+            return c;
+    }
+    return NULL;
+}
+/* The probe past a home bucket b whose filter says an entry of this
+ * hash passed it (called busy), out of line so that the usual path
+ * keeps no frame; then the miss, from the home bucket found again. */
+static inline __attribute__((always_inline)) tg_term *
+app_past(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args,
+         const bucket *b)
+{
+    uint32_t h = (uint32_t)(want >> 32);
+    tg_term *c = NULL;
+    while (!c && (b->ctrl & ct_filter(h))) {
+        b = b + 1 == ctx->tab + ctx->nb ? ctx->tab : b + 1;
+        c = app_cands(ctx, want, head, na, args, b, ct_match(b->ctrl, ct_byte(h) * CT_ONES));
+    }
+    if (c) {
+        leave(ctx);
+        return c;
+    }
+    return app_miss(ctx, want, head, na, args, &ctx->tab[home_in(h, ctx->nb)]);
+}
+#define APP_PAST(na)                                                                      \
+    static __attribute__((noinline)) tg_term *app_past##na(tg_ctx *ctx, uint64_t want,    \
+                                                           tg_term *head,                 \
+                                                           tg_term *const *args,          \
+                                                           const bucket *b)               \
+    {                                                                                     \
+        return app_past(ctx, want, head, na, args, b);                                    \
+    }
+APP_PAST(1)
+APP_PAST(2)
+APP_PAST(3)
 
 /* The rest of the probe, after the inline look at home bucket b found
  * the slots m of a matching control byte and compared the first of
@@ -427,47 +536,55 @@ static inline __attribute__((always_inline)) tg_term *
 app_rest(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args,
          const bucket *b, uint64_t m)
 {
-    uint32_t h = (uint32_t)(want >> 32);
     /* masks of one bit per candidate slot, 8j + 7 for slot j (see
      * ct_word_slot): the home bucket's from the lean look, where a bit
      * above the lowest may stand for a full slot of another byte, which
      * the header compare rejects; the next buckets' exact (ct_match) */
     m &= m - 1;     /* the first candidate was compared */
-    for (;;) {
-        for (; m; m &= m - 1) {
-            tg_term *c = (tg_term *)(*ct_word_slot(b, m) & ctx->ptrmask);
-            if (chunk_is(c, want, head, na, args, TGT_NIL)) {
-                leave(ctx);
-                return c;
-            }
+    if (__builtin_expect(m != 0, 0)) {
+        tg_term *c = app_cands(ctx, want, head, na, args, b, m);
+        if (c) {
+            leave(ctx);
+            return c;
         }
-        if (__builtin_expect(!(b->ctrl & ct_filter(h)), 1))
-            break;
-        b = b + 1 == ctx->tab + ctx->nb ? ctx->tab : b + 1;
-        m = ct_match(b->ctrl, ct_byte(h) * CT_ONES);
     }
+    if (__builtin_expect(!(b->ctrl & ct_filter((uint32_t)(want >> 32))), 1))
+        return app_miss(ctx, want, head, na, args, (bucket *)b);     /* b is the home bucket */
     switch (na) {   /* constant */
-    case 1: return app_miss1(ctx, want, head, args);
-    case 2: return app_miss2(ctx, want, head, args);
-    default: return app_miss3(ctx, want, head, args);
+    case 1: return app_past1(ctx, want, head, args, b);
+    case 2: return app_past2(ctx, want, head, args, b);
+    default: return app_past3(ctx, want, head, args, b);
     }
 }
-static __attribute__((noinline)) tg_term *
-app_on(tg_ctx *ctx, uint64_t want, tg_term *head, tg_term *const *args, const bucket *b,
-       uint64_t m)
+
+/* The probe past the first candidate, one function per count (1 to 3),
+ * so that a new node's path has no switch.  On entry it fetches where a
+ * miss places its node when the home bucket is full (a third of new
+ * nodes, a fifth two or more buckets on), while (on a predicted path)
+ * the home bucket's miss is still outstanding, rather than after it;
+ * place() fetches further ahead from there.  Past the array's end the
+ * second fetch harms nothing. */
+#define APP_ON(na)                                                                        \
+    static __attribute__((noinline)) tg_term *app_on##na(tg_ctx *ctx, uint64_t want,      \
+                                                         tg_term *head,                   \
+                                                         tg_term *const *args,            \
+                                                         const bucket *b, uint64_t m)     \
+    {                                                                                     \
+        __builtin_prefetch((const char *)b + sizeof(bucket));                             \
+        __builtin_prefetch((const char *)b + 2 * sizeof(bucket));                         \
+        return app_rest(ctx, want, head, na, args, b, m);                                 \
+    }
+APP_ON(1)
+APP_ON(2)
+APP_ON(3)
+static inline __attribute__((always_inline)) tg_term *
+app_on(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args,
+       const bucket *b, uint64_t m)
 {
-    /* where a miss places its node when the home bucket is full (a third
-     * of new nodes, a fifth two or more buckets on): fetched now, while
-     * (on a predicted path) the home bucket's miss is still outstanding,
-     * rather than after it; place() fetches further ahead from there.
-     * Past the array's end the second fetch harms nothing.  Here, before
-     * the switch, they take no register of their own. */
-    __builtin_prefetch((const char *)b + sizeof(bucket));
-    __builtin_prefetch((const char *)b + 2 * sizeof(bucket));
-    switch ((want >> 8) & 0xF) {   /* the count; constant, for the unrolled copies */
-    case 2: return app_rest(ctx, want, head, 1, args, b, m);
-    case 4: return app_rest(ctx, want, head, 3, args, b, m);
-    default: return app_rest(ctx, want, head, 2, args, b, m);
+    switch (na) {   /* constant */
+    case 1: return app_on1(ctx, want, head, args, b, m);
+    case 2: return app_on2(ctx, want, head, args, b, m);
+    default: return app_on3(ctx, want, head, args, b, m);
     }
 }
 
@@ -526,7 +643,7 @@ app_lean(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args)
             return (tg_term *)c;
         }
     }
-    return app_on(ctx, want, head, args, b, m);
+    return app_on(ctx, want, head, na, args, b, m);
 }
 
 /* A fetch of the home bucket of the node of 52-bit hash h52. */

@@ -246,11 +246,11 @@ static inline size_t next_bucket(size_t i, size_t nb)
  * setting its filter bit in the overflow record of each full bucket it
  * passes.  The slot is stored before its control byte (see retag).
  * `ahead` (a constant) has each full bucket fetch the second and third
- * after it (see place). */
+ * after it (see place).  place_walk_from starts at bucket i, v's
+ * displacement counted up to there. */
 static inline __attribute__((always_inline)) void
-place_walk(bucket *a, size_t nb, uintptr_t v, uint32_t h, int ahead)
+place_walk_from(bucket *a, size_t nb, size_t i, uintptr_t v, uint32_t h, int ahead)
 {
-    size_t i = home_in(h, nb);
     for (;;) {
         uint64_t c = a[i].ctrl, e = ~c & CT_SLOTS;
         if (__builtin_expect(e != 0, 1)) {
@@ -267,6 +267,11 @@ place_walk(bucket *a, size_t nb, uintptr_t v, uint32_t h, int ahead)
         v = ptag_next(v);
         i = next_bucket(i, nb);
     }
+}
+static inline __attribute__((always_inline)) void
+place_walk(bucket *a, size_t nb, uintptr_t v, uint32_t h, int ahead)
+{
+    place_walk_from(a, nb, home_in(h, nb), v, h, ahead);
 }
 
 /* The rebuild's placement, which fetches the new array's lines ahead of

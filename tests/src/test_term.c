@@ -48,6 +48,41 @@ static void test_atoms(void)
     TAP_CHECK(tg_is_ground(tg_app(C, sym("f"), 2, a)), "a term without variables is ground");
 }
 
+/* Groundness of new short applications (the miss of tg_app computes
+ * it without a branch per element): every head and argument drawn from
+ * small integers, a big integer, a symbol, a variable and ground and
+ * non-ground applications, each term new when built, checked against
+ * the elements' own groundness. */
+static void test_ground_new(void)
+{
+    tg_term *v = tg_var(C, "g", 1, 7);
+    tg_term *pa[1] = {v};
+    tg_term *pool[] = {num(0), num(-5), num((int64_t)1 << 62), sym("gs"), v,
+                       tg_app(C, sym("gp"), 1, pa), tg_app(C, sym("gq"), 1, pool)};
+    size_t np = sizeof pool / sizeof *pool, bad = 0, made = 0;
+    for (unsigned na = 1; na <= 3; na++)
+        for (size_t code = 0; code < np * np * np * np; code++) {
+            size_t c = code;
+            tg_term *head = pool[c % np], *args[3];
+            c /= np;
+            int want = tg_is_ground(head);
+            for (unsigned k = 0; k < na; k++, c /= np) {
+                args[k] = pool[c % np];
+                want &= tg_is_ground(args[k]);
+            }
+            if (c && na < 3)
+                continue;   /* each shape once */
+            tg_stats before, after;
+            tg_ctx_stats(C, &before);
+            tg_term *t = tg_app(C, head, na, args);
+            tg_ctx_stats(C, &after);
+            made += after.created > before.created;
+            bad += !t || tg_is_ground(t) != want || t != tg_app(C, head, na, args);
+        }
+    TAP_CHECK(bad == 0 && made > 0, "groundness of %zu new short applications (%zu wrong)", made,
+              bad);
+}
+
 static void test_numbers(void)
 {
     int64_t v;
@@ -387,6 +422,7 @@ int main(void)
     test_null();
     TAP_CHECK(C != NULL, "context created");
     test_atoms();
+    test_ground_new();
     test_numbers();
     test_lists();
     test_properties();
