@@ -37,8 +37,7 @@ tg_term tgT_nilobj __attribute__((aligned(16))) = {{TG_NIL, TGT_GROUND, 0, 0, TG
  * heap limit, the runaway's whole chain of nodes, and the session that
  * followed ran out of memory at once.  Costs one node in 128 (32-byte
  * nodes) of heap, and a test where a node is taken from the free list
- * (a walk of each batch, a chain of dependent loads, cost revnat1000
- * 3% more cycles). */
+ * (rather than a walk of each batch: a chain of dependent loads). */
 #define BLOCK_BYTES 4096
 static inline int block_start(const void *p)
 {
