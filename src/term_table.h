@@ -11,9 +11,6 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 /* Free lists refilled with GC_generic_malloc_many, by size in 16-byte
  * granules; the largest is a full chunk with its tail, which the miss path
@@ -110,45 +107,6 @@ static inline unsigned ct_slot(uint64_t m)
 {
     return (unsigned)__builtin_ctzll(m) >> 3;
 }
-
-/* The same match as one bit per slot (bit j for slot j), and its slot:
- * with SSE2, a byte compare and a mask move, about half the operations
- * of ct_match, for the lean probe of short applications (term.c). */
-#ifdef __SSE2__
-static inline uint64_t ct_match_bits(uint64_t ctrl, uint64_t rep)
-{
-    __m128i x = _mm_cvtsi64_si128((long long)(ctrl ^ rep));
-    return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_setzero_si128())) & 0x7F;
-}
-/* ct_match_bits of the control word of bucket b: the word loaded
- * straight into a vector register and compared with the byte repeated,
- * so that the repeated byte is made from the hash beside the home
- * bucket's address rather than after the load, and the load's result
- * goes through two operations, not four, to the slot bits. */
-static inline uint64_t ct_match_at(const struct bucket *b, uint64_t rep)
-{
-    __m128i c = _mm_loadl_epi64((const __m128i *)(const void *)b);
-    __m128i r = _mm_cvtsi64_si128((long long)rep);
-    return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(c, r)) & 0x7F;
-}
-static inline size_t ct_bits_slot(uint64_t m)
-{
-#if defined(__GNUC__) && defined(__x86_64__)
-    /* tzcnt (bsf where there is none; m != 0) to a 64-bit register: the
-     * builtin's int result took a sign extension and a cleared register
-     * on the hit path of tg_app */
-    uint64_t r;
-    __asm__("rep bsfq %1, %0" : "=r"(r) : "r"(m) : "cc");
-    return (size_t)r;
-#else
-    return (unsigned)__builtin_ctz((unsigned)m);
-#endif
-}
-#else
-#define ct_match_bits ct_match
-#define ct_match_at(b, rep) ct_match((b)->ctrl, (rep))
-#define ct_bits_slot ct_slot
-#endif
 
 /* The lean look of short applications (term.c) finds its first
  * candidate with word operations: x = ctrl ^ the byte repeated, then
