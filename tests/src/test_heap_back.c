@@ -1,11 +1,13 @@
-/* test_oom.c - the heap comes back after running out of memory under a
- * heap limit: no term sits at the start of a heap block, so a stray word
- * that points at a page boundary keeps nothing alive; and after an
- * allocation failed, the next allocation that finds the heap full
+/* test_heap_back.c - the heap comes back after running out of memory
+ * under a heap limit: no term sits at the start of a heap block, so a
+ * stray word that points at a page boundary keeps nothing alive; after
+ * an allocation failed, the next allocation that finds the heap full
  * collects before it gives up, so the calls that follow a runaway (or a
  * chain an embedder built until tg_app failed, then dropped) find the
- * runaway's memory free.  One limit for the whole process, as
- * tg_set_max_heap is process-wide. */
+ * runaway's memory free; and the rewriting machine's frame stack, kept
+ * out of the heap, needs no room in one piece there.  One limit for the
+ * whole process, as tg_set_max_heap is process-wide (test_oom in
+ * tests/patterns has the runaways themselves). */
 #define GC_THREADS 1
 #include <gc/gc.h>
 
