@@ -755,8 +755,16 @@ int tgT_heap_tight(void)
     size_t lim = max_heap;
     if (!lim || GC_get_heap_size() < lim - lim / 8)
         return 0;
-    GC_gcollect();
+    /* The heap stays at its size once grown: after a runaway filled the
+     * limit, a collection at every poll of every long computation that
+     * followed (every 2^16 rewrites) cost more than the work between
+     * polls on a large heap.  The blocks in use, garbage included, bound
+     * what a collection would find in use. */
     GC_word heap, freeb, unmapped, since, total;
+    GC_get_heap_usage_safe(&heap, &freeb, &unmapped, &since, &total);
+    if (heap - freeb <= lim - lim / 4)
+        return 0;
+    GC_gcollect();
     GC_get_heap_usage_safe(&heap, &freeb, &unmapped, &since, &total);
     return heap - freeb > lim - lim / 4;
 }

@@ -4,8 +4,9 @@
  * an allocation failed, the next allocation that finds the heap full
  * collects before it gives up, so the calls that follow a runaway (or a
  * chain an embedder built until tg_app failed, then dropped) find the
- * runaway's memory free; and the rewriting machine's frame stack, kept
- * out of the heap, needs no room in one piece there.  One limit for the
+ * runaway's memory free; the rewriting machine's frame stack, kept out
+ * of the heap, needs no room in one piece there; and with the heap left
+ * at the limit's size, long computations do not collect at every poll.  One limit for the
  * whole process, as tg_set_max_heap is process-wide (test_oom in
  * tests/patterns has the runaways themselves). */
 #define GC_THREADS 1
@@ -27,7 +28,10 @@ static const char rules[] =
     "(rule b (build ?n) => (cell ?n (build (num:- ?n 1))) (when (num:> ?n 0)))\n"
     "(rule b0 (build 0) => end)\n"
     "(rule l (len (cell ?a ?r)) => (num:+ 1 (len ?r)))\n"
-    "(rule l0 (len end) => 0)\n";
+    "(rule l0 (len end) => 0)\n"
+    "(op cnt (arity 1))\n"
+    "(rule c (cnt ?n) => (cnt (num:- ?n 1)) (when (num:> ?n 0)))\n"
+    "(rule c0 (cnt 0) => done)\n";
 
 /* A word the collector scans as a root, as the collector's own static
  * that holds the end of its newest heap section is one. */
@@ -153,6 +157,23 @@ static void test_after_failure(tg_ctx *c, tg_rules *rs)
     }
 }
 
+/* A long computation that allocates next to nothing, after the runaways
+ * left the heap at the limit's size: the poll that stops a runaway near
+ * the limit (every 2^16 rewrites) must not collect each time, as a full
+ * collection of a large heap costs more than the rewrites between. */
+static void test_polls(tg_ctx *c, tg_rules *rs)
+{
+    tg_error err;
+    GC_gcollect();
+    tg_term *t = tg_read_cstr(c, "(cnt 3000000)", &err);
+    GC_word before = GC_get_gc_no();
+    tg_term *r = t ? tg_normalize(rs, t, 0, &err) : NULL;
+    GC_word n = GC_get_gc_no() - before;
+    TAP_CHECK(r && r == tg_symbol_cstr(c, "done"), "3000000 rewrites with the heap at the limit (%s)",
+              r ? "done" : err.message);
+    TAP_CHECK(n <= 2, "%lu collections during them (about 45 polls)", (unsigned long)n);
+}
+
 int main(void)
 {
     tg_error err;
@@ -166,6 +187,7 @@ int main(void)
     test_block_starts(c);
     test_stray_word(c);
     test_after_failure(c, rs);
+    test_polls(c, rs);
     tg_rules_free(rs);
     tg_ctx_free(c);
     return TAP_DONE();
