@@ -416,10 +416,9 @@ static __attribute__((noinline)) tg_term *app_place_on(tg_ctx *ctx, tg_term *t, 
  * has a free slot (about two new nodes in three), else app_place_on
  * walks on from the bucket after it.  Anything else is a tail call to
  * the general miss (intern_miss), so that this path calls nothing.
- * Each instruction
- * here counts: a new node's home bucket misses the cache, and the
- * processor overlaps that miss with the next call's only while the
- * instructions between the two fit in its reorder window (see
+ * Each instruction here counts: a new node's home bucket misses the
+ * cache, and the processor overlaps that miss with the next call's only
+ * while the instructions between the two fit in its reorder window (see
  * doc/internals.md, "The new node's path and the reorder window"). */
 static inline __attribute__((always_inline)) tg_term *
 app_miss_body(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args,
