@@ -1,14 +1,19 @@
 /* cache.c - the compile cache of generated kernels (module prefix tgZ_).
  *
- * An entry is DIR/KEY.so, KEY the hash of compiler, flags and a key text
- * that determines the source (fn.c: the input terms and the lowering's
- * version), so a hit never generates the source at all.  A
- * 24-byte trailer (magic, then the hash of every byte before it) is
- * appended to the shared object (the loader ignores bytes past its
- * segments), so a truncated or corrupt entry is noticed and rebuilt.
- * Builders take an exclusive flock on DIR/KEY.lock, so two processes
- * compiling one program do not collide, and write to a temporary name
- * that is renamed into place, so readers never see half an entry. */
+ * Compiled code is DIR/SKEY.so, SKEY the hash of the CPU, compiler, flags
+ * and the C source itself.  The caller's key text (fn.c: the input terms
+ * and the lowering's version), with this build of the library, the CPU,
+ * compiler and flags, hashes to KEY, and the map DIR/KEY.src names the
+ * SKEY it compiled to, so a hit never generates the source at all.  A miss
+ * of KEY generates the source, and an object already built from the same
+ * source serves as it is: after the library is rebuilt, or its lowering
+ * version moves, only the code that changed is compiled again.  A 24-byte
+ * trailer (magic, then the hash of every byte before it) is appended to
+ * every file (the loader ignores bytes past the segments), so a truncated
+ * or corrupt entry or map is noticed and rebuilt.  Builders take an
+ * exclusive flock on DIR/SKEY.lock, so two processes compiling one source
+ * do not collide, and write to a temporary name that is renamed into
+ * place, so readers never see half an entry. */
 #define _GNU_SOURCE 1   /* dl_iterate_phdr */
 #include "config.h"
 
@@ -177,6 +182,45 @@ static int append_trailer(const char *path)
     int ok = fwrite(magic, 1, 8, f) == 8 && fwrite(h, 1, 16, f) == 16;
     ok &= fflush(f) == 0 && fsync(fileno(f)) == 0;
     return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+/* The data of the entry at path (malloc'd, NUL-terminated, *len set), or
+ * NULL when it is missing, truncated or corrupt. */
+static char *entry_get(const char *path, size_t *len)
+{
+    size_t n;
+    char *buf = read_all(path, &n);
+    uint64_t h[2];
+    if (!buf || n < 24 || memcmp(buf + n - 24, magic, 8) != 0 ||
+        (hash128(buf, n - 24, h), memcmp(buf + n - 16, h, 16)) != 0) {
+        free(buf);
+        return NULL;
+    }
+    buf[n - 24] = 0;   /* the trailer's room holds the NUL */
+    *len = n - 24;
+    return buf;
+}
+
+/* Write data and its trailer to a name of its own, fsync and rename it
+ * to path: 0 or -1. */
+static int entry_put(const char *path, const char *data, size_t len)
+{
+    char tmp[4300];
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    uint64_t h[2];
+    hash128(data, len, h);
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        return -1;
+    int ok = fwrite(data, 1, len, f) == len && fwrite(magic, 1, 8, f) == 8 && fwrite(h, 1, 16, f) == 16;
+    ok &= fflush(f) == 0 && fsync(fileno(f)) == 0;
+    ok &= fclose(f) == 0;
+    /* writers of one key write the same bytes: the last rename wins */
+    if (!ok || rename(tmp, path) < 0) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
 }
 
 /* Start cc flags TAIL..., its messages into log: the pid, or -1 (*missing
@@ -581,24 +625,39 @@ const char *tgZ_cpu_id(void)
     return hex;
 }
 
+/* The hash of parts (each ended by a NUL) and then text, as 32 hex
+ * digits in out; -1 when out of memory. */
+static int key_of(const char *const *part, int nparts, const char *text, size_t len, char out[33])
+{
+    size_t plen[8], hl = len;
+    for (int i = 0; i < nparts; i++)
+        hl += (plen[i] = strlen(part[i])) + 1;
+    char *all = malloc(hl ? hl : 1), *p = all;
+    if (!all)
+        return -1;
+    for (int i = 0; i < nparts; i++)
+        memcpy(p, part[i], plen[i] + 1), p += plen[i] + 1;
+    memcpy(p, text, len);
+    tgZ_hash_hex(all, hl, out);
+    free(all);
+    return 0;
+}
+
 int tgZ_key(const char *keytext, size_t keylen, const char *cpu, const char *cc, const char *cflags,
             char key[33])
 {
     /* this build of the library, the CPU, compiler, flags and the
-     * caller's key text, each part ended by a NUL */
+     * caller's key text */
     const char *part[4] = {library_id(), cpu, cc, cflags};
-    size_t plen[4], hl = keylen;
-    for (int i = 0; i < 4; i++)
-        hl += (plen[i] = strlen(part[i])) + 1;
-    char *all = malloc(hl), *p = all;
-    if (!all)
-        return -1;
-    for (int i = 0; i < 4; i++)
-        memcpy(p, part[i], plen[i] + 1), p += plen[i] + 1;
-    memcpy(p, keytext, keylen);
-    tgZ_hash_hex(all, hl, key);
-    free(all);
-    return 0;
+    return key_of(part, 4, keytext, keylen, key);
+}
+
+int tgZ_source_key(const char *src, size_t len, const char *cpu, const char *cc, const char *cflags,
+                   char key[33])
+{
+    /* no build of the library: the source says all the object holds */
+    const char *part[4] = {"source", cpu, cc, cflags};
+    return key_of(part, 4, src, len, key);
 }
 
 void *tgZ_load(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *ud, const char *cc,
@@ -607,10 +666,41 @@ void *tgZ_load(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *ud, con
     return tgZ_load_timed(keytext, keylen, gen, ud, cc, cflags, hit, why, NULL, err);
 }
 
+/* DIR/KEY.lock held and DIR/KEY.so named in code: the lock's fd, or -1. */
+static int lock_code(const char *dir, const char *key, char *lock, char *code)
+{
+    snprintf(code, 4200, "%s/%s.so", dir, key);
+    snprintf(lock, 4200, "%s/%s.lock", dir, key);
+    return tgZ_lock(lock, 1);
+}
+
+int tgZ_map_read(const char *path, char skey[33])
+{
+    size_t n;
+    char *text = entry_get(path, &n);
+    int ok = text && n == 32 && strspn(text, "0123456789abcdef") == 32;
+    if (ok)
+        memcpy(skey, text, 33);
+    free(text);
+    return ok ? 0 : -1;
+}
+
+/* The code entry the map DIR/KEY.src names, into skey: 0, or -1 when
+ * there is no map or it is not whole. */
+static int map_get(const char *dir, const char *key, char skey[33])
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s.src", dir, key);
+    if (tgZ_map_read(path, skey) < 0)
+        return -1;
+    tgZ_touch(path);
+    return 0;
+}
+
 void *tgZ_load_timed(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *ud, const char *cc,
                      const char *cflags, int *hit, int *why, tgZ_times *times, tg_error *err)
 {
-    char dir[4096], path[4200], lock[4200], key[33];
+    char dir[4096], code[4200], lock[4200], key[33], skey[33], map[4200];
     tgZ_times tm = {0, 0, 0};
     double t0 = tgTm_ms(), t1;
     *hit = 0, *why = TGQ_FAILED;
@@ -628,47 +718,63 @@ void *tgZ_load_timed(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *u
         return tgE_set(err, TG_ERR_IO, NULL, 0, 0, "kernels: no usable cache directory"), NULL;
     if (tgZ_key(keytext, keylen, tgZ_cpu_id(), cc, cflags, key) < 0)
         return tgE_nomem(err), NULL;
-    snprintf(path, sizeof path, "%s/%s.so", dir, key);
-    snprintf(lock, sizeof lock, "%s/%s.lock", dir, key);
-    int fd = tgZ_lock(lock, 1);
-    if (fd < 0)
-        return tgE_set(err, TG_ERR_IO, NULL, 0, 0, "kernels: cannot lock %s", lock), NULL;
-    int rc = 0;
-    if (intact(path)) {
-        *hit = 1;
-        tgZ_touch(path);    /* recently used: evicted last */
-    } else {
-        /* the source is only generated on a miss */
+    int fd = -1, rc = 0, built = 0;
+    /* the key's map names the code: a hit generates no source */
+    if (map_get(dir, key, skey) == 0) {
+        if ((fd = lock_code(dir, skey, lock, code)) < 0)
+            return tgE_set(err, TG_ERR_IO, NULL, 0, 0, "kernels: cannot lock %s", lock), NULL;
+        if (intact(code))
+            *hit = 1;
+        else
+            tgZ_unlock(lock, fd), fd = -1;
+    }
+    if (!*hit) {
+        /* the source is only generated on a miss of the key; code built
+         * from the same source before (by another build of the library,
+         * or for another key text) serves as it is */
         size_t len;
         t1 = tgTm_ms();
         char *src = gen(ud, &len);
         tm.gen_ms = tgTm_ms() - t1;
+        if (!src || tgZ_source_key(src, len, tgZ_cpu_id(), cc, cflags, skey) < 0) {
+            free(src);
+            return tgE_nomem(err), NULL;
+        }
+        if ((fd = lock_code(dir, skey, lock, code)) < 0) {
+            free(src);
+            return tgE_set(err, TG_ERR_IO, NULL, 0, 0, "kernels: cannot lock %s", lock), NULL;
+        }
+        *hit = intact(code);
         t1 = tgTm_ms();
-        if (src)
-            rc = build(dir, key, path, src, len, cc, cflags, why, err);
-        else
-            rc = -1, tgE_nomem(err);
+        if (!*hit)
+            rc = build(dir, skey, code, src, len, cc, cflags, why, err), built = rc == 0;
         tm.cc_ms = tgTm_ms() - t1;
         free(src);
+        /* a map not written costs the next process a generation, no more */
+        snprintf(map, sizeof map, "%s/%s.src", dir, key);
+        if (rc == 0)
+            entry_put(map, skey, 32);
     }
+    if (*hit)
+        tgZ_touch(code);    /* recently used: evicted last */
     /* loaded under the lock, so that no eviction removes it in between */
     void *h = NULL;
     if (rc == 0) {
         pin_openmp();
-        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        h = dlopen(code, RTLD_NOW | RTLD_LOCAL);
     }
     tgZ_unlock(lock, fd);
-    tgZ_count(dir, *hit ? TGZ_CODE_HIT : TGZ_CODE_MISS);
-    if (rc == 0 && !*hit) {
+    tgZ_count(dir, built ? TGZ_CODE_MISS : TGZ_CODE_HIT);
+    if (built) {
         char name[64];
-        snprintf(name, sizeof name, "%s.so", key);
+        snprintf(name, sizeof name, "%s.so", skey);
         tgZ_evict(dir, name);
     }
     if (rc < 0)
         return NULL;
     if (!h) {
         const char *e = dlerror();
-        tgE_set(err, TG_ERR_IO, NULL, 0, 0, "kernels: cannot load %s: %s", path, e ? e : "?");
+        tgE_set(err, TG_ERR_IO, NULL, 0, 0, "kernels: cannot load %s: %s", code, e ? e : "?");
         return NULL;
     }
     *why = TGQ_OK;
@@ -703,42 +809,21 @@ char *tgZ_side_get(const char *keytext, size_t keylen, const char *ext, size_t *
     char dir[4096], path[4200];
     if (side_path(keytext, keylen, ext, dir, path, sizeof path) < 0)
         return NULL;
-    size_t n;
-    char *buf = read_all(path, &n);
-    uint64_t h[2];
-    if (!buf || n < 24 || memcmp(buf + n - 24, magic, 8) != 0 ||
-        (hash128(buf, n - 24, h), memcmp(buf + n - 16, h, 16)) != 0) {
-        free(buf);  /* missing, truncated or corrupt: a miss, and the caller writes it again */
-        tgZ_count(dir, TGZ_RW_MISS);
+    char *buf = entry_get(path, len);
+    if (!buf) {
+        tgZ_count(dir, TGZ_RW_MISS);    /* the caller writes it again */
         return NULL;
     }
     tgZ_touch(path);
     tgZ_count(dir, TGZ_RW_HIT);
-    buf[n - 24] = 0;   /* the trailer's room holds the NUL */
-    *len = n - 24;
     return buf;
 }
 
 int tgZ_side_put(const char *keytext, size_t keylen, const char *ext, const char *data, size_t len)
 {
-    char dir[4096], path[4200], tmp[4300];
-    if (side_path(keytext, keylen, ext, dir, path, sizeof path) < 0)
+    char dir[4096], path[4200];
+    if (side_path(keytext, keylen, ext, dir, path, sizeof path) < 0 || entry_put(path, data, len) < 0)
         return -1;
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-    uint64_t h[2];
-    hash128(data, len, h);
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
-        return -1;
-    int ok = fwrite(data, 1, len, f) == len && fwrite(magic, 1, 8, f) == 8 && fwrite(h, 1, 16, f) == 16;
-    ok &= fflush(f) == 0 && fsync(fileno(f)) == 0;
-    ok &= fclose(f) == 0;
-    /* writers of one key write the same bytes: the last rename wins */
-    if (!ok || rename(tmp, path) < 0) {
-        unlink(tmp);
-        return -1;
-    }
-    const char *base = strrchr(path, '/');
-    tgZ_evict(dir, base ? base + 1 : path);
+    tgZ_evict(dir, strrchr(path, '/') + 1);
     return 0;
 }

@@ -21,9 +21,10 @@ typedef char *(*tgZ_gen_fn)(void *ud, size_t *len);
 /* dlopen the shared object keyed by keytext (which must determine the
  * source gen makes) and built with compiler cc and flags cflags (NULL:
  * the defaults, or $TGREL_CC / $TGREL_CFLAGS): from the cache when an
- * intact entry is there, else gen(ud) is compiled, verified and stored.
- * NULL with err filled and *why set on failure.  *hit tells whether the
- * entry came from the cache. */
+ * intact entry is there (through keytext's map, or else an object built
+ * from the source gen(ud) makes), else that source is compiled, verified
+ * and stored.  NULL with err filled and *why set on failure.  *hit tells
+ * whether the code came from the cache (no compiler ran). */
 void *tgZ_load(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *ud, const char *cc,
                const char *cflags, int *hit, int *why, tg_error *err);
 
@@ -37,11 +38,15 @@ typedef struct tgZ_times {
 void *tgZ_load_timed(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *ud, const char *cc,
                      const char *cflags, int *hit, int *why, tgZ_times *times, tg_error *err);
 
-/* The name of an entry: the hash of this library's build, the CPU
- * (tgZ_cpu_id), compiler, flags and keytext, as 32 hex digits.  -1 when
- * out of memory. */
+/* The key of a key text: the hash of this library's build, the CPU
+ * (tgZ_cpu_id), compiler, flags and keytext, as 32 hex digits; its map
+ * DIR/KEY.src names the code entry.  -1 when out of memory. */
 int tgZ_key(const char *keytext, size_t keylen, const char *cpu, const char *cc, const char *cflags,
             char key[33]);
+/* The name of a code entry DIR/SKEY.so: the hash of the CPU, compiler,
+ * flags and the source, as 32 hex digits.  -1 when out of memory. */
+int tgZ_source_key(const char *src, size_t len, const char *cpu, const char *cc, const char *cflags,
+                   char key[33]);
 /* This CPU, for the keys of compiled code, as 32 hex digits: its model
  * and every feature bit (x86 cpuid), or /proc/cpuinfo elsewhere. */
 const char *tgZ_cpu_id(void);
@@ -57,6 +62,10 @@ int tgZ_dir(char *buf, size_t size);
  * name of its own, fsyncs and renames it into place: 0 or -1. */
 char *tgZ_side_get(const char *keytext, size_t keylen, const char *ext, size_t *len);
 int tgZ_side_put(const char *keytext, size_t keylen, const char *ext, const char *data, size_t len);
+
+/* The code entry's name a map file names, into skey: 0, or -1 when the
+ * map is missing, truncated, corrupt or names no key. */
+int tgZ_map_read(const char *path, char skey[33]);
 
 /* ---- the directory (cachedir.c) ---- */
 

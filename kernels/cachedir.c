@@ -4,11 +4,12 @@
  * least recently used entries, and the public tg_cache_info and
  * tg_cache_clear.
  *
- * Names in the directory: KEY.so (compiled code) and KEY.EXT (side
- * entries: rewritten terms, .rw), KEY 32 hex digits; KEY.lock while an
- * entry is built, loaded or evicted; KEY.PID.c / .so / .log and
- * KEY.EXT.PID.tmp while a process writes one; "stats" the counts.  Only
- * names of these forms are ever removed.
+ * Names in the directory: KEY.so (compiled code), KEY.src (maps: the code
+ * a key text compiled to, bookkeeping that is neither counted nor sized
+ * as an entry) and KEY.EXT (side entries: rewritten terms, .rw), KEY 32
+ * hex digits; KEY.lock while an entry is built, loaded or evicted;
+ * KEY.PID.c / .so / .log and KEY.EXT.PID.tmp while a process writes one;
+ * "stats" the counts.  Only names of these forms are ever removed.
  *
  * Recency is the entry's modification time: a hit sets it to now. */
 #include "config.h"
@@ -67,7 +68,7 @@ static int is_key(const char *s)
     return s[32] == '.';
 }
 
-enum { N_OTHER, N_CODE, N_SIDE, N_LOCK, N_TEMP };
+enum { N_OTHER, N_CODE, N_SIDE, N_LOCK, N_TEMP, N_MAP };
 
 /* What a directory entry's name says it is; *pid the writer of a temporary. */
 static int kind_of(const char *name, long *pid)
@@ -77,7 +78,10 @@ static int kind_of(const char *name, long *pid)
         return N_OTHER;
     const char *ext = name + 33, *dot = strchr(ext, '.');
     if (!dot)
-        return strcmp(ext, "so") == 0 ? N_CODE : strcmp(ext, "lock") == 0 ? N_LOCK : N_SIDE;
+        return strcmp(ext, "so") == 0     ? N_CODE
+               : strcmp(ext, "lock") == 0 ? N_LOCK
+               : strcmp(ext, "src") == 0  ? N_MAP
+                                          : N_SIDE;
     /* KEY.PID.(c|so|log) or KEY.EXT.PID.tmp */
     char *end;
     long p = strtol(ext, &end, 10);
@@ -238,6 +242,28 @@ static int remove_entry(const char *dir, const char *name)
     return rc;
 }
 
+/* Remove the maps of dir whose code entry is gone (or that are not
+ * whole): after an eviction, so that maps do not pile up.  A map removed
+ * while another process reads it is a miss there, never a wrong hit. */
+static void drop_maps(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d));) {
+        long pid;
+        char path[4400], code[4400], skey[33];
+        struct stat st;
+        if (entry_of(dir, e->d_name, path, sizeof path, &pid, &st) != N_MAP)
+            continue;
+        if (tgZ_map_read(path, skey) < 0)
+            unlink(path);
+        else if (snprintf(code, sizeof code, "%s/%s.so", dir, skey), access(code, F_OK) < 0 && errno == ENOENT)
+            unlink(path);
+    }
+    closedir(d);
+}
+
 void tgZ_evict(const char *dir, const char *keep)
 {
     int set;
@@ -256,13 +282,16 @@ void tgZ_evict(const char *dir, const char *keep)
     int64_t total = 0;
     for (size_t i = 0; i < n; i++)
         total += v[i].size;
+    size_t gone = 0;
     if (total > max) {
         qsort(v, n, sizeof *v, older);
         for (size_t i = 0; i < n && total > max; i++)
             if ((!keep || strcmp(v[i].name, keep) != 0) && remove_entry(dir, v[i].name) == 0)
-                total -= v[i].size;
+                total -= v[i].size, gone++;
     }
     free(v);
+    if (gone)
+        drop_maps(dir);
 }
 
 /* ---- the public commands ---------------------------------------------------- */
@@ -297,7 +326,7 @@ int tg_cache_info(tg_cache_stats *out, tg_error *err)
         char path[4400];
         struct stat st;
         int k = entry_of(dir, e->d_name, path, sizeof path, &pid, &st);
-        if (k == N_OTHER)
+        if (k == N_OTHER || k == N_MAP)
             continue;
         if (k == N_CODE || k == N_SIDE) {
             out->entries++;
@@ -345,7 +374,9 @@ int tg_cache_clear(tg_cache_stats *removed, tg_error *err)
         int k = entry_of(dir, e->d_name, path, sizeof path, &pid, &st);
         if (k == N_OTHER)
             continue;
-        if (k == N_CODE || k == N_SIDE) {
+        if (k == N_MAP) {
+            unlink(path);   /* a map read after this names no entry: a miss */
+        } else if (k == N_CODE || k == N_SIDE) {
             if (remove_entry(dir, e->d_name) < 0) {
                 busy++;
                 continue;

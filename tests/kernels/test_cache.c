@@ -551,11 +551,132 @@ static void test_cpu_key(void)
     int hit, why;
     tg_error err;
     void *so = tgZ_load(kt, strlen(kt), tiny_source, NULL, "cc", "-O0", &hit, &why, &err);
+    char *src = tiny_source(NULL, &(size_t){0}), skey[33], named[33] = "";
+    tgZ_source_key(src, strlen(src), tgZ_cpu_id(), "cc", "-O0", skey);
+    free(src);
     tgZ_key(kt, strlen(kt), tgZ_cpu_id(), "cc", "-O0", key);
-    snprintf(path, sizeof path, "%s/%s.so", dir, key);
-    TAP_CHECK(so && file_size(path) > 0, "compiled code is stored under the key with this CPU");
+    snprintf(path, sizeof path, "%s/%s.src", dir, key);
+    TAP_CHECK(so && tgZ_map_read(path, named) == 0 && !strcmp(named, skey),
+              "the key with this CPU maps to the code built from the source with this CPU");
+    snprintf(path, sizeof path, "%s/%s.so", dir, skey);
+    TAP_CHECK(so && file_size(path) > 0, "which is stored under that name");
     if (so)
         dlclose(so);
+}
+
+/* ---- code shared by key texts whose source is the same ----------------- */
+
+/* The compiler invocations a wrapper logged: those with -c, and all. */
+static int logged(const char *log, int *compiles)
+{
+    FILE *f = fopen(log, "r");
+    char line[8192];
+    int all = 0;
+    *compiles = 0;
+    while (f && fgets(line, sizeof line, f))
+        all++, *compiles += strstr(line, " -c ") != NULL;
+    if (f)
+        fclose(f);
+    return all;
+}
+
+/* A compiler wrapper DIR/NAME.sh that logs its calls to DIR/NAME.log and
+ * runs cc: 1 when made. */
+static int make_wrap(const char *name, char wrap[700], char log[700])
+{
+    snprintf(wrap, 700, "%s/%s.sh", dir, name);
+    snprintf(log, 700, "%s/%s.log", dir, name);
+    FILE *f = fopen(wrap, "w");
+    if (f) {
+        fprintf(f, "#!/bin/sh\necho \" $*\" >> '%s'\nexec cc \"$@\"\n", log);
+        fclose(f);
+    }
+    return f && chmod(wrap, 0755) == 0;
+}
+
+/* The source "int NAME(void) { return VALUE; }" of a {name, value}. */
+typedef struct { const char *name; int value; } ret_fn;
+static char *ret_source(void *ud, size_t *len)
+{
+    const ret_fn *r = ud;
+    char *s = malloc(128);
+    if (s)
+        *len = (size_t)snprintf(s, 128, "int %s(void) { return %d; }\n", r->name, r->value);
+    return s;
+}
+
+/* Load key text kt with r's source through the logging compiler wrap:
+ * 1 when r's function is there and right; *hit and the compiler's calls
+ * (from log) set. */
+static int load_ret(const char *kt, ret_fn *r, const char *wrap, const char *log, int *hit, int *calls)
+{
+    int why, compiles;
+    tg_error err;
+    unlink(log);
+    void *so = tgZ_load(kt, strlen(kt), ret_source, r, wrap, "-O0", hit, &why, &err);
+    void *p = so ? dlsym(so, r->name) : NULL;
+    int (*fn)(void);
+    memcpy(&fn, &p, sizeof fn);
+    int ok = p && fn() == r->value;
+    if (so)
+        dlclose(so);
+    *calls = logged(log, &compiles);
+    return ok;
+}
+
+/* Overwrite the map of key text kt (compiled with wrap, -O0) with text,
+ * its trailer left as it was. */
+static int spoil_map(const char *kt, const char *wrap, const char *text)
+{
+    char key[33], path[700];
+    tgZ_key(kt, strlen(kt), tgZ_cpu_id(), wrap, "-O0", key);
+    snprintf(path, sizeof path, "%s/%s.src", dir, key);
+    FILE *f = fopen(path, "r+b");
+    int ok = f && fwrite(text, 1, strlen(text), f) == strlen(text);
+    if (f)
+        fclose(f);
+    return ok;
+}
+
+/* A key text whose source was compiled before, under another key text
+ * (another build of the library, another lowering version), loads that
+ * code without compiling; a map that is gone, corrupt or names code
+ * that is gone is a miss that compiles, never another entry's code. */
+static void test_shared_source(void)
+{
+    char wrap[700], log[700];
+    TAP_CHECK(make_wrap("cc-share", wrap, log), "shared sources: a compiler wrapper that logs its calls");
+    ret_fn a = {"shared_a", 11}, b = {"shared_b", 22};
+    int hit, calls, ok, so0 = entries(NULL, 0), maps0 = entries_of(".src", NULL, 0);
+    ok = load_ret("share: a, version 1", &a, wrap, log, &hit, &calls);
+    TAP_CHECK(ok && !hit && calls == 1, "a new source is compiled (%d call)", calls);
+    ok = load_ret("share: a, version 2", &a, wrap, log, &hit, &calls);
+    TAP_CHECK(ok && hit && calls == 0,
+              "another key text with the same source loads it without the compiler (%d calls)", calls);
+    TAP_EQ_INT(entries(NULL, 0), so0 + 1, "one compiled entry for both");
+    TAP_EQ_INT(entries_of(".src", NULL, 0), maps0 + 2, "and a map for each key text");
+    ok = load_ret("share: b", &b, wrap, log, &hit, &calls);
+    TAP_CHECK(ok && !hit && calls == 1, "another source is compiled (%d call)", calls);
+    /* version 1's map pointed at b's code, its trailer now wrong */
+    char bkey[33];
+    char *src = ret_source(&b, &(size_t){0});
+    tgZ_source_key(src, strlen(src), tgZ_cpu_id(), wrap, "-O0", bkey);
+    free(src);
+    TAP_CHECK(spoil_map("share: a, version 1", wrap, bkey), "a map overwritten with another entry's name");
+    ok = load_ret("share: a, version 1", &a, wrap, log, &hit, &calls);
+    TAP_CHECK(ok && hit && calls == 0, "is not believed: its own code is found from its source (%d calls)", calls);
+    /* the code removed: both maps name nothing, and the next load compiles */
+    char akey[33], path[700];
+    src = ret_source(&a, &(size_t){0});
+    tgZ_source_key(src, strlen(src), tgZ_cpu_id(), wrap, "-O0", akey);
+    free(src);
+    snprintf(path, sizeof path, "%s/%s.so", dir, akey);
+    TAP_CHECK(unlink(path) == 0, "the shared code removed");
+    ok = load_ret("share: a, version 2", &a, wrap, log, &hit, &calls);
+    TAP_CHECK(ok && !hit && calls == 1, "a map naming code that is gone is a miss: compiled again (%d call)", calls);
+    ok = load_ret("share: a, version 1", &a, wrap, log, &hit, &calls);
+    TAP_CHECK(ok && hit && calls == 0, "which the other key text then shares (%d calls)", calls);
+    unlink(wrap), unlink(log);
 }
 
 /* ---- a source in units, compiled in parallel --------------------------- */
@@ -576,19 +697,6 @@ static char *unit_source(void *ud, size_t *len)
     return s;
 }
 
-/* The compiler invocations a wrapper logged: those with -c, and all. */
-static int logged(const char *log, int *compiles)
-{
-    FILE *f = fopen(log, "r");
-    char line[8192];
-    int all = 0;
-    *compiles = 0;
-    while (f && fgets(line, sizeof line, f))
-        all++, *compiles += strstr(line, " -c ") != NULL;
-    if (f)
-        fclose(f);
-    return all;
-}
 
 /* The units of a source are compiled apart ($TGREL_CC_JOBS of them at
  * once) and linked: the functions all there and right; one compile when
@@ -597,22 +705,17 @@ static int logged(const char *log, int *compiles)
 static void test_units(void)
 {
     char wrap[700], log[700];
-    snprintf(wrap, sizeof wrap, "%s/cc-wrap.sh", dir);
-    snprintf(log, sizeof log, "%s/cc-wrap.log", dir);
-    FILE *f = fopen(wrap, "w");
-    if (f) {
-        fprintf(f, "#!/bin/sh\necho \" $*\" >> '%s'\nexec cc \"$@\"\n", log);
-        fclose(f);
-    }
-    TAP_CHECK(f && chmod(wrap, 0755) == 0, "a compiler wrapper that logs its calls");
-    static const struct { const char *jobs; int compiles, calls; } ways[] = {{"3", 3, 4}, {"1", 0, 1}};
+    TAP_CHECK(make_wrap("cc-wrap", wrap, log), "a compiler wrapper that logs its calls");
+    /* flags of their own: code built from one source is shared */
+    static const struct { const char *jobs, *flags; int compiles, calls; } ways[] = {{"3", "-O1", 3, 4},
+                                                                                      {"1", "-O1 -g0", 0, 1}};
     for (int w = 0; w < 2; w++) {
         setenv("TGREL_CC_JOBS", ways[w].jobs, 1);
         unlink(log);
         int bad = -1, hit, why, ok = 1, compiles;
         tg_error err;
         const char *kt = w ? "units, one job" : "units, three jobs";
-        void *so = tgZ_load(kt, strlen(kt), unit_source, &bad, wrap, "-O1", &hit, &why, &err);
+        void *so = tgZ_load(kt, strlen(kt), unit_source, &bad, wrap, ways[w].flags, &hit, &why, &err);
         for (int u = 0; so && ok && u < 5; u++) {
             char name[8];
             snprintf(name, sizeof name, "u%d", u);
@@ -630,7 +733,7 @@ static void test_units(void)
             dlclose(so);
         bad = 3;
         kt = w ? "a bad unit, one job" : "a bad unit, three jobs";
-        so = tgZ_load(kt, strlen(kt), unit_source, &bad, wrap, "-O1", &hit, &why, &err);
+        so = tgZ_load(kt, strlen(kt), unit_source, &bad, wrap, ways[w].flags, &hit, &why, &err);
         TAP_CHECK(!so && why == TGQ_FAILED && strstr(err.message, "failed (status 1)") && strstr(err.message, "u3"),
                   "TGREL_CC_JOBS=%s: a unit with an error fails the whole: %s", ways[w].jobs, so ? "" : err.message);
         if (so)
@@ -802,6 +905,7 @@ int main(void)
     test_grad_key();
     test_units();
     test_cpu_key();
+    test_shared_source();
     test_term_text();
 
     char cmd[700];

@@ -199,6 +199,7 @@ static void test_eviction(void)
     newest_so(names[3], sizeof names[3], names, 3);
     TAP_CHECK(exists(names[0]) && !exists(names[1]) && exists(names[2]) && exists(names[3]),
               "the least recently used (program 11) evicted, the one just made kept");
+    TAP_EQ_INT(count_files(".src", NULL), count_files(".so", NULL), "the evicted entry's map went with it");
     count_files(".so", &b);
     TAP_CHECK(b <= size + size / 6, "within the limit: %lld <= %lld bytes", b, size + size / 6);
     TAP_CHECK(tg_cache_info(&st, &err) == 0 && st.max_bytes == (uint64_t)(size + size / 6),
