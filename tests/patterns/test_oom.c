@@ -2,8 +2,9 @@
  * a rewrite whose term grows forever, by rules and by a logic search,
  * fails with TG_ERR_NOMEM, its terms are reclaimed, and the same rule
  * set and context go on working (the same runaway again, then ordinary
- * rewrites and queries).  The limit is process-wide: this program has it
- * to itself. */
+ * rewrites and queries); a word left pointing at the value stack a
+ * runaway ran on keeps none of its terms.  The limit is process-wide:
+ * this program has it to itself. */
 #include <string.h>
 
 #include <gc/gc.h>
