@@ -202,13 +202,25 @@ static __attribute__((noinline)) int fs_grow(tgW_machine *M, size_t need)
  * the values left in them above the top are scanned by the collector, and
  * one of them can hold the whole runaway term that ran the heap out, so
  * that nothing after could allocate.  Its done map is malloc memory
- * registered as a root: freed here. */
+ * registered as a root: freed here.  The value stack is cleared before
+ * it is freed: dead frames of the failed run (reduce's, the loops') keep
+ * pointers to it, and a conservative collector that finds one of them in
+ * a frame of a later call would keep the dropped stack, with every term
+ * left in it, alive (after a REPL `rewrite` ran out of memory, two slots
+ * of it held the runaway's term through the next entry). */
 static void machine_drop(tg_rules *rs)
 {
-    if (!rs->m)
+    tgW_machine *M = rs->m;
+    if (!M)
         return;
-    tgW_map_clear(&rs->m->done);
-    fs_unmap(rs->m);
+    tgW_map_clear(&M->done);
+    fs_unmap(M);
+    if (M->vs) {
+        memset(M->vs, 0, M->vcap * sizeof *M->vs);
+        GC_FREE(M->vs);
+    }
+    M->vs = NULL, M->vcap = 0;
+    M->input = M->stepped = NULL;
     rs->m = NULL;
 }
 
@@ -1958,6 +1970,11 @@ out:
 oom:
     tgE_nomem(err);
     goto out;
+}
+
+tg_term **tgW_machine_values(const tg_rules *rs)
+{
+    return rs->m ? rs->m->vs : NULL;
 }
 
 size_t tgW_normalize_seen(const tg_rules *rs)

@@ -353,6 +353,9 @@ typedef struct tgW_run {
 tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err);
 /* Free the rule set's machine (its frame stack is malloc'd). */
 void tgW_machine_free(tg_rules *rs);
+/* The machine's value stack while it has one, else NULL (tests: a word
+ * left pointing at it must keep none of a failed run's terms). */
+tg_term **tgW_machine_values(const tg_rules *rs);
 /* The last tgW_normalize's distinct input nodes: a size for the next
  * pass's done map. */
 size_t tgW_normalize_seen(const tg_rules *rs);

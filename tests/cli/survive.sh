@@ -44,7 +44,9 @@ R
 # runaway with some address layouts (doc/internals.md, "Out of memory:
 # the heap given back"): a term at a heap section's start held by a word
 # of the collector's own, the collector's count of failed allocations,
-# and the machine's frame stack in the heap.
+# the machine's frame stack in the heap, and the value stack a failed
+# rewrite dropped, with the runaway's term in it, kept by a stale word of
+# a later entry's frames.
 big='(normalize (len (build 20000)))'
 printf '%s\n(rewrite e2 (grow a))\n%s\n(a b)\n(normalize (grow b))\n%s\n(a c)\n' "$big" "$big" "$big" >"$tmp/in"
 t "out of memory: one message per runaway entry, the later entries have the whole heap" 1 \

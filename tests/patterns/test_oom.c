@@ -2,11 +2,15 @@
  * a rewrite whose term grows forever, by rules and by a logic search,
  * fails with TG_ERR_NOMEM, its terms are reclaimed, and the same rule
  * set and context go on working (the same runaway again, then ordinary
- * rewrites and queries).  The limit is process-wide: this program has it
- * to itself. */
+ * rewrites and queries); a word left pointing at the value stack a
+ * runaway ran on keeps none of its terms.  The limit is process-wide:
+ * this program has it to itself. */
 #include <string.h>
 
+#include <gc/gc.h>
+
 #include "harness.h"
+#include "rset.h"
 #include "tgrel.h"
 
 static const char rules[] =
@@ -54,6 +58,50 @@ static int big_entry(tg_ctx *ctx, long n)
     return l != NULL;
 }
 
+/* A word the collector scans as a root, left pointing at the machine's
+ * value stack, as a dead frame of the failed run may be found in a frame
+ * of a later call. */
+static tg_term **volatile stale;
+
+/* Clear the stack below the caller, where dead frames may still hold
+ * pointers into the structures just dropped. */
+static __attribute__((noinline)) void clear_stack(void)
+{
+    volatile char b[1 << 18];
+    for (size_t i = 0; i < sizeof b; i++)
+        b[i] = 0;
+}
+
+static size_t live(tg_ctx *ctx)
+{
+    tg_stats st;
+    GC_gcollect();
+    tg_ctx_stats(ctx, &st);
+    return st.live;
+}
+
+/* A runaway that fails with a word still pointing at the value stack it
+ * ran on: the stack it leaves keeps none of its terms. */
+static void stale_word(tg_rules *rs, tg_ctx *ctx, const char *what)
+{
+    tg_error err;
+    tg_error_clear(&err);
+    tg_term *fa = tg_read_cstr(ctx, "(f a)", &err), *ga = tg_read_cstr(ctx, "(grow a)", &err);
+    TAP_CHECK(tg_normalize(rs, fa, 0, &err) != NULL, "%s: a rewrite gives the rule set its machine", what);
+    stale = tgW_machine_values(rs);
+    clear_stack();
+    size_t before = live(ctx);
+    tg_term *r = !strcmp(what, "normalize") ? tg_normalize(rs, ga, 0, &err)
+                                           : tg_rewrite(rs, tg_symbol_cstr(ctx, "e2"), ga, &err);
+    TAP_CHECK(stale && !r && err.code == TG_ERR_NOMEM, "%s of a growing term on that stack: out of memory",
+              what);
+    clear_stack();
+    size_t after = live(ctx);
+    TAP_CHECK(after < before + 1000, "%s: the runaway's terms are collected (%zu entries, %zu before)",
+              what, after, before);
+    stale = NULL;
+}
+
 int main(void)
 {
     test_limit_args();
@@ -68,6 +116,8 @@ int main(void)
         return TAP_DONE();
     /* Two rounds each: memory the first one kept would make the next fail early
      * and the ordinary rewrite after it fail too. */
+    stale_word(rs, ctx, "rewrite");
+    stale_word(rs, ctx, "normalize");
     for (int i = 1; i <= 2; i++)
         runaway_then_ok(rs, ctx, "normalize", i);
     for (int i = 1; i <= 2; i++)
