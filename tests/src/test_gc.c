@@ -3,7 +3,9 @@
  * across collections, two contexts work from two threads at once, and
  * deep or long terms are handled without recursion; a context caught in
  * the middle of a table operation by a collection keeps its table whole,
- * and so does a context whose tags keep to the low pointer bits.
+ * and so does a context whose tags keep to the low pointer bits; a short
+ * application is one pointer by every way of making it while new nodes,
+ * lookups, drops, growth and collections mix.
  *
  * TG_TEST_CHURN sets the number of nodes built and dropped (default
  * 10^7; the benchmark runs 10^8). */
@@ -697,6 +699,114 @@ static void test_sparse_small(void)
     tg_ctx_free(c);
 }
 
+/* ---- one pointer by every way, while nodes are new ---------------- */
+
+/* The short application (f k1 .. kna) of key k: na is 1 to 3 and the
+ * elements small integers and a symbol, so that 1-, 2- and 3-argument
+ * nodes share one table. */
+static unsigned key_args(tg_ctx *c, long k, tg_term **a)
+{
+    unsigned na = (unsigned)(k % 3) + 1;
+    a[0] = tg_int(c, k);
+    a[1] = tg_int(c, -k);
+    a[2] = tg_symbol_cstr(c, "z");
+    return na;
+}
+
+/* Interned by way w: tg_app, tgT_chunk, tgT_app_hashed or tg_app_batch
+ * (a batch of the key between two other keys). */
+static tg_term *key_way(tg_ctx *c, tg_term *f, long k, int w)
+{
+    tg_term *a[3];
+    unsigned na = key_args(c, k, a);
+    switch (w) {
+    case 0: return tg_app(c, f, na, a);
+    case 1: {
+        tg_term *e[4] = {f, a[0], a[1], a[2]};
+        return tgT_chunk(c, na + 1, e, TGT_NIL);
+    }
+    case 2: return tgT_app_hashed(c, tgT_app_hash(f, na, a, tgT_ehash(a[na - 1])), 0, f, na, a);
+    default: {  /* between two neighbours, which start with a symbol: never keys */
+        tg_term *n = tg_symbol_cstr(c, "n"), *mid[9], *out[3];
+        for (unsigned i = 0; i < 3; i++)
+            for (unsigned j = 0; j < na; j++)
+                mid[i * na + j] = i == 1 ? a[j] : j == 0 ? n : tg_int(c, 2 * k + i);
+        if (tg_app_batch(c, f, na, 3, mid, out, NULL))
+            return NULL;
+        return out[1];
+    }
+    }
+}
+
+/* New nodes mixed with lookups by every way, drops and collections: a
+ * node made by one way is the same pointer by every other, found at once
+ * (while whatever a new node's making left pending is pending), a few
+ * nodes later, after the table grows and after collections that prune
+ * it; no key is ever made twice (the created count moves by one per new
+ * key only), and the table stays consistent. */
+static void test_every_way(void)
+{
+    tg_ctx *c = tg_ctx_new(NULL);
+    tg_term *f = tg_symbol_cstr(c, "f");
+    enum { N = 60000 };
+    tg_term **kept = GC_MALLOC(N * sizeof *kept);
+    long wrong = 0, made = 0, dups = 0;
+    const char *bad_mid = NULL;
+    uint64_t r = 0x9E3779B97F4A7C15ull;
+    tg_stats st;
+    tg_ctx_stats(c, &st);
+    size_t created0 = st.created, cap0 = st.capacity;
+    for (long k = 0; k < N; k++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        int w = (int)(r % 4);
+        tg_term *t = key_way(c, f, k, w);
+        tg_ctx_stats(c, &st);
+        size_t before = st.created;
+        for (int v = 0; v < 3; v++)     /* the batch's neighbours may be new */
+            wrong += key_way(c, f, k, v) != t;
+        tg_ctx_stats(c, &st);
+        dups += st.created != before;
+        wrong += key_way(c, f, k, 3) != t;
+        if (k >= 8)     /* an older key, by another way */
+            wrong += kept[k - 8] && key_way(c, f, k - 8, (w + 1) % 4) != kept[k - 8];
+        kept[k] = (r >> 8) % 4 ? t : NULL;  /* a quarter dropped */
+        made++;
+        if (k % 15000 == 14999) {
+            GC_gcollect();
+            for (long j = 0; j <= k; j++)
+                wrong += kept[j] && key_way(c, f, j, (int)(j % 4)) != kept[j];
+            if (!bad_mid)
+                bad_mid = tgT_table_check(c);
+        }
+    }
+    tg_ctx_stats(c, &st);
+    TAP_CHECK(wrong == 0, "%ld keys by four ways, found again at once, 8 keys later and after "
+              "collections: one pointer each (%ld differ)", made, wrong);
+    TAP_CHECK(st.capacity > cap0, "the table grew meanwhile (%zu to %zu slots)", cap0, st.capacity);
+    TAP_CHECK(st.reclaimed > 0, "and collections pruned it (%zu entries)", st.reclaimed);
+    TAP_CHECK(!bad_mid, "the table is consistent after each collection (%s)",
+              bad_mid ? bad_mid : "yes");
+    /* every kept key made again, by tg_app alone: nothing new */
+    tg_ctx_stats(c, &st);
+    size_t c1 = st.created;
+    long again = 0;
+    for (long k = 0; k < N; k++)
+        if (kept[k])
+            again += key_way(c, f, k, 0) == kept[k];
+    tg_ctx_stats(c, &st);
+    long nkept = 0;
+    for (long k = 0; k < N; k++)
+        nkept += kept[k] != NULL;
+    TAP_CHECK(again == nkept && st.created == c1,
+              "the %ld kept keys are found by tg_app, nothing made (%zu made)", nkept,
+              st.created - c1);
+    TAP_CHECK(st.created > created0 && dups == 0,
+              "looking a new key up by three ways made nothing (%ld times something)", dups);
+    const char *bad = tgT_table_check(c);
+    TAP_CHECK(!bad, "the table is consistent at the end (%s)", bad ? bad : "yes");
+    tg_ctx_free(c);
+}
+
 int main(void)
 {
     GC_INIT();
@@ -714,5 +824,6 @@ int main(void)
     test_byte_apart();
     test_sparse_small();
     test_deep();
+    test_every_way();
     return TAP_DONE();
 }
