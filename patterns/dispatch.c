@@ -423,6 +423,12 @@ out:
     return rc;
 }
 
+uint32_t tgW_disp_whole(const tgW_disp *d, uint32_t p, tg_term *t)
+{
+    uint32_t w = tgW_disp_find(d->keys[p], d->nkeys[p], t);
+    return w < d->nkeys[p] ? w : tgW_disp_find(d->keys[p], d->nkeys[p], t->e[0]);
+}
+
 tgW_rule *const *tgW_disp_deep(const tgW_dnode *nd, tg_term *const *args, uint32_t n, uint32_t *nr)
 {
     tg_term *at[TGW_DISP_LEVELS];

@@ -99,16 +99,18 @@ static inline uint32_t tgW_disp_find(tg_term *const *k, uint32_t n, tg_term *key
     return lo < n && k[lo] == key ? lo : n;
 }
 
+/* The class of application t at position p where rules name whole
+ * arguments (bit p of d->whole): t's own when it is one, else its head's
+ * (out of line: the common case below stays small enough to inline). */
+uint32_t tgW_disp_whole(const tgW_disp *d, uint32_t p, tg_term *t);
+
 /* The class of argument t at position p: t itself when a rule names it
  * whole there (a ground application, matched by identity), else its
  * key's. */
 static inline uint32_t tgW_disp_class(const tgW_disp *d, uint32_t p, tg_term *t)
 {
-    if (__builtin_expect(d->whole >> p & 1, 0) && tgT_ispair(t)) {
-        uint32_t w = tgW_disp_find(d->keys[p], d->nkeys[p], t);
-        if (w < d->nkeys[p])
-            return w;
-    }
+    if (__builtin_expect(d->whole >> p & 1, 0) && tgT_ispair(t))
+        return tgW_disp_whole(d, p, t);
     return tgW_disp_find(d->keys[p], d->nkeys[p], tgW_disp_key(t));
 }
 
