@@ -87,44 +87,6 @@ static int collect(tgW_disp *d, int p, tg_term **const *keys, uint32_t n)
     return 0;
 }
 
-#define MAX_SLOTS 1024     /* the largest hash of a position's keys */
-#define MUL_TRIES 64        /* multipliers tried for a hash without collisions */
-
-/* The keys of position p hashed into slots without collisions (a few
- * odd multipliers tried, the table from twice the keys' count up to
- * MAX_SLOTS): a class is then one probe, where the search took a branch
- * per key (up to 8) or per halving.  None found: d->slot[p] stays NULL.
- * -1: out of memory. */
-static int hash_keys(tgW_disp *d, int p)
-{
-    uint32_t n = d->nkeys[p], bits = 1;
-    while ((1u << bits) < 2 * n)
-        bits++;
-    for (; (1u << bits) <= MAX_SLOTS; bits++) {
-        uint32_t size = 1u << bits;
-        tgW_dslot *s = GC_MALLOC_ATOMIC(size * sizeof *s);
-        if (!s)
-            return -1;
-        uint64_t mul = 0x9e3779b97f4a7c15u;
-        for (int t = 0; t < MUL_TRIES; t++, mul = mul * 6364136223846793005u + 1442695040888963407u) {
-            uint32_t i = 0;
-            for (uint32_t j = 0; j < size; j++)
-                s[j].key = NULL, s[j].cls = n;
-            for (; i < n; i++) {
-                tgW_dslot *at = &s[((uint64_t)(uintptr_t)d->keys[p][i] * (mul | 1)) >> (64 - bits)];
-                if (at->key)
-                    break;
-                at->key = d->keys[p][i], at->cls = i;
-            }
-            if (i == n) {
-                d->slot[p] = s, d->hmul[p] = mul | 1, d->hshift[p] = 64 - bits;
-                return 0;
-            }
-        }
-    }
-    return 0;
-}
-
 /* Whether a rule with key `want` at a position fits class c there: a
  * whole argument's class also fits the rules that name its head. */
 static int fits(const tgW_disp *d, int p, const tg_term *want, uint32_t c)
@@ -463,8 +425,8 @@ out:
 
 uint32_t tgW_disp_whole(const tgW_disp *d, uint32_t p, tg_term *t)
 {
-    uint32_t w = tgW_disp_key_class(d, p, t);
-    return w < d->nkeys[p] ? w : tgW_disp_key_class(d, p, t->e[0]);
+    uint32_t w = tgW_disp_find(d->keys[p], d->nkeys[p], t);
+    return w < d->nkeys[p] ? w : tgW_disp_find(d->keys[p], d->nkeys[p], t->e[0]);
 }
 
 tgW_rule *const *tgW_disp_deep(const tgW_dnode *nd, tg_term *const *args, uint32_t n, uint32_t *nr)
@@ -512,7 +474,7 @@ tgW_disp *tgW_disp_build(tgW_rule *const *rules, uint32_t n, tg_term *quote)
             return NULL;
     }
     for (int p = 0; p < TGW_DISP_POS; p++)
-        if (collect(d, p, (tg_term **const *)keys, n) < 0 || (d->nkeys[p] && hash_keys(d, p) < 0))
+        if (collect(d, p, (tg_term **const *)keys, n) < 0)
             return NULL;
     if (!d->nkeys[0] && !d->nkeys[1])
         return NULL;

@@ -45,11 +45,6 @@ struct tgW_dnode {
     uint32_t nall;
 };
 
-typedef struct tgW_dslot {
-    tg_term *key;                       /* NULL: empty */
-    uint32_t cls;                       /* its class; empty: "other" */
-} tgW_dslot;
-
 typedef struct tgW_disp {
     /* The short form, for an op whose rules name at most two keys, all
      * at the first position, and no tree (most ops of two or three
@@ -64,12 +59,6 @@ typedef struct tgW_disp {
     uint32_t whole;                     /* bit p: a key at p is a whole argument */
     uint32_t nkeys[TGW_DISP_POS];       /* keys named at each position */
     tg_term **keys[TGW_DISP_POS];       /* ... class i is keys[p][i], "other" is nkeys[p] */
-    /* the keys of each position hashed without collisions: key x is in
-     * slot (x * hmul[p]) >> hshift[p] or nowhere (NULL: none found; the
-     * search of keys[p] serves) */
-    tgW_dslot *slot[TGW_DISP_POS];
-    uint64_t hmul[TGW_DISP_POS];
-    uint32_t hshift[TGW_DISP_POS];
     uint32_t (*cell)[2];                /* each pair of classes: its rules' start and count
                                          * (TGW_DISP_DEEP set: sub[] has its tree) ... */
     tgW_rule **rules;                   /* ... in this array */
@@ -110,17 +99,6 @@ static inline uint32_t tgW_disp_find(tg_term *const *k, uint32_t n, tg_term *key
     return lo < n && k[lo] == key ? lo : n;
 }
 
-/* The class of key at position p: one probe of its slot. */
-static inline uint32_t tgW_disp_key_class(const tgW_disp *d, uint32_t p, tg_term *key)
-{
-    const tgW_dslot *s = d->slot[p];
-    if (__builtin_expect(s != NULL, 1)) {
-        s += ((uint64_t)(uintptr_t)key * d->hmul[p]) >> d->hshift[p];
-        return s->key == key ? s->cls : d->nkeys[p];
-    }
-    return tgW_disp_find(d->keys[p], d->nkeys[p], key);
-}
-
 /* The class of application t at position p where rules name whole
  * arguments (bit p of d->whole): t's own when it is one, else its head's
  * (out of line: the common case below stays small enough to inline). */
@@ -133,7 +111,7 @@ static inline uint32_t tgW_disp_class(const tgW_disp *d, uint32_t p, tg_term *t)
 {
     if (__builtin_expect(d->whole >> p & 1, 0) && tgT_ispair(t))
         return tgW_disp_whole(d, p, t);
-    return tgW_disp_key_class(d, p, tgW_disp_key(t));
+    return tgW_disp_find(d->keys[p], d->nkeys[p], tgW_disp_key(t));
 }
 
 /* The rules that decision tree nd leaves for a call of n arguments at
