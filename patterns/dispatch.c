@@ -1,8 +1,10 @@
 /* dispatch.c - building the index of an op's rules by the heads of its
  * first arguments (see dispatch.h), and the decision trees that look
  * deeper into a call where a cell keeps many rules.  The table's keys
- * come from the left sides as written, the trees' from the match
- * programs, so the index holds whatever the match programs check.
+ * come from the left sides as written (a ground argument, which the
+ * match tests by identity, as the whole term: see whole_key), the trees'
+ * from the match programs, so the index holds whatever the match
+ * programs check.
  */
 #include "dispatch.h"
 

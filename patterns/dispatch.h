@@ -8,7 +8,10 @@
  * itself (an atom); a key that no rule names is the class "other".  For
  * each pair of classes the index holds the rules, in their order, whose
  * patterns there are variables or name those keys: every other rule
- * would fail its match on the heads alone.
+ * would fail its match on the heads alone.  A ground argument (which the
+ * match tests by identity: terms are hash-consed) names the whole term;
+ * a call's argument that is that term has its class, which also fits
+ * the rules naming its head.
  */
 #ifndef TG_DISPATCH_H
 #define TG_DISPATCH_H
