@@ -263,6 +263,39 @@ static int pat_args(tgW_comp *c, tgW_vec *m, tg_term **a, size_t n, int r0, unsi
     return 0;
 }
 
+/* Whether ground p quotes anything: a quoted part compiles to a
+ * constant that is not itself (quoted). */
+static int has_quote(tgW_comp *c, tg_term *p)
+{
+    tg_term *q;
+    if (!tgT_ispair(p))
+        return 0;
+    if (quoted(c, p, &q))
+        return 1;
+    tg_iter it = {p, 0};
+    for (tg_term *x; (x = tgT_iter_next(&it));)
+        if (has_quote(c, x))
+            return 1;
+    return 0;
+}
+
+/* Whether the subpattern p, ground, compiled into m from instruction at
+ * on, is only applications of fixed length and constants: then a term
+ * matches it exactly when it is p itself (terms are hash-consed), and
+ * one M_CONST does the walk's work.  Not for an assoc / comm op (its
+ * instructions are others), nor a segment or a long application. */
+static int ground_app(tgW_comp *c, const tgW_vec *m, tg_term *p, size_t at)
+{
+    if (!tg_is_ground(p) || has_quote(c, p))
+        return 0;
+    for (size_t j = at; j < m->n; j++) {
+        const tgW_ins *i = &m->v[j];
+        if (i->op != M_CONST && (i->op != M_APP || i->c + 1u >= TGT_CHUNK))
+            return 0;
+    }
+    return 1;
+}
+
 static int pat(tgW_comp *c, tgW_vec *m, tg_term *p, int reg, unsigned depth)
 {
     if (depth > MAX_NEST) {
@@ -336,6 +369,8 @@ static int pat(tgW_comp *c, tgW_vec *m, tg_term *p, int reg, unsigned depth)
         i->a = (uint16_t)reg, i->b = konst(c, head), i->c = 2, i->d = (uint32_t)r0;
         return pat_args(c, m, buf + 1, 2, r0, depth);
     }
+    size_t at = m->n;
+    uint32_t nshared = c->nshared;
     int r0 = newregs(c, (unsigned)(n - 1 + seg), p);
     tgW_ins *i = r0 < 0 ? NULL : emit(c, m, seg ? M_APPSEG : M_APP);
     if (!i)
@@ -343,7 +378,19 @@ static int pat(tgW_comp *c, tgW_vec *m, tg_term *p, int reg, unsigned depth)
     i->a = (uint16_t)reg, i->b = konst(c, head), i->c = (uint16_t)(n - 1), i->d = (uint32_t)r0;
     if (pat_args(c, m, buf + 1, n - 1, r0, depth) < 0)
         return -1;
-    return seg ? pat(c, m, tail, r0 + (int)(n - 1), depth + 1) : 0;
+    if (seg)
+        return pat(c, m, tail, r0 + (int)(n - 1), depth + 1);
+    if (ground_app(c, m, p, at)) {
+        /* one identity test instead of the walk: the subpattern and its
+         * checks were compiled only to know that (its errors as usual) */
+        m->n = at, c->nregs = (uint32_t)r0, c->nshared = nshared;
+        i = emit(c, m, M_CONST);
+        if (!i)
+            return -1;
+        i->a = (uint16_t)reg, i->b = konst(c, p);
+        return c->failed ? -1 : 0;
+    }
+    return 0;
 }
 
 /* ---- assoc / comm nodes (run by ac.c) ----------------------------------- */

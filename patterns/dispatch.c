@@ -1,8 +1,10 @@
 /* dispatch.c - building the index of an op's rules by the heads of its
  * first arguments (see dispatch.h), and the decision trees that look
  * deeper into a call where a cell keeps many rules.  The table's keys
- * come from the left sides as written, the trees' from the match
- * programs, so the index holds whatever the match programs check.
+ * come from the left sides as written (a ground argument, which the
+ * match tests by identity, as the whole term: see whole_key), the trees'
+ * from the match programs, so the index holds whatever the match
+ * programs check.
  */
 #include "dispatch.h"
 
@@ -25,6 +27,20 @@ static tg_term *pat_key(tg_term *p, tg_term *quote)
     return tg_kind_of(h) == TG_SYMBOL && h != quote ? h : NULL;
 }
 
+/* Whether rule r's match program tests argument p for identity with the
+ * application x (a ground subpattern compiled to one M_CONST): then x
+ * itself is the key there, a call's argument fits it only by being x. */
+static int whole_key(const tgW_rule *r, uint32_t p, const tg_term *x)
+{
+    const tgW_ins *i = r->match;
+    if (!tgT_ispair(x) || !i || i->op != M_ROOT || p >= i->a)
+        return 0;
+    for (i++; i->op == M_APP || i->op == M_CONST || i->op == M_SAME; i++)
+        if (i->op == M_CONST && i->a == p && r->k[i->b] == x)
+            return 1;
+    return 0;
+}
+
 /* The keys of rule r at the positions (NULL: any); -1 when its left
  * side has a segment at its root. */
 static int rule_keys(const tgW_rule *r, tg_term *quote, tg_term **key)
@@ -36,8 +52,10 @@ static int rule_keys(const tgW_rule *r, tg_term *quote, tg_term **key)
     tg_iter it = {r->lhs, 1};
     int p = 0;
     for (tg_term *x; (x = tgT_iter_next(&it));)
-        if (p < TGW_DISP_POS)
-            key[p++] = pat_key(x, quote);
+        if (p < TGW_DISP_POS) {
+            key[p] = whole_key(r, (uint32_t)p, x) ? x : pat_key(x, quote);
+            p++;
+        }
     return it.node == TGT_NIL ? 0 : -1;
 }
 
@@ -65,13 +83,22 @@ static int collect(tgW_disp *d, int p, tg_term **const *keys, uint32_t n)
     qsort(k, m, sizeof *k, by_address);
     d->keys[p] = k;
     d->nkeys[p] = m;
+    for (uint32_t j = 0; j < m; j++)
+        if (tgT_ispair(k[j]))
+            d->whole |= 1u << p;
     return 0;
 }
 
-/* Whether a rule with key `want` at a position fits class c there. */
+/* Whether a rule with key `want` at a position fits class c there: a
+ * whole argument's class also fits the rules that name its head. */
 static int fits(const tgW_disp *d, int p, const tg_term *want, uint32_t c)
 {
-    return !want || (c < d->nkeys[p] && d->keys[p][c] == want);
+    if (!want)
+        return 1;
+    if (c >= d->nkeys[p])
+        return 0;
+    tg_term *k = d->keys[p][c];
+    return k == want || (tgT_ispair(k) && !tgT_ispair(want) && k->e[0] == want);
 }
 
 /* The rules, in order, that fit the classes of cell c: their count, and
@@ -398,6 +425,12 @@ out:
     return rc;
 }
 
+uint32_t tgW_disp_whole(const tgW_disp *d, uint32_t p, tg_term *t)
+{
+    uint32_t w = tgW_disp_find(d->keys[p], d->nkeys[p], t);
+    return w < d->nkeys[p] ? w : tgW_disp_find(d->keys[p], d->nkeys[p], t->e[0]);
+}
+
 tgW_rule *const *tgW_disp_deep(const tgW_dnode *nd, tg_term *const *args, uint32_t n, uint32_t *nr)
 {
     tg_term *at[TGW_DISP_LEVELS];
@@ -456,7 +489,7 @@ tgW_disp *tgW_disp_build(tgW_rule *const *rules, uint32_t n, tg_term *quote)
     if (fill(d, rules, (tg_term **const *)keys, n, ncells) < 0)
         return NULL;
     deepen(d, rules, n, ncells);    /* out of memory: the table alone */
-    if (d->npos == 1 && d->nkeys[0] <= 2 && !d->sub) {
+    if (d->npos == 1 && d->nkeys[0] <= 2 && !d->sub && !d->whole) {
         d->few = 1;
         for (uint32_t f = 0; f < 3; f++) {
             uint32_t c = f < d->nkeys[0] ? f : d->nkeys[0];   /* past the keys: other */

@@ -8,7 +8,10 @@
  * itself (an atom); a key that no rule names is the class "other".  For
  * each pair of classes the index holds the rules, in their order, whose
  * patterns there are variables or name those keys: every other rule
- * would fail its match on the heads alone.
+ * would fail its match on the heads alone.  A ground argument (which the
+ * match tests by identity: terms are hash-consed) names the whole term;
+ * a call's argument that is that term has its class, which also fits
+ * the rules naming its head.
  */
 #ifndef TG_DISPATCH_H
 #define TG_DISPATCH_H
@@ -56,6 +59,7 @@ typedef struct tgW_disp {
     uint32_t fn[3];
     tgW_rule *const *fr[3];
     uint32_t npos;                      /* positions indexed (1 or 2) */
+    uint32_t whole;                     /* bit p: a key at p is a whole argument */
     uint32_t nkeys[TGW_DISP_POS];       /* keys named at each position */
     tg_term **keys[TGW_DISP_POS];       /* ... class i is keys[p][i], "other" is nkeys[p] */
     uint32_t (*cell)[2];                /* each pair of classes: its rules' start and count
@@ -98,10 +102,19 @@ static inline uint32_t tgW_disp_find(tg_term *const *k, uint32_t n, tg_term *key
     return lo < n && k[lo] == key ? lo : n;
 }
 
-/* The class of a key at position p. */
-static inline uint32_t tgW_disp_class(const tgW_disp *d, uint32_t p, tg_term *key)
+/* The class of application t at position p where rules name whole
+ * arguments (bit p of d->whole): t's own when it is one, else its head's
+ * (out of line: the common case below stays small enough to inline). */
+uint32_t tgW_disp_whole(const tgW_disp *d, uint32_t p, tg_term *t);
+
+/* The class of argument t at position p: t itself when a rule names it
+ * whole there (a ground application, matched by identity), else its
+ * key's. */
+static inline uint32_t tgW_disp_class(const tgW_disp *d, uint32_t p, tg_term *t)
 {
-    return tgW_disp_find(d->keys[p], d->nkeys[p], key);
+    if (__builtin_expect(d->whole >> p & 1, 0) && tgT_ispair(t))
+        return tgW_disp_whole(d, p, t);
+    return tgW_disp_find(d->keys[p], d->nkeys[p], tgW_disp_key(t));
 }
 
 /* The rules that decision tree nd leaves for a call of n arguments at
@@ -119,9 +132,9 @@ static inline tgW_rule *const *tgW_disp_rules(const tgW_disp *d, tg_term *const 
         return d->fr[f];
     }
     /* two positions at most: unrolled (a call per rewrite comes here) */
-    uint32_t c = n ? tgW_disp_class(d, 0, tgW_disp_key(args[0])) : d->nkeys[0];
+    uint32_t c = n ? tgW_disp_class(d, 0, args[0]) : d->nkeys[0];
     if (d->npos == 2)
-        c = c * (d->nkeys[1] + 1) + (n > 1 ? tgW_disp_class(d, 1, tgW_disp_key(args[1])) : d->nkeys[1]);
+        c = c * (d->nkeys[1] + 1) + (n > 1 ? tgW_disp_class(d, 1, args[1]) : d->nkeys[1]);
     uint32_t m = d->cell[c][1];
     if (__builtin_expect(m & TGW_DISP_DEEP, 0))
         return tgW_disp_deep(d->sub[c], args, n, nr);
