@@ -52,6 +52,7 @@ typedef struct frame {
 typedef struct tgW_machine {
     tg_term **vs;               /* the value stack (collector memory) */
     size_t vcap;
+    size_t vlim;                /* the part of it this run may use (vs_reserve) */
     frame *fs;                  /* frames (mapped: fs_grow) */
     size_t fcap;
     tgW_memo memo;              /* calls to normal forms (memo on) */
@@ -140,14 +141,41 @@ static tgW_machine *machine_get(tg_rules *rs)
     return rs->m;
 }
 
-/* The whole stacks are kept (values above the top may be read back by
- * the frames below, so a copy takes all of them). */
+/* A run uses the value stack below vlim, which vs_reserve raises (out
+ * of line, doubling, growing the stack when it must) whenever a frame
+ * needs more: so vlim is a high-water mark for the price of the bound
+ * check every push makes anyway, and vs_scrub clears just what a run
+ * wrote.  The whole stack is kept when it grows (values above the top
+ * may be read back by the frames below, so a copy takes all of them). */
+static __attribute__((noinline)) int vs_raise(tgW_machine *M, size_t need)
+{
+    if (need > M->vcap) {
+        tg_term **v = tgW_grow(M->vs, M->vcap, &M->vcap, need, sizeof *v);
+        if (!v)
+            return -1;
+        M->vs = v;
+    }
+    size_t lim = 2 * M->vlim > need ? 2 * M->vlim : need;
+    M->vlim = lim < M->vcap ? lim : M->vcap;
+    return 0;
+}
+
 static inline int vs_reserve(tgW_machine *M, size_t need)
 {
-    if (__builtin_expect(need <= M->vcap, 1))
+    if (__builtin_expect(need <= M->vlim, 1))
         return 0;
-    tg_term **v = tgW_grow(M->vs, M->vcap, &M->vcap, need, sizeof *v);
-    return v ? (M->vs = v, 0) : -1;
+    return vs_raise(M, need);
+}
+
+/* At the end of a run: the values it left above the top are cleared.  A
+ * word left there is scanned, and keeps its term, and all that term
+ * holds, alive until a later run as deep writes over it (the 20 000
+ * cells of (build 20000) after (len (build 20000)) was normalized). */
+static void vs_scrub(tgW_machine *M)
+{
+    if (M->vs)
+        memset(M->vs, 0, M->vlim * sizeof *M->vs);
+    M->vlim = 0;
 }
 
 /* An inline check, the growing out of line: a frame is pushed per call.
@@ -219,7 +247,7 @@ static void machine_drop(tg_rules *rs)
         memset(M->vs, 0, M->vcap * sizeof *M->vs);
         GC_FREE(M->vs);
     }
-    M->vs = NULL, M->vcap = 0;
+    M->vs = NULL, M->vcap = M->vlim = 0;
     M->input = M->stepped = NULL;
     rs->m = NULL;
 }
@@ -570,11 +598,11 @@ static inline __attribute__((always_inline)) int plain_loop(struct plain_levels 
     if (!s->nr || s->rr[0] != r)
         goto out;
     for (;;) {
-        if (M->vcap < s->room + s->cbase && vs_reserve(M, s->cbase + s->room) < 0) {
+        if (M->vlim < s->room + s->cbase && vs_reserve(M, s->cbase + s->room) < 0) {
             rc = -1;
             break;
         }
-        s->lim = M->vcap - s->room;
+        s->lim = M->vlim - s->room;
         int why = plain_run(s, mc, np, keyed);
         if (why == PLAIN_STOP) {
             s->tried = 1;
@@ -638,7 +666,7 @@ static __attribute__((noinline)) int run_levels(tg_rules *rs, tgW_machine *M, fr
     int keyed = dd && dd->few && c;
     tg_term *lastkey = NULL;
     tg_term **vs = M->vs;
-    size_t vcap = M->vcap;
+    size_t vcap = M->vlim;
     /* the pushes as registers, when they are two or three variables */
     uint32_t src[3], np = 0;
     for (const tgW_ins *q = body; q != call && np <= 3; q++)
@@ -684,7 +712,7 @@ static __attribute__((noinline)) int run_levels(tg_rules *rs, tgW_machine *M, fr
                 rc = -1;
                 break;
             }
-            vs = M->vs, vcap = M->vcap;
+            vs = M->vs, vcap = M->vlim;
         }
         tg_term **R = vs + cbase, *t = R[ma];
         tried = 1;
@@ -1846,6 +1874,8 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
     if (!tgT_ispair(t)) {
         res = norm_atom(rs, run, t, &sp, err);
         tgW_memo_clear(&M->memo);
+        if (res)
+            vs_scrub(M);
         return res;
     }
     if (vs_reserve(M, 1024) < 0)
@@ -1964,7 +1994,9 @@ out:
     M->input = NULL;
     tgW_map_clear(&M->done);
     tgW_memo_clear(&M->memo);
-    if (!res)
+    if (res)
+        vs_scrub(M);
+    else
         machine_drop(rs);
     return res;
 oom:
@@ -1996,6 +2028,8 @@ tg_term *tgW_step(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err)
         M->stepped = t;     /* a nullary op's call is its symbol */
         tg_term *r = norm_atom(rs, &one, t, &sp, err);
         M->stepped = NULL;
+        if (r)
+            vs_scrub(M);
         return r;
     }
     tg_term *h = t->e[0];
@@ -2025,7 +2059,9 @@ tg_term *tgW_step(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err)
     }
     tg_term *r = reduce(rs, &one, id, h, 0, na, &sp, err);
     M->stepped = NULL;
-    if (!r)
+    if (r)
+        vs_scrub(M);
+    else
         machine_drop(rs);
     return r;
 }

@@ -3,7 +3,8 @@
  * fails with TG_ERR_NOMEM, its terms are reclaimed, and the same rule
  * set and context go on working (the same runaway again, then ordinary
  * rewrites and queries); a word left pointing at the value stack a
- * runaway ran on keeps none of its terms.  The limit is process-wide:
+ * runaway ran on keeps none of its terms, and a run that succeeds leaves
+ * none of its own on the stack it keeps.  The limit is process-wide:
  * this program has it to itself. */
 #include <string.h>
 
@@ -18,7 +19,12 @@ static const char rules[] =
     "(rule g (grow ?x) => (grow (s ?x)))\n"
     "(rule fa (f a) => b)\n"
     "(equilibrium e2 g)\n"
-    "(defrel (growo x y) (growo `(s ,x) y))\n";
+    "(defrel (growo x y) (growo `(s ,x) y))\n"
+    "(op build (arity 1)) (op cell (arity 2)) (op len (arity 1))\n"
+    "(rule b (build ?n) => (cell ?n (build (num:- ?n 1))) (when (num:> ?n 0)))\n"
+    "(rule b0 (build 0) => end)\n"
+    "(rule l (len (cell ?a ?r)) => (num:+ 1 (len ?r)))\n"
+    "(rule l0 (len end) => 0)\n";
 
 static void test_limit_args(void)
 {
@@ -102,6 +108,24 @@ static void stale_word(tg_rules *rs, tg_ctx *ctx, const char *what)
     stale = NULL;
 }
 
+/* A run that succeeds leaves none of its own terms on the value stack,
+ * which the rule set keeps (and the collector scans) until its next run:
+ * (len (build 20000)) makes 20 000 cells only the run used. */
+static void run_leaves_nothing(tg_rules *rs, tg_ctx *ctx)
+{
+    tg_error err;
+    tg_error_clear(&err);
+    tg_term *t = tg_read_cstr(ctx, "(len (build 20000))", &err);
+    clear_stack();
+    size_t before = live(ctx);
+    tg_term *r = tg_normalize(rs, t, 0, &err);
+    TAP_CHECK(r && r == tg_int(ctx, 20000), "(len (build 20000)) is 20000");
+    clear_stack();
+    size_t after = live(ctx);
+    TAP_CHECK(after < before + 1000, "and its cells are collected after it (%zu entries, %zu before)", after,
+              before);
+}
+
 int main(void)
 {
     test_limit_args();
@@ -116,6 +140,7 @@ int main(void)
         return TAP_DONE();
     /* Two rounds each: memory the first one kept would make the next fail early
      * and the ordinary rewrite after it fail too. */
+    run_leaves_nothing(rs, ctx);
     stale_word(rs, ctx, "rewrite");
     stale_word(rs, ctx, "normalize");
     for (int i = 1; i <= 2; i++)
