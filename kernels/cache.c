@@ -764,7 +764,7 @@ void *tgZ_load_timed(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *u
         h = dlopen(code, RTLD_NOW | RTLD_LOCAL);
     }
     tgZ_unlock(lock, fd);
-    tgZ_count(dir, built ? TGZ_CODE_MISS : TGZ_CODE_HIT);
+    tgZ_count(dir, *hit ? TGZ_CODE_HIT : TGZ_CODE_MISS);   /* a failed compile is a miss too */
     if (built) {
         char name[64];
         snprintf(name, sizeof name, "%s.so", skey);

@@ -676,6 +676,17 @@ static void test_shared_source(void)
     TAP_CHECK(ok && !hit && calls == 1, "a map naming code that is gone is a miss: compiled again (%d call)", calls);
     ok = load_ret("share: a, version 1", &a, wrap, log, &hit, &calls);
     TAP_CHECK(ok && hit && calls == 0, "which the other key text then shares (%d calls)", calls);
+    /* a source that does not compile is counted a miss, not a hit */
+    tg_cache_stats st0, st1;
+    tg_error err;
+    ret_fn bad = {"not a name", 1};
+    int got0 = tg_cache_info(&st0, &err) == 0;
+    ok = load_ret("share: bad", &bad, wrap, log, &hit, &calls);
+    int got1 = tg_cache_info(&st1, &err) == 0;
+    TAP_CHECK(!ok && !hit && calls == 1 && got0 && got1 && st1.code_misses == st0.code_misses + 1 &&
+                  st1.code_hits == st0.code_hits,
+              "a source that does not compile fails, counted a miss (%llu to %llu), not a hit",
+              st0.code_misses, st1.code_misses);
     unlink(wrap), unlink(log);
 }
 
