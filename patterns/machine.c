@@ -17,6 +17,7 @@
  * again is a cycle, reported with the rules that fired since.
  */
 #include "machine_int.h"
+#include "stacks.h"
 #include "memo.h"
 #include "dispatch.h"
 #include "arith.h"
@@ -28,41 +29,10 @@
 #include "clock.h"
 
 #include <gc/gc.h>
-#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct frame {
-    tgW_rule *const *rules;
-    uint32_t nrules, ri;
-    uint32_t base, n;           /* arguments at vs[base..base+n) */
-    uint32_t regs;              /* registers at vs[regs..] */
-    uint32_t chain;             /* memo: its open calls start at memo.open[chain] */
-    tgW_rule *rule;             /* the rule whose body runs */
-    const tgW_ins *pc;          /* where the body goes on after a call */
-    tg_term *head;
-    int16_t atom;               /* a nullary op written as a bare symbol */
-    int16_t opened;             /* memo: its current call is open (memo.open's top) */
-    uint32_t lev;               /* ctorrec levels run in this frame above its own (ctor_rec) */
-    uint64_t ahash;             /* in a constructor chain: its node's hash (chain_start) */
-    uint64_t t0;                /* rule timing: when its rule's try began */
-} frame;
-
-typedef struct tgW_machine {
-    tg_term **vs;               /* the value stack (collector memory) */
-    size_t vcap;
-    size_t vlim;                /* the part of it this run may use (vs_reserve) */
-    frame *fs;                  /* frames (mapped: fs_grow) */
-    size_t fcap;
-    tgW_memo memo;              /* calls to normal forms (memo on) */
-    tgW_map done;               /* the input's nodes already normalized */
-    tg_term *stepped;           /* tgW_step: the term whose call is reduced */
-    size_t seen;                /* the last tgW_normalize's distinct input nodes */
-    tg_term *input;             /* the current tgW_normalize's input */
-    uint64_t *lh;               /* the hashes of a frame's ctorrec levels (no pointers) */
-    size_t lhcap;
-} tgW_machine;
 
 /* ---- terms ------------------------------------------------------------ */
 
@@ -132,134 +102,6 @@ static void splice_arity_error(const tgW_rule *r, const tgW_op *op, uint32_t n, 
     tgE_set(err, TG_ERR_TYPE, r->file, r->line, r->col,
             "wrong arity: rule %.*s splices a segment into (%.*s ...) of %u argument%s, "
             "but %.*s takes %s", (int)rl, rn, (int)ol, on, n, n == 1 ? "" : "s", (int)ol, on, ar);
-}
-
-static tgW_machine *machine_get(tg_rules *rs)
-{
-    if (!rs->m)
-        rs->m = GC_MALLOC(sizeof *rs->m);
-    return rs->m;
-}
-
-/* A run uses the value stack below vlim, which vs_reserve raises (out
- * of line, doubling, growing the stack when it must) whenever a frame
- * needs more: so vlim is a high-water mark for the price of the bound
- * check every push makes anyway, and vs_scrub clears just what a run
- * wrote.  The whole stack is kept when it grows (values above the top
- * may be read back by the frames below, so a copy takes all of them). */
-static __attribute__((noinline)) int vs_raise(tgW_machine *M, size_t need)
-{
-    if (need > M->vcap) {
-        tg_term **v = tgW_grow(M->vs, M->vcap, &M->vcap, need, sizeof *v);
-        if (!v)
-            return -1;
-        M->vs = v;
-    }
-    size_t lim = 2 * M->vlim > need ? 2 * M->vlim : need;
-    M->vlim = lim < M->vcap ? lim : M->vcap;
-    return 0;
-}
-
-static inline int vs_reserve(tgW_machine *M, size_t need)
-{
-    if (__builtin_expect(need <= M->vlim, 1))
-        return 0;
-    return vs_raise(M, need);
-}
-
-/* At the end of a run: the values it left above the top are cleared.  A
- * word left there is scanned, and keeps its term, and all that term
- * holds, alive until a later run as deep writes over it (the 20 000
- * cells of (build 20000) after (len (build 20000)) was normalized). */
-static void vs_scrub(tgW_machine *M)
-{
-    if (M->vs)
-        memset(M->vs, 0, M->vlim * sizeof *M->vs);
-    M->vlim = 0;
-}
-
-/* An inline check, the growing out of line: a frame is pushed per call.
- * The frames hold no pointer the collector must follow (a frame's head
- * is the name of an op with rules, its rules and program are the rule
- * set's), so they live in memory it neither clears nor scans: a deep
- * recursion (factorial's plus) has hundreds of thousands of frames, and
- * clearing and scanning them cost a tenth of the run.  Nor do they take
- * a piece of its heap: under a heap limit, after a runaway had filled
- * the heap and its data was collected, the free memory lay in many heap
- * sections, and a stack of a few megabytes that fitted at first found
- * no room in one piece.  Under a limit they may take half of it, as they
- * could in the heap.  Mapped, not malloc'd: the machine is collector
- * memory, which leak checkers do not read, so a malloc'd stack of a rule
- * set in use at exit would read as a leak. */
-static frame *fs_map(size_t cap)
-{
-    void *p = mmap(NULL, cap * sizeof(frame), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
-
-static void fs_unmap(tgW_machine *M)
-{
-    if (M->fs)
-        munmap(M->fs, M->fcap * sizeof(frame));
-    M->fs = NULL;
-    M->fcap = 0;
-}
-
-static __attribute__((noinline)) int fs_grow(tgW_machine *M, size_t need)
-{
-    size_t cap = M->fcap ? 2 * M->fcap : 4096 / sizeof(frame);
-    while (cap < need)
-        cap *= 2;
-    size_t most = tgT_max_heap() / 2 / sizeof(frame);
-    if (most && cap > most)
-        cap = most > need ? most : need;
-    if (most && cap > most)
-        return -1;
-    frame *f = fs_map(cap);
-    if (!f)
-        return -1;
-    if (M->fcap)
-        memcpy(f, M->fs, M->fcap * sizeof *f);
-    fs_unmap(M);
-    M->fs = f, M->fcap = cap;
-    return 0;
-}
-
-/* After a failed run (out of memory above all), the machine's stacks go:
- * the values left in them above the top are scanned by the collector, and
- * one of them can hold the whole runaway term that ran the heap out, so
- * that nothing after could allocate.  Its done map is malloc memory
- * registered as a root: freed here.  The value stack is cleared before
- * it is freed: dead frames of the failed run (reduce's, the loops') keep
- * pointers to it, and a conservative collector that finds one of them in
- * a frame of a later call would keep the dropped stack, with every term
- * left in it, alive (after a REPL `rewrite` ran out of memory, two slots
- * of it held the runaway's term through the next entry). */
-static void machine_drop(tg_rules *rs)
-{
-    tgW_machine *M = rs->m;
-    if (!M)
-        return;
-    tgW_map_clear(&M->done);
-    fs_unmap(M);
-    if (M->vs) {
-        memset(M->vs, 0, M->vcap * sizeof *M->vs);
-        GC_FREE(M->vs);
-    }
-    M->vs = NULL, M->vcap = M->vlim = 0;
-    M->input = M->stepped = NULL;
-    rs->m = NULL;
-}
-
-void tgW_machine_free(tg_rules *rs)
-{
-    machine_drop(rs);
-}
-
-static inline int fs_reserve(tgW_machine *M, size_t need)
-{
-    return __builtin_expect(need <= M->fcap, 1) ? 0 : fs_grow(M, need);
 }
 
 /* The c arguments on top of the stack (below top) of a call of an
@@ -1856,7 +1698,7 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
 {
     if (reentered(rs, err))
         return NULL;
-    tgW_machine *M = machine_get(rs);
+    tgW_machine *M = tgW_machine_get(rs);
     if (!M)
         return tgE_nomem(err), NULL;
     tgW_memo_clear(&M->memo);
@@ -1875,7 +1717,7 @@ tg_term *tgW_normalize(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *e
         res = norm_atom(rs, run, t, &sp, err);
         tgW_memo_clear(&M->memo);
         if (res)
-            vs_scrub(M);
+            tgW_vs_scrub(M);
         return res;
     }
     if (vs_reserve(M, 1024) < 0)
@@ -1995,18 +1837,13 @@ out:
     tgW_map_clear(&M->done);
     tgW_memo_clear(&M->memo);
     if (res)
-        vs_scrub(M);
+        tgW_vs_scrub(M);
     else
-        machine_drop(rs);
+        tgW_machine_drop(rs);
     return res;
 oom:
     tgE_nomem(err);
     goto out;
-}
-
-tg_term **tgW_machine_values(const tg_rules *rs)
-{
-    return rs->m ? rs->m->vs : NULL;
 }
 
 size_t tgW_normalize_seen(const tg_rules *rs)
@@ -2018,7 +1855,7 @@ tg_term *tgW_step(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err)
 {
     if (reentered(rs, err))
         return NULL;
-    tgW_machine *M = machine_get(rs);
+    tgW_machine *M = tgW_machine_get(rs);
     if (!M)
         return tgE_nomem(err), NULL;
     tgW_run one = *run;
@@ -2029,7 +1866,7 @@ tg_term *tgW_step(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err)
         tg_term *r = norm_atom(rs, &one, t, &sp, err);
         M->stepped = NULL;
         if (r)
-            vs_scrub(M);
+            tgW_vs_scrub(M);
         return r;
     }
     tg_term *h = t->e[0];
@@ -2060,8 +1897,8 @@ tg_term *tgW_step(tg_rules *rs, const tgW_run *run, tg_term *t, tg_error *err)
     tg_term *r = reduce(rs, &one, id, h, 0, na, &sp, err);
     M->stepped = NULL;
     if (r)
-        vs_scrub(M);
+        tgW_vs_scrub(M);
     else
-        machine_drop(rs);
+        tgW_machine_drop(rs);
     return r;
 }
