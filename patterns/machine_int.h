@@ -1,12 +1,14 @@
 /* machine_int.h - what the rewriting machine's files share (machine.c,
- * match.c, loops.c): the short application test and the plain match
- * inlined on the hot paths, and the out-of-line parts the machine's loop
- * calls.  Not a public header.
+ * normalize.c, match.c, loops.c; its state and stacks in stacks.h): the
+ * short application test and the plain match inlined on the hot paths,
+ * reduce for the input's walk, and the out-of-line parts the machine's
+ * loop calls.  Not a public header.
  */
 #ifndef TGREL_MACHINE_INT_H
 #define TGREL_MACHINE_INT_H
 
 #include "rset.h"
+#include "stacks.h"
 
 #include <string.h>
 
@@ -65,6 +67,21 @@ static inline __attribute__((always_inline)) int plain_rest(const tgW_ins *pc, t
     }
 }
 
+
+/* The op's rules in index ix (none for an op without). */
+static inline const struct tgW_byop *byop(const tgW_index *ix, uint32_t opid)
+{
+    static const struct tgW_byop none = {NULL, 0, NULL, NULL, 0};
+    return opid < ix->nops ? &ix->by[opid] : &none;
+}
+
+/* machine.c: reduce the call of op opid (head, atom) on the c arguments
+ * on top of the value stack (*spp its top): the normal form, or NULL
+ * with err set; and put a call of an assoc / comm op's arguments in
+ * canonical order (their new count, -1 when out of memory). */
+tg_term *tgW_reduce(tg_rules *rs, const tgW_run *run, uint32_t opid, tg_term *head, int atom, uint32_t c,
+                    size_t *spp, tg_error *err);
+long tgW_canon_top(tg_rules *rs, tgW_machine *M, uint32_t opid, tg_term *head, size_t top, uint32_t c);
 
 /* match.c: match rule r against the n arguments A, filling R: 1, 0 (no
  * match), -1 when out of memory, -2 for a rule that tgW_ac_match runs. */
