@@ -686,15 +686,13 @@ int tgZ_map_read(const char *path, char skey[33])
 }
 
 /* The code entry the map DIR/KEY.src names, into skey: 0, or -1 when
- * there is no map or it is not whole. */
+ * there is no map or it is not whole.  (Maps are not evicted by their
+ * recency, so a hit does not touch its map.) */
 static int map_get(const char *dir, const char *key, char skey[33])
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s.src", dir, key);
-    if (tgZ_map_read(path, skey) < 0)
-        return -1;
-    tgZ_touch(path);
-    return 0;
+    return tgZ_map_read(path, skey);
 }
 
 void *tgZ_load_timed(const char *keytext, size_t keylen, tgZ_gen_fn gen, void *ud, const char *cc,

@@ -256,9 +256,10 @@ static void drop_maps(const char *dir)
         struct stat st;
         if (entry_of(dir, e->d_name, path, sizeof path, &pid, &st) != N_MAP)
             continue;
-        if (tgZ_map_read(path, skey) < 0)
-            unlink(path);
-        else if (snprintf(code, sizeof code, "%s/%s.so", dir, skey), access(code, F_OK) < 0 && errno == ENOENT)
+        int whole = tgZ_map_read(path, skey) == 0;
+        if (whole)
+            snprintf(code, sizeof code, "%s/%s.so", dir, skey);
+        if (!whole || (access(code, F_OK) < 0 && errno == ENOENT))
             unlink(path);
     }
     closedir(d);
