@@ -360,6 +360,8 @@ struct plain_levels {
     tg_term *mhead, *lastkey;
     tgW_rule *const *rr;
     uint32_t nr, ma, md, c, src[3], lev, tried;
+    uint32_t next;                  /* the next level's matched argument:
+                                     * 1 this level's e1, 2 its e2, 0 read */
     size_t room, lead, cbase, lim;  /* lim: the last cbase with room */
     unsigned long long rw;          /* in: the rewrites; out: those before lev */
     tg_error *err;
@@ -387,18 +389,24 @@ static inline __attribute__((always_inline)) int plain_run(struct plain_levels *
     tg_term **vs = s->M->vs, *const mhead = s->mhead, *const lastkey = s->lastkey;
     const uint32_t ma = s->ma, md = s->md, s0 = s->src[0], s1 = s->src[1], s2 = s->src[2];
     const size_t lead = s->lead, lim = s->lim;
+    const uint32_t next = s->next;
     size_t cb = s->cbase;
     unsigned long long rw = s->rw;
     /* the match: a pair of mc + 1 elements without a tail (and its head) */
     const uint64_t mask = hdr_bits(&(tgT_hdr){0xf, TGT_HASTAIL, 0xf, 0, 0});
     const uint64_t want = hdr_bits(&(tgT_hdr){TG_PAIR, 0, mc + 1, 0, 0});
     int why;
+    /* the matched argument, carried to the next level in a register when
+     * it is one the match copied (conc's ?L1, plus's ?N): read back from
+     * the stack, each level would wait for two stores to be forwarded to
+     * loads (the copy's, the push's) on top of the element's own load */
+    tg_term *t = vs[cb + ma];
     for (;;) {
         if (__builtin_expect(cb > lim, 0)) {
             why = PLAIN_ROOM;
             break;
         }
-        tg_term **R = vs + cb, *t = R[ma];
+        tg_term **R = vs + cb;
         if (tgT_isfix(t) || (hdr_bits(&t->h) & mask) != want || t->e[0] != mhead) {
             why = PLAIN_STOP;
             break;
@@ -413,6 +421,7 @@ static inline __attribute__((always_inline)) int plain_run(struct plain_levels *
         if (np == 3)
             R[2] = p2;
         cb += lead;
+        t = mc == 2 && next == 2 ? e2 : next ? e1 : vs[cb + ma];
         if (__builtin_expect((++rw & 0xffff) == 0, 0) || (keyed && tgW_disp_key(vs[cb]) != lastkey)) {
             why = PLAIN_EVENT;
             break;
@@ -466,6 +475,17 @@ static inline __attribute__((always_inline)) int plain_loop(struct plain_levels 
 out:
     s->lev = (uint32_t)(s->rw - rw0), s->rw = rw0;
     return rc;
+}
+
+/* Where the next level's matched argument comes from, q words above this
+ * level's registers (the next level's ma): after this level's np pushes
+ * (from registers src) over its registers and its match's mc copies to
+ * registers md.., 1 when it is the first copy, 2 the second, 0 neither
+ * (a call argument the level left as it was). */
+static uint32_t next_matched(size_t q, uint32_t np, const uint32_t *src, uint32_t md, uint32_t mc)
+{
+    size_t reg = q < np ? src[q] : q;   /* the register the word holds */
+    return reg == md ? 1 : mc == 2 && reg == md + 1u ? 2 : 0;
 }
 
 static __attribute__((noinline)) int plain_levels(struct plain_levels *s, uint32_t mc, uint32_t np,
@@ -526,6 +546,7 @@ static __attribute__((noinline)) int run_levels(tg_rules *rs, tgW_machine *M, fr
         /* memo off: the loop below without its memo checks (plain_levels) */
         struct plain_levels s = {rs, M, f, r, cby, mhead, lastkey, rr, nr, ma, md, c,
                                  {src[0], src[1], np == 3 ? src[2] : 0}, 0, 0,
+                                 next_matched(ma + lead, np, src, md, mc),
                                  room, lead, cbase, 0, rw, err};
         rc = plain_levels(&s, mc, np, keyed);
         /* as the loop below leaves them (the levels before a poll counted) */

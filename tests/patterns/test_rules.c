@@ -108,6 +108,77 @@ static void ctor_recursions_memo(tg_ctx *ctx, tg_rules *rs)
               "each chain found again at its top, and g's call after them: %llu rewrites, plain %llu", rw, plain);
 }
 
+/* q normalized memo off and on, each by levels and by the general path
+ * (which rule timing forces): the normal forms into got, the rewrite
+ * counts into rw, in that order. */
+static void four_ways(tg_rules *rs, tg_term *q, tg_term **got, unsigned long long *rw)
+{
+    tg_error err;
+    unsigned long long cond;
+    for (int run = 0; run < 4; run++) {
+        tg_rules_set_timing(rs, run & 1);
+        got[run] = tg_normalize(rs, q, run & 2 ? TG_NF_MEMO : 0, &err);
+        tg_rules_counts(rs, &rw[run], &cond);
+    }
+    tg_rules_set_timing(rs, 0);
+}
+
+/* Levels whose next matched argument is not where conc's and plus's
+ * are (the machine carries it from one level to the next in a register
+ * when the match copied it, plain_run): the second argument matched
+ * (ad2, its copy the only one; ct2, the second of two, one constructor
+ * argument before the call), and arguments swapped (sw: the next level
+ * matches a call argument the level did not copy, read from the stack).
+ * Normal forms and counts against the general path and a hand count of
+ * the levels; 70000 levels poll and grow the value stack. */
+static void ctor_recursions_sources(tg_ctx *ctx)
+{
+    tg_error err;
+    tg_rules *rs = tg_rules_new(ctx, &err);
+    const char *src =
+        "(op S (arity 1)) (op L (arity 2)) (op ad2 (arity 2)) (op ct2 (arity 2)) (op sw (arity 2))"
+        "(rule ad2-S (ad2 ?m (S ?n)) => (S (ad2 ?m ?n)))"
+        "(rule ct2-L (ct2 ?k (L ?e ?l)) => (L ?e (ct2 ?k ?l)))"
+        "(rule sw-S (sw (S ?n) ?m) => (S (sw ?m ?n))) (rule sw-0 (sw 0 ?m) => ?m)";
+    TAP_EQ_INT(tg_rules_load_string(rs, src, strlen(src), NULL, &err), 0, "levels matching elsewhere");
+    tg_term *zero = tg_int(ctx, 0), *seven = tg_int(ctx, 7), *lead[1] = {seven};
+    static const long depth[] = {1, 2, 3, 1500, 70000};
+    for (size_t d = 0; d < sizeof depth / sizeof *depth; d++) {
+        long n = depth[d], a = n, b = n / 2 + 1, lev = 0;
+        /* sw's levels by hand: (sw S^a S^b) -> (S (sw S^b S^(a-1))) */
+        for (long t; a > 0; lev++)
+            t = b, b = a - 1, a = t;
+        tg_term *q[3], *want[3], *x[2];
+        unsigned long long hand[3] = {(unsigned long long)n, (unsigned long long)n, (unsigned long long)lev + 1};
+        /* ad2 and ct2 stop at a call no rule matches (their only rule:
+         * no index, so their levels take the loop without memo's checks) */
+        x[0] = seven, x[1] = wrap(ctx, "S", NULL, 0, n, zero);
+        q[0] = tg_app(ctx, tg_symbol_cstr(ctx, "ad2"), 2, x);
+        x[1] = zero;
+        want[0] = wrap(ctx, "S", NULL, 0, n, tg_app(ctx, tg_symbol_cstr(ctx, "ad2"), 2, x));
+        x[0] = wrap(ctx, "L", lead, 1, 2, zero), x[1] = wrap(ctx, "L", lead, 1, n, zero);
+        q[1] = tg_app(ctx, tg_symbol_cstr(ctx, "ct2"), 2, x);
+        x[1] = zero;
+        want[1] = wrap(ctx, "L", lead, 1, n, tg_app(ctx, tg_symbol_cstr(ctx, "ct2"), 2, x));
+        x[0] = wrap(ctx, "S", NULL, 0, n, zero), x[1] = wrap(ctx, "S", NULL, 0, n / 2 + 1, zero);
+        q[2] = tg_app(ctx, tg_symbol_cstr(ctx, "sw"), 2, x);
+        want[2] = wrap(ctx, "S", NULL, 0, lev + b, zero);
+        for (int i = 0; i < 3; i++) {
+            unsigned long long rw[4];
+            tg_term *got[4];
+            four_ways(rs, q[i], got, rw);
+            TAP_CHECK(got[0] == want[i] && got[1] == want[i] && got[2] == want[i] && got[3] == want[i],
+                      "levels matching elsewhere %d, depth %ld: the hand-built normal form, memo off and on", i,
+                      n);
+            TAP_CHECK(rw[0] == hand[i] && rw[1] == hand[i] && rw[2] == hand[i] && rw[3] == hand[i],
+                      "levels matching elsewhere %d, depth %ld: %llu rewrites (by hand %llu), timed %llu, "
+                      "memo %llu and %llu",
+                      i, n, rw[0], hand[i], rw[1], rw[2], rw[3]);
+        }
+    }
+    tg_rules_free(rs);
+}
+
 /* Right sides that wrap a call of their own op in a constructor, (S
  * (add ?n ?m)), run their levels in one frame of the machine (rset.h
  * ctorrec): normal forms and rewrite counts are those of the general
@@ -160,15 +231,9 @@ static void ctor_recursions(tg_ctx *ctx)
         q[3] = tg_app(ctx, tg_symbol_cstr(ctx, "fb"), 1, a);
         want[3] = wrap(ctx, "S", NULL, 0, n, tg_app(ctx, tg_symbol_cstr(ctx, "end"), 1, &S));
         for (int i = 0; i < 4; i++) {
-            /* memo off and on, each by levels and by the general path */
-            unsigned long long rw[4], cond;
+            unsigned long long rw[4];
             tg_term *got[4];
-            for (int run = 0; run < 4; run++) {
-                tg_rules_set_timing(rs, run & 1);
-                got[run] = tg_normalize(rs, q[i], run & 2 ? TG_NF_MEMO : 0, &err);
-                tg_rules_counts(rs, &rw[run], &cond);
-            }
-            tg_rules_set_timing(rs, 0);
+            four_ways(rs, q[i], got, rw);
             TAP_CHECK(got[0] == want[i] && got[1] == want[i] && got[2] == want[i] && got[3] == want[i],
                       "recursion %d, %ld levels: the hand-built normal form, memo off and on", i, n);
             TAP_CHECK(rw[0] == rw[1] && rw[0] == rw[2] && rw[0] == rw[3] && rw[0] == (unsigned long long)n + 1,
@@ -186,13 +251,8 @@ static void ctor_recursions(tg_ctx *ctx)
         tg_term *inner = wrap(ctx, "T", lead, 2, n2, seven);
         lead[0] = a[1];
         tg_term *want = wrap(ctx, "L", lead, 1, n, inner), *got[4];
-        unsigned long long rw[4], cond, hand = (unsigned long long)(n + 1 + n2 + 1);
-        for (int run = 0; run < 4; run++) {
-            tg_rules_set_timing(rs, run & 1);
-            got[run] = tg_normalize(rs, q, run & 2 ? TG_NF_MEMO : 0, &err);
-            tg_rules_counts(rs, &rw[run], &cond);
-        }
-        tg_rules_set_timing(rs, 0);
+        unsigned long long rw[4], hand = (unsigned long long)(n + 1 + n2 + 1);
+        four_ways(rs, q, got, rw);
         TAP_CHECK(got[0] == want && got[1] == want && got[2] == want && got[3] == want,
                   "nested levels, %ld and %ld: the hand-built normal form, memo off and on", n, n2);
         TAP_CHECK(rw[0] == hand && rw[1] == hand && rw[2] == hand && rw[3] == hand,
@@ -315,6 +375,7 @@ int main(void)
 
     tg_rules_free(rs);
     ctor_recursions(ctx);
+    ctor_recursions_sources(ctx);
     tg_ctx_free(ctx);
     return TAP_DONE();
 }
