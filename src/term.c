@@ -348,8 +348,8 @@ tg_term *tgT_chunk(tg_ctx *ctx, unsigned m, tg_term *const *e, tg_term *rest)
  * path fit in the registers a call may clobber.  It reads only the first
  * slot whose control byte matches, without comparing pointer tags: a
  * wrong candidate (another entry of the same byte in the same bucket,
- * about 5% of lookups in a full table) is told apart by its header,
- * which holds the 52-bit hash.  Anything else (that wrong candidate, a
+ * about 5% of lookups in a full table) is told apart by its elements
+ * and its header's kind, count and flags (app_is).  Anything else (that wrong candidate, a
  * probe that goes on past the home bucket, a miss) is a tail call to
  * app_on, which goes on from there, busy all along.  In
  * a driver of bench/terms' lookups this took a two-argument lookup from
