@@ -110,10 +110,14 @@ static inline unsigned ct_slot(uint64_t m)
 
 /* The lean look of short applications (term.c) finds its first
  * candidate with word operations: x = ctrl ^ the byte repeated, then
- * (x - CT_ONES) & ~x & CT_SLOTS, whose lowest set bit, 8j + 7, marks
+ * (x - CT_ONES) & ctrl & CT_SLOTS, whose lowest set bit, 8j + 7, marks
  * the first slot j of the byte (a borrow marks bytes only above a zero
  * byte, and only bytes of x equal to 1, never an empty slot's).  The
- * slot marked by the lowest set bit of such a mask (m != 0): */
+ * top bits of ctrl are the full slots, which is what ~x & CT_SLOTS
+ * stood for (an empty slot's byte of x is the wanted byte, top bit
+ * set; a full slot's has it clear): ctrl & CT_SLOTS waits for the load
+ * only, not for the xor, one operation fewer after it.  The slot
+ * marked by the lowest set bit of such a mask (m != 0): */
 static inline const uintptr_t *ct_word_slot(const struct bucket *b, uint64_t m)
 {
 #if UINTPTR_MAX > 0xffffffffu

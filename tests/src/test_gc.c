@@ -636,6 +636,57 @@ static void test_byte_apart(void)
     tg_ctx_free(c);
 }
 
+/* The lean look tells its first candidate apart by the elements and
+ * the header's kind, count and flags, without the hash (app_is in
+ * term.c): a longer chunk that starts with the same elements, (f a.. x)
+ * or (f a.. . x), made first in the same home bucket with the same
+ * control byte, is that first candidate, and the short application must
+ * be made apart from it and found again, never mistaken for it.  The
+ * hash of (f a..) is same_byte_hash's; x is searched so that the longer
+ * chunk's hash lies in the last bucket's range with the same low byte. */
+static uint32_t longer_hash(tg_term *f, unsigned na, tg_term **a, tg_term *x, int tail)
+{
+    if (tail)
+        return (uint32_t)(tgT_chunk_finish(tgT_chunk_sum(f, na, na, a, x)) >> 32);
+    tg_term *b[4] = {a[0], a[1], a[2], x};
+    b[na] = x;
+    return (uint32_t)(tgT_app_hash(f, na + 1, b, tgT_ehash(x)) >> 20);
+}
+static void test_longer_first(void)
+{
+    for (unsigned na = 1; na <= 3; na++)
+        for (int tail = 0; tail <= 1; tail++) {
+            tg_ctx *c = tg_ctx_new(NULL);
+            tg_term *f = tg_symbol_cstr(c, "f");
+            int64_t i = 0;
+            uint32_t h;
+            while ((h = same_byte_hash(c, f, na, i)) < 0xFFC00000u)
+                i++;
+            tg_term *a[4] = {tg_int(c, i), tg_int(c, -i), tg_int(c, 3 * i)}, *x = NULL;
+            for (int64_t j = 1; !x; j++) {
+                uint32_t g = longer_hash(f, na, a, tg_int(c, j), tail);
+                if (g >= 0xFFC00000u && (g & 0x7F) == (h & 0x7F))
+                    x = tg_int(c, j);
+            }
+            tg_term *e[5] = {f, a[0], a[1], a[2]}, *longer;
+            a[na] = x;
+            e[na + 1] = x;
+            longer = tail ? tgT_chunk(c, na + 1, e, x) : tg_app(c, f, na + 1, a);
+            tg_term *t = same_byte_term(c, f, na, i);
+            size_t same = 0;
+            for (int k = 0; k < 3; k++)
+                same += same_byte_term(c, f, na, i) == t &&
+                        (tail ? tgT_chunk(c, na + 1, e, x) : tg_app(c, f, na + 1, a)) == longer;
+            TAP_CHECK(t && longer && t != longer && tg_hash(longer) == longer_hash(f, na, a, x, tail) &&
+                          tg_length(t) == na + 1 && tg_nth(t, na) == a[na - 1] && same == 3 &&
+                          !tgT_table_check(c),
+                      "%u arguments: (f a..) made after (f a.. %sx) of its home bucket and "
+                      "control byte is another term, found again (%zu of 3)",
+                      na, tail ? ". " : "", same);
+            tg_ctx_free(c);
+        }
+}
+
 static void test_deep(void)
 {
     tg_ctx *c = tg_ctx_new(NULL);
@@ -822,6 +873,7 @@ int main(void)
     test_grid_hashes();
     test_same_byte();
     test_byte_apart();
+    test_longer_first();
     test_sparse_small();
     test_deep();
     test_every_way();
