@@ -10,6 +10,9 @@
  *   intern_lookup  re-interning nodes that exist, at several working-set
  *                  sizes, vs a hand-written open-addressing set of the
  *                  same 3-word keys (one tg_app call per lookup);
+ *   intern_lookup_shuffled  the same keys and both sides, looked up in a
+ *                  random order (ORDER indices, cycled) instead of in
+ *                  sequence: see lookup_order;
  *   intern_lookup_batch  the same lookups through the batched call
  *                  tg_app_batch, BATCH applications per call: a separate
  *                  interface, reported apart from the single-call rows;
@@ -40,6 +43,28 @@
 #define RUNS 5
 
 static volatile uintptr_t sink;
+
+/* The order of the shuffled lookup rows: ORDER indices into a set of k
+ * keys, uniform, from a fixed seed, read in turn and cycled.  In
+ * sequence, as the other rows look keys up, the pattern of every branch
+ * repeats with the set's period, and a period of 10^3 keys is short
+ * enough for the processor's branch predictor to learn: the C set's
+ * probe loop, whose exit depends on where each key lies, then never
+ * mispredicts.  A period of 2^20 is far beyond what it learns, as any
+ * real sequence of lookups is.  Both sides read the same indices. */
+#define ORDER (1u << 20)
+static uint32_t *lookup_order(long k)
+{
+    uint32_t *o = malloc(ORDER * sizeof *o);
+    if (!o)
+        abort();
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (uint32_t q = 0; q < ORDER; q++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;    /* xorshift64 */
+        o[q] = (uint32_t)(((x >> 32) * (uint64_t)k) >> 32);
+    }
+    return o;
+}
 
 /* ---- references --------------------------------------------------- */
 
@@ -85,7 +110,17 @@ static uint64_t mix3(uint64_t h, uint64_t a, uint64_t b)
     x = (x ^ b ^ (x >> 31)) * 0x94D049BB133111EBull;
     return x ^ (x >> 29);
 }
-static double ref_lookup(long k, long total)
+static inline const key3 *ref_find(key3 *const *slots, size_t cap, uint64_t a, uint64_t b)
+{
+    size_t j = mix3(7, a, b) & (cap - 1);
+    const key3 *c;
+    while ((c = slots[j]) && !(c->h == 7 && c->a == a && c->b == b))
+        j = (j + 1) & (cap - 1);
+    return c;
+}
+/* total lookups of the k keys: in sequence, or at the indices of ord
+ * (ORDER of them, cycled) when it is not NULL */
+static double ref_lookup(long k, long total, const uint32_t *ord)
 {
     size_t cap = 1;
     while (cap < (size_t)k * 2)
@@ -102,14 +137,14 @@ static double ref_lookup(long k, long total)
     }
     double t0 = bench_now();
     uintptr_t acc = 0;
-    for (long r = 0; r < total / k; r++)
-        for (long i = 0; i < k; i++) {
-            uint64_t a = args[2 * i], b = args[2 * i + 1];
-            size_t j = mix3(7, a, b) & (cap - 1);
-            key3 *c;
-            while ((c = slots[j]) && !(c->h == 7 && c->a == a && c->b == b))
-                j = (j + 1) & (cap - 1);
-            acc += (uintptr_t)c;
+    if (!ord)
+        for (long r = 0; r < total / k; r++)
+            for (long i = 0; i < k; i++)
+                acc += (uintptr_t)ref_find(slots, cap, args[2 * i], args[2 * i + 1]);
+    else
+        for (long q = 0; q < total / k * k; q++) {
+            uint32_t i = ord[q & (ORDER - 1)];
+            acc += (uintptr_t)ref_find(slots, cap, args[2 * i], args[2 * i + 1]);
         }
     double dt = bench_now() - t0;
     sink = acc;
@@ -243,7 +278,8 @@ static double tg_churn(long n)
     return (double)n / dt / 1e6;
 }
 
-static double tg_lookup(long k, long total)
+/* As ref_lookup: in sequence, or at the indices of ord. */
+static double tg_lookup(long k, long total, const uint32_t *ord)
 {
     tg_term **keep;
     tg_ctx *c;
@@ -252,9 +288,15 @@ static double tg_lookup(long k, long total)
     tg_term **args = term_args(c, k);
     long bad = 0;
     double t0 = bench_now();
-    for (long r = 0; r < total / k; r++)
-        for (long i = 0; i < k; i++)
+    if (!ord)
+        for (long r = 0; r < total / k; r++)
+            for (long i = 0; i < k; i++)
+                bad += tg_app(c, f, 2, args + 2 * i) != keep[i];
+    else
+        for (long q = 0; q < total / k * k; q++) {
+            uint32_t i = ord[q & (ORDER - 1)];
             bad += tg_app(c, f, 2, args + 2 * i) != keep[i];
+        }
     double dt = bench_now() - t0;
     free(args);
     if (bad)
@@ -400,8 +442,8 @@ int main(int argc, char **argv)
         if (k > n)
             break;
         for (int r = 0; r < RUNS; r++) {
-            a[r] = tg_lookup(k, total);
-            b[r] = ref_lookup(k, total);
+            a[r] = tg_lookup(k, total, NULL);
+            b[r] = ref_lookup(k, total, NULL);
         }
         ta = bench_median(a, RUNS);
         tb = bench_median(b, RUNS);
@@ -414,9 +456,26 @@ int main(int argc, char **argv)
         long k = sets[s];
         if (k > n)
             break;
+        uint32_t *ord = lookup_order(k);
+        for (int r = 0; r < RUNS; r++) {
+            a[r] = tg_lookup(k, total, ord);
+            b[r] = ref_lookup(k, total, ord);
+        }
+        free(ord);
+        ta = bench_median(a, RUNS);
+        tb = bench_median(b, RUNS);
+        printf("{\"bench\":\"intern_lookup_shuffled\",\"api\":\"tg_app\",\"working_set\":%ld,"
+               "\"order\":\"%u random indices, cycled\",\"mlookups_per_s\":%.2f,"
+               "\"ref\":\"C open-addressing set\",\"ref_mlookups_per_s\":%.2f,\"ratio_to_ref\":%.2f}\n",
+               k, ORDER, ta, tb, ta / tb);
+    }
+    for (size_t s = 0; s < sizeof sets / sizeof *sets; s++) {
+        long k = sets[s];
+        if (k > n)
+            break;
         for (int r = 0; r < RUNS; r++) {
             a[r] = tg_lookup_batch(k, total);
-            b[r] = ref_lookup(k, total);
+            b[r] = ref_lookup(k, total, NULL);
         }
         ta = bench_median(a, RUNS);
         tb = bench_median(b, RUNS);
