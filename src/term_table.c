@@ -408,6 +408,31 @@ static uint32_t lo_of(size_t k, size_t nb)
 {
     return (uint32_t)((((uint64_t)k << 32) + nb - 1) / nb);
 }
+/* The same for an entry 3 or more buckets from its home, in bucket i of
+ * an array of nb buckets.  Every bucket from its home to the one before
+ * i has the entry's bit in its overflow filter (the table's invariant),
+ * so if the `run` buckets before i have nonzero filters and the one
+ * before them a zero filter, its home is one of i - run to i - 3 (modulo
+ * nb), and its hash lies in the window from lo_of(i - run) up to
+ * lo_of(i - 2), modulo 2^32, less than far_span = (run - 2) * (2^32 / nb
+ * + 1) + 1 wide (the two ends rounded up).  While that is at most 2^26
+ * (for 10^5 buckets, runs up to 1500 buckets), the window from lo_of(i -
+ * 2) - far_span on holds one value with the slot's low bits; otherwise
+ * the entry's node is read for its hash (a random line in the
+ * collector's heap and a TLB miss). */
+static inline uint64_t far_span(uint64_t qstep, size_t run)
+{
+    return (uint64_t)(run - 2) * (qstep + 1) + 1;
+}
+/* The run of buckets with nonzero filters at the end of array a, which
+ * the entries wrapped round to its first buckets passed. */
+static size_t end_run(const bucket *a, size_t nb)
+{
+    size_t run = 0;
+    while (run < nb && (a[nb - 1 - run].ctrl & CT_OVF_FILTER))
+        run++;
+    return run;
+}
 
 /* Place every entry of array old (tag mask omask) in the empty array na.
  * With wide tags the hash of nearly every entry follows from its slot
@@ -437,7 +462,7 @@ move_run(const bucket *old, size_t onb, uintptr_t omask, bucket *na, size_t nnb,
     uint32_t lo0 = 0, lo1 = lo_of(onb - 1, onb), lo2 = lo_of(onb - 2, onb);
     uint64_t ratio = ((uint64_t)nnb << 16) / onb;   /* new buckets per old one, 16.16 */
     const tg_term *ring[DEFER];
-    size_t deferred = 0;
+    size_t deferred = 0, run = end_run(old, onb);     /* see far_span */
     for (size_t i = 0; i < onb; i++) {
         size_t t = (size_t)(((uint64_t)(i + REBUILD_AHEAD) * ratio) >> 16);
         if (t + 1 < nnb) {  /* where the entries of old bucket i + REBUILD_AHEAD go */
@@ -450,6 +475,16 @@ move_run(const bucket *old, size_t onb, uintptr_t omask, bucket *na, size_t nnb,
             unsigned j = ct_slot(m);
             uintptr_t v = b->s[j], d = v & DISP;
             if (__builtin_expect(!recon || d == DISP, 0)) {
+                uint64_t span = far_span(qstep, run);
+                if (recon && run >= DISP && span <= ((uint64_t)1 << RECON_BITS)) {
+                    uint32_t h = recon_hash(c, j, v, lo2 - (uint32_t)span);
+#ifdef TGT_CHECK_RECON
+                    if (h != ((tg_term *)(v & ~omask))->h.hash)
+                        abort();
+#endif
+                    place_tagged(na, nnb, v & ~DISP, h);
+                    continue;
+                }
                 const tg_term *n = (const tg_term *)(v & ~omask);
                 __builtin_prefetch(n);
                 if (deferred >= DEFER)
@@ -466,6 +501,7 @@ move_run(const bucket *old, size_t onb, uintptr_t omask, bucket *na, size_t nnb,
              * recon keeps the mask: only the displacement changes */
             place_tagged(na, nnb, v & ~DISP, h);
         }
+        run = c & CT_OVF_FILTER ? run + 1 : 0;
         q += qstep;
         r += rstep;
         if (r >= onb) {

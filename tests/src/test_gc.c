@@ -242,19 +242,26 @@ static size_t packed_displacement(size_t n)
     return sum;
 }
 
+/* The first n integers i whose (head i) hashes to at least `least`,
+ * found in a context of their own. */
+static void high_keys(const char *head, uint32_t least, int64_t *ids, size_t n)
+{
+    tg_ctx *a = tg_ctx_new(NULL);
+    tg_term *fa = tg_symbol_cstr(a, head);
+    size_t k = 0;
+    for (int64_t i = 0; k < n; i++) {
+        tg_term *x = tg_int(a, i);
+        if (tg_hash(tg_app(a, fa, 1, &x)) >= least)
+            ids[k++] = i;
+    }
+    tg_ctx_free(a);
+}
+
 static void test_overflow(void)
 {
     enum { N = 1000 };
-    tg_ctx *a = tg_ctx_new(NULL);
-    tg_term *fa = tg_symbol_cstr(a, "f");
     int64_t ids[N];
-    size_t n = 0;
-    for (int64_t i = 0; n < N; i++) {
-        tg_term *x = tg_int(a, i);
-        if (tg_hash(tg_app(a, fa, 1, &x)) >= 0xFFC00000u)
-            ids[n++] = i;
-    }
-    tg_ctx_free(a);
+    high_keys("f", 0xFFC00000u, ids, N);
 
     tg_ctx *c = tg_ctx_new(NULL);
     tg_term *f = tg_symbol_cstr(c, "f");
@@ -750,6 +757,54 @@ static void test_sparse_small(void)
     tg_ctx_free(c);
 }
 
+/* A run of entries past the end of a large array: 300 terms whose
+ * hashes lie in the top 2^20 values share the last few home buckets of
+ * every array up to 4096 x 1024 buckets, so that most of them lie 3 and
+ * more buckets from home, many of them wrapped round to the array's
+ * first buckets, among 200 000 others that grow the table seven times.
+ * A rebuild finds the hash of such an entry from its slot, its home
+ * bounded by the run of passed buckets before it (far_span in
+ * term_table.c): a wrong window would put it under another home, which
+ * the table check and the lookups see. */
+static void test_far_run(void)
+{
+    enum { NF = 300, NB = 200000 };
+    static int64_t ids[NF];
+    high_keys("far", 0xFFF00000u, ids, NF);
+
+    tg_ctx *c = tg_ctx_new(NULL);
+    tg_term *f = tg_symbol_cstr(c, "far"), *g = tg_symbol_cstr(c, "g");
+    tg_term **keep = GC_MALLOC((NF + NB) * sizeof *keep);
+    tg_stats st0, st1;
+    tg_ctx_stats(c, &st0);
+    for (long k = 0; k < NB; k++) {
+        tg_term *a[2] = {tg_int(c, k), tg_int(c, -k)};
+        keep[NF + k] = tg_app(c, g, 2, a);
+        if (k % (NB / NF) == 0 && k / (NB / NF) < NF) {     /* the run, spread over the growth */
+            tg_term *x = tg_int(c, ids[k / (NB / NF)]);
+            keep[k / (NB / NF)] = tg_app(c, f, 1, &x);
+        }
+    }
+    tg_ctx_stats(c, &st1);
+    size_t same = 0;
+    for (size_t k = 0; k < NF; k++) {
+        tg_term *x = tg_int(c, ids[k]);
+        same += tg_app(c, f, 1, &x) == keep[k];
+    }
+    for (long k = 0; k < NB; k++) {
+        tg_term *a[2] = {tg_int(c, k), tg_int(c, -k)};
+        same += tg_app(c, g, 2, a) == keep[NF + k];
+    }
+    tg_stats st2;
+    tg_ctx_stats(c, &st2);
+    const char *bad = tgT_table_check(c);
+    TAP_CHECK(same == NF + NB && st2.created == st1.created && !bad,
+              "%d terms of the last home buckets among %d others, through growth from %zu to %zu "
+              "slots: all found again (%zu), nothing made, the table consistent (%s)",
+              NF, NB, st0.capacity, st1.capacity, same, bad ? bad : "yes");
+    tg_ctx_free(c);
+}
+
 /* ---- one pointer by every way, while nodes are new ---------------- */
 
 /* The short application (f k1 .. kna) of key k: na is 1 to 3 and the
@@ -875,6 +930,7 @@ int main(void)
     test_byte_apart();
     test_longer_first();
     test_sparse_small();
+    test_far_run();
     test_deep();
     test_every_way();
     return TAP_DONE();
