@@ -365,9 +365,15 @@ struct plain_levels {
     size_t room, lead, cbase, lim;  /* lim: the last cbase with room */
     unsigned long long rw;          /* in: the rewrites; out: those before lev */
     tg_error *err;
+    /* memo on: the calls memo passes unlooked-up (budget, none whose first
+     * argument is watch); out: whether the call that ended them was
+     * entered (0: memo's to look up) */
+    uint64_t budget;
+    const tg_term *watch;
+    int entered;
 };
 
-enum { PLAIN_STOP, PLAIN_ROOM, PLAIN_EVENT };
+enum { PLAIN_STOP, PLAIN_ROOM, PLAIN_EVENT, PLAIN_MEMO };
 
 /* A node header's bits as one word, for testing several fields at once:
  * (bits(t) & bits(mask)) == bits(want), the fields a mask sets to all
@@ -381,10 +387,13 @@ static inline uint64_t hdr_bits(const tgT_hdr *h)
 }
 
 /* Levels until one does not match (PLAIN_STOP), the value stack lacks
- * room for the next (PLAIN_ROOM), or a level ends at a poll or a new key
- * (PLAIN_EVENT).  s->rw counts the levels. */
+ * room for the next (PLAIN_ROOM), a level ends at a poll or a new key
+ * (PLAIN_EVENT), or (memo) memo is to look the next call up (PLAIN_MEMO:
+ * its budget spent or the call watched, tested first as run_levels'
+ * loop does).  s->rw counts the levels, s->budget the calls. */
 static inline __attribute__((always_inline)) int plain_run(struct plain_levels *s, const uint32_t mc,
-                                                           const uint32_t np, const int keyed)
+                                                           const uint32_t np, const int keyed,
+                                                           const int memo)
 {
     tg_term **vs = s->M->vs, *const mhead = s->mhead, *const lastkey = s->lastkey;
     const uint32_t ma = s->ma, md = s->md, s0 = s->src[0], s1 = s->src[1], s2 = s->src[2];
@@ -392,6 +401,8 @@ static inline __attribute__((always_inline)) int plain_run(struct plain_levels *
     const uint32_t next = s->next;
     size_t cb = s->cbase;
     unsigned long long rw = s->rw;
+    uint64_t budget = s->budget;
+    const tg_term *const watch = s->watch;
     /* the match: a pair of mc + 1 elements without a tail (and its head) */
     const uint64_t mask = hdr_bits(&(tgT_hdr){0xf, TGT_HASTAIL, 0xf, 0, 0});
     const uint64_t want = hdr_bits(&(tgT_hdr){TG_PAIR, 0, mc + 1, 0, 0});
@@ -402,6 +413,10 @@ static inline __attribute__((always_inline)) int plain_run(struct plain_levels *
      * loads (the copy's, the push's) on top of the element's own load */
     tg_term *t = vs[cb + ma];
     for (;;) {
+        if (memo && __builtin_expect(budget == 0 || vs[cb] == watch, 0)) {
+            why = PLAIN_MEMO;
+            break;
+        }
         if (__builtin_expect(cb > lim, 0)) {
             why = PLAIN_ROOM;
             break;
@@ -411,6 +426,7 @@ static inline __attribute__((always_inline)) int plain_run(struct plain_levels *
             why = PLAIN_STOP;
             break;
         }
+        budget -= memo;     /* the call entered a level */
         tg_term *e1 = t->e[1], *e2 = mc == 2 ? t->e[2] : NULL;
         R[md] = e1;
         if (mc == 2)
@@ -427,19 +443,28 @@ static inline __attribute__((always_inline)) int plain_run(struct plain_levels *
             break;
         }
     }
-    s->cbase = cb, s->rw = rw;
+    s->cbase = cb, s->rw = rw, s->budget = budget;
     return why;
 }
 
+/* Whether memo is to look up the call at s->cbase before it is entered
+ * (memo on: its budget spent or the call watched); s->entered 0 then. */
+static inline int plain_memo_ends(struct plain_levels *s)
+{
+    return s->entered = !(s->budget == 0 || s->M->vs[s->cbase] == s->watch);
+}
+
 static inline __attribute__((always_inline)) int plain_loop(struct plain_levels *s, const uint32_t mc,
-                                                            const uint32_t np, const int keyed)
+                                                            const uint32_t np, const int keyed,
+                                                            const int memo)
 {
     tgW_machine *M = s->M;
     tgW_rule *const r = s->r;
     unsigned long long rw0 = s->rw;     /* the rewrites counted */
     int rc = 0;
     s->tried = 0;
-    if (!s->nr || s->rr[0] != r)
+    s->entered = 1;
+    if ((memo && !plain_memo_ends(s)) || !s->nr || s->rr[0] != r)
         goto out;
     for (;;) {
         if (M->vlim < s->room + s->cbase && vs_reserve(M, s->cbase + s->room) < 0) {
@@ -447,9 +472,13 @@ static inline __attribute__((always_inline)) int plain_loop(struct plain_levels 
             break;
         }
         s->lim = M->vlim - s->room;
-        int why = plain_run(s, mc, np, keyed);
+        int why = plain_run(s, mc, np, keyed, memo);
         if (why == PLAIN_STOP) {
             s->tried = 1;
+            break;
+        }
+        if (why == PLAIN_MEMO) {
+            s->entered = 0;
             break;
         }
         if (why == PLAIN_ROOM)
@@ -468,7 +497,8 @@ static inline __attribute__((always_inline)) int plain_loop(struct plain_levels 
         if (keyed && key != s->lastkey) {
             s->rr = call_rules(s->cby, M->vs + s->cbase, s->c, &s->nr);
             s->lastkey = key;
-            if (!s->nr || s->rr[0] != r)
+            /* as run_levels' loop: memo's test before the rules' */
+            if ((memo && !plain_memo_ends(s)) || !s->nr || s->rr[0] != r)
                 break;
         }
     }
@@ -493,12 +523,26 @@ static __attribute__((noinline)) int plain_levels(struct plain_levels *s, uint32
 {
     if (keyed) {
         if (mc == 1)
-            return np == 2 ? plain_loop(s, 1, 2, 1) : plain_loop(s, 1, 3, 1);
-        return np == 2 ? plain_loop(s, 2, 2, 1) : plain_loop(s, 2, 3, 1);
+            return np == 2 ? plain_loop(s, 1, 2, 1, 0) : plain_loop(s, 1, 3, 1, 0);
+        return np == 2 ? plain_loop(s, 2, 2, 1, 0) : plain_loop(s, 2, 3, 1, 0);
     }
     if (mc == 1)
-        return np == 2 ? plain_loop(s, 1, 2, 0) : plain_loop(s, 1, 3, 0);
-    return np == 2 ? plain_loop(s, 2, 2, 0) : plain_loop(s, 2, 3, 0);
+        return np == 2 ? plain_loop(s, 1, 2, 0, 0) : plain_loop(s, 1, 3, 0, 0);
+    return np == 2 ? plain_loop(s, 2, 2, 0, 0) : plain_loop(s, 2, 3, 0, 0);
+}
+
+/* The same with memo on: levels while memo passes their calls. */
+static __attribute__((noinline)) int memo_levels(struct plain_levels *s, uint32_t mc, uint32_t np,
+                                                 int keyed)
+{
+    if (keyed) {
+        if (mc == 1)
+            return np == 2 ? plain_loop(s, 1, 2, 1, 1) : plain_loop(s, 1, 3, 1, 1);
+        return np == 2 ? plain_loop(s, 2, 2, 1, 1) : plain_loop(s, 2, 3, 1, 1);
+    }
+    if (mc == 1)
+        return np == 2 ? plain_loop(s, 1, 2, 0, 1) : plain_loop(s, 1, 3, 0, 1);
+    return np == 2 ? plain_loop(s, 2, 2, 0, 1) : plain_loop(s, 2, 3, 0, 1);
 }
 
 static __attribute__((noinline)) int run_levels(tg_rules *rs, tgW_machine *M, frame *f,
@@ -542,16 +586,21 @@ static __attribute__((noinline)) int run_levels(tg_rules *rs, tgW_machine *M, fr
         lastkey = tgW_disp_key(vs[cbase]);
     int rc = 0, entered;
     uint64_t lf = *left;    /* in a register through the loop */
-    if (lf == UINT64_MAX && !watch && np && mc - 1u < 2 && c == mp->a && (!dd || keyed)) {
-        /* memo off: the loop below without its memo checks (plain_levels) */
+    if (np && mc - 1u < 2 && c == mp->a && (!dd || keyed)) {
+        /* the loop below in registers (plain_levels); with memo on
+         * (memo_levels) while memo passes the calls, as below */
+        int memo = lf != UINT64_MAX || watch;
         struct plain_levels s = {rs, M, f, r, cby, mhead, lastkey, rr, nr, ma, md, c,
                                  {src[0], src[1], np == 3 ? src[2] : 0}, 0, 0,
                                  next_matched(ma + lead, np, src, md, mc),
-                                 room, lead, cbase, 0, rw, err};
-        rc = plain_levels(&s, mc, np, keyed);
-        /* as the loop below leaves them (the levels before a poll counted) */
+                                 room, lead, cbase, 0, rw, err, lf, watch, 1};
+        rc = memo ? memo_levels(&s, mc, np, keyed) : plain_levels(&s, mc, np, keyed);
+        /* as the loop below leaves them (the levels before a poll counted;
+         * the call that ended them counted when entered) */
         rr = s.rr, nr = s.nr, tried = s.tried, lev = s.lev, cbase = s.cbase;
-        lf -= s.rw + lev - rw + 1, rw = s.rw + lev, entered = 1;
+        entered = s.entered;
+        lf = memo ? s.budget - (uint64_t)entered : lf - (s.rw + lev - rw + 1);
+        rw = s.rw + lev;
     } else
     for (;;) {
         tried = 0;
