@@ -518,31 +518,18 @@ static uint32_t next_matched(size_t q, uint32_t np, const uint32_t *src, uint32_
     return reg == md ? 1 : mc == 2 && reg == md + 1u ? 2 : 0;
 }
 
+/* plain_loop for the call's case; memo: with memo on, levels while memo
+ * passes their calls. */
 static __attribute__((noinline)) int plain_levels(struct plain_levels *s, uint32_t mc, uint32_t np,
-                                                  int keyed)
+                                                  int keyed, int memo)
 {
-    if (keyed) {
-        if (mc == 1)
-            return np == 2 ? plain_loop(s, 1, 2, 1, 0) : plain_loop(s, 1, 3, 1, 0);
-        return np == 2 ? plain_loop(s, 2, 2, 1, 0) : plain_loop(s, 2, 3, 1, 0);
-    }
-    if (mc == 1)
-        return np == 2 ? plain_loop(s, 1, 2, 0, 0) : plain_loop(s, 1, 3, 0, 0);
-    return np == 2 ? plain_loop(s, 2, 2, 0, 0) : plain_loop(s, 2, 3, 0, 0);
-}
-
-/* The same with memo on: levels while memo passes their calls. */
-static __attribute__((noinline)) int memo_levels(struct plain_levels *s, uint32_t mc, uint32_t np,
-                                                 int keyed)
-{
-    if (keyed) {
-        if (mc == 1)
-            return np == 2 ? plain_loop(s, 1, 2, 1, 1) : plain_loop(s, 1, 3, 1, 1);
-        return np == 2 ? plain_loop(s, 2, 2, 1, 1) : plain_loop(s, 2, 3, 1, 1);
-    }
-    if (mc == 1)
-        return np == 2 ? plain_loop(s, 1, 2, 0, 1) : plain_loop(s, 1, 3, 0, 1);
-    return np == 2 ? plain_loop(s, 2, 2, 0, 1) : plain_loop(s, 2, 3, 0, 1);
+#define PLAIN_LOOP(KEYED, MEMO)                                                                    \
+    (mc == 1 ? (np == 2 ? plain_loop(s, 1, 2, KEYED, MEMO) : plain_loop(s, 1, 3, KEYED, MEMO))      \
+             : (np == 2 ? plain_loop(s, 2, 2, KEYED, MEMO) : plain_loop(s, 2, 3, KEYED, MEMO)))
+    if (keyed)
+        return memo ? PLAIN_LOOP(1, 1) : PLAIN_LOOP(1, 0);
+    return memo ? PLAIN_LOOP(0, 1) : PLAIN_LOOP(0, 0);
+#undef PLAIN_LOOP
 }
 
 static __attribute__((noinline)) int run_levels(tg_rules *rs, tgW_machine *M, frame *f,
@@ -588,13 +575,13 @@ static __attribute__((noinline)) int run_levels(tg_rules *rs, tgW_machine *M, fr
     uint64_t lf = *left;    /* in a register through the loop */
     if (np && mc - 1u < 2 && c == mp->a && (!dd || keyed)) {
         /* the loop below in registers (plain_levels); with memo on
-         * (memo_levels) while memo passes the calls, as below */
+         * while memo passes the calls, as below */
         int memo = lf != UINT64_MAX || watch;
         struct plain_levels s = {rs, M, f, r, cby, mhead, lastkey, rr, nr, ma, md, c,
                                  {src[0], src[1], np == 3 ? src[2] : 0}, 0, 0,
                                  next_matched(ma + lead, np, src, md, mc),
                                  room, lead, cbase, 0, rw, err, lf, watch, 1};
-        rc = memo ? memo_levels(&s, mc, np, keyed) : plain_levels(&s, mc, np, keyed);
+        rc = plain_levels(&s, mc, np, keyed, memo);
         /* as the loop below leaves them (the levels before a poll counted;
          * the call that ended them counted when entered) */
         rr = s.rr, nr = s.nr, tried = s.tried, lev = s.lev, cbase = s.cbase;
