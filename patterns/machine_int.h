@@ -1,14 +1,16 @@
 /* machine_int.h - what the rewriting machine's files share (machine.c,
- * normalize.c, match.c, loops.c; its state and stacks in stacks.h): the
- * short application test and the plain match inlined on the hot paths,
- * reduce for the input's walk, and the out-of-line parts the machine's
- * loop calls.  Not a public header.
+ * normalize.c, match.c, loops.c, levels.c; its state and stacks in
+ * stacks.h): the short application test and the plain match inlined on
+ * the hot paths, reduce for the input's walk, the out-of-line parts the
+ * machine's loop calls, and the ctorrec levels (levels.c).  Not a
+ * public header.
  */
 #ifndef TGREL_MACHINE_INT_H
 #define TGREL_MACHINE_INT_H
 
 #include "rset.h"
 #include "stacks.h"
+#include "dispatch.h"
 
 #include <string.h>
 
@@ -92,5 +94,47 @@ int tgW_match(tg_ctx *ctx, const tgW_rule *r, tg_term **A, uint32_t n, tg_term *
 int tgW_run_poll(tg_rules *rs, tg_error *err);
 int tgW_loop_run(tg_rules *rs, tgW_rule *r, uint32_t n, tg_term **R, uint64_t *left,
                  const tg_term *watch, tg_error *err);
+
+/* The levels of a ctorrec rule (rset.h) in frame f: the call of c
+ * arguments at cbase that its right side makes (call: its E_CALL, a
+ * constructor's E_CALLT after it) is one more level while the call's
+ * rules start with the same rule and it matches: its registers at the
+ * call's arguments, its right side run here (the firing, the pushes, the
+ * call: compile.c's ctor_rec), and the constructors around the levels
+ * built when the innermost call returns (tgW_unwind_levels): no frame,
+ * dispatch, return or chain walk per level.  Out: the call that ended
+ * them (its arguments' place, its rules, whether the first was tried,
+ * so that its frame does not try it again).  0, -1 out of memory, -2
+ * with err filled. */
+struct tgW_levels {
+    tgW_rule *const *rr;
+    uint32_t nr, tried;
+    int entered;        /* the call that ended them passed memo (else memo's to look up) */
+    size_t cbase;
+};
+
+/* The rules to try on a call of by's op with the c arguments at args:
+ * those whose left sides fit the heads of the first arguments. */
+static inline tgW_rule *const *call_rules(const struct tgW_byop *by, tg_term *const *args, uint32_t c,
+                                          uint32_t *nr)
+{
+    if (by->disp)
+        return tgW_disp_rules(by->disp, args, c, nr);
+    *nr = by->n;
+    return by->r;
+}
+
+/* The constructor chains' lookahead (machine.c, "Constructor chains"):
+ * each node built fetches the home bucket of the node this many further. */
+#define CHAIN_AHEAD 4
+
+/* levels.c: a ctorrec rule's levels, as described above struct
+ * tgW_levels (tgW_run_levels), and their constructors built when the
+ * innermost call returns (tgW_unwind_levels: level 1's node, NULL when
+ * out of memory). */
+int tgW_run_levels(tg_rules *rs, tgW_machine *M, frame *f, const struct tgW_byop *cby,
+                   const tgW_ins *call, size_t cbase, uint32_t c, uint64_t *left,
+                   const tg_term *watch, struct tgW_levels *out, tg_error *err);
+tg_term *tgW_unwind_levels(tg_ctx *ctx, tgW_machine *M, frame *f, tg_term *const *K, tg_term *result);
 
 #endif
