@@ -263,30 +263,17 @@ static int pat_args(tgW_comp *c, tgW_vec *m, tg_term **a, size_t n, int r0, unsi
     return 0;
 }
 
-/* Whether ground p quotes anything: a quoted part compiles to a
- * constant that is not itself (quoted). */
-static int has_quote(tgW_comp *c, tg_term *p)
-{
-    tg_term *q;
-    if (!tgT_ispair(p))
-        return 0;
-    if (quoted(c, p, &q))
-        return 1;
-    tg_iter it = {p, 0};
-    for (tg_term *x; (x = tgT_iter_next(&it));)
-        if (has_quote(c, x))
-            return 1;
-    return 0;
-}
-
 /* Whether the subpattern p, ground, compiled into m from instruction at
  * on, is only applications of fixed length and constants: then a term
  * matches it exactly when it is p itself (terms are hash-consed), and
  * one M_CONST does the walk's work.  Not for an assoc / comm op (its
- * instructions are others), nor a segment or a long application. */
-static int ground_app(tgW_comp *c, const tgW_vec *m, tg_term *p, size_t at)
+ * instructions are others), nor a segment or a long application, nor
+ * when a part was quoted (its constant is not itself): nq is the count
+ * of quoted parts before p was compiled, so that the test costs nothing
+ * per level (walking p for quotes at each level was quadratic). */
+static int ground_app(tgW_comp *c, const tgW_vec *m, tg_term *p, size_t at, uint32_t nq)
 {
-    if (!tg_is_ground(p) || has_quote(c, p))
+    if (!tg_is_ground(p) || c->nquoted != nq)
         return 0;
     for (size_t j = at; j < m->n; j++) {
         const tgW_ins *i = &m->v[j];
@@ -319,7 +306,7 @@ static int pat(tgW_comp *c, tgW_vec *m, tg_term *p, int reg, unsigned depth)
     }
     if (!tgT_ispair(p) || quoted(c, p, &q)) {
         if (tgT_ispair(p))
-            p = q;
+            p = q, c->nquoted++;
         tgW_ins *i = emit(c, m, M_CONST);
         if (!i)
             return -1;
@@ -370,7 +357,7 @@ static int pat(tgW_comp *c, tgW_vec *m, tg_term *p, int reg, unsigned depth)
         return pat_args(c, m, buf + 1, 2, r0, depth);
     }
     size_t at = m->n;
-    uint32_t nshared = c->nshared;
+    uint32_t nshared = c->nshared, nq = c->nquoted;
     int r0 = newregs(c, (unsigned)(n - 1 + seg), p);
     tgW_ins *i = r0 < 0 ? NULL : emit(c, m, seg ? M_APPSEG : M_APP);
     if (!i)
@@ -380,7 +367,7 @@ static int pat(tgW_comp *c, tgW_vec *m, tg_term *p, int reg, unsigned depth)
         return -1;
     if (seg)
         return pat(c, m, tail, r0 + (int)(n - 1), depth + 1);
-    if (ground_app(c, m, p, at)) {
+    if (ground_app(c, m, p, at, nq)) {
         /* one identity test instead of the walk: the subpattern and its
          * checks were compiled only to know that (its errors as usual) */
         m->n = at, c->nregs = (uint32_t)r0, c->nshared = nshared;

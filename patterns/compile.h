@@ -40,6 +40,7 @@ typedef struct tgW_comp {
     tg_term *shared[TGW_MAXVARS];
     uint32_t sregs[TGW_MAXVARS];
     uint32_t nshared;
+    uint32_t nquoted;           /* quoted parts pat compiled so far */
     tgW_map counts;             /* right-side subterm -> occurrences */
     int depth, maxdepth;
 } tgW_comp;
