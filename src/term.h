@@ -323,6 +323,11 @@ const char *tgT_table_check(const tg_ctx *ctx);
  * back towards their homes. */
 size_t tgT_table_displacement(const tg_ctx *ctx);
 
+/* How many of the context's table entries lie 0, 1, 2, and 3 or more
+ * buckets beyond their homes, as their slots say; for tests of the
+ * rebuild, which finds each entry's hash from its displacement. */
+void tgT_table_disp_counts(const tg_ctx *ctx, size_t counts[4]);
+
 /* A slot of the context for the state a higher layer keeps per context
  * (the kernels' shared variables), so that this layer knows nothing of
  * it: free_fn(ext) runs when the context is freed.  NULL until set. */

@@ -913,6 +913,70 @@ static void test_every_way(void)
     tg_ctx_free(c);
 }
 
+/* ---- growth through every size ------------------------------------ */
+
+/* The rebuild finds each entry's hash from its slot, with a window
+ * chosen by how far the entry lies from its home (0, 1, 2, or 3 and
+ * more buckets): a wrong window would put the entry under another home.
+ * A table grown from its first size past 2*10^5 entries, a third of them
+ * dropped and collected along the way, is checked after every growth:
+ * consistent, every kept term found again, nothing made twice; and the
+ * tables that grew held entries at every displacement, so that each
+ * window was used. */
+static void test_grow_every_size(void)
+{
+    enum { N = 240000, SCAN = 2000 };
+    tg_ctx *c = tg_ctx_new(NULL);
+    tg_term *f = tg_symbol_cstr(c, "f");
+    tg_term **keep = GC_MALLOC(N * sizeof *keep);
+    size_t seen[4] = {0}, last[4] = {0};
+    long growths = 0, lost = 0, collections = 0;
+    const char *bad = NULL;
+    tg_stats st;
+    tg_ctx_stats(c, &st);
+    size_t cap = st.capacity;
+    for (long k = 0; k < N; k++) {
+        tg_term *a[2] = {tg_int(c, k), tg_int(c, -k)};
+        keep[k] = tg_app(c, f, 2, a);
+        if (k % 3 == 2)
+            keep[k - 1] = NULL;
+        if (k % SCAN == 0)
+            tgT_table_disp_counts(c, last);
+        tg_ctx_stats(c, &st);
+        if (st.capacity == cap)
+            continue;
+        cap = st.capacity;
+        growths++;
+        for (int d = 0; d < 4; d++)     /* the table that just grew, as last scanned */
+            seen[d] += last[d];
+        if (growths % 3 == 0) {
+            GC_gcollect();
+            collections++;
+        }
+        if (!bad)
+            bad = tgT_table_check(c);
+        size_t made = st.created;
+        for (long j = 0; j <= k; j++)
+            if (keep[j]) {
+                tg_term *b[2] = {tg_int(c, j), tg_int(c, -j)};
+                lost += tg_app(c, f, 2, b) != keep[j];
+            }
+        tg_ctx_stats(c, &st);
+        lost += st.created != made;
+        tgT_table_disp_counts(c, last);
+    }
+    TAP_CHECK(growths >= 10 && collections >= 3,
+              "the table grew %ld times, to %zu slots, with %ld collections between", growths,
+              cap, collections);
+    TAP_CHECK(!bad, "consistent after every growth (%s)", bad ? bad : "yes");
+    TAP_CHECK(lost == 0, "every kept term found again after every growth, nothing made (%ld not)",
+              lost);
+    TAP_CHECK(seen[1] > 0 && seen[2] > 0 && seen[3] > 0,
+              "the tables that grew held entries 1, 2, and 3 or more buckets from home "
+              "(%zu, %zu, %zu; %zu at home)", seen[1], seen[2], seen[3], seen[0]);
+    tg_ctx_free(c);
+}
+
 int main(void)
 {
     GC_INIT();
@@ -933,5 +997,6 @@ int main(void)
     test_far_run();
     test_deep();
     test_every_way();
+    test_grow_every_size();
     return TAP_DONE();
 }
