@@ -19,6 +19,7 @@
  * without reading nodes; a busy table pushed as a root is untagged for
  * the mark phase and retagged before the world restarts.
  */
+#define _GNU_SOURCE 1  /* mremap */
 #include "term_table.h"
 #include "error.h"
 
@@ -571,11 +572,187 @@ static int rebuild(tg_ctx *ctx, size_t nnb, int wide)
     return 0;
 }
 
-/* Grow by 3/2 (inside enter/leave). */
+/* ---- growing in place -------------------------------------------- */
+
+/* A large table grows in place: its mapping is moved by mremap to a
+ * 2 MiB-aligned range of the new size (the page tables move, not the
+ * pages), and a pass from the top bucket down moves each entry to its
+ * new place in the same array.  Only the new third of the array is
+ * zeroed, where a rebuild into a fresh mapping had the kernel zero all
+ * of it and then unmapped the old one.  An entry's new home is about
+ * 1.5 times its old one (homes are monotonic in the hash), so it lands
+ * in buckets the pass has emptied already or in the new third; those
+ * whose new home lies below the pass (in the first few buckets, or far
+ * from their old homes), and those whose walk would go on past the end
+ * into the first buckets, are set aside and placed once the pass is
+ * over.  The aside list is mapped for every entry but touched only for
+ * the few it holds, so the pass cannot run out of memory half done.
+ *
+ * The half-moved array is neither the old nor the new one, which the
+ * collector's hooks (untag, retag, prune) could not read: the pass runs
+ * holding the collector's allocation lock, so that no collection starts
+ * meanwhile (another thread's allocation that needs one waits).  Nothing
+ * in it calls the collector. */
+#if defined(__linux__) && defined(MADV_HUGEPAGE) && defined(MREMAP_FIXED) && TAG_WIDE
+typedef struct {
+    uintptr_t v;            /* tagged, displacement counted */
+    uint32_t h;
+    uint32_t wrap;          /* go on from bucket 0, else from its home */
+} aside;
+
+/* The run of buckets with nonzero filters just below old bucket i, which
+ * the pass has not reached; through bucket 0 it goes on with `end`, the
+ * run at the array's end, measured before the pass (see far_span). */
+static size_t run_below(const bucket *a, size_t i, size_t end)
+{
+    size_t run = 0;
+    while (run < i && (a[i - 1 - run].ctrl & CT_OVF_FILTER))
+        run++;
+    return run == i ? run + end : run;
+}
+
+/* The hash of the entry v in slot j of old bucket i (control word c),
+ * lo[d] = lo_of(i - d), as move_run finds it. */
+static inline uint32_t hash_below(const bucket *a, size_t i, uint64_t c, unsigned j, uintptr_t v,
+                                  const uint32_t *lo, uint64_t qstep, size_t end, uintptr_t mask)
+{
+    uintptr_t d = v & DISP;
+    uint32_t h;
+    if (__builtin_expect(d != DISP, 1))
+        h = recon_hash(c, j, v, lo[d]);
+    else {
+        size_t run = run_below(a, i, end);
+        uint64_t span = far_span(qstep, run);
+        if (run >= DISP && span <= ((uint64_t)1 << RECON_BITS))
+            h = recon_hash(c, j, v, lo[2] - (uint32_t)span);
+        else
+            return ((const tg_term *)(v & ~mask))->h.hash;
+    }
+#ifdef TGT_CHECK_RECON
+    if (h != ((const tg_term *)(v & ~mask))->h.hash)
+        abort();
+#endif
+    return h;
+}
+
+/* The pass over the onb old buckets of array a, now of nnb buckets, from
+ * the top down: each bucket is read and cleared, then its entries placed
+ * in buckets from it up, or set aside.  Returns the number set aside. */
+static size_t move_down(bucket *a, size_t onb, size_t nnb, uintptr_t mask, aside *side)
+{
+    uint64_t qstep = ((uint64_t)1 << 32) / onb, ratio = ((uint64_t)nnb << 16) / onb;
+    size_t end = 0, nside = 0;
+    while (end < onb && (a[onb - 1 - end].ctrl & CT_OVF_FILTER))
+        end++;
+    /* lo[d] = lo_of(i - d); lo[2] stepped down as a quotient and a
+     * remainder of (i - 2) * 2^32 / onb */
+    uint64_t rstep = ((uint64_t)1 << 32) % onb, q = ((uint64_t)(onb - 2) << 32) / onb,
+             r = ((uint64_t)(onb - 2) << 32) % onb;
+    uint32_t lo[DISP + 1] = {0, lo_of(onb - 1, onb), (uint32_t)(q + (r != 0)), 0};
+    for (size_t i = onb; i-- > 0;) {
+        if (i >= REBUILD_AHEAD) {   /* where the entries of bucket i - REBUILD_AHEAD go */
+            size_t t = (size_t)(((uint64_t)(i - REBUILD_AHEAD) * ratio) >> 16);
+            __builtin_prefetch(&a[t], 1);
+            __builtin_prefetch(&a[t + 1], 1);
+        }
+        lo[0] = lo[1];
+        lo[1] = lo[2];
+        if (i >= 2) {
+            q -= qstep + (r < rstep);
+            r += r < rstep ? onb - rstep : -rstep;
+            lo[2] = (uint32_t)(q + (r != 0));
+        } else
+            lo[2] = lo_of(i + onb - 2, onb);
+        bucket b = a[i];
+        memset(&a[i], 0, sizeof a[i]);
+        for (uint64_t m = b.ctrl & CT_SLOTS; m; m &= m - 1) {
+            unsigned j = ct_slot(m);
+            uintptr_t v = b.s[j] & ~DISP;
+            uint32_t h = hash_below(a, i, b.ctrl, j, b.s[j], lo, qstep, end, mask);
+            size_t k = home_in(h, nnb);
+            if (__builtin_expect(k < i, 0))
+                side[nside++] = (aside){v, h, 0};
+            else if (__builtin_expect((v = place_walk_upto(a, nnb, k, v, h, 0, 0)) != 0, 0))
+                side[nside++] = (aside){v, h, 1};
+        }
+    }
+    return nside;
+}
+
+typedef struct {
+    tg_ctx *ctx;
+    size_t nnb;
+    int done;
+} grow_job;
+
+/* Under the allocation lock: move the mapping, run the pass, place the
+ * entries set aside.  Leaves done 0, and the table as it was, when a
+ * mapping fails. */
+static void *GC_CALLBACK grow_locked(void *p)
+{
+    grow_job *g = p;
+    tg_ctx *ctx = g->ctx;
+    size_t onb = ctx->nb, nnb = g->nnb, n1 = table_bytes(onb), n2 = table_bytes(nnb);
+    size_t sbytes = (ctx->count + 1) * sizeof(aside);
+    aside *side = mmap(NULL, sbytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (side == MAP_FAILED)
+        return NULL;
+    char *r = mmap(NULL, n2 + HUGE_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    size_t lead = (HUGE_BYTES - ((uintptr_t)r & (HUGE_BYTES - 1))) & (HUGE_BYTES - 1);
+    if (r == MAP_FAILED ||
+        mremap(ctx->tab - 1, n1, n2, MREMAP_MAYMOVE | MREMAP_FIXED, r + lead) == MAP_FAILED) {
+        if (r != MAP_FAILED)
+            munmap(r, n2 + HUGE_BYTES);
+        munmap(side, sbytes);
+        return NULL;
+    }
+    if (lead)   /* the reservation's ends, around the array */
+        munmap(r, lead);
+    munmap(r + lead + n2, HUGE_BYTES - lead);
+    madvise(r + lead, n2, MADV_HUGEPAGE);
+    populate(r + lead + n1, n2 - n1);
+    bucket *a = (bucket *)(void *)(r + lead) + 1;
+    ctx->tab = a;
+    size_t nside = move_down(a, onb, nnb, ctx->tagmask, side);
+    for (size_t k = 0; k < nside; k++) {
+        size_t from = side[k].wrap ? 0 : home_in(side[k].h, nnb);
+        place_walk_from(a, nnb, from, side[k].v, side[k].h, 0);
+    }
+    munmap(side, sbytes);
+    a[-1].s[1] = nnb;
+    ctx->nb = nnb;
+    ctx->limit = limit_for(nnb);
+    g->done = 1;
+    return NULL;
+}
+
+/* Grow to nnb buckets in place if the array is mapped and keeps wide
+ * tags (every hash then follows from the slots); 0 when done. */
+static int grow_in_place(tg_ctx *ctx, size_t nnb)
+{
+    if (table_bytes(ctx->nb) < HUGE_BYTES || ctx->tagmask == TAG_LO || ctx->nb < RECON_MIN_BUCKETS)
+        return -1;
+    grow_job g = {ctx, nnb, 0};
+    GC_call_with_alloc_lock(grow_locked, &g);
+    return g.done ? 0 : -1;
+}
+#else
+static int grow_in_place(tg_ctx *ctx, size_t nnb)
+{
+    (void)ctx, (void)nnb;
+    return -1;
+}
+#endif
+
+/* Grow by 3/2 (inside enter/leave): in place, or else into a new array. */
 int tgT_grow(tg_ctx *ctx)
 {
-    return rebuild(ctx, ctx->nb / GROW_DEN * GROW_NUM + ctx->nb % GROW_DEN * GROW_NUM / GROW_DEN,
-                   ctx->tagmask != TAG_LO);
+    size_t nnb = ctx->nb / GROW_DEN * GROW_NUM + ctx->nb % GROW_DEN * GROW_NUM / GROW_DEN;
+    if (grow_in_place(ctx, nnb) == 0)
+        return 0;
+    return rebuild(ctx, nnb, ctx->tagmask != TAG_LO);
 }
 
 /* Give up the high tag bits (inside enter/leave): a node about to be
