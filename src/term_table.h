@@ -209,12 +209,9 @@ static inline size_t next_bucket(size_t i, size_t nb)
  * passes.  The slot is stored before its control byte (see retag).
  * `ahead` (a constant) has each full bucket fetch the second and third
  * after it (see place).  place_walk_from starts at bucket i, v's
- * displacement counted up to there.  place_walk_upto with `wrap` 0 (a
- * constant) stops at the array's end instead of going on at bucket 0,
- * and returns v as it stands there (0 when placed): the growth in place,
- * whose first buckets still hold the old array's entries. */
-static inline __attribute__((always_inline)) uintptr_t
-place_walk_upto(bucket *a, size_t nb, size_t i, uintptr_t v, uint32_t h, int ahead, int wrap)
+ * displacement counted up to there. */
+static inline __attribute__((always_inline)) void
+place_walk_from(bucket *a, size_t nb, size_t i, uintptr_t v, uint32_t h, int ahead)
 {
     for (;;) {
         uint64_t c = a[i].ctrl, e = ~c & CT_SLOTS;
@@ -222,7 +219,7 @@ place_walk_upto(bucket *a, size_t nb, size_t i, uintptr_t v, uint32_t h, int ahe
             unsigned j = ct_slot(e);
             a[i].s[j] = v;
             a[i].ctrl = c | ct_byte(h) << (8 * j);
-            return 0;
+            return;
         }
         if (ahead) {    /* past the array's end these fetch nothing, and harm nothing */
             __builtin_prefetch((const char *)&a[i] + 2 * sizeof(bucket));
@@ -230,15 +227,8 @@ place_walk_upto(bucket *a, size_t nb, size_t i, uintptr_t v, uint32_t h, int ahe
         }
         a[i].ctrl = ct_passed(c, h);
         v = ptag_next(v);
-        if (!wrap && i + 1 == nb)
-            return v;
         i = next_bucket(i, nb);
     }
-}
-static inline __attribute__((always_inline)) void
-place_walk_from(bucket *a, size_t nb, size_t i, uintptr_t v, uint32_t h, int ahead)
-{
-    (void)place_walk_upto(a, nb, i, v, h, ahead, 1);
 }
 static inline __attribute__((always_inline)) void
 place_walk(bucket *a, size_t nb, uintptr_t v, uint32_t h, int ahead)
