@@ -366,6 +366,40 @@ tg_term *tgT_chunk(tg_ctx *ctx, unsigned m, tg_term *const *e, tg_term *rest)
  * is impossible: a hit is a node compared whole, and a miss goes to
  * app_on, which does not trust the look's reads. */
 
+/* The constants of the lean look, read from memory through one base
+ * register (lean_base) rather than each made by a 10-byte move: the
+ * chunk sum's multipliers (tgT_chunk_sum) and its constant term for 1
+ * to 3 arguments, the zero-byte test's two words, and the control byte
+ * of each low hash byte repeated over a word (where a multiply and a
+ * move into a vector register made it). */
+#define CT_REP(i) ((0x80ull | (i)) * CT_ONES)
+#define REP4(i) CT_REP(i), CT_REP(i + 1), CT_REP(i + 2), CT_REP(i + 3)
+#define REP16(i) REP4(i), REP4(i + 4), REP4(i + 8), REP4(i + 12)
+#define LEAN_C(na) ((uint64_t)TGT_NIL_HASH << 20) * TGT_KREST + (na) * TGT_KCOUNT
+typedef struct {
+    uint64_t k[4];          /* tgT_kpos[0..3] (test_gc checks the hashes agree) */
+    uint64_t c[4];          /* c[na]: the sum's terms of () and the count */
+    uint64_t ones, slots;
+    uint64_t rep[128];
+} lean_consts;
+static const lean_consts lean_k = {
+    {0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull, 0xD6E8FEB86659FD93ull},
+    {0, LEAN_C(1), LEAN_C(2), LEAN_C(3)},
+    CT_ONES,
+    CT_SLOTS,
+    {REP16(0), REP16(16), REP16(32), REP16(48), REP16(64), REP16(80), REP16(96), REP16(112)}};
+
+/* The address of lean_k, hidden from the compiler so that it reads the
+ * constants instead of building them in registers. */
+static inline __attribute__((always_inline)) const lean_consts *lean_base(void)
+{
+    const lean_consts *k = &lean_k;
+#ifdef __GNUC__
+    __asm__("" : "+r"(k));
+#endif
+    return k;
+}
+
 /* The header word of the chunk (head args[0] .. args[na - 1]) whose
  * finished hash mix is acc, GROUND aside: the 52-bit hash is the word's
  * top 52 bits, the mix's too. */
@@ -507,15 +541,16 @@ app_cands(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const
     }
     return NULL;
 }
-/* The probe past a home bucket b whose filter says an entry of this
- * hash passed it (called busy), out of line so that the usual path
- * keeps no frame; then the miss, from the home bucket found again. */
+/* The probe of the candidates m of home bucket b, then past b while
+ * the filter of the bucket just probed says an entry of this hash passed
+ * it (called busy), out of line so that the usual path keeps no frame;
+ * then the miss, from the home bucket found again. */
 static inline __attribute__((always_inline)) tg_term *
 app_past(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args,
-         const bucket *b)
+         const bucket *b, uint64_t m)
 {
     uint32_t h = (uint32_t)(want >> 32);
-    tg_term *c = NULL;
+    tg_term *c = m ? app_cands(ctx, want, head, na, args, b, m, 1) : NULL;
     while (!c && (b->ctrl & ct_filter(h))) {
         b = b + 1 == ctx->tab + ctx->nb ? ctx->tab : b + 1;
         c = app_cands(ctx, want, head, na, args, b, ct_match(b->ctrl, ct_byte(h) * CT_ONES), 1);
@@ -530,9 +565,9 @@ app_past(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const 
     static __attribute__((noinline)) tg_term *app_past##na(tg_ctx *ctx, uint64_t want,    \
                                                            tg_term *head,                 \
                                                            tg_term *const *args,          \
-                                                           const bucket *b)               \
+                                                           const bucket *b, uint64_t m)   \
     {                                                                                     \
-        return app_past(ctx, want, head, na, args, b);                                    \
+        return app_past(ctx, want, head, na, args, b, m);                                 \
     }
 APP_PAST(1)
 APP_PAST(2)
@@ -543,29 +578,26 @@ APP_PAST(3)
  * look read b before entering (a collection may have pruned it since),
  * then the buckets past b only while the filter of the bucket just
  * probed says an entry of this hash passed it, so that a miss (a new
- * node) probes nothing again.  Candidates are compared on their tags
- * first: the look's wrong candidate is then rejected without a second
- * read of its node.  `want` is the chunk's header word, its hash in the
- * top 32 bits. */
+ * node) probes nothing again.  A new node's usual path, no candidate
+ * and no filter bit, goes to the miss at once; candidates, compared on
+ * their tags first (the look's wrong candidate is then rejected without
+ * a second read of its node), are app_past's, which keeps the frame
+ * they need off that path.  `want` is the chunk's header word, its hash
+ * in the top 32 bits. */
 static inline __attribute__((always_inline)) tg_term *
 app_rest(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args,
          const bucket *b)
 {
+    const lean_consts *K = lean_base();
     uint32_t h = (uint32_t)(want >> 32);
-    uint64_t m = ct_match(b->ctrl, ct_byte(h) * CT_ONES);
-    if (__builtin_expect(m != 0, 0)) {
-        tg_term *c = app_cands(ctx, want, head, na, args, b, m, 1);
-        if (c) {
-            leave(ctx);
-            return c;
-        }
-    }
-    if (__builtin_expect(!(b->ctrl & ct_filter(h)), 1))
+    uint64_t ctrl = b->ctrl, x = ctrl ^ K->rep[h & 0x7F];
+    uint64_t m = (x - K->ones) & (ctrl & K->slots);    /* as in app_lean */
+    if (__builtin_expect(m == 0 && !(ctrl & ct_filter(h)), 1))
         return app_miss(ctx, want, head, na, args, (bucket *)b);     /* b is the home bucket */
     switch (na) {   /* constant */
-    case 1: return app_past1(ctx, want, head, args, b);
-    case 2: return app_past2(ctx, want, head, args, b);
-    default: return app_past3(ctx, want, head, args, b);
+    case 1: return app_past1(ctx, want, head, args, b, m);
+    case 2: return app_past2(ctx, want, head, args, b, m);
+    default: return app_past3(ctx, want, head, args, b, m);
     }
 }
 
@@ -600,40 +632,6 @@ app_on(tg_ctx *ctx, uint64_t acc, tg_term *head, unsigned na, tg_term *const *ar
     case 2: return app_on2(ctx, acc, head, args);
     default: return app_on3(ctx, acc, head, args);
     }
-}
-
-/* The constants of the lean look, read from memory through one base
- * register (lean_base) rather than each made by a 10-byte move: the
- * chunk sum's multipliers (tgT_chunk_sum) and its constant term for 1
- * to 3 arguments, the zero-byte test's two words, and the control byte
- * of each low hash byte repeated over a word (where a multiply and a
- * move into a vector register made it). */
-#define CT_REP(i) ((0x80ull | (i)) * CT_ONES)
-#define REP4(i) CT_REP(i), CT_REP(i + 1), CT_REP(i + 2), CT_REP(i + 3)
-#define REP16(i) REP4(i), REP4(i + 4), REP4(i + 8), REP4(i + 12)
-#define LEAN_C(na) ((uint64_t)TGT_NIL_HASH << 20) * TGT_KREST + (na) * TGT_KCOUNT
-typedef struct {
-    uint64_t k[4];          /* tgT_kpos[0..3] (test_gc checks the hashes agree) */
-    uint64_t c[4];          /* c[na]: the sum's terms of () and the count */
-    uint64_t ones, slots;
-    uint64_t rep[128];
-} lean_consts;
-static const lean_consts lean_k = {
-    {0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull, 0xD6E8FEB86659FD93ull},
-    {0, LEAN_C(1), LEAN_C(2), LEAN_C(3)},
-    CT_ONES,
-    CT_SLOTS,
-    {REP16(0), REP16(16), REP16(32), REP16(48), REP16(64), REP16(80), REP16(96), REP16(112)}};
-
-/* The address of lean_k, hidden from the compiler so that it reads the
- * constants instead of building them in registers. */
-static inline __attribute__((always_inline)) const lean_consts *lean_base(void)
-{
-    const lean_consts *k = &lean_k;
-#ifdef __GNUC__
-    __asm__("" : "+r"(k));
-#endif
-    return k;
 }
 
 /* Node c is the short application (head args...): its elements and
