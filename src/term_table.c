@@ -108,6 +108,8 @@ static void table_free(bucket *a)
 
 /* ---- the collector hooks (process-wide, as the collector is) ------- */
 
+const struct tgT_vacant tgT_vacant __attribute__((aligned(16))) = {{TG_NIL, 0, 0, 0, 0}, {0}};
+
 static tg_ctx *registry;
 int tgT_term_kind;           /* objects scanned whole, last word included */
 static GC_on_collection_event_proc prev_event;
@@ -144,7 +146,7 @@ static void retag(bucket *a)
     size_t nb = tbl_nb(a);
     for (size_t i = 0; i < nb; i++)
         for (int j = 0; j < BSLOTS; j++)
-            if (a[i].s[j]) {    /* during a rebuild's start, tab and old_tab are one array */
+            if (a[i].s[j] && a[i].s[j] != VACANT) {     /* during a rebuild's start, tab and old_tab are one array */
                 tg_term *t = (tg_term *)(a[i].s[j] & ~m);
                 uint32_t h = t->h.hash;
                 size_t d = (i + nb - home_in(h, nb)) % nb;
@@ -358,7 +360,6 @@ static void *GC_CALLBACK unlink_ctx(void *p)
  * lookups among 10^3 terms went on past the first candidate, at 0.5
  * 3.6%.  The cost is at most 128 KiB of table per context, and none
  * to large tables, which are where the 48 bytes a node count. */
-#define SPARSE_BUCKETS ((size_t)1 << 12)
 #define SPARSE_NUM 7
 #define SPARSE_DEN 2
 
@@ -566,6 +567,7 @@ static int rebuild(tg_ctx *ctx, size_t nnb, int wide)
     ctx->nb = nnb;
     ctx->tagmask = tbl_tagmask(na);
     ctx->ptrmask = ~ctx->tagmask;
+    ctx->leanmask = ctx->tagmask & TAG_HI;
     ctx->limit = limit_for(nnb);
     table_free(old);
     return 0;
@@ -615,7 +617,7 @@ const char *tgT_table_check(const tg_ctx *ctx)
     for (size_t i = 0; i < nb && !bad; i++)
         for (unsigned j = 0; j < BSLOTS && !bad; j++) {
             uint64_t byte = a[i].ctrl >> (8 * j) & 0xFF;
-            uintptr_t v = a[i].s[j];
+            uintptr_t v = a[i].s[j] == VACANT ? 0 : a[i].s[j];
             if (!byte != !v) {
                 bad = "a slot and its control byte disagree";
                 break;
@@ -661,7 +663,7 @@ size_t tgT_table_displacement(const tg_ctx *ctx)
     size_t nb = ctx->nb, sum = 0;
     for (size_t i = 0; i < nb; i++)
         for (unsigned j = 0; j < BSLOTS; j++)
-            if (a[i].s[j]) {
+            if (a[i].s[j] && a[i].s[j] != VACANT) {
                 const tg_term *t = (const tg_term *)(a[i].s[j] & ~ctx->tagmask);
                 sum += (i + nb - home_in(t->h.hash, nb)) % nb;
             }
@@ -722,7 +724,7 @@ static void prune(tg_ctx *ctx)
                     continue;
             } else
                 dead++;
-            a[i].s[j] = 0;
+            a[i].s[j] = VACANT;
             c &= ~((uint64_t)0xFF << (8 * j));
         }
         a[i].ctrl = c;
@@ -872,6 +874,7 @@ tg_ctx *tg_ctx_new(tg_error *err)
     ctx->nb = MIN_BUCKETS;
     ctx->tagmask = tbl_tagmask(ctx->tab);
     ctx->ptrmask = ~ctx->tagmask;
+    ctx->leanmask = ctx->tagmask & TAG_HI;
     ctx->limit = limit_for(MIN_BUCKETS);
     atomic_init(&ctx->busy, 0);
     GC_call_with_alloc_lock(link_ctx, ctx);

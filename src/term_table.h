@@ -23,6 +23,7 @@ struct tg_ctx {
     size_t nb;              /* copies of the current array's header, for the probes */
     uintptr_t tagmask;
     uintptr_t ptrmask;      /* ~tagmask: what a slot's pointer keeps */
+    uintptr_t leanmask;     /* tagmask & TAG_HI: the tags the lean look compares (term.c) */
     struct bucket *old_tab; /* during a rebuild: the previous array */
     size_t count;
     size_t limit;           /* grow past this many entries */
@@ -145,12 +146,23 @@ static inline const uintptr_t *ct_word_slot(const struct bucket *b, uint64_t m)
 #define TAG_WIDE 0
 #endif
 
+/* Hash bits 9 to 25 in bits 47 to 63, the high tags (junk below). */
+static inline uintptr_t ptag_hi(uint32_t h)
+{
+#if TAG_WIDE
+    return (uintptr_t)h << (TAG_HI_SHIFT - 9);
+#else
+    (void)h;
+    return 0;
+#endif
+}
+
 /* The pointer tag of hash h at home (displacement 0).  Bits outside the
  * tag mask are junk: a probe compares under the mask, and place() masks. */
 static inline uintptr_t ptag(uint32_t h)
 {
 #if TAG_WIDE
-    return (uintptr_t)h << (TAG_HI_SHIFT - 9) | (h >> 5 & 12);     /* bits 9..25 to 47..63 */
+    return ptag_hi(h) | (h >> 5 & 12);
 #else
     return h >> 5 & 12;
 #endif
@@ -184,6 +196,20 @@ static inline size_t tbl_nb(const bucket *a)
     return a[-1].s[1];
 }
 
+/* What a prune leaves in the slot of an entry it removed or moved:
+ * an object that is no node of the table, not 0, so that a lookup
+ * which read the bucket's control word before a collection stopped it
+ * and reads the slot after finds a readable header that matches no key
+ * (the lean look of term.c reads the table without entering, see
+ * there).  A slot is empty when its control byte is; its word is then
+ * 0 or VACANT. */
+struct tgT_vacant {
+    tgT_hdr h;
+    tg_term *e[4];
+};
+extern const struct tgT_vacant tgT_vacant;
+#define VACANT ((uintptr_t)&tgT_vacant)
+
 /* Entering and leaving a table operation.  The signal fence keeps the
  * compiler from moving table accesses across the flag; the collector
  * reads the flag only after the thread has been stopped. */
@@ -197,6 +223,10 @@ static inline void leave(tg_ctx *ctx)
     atomic_signal_fence(memory_order_seq_cst);
     atomic_store_explicit(&ctx->busy, 0, memory_order_relaxed);
 }
+
+/* The largest table that keeps to a sparse load (term_table.c), small
+ * enough to stay in the nearest caches (256 KiB). */
+#define SPARSE_BUCKETS ((size_t)1 << 12)
 
 static inline size_t next_bucket(size_t i, size_t nb)
 {

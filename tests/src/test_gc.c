@@ -16,6 +16,7 @@
 #include "term.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 static long churn_count(void)
 {
@@ -977,6 +978,63 @@ static void test_grow_every_size(void)
     tg_ctx_free(c);
 }
 
+/* The lean look of tg_app reads the table without entering it, so a
+ * collection may stop the thread between its read of a bucket's control
+ * word and its read of the slot, and prune that very entry.  Here one
+ * thread looks up, over and over, 2-argument terms it never keeps (in a
+ * small table, where the look reads the node without comparing tags)
+ * while another collects as fast as it can: most collections stop the
+ * first in a lookup of a dead term, whose entry they remove.  A slot so
+ * read must hold a header that matches nothing (VACANT in
+ * term_table.h): with the slot cleared to 0 instead, this test crashes
+ * on a read at address 0 within seconds. */
+struct race { tg_ctx *c; _Atomic int stop; long lookups, collections; int ok; };
+
+static void *race_collect(void *p)
+{
+    struct race *r = p;
+    while (!atomic_load(&r->stop)) {
+        GC_gcollect();
+        r->collections++;
+    }
+    return NULL;
+}
+
+static void test_lean_race(void)
+{
+    struct race r = {tg_ctx_new(NULL), 0, 0, 0, 1};
+    tg_term *f = tg_symbol_cstr(r.c, "f");
+    enum { K = 1000, KEEP = 100 };
+    tg_term **keep = GC_MALLOC(KEEP * sizeof *keep);
+    for (long i = 0; i < KEEP; i++) {
+        tg_term *a[2] = {tg_int(r.c, -1 - i), tg_int(r.c, 7)};
+        keep[i] = tg_app(r.c, f, 2, a);
+    }
+    pthread_t th;
+    int started = GC_pthread_create(&th, NULL, race_collect, &r) == 0;
+    while (started && (r.collections < 1000 || r.lookups < 2000000) && r.lookups < 100000000) {
+        for (long i = 0; i < K; i++) {
+            tg_term *a[2] = {tg_int(r.c, i), tg_int(r.c, 7)};
+            tg_term *t = tg_app(r.c, f, 2, a);
+            r.ok &= t != NULL && tg_nth(t, 1) == a[0];
+        }
+        for (long i = 0; i < KEEP; i++) {
+            tg_term *a[2] = {tg_int(r.c, -1 - i), tg_int(r.c, 7)};
+            r.ok &= tg_app(r.c, f, 2, a) == keep[i];
+        }
+        r.lookups += K + KEEP;
+    }
+    atomic_store(&r.stop, 1);
+    if (started)
+        GC_pthread_join(th, NULL);
+    const char *bad = tgT_table_check(r.c);
+    TAP_CHECK(started && r.ok && !bad,
+              "lookups of dropped terms while another thread collects: every answer right, "
+              "kept terms the same pointers, the table consistent (%ld lookups, %ld collections; %s)",
+              r.lookups, r.collections, bad ? bad : "consistent");
+    tg_ctx_free(r.c);
+}
+
 int main(void)
 {
     GC_INIT();
@@ -987,6 +1045,7 @@ int main(void)
     test_narrow_tags();
     test_overflow();
     test_threads();
+    test_lean_race();
     test_chain_hashes();
     test_ahead_hashes();
     test_grid_hashes();
