@@ -346,59 +346,28 @@ tg_term *tgT_chunk(tg_ctx *ctx, unsigned m, tg_term *const *e, tg_term *rest)
 /* tg_app of 1 to 3 arguments hashes and probes the home bucket inline,
  * in tg_app itself: no call, and no frame, since the values of the hit
  * path fit in the registers a call may clobber.  It reads only the first
- * slot whose control byte matches.  A wrong candidate (another entry of
- * the same byte in the same bucket, about 5% of lookups in a full
- * table) is told apart by its elements and its header's kind, count and
- * flags (app_is); in a table larger than SPARSE_BUCKETS, by the slot's
- * high hash tags first (see app_lean).  Anything else (that wrong
- * candidate, a probe that goes on past the home bucket, a miss) is a
- * tail call to app_on, which enters the table and probes it again from
- * the home bucket, busy all along.
+ * slot whose control byte matches, without comparing pointer tags: a
+ * wrong candidate (another entry of the same byte in the same bucket,
+ * about 5% of lookups in a full table) is told apart by its elements
+ * and its header's kind, count and flags (app_is).  Anything else (that
+ * wrong candidate, a probe that goes on past the home bucket, a miss)
+ * is a tail call to app_large, which looks again from the start inside
+ * enter and leave, and goes on to app_on, busy all along.
  *
- * The look itself does not enter the table (no store to mark the
+ * The inline look is for tables of at most SPARSE_BUCKETS buckets
+ * (256 KiB), whose nodes are in the nearest caches; a larger table goes
+ * to app_large at once, which compares the first candidate's high hash
+ * tags before reading its node (see there).
+ *
+ * The inline look does not enter the table (no store to mark the
  * context busy, and none to clear it).  It only reads, and what a
  * collection that stops the thread between two of its reads can change
  * is harmless: the array and its size change only by this thread; a
  * node read from a slot is held in a register, which the collector
  * scans, so it survives; and a slot whose entry the prune removed or
  * moved after the look read the control word holds VACANT, a readable
- * header that matches no key, never 0 (term_table.h).  A wrong answer
- * is impossible: a hit is a node compared whole, and a miss goes to
- * app_on, which does not trust the look's reads. */
-
-/* The constants of the lean look, read from memory through one base
- * register (lean_base) rather than each made by a 10-byte move: the
- * chunk sum's multipliers (tgT_chunk_sum) and its constant term for 1
- * to 3 arguments, the zero-byte test's two words, and the control byte
- * of each low hash byte repeated over a word (where a multiply and a
- * move into a vector register made it). */
-#define CT_REP(i) ((0x80ull | (i)) * CT_ONES)
-#define REP4(i) CT_REP(i), CT_REP(i + 1), CT_REP(i + 2), CT_REP(i + 3)
-#define REP16(i) REP4(i), REP4(i + 4), REP4(i + 8), REP4(i + 12)
-#define LEAN_C(na) ((uint64_t)TGT_NIL_HASH << 20) * TGT_KREST + (na) * TGT_KCOUNT
-typedef struct {
-    uint64_t k[4];          /* tgT_kpos[0..3] (test_gc checks the hashes agree) */
-    uint64_t c[4];          /* c[na]: the sum's terms of () and the count */
-    uint64_t ones, slots;
-    uint64_t rep[128];
-} lean_consts;
-static const lean_consts lean_k = {
-    {0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull, 0xD6E8FEB86659FD93ull},
-    {0, LEAN_C(1), LEAN_C(2), LEAN_C(3)},
-    CT_ONES,
-    CT_SLOTS,
-    {REP16(0), REP16(16), REP16(32), REP16(48), REP16(64), REP16(80), REP16(96), REP16(112)}};
-
-/* The address of lean_k, hidden from the compiler so that it reads the
- * constants instead of building them in registers. */
-static inline __attribute__((always_inline)) const lean_consts *lean_base(void)
-{
-    const lean_consts *k = &lean_k;
-#ifdef __GNUC__
-    __asm__("" : "+r"(k));
-#endif
-    return k;
-}
+ * header that matches no key, never 0 (term_table.h).  A hit is a node
+ * compared whole, and anything else starts again busy. */
 
 /* The header word of the chunk (head args[0] .. args[na - 1]) whose
  * finished hash mix is acc, GROUND aside: the 52-bit hash is the word's
@@ -523,9 +492,12 @@ app_miss(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const 
 }
 /* The candidates of m in bucket b (called busy): the node, or NULL.
  * With `tagged` (a constant), a candidate whose slot's hash tags differ
- * from the key's is passed over without reading its node: a matching
- * control byte of another hash would otherwise read a random node, a
- * miss in the cache and the TLB, to learn that the key is new. */
+ * from the key's is passed over without reading its node: past the
+ * home bucket, a matching control byte of another hash would otherwise
+ * read a random node, a miss in the cache and the TLB, to learn that
+ * the key is new.  The home bucket's other candidates (app_rest) do
+ * without: the two values it takes cost app_on a frame, so 4 more
+ * instructions on every new node's path. */
 static inline __attribute__((always_inline)) tg_term *
 app_cands(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args,
           const bucket *b, uint64_t m, int tagged)
@@ -541,16 +513,15 @@ app_cands(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const
     }
     return NULL;
 }
-/* The probe of the candidates m of home bucket b, then past b while
- * the filter of the bucket just probed says an entry of this hash passed
- * it (called busy), out of line so that the usual path keeps no frame;
- * then the miss, from the home bucket found again. */
+/* The probe past a home bucket b whose filter says an entry of this
+ * hash passed it (called busy), out of line so that the usual path
+ * keeps no frame; then the miss, from the home bucket found again. */
 static inline __attribute__((always_inline)) tg_term *
 app_past(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args,
-         const bucket *b, uint64_t m)
+         const bucket *b)
 {
     uint32_t h = (uint32_t)(want >> 32);
-    tg_term *c = m ? app_cands(ctx, want, head, na, args, b, m, 1) : NULL;
+    tg_term *c = NULL;
     while (!c && (b->ctrl & ct_filter(h))) {
         b = b + 1 == ctx->tab + ctx->nb ? ctx->tab : b + 1;
         c = app_cands(ctx, want, head, na, args, b, ct_match(b->ctrl, ct_byte(h) * CT_ONES), 1);
@@ -565,73 +536,113 @@ app_past(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const 
     static __attribute__((noinline)) tg_term *app_past##na(tg_ctx *ctx, uint64_t want,    \
                                                            tg_term *head,                 \
                                                            tg_term *const *args,          \
-                                                           const bucket *b, uint64_t m)   \
+                                                           const bucket *b)               \
     {                                                                                     \
-        return app_past(ctx, want, head, na, args, b, m);                                 \
+        return app_past(ctx, want, head, na, args, b);                                    \
     }
 APP_PAST(1)
 APP_PAST(2)
 APP_PAST(3)
 
-/* The probe from home bucket b after the inline look (called busy, na
- * constant): every candidate of b, the first one included, since the
- * look read b before entering (a collection may have pruned it since),
- * then the buckets past b only while the filter of the bucket just
- * probed says an entry of this hash passed it, so that a miss (a new
- * node) probes nothing again.  A new node's usual path, no candidate
- * and no filter bit, goes to the miss at once; candidates, compared on
- * their tags first (the look's wrong candidate is then rejected without
- * a second read of its node), are app_past's, which keeps the frame
- * they need off that path.  `want` is the chunk's header word, its hash
- * in the top 32 bits. */
+/* The rest of the probe, after the look inside enter and leave
+ * (app_large) at home bucket b found the slots m of a matching control
+ * byte and compared the first of them, by its tags or its node (called
+ * busy, na constant): the other candidates of b, then the buckets past
+ * b only while the filter of the bucket just probed says an entry of
+ * this hash passed it, so that a miss (a new node) probes nothing
+ * again.  The other candidates of b are told apart by their headers,
+ * without the pointer tags: this keeps the few values of
+ * the probe in the registers a call may clobber, so that app_on has no
+ * frame.  `want` is the chunk's header word, its hash in the top 32
+ * bits. */
 static inline __attribute__((always_inline)) tg_term *
 app_rest(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args,
-         const bucket *b)
+         const bucket *b, uint64_t m)
 {
-    const lean_consts *K = lean_base();
-    uint32_t h = (uint32_t)(want >> 32);
-    uint64_t ctrl = b->ctrl, x = ctrl ^ K->rep[h & 0x7F];
-    uint64_t m = (x - K->ones) & (ctrl & K->slots);    /* as in app_lean */
-    if (__builtin_expect(m == 0 && !(ctrl & ct_filter(h)), 1))
+    /* masks of one bit per candidate slot, 8j + 7 for slot j (see
+     * ct_word_slot): the home bucket's from the lean look, where a bit
+     * above the lowest may stand for a full slot of another byte, which
+     * the header compare rejects; the next buckets' exact (ct_match) */
+    m &= m - 1;     /* the first candidate was compared */
+    if (__builtin_expect(m != 0, 0)) {
+        tg_term *c = app_cands(ctx, want, head, na, args, b, m, 0);
+        if (c) {
+            leave(ctx);
+            return c;
+        }
+    }
+    if (__builtin_expect(!(b->ctrl & ct_filter((uint32_t)(want >> 32))), 1))
         return app_miss(ctx, want, head, na, args, (bucket *)b);     /* b is the home bucket */
     switch (na) {   /* constant */
-    case 1: return app_past1(ctx, want, head, args, b, m);
-    case 2: return app_past2(ctx, want, head, args, b, m);
-    default: return app_past3(ctx, want, head, args, b, m);
+    case 1: return app_past1(ctx, want, head, args, b);
+    case 2: return app_past2(ctx, want, head, args, b);
+    default: return app_past3(ctx, want, head, args, b);
     }
 }
 
-/* The probe after the inline look, one function per count (1 to 3),
- * so that a new node's path has no switch; acc is the look's hash mix.
- * It enters the table.  On entry it fetches where a
+/* The probe past the first candidate, one function per count (1 to 3),
+ * so that a new node's path has no switch.  On entry it fetches where a
  * miss places its node when the home bucket is full (a third of new
  * nodes, a fifth two or more buckets on), while (on a predicted path)
  * the home bucket's miss is still outstanding, rather than after it;
  * place() fetches further ahead from there.  Past the array's end the
  * second fetch harms nothing. */
 #define APP_ON(na)                                                                        \
-    static __attribute__((noinline)) tg_term *app_on##na(tg_ctx *ctx, uint64_t acc,       \
+    static __attribute__((noinline)) tg_term *app_on##na(tg_ctx *ctx, uint64_t want,      \
                                                          tg_term *head,                   \
-                                                         tg_term *const *args)            \
+                                                         tg_term *const *args,            \
+                                                         const bucket *b, uint64_t m)     \
     {                                                                                     \
-        uint64_t want = app_want(tgT_chunk_finish(acc), na);                              \
-        enter(ctx);                                                                       \
-        const bucket *b = &ctx->tab[home_in((uint32_t)(want >> 32), ctx->nb)];            \
         __builtin_prefetch((const char *)b + sizeof(bucket));                             \
         __builtin_prefetch((const char *)b + 2 * sizeof(bucket));                         \
-        return app_rest(ctx, want, head, na, args, b);                                    \
+        return app_rest(ctx, want, head, na, args, b, m);                                 \
     }
 APP_ON(1)
 APP_ON(2)
 APP_ON(3)
 static inline __attribute__((always_inline)) tg_term *
-app_on(tg_ctx *ctx, uint64_t acc, tg_term *head, unsigned na, tg_term *const *args)
+app_on(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const *args,
+       const bucket *b, uint64_t m)
 {
     switch (na) {   /* constant */
-    case 1: return app_on1(ctx, acc, head, args);
-    case 2: return app_on2(ctx, acc, head, args);
-    default: return app_on3(ctx, acc, head, args);
+    case 1: return app_on1(ctx, want, head, args, b, m);
+    case 2: return app_on2(ctx, want, head, args, b, m);
+    default: return app_on3(ctx, want, head, args, b, m);
     }
+}
+
+/* The constants of the lean look, read from memory through one base
+ * register (lean_base) rather than each made by a 10-byte move: the
+ * chunk sum's multipliers (tgT_chunk_sum) and its constant term for 1
+ * to 3 arguments, the zero-byte test's two words, and the control byte
+ * of each low hash byte repeated over a word (where a multiply and a
+ * move into a vector register made it). */
+#define CT_REP(i) ((0x80ull | (i)) * CT_ONES)
+#define REP4(i) CT_REP(i), CT_REP(i + 1), CT_REP(i + 2), CT_REP(i + 3)
+#define REP16(i) REP4(i), REP4(i + 4), REP4(i + 8), REP4(i + 12)
+#define LEAN_C(na) ((uint64_t)TGT_NIL_HASH << 20) * TGT_KREST + (na) * TGT_KCOUNT
+typedef struct {
+    uint64_t k[4];          /* tgT_kpos[0..3] (test_gc checks the hashes agree) */
+    uint64_t c[4];          /* c[na]: the sum's terms of () and the count */
+    uint64_t ones, slots;
+    uint64_t rep[128];
+} lean_consts;
+static const lean_consts lean_k = {
+    {0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull, 0xD6E8FEB86659FD93ull},
+    {0, LEAN_C(1), LEAN_C(2), LEAN_C(3)},
+    CT_ONES,
+    CT_SLOTS,
+    {REP16(0), REP16(16), REP16(32), REP16(48), REP16(64), REP16(80), REP16(96), REP16(112)}};
+
+/* The address of lean_k, hidden from the compiler so that it reads the
+ * constants instead of building them in registers. */
+static inline __attribute__((always_inline)) const lean_consts *lean_base(void)
+{
+    const lean_consts *k = &lean_k;
+#ifdef __GNUC__
+    __asm__("" : "+r"(k));
+#endif
+    return k;
 }
 
 /* Node c is the short application (head args...): its elements and
@@ -654,44 +665,97 @@ app_is(const tg_term *c, tg_term *head, unsigned na, tg_term *const *args)
     return k == na;
 }
 
-/* The inline look at the home bucket (1 <= na <= 3), outside enter and
- * leave (see above).  The header word `want` is made only on the way
- * to app_on.
- *
- * In a table of more than SPARSE_BUCKETS buckets the first candidate's
- * high hash tags are compared before its node is read.  Such a table
- * is larger than the nearest caches, and a new node (a miss) whose home
- * bucket holds another entry of the same control byte (one in 25 when
- * the bucket holds 5) read that entry's node, a miss in the cache and
- * the TLB, before it could go on: a third of tg_app's time when making
- * 10^6 new nodes.  The compare costs the hit 3 instructions, which a
- * small table, whose nodes are in the cache, does without (its lookups
- * among 10^3 terms ran 4 to 7% slower with it). */
-static inline __attribute__((always_inline)) tg_term *
-app_lean(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args)
+/* The hash mix of (head args...), and the mask of the first candidate
+ * of hash h in bucket b (see ct_word_slot). */
+static inline __attribute__((always_inline)) uint64_t
+app_mix(const lean_consts *K, tg_term *head, unsigned na, tg_term *const *args)
 {
-    const lean_consts *K = lean_base();
     uint64_t acc = tgT_ehash(head) * K->k[0] + K->c[na];
     for (unsigned i = 0; i < na; i++)
         acc += tgT_ehash(args[i]) * K->k[i + 1];
-    uint32_t h = (uint32_t)(acc >> 32) ^ (uint32_t)acc;    /* the finish's top half */
-    /* the arguments are read again for the compare, not kept in
-     * registers: with them kept, the hit path saved and restored two */
-#ifdef __GNUC__
-    __asm__("" ::: "memory");
-#endif
-    size_t nb = ctx->nb;
-    const bucket *b = &ctx->tab[home_in(h, nb)];
+    return acc;
+}
+static inline __attribute__((always_inline)) uint64_t
+app_first(const lean_consts *K, const bucket *b, uint32_t h)
+{
     uint64_t ctrl = b->ctrl, x = ctrl ^ K->rep[h & 0x7F];
-    uint64_t m = (x - K->ones) & (ctrl & K->slots);    /* see ct_word_slot */
+    return (x - K->ones) & (ctrl & K->slots);
+}
+
+/* The look of a short application in a table larger than
+ * SPARSE_BUCKETS, or after the inline look failed: inside enter and
+ * leave, and out of line, one function per count.  A large table is
+ * larger than the nearest caches, and a new node (a miss) whose home
+ * bucket holds another entry of the same control byte (one in 25 when
+ * the bucket holds 5) read that entry's node, a miss in the cache and
+ * the TLB, before it could go on: a third of tg_app's time when making
+ * 10^6 new nodes.  So the first candidate's high hash tags (hash bits 9
+ * to 25) are compared first, under leanmask (0 when the tags were
+ * narrowed).  The inline look does without: it costs a hit 3
+ * instructions, and a small table's nodes are cached. */
+static inline __attribute__((always_inline)) tg_term *
+app_large(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args)
+{
+    const lean_consts *K = lean_base();
+    uint64_t acc = app_mix(K, head, na, args);
+    uint32_t h = (uint32_t)(acc >> 32) ^ (uint32_t)acc;    /* the finish's top half */
+    enter(ctx);
+    const bucket *b = &ctx->tab[home_in(h, ctx->nb)];
+    uint64_t m = app_first(K, b, h);
     if (__builtin_expect(m != 0, 1)) {
         uintptr_t v = *ct_word_slot(b, m);
         const tg_term *c = (const tg_term *)(v & ctx->ptrmask);
-        int tags = nb <= SPARSE_BUCKETS || !((v ^ ptag_hi(h)) & ctx->leanmask);
-        if (__builtin_expect(tags, 1) && __builtin_expect(app_is(c, head, na, args), 1))
+        if (__builtin_expect(!((v ^ ptag_hi(h)) & ctx->leanmask), 1) &&
+            __builtin_expect(app_is(c, head, na, args), 1)) {
+            leave(ctx);
+            return (tg_term *)c;
+        }
+    }
+    return app_on(ctx, app_want(tgT_chunk_finish(acc), na), head, na, args, b, m);
+}
+#define APP_LARGE(na)                                                                     \
+    static __attribute__((noinline)) tg_term *app_large##na(tg_ctx *ctx, tg_term *head,   \
+                                                            tg_term *const *args)         \
+    {                                                                                     \
+        return app_large(ctx, head, na, args);                                            \
+    }
+APP_LARGE(1)
+APP_LARGE(2)
+APP_LARGE(3)
+static inline __attribute__((always_inline)) tg_term *
+app_again(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args)
+{
+    switch (na) {   /* constant */
+    case 1: return app_large1(ctx, head, args);
+    case 2: return app_large2(ctx, head, args);
+    default: return app_large3(ctx, head, args);
+    }
+}
+
+/* The inline look at the home bucket (1 <= na <= 3), outside enter and
+ * leave, in a table of at most SPARSE_BUCKETS buckets (see above). */
+static inline __attribute__((always_inline)) tg_term *
+app_lean(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args)
+{
+    size_t nb = ctx->nb;
+    if (__builtin_expect(nb > SPARSE_BUCKETS, 0))
+        return app_again(ctx, head, na, args);
+    const lean_consts *K = lean_base();
+    uint64_t acc = app_mix(K, head, na, args);
+    uint32_t h = (uint32_t)(acc >> 32) ^ (uint32_t)acc;
+    /* the arguments are read again for the compare, not kept in
+     * registers, which would cost the hit path two saved and restored */
+#ifdef __GNUC__
+    __asm__("" ::: "memory");
+#endif
+    const bucket *b = &ctx->tab[home_in(h, nb)];
+    uint64_t m = app_first(K, b, h);
+    if (__builtin_expect(m != 0, 1)) {
+        const tg_term *c = (const tg_term *)(*ct_word_slot(b, m) & ctx->ptrmask);
+        if (__builtin_expect(app_is(c, head, na, args), 1))
             return (tg_term *)c;
     }
-    return app_on(ctx, acc, head, na, args);
+    return app_again(ctx, head, na, args);
 }
 
 /* A fetch of the home bucket of the node of 52-bit hash h52. */
