@@ -4,7 +4,7 @@
 # files both modes (table, alloc) verify the expected normal form and count
 # the rewrites Maude reports for the file; a file with other operators is
 # reported as not evaluated, as is one whose rules under the same names
-# differ; symbols as normal forms work; a wrong
+# differ, and a query nested deeper than the floor goes; symbols as normal forms work; a wrong
 # expected hash is caught; --pair times the engine beside the table mode
 # with both verified and its figures consistent.  A TAP line per check;
 # skipped when there is no REC folder.
@@ -183,6 +183,38 @@ if [ -f "$dir/bubblesort10.txt" ]; then
     status=$?
     check "--pair: a file whose rules are not the floor's has no pair" \
         sh -c "test $status = 0 && grep -q '\"ok\":null' '$tmp/out' && ! grep -q 'rec-floor-pair' '$tmp/out'"
+fi
+
+# A query nested deeper than the floor's evaluation goes (it recurses) is
+# beyond this program, not a failure: reported as not evaluated, in both
+# modes and as a pair, and the run succeeds.  So is a file with none of
+# its operators whose query is that deep (sieve1000 of bench/rec-extra).
+deep="d0"
+i=0
+while [ $i -lt 1100 ]; do deep="(s $deep)"; i=$((i + 1)); done
+cat >"$tmp/deep.txt" <<EOT
+sorts Nat
+ctor d0 : -> Nat
+ctor s : Nat -> Nat
+op plus : Nat Nat -> Nat
+vars ?N ?M : Nat
+rule (plus d0 ?N) -> ?N
+rule (plus (s ?N) ?M) -> (s (plus ?N ?M))
+eval (plus $deep d0)
+expect $deep
+EOT
+"$FLOOR" "$tmp/deep.txt" >"$tmp/out" 2>&1
+status=$?
+check "a query deeper than the floor evaluates: not evaluated in both modes, not failed" \
+    sh -c "test $status = 0 && test \$(grep -c '\"ok\":null' '$tmp/out') = 2 &&
+           ! grep -q '\"ok\":false' '$tmp/out' && grep -q 'deeper than this program' '$tmp/out'"
+sieve="${srcdir:-.}/bench/rec-extra/sieve1000.txt"
+if [ -f "$sieve" ]; then
+    "$FLOOR" --pair "$sieve" >"$tmp/out" 2>&1
+    status=$?
+    check "sieve1000 --pair: beyond the floor, not failed and not paired" \
+        sh -c "test $status = 0 && ! grep -q '\"ok\":false' '$tmp/out' &&
+               grep '\"rec-floor-pair\"' '$tmp/out' | grep -q '\"ok\":null'"
 fi
 
 # Normal forms that are symbols, not built nodes (check1 and empty give d0):
