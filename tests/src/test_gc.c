@@ -988,7 +988,13 @@ static void test_grow_every_size(void)
  * read must hold a header that matches nothing (VACANT in
  * term_table.h): with the slot cleared to 0 instead, this test crashes
  * on a read at address 0 within seconds. */
-struct race { tg_ctx *c; _Atomic int stop; long lookups, collections; int ok; };
+struct race {
+    tg_ctx *c;
+    _Atomic int stop;
+    _Atomic long collections;   /* counted by the collecting thread, read by the other */
+    long lookups;
+    int ok;
+};
 
 static void *race_collect(void *p)
 {
