@@ -733,13 +733,18 @@ app_again(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args)
 }
 
 /* The inline look at the home bucket (1 <= na <= 3), outside enter and
- * leave, in a table of at most SPARSE_BUCKETS buckets (see above). */
+ * leave, in a table of at most SPARSE_BUCKETS buckets (see above); when
+ * it does not settle the lookup, app_again, or NULL if `probe` is 0 (a
+ * constant: tgT_app_lean).  Written with the fallback inside, not as a
+ * look that returns NULL to a caller that tests it: GCC then moved the
+ * arguments between registers at the top of tg_app, one more
+ * instruction on the hit path. */
 static inline __attribute__((always_inline)) tg_term *
-app_lean(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args)
+app_lean(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args, int probe)
 {
-    size_t nb = ctx->nb;
-    if (__builtin_expect(nb > SPARSE_BUCKETS, 0))
-        return app_again(ctx, head, na, args);
+    size_t off = ctx->leanoff;
+    if (__builtin_expect(off == 0, 0))
+        return probe ? app_again(ctx, head, na, args) : NULL;
     const lean_consts *K = lean_base();
     uint64_t acc = app_mix(K, head, na, args);
     uint32_t h = (uint32_t)(acc >> 32) ^ (uint32_t)acc;
@@ -748,14 +753,26 @@ app_lean(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args)
 #ifdef __GNUC__
     __asm__("" ::: "memory");
 #endif
-    const bucket *b = &ctx->tab[home_in(h, nb)];
+    /* home_in(h, nb) * sizeof(bucket) (see there) */
+    const bucket *b = (const bucket *)(const void *)((const char *)ctx->tab +
+                                                     ((h >> LEAN_SHIFT) & off));
     uint64_t m = app_first(K, b, h);
     if (__builtin_expect(m != 0, 1)) {
         const tg_term *c = (const tg_term *)(*ct_word_slot(b, m) & ctx->ptrmask);
         if (__builtin_expect(app_is(c, head, na, args), 1))
             return (tg_term *)c;
     }
-    return app_again(ctx, head, na, args);
+    return probe ? app_again(ctx, head, na, args) : NULL;
+}
+
+tg_term *tgT_app_lean(tg_ctx *ctx, tg_term *head, size_t n, tg_term *const *args)
+{
+    switch (n) {
+    case 1: return app_lean(ctx, head, 1, args, 0);
+    case 2: return app_lean(ctx, head, 2, args, 0);
+    case 3: return app_lean(ctx, head, 3, args, 0);
+    default: return NULL;
+    }
 }
 
 /* A fetch of the home bucket of the node of 52-bit hash h52. */
@@ -1001,12 +1018,12 @@ tg_term *tg_app(tg_ctx *ctx, tg_term *head, size_t n, tg_term *const *args)
         __asm__("");
         if (__builtin_expect(!args, 0))
             return NULL;
-        return app_lean(ctx, head, 2, args);
+        return app_lean(ctx, head, 2, args, 1);
     }
     if (__builtin_expect(n - 1 < 3 && ctx && head && args, 1)) {
         if (n == 1)
-            return app_lean(ctx, head, 1, args);
-        return app_lean(ctx, head, 3, args);
+            return app_lean(ctx, head, 1, args, 1);
+        return app_lean(ctx, head, 3, args, 1);
     }
     if (!ctx || !head || (n && !args))
         return NULL;

@@ -328,6 +328,11 @@ size_t tgT_table_displacement(const tg_ctx *ctx);
  * rebuild, which finds each entry's hash from its displacement. */
 void tgT_table_disp_counts(const tg_ctx *ctx, size_t counts[4]);
 
+/* For the tests: what tg_app's inline look at the home bucket finds of
+ * (head args[0] .. args[n-1]), 1 <= n <= 3, without the probe that
+ * follows it when it finds nothing (NULL). */
+tg_term *tgT_app_lean(tg_ctx *ctx, tg_term *head, size_t n, tg_term *const *args);
+
 /* A slot of the context for the state a higher layer keeps per context
  * (the kernels' shared variables), so that this layer knows nothing of
  * it: free_fn(ext) runs when the context is freed.  NULL until set. */

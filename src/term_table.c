@@ -370,6 +370,36 @@ static size_t limit_for(size_t nb)
     return nb / LOAD_DEN * LOAD_NUM + nb % LOAD_DEN * LOAD_NUM / LOAD_DEN;
 }
 
+/* The size after nb.  A table of fewer than SPARSE_BUCKETS buckets
+ * doubles, from MIN_BUCKETS, so that it has a power of 2 of them (see
+ * home_in).  A larger one takes the next size of the sequence that
+ * grows by 3/2 from MIN_BUCKETS: which sizes a large table passes
+ * through decides its bytes per node at each count. */
+static size_t grown(size_t nb)
+{
+    if (nb < SPARSE_BUCKETS)
+        return nb * 2;
+    size_t g = MIN_BUCKETS;
+    while (g <= nb)
+        g = g / GROW_DEN * GROW_NUM + g % GROW_DEN * GROW_NUM / GROW_DEN;
+    return g;
+}
+
+/* The inline look's mask of bucket offsets in a table of nb buckets
+ * (see home_in), 0 when it does not look there. */
+static size_t lean_off(size_t nb)
+{
+    return nb <= SPARSE_BUCKETS ? (nb - 1) * sizeof(bucket) : 0;
+}
+
+/* The current array's size, and what follows from it. */
+static void set_size(tg_ctx *ctx, size_t nb)
+{
+    ctx->nb = nb;
+    ctx->leanoff = lean_off(nb);
+    ctx->limit = limit_for(nb);
+}
+
 /* Count an entry that lies in bucket `at`, away from its home `from`, in
  * the overflow records of the buckets between. */
 static void count_passes(bucket *a, size_t nb, size_t from, size_t at, uint32_t h)
@@ -401,13 +431,15 @@ static int settle(bucket *a, size_t nb, size_t home, size_t at, uintptr_t v, uin
 }
 
 /* The hash of the entry in slot j of a bucket, of control word ctrl, of
- * an array of nb >= 64 buckets with wide tags, without reading its node:
+ * an array of nb > SPARSE_BUCKETS buckets (homes by multiply-shift, see
+ * home_in) with wide tags, without reading its node:
  * the byte and the tags give the low 26 bits, and its home bucket k says
  * the hash lies in [lo, lo + 2^32 / nb), where lo = ceil(k * 2^32 / nb):
  * a window of at most 2^26 values, which holds one with those low bits.
  * The home is known when the entry lies fewer than 3 buckets from it. */
 #define RECON_BITS 26
-#define RECON_MIN_BUCKETS ((size_t)1 << (32 - RECON_BITS))
+#define RECON_MIN_BUCKETS (SPARSE_BUCKETS + 1)
+_Static_assert(RECON_MIN_BUCKETS >= (size_t)1 << (32 - RECON_BITS), "windows of 2^26 hashes");
 static inline uint32_t recon_hash(uint64_t ctrl, unsigned j, uintptr_t v, uint32_t lo)
 {
 #if TAG_WIDE
@@ -564,20 +596,18 @@ static int rebuild(tg_ctx *ctx, size_t nnb, int wide)
     atomic_signal_fence(memory_order_seq_cst);
     ctx->old_tab = NULL;
     atomic_signal_fence(memory_order_seq_cst);
-    ctx->nb = nnb;
+    set_size(ctx, nnb);
     ctx->tagmask = tbl_tagmask(na);
     ctx->ptrmask = ~ctx->tagmask;
     ctx->leanmask = ctx->tagmask & TAG_HI;
-    ctx->limit = limit_for(nnb);
     table_free(old);
     return 0;
 }
 
-/* Grow by 3/2 (inside enter/leave). */
+/* Grow (inside enter/leave). */
 int tgT_grow(tg_ctx *ctx)
 {
-    return rebuild(ctx, ctx->nb / GROW_DEN * GROW_NUM + ctx->nb % GROW_DEN * GROW_NUM / GROW_DEN,
-                   ctx->tagmask != TAG_LO);
+    return rebuild(ctx, grown(ctx->nb), ctx->tagmask != TAG_LO);
 }
 
 /* Give up the high tag bits (inside enter/leave): a node about to be
@@ -871,11 +901,10 @@ tg_ctx *tg_ctx_new(tg_error *err)
         tgE_set(err, TG_ERR_NOMEM, NULL, 0, 0, "out of memory creating a context");
         return NULL;
     }
-    ctx->nb = MIN_BUCKETS;
+    set_size(ctx, MIN_BUCKETS);
     ctx->tagmask = tbl_tagmask(ctx->tab);
     ctx->ptrmask = ~ctx->tagmask;
     ctx->leanmask = ctx->tagmask & TAG_HI;
-    ctx->limit = limit_for(MIN_BUCKETS);
     atomic_init(&ctx->busy, 0);
     GC_call_with_alloc_lock(link_ctx, ctx);
     return ctx;

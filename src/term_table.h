@@ -21,6 +21,7 @@
 struct tg_ctx {
     struct bucket *tab;     /* malloc'd or mapped, not scanned; described by its header */
     size_t nb;              /* copies of the current array's header, for the probes */
+    size_t leanoff;         /* the inline look's home: see home_in; 0 in a large table */
     uintptr_t tagmask;
     uintptr_t ptrmask;      /* ~tagmask: what a slot's pointer keeps */
     uintptr_t leanmask;     /* tagmask & TAG_HI: the tags the lean look compares (term.c) */
@@ -173,12 +174,28 @@ static inline uintptr_t ptag_next(uintptr_t pt)
     return pt + ((pt & DISP) != DISP);
 }
 
-/* Multiply-shift range reduction: any number of buckets, not only powers
- * of 2, so the table can grow by less than 2x and stay dense. */
+/* The largest table that keeps to a sparse load (term_table.c), small
+ * enough to stay in the nearest caches (256 KiB). */
+#define SPARSE_BUCKETS ((size_t)1 << 12)
+
+/* The home bucket of hash h among nb.  A table of more than
+ * SPARSE_BUCKETS buckets reduces by multiply-shift, (h * nb) >> 32: any
+ * number of buckets, not only powers of 2, so that it can grow by less
+ * than 2x and stay dense, and homes monotonic in the hash, which the
+ * rebuild's reconstruction of hashes uses.  A smaller table has a power
+ * of 2 of buckets and takes hash bits 20 and up, (h >> 20) & (nb - 1),
+ * the top bits when nb is SPARSE_BUCKETS: the inline look of term.c
+ * then finds the bucket's byte offset as (h >> 14) & leanoff, two
+ * operations and two cycles from the hash where the multiply, its shift
+ * and the scaling took four and five (doc/internals.md, "The home of a
+ * small table"). */
 static inline size_t home_in(uint32_t h, size_t nb)
 {
+    if (nb <= SPARSE_BUCKETS)
+        return (h >> 20) & (nb - 1);
     return (size_t)(((uint64_t)h * nb) >> 32);
 }
+#define LEAN_SHIFT 14   /* 20 - log2(sizeof(bucket)) */
 
 /* Bucket arrays.  A 64-byte header before each array describes it (its
  * tag mask and its number of buckets), so that the collector's hooks can
@@ -223,10 +240,6 @@ static inline void leave(tg_ctx *ctx)
     atomic_signal_fence(memory_order_seq_cst);
     atomic_store_explicit(&ctx->busy, 0, memory_order_relaxed);
 }
-
-/* The largest table that keeps to a sparse load (term_table.c), small
- * enough to stay in the nearest caches (256 KiB). */
-#define SPARSE_BUCKETS ((size_t)1 << 12)
 
 static inline size_t next_bucket(size_t i, size_t nb)
 {

@@ -227,14 +227,18 @@ static void test_narrow_tags(void)
     tg_ctx_free(c);
 }
 
-/* Terms whose hashes all lie in the top 2^22 values share the last
- * bucket as their home in any table of up to 1024 buckets: they overflow
+/* Terms whose hashes all lie in the top 2^20 values (LAST_HOME and up:
+ * hash bits 20 to 31 set) share the last bucket as their home in any
+ * table of up to 4096 buckets, where the home is (h >> 20) & (nb - 1)
+ * (home_in in term_table.h), and lie in the last nb / 4096 buckets of a
+ * larger one (multiply-shift): they overflow
  * past the end of the array into its first buckets, pass the last bucket
  * more than 255 times (its overflow count saturates) and lie three and
  * more buckets from home.  Lookups, growth, pruning and narrowing must
  * all keep such a table canonical and consistent. */
 /* The least total displacement of n entries of one home bucket: the
  * r-th lies r / 7 buckets beyond it. */
+#define LAST_HOME 0xFFF00000u
 static size_t packed_displacement(size_t n)
 {
     size_t sum = 0;
@@ -262,7 +266,7 @@ static void test_overflow(void)
 {
     enum { N = 1000 };
     int64_t ids[N];
-    high_keys("f", 0xFFC00000u, ids, N);
+    high_keys("f", LAST_HOME, ids, N);
 
     tg_ctx *c = tg_ctx_new(NULL);
     tg_term *f = tg_symbol_cstr(c, "f");
@@ -521,8 +525,8 @@ static void test_grid_hashes(void)
 /* tg_app of 1 to 3 arguments looks at the first slot of the home bucket
  * whose control byte matches (see "the lean path" in term.c) and leaves
  * everything else to the full probe.  Terms whose hashes all lie in the
- * top 2^22 values and share their low 7 bits have one home bucket and
- * one control byte in any table of up to 1024 buckets, so that for all
+ * top 2^20 values (LAST_HOME) and share their low 7 bits have one home
+ * bucket and one control byte in any table of up to 4096 buckets, so that for all
  * but one of them that first slot holds another term, with the same
  * count and head, of the same byte: each must still be found, and never
  * mistaken for its neighbour, whichever order they are made and looked
@@ -561,7 +565,7 @@ static void test_same_byte(void)
         size_t n = 0;
         for (int64_t i = 0; n < N; i++) {
             uint32_t h = same_byte_hash(c, f, na, i);
-            if (h >= 0xFFC00000u && (h & 0x7F) == 0x2A)
+            if (h >= LAST_HOME && (h & 0x7F) == 0x2A)
                 ids[n++] = i;
         }
         tg_term **keep = GC_MALLOC(N * sizeof *keep);
@@ -613,7 +617,7 @@ static void test_byte_apart(void)
         size_t n = 0;
         for (int64_t i = 0; n < N + 2; i++) {
             uint32_t h = same_byte_hash(c, f, na, i);
-            if (h >= 0xFFC00000u && (h & 0x7F) == (0x2Au | (n & 1)))
+            if (h >= LAST_HOME && (h & 0x7F) == (0x2Au | (n & 1)))
                 ids[n++] = i;
         }
         tg_term **keep = GC_MALLOC(N * sizeof *keep);
@@ -668,12 +672,12 @@ static void test_longer_first(void)
             tg_term *f = tg_symbol_cstr(c, "f");
             int64_t i = 0;
             uint32_t h;
-            while ((h = same_byte_hash(c, f, na, i)) < 0xFFC00000u)
+            while ((h = same_byte_hash(c, f, na, i)) < LAST_HOME)
                 i++;
             tg_term *a[4] = {tg_int(c, i), tg_int(c, -i), tg_int(c, 3 * i)}, *x = NULL;
             for (int64_t j = 1; !x; j++) {
                 uint32_t g = longer_hash(f, na, a, tg_int(c, j), tail);
-                if (g >= 0xFFC00000u && (g & 0x7F) == (h & 0x7F))
+                if (g >= LAST_HOME && (g & 0x7F) == (h & 0x7F))
                     x = tg_int(c, j);
             }
             tg_term *e[5] = {f, a[0], a[1], a[2]}, *longer;
@@ -771,7 +775,7 @@ static void test_far_run(void)
 {
     enum { NF = 300, NB = 200000 };
     static int64_t ids[NF];
-    high_keys("far", 0xFFF00000u, ids, NF);
+    high_keys("far", LAST_HOME, ids, NF);
 
     tg_ctx *c = tg_ctx_new(NULL);
     tg_term *f = tg_symbol_cstr(c, "far"), *g = tg_symbol_cstr(c, "g");
@@ -978,6 +982,51 @@ static void test_grow_every_size(void)
     tg_ctx_free(c);
 }
 
+/* tg_app's inline look at the home bucket, in a table of at most 4096
+ * buckets, finds the bucket's place with a shift and a mask of its own,
+ * which must agree with home_in: else each lookup goes on to the full
+ * probe, which still finds the term, only slower.  So the look alone
+ * (tgT_app_lean) must find nearly every kept term of such a table (at
+ * half load, all but those behind another entry of their control byte
+ * or past their home), whose size is a power of 2, and none in a larger
+ * table, where it does not look. */
+static void test_lean_home(void)
+{
+    enum { N = 40000 };
+    tg_ctx *c = tg_ctx_new(NULL);
+    tg_term *f = tg_symbol_cstr(c, "f");
+    tg_term **keep = GC_MALLOC(N * sizeof *keep);
+    tg_stats st;
+    tg_ctx_stats(c, &st);
+    size_t cap = 0;
+    int small = 0, large = 0, bad = 0;
+    for (long k = 0; k < N; k++) {
+        tg_term *a[2] = {tg_int(c, k), tg_int(c, 7 * k)};
+        keep[k] = tg_app(c, f, 2, a);
+        tg_ctx_stats(c, &st);
+        if (st.capacity == cap && k + 1 < N)
+            continue;
+        cap = st.capacity;  /* a new size: look up what the table held before */
+        size_t nb = cap / 7, lean = 0;
+        for (long j = 0; j < k; j++) {
+            tg_term *b[2] = {tg_int(c, j), tg_int(c, 7 * j)};
+            lean += tgT_app_lean(c, f, 2, b) == keep[j];
+        }
+        if (nb <= 4096) {
+            small++;
+            bad += (nb & (nb - 1)) != 0 || lean * 10 < (size_t)k * 9;
+        } else {
+            large++;
+            bad += lean != 0;
+        }
+    }
+    TAP_CHECK(small >= 5 && large >= 1 && !bad,
+              "the inline look alone finds 90%% of a small table's terms, none of a large "
+              "one's (%d small sizes, %d large, %d wrong)",
+              small, large, bad);
+    tg_ctx_free(c);
+}
+
 /* The lean look of tg_app reads the table without entering it, so a
  * collection may stop the thread between its read of a bucket's control
  * word and its read of the slot, and prune that very entry.  Here one
@@ -1063,5 +1112,6 @@ int main(void)
     test_deep();
     test_every_way();
     test_grow_every_size();
+    test_lean_home();
     return TAP_DONE();
 }
