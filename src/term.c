@@ -106,7 +106,7 @@ static void *alloc_atomic(size_t bytes)
 #define PROBE(ctx, HASH, KIND, same, found)                                   \
     do {                                                                      \
         bucket *a_ = (ctx)->tab;                                              \
-        size_t nb_ = (ctx)->nb, i_ = home_in((HASH), nb_);                    \
+        size_t nb_ = (ctx)->nb, i_ = ctx_home((ctx), (HASH));                  \
         uintptr_t mask_ = (ctx)->tagmask, pt_ = ptag(HASH);          \
         uint64_t rep_ = ct_byte(HASH) * CT_ONES;                              \
         (found) = NULL;                                                       \
@@ -297,7 +297,7 @@ chunk_probe(const tg_ctx *ctx, tgT_hdr hd, tg_term *head, unsigned na, tg_term *
             tg_term *rest)
 {
     uint32_t h = hd.hash;
-    size_t i = home_in(h, ctx->nb);
+    size_t i = ctx_home(ctx, h);
     const bucket *b = &ctx->tab[i];
     __builtin_prefetch(b + 1);  /* where an overflowed probe goes on */
     uint64_t c = b->ctrl;
@@ -530,7 +530,7 @@ app_past(tg_ctx *ctx, uint64_t want, tg_term *head, unsigned na, tg_term *const 
         leave(ctx);
         return c;
     }
-    return app_miss(ctx, want, head, na, args, &ctx->tab[home_in(h, ctx->nb)]);
+    return app_miss(ctx, want, head, na, args, &ctx->tab[ctx_home(ctx, h)]);
 }
 #define APP_PAST(na)                                                                      \
     static __attribute__((noinline)) tg_term *app_past##na(tg_ctx *ctx, uint64_t want,    \
@@ -700,7 +700,7 @@ app_large(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args)
     uint64_t acc = app_mix(K, head, na, args);
     uint32_t h = (uint32_t)(acc >> 32) ^ (uint32_t)acc;    /* the finish's top half */
     enter(ctx);
-    const bucket *b = &ctx->tab[home_in(h, ctx->nb)];
+    const bucket *b = &ctx->tab[ctx_home(ctx, h)];
     uint64_t m = app_first(K, b, h);
     if (__builtin_expect(m != 0, 1)) {
         uintptr_t v = *ct_word_slot(b, m);
@@ -778,7 +778,7 @@ tg_term *tgT_app_lean(tg_ctx *ctx, tg_term *head, size_t n, tg_term *const *args
 /* A fetch of the home bucket of the node of 52-bit hash h52. */
 static inline void fetch_home(const tg_ctx *ctx, uint64_t h52)
 {
-    __builtin_prefetch(&ctx->tab[home_in((uint32_t)(h52 >> 20), ctx->nb)]);
+    __builtin_prefetch(&ctx->tab[ctx_home(ctx, (uint32_t)(h52 >> 20))]);
 }
 
 void tgT_fetch(const tg_ctx *ctx, uint64_t h52)
@@ -1057,7 +1057,7 @@ batch_group(tg_ctx *ctx, tg_term *head, unsigned na, size_t m, tg_term *const *a
         hd[j] = chunk_hdr(head, na, args + j * na, TGT_NIL);
     enter(ctx);
     for (size_t j = 0; j < m; j++) {
-        const bucket *b = &ctx->tab[home_in(hd[j].hash, ctx->nb)];
+        const bucket *b = &ctx->tab[ctx_home(ctx, hd[j].hash)];
         __builtin_prefetch(b);
         __builtin_prefetch(b + 1);
     }

@@ -397,6 +397,8 @@ static void set_size(tg_ctx *ctx, size_t nb)
 {
     ctx->nb = nb;
     ctx->leanoff = lean_off(nb);
+    ctx->hmul = nb <= SPARSE_BUCKETS ? (uint64_t)1 << 12 : nb;
+    ctx->hmask = nb <= SPARSE_BUCKETS ? nb - 1 : SIZE_MAX;
     ctx->limit = limit_for(nb);
 }
 
