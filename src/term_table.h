@@ -69,8 +69,8 @@ struct tg_ctx {
  * bits 7 and 8, bits 47 to 63 hash bits 9 to 25.  A byte match is
  * confirmed on these before the node is read, so a probe dereferences
  * nearly only the node it is looking for.  The home bucket comes from the high end of the hash
- * (multiply-shift, any number of buckets), the byte and tags from its
- * low end, so entries of one bucket almost never share them. */
+ * (see home_in), the byte and tags from its low end, so entries of one
+ * bucket almost never share them. */
 #define BSLOTS 7
 typedef struct bucket {
     uint64_t ctrl;
