@@ -749,7 +749,7 @@ app_lean(tg_ctx *ctx, tg_term *head, unsigned na, tg_term *const *args, int prob
     uint64_t acc = app_mix(K, head, na, args);
     uint32_t h = (uint32_t)(acc >> 32) ^ (uint32_t)acc;
     /* the arguments are read again for the compare, not kept in
-     * registers, which would cost the hit path two saved and restored */
+     * registers, for which GCC saves and restores one on the hit path */
 #ifdef __GNUC__
     __asm__("" ::: "memory");
 #endif

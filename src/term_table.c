@@ -385,20 +385,17 @@ static size_t grown(size_t nb)
     return g;
 }
 
-/* The inline look's mask of bucket offsets in a table of nb buckets
- * (see home_in), 0 when it does not look there. */
-static size_t lean_off(size_t nb)
-{
-    return nb <= SPARSE_BUCKETS ? (nb - 1) * sizeof(bucket) : 0;
-}
-
-/* The current array's size, and what follows from it. */
+/* The current array's size, and what follows from it: the load limit
+ * and the parameters of the homes of term.c (ctx_home, and leanoff, the
+ * inline look's mask of bucket offsets, 0 where it does not look; see
+ * home_in). */
 static void set_size(tg_ctx *ctx, size_t nb)
 {
+    int small = nb <= SPARSE_BUCKETS;
     ctx->nb = nb;
-    ctx->leanoff = lean_off(nb);
-    ctx->hmul = nb <= SPARSE_BUCKETS ? (uint64_t)1 << 12 : nb;
-    ctx->hmask = nb <= SPARSE_BUCKETS ? nb - 1 : SIZE_MAX;
+    ctx->leanoff = small ? (nb - 1) * sizeof(bucket) : 0;
+    ctx->hmul = small ? (uint64_t)1 << (32 - SMALL_HOME_SHIFT) : nb;
+    ctx->hmask = small ? nb - 1 : SIZE_MAX;
     ctx->limit = limit_for(nb);
 }
 

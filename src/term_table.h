@@ -191,19 +191,22 @@ static inline uintptr_t ptag_next(uintptr_t pt)
  * operations and two cycles from the hash where the multiply, its shift
  * and the scaling took four and five (doc/internals.md, "The home of a
  * small table"). */
+#define SMALL_HOME_SHIFT 20
 static inline size_t home_in(uint32_t h, size_t nb)
 {
     if (nb <= SPARSE_BUCKETS)
-        return (h >> 20) & (nb - 1);
+        return (h >> SMALL_HOME_SHIFT) & (nb - 1);
     return (size_t)(((uint64_t)h * nb) >> 32);
 }
-#define LEAN_SHIFT 14   /* 20 - log2(sizeof(bucket)) */
+#define LEAN_SHIFT (SMALL_HOME_SHIFT - 6)   /* the offset of bucket home_in(h, nb), 64 bytes each */
+_Static_assert(SPARSE_BUCKETS <= (size_t)1 << (32 - SMALL_HOME_SHIFT), "a small table's home bits");
 
 /* home_in(h, ctx->nb) without its branch, for the probes of term.c:
- * ((h * hmul) >> 32) & hmask, where hmul is 2^12 and hmask nb - 1 in a
- * table of at most SPARSE_BUCKETS buckets, and hmul is nb and hmask all
- * ones in a larger one (set with the table's size).  The branch on the
- * size cost the REC benchmark revnat1000 0.4% more instructions. */
+ * ((h * hmul) >> 32) & hmask, where hmul is 2^(32 - SMALL_HOME_SHIFT)
+ * and hmask nb - 1 in a table of at most SPARSE_BUCKETS buckets, and
+ * hmul is nb and hmask all ones in a larger one (set with the table's
+ * size).  The branch on the size cost the REC benchmark revnat1000 0.9%
+ * more instructions. */
 static inline size_t ctx_home(const tg_ctx *ctx, uint32_t h)
 {
     return (size_t)(((uint64_t)h * ctx->hmul) >> 32) & ctx->hmask;
