@@ -1,6 +1,7 @@
 /* test_smallmm.c - the small products written in smallmm.c (doc/kernels.md,
  * Small products): tgMm_dgemm and tgMm_sgemm on every size from 1 to
- * past the blocks (4 rows, 2 vectors of columns), A and B plain,
+ * past the blocks (4 rows, 2 vectors of columns), in every version the
+ * processor runs (AVX-512, and AVX2 or generic), A and B plain,
  * transposed, strided and reversed, C strided, alpha and beta, against
  * a long double loop and bit for bit against a plain loop in the
  * documented order; beta 0 not reading C; the rule of tgMm_use; and a
@@ -108,7 +109,8 @@ static int check_s(int64_t m, int64_t k, int64_t n, int trans_a, int trans_b)
     return ok;
 }
 
-static void direct(void)
+/* The direct checks of one version of the products, ver its name. */
+static void direct(const char *ver)
 {
     static const int64_t sizes[] = {1, 2, 3, 4, 5, 7, 8, 9, 10, 13, 17, 33};
     enum { NS = sizeof sizes / sizeof sizes[0] };
@@ -122,30 +124,31 @@ static void direct(void)
                     bad += !check_d(m, k, n, lay, (lay + a) % 4, lay == 2, lay == 1 ? 2.5 : 1, lay == 3 ? -0.5 : 1);
                 }
             }
-    TAP_CHECK(bad == 0, "dgemm: %d cases of m, k, n from 1 to 33, A and B plain, transposed, strided, reversed, C "
+    TAP_CHECK(bad == 0, "%s dgemm: %d cases of m, k, n from 1 to 33, A and B plain, transposed, strided, reversed, C "
                         "strided, alpha and beta: within rounding of long double, the plain loop's bits (%d bad)",
-              cases, bad);
+              ver, cases, bad);
     TAP_CHECK(check_d(256, 64, 32, 0, 0, 0, 1, 1) && check_d(64, 256, 32, 1, 0, 0, 1, 0) &&
                   check_d(256, 32, 10, 0, 0, 0, 1, 1) && check_d(256, 10, 32, 0, 1, 0, 1, 0) &&
                   check_d(32, 256, 10, 1, 0, 0, 1, 0),
-              "dgemm: the perceptron's five products");
-    TAP_CHECK(check_d(5, 0, 3, 0, 0, 0, 1, 1) && check_d(5, 0, 3, 0, 0, 0, 1, 0), "dgemm: k = 0 gives beta C, or 0");
+              "%s dgemm: the perceptron's five products", ver);
+    TAP_CHECK(check_d(5, 0, 3, 0, 0, 0, 1, 1) && check_d(5, 0, 3, 0, 0, 0, 1, 0), "%s dgemm: k = 0 gives beta C, or 0", ver);
     /* beta 0: a NaN in C is not read */
     double A[6] = {1, 2, 3, 4, 5, 6}, B[6] = {1, 0, 0, 1, 1, 1}, C[4] = {NAN, NAN, INFINITY, NAN};
     tgMm_dgemm(2, 2, 3, 1, A, 3, 1, B, 2, 1, 0, C, 2, 1);
-    TAP_CHECK(C[0] == 4 && C[1] == 5 && C[2] == 10 && C[3] == 11, "dgemm: beta 0 does not read C (%g %g %g %g)", C[0],
-              C[1], C[2], C[3]);
+    TAP_CHECK(C[0] == 4 && C[1] == 5 && C[2] == 10 && C[3] == 11, "%s dgemm: beta 0 does not read C (%g %g %g %g)", ver,
+              C[0], C[1], C[2], C[3]);
     /* NaN and infinities in A or B reach C */
     double An[4] = {INFINITY, 1, 0, NAN}, Bn[4] = {0, 1, 1, 1}, Cn[4];
     tgMm_dgemm(2, 2, 2, 1, An, 2, 1, Bn, 2, 1, 0, Cn, 2, 1);
-    TAP_CHECK(isnan(Cn[0]) && isinf(Cn[1]) && isnan(Cn[2]) && isnan(Cn[3]), "dgemm: inf * 0 and NaN propagate");
+    TAP_CHECK(isnan(Cn[0]) && isinf(Cn[1]) && isnan(Cn[2]) && isnan(Cn[3]), "%s dgemm: inf * 0 and NaN propagate", ver);
     bad = 0;
     for (int a = 0; a < NS; a += 2)
         for (int b = 1; b < NS; b += 3)
             bad += !check_s(sizes[a], sizes[b], sizes[(a + b) % NS], a % 2, b % 2) +
                    !check_s(sizes[a] * 3, sizes[b], 35, 0, 1);
-    TAP_CHECK(bad == 0, "sgemm: within rounding of long double, plain and transposed, 8 and 16 columns a block (%d bad)",
-              bad);
+    TAP_CHECK(bad == 0, "%s sgemm: within rounding of long double, plain and transposed, one and two vectors of "
+                        "columns a block (%d bad)",
+              ver, bad);
 }
 
 static void rule(void)
@@ -286,7 +289,15 @@ int main(void)
 {
     tg_error err;
     ctx = tg_ctx_new(&err);
-    direct();
+    /* every version this processor runs: the AVX-512 one where it has
+     * it, then the AVX2 or generic one that runs where it has not */
+    bool wide = tgMm_wide(-1);
+    direct(wide ? "AVX-512" : "AVX2 or generic");
+    if (wide) {
+        TAP_CHECK(!tgMm_wide(0), "AVX-512 versions turned off");
+        direct("AVX2 or generic");
+        TAP_CHECK(tgMm_wide(1), "AVX-512 versions back on");
+    }
     rule();
     functions();
     tg_ctx_free(ctx);
