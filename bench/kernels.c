@@ -729,8 +729,9 @@ static void bench_gemm(tg_ctx *ctx)
  * the perceptron's five shapes (bench/train) and squares around the
  * thresholds, on the wall clock: tgrel on the default threads (where
  * OpenBLAS has more than one, products over TGMM_BLAS_ONE multiply-adds
- * run in tgrel's own kernel on the calling thread) against cblas_dgemm
- * on OpenBLAS's default threads and on one; medians of 15 runs. */
+ * go to it in blocks it runs on the calling thread, tgMm_blocks) against
+ * cblas_dgemm on OpenBLAS's default threads and on one; medians of 15
+ * runs. */
 static void bench_small_gemm(tg_ctx *ctx)
 {
     static const int sz[][5] = {{256, 64, 32, 0, 0}, {256, 32, 10, 0, 0}, {256, 10, 32, 0, 1}, {32, 256, 10, 1, 0},

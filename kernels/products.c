@@ -1,7 +1,8 @@
 /* products.c - the interpreter's products (module prefix tgPr_): dot
  * and GEMM nodes, by BLAS's vector calls (dot, gemv), rank-one updates
- * (ger), matrix products (gemm), or smallmm.c's kernel for the small
- * ones; integer products by a plain loop.  See doc/kernels.md. */
+ * (ger), matrix products (gemm, in blocks where OpenBLAS would split a
+ * small one over its threads, or smallmm.c's kernel where there are no
+ * blocks); integer products by a plain loop.  See doc/kernels.md. */
 #include "config.h"
 
 #include <math.h>
@@ -26,6 +27,23 @@ static void comb_visit(void *ud, int64_t orr, int64_t oc)
     reg v;
     v.f = X->alpha * tgI_ld_f(X->r->data + orr, X->r->dtype) + X->beta * tgI_ld_f(X->c->data + oc, X->c->dtype);
     tgI_st_elem(X->r->data + orr, X->r->dtype, v);
+}
+
+/* C = alpha op(A) op(B) + beta C by BLAS, m x k by k x n of dtype d,
+ * row-major, C's rows ldc apart (at least 1, as BLAS requires). */
+static void blas_gemm(const tgBl_fns *bl, tg_dtype d, bool transa, bool transb, int64_t m, int64_t n, int64_t k,
+                      double alpha, const char *A, int64_t lda, const char *B, int64_t ldb, double beta, char *C,
+                      int64_t ldc)
+{
+    int tc = ldc > 1 ? (int)ldc : 1;
+    if (d == TG_FLOAT64)
+        bl->dgemm(CblasRowMajor, transa ? CblasTrans : CblasNoTrans, transb ? CblasTrans : CblasNoTrans, (int)m,
+                  (int)n, (int)k, alpha, (const double *)A, (int)lda, (const double *)B, (int)ldb, beta, (double *)C,
+                  tc);
+    else
+        bl->sgemm(CblasRowMajor, transa ? CblasTrans : CblasNoTrans, transb ? CblasTrans : CblasNoTrans, (int)m,
+                  (int)n, (int)k, (float)alpha, (const float *)A, (int)lda, (const float *)B, (int)ldb, (float)beta,
+                  (float *)C, tc);
 }
 
 /* A contiguous copy of a (as dtype d), for BLAS; malloc'd. */
@@ -293,9 +311,12 @@ int tgPr_run_dot(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
     char *fa = NULL, *fb = NULL, *fc = NULL;
     bool transa = false, transb = false;
     int64_t lda = 0, ldb = 0;
-    /* smallmm.c reads A and B with any strides of whole elements: on
-     * its path an operand of the product's dtype is read where it is */
-    bool small = total > 0 && tgMm_use(m, k, nn, tgBl_threads());
+    /* a product OpenBLAS would split over its threads goes to it in
+     * blocks it runs on this thread (tgMm_blocks), else to smallmm.c,
+     * which reads A and B with any strides of whole elements: on its
+     * path an operand of the product's dtype is read where it is */
+    int64_t rows = 0, cols = 0;
+    bool small = total > 0 && tgMm_use(m, k, nn, tgBl_threads()) && !tgMm_blocks(m, k, nn, &rows, &cols);
     bool keep_a = small && A->dtype == d && ars % (int64_t)es == 0 && acs % (int64_t)es == 0;
     bool keep_b = small && B->dtype == d && brs % (int64_t)es == 0 && bcs % (int64_t)es == 0;
     if (!keep_a && (A->dtype != d || !blas_ok(m, k, ars, acs, es, &transa, &lda))) {
@@ -348,15 +369,14 @@ int tgPr_run_dot(const tgH_sched *s, tgI_state *st, int v, tg_error *err)
             return tgE_nomem(err), -1;
         }
     } else if (total > 0) {
-        int ldc = (int)(nn > 1 ? nn : 1);
-        if (d == TG_FLOAT64)
-            bl->dgemm(CblasRowMajor, transa ? CblasTrans : CblasNoTrans, transb ? CblasTrans : CblasNoTrans,
-                      (int)m, (int)nn, (int)k, alpha, (const double *)A->data, (int)lda,
-                      (const double *)B->data, (int)ldb, beta, (double *)cd, ldc);
-        else
-            bl->sgemm(CblasRowMajor, transa ? CblasTrans : CblasNoTrans, transb ? CblasTrans : CblasNoTrans,
-                      (int)m, (int)nn, (int)k, (float)alpha, (const float *)A->data, (int)lda,
-                      (const float *)B->data, (int)ldb, (float)beta, (float *)cd, ldc);
+        /* whole, or block after block of rows (A's and C's) or columns
+         * (B's and C's) */
+        int64_t step_i = rows ? rows : m, step_j = cols ? cols : nn;
+        for (int64_t i = 0; i < m; i += step_i)
+            for (int64_t j = 0; j < nn; j += step_j)
+                blas_gemm(bl, d, transa, transb, m - i < step_i ? m - i : step_i, nn - j < step_j ? nn - j : step_j,
+                          k, alpha, A->data + i * ars, lda, B->data + j * bcs, ldb, beta,
+                          cd + (i * nn + j) * (int64_t)es, nn);
     }
     if (split) {
         combctx X = {fc ? &tc : C, &cview, a0, b0};

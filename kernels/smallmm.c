@@ -1,26 +1,23 @@
 /* smallmm.c - small matrix products (module prefix tgMm_; see smallmm.h
- * and doc/kernels.md, "Small products").  C is computed in blocks of 4
+ * and doc/kernels.md, "Small products"): which products are taken
+ * apart, their blocks for OpenBLAS, and the kernel for those that have
+ * none.  C is computed in blocks of 4
  * rows by one or two vectors of columns held in registers: each step of
  * p reads a row of B's block (B itself when its columns are contiguous,
  * else a copy packed k x NR, zero-padded past n) and four elements of
  * A, so no operand is packed as OpenBLAS packs both, and nothing starts
  * a thread.  On x86-64 with GCC the functions are also compiled for
- * AVX2, chosen at load time, and with 64-byte vectors for AVX-512,
- * chosen at each call where the processor has it (tgMm_wide); multiplies
- * and adds are kept apart (no contraction into fma), so every version
- * gives the same bits. */
+ * AVX2, chosen at load time; multiplies and adds are kept apart (no
+ * contraction into fma), so both versions give the same bits. */
 #include "config.h"
 
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "smallmm.h"
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__ELF__)
-#define TGMM_X86 1
 #define TGMM_CLONES __attribute__((target_clones("avx2", "default"), optimize("fp-contract=off")))
-#define TGMM_WIDE __attribute__((target("avx512f"), optimize("fp-contract=off")))
 #else
 #define TGMM_CLONES
 #endif
@@ -31,13 +28,6 @@ typedef double vd __attribute__((vector_size(32)));
 typedef double vdu __attribute__((vector_size(32), aligned(8)));
 typedef float vs __attribute__((vector_size(32)));
 typedef float vsu __attribute__((vector_size(32), aligned(4)));
-#ifdef TGMM_X86
-/* 64-byte vectors (8 doubles, 16 floats), for the AVX-512 versions only */
-typedef double vd8 __attribute__((vector_size(64)));
-typedef double vd8u __attribute__((vector_size(64), aligned(8)));
-typedef float vs16 __attribute__((vector_size(64)));
-typedef float vs16u __attribute__((vector_size(64), aligned(4)));
-#endif
 
 bool tgMm_use(int64_t m, int64_t k, int64_t n, int blas_threads)
 {
@@ -48,10 +38,27 @@ bool tgMm_use(int64_t m, int64_t k, int64_t n, int blas_threads)
     return mkn > TGMM_BLAS_ONE && mkn <= TGMM_MAX;
 }
 
+bool tgMm_blocks(int64_t m, int64_t k, int64_t n, int64_t *rows, int64_t *cols)
+{
+    *rows = *cols = 0;
+    if (m <= 0 || k <= 0 || n <= 0)
+        return false;
+    int64_t *out, len, other;   /* the dimension cut, its length, the other's k product */
+    if (k <= TGMM_BLAS_ONE / n)
+        out = rows, len = m, other = k * n;
+    else if (k <= TGMM_BLAS_ONE / m)
+        out = cols, len = n, other = k * m;
+    else
+        return false;
+    int64_t most = TGMM_BLAS_ONE / other, blocks = (len + most - 1) / most;
+    *out = (len + blocks - 1) / blocks;
+    return true;
+}
+
 /* One row of a block into C: alpha acc + beta C for its nc columns (acc
  * the NV vectors of the row). */
-#define STORE_ROW(S, T, VT, VU, L)                                                                    \
-    INLINE void store_##S(int nv, const VT *acc, int64_t nc, T alpha, T beta, T *c, int64_t ccs)   \
+#define STORE_ROW(T, VT, VU, L)                                                                    \
+    INLINE void store_##T(int nv, const VT *acc, int64_t nc, T alpha, T beta, T *c, int64_t ccs)   \
     {                                                                                              \
         VT a0 = acc[0], a1 = acc[1];                                                               \
         if (ccs == 1 && nc == nv * L) {                                                            \
@@ -77,8 +84,8 @@ bool tgMm_use(int64_t m, int64_t k, int64_t n, int blas_threads)
 
 /* A block of columns (NV vectors; P its rows, ps apart) for every row of
  * C: four rows at a time, then one by one. */
-#define PANEL(S, T, VT, VU, L)                                                                        \
-    INLINE void panel_##S(int nv, int64_t m, int64_t nc, int64_t k, T alpha, const T *A, int64_t ars, \
+#define PANEL(T, VT, VU, L)                                                                        \
+    INLINE void panel_##T(int nv, int64_t m, int64_t nc, int64_t k, T alpha, const T *A, int64_t ars, \
                           int64_t acs, const T *P, int64_t ps, T beta, T *C, int64_t crs, int64_t ccs) \
     {                                                                                              \
         int64_t i = 0;                                                                             \
@@ -96,10 +103,10 @@ bool tgMm_use(int64_t m, int64_t k, int64_t n, int blas_threads)
                 }                                                                                  \
             }                                                                                      \
             T *c = C + i * crs;                                                                    \
-            store_##S(nv, (VT[2]){c00, c01}, nc, alpha, beta, c, ccs);                             \
-            store_##S(nv, (VT[2]){c10, c11}, nc, alpha, beta, c + crs, ccs);                       \
-            store_##S(nv, (VT[2]){c20, c21}, nc, alpha, beta, c + 2 * crs, ccs);                   \
-            store_##S(nv, (VT[2]){c30, c31}, nc, alpha, beta, c + 3 * crs, ccs);                   \
+            store_##T(nv, (VT[2]){c00, c01}, nc, alpha, beta, c, ccs);                             \
+            store_##T(nv, (VT[2]){c10, c11}, nc, alpha, beta, c + crs, ccs);                       \
+            store_##T(nv, (VT[2]){c20, c21}, nc, alpha, beta, c + 2 * crs, ccs);                   \
+            store_##T(nv, (VT[2]){c30, c31}, nc, alpha, beta, c + 3 * crs, ccs);                   \
         }                                                                                          \
         for (; i < m; i++) {                                                                       \
             const T *a = A + i * ars;                                                              \
@@ -111,17 +118,17 @@ bool tgMm_use(int64_t m, int64_t k, int64_t n, int blas_threads)
                 if (nv == 2)                                                                       \
                     c01 += x0 * *(const VU *)(bp + L);                                             \
             }                                                                                      \
-            store_##S(nv, (VT[2]){c00, c01}, nc, alpha, beta, C + i * crs, ccs);                   \
+            store_##T(nv, (VT[2]){c00, c01}, nc, alpha, beta, C + i * crs, ccs);                   \
         }                                                                                          \
     }
 
 /* The product, block of columns after block: 2L columns, the last block
  * L when that is enough; B's block read in place when its columns are
  * contiguous and whole, else packed (k x NV L, zero-padded past n). */
-#define GEMM(ATTR, NAME, S, T, VT, VU, L)                                                                   \
-    STORE_ROW(S, T, VT, VU, L)                                                                     \
-    PANEL(S, T, VT, VU, L)                                                                         \
-    ATTR static int NAME(int64_t m, int64_t n, int64_t k, T alpha, const T *A, int64_t ars, int64_t acs, \
+#define GEMM(NAME, T, VT, VU, L)                                                                   \
+    STORE_ROW(T, VT, VU, L)                                                                        \
+    PANEL(T, VT, VU, L)                                                                            \
+    TGMM_CLONES int NAME(int64_t m, int64_t n, int64_t k, T alpha, const T *A, int64_t ars, int64_t acs, \
                          const T *B, int64_t brs, int64_t bcs, T beta, T *C, int64_t crs, int64_t ccs) \
     {                                                                                              \
         if (m <= 0 || n <= 0)                                                                      \
@@ -143,101 +150,13 @@ bool tgMm_use(int64_t m, int64_t k, int64_t n, int blas_threads)
             }                                                                                      \
             T *c = C + j0 * ccs;                                                                   \
             if (nv == 2)                                                                           \
-                panel_##S(2, m, nc, k, alpha, A, ars, acs, P, ps, beta, c, crs, ccs);              \
+                panel_##T(2, m, nc, k, alpha, A, ars, acs, P, ps, beta, c, crs, ccs);              \
             else                                                                                   \
-                panel_##S(1, m, nc, k, alpha, A, ars, acs, P, ps, beta, c, crs, ccs);              \
+                panel_##T(1, m, nc, k, alpha, A, ars, acs, P, ps, beta, c, crs, ccs);              \
         }                                                                                          \
         free(heap);                                                                                \
         return 0;                                                                                  \
     }
 
-GEMM(TGMM_CLONES, dgemm4, d4, double, vd, vdu, 4)
-GEMM(TGMM_CLONES, sgemm8, s8, float, vs, vsu, 8)
-#ifdef TGMM_X86
-/* The AVX-512 product: blocks of two wide vectors of columns (16 doubles,
- * 32 floats) while that many are left, then of one while more than a
- * narrow vector's are, then one block of the 32-byte version (SN, LN
- * columns).  Without fma, a step of p of the wide block does twice the
- * work of the 32-byte one in 1.5 times the cycles (two 64-byte
- * operations a cycle against three of 32 bytes): products of 512 x 64
- * by 64 x n took 0.73 to 0.78 of the AVX2 version's time for n = 16 to
- * 48, and narrow ends keep a few columns from paying for a whole wide
- * vector (n = 4: 13.3 us in one wide vector against 8.9 in a narrow
- * one; bench/kernels small_gemm, doc/kernels.md). */
-#define GEMM_WIDE(NAME, S, T, VT, VU, L, SN, LN)                                                   \
-    STORE_ROW(S, T, VT, VU, L)                                                                     \
-    PANEL(S, T, VT, VU, L)                                                                         \
-    TGMM_WIDE static int NAME(int64_t m, int64_t n, int64_t k, T alpha, const T *A, int64_t ars,   \
-                              int64_t acs, const T *B, int64_t brs, int64_t bcs, T beta, T *C,     \
-                              int64_t crs, int64_t ccs)                                            \
-    {                                                                                              \
-        if (m <= 0 || n <= 0)                                                                      \
-            return 0;                                                                              \
-        enum { NR = 2 * L, STACK = 4096 };                                                         \
-        T stack[STACK], *heap = NULL, *pk = stack;                                                 \
-        if (k * NR > STACK && !(pk = heap = malloc((size_t)(k * NR) * sizeof(T))))                 \
-            return -1;                                                                             \
-        for (int64_t j0 = 0; j0 < n;) {                                                            \
-            int64_t rest = n - j0;                                                                 \
-            int nv = rest >= NR ? 2 : rest > LN ? 1 : 0; /* wide vectors; 0: one narrow */        \
-            int64_t width = nv ? nv * L : LN, nc = rest < width ? rest : width;                    \
-            const T *P = B + j0 * bcs;                                                             \
-            int64_t ps = brs;                                                                      \
-            if (nc != width || bcs != 1) {                                                         \
-                for (int64_t p = 0; p < k; p++)                                                    \
-                    for (int64_t j = 0; j < width; j++)                                            \
-                        pk[p * width + j] = j < nc ? B[p * brs + (j0 + j) * bcs] : 0;              \
-                P = pk, ps = width;                                                                \
-            }                                                                                      \
-            T *c = C + j0 * ccs;                                                                   \
-            if (nv == 2)                                                                           \
-                panel_##S(2, m, nc, k, alpha, A, ars, acs, P, ps, beta, c, crs, ccs);              \
-            else if (nv == 1)                                                                      \
-                panel_##S(1, m, nc, k, alpha, A, ars, acs, P, ps, beta, c, crs, ccs);              \
-            else                                                                                   \
-                panel_##SN(1, m, nc, k, alpha, A, ars, acs, P, ps, beta, c, crs, ccs);             \
-            j0 += nc;                                                                              \
-        }                                                                                          \
-        free(heap);                                                                                \
-        return 0;                                                                                  \
-    }
-GEMM_WIDE(dgemm8, d8, double, vd8, vd8u, 8, d4, 4)
-GEMM_WIDE(sgemm16, s16, float, vs16, vs16u, 16, s8, 8)
-#endif
-
-/* Whether the AVX-512 versions may run (the tests turn them off to check
- * the others on the same processor). */
-static _Atomic int wide_allowed = 1;
-
-bool tgMm_wide(int allow)
-{
-    if (allow >= 0)
-        atomic_store_explicit(&wide_allowed, allow != 0, memory_order_relaxed);
-#ifdef TGMM_X86
-    /* the processor's AVX-512 F with its registers enabled by the system
-     * (libgcc checks both) */
-    return atomic_load_explicit(&wide_allowed, memory_order_relaxed) && __builtin_cpu_supports("avx512f");
-#else
-    return false;
-#endif
-}
-
-int tgMm_dgemm(int64_t m, int64_t n, int64_t k, double alpha, const double *A, int64_t ars, int64_t acs,
-               const double *B, int64_t brs, int64_t bcs, double beta, double *C, int64_t crs, int64_t ccs)
-{
-#ifdef TGMM_X86
-    if (tgMm_wide(-1))
-        return dgemm8(m, n, k, alpha, A, ars, acs, B, brs, bcs, beta, C, crs, ccs);
-#endif
-    return dgemm4(m, n, k, alpha, A, ars, acs, B, brs, bcs, beta, C, crs, ccs);
-}
-
-int tgMm_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const float *A, int64_t ars, int64_t acs,
-               const float *B, int64_t brs, int64_t bcs, float beta, float *C, int64_t crs, int64_t ccs)
-{
-#ifdef TGMM_X86
-    if (tgMm_wide(-1))
-        return sgemm16(m, n, k, alpha, A, ars, acs, B, brs, bcs, beta, C, crs, ccs);
-#endif
-    return sgemm8(m, n, k, alpha, A, ars, acs, B, brs, bcs, beta, C, crs, ccs);
-}
+GEMM(tgMm_dgemm, double, vd, vdu, 4)
+GEMM(tgMm_sgemm, float, vs, vsu, 8)

@@ -1,10 +1,10 @@
 /* test_smallmm.c - the small products written in smallmm.c (doc/kernels.md,
  * Small products): tgMm_dgemm and tgMm_sgemm on every size from 1 to
- * past the blocks (4 rows, 2 vectors of columns), in every version the
- * processor runs (AVX-512, and AVX2 or generic), A and B plain,
+ * past the blocks (4 rows, 2 vectors of columns), A and B plain,
  * transposed, strided and reversed, C strided, alpha and beta, against
  * a long double loop and bit for bit against a plain loop in the
- * documented order; beta 0 not reading C; the rule of tgMm_use; and a
+ * documented order; beta 0 not reading C; the rule of tgMm_use and the
+ * blocks of tgMm_blocks; and a
  * compiled and an interpreted (add (dot A B) bias) of the perceptron's
  * shapes with OpenBLAS on one and on two threads (its own kernel and
  * BLAS), against long double. */
@@ -109,8 +109,7 @@ static int check_s(int64_t m, int64_t k, int64_t n, int trans_a, int trans_b)
     return ok;
 }
 
-/* The direct checks of one version of the products, ver its name. */
-static void direct(const char *ver)
+static void direct(void)
 {
     static const int64_t sizes[] = {1, 2, 3, 4, 5, 7, 8, 9, 10, 13, 17, 33};
     enum { NS = sizeof sizes / sizeof sizes[0] };
@@ -124,43 +123,77 @@ static void direct(const char *ver)
                     bad += !check_d(m, k, n, lay, (lay + a) % 4, lay == 2, lay == 1 ? 2.5 : 1, lay == 3 ? -0.5 : 1);
                 }
             }
-    TAP_CHECK(bad == 0, "%s dgemm: %d cases of m, k, n from 1 to 33, A and B plain, transposed, strided, reversed, C "
+    TAP_CHECK(bad == 0, "dgemm: %d cases of m, k, n from 1 to 33, A and B plain, transposed, strided, reversed, C "
                         "strided, alpha and beta: within rounding of long double, the plain loop's bits (%d bad)",
-              ver, cases, bad);
+              cases, bad);
     TAP_CHECK(check_d(256, 64, 32, 0, 0, 0, 1, 1) && check_d(64, 256, 32, 1, 0, 0, 1, 0) &&
                   check_d(256, 32, 10, 0, 0, 0, 1, 1) && check_d(256, 10, 32, 0, 1, 0, 1, 0) &&
                   check_d(32, 256, 10, 1, 0, 0, 1, 0),
-              "%s dgemm: the perceptron's five products", ver);
-    TAP_CHECK(check_d(5, 0, 3, 0, 0, 0, 1, 1) && check_d(5, 0, 3, 0, 0, 0, 1, 0), "%s dgemm: k = 0 gives beta C, or 0", ver);
+              "dgemm: the perceptron's five products");
+    TAP_CHECK(check_d(5, 0, 3, 0, 0, 0, 1, 1) && check_d(5, 0, 3, 0, 0, 0, 1, 0), "dgemm: k = 0 gives beta C, or 0");
     /* beta 0: a NaN in C is not read */
     double A[6] = {1, 2, 3, 4, 5, 6}, B[6] = {1, 0, 0, 1, 1, 1}, C[4] = {NAN, NAN, INFINITY, NAN};
     tgMm_dgemm(2, 2, 3, 1, A, 3, 1, B, 2, 1, 0, C, 2, 1);
-    TAP_CHECK(C[0] == 4 && C[1] == 5 && C[2] == 10 && C[3] == 11, "%s dgemm: beta 0 does not read C (%g %g %g %g)", ver,
-              C[0], C[1], C[2], C[3]);
+    TAP_CHECK(C[0] == 4 && C[1] == 5 && C[2] == 10 && C[3] == 11, "dgemm: beta 0 does not read C (%g %g %g %g)", C[0],
+              C[1], C[2], C[3]);
     /* NaN and infinities in A or B reach C */
     double An[4] = {INFINITY, 1, 0, NAN}, Bn[4] = {0, 1, 1, 1}, Cn[4];
     tgMm_dgemm(2, 2, 2, 1, An, 2, 1, Bn, 2, 1, 0, Cn, 2, 1);
-    TAP_CHECK(isnan(Cn[0]) && isinf(Cn[1]) && isnan(Cn[2]) && isnan(Cn[3]), "%s dgemm: inf * 0 and NaN propagate", ver);
+    TAP_CHECK(isnan(Cn[0]) && isinf(Cn[1]) && isnan(Cn[2]) && isnan(Cn[3]), "dgemm: inf * 0 and NaN propagate");
     bad = 0;
     for (int a = 0; a < NS; a += 2)
         for (int b = 1; b < NS; b += 3)
             bad += !check_s(sizes[a], sizes[b], sizes[(a + b) % NS], a % 2, b % 2) +
                    !check_s(sizes[a] * 3, sizes[b], 35, 0, 1);
-    TAP_CHECK(bad == 0, "%s sgemm: within rounding of long double, plain and transposed, one and two vectors of "
-                        "columns a block (%d bad)",
-              ver, bad);
+    TAP_CHECK(bad == 0, "sgemm: within rounding of long double, plain and transposed, 8 and 16 columns a block (%d bad)",
+              bad);
 }
 
 static void rule(void)
 {
     TAP_CHECK(tgMm_use(256, 64, 32, 2) && tgMm_use(64, 256, 32, 4) && tgMm_use(101, 101, 101, 2),
-              "use: products OpenBLAS would split, up to TGMM_MAX, run here on more than one BLAS thread");
+              "use: products OpenBLAS would split, up to TGMM_MAX, taken apart on more than one BLAS thread");
     TAP_CHECK(!tgMm_use(256, 64, 32, 1) && !tgMm_use(64, 64, 64, 2) && !tgMm_use(256, 32, 10, 2) &&
                   !tgMm_use(128, 128, 128, 2) && !tgMm_use(0, 64, 64, 2),
               "use: not on one thread, not at or under TGMM_BLAS_ONE, not over TGMM_MAX, not empty");
     TAP_CHECK(!tgMm_use(INT64_MAX / 2, INT64_MAX / 2, 4, 2) && !tgMm_use(1 << 20, 1 << 20, 1 << 20, 2) &&
                   !tgMm_use(-256, 64, 32, 2),
               "use: sizes whose product overflows or is negative are refused");
+    int64_t r, c;
+    bool got = tgMm_blocks(256, 64, 32, &r, &c);
+    TAP_CHECK(got && r == 128 && c == 0, "blocks: 256x64x32 in 2 blocks of 128 rows (%lld %lld)", (long long)r,
+              (long long)c);
+    got = tgMm_blocks(101, 101, 101, &r, &c);
+    TAP_CHECK(got && r == 21 && c == 0,
+              "blocks: 101x101x101 in 5 blocks of at most 21 rows, not 4 of 25 and one of 1 (%lld %lld)", (long long)r,
+              (long long)c);
+    got = tgMm_blocks(2, 131072, 4, &r, &c);
+    TAP_CHECK(got && r == 0 && c == 1, "blocks: 2x131072x4 by single columns, a row being too large (%lld %lld)",
+              (long long)r, (long long)c);
+    got = tgMm_blocks(2, 262144, 2, &r, &c);
+    TAP_CHECK(!got && r == 0 && c == 0 && !tgMm_blocks(0, 64, 64, &r, &c),
+              "blocks: none when a row and a column are both too large, or the product is empty");
+    /* every product of the range: blocks within OpenBLAS's one-thread
+     * threshold, as few as that allows, as even */
+    int bad = 0, cases = 0, none = 0;
+    for (int64_t m = 1; m <= 4096; m = m * 3 / 2 + 1)
+        for (int64_t k = 1; k <= 1 << 20; k = k * 3 / 2 + 1)
+            for (int64_t n = 1; n <= 4096; n = n * 3 / 2 + 1) {
+                if (!tgMm_use(m, k, n, 2))
+                    continue;
+                cases++;
+                if (!tgMm_blocks(m, k, n, &r, &c)) {
+                    none++;
+                    bad += m * k <= TGMM_BLAS_ONE || k * n <= TGMM_BLAS_ONE;
+                    continue;
+                }
+                int64_t len = r ? m : n, b = r ? r : c, other = r ? k * n : k * m;
+                int64_t most = TGMM_BLAS_ONE / other, blocks = (len + b - 1) / b;
+                bad += (r != 0) == (c != 0) || b < 1 || b * other > TGMM_BLAS_ONE ||
+                       blocks != (len + most - 1) / most || (blocks - 1) * b >= len || (r == 0 && k * n <= TGMM_BLAS_ONE);
+            }
+    TAP_CHECK(bad == 0 && cases > 100, "blocks: %d products of the range, each block within TGMM_BLAS_ONE multiply-adds, "
+              "as few blocks as that allows, rows first; %d without blocks (%d bad)", cases, none, bad);
 }
 
 /* ---- through a function -------------------------------------------------- */
@@ -270,16 +303,23 @@ static void functions(void)
         for (int th = 1; th <= 2; th++) {
             blas_set(th);
             TAP_CHECK(tgMm_use(256, 64, 32, tgBl_threads()) == (th > 1), "OpenBLAS on %d thread%s: the rule says %s",
-                      th, th > 1 ? "s" : "", th > 1 ? "here" : "BLAS");
+                      th, th > 1 ? "s" : "", th > 1 ? "BLAS in blocks" : "BLAS whole");
             TAP_CHECK(through_fn(256, 64, 32, 0, kt_path) && through_fn(80, 101, 70, 0, kt_path) &&
-                          through_fn(64, 256, 32, 1, kt_path) && through_fn(256, 32, 10, 0, kt_path),
-                      "(add (dot A B) bias), 256x64x32, 80x101x70, 64x256x32 with A transposed, 256x32x10, OpenBLAS "
-                      "on %d thread%s: within rounding of long double",
+                          through_fn(64, 256, 32, 1, kt_path) && through_fn(256, 32, 10, 0, kt_path) &&
+                          through_fn(2, 131072, 4, 1, kt_path),
+                      "(add (dot A B) bias), 256x64x32, 80x101x70, 64x256x32 with A transposed, 256x32x10, "
+                      "2x131072x4 with A transposed (blocks of columns), OpenBLAS on %d thread%s: within rounding of "
+                      "long double",
                       th, th > 1 ? "s" : "");
             TAP_CHECK(through_views(96, 64, 48, kt_path) && through_views(40, 90, 100, kt_path),
                       "(dot A B) of a reversed and strided A and a transposed B, 96x64x48 and 40x90x100, OpenBLAS on "
-                      "%d thread%s (%s): within rounding of long double", th, th > 1 ? "s" : "",
-                      th > 1 ? "the own kernel, reading the views in place" : "BLAS, from copies");
+                      "%d thread%s (BLAS%s, from copies): within rounding of long double", th, th > 1 ? "s" : "",
+                      th > 1 ? " in blocks of rows" : "");
+            /* a row and a column each over the threshold: no blocks */
+            TAP_CHECK(through_fn(3, 100000, 3, 0, kt_path) && through_views(2, 200000, 2, kt_path),
+                      "3x100000x3 (add (dot A B) bias), 2x200000x2 (dot A B) of views, OpenBLAS on %d thread%s (%s): "
+                      "within rounding of long double", th, th > 1 ? "s" : "",
+                      th > 1 ? "the own kernel, reading the views in place" : "BLAS whole, from copies");
         }
     }
     blas_set(2);
@@ -289,15 +329,7 @@ int main(void)
 {
     tg_error err;
     ctx = tg_ctx_new(&err);
-    /* every version this processor runs: the AVX-512 one where it has
-     * it, then the AVX2 or generic one that runs where it has not */
-    bool wide = tgMm_wide(-1);
-    direct(wide ? "AVX-512" : "AVX2 or generic");
-    if (wide) {
-        TAP_CHECK(!tgMm_wide(0), "AVX-512 versions turned off");
-        direct("AVX2 or generic");
-        TAP_CHECK(tgMm_wide(1), "AVX-512 versions back on");
-    }
+    direct();
     rule();
     functions();
     tg_ctx_free(ctx);
