@@ -544,6 +544,10 @@ static int bare_start(const unsigned char *s, size_t len)
         break;
     case '+': case '-': case 'i': case 'n':
         break;
+    case 0xEF:
+        /* a UTF-8 byte-order mark at the start of a text is skipped by
+         * the reader (tgR_init), so it must not start a bare symbol */
+        return !(len >= 3 && s[1] == 0xBB && s[2] == 0xBF);
     default:
         if (!is_digit(s[0]))
             return 1;

@@ -423,6 +423,9 @@ static void test_symbols(void)
         { "a\x7f", 2, "|a\\x7f|" },
         { "a\0b", 3, "|a\\x00b|" },
         { "\xc3\xa9 x", 4, "|\xc3\xa9 x|" },
+        { "\xef\xbb\xbf", 3, "|\xef\xbb\xbf|" },         /* a byte-order mark, which a text may start with */
+        { "\xef\xbb\xbf" "a", 4, "|\xef\xbb\xbf" "a|" },
+        { "a\xef\xbb\xbf", 4, "a\xef\xbb\xbf" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char what[64];
