@@ -43,7 +43,7 @@ bool tgMm_blocks(int64_t m, int64_t k, int64_t n, int64_t *rows, int64_t *cols)
     *rows = *cols = 0;
     if (m <= 0 || k <= 0 || n <= 0)
         return false;
-    int64_t *out, len, other;   /* the dimension cut, its length, the other's k product */
+    int64_t *out, len, other;   /* the dimension cut, its length, k times the other one */
     if (k <= TGMM_BLAS_ONE / n)
         out = rows, len = m, other = k * n;
     else if (k <= TGMM_BLAS_ONE / m)
