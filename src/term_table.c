@@ -385,18 +385,24 @@ static size_t grown(size_t nb)
     return g;
 }
 
-/* The current array's size, and what follows from it: the load limit
- * and the parameters of the homes of term.c (ctx_home, and leanoff, the
- * inline look's mask of bucket offsets, 0 where it does not look; see
- * home_in). */
-static void set_size(tg_ctx *ctx, size_t nb)
+/* The context's copies of what the header of its current array ctx->tab
+ * says (its size and tag mask), for the probes, and what follows from
+ * them: the load limit, the masks of a slot's pointer and of the tags
+ * the lean look compares, and the parameters of the homes of term.c
+ * (ctx_home, and leanoff, the inline look's mask of bucket offsets, 0
+ * where it does not look; see home_in). */
+static void copy_header(tg_ctx *ctx)
 {
+    size_t nb = tbl_nb(ctx->tab);
     int small = nb <= SPARSE_BUCKETS;
     ctx->nb = nb;
     ctx->leanoff = small ? (nb - 1) * sizeof(bucket) : 0;
     ctx->hmul = small ? (uint64_t)1 << (32 - SMALL_HOME_SHIFT) : nb;
     ctx->hmask = small ? nb - 1 : SIZE_MAX;
     ctx->limit = limit_for(nb);
+    ctx->tagmask = tbl_tagmask(ctx->tab);
+    ctx->ptrmask = ~ctx->tagmask;
+    ctx->leanmask = ctx->tagmask & TAG_HI;
 }
 
 /* Count an entry that lies in bucket `at`, away from its home `from`, in
@@ -595,10 +601,7 @@ static int rebuild(tg_ctx *ctx, size_t nnb, int wide)
     atomic_signal_fence(memory_order_seq_cst);
     ctx->old_tab = NULL;
     atomic_signal_fence(memory_order_seq_cst);
-    set_size(ctx, nnb);
-    ctx->tagmask = tbl_tagmask(na);
-    ctx->ptrmask = ~ctx->tagmask;
-    ctx->leanmask = ctx->tagmask & TAG_HI;
+    copy_header(ctx);
     table_free(old);
     return 0;
 }
@@ -900,10 +903,7 @@ tg_ctx *tg_ctx_new(tg_error *err)
         tgE_set(err, TG_ERR_NOMEM, NULL, 0, 0, "out of memory creating a context");
         return NULL;
     }
-    set_size(ctx, MIN_BUCKETS);
-    ctx->tagmask = tbl_tagmask(ctx->tab);
-    ctx->ptrmask = ~ctx->tagmask;
-    ctx->leanmask = ctx->tagmask & TAG_HI;
+    copy_header(ctx);
     atomic_init(&ctx->busy, 0);
     GC_call_with_alloc_lock(link_ctx, ctx);
     return ctx;

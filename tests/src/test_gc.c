@@ -997,7 +997,6 @@ static void test_lean_home(void)
     tg_term *f = tg_symbol_cstr(c, "f");
     tg_term **keep = GC_MALLOC(N * sizeof *keep);
     tg_stats st;
-    tg_ctx_stats(c, &st);
     size_t cap = 0;
     int small = 0, large = 0, bad = 0;
     for (long k = 0; k < N; k++) {
